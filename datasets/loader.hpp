@@ -1,0 +1,109 @@
+#pragma once
+// Batches over a Dataset: in order or shuffled per epoch from a seed, keeping or dropping a short
+// last batch. A DataLoader is a random-access range of Batch values, so range-v3 views compose
+// with it: `for (auto [i, b] : loader | ranges::views::enumerate | ranges::views::take(10))`.
+
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <memory>
+#include <vector>
+
+#include "accrue/datasets/dataset.hpp"
+
+namespace accrue {
+
+struct LoaderOptions {
+  std::int64_t batch_size = 32;
+  bool shuffle = false;
+  /// Shuffling seed; epoch e uses a permutation derived from (seed, e).
+  std::uint64_t seed = 0;
+  /// Leave out the last batch when it is short.
+  bool drop_last = false;
+};
+
+struct Batch {
+  Tensor inputs;
+  Tensor targets;
+  /// Position of the batch in its epoch.
+  std::int64_t index = 0;
+  std::int64_t size() const { return inputs.size(0); }
+};
+
+class DataLoader {
+ public:
+  /// Throws ValueError for a batch size below 1.
+  DataLoader(Dataset dataset, LoaderOptions options);
+
+  /// Batches per epoch: ceil(N / batch_size), or floor with drop_last.
+  std::int64_t size() const;
+  /// Chooses the sample order of `epoch` (the same for the same seed and epoch).
+  void set_epoch(std::int64_t epoch);
+  std::int64_t epoch() const { return epoch_; }
+  /// Batch i of the current epoch: views of the data in order, a gathered copy when shuffled.
+  Batch operator[](std::int64_t i) const;
+
+  const Dataset& dataset() const { return dataset_; }
+  const LoaderOptions& options() const { return options_; }
+
+  class iterator {
+   public:
+    using iterator_concept = std::random_access_iterator_tag;
+    using iterator_category = std::input_iterator_tag;
+    using value_type = Batch;
+    using reference = Batch;
+    using difference_type = std::ptrdiff_t;
+
+    iterator() = default;
+    iterator(const DataLoader* loader, std::int64_t i) : loader_(loader), i_(i) {}
+    Batch operator*() const { return (*loader_)[i_]; }
+    Batch operator[](difference_type n) const { return (*loader_)[i_ + n]; }
+    iterator& operator++() {
+      ++i_;
+      return *this;
+    }
+    iterator operator++(int) {
+      iterator t = *this;
+      ++i_;
+      return t;
+    }
+    iterator& operator--() {
+      --i_;
+      return *this;
+    }
+    iterator operator--(int) {
+      iterator t = *this;
+      --i_;
+      return t;
+    }
+    iterator& operator+=(difference_type n) {
+      i_ += n;
+      return *this;
+    }
+    iterator& operator-=(difference_type n) {
+      i_ -= n;
+      return *this;
+    }
+    friend iterator operator+(iterator it, difference_type n) { return it += n; }
+    friend iterator operator+(difference_type n, iterator it) { return it += n; }
+    friend iterator operator-(iterator it, difference_type n) { return it -= n; }
+    friend difference_type operator-(const iterator& a, const iterator& b) { return a.i_ - b.i_; }
+    friend bool operator==(const iterator& a, const iterator& b) { return a.i_ == b.i_; }
+    friend auto operator<=>(const iterator& a, const iterator& b) { return a.i_ <=> b.i_; }
+
+   private:
+    const DataLoader* loader_ = nullptr;
+    std::int64_t i_ = 0;
+  };
+
+  iterator begin() const { return {this, 0}; }
+  iterator end() const { return {this, size()}; }
+
+ private:
+  Dataset dataset_;
+  LoaderOptions options_;
+  std::int64_t epoch_ = 0;
+  std::vector<std::int64_t> order_;  // empty when not shuffling
+};
+
+}  // namespace accrue

@@ -1,0 +1,99 @@
+#pragma once
+// Layer: a building block of a model.
+//
+// Ownership. A layer is a value until it is put into a model: `Sequential{layers::Dense{512}, ...}`
+// moves (or copies) each layer into the model, which owns it from then on and for its whole life.
+// Reach a model's layers through `model.layer(i)` or `model.layer<layers::Dense>(i)`: references
+// that stay valid as long as the model. A layer belongs to one model; copying a built layer copies
+// its configuration and shares nothing.
+//
+// Lifecycle. A layer is created with its configuration only (`Dense{512}` knows its output size,
+// not its input size). The model calls build() once with the shape of one input sample (no batch
+// dimension), when that shape becomes known (layers::Input, Sequential::build, or the first batch
+// of fit), as Keras does; build() creates the parameters and returns the output sample shape.
+// forward() then runs on batches, with the batch dimension first.
+//
+// Writing a layer. Derive from Layer, implement type_name(), build() and forward() with ops from
+// <accrue/framework/ops.hpp>; autograd records the backward pass, so none is written. Register
+// parameters with add_parameter() in build().
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "accrue/framework/random.hpp"
+#include "accrue/framework/tensor.hpp"
+
+namespace accrue {
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+
+  /// The layer's class as Keras names it: "Dense", "ReLU".
+  virtual std::string type_name() const = 0;
+  /// A copy of this layer, with its configuration and (when built) a deep copy of its parameters.
+  virtual std::unique_ptr<Layer> clone() const = 0;
+
+  /// Creates the parameters for samples of `input_shape` and returns the output sample shape.
+  /// Throws ShapeError naming the layer when it cannot take such input. The default keeps the
+  /// shape (activations).
+  virtual Shape build(const Shape& input_shape, Generator& generator);
+  /// The output for a batch x (batch dimension first).
+  virtual Tensor forward(const Tensor& x) = 0;
+
+  /// Parameters with their names inside the layer ("weight", "bias"), in PyTorch's order.
+  const std::vector<std::pair<std::string, Tensor>>& named_parameters() const { return parameters_; }
+  std::int64_t parameter_count() const;
+
+  /// Dropout and normalisation behave differently in training; the model sets this.
+  bool training() const { return training_; }
+  void set_training(bool training) { training_ = training; }
+
+  /// Unique name within its model ("dense_1"); set by the model, or by the user beforehand.
+  const std::string& name() const { return name_; }
+  void set_name(std::string name) { name_ = std::move(name); }
+
+  bool built() const { return built_; }
+  /// Sample shapes seen at build (valid once built).
+  const Shape& input_shape() const { return input_shape_; }
+  const Shape& output_shape() const { return output_shape_; }
+
+  /// Random numbers for this layer's forward (dropout masks): the owning model's generator, or
+  /// the default generator outside a model.
+  Generator& generator() const { return generator_ != nullptr ? *generator_ : default_generator(); }
+  /// Set by the model that owns the layer.
+  void set_generator(Generator* generator) { generator_ = generator; }
+
+  /// Builds once; a second call with another shape throws ShapeError naming both shapes. Used by models.
+  void ensure_built(const Shape& input_shape, Generator& generator);
+  /// "layer 2 'dense_1' (Dense)"-style identity for messages.
+  std::string describe() const;
+
+ protected:
+  Layer() = default;
+  Layer(const Layer& other);
+  Layer(Layer&&) = default;
+  Layer& operator=(const Layer&) = delete;
+
+  /// Registers a parameter (a leaf that requires grad, counted as parameter memory).
+  Tensor& add_parameter(std::string name, Tensor value);
+
+ private:
+  std::vector<std::pair<std::string, Tensor>> parameters_;
+  std::string name_;
+  Shape input_shape_, output_shape_;
+  Generator* generator_ = nullptr;
+  bool built_ = false;
+  bool training_ = true;
+};
+
+/// Layers whose copy is their copy constructor; saves writing clone() in every layer.
+template <class Derived>
+class LayerBase : public Layer {
+ public:
+  std::unique_ptr<Layer> clone() const override { return std::make_unique<Derived>(static_cast<const Derived&>(*this)); }
+};
+
+}  // namespace accrue

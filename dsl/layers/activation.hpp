@@ -1,0 +1,54 @@
+#pragma once
+// Activation layers: element-wise functions without parameters, and softmax.
+
+#include "accrue/dsl/layer.hpp"
+
+namespace accrue::layers {
+
+class ReLU final : public LayerBase<ReLU> {
+ public:
+  std::string type_name() const override { return "ReLU"; }
+  Tensor forward(const Tensor& x) override;
+};
+
+struct GELUOptions {
+  /// PyTorch's approximate="tanh"; the exact erf form by default.
+  bool tanh_approximation = false;
+};
+
+class GELU final : public LayerBase<GELU> {
+ public:
+  explicit(false) GELU(GELUOptions options = {}) : options_(options) {}
+  std::string type_name() const override { return "GELU"; }
+  Tensor forward(const Tensor& x) override;
+
+ private:
+  GELUOptions options_;
+};
+
+class Sigmoid final : public LayerBase<Sigmoid> {
+ public:
+  std::string type_name() const override { return "Sigmoid"; }
+  Tensor forward(const Tensor& x) override;
+};
+
+class Tanh final : public LayerBase<Tanh> {
+ public:
+  std::string type_name() const override { return "Tanh"; }
+  Tensor forward(const Tensor& x) override;
+};
+
+/// Softmax over one dimension of the sample (the last by default). Put it after the last Dense
+/// for probabilities at prediction time; losses::CrossEntropy wants the logits before it.
+class Softmax final : public LayerBase<Softmax> {
+ public:
+  explicit(false) Softmax(int dim = -1) : dim_(dim) {}
+  std::string type_name() const override { return "Softmax"; }
+  Shape build(const Shape& input_shape, Generator& generator) override;
+  Tensor forward(const Tensor& x) override;
+
+ private:
+  int dim_;
+};
+
+}  // namespace accrue::layers

@@ -1,0 +1,21 @@
+#pragma once
+// Dropout: zeroes each element with probability `rate` in training and scales the rest by
+// 1 / (1 - rate); the identity in evaluation. Masks are drawn fresh for every batch.
+
+#include "accrue/dsl/layer.hpp"
+
+namespace accrue::layers {
+
+class Dropout final : public LayerBase<Dropout> {
+ public:
+  /// Drop probability in [0, 1): `Dropout{0.5}`.
+  explicit(false) Dropout(float rate);
+  std::string type_name() const override { return "Dropout"; }
+  Tensor forward(const Tensor& x) override;
+  float rate() const { return rate_; }
+
+ private:
+  float rate_;
+};
+
+}  // namespace accrue::layers

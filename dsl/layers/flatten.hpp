@@ -1,0 +1,15 @@
+#pragma once
+// Flattens each sample to one dimension: (B, 1, 28, 28) -> (B, 784).
+
+#include "accrue/dsl/layer.hpp"
+
+namespace accrue::layers {
+
+class Flatten final : public LayerBase<Flatten> {
+ public:
+  std::string type_name() const override { return "Flatten"; }
+  Shape build(const Shape& input_shape, Generator& generator) override;
+  Tensor forward(const Tensor& x) override;
+};
+
+}  // namespace accrue::layers

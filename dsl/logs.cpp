@@ -1,0 +1,50 @@
+#include "accrue/dsl/logs.hpp"
+
+#include <fmt/format.h>
+
+#include "accrue/framework/error.hpp"
+
+namespace accrue {
+
+void Logs::set(const std::string& name, double value) {
+  for (auto& [n, v] : items_) {
+    if (n == name) {
+      v = value;
+      return;
+    }
+  }
+  items_.emplace_back(name, value);
+}
+
+std::optional<double> Logs::get(const std::string& name) const {
+  for (const auto& [n, v] : items_)
+    if (n == name) return v;
+  return std::nullopt;
+}
+
+double Logs::at(const std::string& name) const {
+  if (auto v = get(name)) return *v;
+  std::string names;
+  for (const auto& item : items_) names += (names.empty() ? "" : ", ") + item.first;
+  throw ValueError(fmt::format("no value named '{}' in the logs (there are: {})", name, names.empty() ? "none" : names));
+}
+
+std::string Logs::str() const {
+  std::string s;
+  for (const auto& [n, v] : items_) s += fmt::format("{}{}: {:.4f}", s.empty() ? "" : " - ", n, v);
+  return s;
+}
+
+std::vector<double> History::operator[](const std::string& name) const {
+  std::vector<double> values;
+  values.reserve(epochs_.size());
+  for (const Logs& e : epochs_) values.push_back(e.at(name));
+  return values;
+}
+
+double History::last(const std::string& name) const {
+  ACCRUE_CHECK(!epochs_.empty(), "the history is empty: no epoch has finished");
+  return epochs_.back().at(name);
+}
+
+}  // namespace accrue

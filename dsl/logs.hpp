@@ -1,0 +1,45 @@
+#pragma once
+// Named values of a batch, an epoch or an evaluation, in the order they were recorded: "loss",
+// the metrics, then "val_loss" and the validation metrics, as Keras logs them.
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace accrue {
+
+class Logs {
+ public:
+  /// Sets `name` (replacing an earlier value, keeping its position).
+  void set(const std::string& name, double value);
+  std::optional<double> get(const std::string& name) const;
+  /// The value of `name`; throws ValueError listing the names there are.
+  double at(const std::string& name) const;
+  bool contains(const std::string& name) const { return get(name).has_value(); }
+  const std::vector<std::pair<std::string, double>>& items() const { return items_; }
+  bool empty() const { return items_.empty(); }
+  /// "loss: 0.5234 - accuracy: 0.8123"
+  std::string str() const;
+
+ private:
+  std::vector<std::pair<std::string, double>> items_;
+};
+
+/// What fit() returns: the logs of every epoch.
+class History {
+ public:
+  void append(Logs epoch) { epochs_.push_back(std::move(epoch)); }
+  std::size_t epochs() const { return epochs_.size(); }
+  /// The per-epoch values of `name` ("loss", "val_accuracy"), as Keras's history.history[name];
+  /// throws ValueError listing the names there are.
+  std::vector<double> operator[](const std::string& name) const;
+  /// The value of `name` in the last epoch.
+  double last(const std::string& name) const;
+  const std::vector<Logs>& logs() const { return epochs_; }
+
+ private:
+  std::vector<Logs> epochs_;
+};
+
+}  // namespace accrue

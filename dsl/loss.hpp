@@ -1,0 +1,83 @@
+#pragma once
+// Losses for compile(). A loss gives the sum of its per-sample values over a batch; the training
+// loop divides by the number of samples that take part in the optimizer step (or not, for
+// Reduction::sum), so the gradient is that of the mean over exactly those samples.
+//
+// Any callable `(const Tensor& prediction, const Tensor& target) -> Tensor` is a loss too:
+// returning per-sample values (B) is exact under every batching; returning a scalar is read as
+// the mean over its batch.
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "accrue/framework/ops.hpp"
+
+namespace accrue {
+
+namespace losses {
+
+/// Softmax cross-entropy from logits (B, C) and int32 labels (B): PyTorch's nn.CrossEntropyLoss.
+struct CrossEntropy {
+  Reduction reduction = Reduction::mean;
+  float label_smoothing = 0.0f;
+
+  /// Per-sample losses (B).
+  Tensor per_sample(const Tensor& logits, const Tensor& labels) const;
+  /// The reduced loss, as nn.CrossEntropyLoss(...)(logits, labels).
+  Tensor operator()(const Tensor& logits, const Tensor& labels) const;
+  std::string name() const { return "CrossEntropy"; }
+};
+
+/// Mean squared error, per sample the mean over its elements: PyTorch's nn.MSELoss.
+struct MSE {
+  Reduction reduction = Reduction::mean;
+
+  Tensor per_sample(const Tensor& prediction, const Tensor& target) const;
+  Tensor operator()(const Tensor& prediction, const Tensor& target) const;
+  std::string name() const { return "MSE"; }
+};
+
+}  // namespace losses
+
+/// A loss type of Accrue's: per_sample(), a reduction and a name.
+template <class T>
+concept BuiltinLoss = requires(const T& loss, const Tensor& p, const Tensor& t) {
+  { loss.per_sample(p, t) } -> std::convertible_to<Tensor>;
+  { loss.reduction } -> std::convertible_to<Reduction>;
+  { loss.name() } -> std::convertible_to<std::string>;
+};
+
+/// A user's loss: a callable on (prediction, target).
+template <class T>
+concept LossCallable = !BuiltinLoss<T> && std::is_invocable_r_v<Tensor, const T&, const Tensor&, const Tensor&>;
+
+/// Any loss, held by value (compile() takes one).
+class Loss {
+ public:
+  Loss() = default;
+  template <BuiltinLoss T>
+  Loss(T loss)  // NOLINT: implicit on purpose
+      : per_sample_([loss](const Tensor& p, const Tensor& t) { return loss.per_sample(p, t); }),
+        reduction_(loss.reduction),
+        name_(loss.name()) {}
+  template <LossCallable F>
+  Loss(F loss, std::string name = "custom_loss")  // NOLINT: implicit on purpose
+      : per_sample_([loss](const Tensor& p, const Tensor& t) { return static_cast<Tensor>(loss(p, t)); }),
+        name_(std::move(name)) {}
+
+  bool defined() const { return static_cast<bool>(per_sample_); }
+  /// Sum of the per-sample losses of a batch, a differentiable scalar. Throws ShapeError when the
+  /// loss returns neither one value per sample nor a scalar.
+  Tensor batch_sum(const Tensor& prediction, const Tensor& target) const;
+  /// mean: the step's gradient is that of the mean over the step's samples; sum: of their sum.
+  Reduction reduction() const { return reduction_; }
+  const std::string& name() const { return name_; }
+
+ private:
+  std::function<Tensor(const Tensor&, const Tensor&)> per_sample_;
+  Reduction reduction_ = Reduction::mean;
+  std::string name_;
+};
+
+}  // namespace accrue

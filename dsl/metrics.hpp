@@ -1,0 +1,99 @@
+#pragma once
+// Metrics for compile(): values accumulated over an epoch's batches and reported in the logs.
+// A metric is a value type with reset(), update(prediction, target, loss_sum), result() and
+// name(); Metric holds any of them, built-in or the user's own.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "accrue/framework/tensor.hpp"
+
+namespace accrue {
+
+namespace metrics {
+
+/// Fraction of samples whose largest logit is at their label (Keras's "accuracy" for int labels).
+class Accuracy {
+ public:
+  void reset() { correct_ = total_ = 0; }
+  void update(const Tensor& prediction, const Tensor& target, double loss_sum);
+  double result() const { return total_ == 0 ? 0.0 : static_cast<double>(correct_) / static_cast<double>(total_); }
+  std::string name() const { return "accuracy"; }
+
+ private:
+  std::int64_t correct_ = 0, total_ = 0;
+};
+
+/// The mean per-sample loss; the training loop always keeps one, reported as "loss".
+class MeanLoss {
+ public:
+  void reset() {
+    sum_ = 0.0;
+    count_ = 0;
+  }
+  void update(const Tensor& prediction, const Tensor& target, double loss_sum);
+  double result() const { return count_ == 0 ? 0.0 : sum_ / static_cast<double>(count_); }
+  std::string name() const { return "loss"; }
+
+ private:
+  double sum_ = 0.0;
+  std::int64_t count_ = 0;
+};
+
+}  // namespace metrics
+
+template <class T>
+concept MetricType = requires(T m, const T& cm, const Tensor& t) {
+  m.reset();
+  m.update(t, t, 0.0);
+  { cm.result() } -> std::convertible_to<double>;
+  { cm.name() } -> std::convertible_to<std::string>;
+};
+
+/// Any metric, held by value; copying gives an independent metric.
+class Metric {
+ public:
+  template <MetricType T>
+  Metric(T metric)  // NOLINT: implicit on purpose, so compile() takes {metrics::Accuracy{}}
+      : impl_(std::make_shared<Model<T>>(std::move(metric))) {}
+  Metric(const Metric& other) : impl_(other.impl_->clone()) {}
+  Metric& operator=(const Metric& other) {
+    impl_ = other.impl_->clone();
+    return *this;
+  }
+  Metric(Metric&&) = default;
+  Metric& operator=(Metric&&) = default;
+
+  void reset() { impl_->reset(); }
+  /// `prediction` is the model's output, `target` the batch's targets, `loss_sum` the sum of the
+  /// batch's per-sample losses.
+  void update(const Tensor& prediction, const Tensor& target, double loss_sum) {
+    impl_->update(prediction, target, loss_sum);
+  }
+  double result() const { return impl_->result(); }
+  std::string name() const { return impl_->name(); }
+
+ private:
+  struct Concept {
+    virtual ~Concept() = default;
+    virtual std::shared_ptr<Concept> clone() const = 0;
+    virtual void reset() = 0;
+    virtual void update(const Tensor& p, const Tensor& t, double loss_sum) = 0;
+    virtual double result() const = 0;
+    virtual std::string name() const = 0;
+  };
+  template <class T>
+  struct Model final : Concept {
+    explicit Model(T m) : metric(std::move(m)) {}
+    std::shared_ptr<Concept> clone() const override { return std::make_shared<Model<T>>(metric); }
+    void reset() override { metric.reset(); }
+    void update(const Tensor& p, const Tensor& t, double loss_sum) override { metric.update(p, t, loss_sum); }
+    double result() const override { return metric.result(); }
+    std::string name() const override { return metric.name(); }
+    T metric;
+  };
+  std::shared_ptr<Concept> impl_;
+};
+
+}  // namespace accrue

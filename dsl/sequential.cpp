@@ -1,0 +1,232 @@
+#include "accrue/dsl/sequential.hpp"
+
+#include <cctype>
+#include <map>
+
+#include "accrue/framework/autograd.hpp"
+#include "accrue/framework/ops.hpp"
+
+namespace accrue {
+
+namespace {
+// "Dense" -> "dense", "ReLU" -> "re_lu", "GELU" -> "gelu": Keras's layer naming.
+std::string snake_case(const std::string& type) {
+  std::string out;
+  for (std::size_t i = 0; i < type.size(); ++i) {
+    const char c = type[i];
+    const bool upper = std::isupper(static_cast<unsigned char>(c)) != 0;
+    const bool next_lower = i + 1 < type.size() && std::islower(static_cast<unsigned char>(type[i + 1])) != 0;
+    const bool prev_lower = i > 0 && std::islower(static_cast<unsigned char>(type[i - 1])) != 0;
+    if (upper && i > 0 && (prev_lower || next_lower)) out += '_';
+    out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
+std::uint64_t seed_from_default() {
+  Generator& g = default_generator();
+  return (static_cast<std::uint64_t>(g.next_u32()) << 32) | g.next_u32();
+}
+}  // namespace
+
+double Evaluation::first_metric() const {
+  for (const auto& [name, value] : logs.items())
+    if (name != "loss") return value;
+  throw ValueError("this Evaluation has no metric to bind: compile() the model with one, e.g. {metrics::Accuracy{}}");
+}
+
+Sequential::Sequential() : generator_(std::make_unique<Generator>(seed_from_default())) {}
+Sequential::Sequential(Sequential&&) noexcept = default;
+Sequential& Sequential::operator=(Sequential&&) noexcept = default;
+Sequential::~Sequential() = default;
+
+Sequential& Sequential::add(std::unique_ptr<Layer> layer) {
+  ACCRUE_CHECK(layer != nullptr, "Sequential::add: null layer");
+  if (layer->name().empty()) {
+    const std::string base = snake_case(layer->type_name());
+    int same = 0;
+    for (const auto& l : layers_)
+      if (l->type_name() == layer->type_name()) ++same;
+    layer->set_name(same == 0 ? base : fmt::format("{}_{}", base, same));
+  }
+  for (const auto& l : layers_)
+    ACCRUE_CHECK(l->name() != layer->name(), "Sequential::add: two layers named '{}'", layer->name());
+  layer->set_generator(generator_.get());
+  layer->set_training(training_);
+  if (built_) {
+    const Shape in = output_shape();
+    try {
+      layer->ensure_built(in, *generator_);
+    } catch (Error& e) {
+      e.prepend(fmt::format("layer {} of model '{}': ", layers_.size(), name_));
+      throw;
+    }
+    optimizer_.reset();
+  }
+  layers_.push_back(std::move(layer));
+  ensure_optimizer();
+  return *this;
+}
+
+Sequential& Sequential::add(const layers::Input& input) {
+  ACCRUE_CHECK(layers_.empty() && !input_shape_, "layers::Input must come first, before any other layer");
+  input_shape_ = input.shape;
+  return *this;
+}
+
+Layer& Sequential::layer(std::size_t i) {
+  ACCRUE_CHECK(i < layers_.size(), "layer {} of a model with {} layers", i, layers_.size());
+  return *layers_[i];
+}
+
+const Layer& Sequential::layer(std::size_t i) const {
+  ACCRUE_CHECK(i < layers_.size(), "layer {} of a model with {} layers", i, layers_.size());
+  return *layers_[i];
+}
+
+void Sequential::throw_wrong_layer_type(std::size_t i) const {
+  throw ValueError(fmt::format("layer {} of the model is {}, not the type asked for", i, layers_[i]->describe()));
+}
+
+void Sequential::build(const Shape& sample_shape) {
+  if (built_) {
+    ACCRUE_CHECK_SHAPE(*input_shape_ == sample_shape, "model '{}' was built for input samples of shape {}, not {}", name_,
+                       *input_shape_, sample_shape);
+    return;
+  }
+  if (input_shape_)
+    ACCRUE_CHECK_SHAPE(*input_shape_ == sample_shape,
+                       "model '{}' declares input samples of shape {} (layers::Input) but gets {}", name_, *input_shape_,
+                       sample_shape);
+  ACCRUE_CHECK(!layers_.empty(), "model '{}' has no layers", name_);
+  Shape shape = sample_shape;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    try {
+      layers_[i]->ensure_built(shape, *generator_);
+    } catch (Error& e) {
+      e.prepend(fmt::format("layer {} of model '{}': ", i, name_));
+      throw;
+    }
+    shape = layers_[i]->output_shape();
+  }
+  input_shape_ = sample_shape;
+  built_ = true;
+  ensure_optimizer();
+}
+
+Shape Sequential::output_shape() const {
+  ACCRUE_CHECK(built_, "model '{}' is not built yet: its output shape is known once it sees its input shape", name_);
+  return layers_.back()->output_shape();
+}
+
+Tensor Sequential::forward(const Tensor& x) {
+  ACCRUE_CHECK(x.defined(), "model '{}': the input is undefined", name_);
+  ACCRUE_CHECK_SHAPE(x.rank() >= 1, "model '{}' takes batches (batch, ...), got shape {}", name_, x.shape());
+  const Shape sample = x.shape().drop_front();
+  if (!built_) build(sample);
+  ACCRUE_CHECK_SHAPE(sample == *input_shape_,
+                     "model '{}' was built for input samples of shape {}, but the batch {} has samples of shape {}",
+                     name_, *input_shape_, x.shape(), sample);
+  Tensor h = x;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    Layer& l = *layers_[i];
+    const Shape in = h.shape().drop_front();
+    if (!(in == l.input_shape()))
+      throw ShapeError(fmt::format("layer {} '{}' ({}) expects samples of shape {} but gets {} (batch {})", i, l.name(),
+                                   l.type_name(), l.input_shape(), in, h.shape()));
+    try {
+      h = l.forward(h);
+    } catch (Error& e) {
+      e.prepend(fmt::format("layer {} '{}' ({}), input {}: ", i, l.name(), l.type_name(), h.shape()));
+      throw;
+    }
+  }
+  return h;
+}
+
+void Sequential::set_training(bool training) {
+  training_ = training;
+  for (auto& l : layers_) l->set_training(training);
+}
+
+std::vector<Tensor> Sequential::parameters() const {
+  std::vector<Tensor> out;
+  for (const auto& l : layers_)
+    for (const auto& p : l->named_parameters()) out.push_back(p.second);
+  return out;
+}
+
+std::vector<std::pair<std::string, Tensor>> Sequential::named_parameters() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (std::size_t i = 0; i < layers_.size(); ++i)
+    for (const auto& [name, value] : layers_[i]->named_parameters()) out.emplace_back(fmt::format("{}.{}", i, name), value);
+  return out;
+}
+
+std::int64_t Sequential::parameter_count() const {
+  std::int64_t n = 0;
+  for (const auto& l : layers_) n += l->parameter_count();
+  return n;
+}
+
+void Sequential::compile(optim::AnyOptimizer optimizer, Loss loss, std::vector<Metric> metrics) {
+  ACCRUE_CHECK(optimizer.defined(), "compile: no optimizer given");
+  ACCRUE_CHECK(loss.defined(), "compile: no loss given");
+  std::map<std::string, int> seen{{"loss", 1}};
+  std::vector<Metric> kept;
+  for (Metric& m : metrics) {
+    // The loss is always reported; a MeanLoss metric would only repeat it.
+    if (m.name() == "loss") continue;
+    ACCRUE_CHECK(seen[m.name()]++ == 0, "compile: two metrics named '{}'", m.name());
+    kept.push_back(std::move(m));
+  }
+  optimizer_config_ = std::move(optimizer);
+  loss_ = std::move(loss);
+  metrics_ = std::move(kept);
+  optimizer_.reset();
+  if (built_) ensure_optimizer();
+}
+
+void Sequential::ensure_optimizer() {
+  if (optimizer_ || !optimizer_config_.defined() || !built_) return;
+  optimizer_ = optimizer_config_.create(parameters());
+}
+
+optim::Optimizer& Sequential::optimizer() {
+  check_compiled("optimizer()");
+  ACCRUE_CHECK(optimizer_ != nullptr, "model '{}' has no optimizer yet: it is created when the model is built", name_);
+  return *optimizer_;
+}
+
+void Sequential::check_compiled(const char* what) const {
+  ACCRUE_CHECK(compiled(), "{} needs a compiled model: call model.compile(optimizer, loss, metrics) first", what);
+}
+
+Tensor Sequential::predict(const Tensor& inputs, std::int64_t batch_size) {
+  ACCRUE_CHECK(batch_size >= 1, "predict: batch_size must be at least 1, got {}", batch_size);
+  ACCRUE_CHECK_SHAPE(inputs.defined() && inputs.rank() >= 1, "predict: needs inputs (N, ...)");
+  const NoGradGuard no_grad;
+  const bool was_training = training_;
+  set_training(false);
+  std::vector<Tensor> outputs;
+  const std::int64_t n = inputs.size(0);
+  try {
+    for (std::int64_t begin = 0; begin < n; begin += batch_size)
+      outputs.push_back(forward(ops::narrow(inputs, begin, std::min(n, begin + batch_size))));
+  } catch (...) {
+    set_training(was_training);
+    throw;
+  }
+  set_training(was_training);
+  if (!built_) build(inputs.shape().drop_front());
+  const Shape out_sample = output_shape();
+  Tensor result = Tensor::empty(out_sample.prepend(n), {.device = inputs.device()});
+  std::int64_t row = 0;
+  for (const Tensor& o : outputs) {
+    ops::narrow(result, row, row + o.size(0)).copy_(o);
+    row += o.size(0);
+  }
+  return result;
+}
+
+}  // namespace accrue

@@ -1,0 +1,173 @@
+#pragma once
+// Sequential: a model that is a list of layers, each feeding the next, with Keras's workflow:
+//
+//   Sequential model{layers::Input{1, 28, 28}, layers::Flatten{}, layers::Dense{512}, layers::ReLU{},
+//                    layers::Dense{10}};
+//   model.compile(optim::SGD{.lr = 1e-3}, losses::CrossEntropy{}, {metrics::Accuracy{}});
+//   model.summary();
+//   History h = model.fit(train, {.epochs = 5, .batch_size = 64, .validation = test});
+//   auto [loss, accuracy] = model.evaluate(test);
+//
+// The model owns its layers (see layer.hpp) and its random generator, which is seeded from the
+// default generator when the model is made: call accrue::manual_seed(s) first for repeatable runs.
+
+#include <concepts>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "accrue/datasets/dataset.hpp"
+#include "accrue/dsl/callbacks.hpp"
+#include "accrue/dsl/layer.hpp"
+#include "accrue/dsl/layers/input.hpp"
+#include "accrue/dsl/logs.hpp"
+#include "accrue/dsl/loss.hpp"
+#include "accrue/dsl/metrics.hpp"
+#include "accrue/framework/optim/optimizer.hpp"
+
+namespace accrue {
+
+/// Options of fit(), with Keras's defaults.
+struct FitOptions {
+  int epochs = 1;
+  std::int64_t batch_size = 32;
+  /// Reshuffle the training data every epoch.
+  bool shuffle = true;
+  /// Seed of the shuffling; by default drawn from the model's generator.
+  std::optional<std::uint64_t> seed = {};
+  /// Evaluated after every epoch; its results are logged as val_loss, val_<metric>.
+  std::optional<Dataset> validation = {};
+  /// Leave out a short last batch.
+  bool drop_last = false;
+  /// 0: silent; 1: a live bar on a terminal, one line per epoch otherwise; 2: one line per epoch.
+  int verbose = 1;
+  std::vector<CallbackHandle> callbacks = {};
+};
+
+struct EvaluateOptions {
+  std::int64_t batch_size = 32;
+};
+
+/// The result of evaluate(): the mean loss and every metric. `auto [loss, accuracy] =
+/// model.evaluate(test)` binds the loss and the first metric.
+struct Evaluation {
+  double loss = 0.0;
+  Logs logs;
+  /// The value of "loss" or of a metric by name.
+  double operator[](const std::string& name) const { return logs.at(name); }
+  template <std::size_t I>
+  double get() const {
+    static_assert(I < 2, "an Evaluation binds to (loss, first metric)");
+    if constexpr (I == 0) return loss;
+    else return first_metric();
+  }
+  double first_metric() const;
+};
+
+class Sequential {
+ public:
+  Sequential();
+  /// Layers in order, moved or copied in; a layers::Input first declares the sample shape.
+  template <class... Ls>
+    requires(sizeof...(Ls) > 0 &&
+             ((std::derived_from<std::decay_t<Ls>, Layer> || std::same_as<std::decay_t<Ls>, layers::Input>) && ...))
+  explicit(false) Sequential(Ls&&... layers) : Sequential() {
+    (add(std::forward<Ls>(layers)), ...);
+    if (input_shape_) build(*input_shape_);
+  }
+  Sequential(Sequential&&) noexcept;
+  Sequential& operator=(Sequential&&) noexcept;
+  ~Sequential();
+
+  /// Appends a layer (the model takes ownership) and returns the model. On a built model the new
+  /// layer is built at once, and a compiled model's optimizer is created anew to include it.
+  template <class L>
+    requires std::derived_from<std::decay_t<L>, Layer>
+  Sequential& add(L&& layer) {
+    return add(std::unique_ptr<Layer>(std::make_unique<std::decay_t<L>>(std::forward<L>(layer))));
+  }
+  Sequential& add(std::unique_ptr<Layer> layer);
+  /// Declares the input sample shape (only before other layers and before building).
+  Sequential& add(const layers::Input& input);
+
+  std::size_t size() const { return layers_.size(); }
+  Layer& layer(std::size_t i);
+  const Layer& layer(std::size_t i) const;
+  template <class T>
+  T& layer(std::size_t i) {
+    auto* p = dynamic_cast<T*>(&layer(i));
+    if (p == nullptr) throw_wrong_layer_type(i);
+    return *p;
+  }
+
+  /// Builds every layer for input samples of `sample_shape` (no batch dimension); throws
+  /// ShapeError naming the first layer that cannot take its input.
+  void build(const Shape& sample_shape);
+  bool built() const { return built_; }
+  /// The sample shape the model was built for (or declared with layers::Input).
+  const std::optional<Shape>& input_shape() const { return input_shape_; }
+  /// Output sample shape (built models only).
+  Shape output_shape() const;
+
+  /// The output for a batch; builds on first use. Throws ShapeError naming the layer and shapes
+  /// when x does not fit.
+  Tensor forward(const Tensor& x);
+  Tensor operator()(const Tensor& x) { return forward(x); }
+
+  void set_training(bool training);
+  bool training() const { return training_; }
+
+  /// Trainable tensors in order, and with PyTorch's names ("0.weight", "0.bias", "2.weight"...).
+  std::vector<Tensor> parameters() const;
+  std::vector<std::pair<std::string, Tensor>> named_parameters() const;
+  std::int64_t parameter_count() const;
+
+  /// Sets the optimizer, the loss and the metrics. The optimizer's state starts (again) empty.
+  void compile(optim::AnyOptimizer optimizer, Loss loss, std::vector<Metric> metrics = {});
+  bool compiled() const { return loss_.defined(); }
+  /// The optimizer (compiled and built models only).
+  optim::Optimizer& optimizer();
+  const Loss& loss() const { return loss_; }
+
+  /// Prints the layers with output shapes, parameter counts and parameter memory.
+  void summary(std::ostream& out) const;
+  void summary() const;
+  std::string summary_str() const;
+
+  /// Trains on `train` (see FitOptions) and returns the per-epoch logs.
+  History fit(const Dataset& train, const FitOptions& options = {});
+  /// Mean loss and metrics over `data`, in evaluation mode and without recording autograd.
+  Evaluation evaluate(const Dataset& data, const EvaluateOptions& options = {});
+  /// The model's outputs for `inputs` (N, ...) computed batch by batch, in evaluation mode.
+  Tensor predict(const Tensor& inputs, std::int64_t batch_size = 32);
+
+  Generator& generator() { return *generator_; }
+  const std::string& name() const { return name_; }
+
+ private:
+  [[noreturn]] void throw_wrong_layer_type(std::size_t i) const;
+  void ensure_optimizer();
+  void check_compiled(const char* what) const;
+
+  std::string name_ = "sequential";
+  std::vector<std::unique_ptr<Layer>> layers_;
+  std::optional<Shape> input_shape_;
+  std::unique_ptr<Generator> generator_;
+  bool built_ = false;
+  bool training_ = true;
+  optim::AnyOptimizer optimizer_config_;
+  std::unique_ptr<optim::Optimizer> optimizer_;
+  Loss loss_;
+  std::vector<Metric> metrics_;
+};
+
+}  // namespace accrue
+
+template <>
+struct std::tuple_size<accrue::Evaluation> : std::integral_constant<std::size_t, 2> {};
+template <std::size_t I>
+struct std::tuple_element<I, accrue::Evaluation> {
+  using type = double;
+};

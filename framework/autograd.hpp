@@ -1,0 +1,111 @@
+#pragma once
+// Define-by-run automatic differentiation.
+//
+// An op that runs while grad mode is on and sees an input that requires grad records a Node: the
+// function that turns the gradient of its output into gradients of its inputs, with the tensors
+// it saved for that. backward() walks the recorded graph from a scalar in reverse topological
+// order and *adds* each leaf's gradient into its .grad(), as PyTorch does: calling backward() on
+// several micro-batches before an optimizer step sums their gradients, which is what gradient
+// accumulation relies on.
+//
+// Writing a layer or a loss from existing ops needs none of this: ops record themselves. A new
+// primitive op derives from Node (see ops/*.cpp for examples).
+
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "accrue/framework/tensor.hpp"
+
+namespace accrue {
+
+/// Where an input's gradient goes: the next node (for an op result) or the leaf itself.
+struct Edge {
+  std::shared_ptr<Node> node;
+  std::shared_ptr<detail::TensorImpl> leaf;
+  Shape shape;
+  DType dtype = DType::f32;
+  bool defined() const { return node != nullptr || leaf != nullptr; }
+};
+
+/// A saved tensor and the storage version it had, so that an in-place write between forward and
+/// backward is reported instead of silently giving a wrong gradient.
+class SavedTensor {
+ public:
+  SavedTensor() = default;
+  /// Saves `t`; temporaries kept for backward are counted as activations from now on.
+  explicit SavedTensor(const Tensor& t);
+  /// The tensor; throws when it was released or modified in place since it was saved.
+  const Tensor& get(std::string_view op) const;
+  void reset() { tensor_ = Tensor(); }
+
+ private:
+  Tensor tensor_;
+  std::uint64_t version_ = 0;
+};
+
+class GradSink;
+
+class Node {
+ public:
+  virtual ~Node() = default;
+  /// The op's name in error messages ("linear", "relu").
+  virtual std::string_view name() const = 0;
+  /// Computes the inputs' gradients from the gradient of the output and hands them to `sink`.
+  virtual void backward(Tensor grad_output, GradSink& sink) = 0;
+  /// Drops the saved tensors once backward has run (unless the graph is retained).
+  virtual void release() {}
+
+  /// One edge per input of the op, undefined for inputs that need no gradient.
+  std::vector<Edge> edges;
+  bool released = false;
+};
+
+/// Receives the gradients a Node computes. Kernels that can accumulate (GEMM with beta = 1) ask
+/// for a target and add into it directly; others hand over a fresh tensor.
+class GradSink {
+ public:
+  struct Target {
+    Tensor tensor;
+    /// true: add into `tensor`; false: overwrite it (its contents are undefined).
+    bool accumulate;
+  };
+
+  virtual ~GradSink() = default;
+  /// Whether input `i` needs a gradient at all.
+  virtual bool needs(std::size_t i) const = 0;
+  /// The tensor that receives input i's gradient.
+  virtual Target target(std::size_t i) = 0;
+  /// Adds `grad` as input i's gradient, taking it over without a copy when nobody else holds it.
+  virtual void add(std::size_t i, Tensor grad) = 0;
+};
+
+/// Whether ops record the graph; on by default, per thread.
+class GradMode {
+ public:
+  static bool enabled();
+  static void set_enabled(bool enabled);
+};
+
+/// Turns recording off for its scope: evaluation, metrics, optimizer updates.
+class NoGradGuard {
+ public:
+  NoGradGuard() : previous_(GradMode::enabled()) { GradMode::set_enabled(false); }
+  ~NoGradGuard() { GradMode::set_enabled(previous_); }
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+/// True when an op with these inputs must record a node.
+bool needs_grad(std::initializer_list<const Tensor*> inputs);
+
+/// Connects `node` to `inputs` and makes it the grad_fn of `output`, which then requires grad.
+void record(const std::shared_ptr<Node>& node, const Tensor& output, std::initializer_list<const Tensor*> inputs);
+
+/// Runs backward from `root` with `grad_root` as its gradient (see Tensor::backward).
+void run_backward(const Tensor& root, const Tensor& grad_root, bool retain_graph);
+
+}  // namespace accrue

@@ -1,0 +1,48 @@
+#pragma once
+// Where tensors live and kernels run.
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+namespace accrue {
+
+enum class DeviceKind : std::uint8_t { cpu, cuda };
+
+class Device {
+ public:
+  /// The host processor. Always available.
+  static Device cpu() { return Device{DeviceKind::cpu, 0}; }
+  /// The CUDA device `index`. Throws DeviceError when this build has no CUDA backend, when no
+  /// driver or GPU is present, or when `index` is out of range, saying which.
+  static Device cuda(int index = 0);
+  /// cuda:0 when a usable GPU exists, else the CPU; the fallback is logged once per process.
+  static Device best();
+  /// Number of usable CUDA devices (0 without a CUDA backend, driver or GPU).
+  static int cuda_device_count();
+
+  DeviceKind kind() const { return kind_; }
+  int index() const { return index_; }
+  bool is_cpu() const { return kind_ == DeviceKind::cpu; }
+  bool is_cuda() const { return kind_ == DeviceKind::cuda; }
+  /// "cpu" or "cuda:0".
+  std::string str() const;
+
+  friend bool operator==(const Device&, const Device&) = default;
+
+ private:
+  Device(DeviceKind kind, int index) : kind_(kind), index_(index) {}
+  DeviceKind kind_;
+  int index_;
+};
+
+inline std::ostream& operator<<(std::ostream& os, const Device& d) { return os << d.str(); }
+
+}  // namespace accrue
+
+template <>
+struct fmt::formatter<accrue::Device> : fmt::formatter<std::string> {
+  auto format(const accrue::Device& d, format_context& ctx) const { return fmt::formatter<std::string>::format(d.str(), ctx); }
+};

@@ -1,0 +1,95 @@
+#pragma once
+// Memory accounting. Every byte a tensor holds is counted under one category on its device, live
+// and at its peak, so a user sees what training costs and where: parameters, their gradients,
+// optimizer state, activations kept for backward, temporaries, and data (datasets and batches).
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <ostream>
+#include <string>
+#include <string_view>
+
+#include "accrue/framework/device.hpp"
+
+namespace accrue {
+
+enum class MemoryCategory : std::uint8_t { parameters, gradients, optimizer_state, activations, temporaries, data };
+inline constexpr int memory_category_count = 6;
+
+/// "parameters", "gradients", "optimizer_state", "activations", "temporaries", "data".
+std::string_view category_name(MemoryCategory c);
+
+struct MemoryStats {
+  std::array<std::size_t, memory_category_count> live{};
+  /// Peak of each category on its own since the last reset_peak().
+  std::array<std::size_t, memory_category_count> peak{};
+  std::size_t live_total = 0;
+  /// Peak of the sum of all categories since the last reset_peak().
+  std::size_t peak_total = 0;
+  /// Bytes the allocator holds from the system, live or cached for reuse.
+  std::size_t reserved = 0;
+  /// Allocation limit in bytes; 0 when there is none.
+  std::size_t limit = 0;
+
+  std::size_t live_of(MemoryCategory c) const { return live[static_cast<int>(c)]; }
+  std::size_t peak_of(MemoryCategory c) const { return peak[static_cast<int>(c)]; }
+  /// One line per category: live and peak.
+  std::string str() const;
+};
+
+inline std::ostream& operator<<(std::ostream& os, MemoryCategory c) { return os << category_name(c); }
+
+/// "1.53 MiB": bytes in binary units, as summary() and the memory reports print them.
+std::string format_bytes(std::size_t bytes);
+
+/// Hands out device memory and keeps the accounting. One allocator per device, shared by every
+/// tensor on it; thread-safe.
+class Allocator {
+ public:
+  explicit Allocator(Device device) : device_(device) {}
+  virtual ~Allocator() = default;
+  Allocator(const Allocator&) = delete;
+  Allocator& operator=(const Allocator&) = delete;
+
+  Device device() const { return device_; }
+  /// `bytes` of storage aligned to 64 bytes, counted under `category`. Throws OutOfMemory when a
+  /// limit is set and the live total would pass it, or when the system refuses.
+  void* allocate(std::size_t bytes, MemoryCategory category);
+  void deallocate(void* ptr, std::size_t bytes, MemoryCategory category) noexcept;
+  /// Moves `bytes` of live memory from one category to another (a temporary kept for backward
+  /// becomes an activation).
+  void recategorize(std::size_t bytes, MemoryCategory from, MemoryCategory to) noexcept;
+
+  MemoryStats stats() const;
+  /// Starts the peaks again from the live values.
+  void reset_peak();
+  /// Caps the live total at `bytes` (0 removes the cap).
+  void set_limit(std::size_t bytes);
+  /// Returns cached, unused blocks to the system.
+  void empty_cache();
+
+ protected:
+  /// nullptr when the system has no memory to give.
+  virtual void* raw_allocate(std::size_t bytes) = 0;
+  virtual void raw_deallocate(void* ptr, std::size_t bytes) noexcept = 0;
+  virtual std::size_t reserved_bytes() const = 0;
+  virtual void release_cached() noexcept = 0;
+
+ private:
+  void add_live(MemoryCategory c, std::size_t bytes);
+
+  Device device_;
+  mutable std::mutex mutex_;
+  MemoryStats stats_;
+};
+
+/// The allocator of `device`. Throws DeviceError for a device without a backend in this build.
+Allocator& allocator(Device device);
+
+/// Shorthands for `allocator(device).stats()` and `.reset_peak()`.
+MemoryStats memory_stats(Device device = Device::cpu());
+void reset_peak_memory(Device device = Device::cpu());
+
+}  // namespace accrue

@@ -1,0 +1,103 @@
+#pragma once
+// Differentiable ops on tensors. Each records its backward when an input requires grad (and
+// grad mode is on), so layers and losses written from these need no backward code of their own.
+// Errors name the op and the shapes involved.
+
+#include <cstdint>
+
+#include "accrue/framework/tensor.hpp"
+
+namespace accrue {
+
+class Generator;
+
+/// How a loss turns per-sample values into its result.
+enum class Reduction : std::uint8_t { mean, sum, none };
+
+namespace ops {
+
+// ---- element-wise functions of one tensor ------------------------------------------------
+Tensor relu(const Tensor& x);
+/// GELU; exact (erf) by default as PyTorch, the tanh approximation with `tanh_approximation`.
+Tensor gelu(const Tensor& x, bool tanh_approximation = false);
+Tensor sigmoid(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor neg(const Tensor& x);
+Tensor square(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor pow(const Tensor& x, float exponent);
+/// a * x + b.
+Tensor affine(const Tensor& x, float a, float b);
+
+// ---- element-wise functions of two tensors, with NumPy broadcasting ------------------------
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+
+// ---- reductions ----------------------------------------------------------------------------
+/// Sum of all elements, shape ().
+Tensor sum(const Tensor& x);
+/// Sum along `dim`; the dimension is kept with size 1 when `keepdim`.
+Tensor sum(const Tensor& x, int dim, bool keepdim = false);
+Tensor mean(const Tensor& x);
+Tensor mean(const Tensor& x, int dim, bool keepdim = false);
+
+// ---- linear algebra ------------------------------------------------------------------------
+/// (M, K) @ (K, N) -> (M, N).
+Tensor matmul(const Tensor& a, const Tensor& b);
+/// x W^T + b for x (B, in), W (out, in), b (out) or undefined: PyTorch's F.linear.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
+
+// ---- shape ----------------------------------------------------------------------------------
+/// A view with another shape of as many elements.
+Tensor reshape(const Tensor& x, const Shape& shape);
+/// Folds dimensions from `start_dim` on into one: (B, 1, 28, 28) -> (B, 784).
+Tensor flatten(const Tensor& x, int start_dim = 1);
+/// Rows [begin, end) of dimension 0, as a view.
+Tensor narrow(const Tensor& x, std::int64_t begin, std::int64_t end);
+/// A copy with its own storage.
+Tensor clone(const Tensor& x);
+
+// ---- softmax ----------------------------------------------------------------------------------
+Tensor softmax(const Tensor& x, int dim = -1);
+Tensor log_softmax(const Tensor& x, int dim = -1);
+
+// ---- losses -----------------------------------------------------------------------------------
+/// Softmax cross-entropy of logits (B, C) against int32 labels (B), fused and numerically
+/// stable, as PyTorch's F.cross_entropy (with optional label smoothing). Reduction::none gives
+/// the per-sample losses (B).
+Tensor cross_entropy(const Tensor& logits, const Tensor& labels, Reduction reduction = Reduction::mean,
+                     float label_smoothing = 0.0f);
+/// Squared error; Reduction::none gives the mean over each sample's elements (B).
+Tensor mse_loss(const Tensor& prediction, const Tensor& target, Reduction reduction = Reduction::mean);
+
+// ---- regularisation ---------------------------------------------------------------------------
+/// Inverted dropout with drop probability p in [0, 1) when `training`; x itself otherwise.
+Tensor dropout(const Tensor& x, float p, bool training, Generator* generator = nullptr);
+
+// ---- not differentiable -----------------------------------------------------------------------
+/// Index of the largest value in each row of (B, C), as int32 (B).
+Tensor argmax(const Tensor& x);
+/// float32 (B, classes) with a 1 at each label.
+Tensor one_hot(const Tensor& labels, std::int64_t classes);
+
+}  // namespace ops
+
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& x);
+Tensor operator+(const Tensor& a, float b);
+Tensor operator+(float a, const Tensor& b);
+Tensor operator-(const Tensor& a, float b);
+Tensor operator-(float a, const Tensor& b);
+Tensor operator*(const Tensor& a, float b);
+Tensor operator*(float a, const Tensor& b);
+Tensor operator/(const Tensor& a, float b);
+
+}  // namespace accrue

@@ -1,0 +1,71 @@
+// Loss functions as ops: fused softmax cross-entropy, and squared error composed from other ops.
+
+#include "accrue/framework/autograd.hpp"
+#include "accrue/framework/ops.hpp"
+#include "accrue/kernels/cross_entropy.hpp"
+
+namespace accrue::ops {
+namespace {
+
+class CrossEntropyNode final : public Node {
+ public:
+  CrossEntropyNode(const Tensor& logits, const Tensor& labels, const Tensor& lse, float smoothing)
+      : logits_(logits), labels_(labels), lse_(lse), smoothing_(smoothing) {}
+  std::string_view name() const override { return "cross_entropy"; }
+  void backward(Tensor grad, GradSink& sink) override {
+    auto [dx, accumulate] = sink.target(0);
+    kernels::cross_entropy_backward(logits_.get(name()), labels_.get(name()), smoothing_, lse_.get(name()), grad, dx,
+                                    accumulate);
+  }
+  void release() override {
+    logits_.reset();
+    labels_.reset();
+    lse_.reset();
+  }
+
+ private:
+  SavedTensor logits_, labels_, lse_;
+  float smoothing_;
+};
+
+Tensor reduce(const Tensor& per_element, Reduction reduction) {
+  switch (reduction) {
+    case Reduction::mean: return mean(per_element);
+    case Reduction::sum: return sum(per_element);
+    case Reduction::none: return per_element;
+  }
+  return per_element;
+}
+
+}  // namespace
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& labels, Reduction reduction, float label_smoothing) {
+  ACCRUE_CHECK(logits.defined() && labels.defined(), "cross_entropy: the logits or the labels are undefined");
+  ACCRUE_CHECK(logits.dtype() == DType::f32, "cross_entropy: logits must be float32, got {}", dtype_name(logits.dtype()));
+  ACCRUE_CHECK(labels.dtype() == DType::i32,
+               "cross_entropy: labels must be int32 class indices, got {} (for probabilities, write the loss from "
+               "log_softmax)",
+               dtype_name(labels.dtype()));
+  ACCRUE_CHECK_SHAPE(logits.rank() == 2, "cross_entropy: logits must be (batch, classes), got {}", logits.shape());
+  ACCRUE_CHECK_SHAPE(labels.rank() == 1 && labels.size(0) == logits.size(0),
+                     "cross_entropy: {} labels of shape {} for logits of shape {}; expected one label per row",
+                     labels.numel(), labels.shape(), logits.shape());
+  ACCRUE_CHECK(label_smoothing >= 0.0f && label_smoothing <= 1.0f,
+               "cross_entropy: label_smoothing must be in [0, 1], got {}", label_smoothing);
+  const std::int64_t B = logits.size(0);
+  Tensor loss = Tensor::empty({B}, {.device = logits.device()});
+  Tensor lse = Tensor::empty({B}, {.device = logits.device()});
+  kernels::cross_entropy_forward(logits, labels, label_smoothing, loss, lse);
+  if (needs_grad({&logits}))
+    record(std::make_shared<CrossEntropyNode>(logits, labels, lse, label_smoothing), loss, {&logits});
+  return reduce(loss, reduction);
+}
+
+Tensor mse_loss(const Tensor& prediction, const Tensor& target, Reduction reduction) {
+  ACCRUE_CHECK(prediction.defined() && target.defined(), "mse_loss: the prediction or the target is undefined");
+  ACCRUE_CHECK_SHAPE(prediction.shape() == target.shape(), "mse_loss: prediction of shape {} against target of shape {}",
+                     prediction.shape(), target.shape());
+  return reduce(square(prediction - target), reduction);
+}
+
+}  // namespace accrue::ops

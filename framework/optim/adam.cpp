@@ -1,0 +1,87 @@
+#include "accrue/framework/optim/adam.hpp"
+
+#include <cmath>
+
+#include "accrue/kernels/optimizer_update.hpp"
+
+namespace accrue::optim {
+namespace {
+
+void validate_adam(std::string_view name, double lr, const std::array<double, 2>& betas, double eps,
+                   double weight_decay) {
+  ACCRUE_CHECK(std::isfinite(lr) && lr >= 0.0, "{}: lr must be >= 0, got {}", name, lr);
+  ACCRUE_CHECK(betas[0] >= 0.0 && betas[0] < 1.0, "{}: betas[0] must be in [0, 1), got {}", name, betas[0]);
+  ACCRUE_CHECK(betas[1] >= 0.0 && betas[1] < 1.0, "{}: betas[1] must be in [0, 1), got {}", name, betas[1]);
+  ACCRUE_CHECK(eps >= 0.0, "{}: eps must be >= 0, got {}", name, eps);
+  ACCRUE_CHECK(weight_decay >= 0.0, "{}: weight_decay must be >= 0, got {}", name, weight_decay);
+}
+
+std::string adam_str(std::string_view name, double lr, const std::array<double, 2>& betas, double eps,
+                     double weight_decay, double default_decay, bool amsgrad, bool maximize) {
+  std::string s = fmt::format("{}(lr={:g}", name, lr);
+  if (betas[0] != 0.9 || betas[1] != 0.999) s += fmt::format(", betas=({:g}, {:g})", betas[0], betas[1]);
+  if (eps != 1e-8) s += fmt::format(", eps={:g}", eps);
+  if (weight_decay != default_decay) s += fmt::format(", weight_decay={:g}", weight_decay);
+  if (amsgrad) s += ", amsgrad=True";
+  if (maximize) s += ", maximize=True";
+  return s + ")";
+}
+
+}  // namespace
+
+void Adam::validate() const { validate_adam("Adam", lr, betas, eps, weight_decay); }
+void AdamW::validate() const { validate_adam("AdamW", lr, betas, eps, weight_decay); }
+
+std::unique_ptr<Optimizer> Adam::create(std::vector<Tensor> parameters) const {
+  validate();
+  return std::make_unique<AdamOptimizer>(std::move(parameters), lr,
+                                         AdamOptimizer::Options{betas, eps, weight_decay, amsgrad, maximize, false});
+}
+
+std::unique_ptr<Optimizer> AdamW::create(std::vector<Tensor> parameters) const {
+  validate();
+  return std::make_unique<AdamOptimizer>(std::move(parameters), lr,
+                                         AdamOptimizer::Options{betas, eps, weight_decay, amsgrad, maximize, true});
+}
+
+std::string Adam::str() const { return adam_str("Adam", lr, betas, eps, weight_decay, 0.0, amsgrad, maximize); }
+std::string AdamW::str() const { return adam_str("AdamW", lr, betas, eps, weight_decay, 1e-2, amsgrad, maximize); }
+
+AdamOptimizer::AdamOptimizer(std::vector<Tensor> parameters, double lr, const Options& options)
+    : Optimizer(std::move(parameters), lr), options_(options) {
+  states_.resize(parameters_.size());
+}
+
+std::string AdamOptimizer::str() const {
+  const auto& o = options_;
+  return o.decoupled ? adam_str("AdamW", lr_, o.betas, o.eps, o.weight_decay, 1e-2, o.amsgrad, o.maximize)
+                     : adam_str("Adam", lr_, o.betas, o.eps, o.weight_decay, 0.0, o.amsgrad, o.maximize);
+}
+
+void AdamOptimizer::update(std::size_t index, const Tensor& param, const Tensor& grad) {
+  State& s = states_[index];
+  if (s.step == 0) {
+    const TensorOptions state{.device = param.device(), .category = MemoryCategory::optimizer_state};
+    s.exp_avg = Tensor::zeros(param.shape(), state);
+    s.exp_avg_sq = Tensor::zeros(param.shape(), state);
+    if (options_.amsgrad) s.max_exp_avg_sq = Tensor::zeros(param.shape(), state);
+  }
+  ++s.step;
+  // Step-dependent scalars in double on the host, as PyTorch computes them in Python.
+  const double bias_correction1 = 1.0 - std::pow(options_.betas[0], static_cast<double>(s.step));
+  const double bias_correction2 = 1.0 - std::pow(options_.betas[1], static_cast<double>(s.step));
+  const kernels::common::AdamHyper hyper{static_cast<float>(lr_),
+                                         static_cast<float>(options_.betas[0]),
+                                         static_cast<float>(options_.betas[1]),
+                                         static_cast<float>(options_.eps),
+                                         static_cast<float>(options_.weight_decay),
+                                         options_.decoupled,
+                                         options_.amsgrad,
+                                         options_.maximize,
+                                         static_cast<float>(1.0 - lr_ * options_.weight_decay),
+                                         static_cast<float>(lr_ / bias_correction1),
+                                         static_cast<float>(std::sqrt(bias_correction2))};
+  kernels::adam_update(param, grad, s.exp_avg, s.exp_avg_sq, s.max_exp_avg_sq, hyper);
+}
+
+}  // namespace accrue::optim

@@ -1,0 +1,65 @@
+#pragma once
+// Adam and AdamW: torch.optim.Adam and torch.optim.AdamW's options, defaults and update.
+// Adam adds weight decay to the gradient; AdamW decays the weights directly (decoupled).
+
+#include <array>
+
+#include "accrue/framework/optim/optimizer.hpp"
+
+namespace accrue::optim {
+
+struct Adam {
+  double lr = 1e-3;
+  std::array<double, 2> betas{0.9, 0.999};
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+  bool amsgrad = false;
+  bool maximize = false;
+
+  void validate() const;
+  std::unique_ptr<Optimizer> create(std::vector<Tensor> parameters) const;
+  std::string str() const;
+};
+
+struct AdamW {
+  double lr = 1e-3;
+  std::array<double, 2> betas{0.9, 0.999};
+  double eps = 1e-8;
+  double weight_decay = 1e-2;
+  bool amsgrad = false;
+  bool maximize = false;
+
+  void validate() const;
+  std::unique_ptr<Optimizer> create(std::vector<Tensor> parameters) const;
+  std::string str() const;
+};
+
+class AdamOptimizer final : public Optimizer {
+ public:
+  /// `decoupled` selects AdamW's weight decay.
+  struct Options {
+    std::array<double, 2> betas;
+    double eps;
+    double weight_decay;
+    bool amsgrad;
+    bool maximize;
+    bool decoupled;
+  };
+  AdamOptimizer(std::vector<Tensor> parameters, double lr, const Options& options);
+  std::string str() const override;
+
+  struct State {
+    std::int64_t step = 0;
+    Tensor exp_avg, exp_avg_sq, max_exp_avg_sq;
+  };
+  const State& state(std::size_t i) const { return states_.at(i); }
+
+ protected:
+  void update(std::size_t index, const Tensor& param, const Tensor& grad) override;
+
+ private:
+  Options options_;
+  std::vector<State> states_;
+};
+
+}  // namespace accrue::optim

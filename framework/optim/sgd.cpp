@@ -1,0 +1,61 @@
+#include "accrue/framework/optim/sgd.hpp"
+
+#include <cmath>
+
+#include "accrue/kernels/optimizer_update.hpp"
+
+namespace accrue::optim {
+
+void SGD::validate() const {
+  ACCRUE_CHECK(std::isfinite(lr) && lr >= 0.0, "SGD: lr must be >= 0, got {}", lr);
+  ACCRUE_CHECK(momentum >= 0.0, "SGD: momentum must be >= 0, got {}", momentum);
+  ACCRUE_CHECK(weight_decay >= 0.0, "SGD: weight_decay must be >= 0, got {}", weight_decay);
+  ACCRUE_CHECK(!nesterov || (momentum > 0.0 && dampening == 0.0),
+               "SGD: nesterov momentum needs momentum > 0 and dampening = 0 (got momentum={}, dampening={})", momentum,
+               dampening);
+}
+
+std::unique_ptr<Optimizer> SGD::create(std::vector<Tensor> parameters) const {
+  validate();
+  return std::make_unique<SgdOptimizer>(std::move(parameters), *this);
+}
+
+std::string SGD::str() const {
+  std::string s = fmt::format("SGD(lr={:g}", lr);
+  if (momentum != 0.0) s += fmt::format(", momentum={:g}", momentum);
+  if (dampening != 0.0) s += fmt::format(", dampening={:g}", dampening);
+  if (weight_decay != 0.0) s += fmt::format(", weight_decay={:g}", weight_decay);
+  if (nesterov) s += ", nesterov=True";
+  if (maximize) s += ", maximize=True";
+  return s + ")";
+}
+
+SgdOptimizer::SgdOptimizer(std::vector<Tensor> parameters, const SGD& config)
+    : Optimizer(std::move(parameters), config.lr), config_(config) {
+  config_.validate();
+  buffers_.resize(parameters_.size());
+}
+
+std::string SgdOptimizer::str() const {
+  SGD current = config_;
+  current.lr = lr_;
+  return current.str();
+}
+
+void SgdOptimizer::update(std::size_t index, const Tensor& param, const Tensor& grad) {
+  const bool momentum = config_.momentum != 0.0;
+  Tensor& buffer = buffers_[index];
+  const bool first = momentum && !buffer.defined();
+  if (first)
+    buffer = Tensor::empty(param.shape(), {.device = param.device(), .category = MemoryCategory::optimizer_state});
+  const kernels::common::SgdHyper hyper{static_cast<float>(lr_),
+                                        static_cast<float>(config_.momentum),
+                                        static_cast<float>(config_.dampening),
+                                        static_cast<float>(config_.weight_decay),
+                                        config_.nesterov,
+                                        config_.maximize,
+                                        first};
+  kernels::sgd_update(param, grad, buffer, hyper);
+}
+
+}  // namespace accrue::optim

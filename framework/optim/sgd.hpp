@@ -1,0 +1,41 @@
+#pragma once
+// Stochastic gradient descent with momentum, dampening, Nesterov momentum and weight decay:
+// torch.optim.SGD's options, defaults and update.
+
+#include "accrue/framework/optim/optimizer.hpp"
+
+namespace accrue::optim {
+
+struct SGD {
+  double lr = 1e-3;
+  double momentum = 0.0;
+  double dampening = 0.0;
+  double weight_decay = 0.0;
+  bool nesterov = false;
+  /// Ascends the objective instead of descending it.
+  bool maximize = false;
+
+  /// Throws ValueError naming the option when a value is out of range.
+  void validate() const;
+  std::unique_ptr<Optimizer> create(std::vector<Tensor> parameters) const;
+  /// "SGD(lr=0.001)", listing the options that differ from the defaults.
+  std::string str() const;
+};
+
+class SgdOptimizer final : public Optimizer {
+ public:
+  SgdOptimizer(std::vector<Tensor> parameters, const SGD& config);
+  std::string str() const override;
+  const SGD& config() const { return config_; }
+  /// Momentum buffer of parameter i (undefined before its first step or without momentum).
+  const Tensor& momentum_buffer(std::size_t i) const { return buffers_.at(i); }
+
+ protected:
+  void update(std::size_t index, const Tensor& param, const Tensor& grad) override;
+
+ private:
+  SGD config_;
+  std::vector<Tensor> buffers_;
+};
+
+}  // namespace accrue::optim

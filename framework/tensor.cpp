@@ -1,0 +1,239 @@
+#include "accrue/framework/tensor.hpp"
+
+#include <cmath>
+#include <cstring>
+
+#include "accrue/framework/autograd.hpp"
+#include "accrue/framework/ops.hpp"
+#include "accrue/framework/random.hpp"
+#include "accrue/kernels/elementwise.hpp"
+
+namespace accrue {
+
+namespace {
+std::shared_ptr<detail::TensorImpl> make_impl(const Shape& shape, const TensorOptions& o) {
+  auto impl = std::make_shared<detail::TensorImpl>();
+  const std::size_t bytes = static_cast<std::size_t>(shape.numel()) * dtype_size(o.dtype);
+  impl->storage = std::make_shared<Storage>(bytes, o.device, o.category);
+  impl->shape = shape;
+  impl->dtype = o.dtype;
+  return impl;
+}
+
+void finish_leaf(Tensor& t, const TensorOptions& o) {
+  if (o.requires_grad) t.set_requires_grad(true);
+}
+}  // namespace
+
+Tensor Tensor::empty(const Shape& shape, const TensorOptions& options) {
+  Tensor t{make_impl(shape, options)};
+  finish_leaf(t, options);
+  return t;
+}
+
+Tensor Tensor::zeros(const Shape& shape, const TensorOptions& options) { return full(shape, 0.0f, options); }
+Tensor Tensor::ones(const Shape& shape, const TensorOptions& options) { return full(shape, 1.0f, options); }
+
+Tensor Tensor::full(const Shape& shape, float value, const TensorOptions& options) {
+  Tensor t{make_impl(shape, options)};
+  if (options.dtype == DType::i32) {
+    ACCRUE_CHECK(value == std::floor(value), "cannot fill an int32 tensor with {}", value);
+    auto* p = static_cast<std::int32_t*>(t.data_ptr());
+    for (std::int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<std::int32_t>(value);
+  } else {
+    kernels::fill(t, value);
+  }
+  finish_leaf(t, options);
+  return t;
+}
+
+Tensor Tensor::scalar(float value, const TensorOptions& options) { return full(Shape{}, value, options); }
+
+Tensor Tensor::from(std::span<const float> values, const Shape& shape, const TensorOptions& options) {
+  ACCRUE_CHECK_SHAPE(static_cast<std::int64_t>(values.size()) == shape.numel(),
+                     "Tensor::from: {} values cannot fill shape {} ({} elements)", values.size(), shape, shape.numel());
+  ACCRUE_CHECK(options.dtype == DType::f32, "Tensor::from(float values) makes float32 tensors, not {}",
+               dtype_name(options.dtype));
+  TensorOptions host = options;
+  host.device = Device::cpu();
+  host.requires_grad = false;
+  Tensor t{make_impl(shape, host)};
+  if (!values.empty()) std::memcpy(t.data_ptr(), values.data(), values.size_bytes());
+  Tensor result = t.to(options.device);
+  finish_leaf(result, options);
+  return result;
+}
+
+Tensor Tensor::from(std::span<const std::int32_t> values, const Shape& shape, TensorOptions options) {
+  ACCRUE_CHECK_SHAPE(static_cast<std::int64_t>(values.size()) == shape.numel(),
+                     "Tensor::from: {} values cannot fill shape {} ({} elements)", values.size(), shape, shape.numel());
+  options.dtype = DType::i32;
+  TensorOptions host = options;
+  host.device = Device::cpu();
+  Tensor t{make_impl(shape, host)};
+  if (!values.empty()) std::memcpy(t.data_ptr(), values.data(), values.size_bytes());
+  return t.to(options.device);
+}
+
+Tensor Tensor::from(std::initializer_list<float> values, const Shape& shape, const TensorOptions& options) {
+  return from(std::span<const float>(values.begin(), values.size()), shape, options);
+}
+
+Tensor Tensor::uniform(const Shape& shape, float low, float high, Generator* gen, const TensorOptions& options) {
+  ACCRUE_CHECK(low <= high, "Tensor::uniform needs low <= high, got [{}, {})", low, high);
+  Generator& g = gen != nullptr ? *gen : default_generator();
+  Tensor t{make_impl(shape, options)};
+  const std::uint64_t offset = g.reserve(static_cast<std::uint64_t>(t.numel()));
+  kernels::fill_uniform(t, low, high, g.seed(), offset);
+  finish_leaf(t, options);
+  return t;
+}
+
+Tensor Tensor::normal(const Shape& shape, float mean, float stddev, Generator* gen, const TensorOptions& options) {
+  ACCRUE_CHECK(stddev >= 0.0f, "Tensor::normal needs a non-negative standard deviation, got {}", stddev);
+  Generator& g = gen != nullptr ? *gen : default_generator();
+  Tensor t{make_impl(shape, options)};
+  const std::uint64_t offset = g.reserve(static_cast<std::uint64_t>(t.numel()));
+  kernels::fill_normal(t, mean, stddev, g.seed(), offset);
+  finish_leaf(t, options);
+  return t;
+}
+
+void* Tensor::data_ptr() const {
+  const auto& impl = checked();
+  return static_cast<char*>(impl.storage->data()) + impl.offset * static_cast<std::int64_t>(dtype_size(impl.dtype));
+}
+
+void Tensor::check_access(DType wanted) const {
+  const auto& impl = checked();
+  if (impl.dtype != wanted)
+    throw ValueError(fmt::format("tensor of dtype {} read as {}", dtype_name(impl.dtype), dtype_name(wanted)));
+  if (!impl.storage->device().is_cpu())
+    throw ValueError(fmt::format("tensor on {} read from the host; copy it with .to(Device::cpu()) first",
+                                 impl.storage->device()));
+}
+
+float Tensor::item() const {
+  ACCRUE_CHECK(numel() == 1, "item() needs a one-element tensor, got shape {}", shape());
+  const Tensor host = to(Device::cpu());
+  if (dtype() == DType::i32) return static_cast<float>(*host.data<std::int32_t>());
+  return *host.data<float>();
+}
+
+template <class T>
+std::vector<T> Tensor::to_vector() const {
+  const Tensor host = to(Device::cpu());
+  const T* p = host.data<T>();
+  return std::vector<T>(p, p + numel());
+}
+template std::vector<float> Tensor::to_vector<float>() const;
+template std::vector<std::int32_t> Tensor::to_vector<std::int32_t>() const;
+
+Tensor& Tensor::set_requires_grad(bool requires_grad) {
+  auto& impl = const_cast<detail::TensorImpl&>(checked());
+  if (requires_grad) {
+    ACCRUE_CHECK(impl.grad_fn == nullptr,
+                 "set_requires_grad on the result of an op: only leaf tensors (parameters, inputs) gather gradients; "
+                 "use detach() first");
+    ACCRUE_CHECK(is_floating(impl.dtype), "a {} tensor cannot require grad", dtype_name(impl.dtype));
+  }
+  impl.requires_grad = requires_grad;
+  return *this;
+}
+
+Tensor Tensor::grad() const {
+  const auto& impl = checked();
+  return impl.grad ? Tensor{impl.grad} : Tensor{};
+}
+
+void Tensor::set_grad(const Tensor& grad) {
+  auto& impl = const_cast<detail::TensorImpl&>(checked());
+  if (!grad.defined()) {
+    impl.grad.reset();
+    return;
+  }
+  ACCRUE_CHECK_SHAPE(grad.shape() == impl.shape, "set_grad: gradient of shape {} for a tensor of shape {}", grad.shape(),
+                     impl.shape);
+  ACCRUE_CHECK(grad.dtype() == impl.dtype && grad.device() == device(),
+               "set_grad: gradient is {} on {}, the tensor {} on {}", dtype_name(grad.dtype()), grad.device(),
+               dtype_name(impl.dtype), device());
+  impl.grad = grad.impl();
+}
+
+void Tensor::backward(bool retain_graph) const {
+  ACCRUE_CHECK(numel() == 1,
+               "backward() without a gradient needs a one-element tensor (a loss), got shape {}; pass a gradient of "
+               "that shape",
+               shape());
+  run_backward(*this, Tensor::ones(shape(), {.dtype = dtype(), .device = device()}), retain_graph);
+}
+
+void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
+  ACCRUE_CHECK_SHAPE(gradient.shape() == shape(), "backward: gradient of shape {} for a tensor of shape {}",
+                     gradient.shape(), shape());
+  run_backward(*this, gradient, retain_graph);
+}
+
+Tensor Tensor::detach() const {
+  const auto& impl = checked();
+  auto copy = std::make_shared<detail::TensorImpl>();
+  copy->storage = impl.storage;
+  copy->offset = impl.offset;
+  copy->shape = impl.shape;
+  copy->dtype = impl.dtype;
+  return Tensor{copy};
+}
+
+Tensor Tensor::view_as_shape(const Shape& shape) const {
+  Tensor t = detach();
+  ACCRUE_ASSERT(shape.numel() == numel());
+  t.impl_->shape = shape;
+  return t;
+}
+
+Tensor Tensor::reshape(const Shape& shape) const { return ops::reshape(*this, shape); }
+Tensor Tensor::narrow(std::int64_t begin, std::int64_t end) const { return ops::narrow(*this, begin, end); }
+Tensor Tensor::clone() const { return ops::clone(*this); }
+
+Tensor Tensor::to(Device device) const {
+  if (device == this->device()) return *this;
+  throw NotSupported(fmt::format("copying a tensor from {} to {}: this build has no backend for {}", this->device(),
+                                 device, device.is_cpu() ? this->device() : device));
+}
+
+Tensor& Tensor::fill_(float value) {
+  if (dtype() == DType::i32) {
+    ACCRUE_CHECK(value == std::floor(value), "cannot fill an int32 tensor with {}", value);
+    auto* p = data<std::int32_t>();
+    for (std::int64_t i = 0; i < numel(); ++i) p[i] = static_cast<std::int32_t>(value);
+    bump_version();
+  } else {
+    kernels::fill(*this, value);
+  }
+  return *this;
+}
+
+Tensor& Tensor::copy_(const Tensor& src) {
+  ACCRUE_CHECK_SHAPE(src.shape() == shape(), "copy_: source of shape {} into a tensor of shape {}", src.shape(), shape());
+  ACCRUE_CHECK(src.dtype() == dtype(), "copy_: source of dtype {} into a tensor of dtype {}", dtype_name(src.dtype()),
+               dtype_name(dtype()));
+  kernels::copy(src.to(device()), *this);
+  return *this;
+}
+
+std::string Tensor::str(std::int64_t max_elements) const {
+  if (!defined()) return "Tensor(undefined)";
+  const Tensor host = to(Device::cpu());
+  std::string values;
+  const std::int64_t n = std::min(numel(), max_elements);
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (i > 0) values += ", ";
+    values += dtype() == DType::i32 ? fmt::format("{}", host.data<std::int32_t>()[i])
+                                    : fmt::format("{:.6g}", host.data<float>()[i]);
+  }
+  if (n < numel()) values += ", ...";
+  return fmt::format("Tensor([{}], shape={}, dtype={}, device={}{})", values, shape(), dtype_name(dtype()), device(),
+                     requires_grad() ? ", requires_grad" : "");
+}
+
+}  // namespace accrue

@@ -1,0 +1,43 @@
+#pragma once
+// Element-wise functions of two tensors and their partial derivatives.
+
+#include <cstdint>
+
+#include "accrue/kernels/common/macros.hpp"
+
+namespace accrue::kernels {
+
+enum class BinaryOp : std::uint8_t { add, sub, mul, div };
+
+namespace common {
+
+template <BinaryOp Op>
+ACCRUE_HD float binary_apply(float a, float b) {
+  if constexpr (Op == BinaryOp::add) return a + b;
+  if constexpr (Op == BinaryOp::sub) return a - b;
+  if constexpr (Op == BinaryOp::mul) return a * b;
+  if constexpr (Op == BinaryOp::div) return a / b;
+  return 0.0f;
+}
+
+/// dL/da given a, b and dL/dy.
+template <BinaryOp Op>
+ACCRUE_HD float binary_grad_a(float /*a*/, float b, float dy) {
+  if constexpr (Op == BinaryOp::add || Op == BinaryOp::sub) return dy;
+  if constexpr (Op == BinaryOp::mul) return dy * b;
+  if constexpr (Op == BinaryOp::div) return dy / b;
+  return 0.0f;
+}
+
+/// dL/db given a, b and dL/dy.
+template <BinaryOp Op>
+ACCRUE_HD float binary_grad_b(float a, float b, float dy) {
+  if constexpr (Op == BinaryOp::add) return dy;
+  if constexpr (Op == BinaryOp::sub) return -dy;
+  if constexpr (Op == BinaryOp::mul) return dy * a;
+  if constexpr (Op == BinaryOp::div) return -dy * a / (b * b);
+  return 0.0f;
+}
+
+}  // namespace common
+}  // namespace accrue::kernels

@@ -1,0 +1,216 @@
+// Element-wise kernels on the CPU: the shared math of kernels/common in loops the compiler
+// vectorises, split across the pool when the tensor is large enough to pay for it.
+
+#include <algorithm>
+#include <array>
+
+#include "accrue/kernels/common/philox.hpp"
+#include "accrue/kernels/cpu/parallel.hpp"
+#include "accrue/kernels/elementwise.hpp"
+
+namespace accrue::kernels::cpu {
+namespace {
+
+// Elements per thread below which splitting costs more than it saves (~10 microseconds of work).
+constexpr std::int64_t elementwise_grain = 1 << 15;
+
+template <UnaryOp Op>
+void unary_forward_impl(UnaryParams p, const float* x, float* y, std::int64_t n) {
+  parallel_for(n, elementwise_grain, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) y[i] = common::unary_apply<Op>(x[i], p);
+  });
+}
+
+template <UnaryOp Op>
+void unary_backward_impl(UnaryParams p, const float* x, const float* y, const float* dy, float* dx, std::int64_t n,
+                         bool accumulate) {
+  parallel_for(n, elementwise_grain, [&](std::int64_t begin, std::int64_t end) {
+    if (accumulate) {
+      for (std::int64_t i = begin; i < end; ++i) dx[i] += common::unary_grad<Op>(x[i], y[i], dy[i], p);
+    } else {
+      for (std::int64_t i = begin; i < end; ++i) dx[i] = common::unary_grad<Op>(x[i], y[i], dy[i], p);
+    }
+  });
+}
+
+// Calls f with the UnaryOp as a compile-time constant, so each op gets its own vectorised loop.
+template <class F>
+void with_unary_op(UnaryOp op, F&& f) {
+  switch (op) {
+#define ACCRUE_UNARY_CASE(name) \
+  case UnaryOp::name: return f(std::integral_constant<UnaryOp, UnaryOp::name>{});
+    ACCRUE_UNARY_CASE(relu)
+    ACCRUE_UNARY_CASE(gelu)
+    ACCRUE_UNARY_CASE(gelu_tanh)
+    ACCRUE_UNARY_CASE(sigmoid)
+    ACCRUE_UNARY_CASE(tanh)
+    ACCRUE_UNARY_CASE(exp)
+    ACCRUE_UNARY_CASE(log)
+    ACCRUE_UNARY_CASE(neg)
+    ACCRUE_UNARY_CASE(square)
+    ACCRUE_UNARY_CASE(sqrt)
+    ACCRUE_UNARY_CASE(abs)
+    ACCRUE_UNARY_CASE(pow)
+    ACCRUE_UNARY_CASE(affine)
+#undef ACCRUE_UNARY_CASE
+  }
+}
+
+template <class F>
+void with_binary_op(BinaryOp op, F&& f) {
+  switch (op) {
+    case BinaryOp::add: return f(std::integral_constant<BinaryOp, BinaryOp::add>{});
+    case BinaryOp::sub: return f(std::integral_constant<BinaryOp, BinaryOp::sub>{});
+    case BinaryOp::mul: return f(std::integral_constant<BinaryOp, BinaryOp::mul>{});
+    case BinaryOp::div: return f(std::integral_constant<BinaryOp, BinaryOp::div>{});
+  }
+}
+
+// Offsets into the operands of a broadcast op, row by row: a row is the last dimension of the
+// output; an operand's stride is 0 along dimensions it is broadcast over.
+struct Broadcast {
+  int rank = 0;
+  std::array<std::int64_t, Shape::max_rank> out{};
+  std::array<std::int64_t, Shape::max_rank> stride_a{}, stride_b{};
+
+  Broadcast(const Shape& a, const Shape& b, const Shape& o) : rank(o.rank()) {
+    std::int64_t sa = 1, sb = 1;
+    for (int i = rank - 1; i >= 0; --i) {
+      out[i] = o[i];
+      const int ia = a.rank() - rank + i, ib = b.rank() - rank + i;
+      const std::int64_t da = ia >= 0 ? a[ia] : 1, db = ib >= 0 ? b[ib] : 1;
+      stride_a[i] = da == 1 ? 0 : sa;
+      stride_b[i] = db == 1 ? 0 : sb;
+      sa *= da;
+      sb *= db;
+    }
+  }
+  std::int64_t inner() const { return rank == 0 ? 1 : out[rank - 1]; }
+  std::int64_t inner_a() const { return rank == 0 ? 0 : stride_a[rank - 1]; }
+  std::int64_t inner_b() const { return rank == 0 ? 0 : stride_b[rank - 1]; }
+  // Offsets of the first element of output row `row` in a and b.
+  void row_offsets(std::int64_t row, std::int64_t* oa, std::int64_t* ob) const {
+    std::int64_t a = 0, b = 0;
+    for (int i = rank - 2; i >= 0; --i) {
+      const std::int64_t idx = row % out[i];
+      row /= out[i];
+      a += idx * stride_a[i];
+      b += idx * stride_b[i];
+    }
+    *oa = a;
+    *ob = b;
+  }
+};
+
+template <BinaryOp Op>
+void binary_forward_impl(const float* a, const Shape& as, const float* b, const Shape& bs, float* out, const Shape& os) {
+  const std::int64_t n = os.numel();
+  if (as == os && bs == os) {
+    parallel_for(n, elementwise_grain, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t i = begin; i < end; ++i) out[i] = common::binary_apply<Op>(a[i], b[i]);
+    });
+    return;
+  }
+  const Broadcast bc{as, bs, os};
+  const std::int64_t inner = bc.inner(), rows = inner == 0 ? 0 : n / inner;
+  const std::int64_t ia = bc.inner_a(), ib = bc.inner_b();
+  parallel_for(rows, std::max<std::int64_t>(1, elementwise_grain / std::max<std::int64_t>(inner, 1)),
+               [&](std::int64_t begin, std::int64_t end) {
+                 for (std::int64_t r = begin; r < end; ++r) {
+                   std::int64_t oa, ob;
+                   bc.row_offsets(r, &oa, &ob);
+                   float* o = out + r * inner;
+                   for (std::int64_t j = 0; j < inner; ++j) o[j] = common::binary_apply<Op>(a[oa + j * ia], b[ob + j * ib]);
+                 }
+               });
+}
+
+template <BinaryOp Op>
+void binary_backward_impl(const float* a, const Shape& as, const float* b, const Shape& bs, const float* dy,
+                          const Shape& os, int which, float* d, bool accumulate) {
+  const std::int64_t n = os.numel();
+  const Shape& ds = which == 0 ? as : bs;
+  auto grad = [which](float x, float y, float g) {
+    return which == 0 ? common::binary_grad_a<Op>(x, y, g) : common::binary_grad_b<Op>(x, y, g);
+  };
+  const Broadcast bc{as, bs, os};
+  const std::int64_t inner = bc.inner(), rows = inner == 0 ? 0 : n / inner;
+  const std::int64_t ia = bc.inner_a(), ib = bc.inner_b();
+  if (ds == os) {
+    // No reduction: each output element feeds exactly one element of d.
+    parallel_for(rows, std::max<std::int64_t>(1, elementwise_grain / std::max<std::int64_t>(inner, 1)),
+                 [&](std::int64_t begin, std::int64_t end) {
+                   for (std::int64_t r = begin; r < end; ++r) {
+                     std::int64_t oa, ob;
+                     bc.row_offsets(r, &oa, &ob);
+                     const float* g = dy + r * inner;
+                     float* dr = d + r * inner;
+                     for (std::int64_t j = 0; j < inner; ++j) {
+                       const float v = grad(a[oa + j * ia], b[ob + j * ib], g[j]);
+                       dr[j] = accumulate ? dr[j] + v : v;
+                     }
+                   }
+                 });
+    return;
+  }
+  // The operand was broadcast: sum the contributions of every output element it fed.
+  if (!accumulate) std::fill(d, d + ds.numel(), 0.0f);
+  const std::int64_t id = which == 0 ? ia : ib;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    std::int64_t oa, ob;
+    bc.row_offsets(r, &oa, &ob);
+    const std::int64_t od = which == 0 ? oa : ob;
+    const float* g = dy + r * inner;
+    for (std::int64_t j = 0; j < inner; ++j) d[od + j * id] += grad(a[oa + j * ia], b[ob + j * ib], g[j]);
+  }
+}
+
+}  // namespace
+
+void unary_forward(UnaryOp op, UnaryParams params, const float* x, float* y, std::int64_t n) {
+  with_unary_op(op, [&](auto tag) { unary_forward_impl<decltype(tag)::value>(params, x, y, n); });
+}
+
+void unary_backward(UnaryOp op, UnaryParams params, const float* x, const float* y, const float* dy, float* dx,
+                    std::int64_t n, bool accumulate) {
+  with_unary_op(op, [&](auto tag) { unary_backward_impl<decltype(tag)::value>(params, x, y, dy, dx, n, accumulate); });
+}
+
+void binary_forward(BinaryOp op, const float* a, const Shape& a_shape, const float* b, const Shape& b_shape, float* out,
+                    const Shape& out_shape) {
+  with_binary_op(op, [&](auto tag) { binary_forward_impl<decltype(tag)::value>(a, a_shape, b, b_shape, out, out_shape); });
+}
+
+void binary_backward(BinaryOp op, const float* a, const Shape& a_shape, const float* b, const Shape& b_shape,
+                     const float* dy, const Shape& out_shape, int which, float* d, bool accumulate) {
+  with_binary_op(op, [&](auto tag) {
+    binary_backward_impl<decltype(tag)::value>(a, a_shape, b, b_shape, dy, out_shape, which, d, accumulate);
+  });
+}
+
+void fill(float* t, std::int64_t n, float value) {
+  parallel_for(n, elementwise_grain * 4, [&](std::int64_t begin, std::int64_t end) { std::fill(t + begin, t + end, value); });
+}
+
+void add_into(float* dst, const float* src, std::int64_t n, float alpha) {
+  parallel_for(n, elementwise_grain, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) dst[i] += alpha * src[i];
+  });
+}
+
+void fill_uniform(float* t, std::int64_t n, float low, float high, std::uint64_t seed, std::uint64_t offset) {
+  const float range = high - low;
+  parallel_for(n, elementwise_grain, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i)
+      t[i] = low + range * common::uniform_from_bits(common::philox_bits(seed, offset, static_cast<std::uint64_t>(i)));
+  });
+}
+
+void fill_normal(float* t, std::int64_t n, float mean, float stddev, std::uint64_t seed, std::uint64_t offset) {
+  parallel_for(n, elementwise_grain, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i)
+      t[i] = mean + stddev * common::normal_at(seed, offset, static_cast<std::uint64_t>(i));
+  });
+}
+
+}  // namespace accrue::kernels::cpu

@@ -1,0 +1,63 @@
+#include <type_traits>
+
+#include "accrue/kernels/cpu/parallel.hpp"
+#include "accrue/kernels/optimizer_update.hpp"
+
+namespace accrue::kernels::cpu {
+namespace {
+
+constexpr std::int64_t update_grain = 1 << 15;
+
+// Calls f(std::bool_constant<b>...) for the runtime flags, so f can pick a template instantiation.
+template <class F>
+void with_flags(F&& f) {
+  f();
+}
+template <class F, class... Rest>
+void with_flags(F&& f, bool first, Rest... rest) {
+  if (first)
+    with_flags([&](auto... tags) { f(std::true_type{}, tags...); }, rest...);
+  else
+    with_flags([&](auto... tags) { f(std::false_type{}, tags...); }, rest...);
+}
+
+}  // namespace
+
+// Each loop copies the hyper-parameters by value and the pointers into __restrict locals, so the
+// compiler knows the stores cannot change them and vectorises the update.
+void sgd_update(float* param, const float* grad, float* momentum_buffer, std::int64_t n, const common::SgdHyper& hyper) {
+  const common::SgdHyper h = hyper;
+  with_flags(
+      [&](auto momentum, auto decay, auto nesterov, auto maximize, auto first) {
+        parallel_for(n, update_grain, [=](std::int64_t begin, std::int64_t end) {
+          const common::SgdHyper local = h;
+          float* __restrict p = param;
+          const float* __restrict g = grad;
+          float* __restrict buf = momentum_buffer;
+          for (std::int64_t i = begin; i < end; ++i)
+            common::sgd_update<momentum(), decay(), nesterov(), maximize(), first()>(p + i, g[i], buf + i, local);
+        });
+      },
+      h.momentum != 0.0f, h.weight_decay != 0.0f, h.nesterov, h.maximize, h.first_step);
+}
+
+void adam_update(float* param, const float* grad, float* exp_avg, float* exp_avg_sq, float* max_exp_avg_sq,
+                 std::int64_t n, const common::AdamHyper& hyper) {
+  const common::AdamHyper h = hyper;
+  with_flags(
+      [&](auto decay, auto decoupled, auto amsgrad, auto maximize) {
+        parallel_for(n, update_grain, [=](std::int64_t begin, std::int64_t end) {
+          const common::AdamHyper local = h;
+          float* __restrict p = param;
+          const float* __restrict g = grad;
+          float* __restrict m = exp_avg;
+          float* __restrict v = exp_avg_sq;
+          float* __restrict vmax = max_exp_avg_sq;
+          for (std::int64_t i = begin; i < end; ++i)
+            common::adam_update<decay(), decoupled(), amsgrad(), maximize()>(p + i, g[i], m + i, v + i, vmax + i, local);
+        });
+      },
+      h.weight_decay != 0.0f, h.decoupled, h.amsgrad, h.maximize);
+}
+
+}  // namespace accrue::kernels::cpu

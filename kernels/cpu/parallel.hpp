@@ -1,0 +1,52 @@
+#pragma once
+// The CPU backend's one thread pool. Every parallel CPU kernel, GEMM included, runs on it, so the
+// process never has more busy threads than cores (OpenBLAS is kept to one thread and handed
+// slices). Workers spin briefly between jobs, because a training step issues many short kernels
+// back to back, then sleep.
+
+#include <cstdint>
+#include <utility>
+
+namespace accrue::kernels::cpu {
+
+/// Threads used by CPU kernels, the calling thread included: ACCRUE_NUM_THREADS when set, else
+/// the number of cores.
+int num_threads();
+/// Changes the thread count (1 runs everything on the calling thread).
+void set_num_threads(int threads);
+
+namespace detail {
+void run_tasks(int tasks, void (*call)(void*, int), void* context);
+}
+
+/// Runs fn(task) for every task in [0, tasks) across the pool and waits. The first exception a
+/// task throws is rethrown here. Called from inside a task, it runs serially.
+template <class F>
+void parallel_tasks(int tasks, F&& fn) {
+  if (tasks <= 0) return;
+  if (tasks == 1) {
+    fn(0);
+    return;
+  }
+  auto call = [](void* context, int task) { (*static_cast<std::remove_reference_t<F>*>(context))(task); };
+  detail::run_tasks(tasks, call, static_cast<void*>(&fn));
+}
+
+/// Splits [0, n) into at most num_threads() contiguous chunks of at least `grain` elements and
+/// runs fn(begin, end) on each.
+template <class F>
+void parallel_for(std::int64_t n, std::int64_t grain, F&& fn) {
+  if (n <= 0) return;
+  const std::int64_t by_grain = grain > 0 ? n / grain : n;
+  const std::int64_t chunks = by_grain < 1 ? 1 : (by_grain < num_threads() ? by_grain : num_threads());
+  if (chunks == 1) {
+    fn(std::int64_t{0}, n);
+    return;
+  }
+  parallel_tasks(static_cast<int>(chunks), [&](int c) {
+    const std::int64_t begin = n * c / chunks, end = n * (c + 1) / chunks;
+    fn(begin, end);
+  });
+}
+
+}  // namespace accrue::kernels::cpu

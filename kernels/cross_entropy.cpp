@@ -1,0 +1,38 @@
+#include "accrue/kernels/cross_entropy.hpp"
+
+#include "accrue/kernels/dispatch.hpp"
+
+namespace accrue::kernels {
+
+void cross_entropy_forward(const Tensor& logits, const Tensor& labels, float smoothing, const Tensor& loss,
+                           const Tensor& lse) {
+  expect_tensors("cross_entropy_forward", logits.device(), DType::f32, {&logits, &loss, &lse});
+  expect_tensors("cross_entropy_forward", logits.device(), DType::i32, {&labels});
+  const std::int64_t B = logits.size(0), C = logits.size(1);
+  ACCRUE_ASSERT(labels.numel() == B && loss.numel() == B && lse.numel() == B);
+  if (logits.device().is_cpu()) {
+    const std::int32_t* y = labels.data<std::int32_t>();
+    if (const std::int64_t bad = cpu::first_bad_label(y, B, C); bad >= 0)
+      throw ValueError(fmt::format("label {} of sample {} in the batch is outside [0, {}): the model has {} outputs",
+                                   y[bad], bad, C, C));
+    loss.bump_version();
+    lse.bump_version();
+    return cpu::cross_entropy_forward(logits.data<float>(), y, B, C, smoothing, loss.data<float>(), lse.data<float>());
+  }
+  unsupported_device("cross_entropy_forward", logits.device());
+}
+
+void cross_entropy_backward(const Tensor& logits, const Tensor& labels, float smoothing, const Tensor& lse,
+                            const Tensor& g, const Tensor& dlogits, bool accumulate) {
+  expect_tensors("cross_entropy_backward", logits.device(), DType::f32, {&logits, &lse, &g, &dlogits});
+  expect_tensors("cross_entropy_backward", logits.device(), DType::i32, {&labels});
+  const std::int64_t B = logits.size(0), C = logits.size(1);
+  ACCRUE_ASSERT(dlogits.numel() == B * C && g.numel() == B);
+  dlogits.bump_version();
+  if (logits.device().is_cpu())
+    return cpu::cross_entropy_backward(logits.data<float>(), labels.data<std::int32_t>(), B, C, smoothing,
+                                       lse.data<float>(), g.data<float>(), dlogits.data<float>(), accumulate);
+  unsupported_device("cross_entropy_backward", logits.device());
+}
+
+}  // namespace accrue::kernels

@@ -1,0 +1,26 @@
+#pragma once
+// Fused softmax cross-entropy from logits with integer labels (math in common/cross_entropy.hpp).
+
+#include "accrue/framework/tensor.hpp"
+
+namespace accrue::kernels {
+
+/// loss[b] = cross-entropy of row b of logits (B, C) against labels[b]; lse[b] keeps the row's
+/// log-sum-exp for backward. Throws ValueError naming the first sample whose label is outside
+/// [0, C), before writing anything.
+void cross_entropy_forward(const Tensor& logits, const Tensor& labels, float smoothing, const Tensor& loss,
+                           const Tensor& lse);
+/// dlogits[b, :] (+)= g[b] * dloss[b]/dlogits[b, :].
+void cross_entropy_backward(const Tensor& logits, const Tensor& labels, float smoothing, const Tensor& lse,
+                            const Tensor& g, const Tensor& dlogits, bool accumulate);
+
+namespace cpu {
+/// Index of the first label outside [0, C), or -1.
+std::int64_t first_bad_label(const std::int32_t* labels, std::int64_t B, std::int64_t C);
+void cross_entropy_forward(const float* logits, const std::int32_t* labels, std::int64_t B, std::int64_t C,
+                           float smoothing, float* loss, float* lse);
+void cross_entropy_backward(const float* logits, const std::int32_t* labels, std::int64_t B, std::int64_t C,
+                            float smoothing, const float* lse, const float* g, float* dlogits, bool accumulate);
+}  // namespace cpu
+
+}  // namespace accrue::kernels

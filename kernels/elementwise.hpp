@@ -1,0 +1,52 @@
+#pragma once
+// Element-wise kernels: functions of one tensor, of two broadcast tensors, fills and copies.
+// The math lives in kernels/common (unary.hpp, binary.hpp), shared with the CUDA backend.
+
+#include <cstdint>
+
+#include "accrue/framework/tensor.hpp"
+#include "accrue/kernels/common/binary.hpp"
+#include "accrue/kernels/common/unary.hpp"
+
+namespace accrue::kernels {
+
+/// y = f(x); x and y have the same number of elements (y may be x).
+void unary_forward(UnaryOp op, UnaryParams params, const Tensor& x, const Tensor& y);
+/// dx (+)= dy * f'(x), given y = f(x).
+void unary_backward(UnaryOp op, UnaryParams params, const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx,
+                    bool accumulate);
+
+/// out = a (op) b with NumPy broadcasting; out has the broadcast shape.
+void binary_forward(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out);
+/// The gradient of operand `which` (0: a, 1: b) from dy, summed over the dimensions it was
+/// broadcast along, written (or added, when `accumulate`) into `d`, which has that operand's shape.
+void binary_backward(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& dy, int which, const Tensor& d,
+                     bool accumulate);
+
+void fill(const Tensor& t, float value);
+/// dst = src, element by element (same number of elements and dtype).
+void copy(const Tensor& src, const Tensor& dst);
+/// dst += alpha * src.
+void add_into(const Tensor& dst, const Tensor& src, float alpha = 1.0f);
+/// Uniform [low, high) or normal(mean, stddev) values from Philox block `offset` of `seed`.
+void fill_uniform(const Tensor& t, float low, float high, std::uint64_t seed, std::uint64_t offset);
+void fill_normal(const Tensor& t, float mean, float stddev, std::uint64_t seed, std::uint64_t offset);
+
+namespace cpu {
+void unary_forward(UnaryOp op, UnaryParams params, const float* x, float* y, std::int64_t n);
+void unary_backward(UnaryOp op, UnaryParams params, const float* x, const float* y, const float* dy, float* dx,
+                    std::int64_t n, bool accumulate);
+void binary_forward(BinaryOp op, const float* a, const Shape& a_shape, const float* b, const Shape& b_shape, float* out,
+                    const Shape& out_shape);
+void binary_backward(BinaryOp op, const float* a, const Shape& a_shape, const float* b, const Shape& b_shape,
+                     const float* dy, const Shape& out_shape, int which, float* d, bool accumulate);
+void fill(float* t, std::int64_t n, float value);
+void add_into(float* dst, const float* src, std::int64_t n, float alpha);
+void fill_uniform(float* t, std::int64_t n, float low, float high, std::uint64_t seed, std::uint64_t offset);
+void fill_normal(float* t, std::int64_t n, float mean, float stddev, std::uint64_t seed, std::uint64_t offset);
+}  // namespace cpu
+
+/// The broadcast shape of a and b (NumPy rules), or ShapeError naming `op` and both shapes.
+Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op);
+
+}  // namespace accrue::kernels

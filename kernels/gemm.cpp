@@ -1,0 +1,34 @@
+#include "accrue/kernels/gemm.hpp"
+
+#include "accrue/kernels/dispatch.hpp"
+
+namespace accrue::kernels {
+namespace {
+struct Matrix {
+  std::int64_t rows, cols;
+};
+Matrix as_matrix(const Tensor& t) {
+  std::int64_t rows = 1;
+  for (int i = 0; i + 1 < t.rank(); ++i) rows *= t.size(i);
+  return {rows, t.rank() == 0 ? 1 : t.size(-1)};
+}
+}  // namespace
+
+void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& A, const Tensor& B, float beta, const Tensor& C) {
+  expect_tensors("gemm", C.device(), DType::f32, {&A, &B, &C});
+  const Matrix a = as_matrix(A), b = as_matrix(B), c = as_matrix(C);
+  const std::int64_t M = trans_a ? a.cols : a.rows, K = trans_a ? a.rows : a.cols;
+  const std::int64_t Kb = trans_b ? b.cols : b.rows, N = trans_b ? b.rows : b.cols;
+  if (K != Kb || c.rows != M || c.cols != N)
+    throw ShapeError(fmt::format("gemm: op(A) is ({}, {}), op(B) is ({}, {}) and C is ({}, {}); they do not multiply",
+                                 M, K, Kb, N, c.rows, c.cols));
+  C.bump_version();
+  if (C.device().is_cpu()) {
+    cpu::gemm(trans_a, trans_b, M, N, K, alpha, A.data<float>(), a.cols, B.data<float>(), b.cols, beta, C.data<float>(),
+              c.cols);
+    return;
+  }
+  unsupported_device("gemm", C.device());
+}
+
+}  // namespace accrue::kernels

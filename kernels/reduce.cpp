@@ -1,0 +1,44 @@
+#include "accrue/kernels/reduce.hpp"
+
+#include "accrue/kernels/dispatch.hpp"
+
+namespace accrue::kernels {
+
+void sum_dim(const Tensor& x, std::int64_t outer, std::int64_t D, std::int64_t inner, float scale, const Tensor& out,
+             bool accumulate) {
+  expect_tensors("sum_dim", out.device(), DType::f32, {&x, &out});
+  ACCRUE_ASSERT(x.numel() == outer * D * inner && out.numel() == outer * inner);
+  out.bump_version();
+  if (out.device().is_cpu())
+    return cpu::sum_dim(x.data<float>(), outer, D, inner, scale, out.data<float>(), accumulate);
+  unsupported_device("sum_dim", out.device());
+}
+
+void expand_dim(const Tensor& g, std::int64_t outer, std::int64_t D, std::int64_t inner, float scale, const Tensor& out,
+                bool accumulate) {
+  expect_tensors("expand_dim", out.device(), DType::f32, {&g, &out});
+  ACCRUE_ASSERT(g.numel() == outer * inner && out.numel() == outer * D * inner);
+  out.bump_version();
+  if (out.device().is_cpu())
+    return cpu::expand_dim(g.data<float>(), outer, D, inner, scale, out.data<float>(), accumulate);
+  unsupported_device("expand_dim", out.device());
+}
+
+void sum_to_shape(const Tensor& dy, const Tensor& d, float scale, bool accumulate) {
+  expect_tensors("sum_to_shape", d.device(), DType::f32, {&dy, &d});
+  d.bump_version();
+  if (d.device().is_cpu())
+    return cpu::sum_to_shape(dy.data<float>(), dy.shape(), d.data<float>(), d.shape(), scale, accumulate);
+  unsupported_device("sum_to_shape", d.device());
+}
+
+void argmax_rows(const Tensor& x, const Tensor& out) {
+  expect_tensors("argmax_rows", out.device(), DType::f32, {&x});
+  expect_tensors("argmax_rows", out.device(), DType::i32, {&out});
+  ACCRUE_ASSERT(x.rank() == 2 && out.numel() == x.size(0));
+  out.bump_version();
+  if (out.device().is_cpu()) return cpu::argmax_rows(x.data<float>(), x.size(0), x.size(1), out.data<std::int32_t>());
+  unsupported_device("argmax_rows", out.device());
+}
+
+}  // namespace accrue::kernels

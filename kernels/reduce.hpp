@@ -1,0 +1,32 @@
+#pragma once
+// Reductions over one dimension of a tensor seen as (outer, D, inner), their broadcast inverse,
+// and row-wise argmax. A reduction over everything is outer = inner = 1.
+
+#include <cstdint>
+
+#include "accrue/framework/tensor.hpp"
+
+namespace accrue::kernels {
+
+/// out[o, i] (+)= scale * sum_d x[o, d, i].
+void sum_dim(const Tensor& x, std::int64_t outer, std::int64_t D, std::int64_t inner, float scale, const Tensor& out,
+             bool accumulate);
+/// out[o, d, i] (+)= scale * g[o, i]: the gradient of sum_dim.
+void expand_dim(const Tensor& g, std::int64_t outer, std::int64_t D, std::int64_t inner, float scale, const Tensor& out,
+                bool accumulate);
+/// d (+)= scale * dy summed over the dimensions along which d's shape was broadcast to dy's: the
+/// gradient of a broadcast operand of add or sub.
+void sum_to_shape(const Tensor& dy, const Tensor& d, float scale, bool accumulate);
+/// out[r] = index of the largest x[r, :] (the first on ties), as int32, for x of shape (rows, C).
+void argmax_rows(const Tensor& x, const Tensor& out);
+
+namespace cpu {
+void sum_dim(const float* x, std::int64_t outer, std::int64_t D, std::int64_t inner, float scale, float* out,
+             bool accumulate);
+void expand_dim(const float* g, std::int64_t outer, std::int64_t D, std::int64_t inner, float scale, float* out,
+                bool accumulate);
+void argmax_rows(const float* x, std::int64_t rows, std::int64_t C, std::int32_t* out);
+void sum_to_shape(const float* dy, const Shape& dy_shape, float* d, const Shape& d_shape, float scale, bool accumulate);
+}  // namespace cpu
+
+}  // namespace accrue::kernels

@@ -1,0 +1,77 @@
+#include "test_util.hpp"
+
+#include <cmath>
+
+using namespace accrue;
+using accrue::test::message_has;
+
+namespace {
+void expect_contract(const Layer& layer, const Shape& sample) {
+  const LayerCheckResult r = check_layer(layer, sample);
+  BOOST_CHECK_MESSAGE(r.ok, layer.type_name() << " on " << sample.str() << ":\n" << r.report);
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(every_layer_keeps_its_contract) {
+  expect_contract(layers::Dense{5}, {7});
+  expect_contract(layers::Dense{5, {.bias = false}}, {7});
+  expect_contract(layers::Dense{3}, {2, 4});  // acts on the last dimension, as Keras and PyTorch
+  expect_contract(layers::ReLU{}, {6});
+  expect_contract(layers::GELU{}, {6});
+  expect_contract(layers::GELU{{.tanh_approximation = true}}, {6});
+  expect_contract(layers::Sigmoid{}, {6});
+  expect_contract(layers::Tanh{}, {6});
+  expect_contract(layers::Softmax{}, {6});
+  expect_contract(layers::Softmax{0}, {4, 3});
+  expect_contract(layers::Flatten{}, {2, 3, 2});
+  expect_contract(layers::Dropout{0.4f}, {10});
+}
+
+BOOST_AUTO_TEST_CASE(dense_infers_input_and_initialises_as_pytorch) {
+  layers::Dense dense{512};
+  Generator gen{1};
+  dense.ensure_built({784}, gen);
+  BOOST_TEST(dense.output_shape().str() == "(512,)");
+  BOOST_TEST(dense.weight().shape().str() == "(512, 784)");
+  BOOST_TEST(dense.parameter_count() == 784 * 512 + 512);
+  // nn.Linear: weight and bias uniform in +-1/sqrt(in_features), so the variance is bound^2 / 3.
+  const double bound = 1.0 / std::sqrt(784.0);
+  const auto w = dense.weight().to_vector();
+  double var = 0;
+  for (float v : w) {
+    BOOST_REQUIRE(std::abs(v) <= bound);
+    var += static_cast<double>(v) * v;
+  }
+  var /= static_cast<double>(w.size());
+  BOOST_TEST(var == bound * bound / 3, boost::test_tools::tolerance(0.02));
+  for (float v : dense.bias().to_vector()) BOOST_REQUIRE(std::abs(v) <= bound);
+}
+
+BOOST_AUTO_TEST_CASE(dropout_drops_at_its_rate_and_only_in_training) {
+  layers::Dropout drop{0.25f};
+  Generator gen{3};
+  drop.ensure_built({10000}, gen);
+  const Tensor x = Tensor::ones({1, 10000});
+  const auto y = drop.forward(x).to_vector();
+  int zeros = 0;
+  for (float v : y) {
+    if (v == 0.0f) ++zeros;
+    else BOOST_REQUIRE(std::abs(v - 1.0f / 0.75f) < 1e-6);
+  }
+  BOOST_TEST(std::abs(zeros / 10000.0 - 0.25) < 0.02);
+  // A fresh mask for every batch.
+  BOOST_TEST(drop.forward(x).to_vector() != y);
+  drop.set_training(false);
+  BOOST_TEST(drop.forward(x).to_vector() == x.to_vector(), boost::test_tools::per_element());
+  BOOST_CHECK_EXCEPTION(layers::Dropout{1.0f}, ValueError, message_has({"[0, 1)"}));
+}
+
+BOOST_AUTO_TEST_CASE(bad_layer_configuration) {
+  BOOST_CHECK_EXCEPTION(layers::Dense{0}, ValueError, message_has({"Dense", "units", "0"}));
+  layers::Dense dense{4};
+  dense.set_name("head");
+  Generator gen{1};
+  BOOST_CHECK_EXCEPTION(dense.ensure_built(Shape{}, gen), ShapeError, message_has({"'head'", "Dense", "()"}));
+  layers::Softmax softmax{3};
+  BOOST_CHECK_EXCEPTION(softmax.ensure_built({4}, gen), ShapeError, message_has({"Softmax", "dimension 3"}));
+}

@@ -1,0 +1,100 @@
+#include "test_util.hpp"
+
+using namespace accrue;
+using accrue::test::check_close;
+using accrue::test::message_has;
+
+namespace {
+Sequential tutorial_model() {
+  return Sequential{layers::Input{1, 28, 28}, layers::Flatten{}, layers::Dense{512}, layers::ReLU{},
+                    layers::Dense{512},       layers::ReLU{},    layers::Dense{10}};
+}
+
+// A user's layer, written from ops only: y = x * scale, with `scale` learned per feature.
+class Scale final : public LayerBase<Scale> {
+ public:
+  std::string type_name() const override { return "Scale"; }
+  Shape build(const Shape& input, Generator&) override {
+    add_parameter("scale", Tensor::full({input[-1]}, 2.0f, {.category = MemoryCategory::parameters}));
+    return input;
+  }
+  Tensor forward(const Tensor& x) override { return x * named_parameters()[0].second; }
+};
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(summary_of_the_tutorial_model) {
+  Sequential model = tutorial_model();
+  model.compile(optim::SGD{.lr = 1e-3}, losses::CrossEntropy{}, {metrics::Accuracy{}});
+  const std::string s = model.summary_str();
+  BOOST_TEST_MESSAGE(s);
+  for (const char* part : {"flatten (Flatten)", "(None, 784)", "dense (Dense)", "(None, 512)", "401,920", "re_lu (ReLU)",
+                           "dense_1 (Dense)", "262,656", "dense_2 (Dense)", "(None, 10)", "5,130",
+                           "Total params: 669,706 (2.55 MiB)", "SGD(lr=0.001)", "CrossEntropy"})
+    BOOST_CHECK_MESSAGE(s.find(part) != std::string::npos, "summary lacks '" << part << "'");
+  BOOST_TEST(model.parameter_count() == 669706);
+}
+
+BOOST_AUTO_TEST_CASE(unbuilt_model_says_so_and_builds_lazily) {
+  Sequential model{layers::Flatten{}, layers::Dense{4}};
+  BOOST_TEST(!model.built());
+  BOOST_TEST(model.summary_str().find("Not built yet") != std::string::npos);
+  const Tensor y = model(Tensor::ones({2, 3, 5}));
+  BOOST_TEST(y.shape().str() == "(2, 4)");
+  BOOST_TEST(model.input_shape()->str() == "(3, 5)");
+}
+
+BOOST_AUTO_TEST_CASE(parameters_carry_pytorch_names) {
+  const Sequential model = tutorial_model();
+  std::vector<std::string> names;
+  for (const auto& [name, p] : model.named_parameters()) names.push_back(name);
+  BOOST_TEST(names == (std::vector<std::string>{"1.weight", "1.bias", "3.weight", "3.bias", "5.weight", "5.bias"}),
+             boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(shape_errors_name_layer_and_shapes) {
+  Sequential model = tutorial_model();
+  BOOST_CHECK_EXCEPTION(model(Tensor::zeros({4, 1, 28, 27})), ShapeError,
+                        message_has({"(1, 28, 28)", "(4, 1, 28, 27)", "(1, 28, 27)"}));
+  Sequential bad{layers::Dense{3}};
+  BOOST_CHECK_EXCEPTION(bad.build(Shape{}), ShapeError, message_has({"layer 0", "'dense'", "Dense", "()"}));
+  BOOST_CHECK_EXCEPTION((Sequential{layers::Input{}, layers::Dense{3}}), ShapeError, message_has({"'dense'"}));
+  BOOST_CHECK_EXCEPTION((Sequential{layers::Dense{3}, layers::Input{4}}), ValueError, message_has({"Input must come first"}));
+  BOOST_CHECK_EXCEPTION(model.layer<layers::Dense>(0), ValueError, message_has({"'flatten'"}));
+  BOOST_TEST(model.layer<layers::Dense>(1).units() == 512);
+}
+
+BOOST_AUTO_TEST_CASE(custom_layer_trains_without_backward_code) {
+  Sequential model{layers::Input{3}, Scale{}, layers::Dense{2}};
+  model.compile(optim::SGD{.lr = 0.1}, losses::MSE{});
+  const Tensor x = Tensor::from({1, 2, 3, -1, 0, 1}, {2, 3});
+  const Tensor y = Tensor::from({1, 0, 0, 1}, {2, 2});
+  const double before = model.evaluate(Dataset{x, y}).loss;
+  model.fit(Dataset{x, y}, {.epochs = 20, .batch_size = 2, .verbose = 0});
+  BOOST_TEST(model.evaluate(Dataset{x, y}).loss < before / 4);
+  BOOST_TEST(model.named_parameters()[0].first == "0.scale");
+}
+
+BOOST_AUTO_TEST_CASE(add_to_a_built_model_builds_the_new_layer) {
+  Sequential model{layers::Input{3}, layers::Dense{4}};
+  model.compile(optim::SGD{}, losses::MSE{});
+  model.add(layers::ReLU{}).add(layers::Dense{2});
+  BOOST_TEST(model.output_shape().str() == "(2,)");
+  BOOST_TEST(model.optimizer().parameters().size() == 4u);
+}
+
+BOOST_AUTO_TEST_CASE(predict_evaluate_and_compile_errors) {
+  manual_seed(1);
+  Sequential model{layers::Input{4}, layers::Dense{3}};
+  const Tensor x = accrue::test::random_tensor({10, 4}, 5);
+  const Tensor labels = Tensor::from(std::vector<std::int32_t>{0, 1, 2, 0, 1, 2, 0, 1, 2, 0}, {10});
+  BOOST_CHECK_EXCEPTION(model.fit(Dataset{x, labels}), ValueError, message_has({"compile"}));
+  model.compile(optim::SGD{}, losses::CrossEntropy{});
+  BOOST_CHECK_EXCEPTION(([&] { auto [l, a] = model.evaluate(Dataset{x, labels}); (void)l; (void)a; }()), ValueError,
+                        message_has({"no metric"}));
+  model.compile(optim::SGD{}, losses::CrossEntropy{}, {metrics::Accuracy{}});
+  const auto [loss, accuracy] = model.evaluate(Dataset{x, labels}, {.batch_size = 3});
+  BOOST_TEST(loss == ops::cross_entropy(model(x), labels).item(), boost::test_tools::tolerance(1e-6));
+  BOOST_TEST((accuracy >= 0.0 && accuracy <= 1.0));
+  const Tensor p = model.predict(x, 3);
+  check_close(p, model(x), 1e-6, 1e-6);
+}

@@ -1,0 +1,137 @@
+// Finite-difference checks of every differentiable op (central differences, float32).
+
+#include "test_util.hpp"
+
+using namespace accrue;
+using accrue::test::away_from_zero;
+using accrue::test::leaf;
+using accrue::test::random_tensor;
+
+namespace {
+
+using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
+
+void expect_gradients(const std::string& name, const Fn& f, const std::vector<Tensor>& inputs,
+                      GradcheckOptions options = {}) {
+  const GradcheckResult r = gradcheck(f, inputs, options);
+  BOOST_CHECK_MESSAGE(r.ok, name << ": gradients differ from finite differences (max error " << r.max_abs_error << ")\n"
+                                 << r.report);
+}
+
+void expect_unary(const std::string& name, Tensor (*op)(const Tensor&), Tensor input) {
+  expect_gradients(name, [op](const std::vector<Tensor>& in) { return op(in[0]); }, {leaf(std::move(input))});
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(unary_ops) {
+  const Shape s{3, 7};
+  expect_unary("relu", ops::relu, away_from_zero(s, 1, 0.05f));
+  expect_unary("sigmoid", ops::sigmoid, random_tensor(s, 2, -3, 3));
+  expect_unary("tanh", ops::tanh, random_tensor(s, 3, -2, 2));
+  expect_unary("exp", ops::exp, random_tensor(s, 4, -1, 1));
+  expect_unary("log", ops::log, random_tensor(s, 5, 0.5f, 3));
+  expect_unary("neg", ops::neg, random_tensor(s, 6));
+  expect_unary("square", ops::square, random_tensor(s, 7));
+  expect_unary("sqrt", ops::sqrt, random_tensor(s, 8, 0.5f, 3));
+  expect_unary("abs", ops::abs, away_from_zero(s, 9, 0.05f));
+  expect_gradients("gelu", [](const auto& in) { return ops::gelu(in[0]); }, {leaf(random_tensor(s, 10, -3, 3))});
+  expect_gradients("gelu_tanh", [](const auto& in) { return ops::gelu(in[0], true); }, {leaf(random_tensor(s, 11, -3, 3))});
+  expect_gradients("pow", [](const auto& in) { return ops::pow(in[0], 2.5f); }, {leaf(random_tensor(s, 12, 0.5f, 2))});
+  expect_gradients("affine", [](const auto& in) { return ops::affine(in[0], -1.5f, 0.25f); }, {leaf(random_tensor(s, 13))});
+  expect_gradients("scalar operators", [](const auto& in) { return (2.0f - in[0]) * 3.0f / 4.0f + 1.0f; },
+                   {leaf(random_tensor(s, 14))});
+}
+
+BOOST_AUTO_TEST_CASE(binary_ops_with_broadcasting) {
+  using Op = Tensor (*)(const Tensor&, const Tensor&);
+  const std::vector<std::pair<std::string, Op>> binary = {
+      {"add", ops::add}, {"sub", ops::sub}, {"mul", ops::mul}, {"div", ops::div}};
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{4, 5}, {4, 5}}, {{4, 5}, {5}}, {{4, 1}, {1, 5}}, {{2, 3, 4}, {3, 1}}, {{5}, {4, 5}}, {{}, {3, 2}}};
+  std::uint64_t seed = 20;
+  for (const auto& [name, op] : binary) {
+    for (const auto& [sa, sb] : shapes) {
+      Tensor a = leaf(random_tensor(sa, ++seed, 0.5f, 2.0f));  // positive, so div is smooth
+      Tensor b = leaf(random_tensor(sb, ++seed, 0.5f, 2.0f));
+      expect_gradients(name + " " + sa.str() + " " + sb.str(), [op](const auto& in) { return op(in[0], in[1]); },
+                       {a, b});
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(reductions) {
+  const Tensor x = random_tensor({3, 4, 5}, 40);
+  expect_gradients("sum", [](const auto& in) { return ops::sum(in[0]); }, {leaf(x.clone())});
+  expect_gradients("mean", [](const auto& in) { return ops::mean(in[0]); }, {leaf(x.clone())});
+  for (int dim : {0, 1, 2, -1}) {
+    for (bool keep : {false, true}) {
+      expect_gradients("sum dim " + std::to_string(dim), [=](const auto& in) { return ops::sum(in[0], dim, keep); },
+                       {leaf(x.clone())});
+      expect_gradients("mean dim " + std::to_string(dim), [=](const auto& in) { return ops::mean(in[0], dim, keep); },
+                       {leaf(x.clone())});
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(matrix_products) {
+  expect_gradients("matmul", [](const auto& in) { return ops::matmul(in[0], in[1]); },
+                   {leaf(random_tensor({5, 7}, 50)), leaf(random_tensor({7, 3}, 51))});
+  expect_gradients("linear", [](const auto& in) { return ops::linear(in[0], in[1], in[2]); },
+                   {leaf(random_tensor({6, 8}, 52)), leaf(random_tensor({4, 8}, 53)), leaf(random_tensor({4}, 54))});
+  expect_gradients("linear without bias", [](const auto& in) { return ops::linear(in[0], in[1], Tensor()); },
+                   {leaf(random_tensor({6, 8}, 55)), leaf(random_tensor({4, 8}, 56))});
+  expect_gradients("linear on 3-D input", [](const auto& in) { return ops::linear(in[0], in[1], in[2]); },
+                   {leaf(random_tensor({2, 3, 8}, 57)), leaf(random_tensor({4, 8}, 58)), leaf(random_tensor({4}, 59))});
+  // Large enough to take the multi-threaded GEMM path.
+  expect_gradients("linear, threaded GEMM", [](const auto& in) { return ops::linear(in[0], in[1], in[2]); },
+                   {leaf(random_tensor({64, 96}, 60)), leaf(random_tensor({80, 96}, 61)), leaf(random_tensor({80}, 62))},
+                   {.max_elements = 64});
+}
+
+BOOST_AUTO_TEST_CASE(shape_ops) {
+  const Tensor x = random_tensor({4, 3, 2}, 70);
+  expect_gradients("reshape", [](const auto& in) { return ops::reshape(in[0], {6, 4}) * 2.0f; }, {leaf(x.clone())});
+  expect_gradients("flatten", [](const auto& in) { return ops::flatten(in[0]) * 2.0f; }, {leaf(x.clone())});
+  expect_gradients("narrow", [](const auto& in) { return ops::narrow(in[0], 1, 3) * 2.0f; }, {leaf(x.clone())});
+  expect_gradients("clone", [](const auto& in) { return ops::clone(in[0]) * 2.0f; }, {leaf(x.clone())});
+}
+
+BOOST_AUTO_TEST_CASE(softmax_family) {
+  const Tensor x = random_tensor({3, 4, 5}, 80, -2, 2);
+  for (int dim : {0, 1, -1}) {
+    expect_gradients("softmax dim " + std::to_string(dim), [=](const auto& in) { return ops::softmax(in[0], dim); },
+                     {leaf(x.clone())});
+    expect_gradients("log_softmax dim " + std::to_string(dim),
+                     [=](const auto& in) { return ops::log_softmax(in[0], dim); }, {leaf(x.clone())});
+  }
+}
+
+BOOST_AUTO_TEST_CASE(loss_functions) {
+  const Tensor logits = random_tensor({6, 5}, 90, -3, 3);
+  const Tensor labels = Tensor::from(std::vector<std::int32_t>{0, 4, 1, 1, 3, 2}, {6});
+  for (Reduction r : {Reduction::mean, Reduction::sum, Reduction::none}) {
+    for (float smoothing : {0.0f, 0.1f}) {
+      expect_gradients("cross_entropy", [=](const auto& in) { return ops::cross_entropy(in[0], labels, r, smoothing); },
+                       {leaf(logits.clone())});
+    }
+    expect_gradients("mse_loss", [=](const auto& in) { return ops::mse_loss(in[0], in[1], r); },
+                     {leaf(random_tensor({4, 3}, 91)), leaf(random_tensor({4, 3}, 92))});
+  }
+}
+
+BOOST_AUTO_TEST_CASE(dropout_with_a_fixed_mask) {
+  // Re-seeding inside f gives the same mask at every evaluation, so the op is a fixed function.
+  expect_gradients("dropout", [](const auto& in) {
+    Generator gen{99};
+    return ops::dropout(in[0], 0.3f, true, &gen);
+  }, {leaf(random_tensor({8, 16}, 93))});
+}
+
+BOOST_AUTO_TEST_CASE(gradcheck_catches_a_wrong_gradient) {
+  // A deliberately wrong "gradient": detach() hides part of the function from autograd.
+  const GradcheckResult r =
+      gradcheck([](const auto& in) { return in[0] * in[0].detach(); }, {leaf(random_tensor({5}, 94, 0.5f, 1))});
+  BOOST_TEST(!r.ok);
+  BOOST_TEST(r.report.find("input 0") != std::string::npos);
+}

@@ -1,0 +1,76 @@
+// GEMM against a naive double-precision product, for every transpose, beta, and shapes that take
+// both the single-threaded and the split paths.
+
+#include "test_util.hpp"
+
+#include <accrue/kernels/cpu/openblas.hpp>
+#include <accrue/kernels/gemm.hpp>
+
+using namespace accrue;
+using accrue::test::check_close;
+using accrue::test::random_tensor;
+
+namespace {
+std::vector<float> naive(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
+                         const std::vector<float>& A, const std::vector<float>& B, float beta, const std::vector<float>& C) {
+  std::vector<float> out(static_cast<std::size_t>(M * N));
+  for (std::int64_t i = 0; i < M; ++i)
+    for (std::int64_t j = 0; j < N; ++j) {
+      double s = 0;
+      for (std::int64_t k = 0; k < K; ++k) {
+        const double a = ta ? A[k * M + i] : A[i * K + k];
+        const double b = tb ? B[j * K + k] : B[k * N + j];
+        s += a * b;
+      }
+      out[i * N + j] = static_cast<float>(alpha * s + (beta == 0.0f ? 0.0 : beta * C[i * N + j]));
+    }
+  return out;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(gemm_matches_naive_product) {
+  const std::vector<std::array<std::int64_t, 3>> shapes = {{1, 1, 1}, {3, 5, 7}, {64, 512, 784}, {512, 784, 64},
+                                                           {16, 10, 512}, {100, 33, 17}, {7, 300, 2}};
+  std::uint64_t seed = 1;
+  for (const auto& [M, N, K] : shapes) {
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        for (float beta : {0.0f, 1.0f, 0.5f}) {
+          const Tensor A = random_tensor(ta ? Shape{K, M} : Shape{M, K}, ++seed);
+          const Tensor B = random_tensor(tb ? Shape{N, K} : Shape{K, N}, ++seed);
+          Tensor C = random_tensor({M, N}, ++seed);
+          const auto expected = naive(ta, tb, M, N, K, 0.75f, A.to_vector(), B.to_vector(), beta, C.to_vector());
+          if (beta == 0.0f) C.fill_(std::nanf(""));  // beta = 0 must ignore C, NaN included
+          kernels::gemm(ta, tb, 0.75f, A, B, beta, C);
+          check_close(C, expected, 1e-4, 1e-4,
+                      fmt::format("gemm {}x{}x{} ta={} tb={} beta={}", M, N, K, ta, tb, beta));
+        }
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(gemm_edge_cases) {
+  Tensor C = Tensor::full({2, 3}, 2.0f);
+  kernels::gemm(false, false, 1.0f, Tensor::zeros({2, 0}), Tensor::zeros({0, 3}), 0.5f, C);  // K = 0: C = beta C
+  check_close(C, std::vector<float>(6, 1.0f));
+  BOOST_CHECK_EXCEPTION(kernels::gemm(false, false, 1.0f, Tensor::zeros({2, 3}), Tensor::zeros({4, 5}), 0.0f, C),
+                        ShapeError, accrue::test::message_has({"(2, 3)", "(4, 5)", "do not multiply"}));
+}
+
+BOOST_AUTO_TEST_CASE(openblas_uses_kernels_for_this_processor) {
+  const bool preset = std::getenv("OPENBLAS_CORETYPE") != nullptr;
+  const auto& blas = kernels::cpu::openblas();
+  BOOST_TEST_MESSAGE("OpenBLAS " << blas.library << ": " << blas.core << " kernels, " << blas.how_chosen);
+  BOOST_TEST(!blas.core.empty());
+  const std::string wanted = kernels::cpu::openblas_core_for_this_cpu();
+  if (!wanted.empty() && !preset) {
+    // The name OpenBLAS reports is upper case ("COOPERLAKE"); ours is its OPENBLAS_CORETYPE spelling.
+    std::string upper = wanted;
+    for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    std::string core = blas.core;
+    for (char& ch : core) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    BOOST_TEST(core == upper);
+  }
+  if (!preset) BOOST_TEST(std::getenv("OPENBLAS_CORETYPE") == nullptr);  // the choice did not leak into the environment
+}

@@ -1,0 +1,51 @@
+#include "test_util.hpp"
+
+#include <accrue/kernels/cpu/parallel.hpp>
+#include <atomic>
+
+using namespace accrue;
+namespace cpu = accrue::kernels::cpu;
+
+BOOST_AUTO_TEST_CASE(parallel_for_covers_every_index_once) {
+  for (std::int64_t n : {0, 1, 7, 1000, 100003}) {
+    std::vector<std::atomic<int>> hits(static_cast<std::size_t>(n));
+    cpu::parallel_for(n, 100, [&](std::int64_t b, std::int64_t e) {
+      for (std::int64_t i = b; i < e; ++i) hits[static_cast<std::size_t>(i)]++;
+    });
+    for (auto& h : hits) BOOST_REQUIRE(h.load() == 1);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(exceptions_reach_the_caller_and_the_pool_survives) {
+  BOOST_CHECK_THROW(cpu::parallel_tasks(8, [](int t) {
+    if (t == 5) throw ValueError("task 5 failed");
+  }), ValueError);
+  std::atomic<int> sum{0};
+  cpu::parallel_tasks(16, [&](int t) { sum += t; });
+  BOOST_TEST(sum.load() == 120);
+}
+
+BOOST_AUTO_TEST_CASE(nested_parallelism_runs_inline) {
+  std::atomic<int> count{0};
+  cpu::parallel_tasks(4, [&](int) { cpu::parallel_tasks(4, [&](int) { ++count; }); });
+  BOOST_TEST(count.load() == 16);
+}
+
+BOOST_AUTO_TEST_CASE(thread_count_can_change) {
+  const int before = cpu::num_threads();
+  cpu::set_num_threads(1);
+  BOOST_TEST(cpu::num_threads() == 1);
+  std::atomic<int> count{0};
+  cpu::parallel_tasks(3, [&](int) { ++count; });
+  BOOST_TEST(count.load() == 3);
+  cpu::set_num_threads(before);
+  BOOST_TEST(cpu::num_threads() == before);
+  BOOST_CHECK_THROW(cpu::set_num_threads(0), ValueError);
+}
+
+BOOST_AUTO_TEST_CASE(many_short_jobs_back_to_back) {
+  // The pattern of a training step: thousands of small jobs; none may be lost or run twice.
+  std::atomic<long> total{0};
+  for (int job = 0; job < 20000; ++job) cpu::parallel_tasks(2, [&](int t) { total += t + 1; });
+  BOOST_TEST(total.load() == 20000L * 3);
+}

@@ -1,0 +1,87 @@
+#pragma once
+// Helpers shared by the test suites: tensor comparisons with dtype-derived tolerances and checks
+// that an error names what it should.
+
+#include <boost/test/unit_test.hpp>
+
+#include <accrue/accrue.hpp>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+namespace accrue::test {
+
+/// |ref - got| <= atol + rtol * |ref| for every element, reporting the first few offenders.
+inline void check_close(const std::vector<float>& got, const std::vector<float>& ref, double atol, double rtol,
+                        const std::string& what = "") {
+  BOOST_REQUIRE_MESSAGE(got.size() == ref.size(), what << ": " << got.size() << " values, expected " << ref.size());
+  int reported = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double err = std::abs(static_cast<double>(got[i]) - ref[i]);
+    const bool ok = err <= atol + rtol * std::abs(static_cast<double>(ref[i]));
+    if (!ok && reported++ < 5)
+      BOOST_ERROR(what << " element " << i << ": got " << got[i] << ", expected " << ref[i] << " (error " << err << ")");
+  }
+}
+
+inline void check_close(const Tensor& got, const Tensor& ref, double atol = 1e-5, double rtol = 1e-5,
+                        const std::string& what = "") {
+  BOOST_REQUIRE_MESSAGE(got.shape() == ref.shape(), what << ": shape " << got.shape().str() << ", expected "
+                                                         << ref.shape().str());
+  check_close(got.to_vector<float>(), ref.to_vector<float>(), atol, rtol, what);
+}
+
+inline void check_close(const Tensor& got, const std::vector<float>& ref, double atol = 1e-5, double rtol = 1e-5,
+                        const std::string& what = "") {
+  check_close(got.to_vector<float>(), ref, atol, rtol, what);
+}
+
+/// A predicate for BOOST_CHECK_EXCEPTION: the message holds every one of `parts`.
+inline auto message_has(std::initializer_list<std::string> parts) {
+  std::vector<std::string> wanted(parts);
+  return [wanted](const std::exception& e) {
+    const std::string message = e.what();
+    for (const auto& w : wanted) {
+      if (message.find(w) == std::string::npos) {
+        BOOST_TEST_MESSAGE("message lacks '" << w << "': " << message);
+        return false;
+      }
+    }
+    return true;
+  };
+}
+
+/// Random float32 values in [low, high) from a fixed seed.
+inline Tensor random_tensor(const Shape& shape, std::uint64_t seed, float low = -1.0f, float high = 1.0f) {
+  Generator gen{seed};
+  return Tensor::uniform(shape, low, high, &gen);
+}
+
+/// Random values whose magnitude is at least `gap`: inputs for functions with a kink at 0.
+inline Tensor away_from_zero(const Shape& shape, std::uint64_t seed, float gap = 0.1f) {
+  Generator gen{seed};
+  std::vector<float> v = Tensor::uniform(shape, -1.0f, 1.0f, &gen).to_vector<float>();
+  for (float& x : v) x = x < 0 ? x - gap : x + gap;
+  return Tensor::from(v, shape);
+}
+
+/// Precondition of tests that read the real FashionMNIST files: skipped, with the reason, without them.
+inline boost::test_tools::assertion_result requires_fashion_mnist(boost::unit_test::test_unit_id) {
+  const char* env = std::getenv("ACCRUE_FASHION_MNIST_DIR");
+  const std::string dir = env != nullptr ? env : "/usr/share/datasets/fashion-mnist";
+  const bool present = std::filesystem::exists(dir + "/train-images-idx3-ubyte.gz") ||
+                       std::filesystem::exists(dir + "/train-images-idx3-ubyte");
+  boost::test_tools::assertion_result result{present};
+  result.message() << "FashionMNIST files absent from " << dir << ": install dataset-fashion-mnist";
+  return result;
+}
+
+inline Tensor leaf(Tensor t) {
+  t.set_requires_grad(true);
+  return t;
+}
+
+}  // namespace accrue::test
