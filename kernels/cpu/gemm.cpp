@@ -6,6 +6,7 @@
 
 #include "accrue/kernels/cpu/openblas.hpp"
 #include "accrue/kernels/cpu/parallel.hpp"
+#include "accrue/kernels/cpu/skinny_gemm.hpp"
 #include "accrue/kernels/gemm.hpp"
 
 namespace accrue::kernels::cpu {
@@ -35,6 +36,8 @@ void gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64
     scale_c(M, N, beta, C, ldc);
     return;
   }
+  if (skinny_gemm_applies(trans_a, trans_b, M, N, K))
+    return skinny_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   const auto sgemm = openblas().sgemm;
   const int ta = trans_a ? trans : no_trans, tb = trans_b ? trans : no_trans;
   auto call = [&](std::int64_t m0, std::int64_t m1, std::int64_t n0, std::int64_t n1) {

@@ -1,0 +1,210 @@
+// One training epoch of the FashionMNIST tutorial MLP (784-512-512-10, SGD lr 1e-3, cross-entropy,
+// 60,000 samples already in memory), Accrue against PyTorch in the same run.
+//
+//   mlp_epoch [--reps 5] [--batch-sizes 64,16] [--data DIR] [--python /usr/bin/python3] [--no-pytorch]
+//
+// Accrue and PyTorch alternate (A B A B ...) so both see the same machine state; the table gives
+// min and median seconds per epoch, samples/s, the ratio PyTorch / Accrue and the ratio to the GEMM
+// floor (the epoch's 192.6 GFLOP at the rate this machine's 2048^3 sgemm reaches). PyTorch runs
+// with 2 threads, OMP_WAIT_POLICY=PASSIVE (see below) and, unless OPENBLAS_CORETYPE is set, the
+// OpenBLAS kernels Accrue chose, so both use the same GEMM code.
+
+#include <CLI/CLI.hpp>
+#include <accrue/accrue.hpp>
+#include <accrue/kernels/cpu/openblas.hpp>
+#include <accrue/kernels/cpu/parallel.hpp>
+#include <accrue/kernels/gemm.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace accrue;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// A Python process answering one line per request line.
+class PythonWorker {
+ public:
+  PythonWorker(const std::string& python, const std::string& script, const std::string& data,
+               const std::vector<std::pair<std::string, std::string>>& env) {
+    int to_child[2], from_child[2];
+    if (pipe(to_child) != 0 || pipe(from_child) != 0) throw Error("pipe() failed");
+    pid_ = fork();
+    if (pid_ < 0) throw Error("fork() failed");
+    if (pid_ == 0) {
+      dup2(to_child[0], 0);
+      dup2(from_child[1], 1);
+      close(to_child[1]);
+      close(from_child[0]);
+      for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+      execl(python.c_str(), python.c_str(), script.c_str(), data.c_str(), static_cast<char*>(nullptr));
+      std::perror("exec python");
+      _exit(127);
+    }
+    close(to_child[0]);
+    close(from_child[1]);
+    in_ = fdopen(to_child[1], "w");
+    out_ = fdopen(from_child[0], "r");
+    banner_ = read_line();
+    if (banner_.rfind("ready", 0) != 0) throw Error("the PyTorch worker did not start: " + banner_);
+  }
+  ~PythonWorker() {
+    std::fputs("quit\n", in_);
+    std::fflush(in_);
+    std::fclose(in_);
+    std::fclose(out_);
+    waitpid(pid_, nullptr, 0);
+  }
+  double epoch(std::int64_t batch) {
+    std::fprintf(in_, "epoch %ld\n", static_cast<long>(batch));
+    std::fflush(in_);
+    return std::stod(read_line());
+  }
+  const std::string& banner() const { return banner_; }
+
+ private:
+  std::string read_line() {
+    char buf[256];
+    if (std::fgets(buf, sizeof buf, out_) == nullptr) throw Error("the PyTorch worker stopped");
+    std::string s{buf};
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+    return s;
+  }
+  pid_t pid_ = -1;
+  std::FILE* in_ = nullptr;
+  std::FILE* out_ = nullptr;
+  std::string banner_;
+};
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double min_of(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
+
+// GFLOP/s of a large square sgemm through Accrue's GEMM (both cores): the machine's GEMM rate.
+double large_gemm_rate() {
+  const std::int64_t n = 2048;
+  const Tensor a = Tensor::ones({n, n}), b = Tensor::ones({n, n}), c = Tensor::zeros({n, n});
+  kernels::gemm(false, false, 1.0f, a, b, 0.0f, c);
+  double best = 1e9;
+  for (int i = 0; i < 3; ++i) {
+    const auto t = Clock::now();
+    kernels::gemm(false, false, 1.0f, a, b, 0.0f, c);
+    best = std::min(best, seconds_since(t));
+  }
+  return 2.0 * n * n * n / best / 1e9;
+}
+
+Sequential tutorial_model() {
+  return Sequential{layers::Input{1, 28, 28}, layers::Flatten{}, layers::Dense{512}, layers::ReLU{},
+                    layers::Dense{512},       layers::ReLU{},    layers::Dense{10}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"One epoch of the FashionMNIST tutorial MLP: Accrue against PyTorch"};
+  int reps = 5;
+  std::vector<std::int64_t> batch_sizes = {64, 16};
+  std::string data, python = "/usr/bin/python3";
+  bool no_pytorch = false;
+  std::vector<std::string> pytorch_env;
+  app.add_option("--reps", reps, "Epochs timed per configuration and framework")->check(CLI::PositiveNumber);
+  app.add_option("--batch-sizes", batch_sizes, "Batch sizes to time")->delimiter(',');
+  app.add_option("--data", data, "FashionMNIST folder (random data of the same shape when absent)");
+  app.add_option("--python", python, "Python with torch (Debian's python3-torch)");
+  app.add_flag("--no-pytorch", no_pytorch, "Time Accrue only");
+  app.add_option("--pytorch-env", pytorch_env, "KEY=VALUE set for the PyTorch process (repeatable)");
+  CLI11_PARSE(app, argc, argv);
+
+  Dataset train;
+  std::string data_note;
+  try {
+    train = datasets::fashion_mnist(data).train;
+    data_note = "FashionMNIST";
+  } catch (const IoError& e) {
+    Generator gen{0};
+    std::vector<std::int32_t> labels(60000);
+    for (auto& l : labels) l = static_cast<std::int32_t>(gen.below(10));
+    train = Dataset{Tensor::uniform({60000, 1, 28, 28}, 0, 1, &gen), Tensor::from(labels, {60000})};
+    data_note = "random data (FashionMNIST not found)";
+  }
+
+  const auto& blas = kernels::cpu::openblas();
+  const double gemm_rate = large_gemm_rate();
+  const double flop_per_sample = 2.0 * 2 * (784 * 512 + 512 * 512 + 512 * 10) + 2.0 * (512 * 512 + 512 * 10);
+  const double epoch_gflop = flop_per_sample * 60000 / 1e9;
+  const double floor_s = epoch_gflop / gemm_rate;
+  fmt::print("Tutorial MLP, one epoch of 60,000 samples ({}), {:.1f} GFLOP\n", data_note, epoch_gflop);
+  fmt::print("Accrue: {} CPU threads; OpenBLAS {} kernels ({})\n", kernels::cpu::num_threads(), blas.core, blas.how_chosen);
+  fmt::print("GEMM floor: 2048^3 sgemm at {:.0f} GFLOP/s -> {:.2f} s per epoch\n", gemm_rate, floor_s);
+
+  std::unique_ptr<PythonWorker> torch;
+  if (!no_pytorch) {
+    // PyTorch's OpenMP threads spin while OpenBLAS's own threads run its GEMMs; on two cores that
+    // oversubscription made it 2 to 4 times slower here. OMP_WAIT_POLICY=PASSIVE was its fastest
+    // 2-thread setting in our measurements, so it is the reference (override with --pytorch-env).
+    std::vector<std::pair<std::string, std::string>> env = {{"BENCH_THREADS", "2"}, {"OMP_WAIT_POLICY", "PASSIVE"}};
+    for (const std::string& kv : pytorch_env) {
+      const auto eq = kv.find('=');
+      if (eq == std::string::npos) throw ValueError("--pytorch-env takes KEY=VALUE, got " + kv);
+      env.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+    }
+    const char* preset = std::getenv("OPENBLAS_CORETYPE");
+    const std::string core = preset != nullptr ? preset : kernels::cpu::openblas_core_for_this_cpu();
+    if (!core.empty()) env.emplace_back("OPENBLAS_CORETYPE", core);
+    try {
+      torch = std::make_unique<PythonWorker>(python, std::string(ACCRUE_BENCH_DIR) + "/pytorch_mlp.py",
+                                             data.empty() ? "/usr/share/datasets/fashion-mnist" : data, env);
+      std::string settings;
+      for (const auto& [k, v] : env) settings += fmt::format(" {}={}", k, v);
+      fmt::print("PyTorch: torch {} with{}\n", torch->banner().substr(6), settings);
+    } catch (const Error& e) {
+      fmt::print("PyTorch: not run ({})\n", e.what());
+    }
+  }
+
+  std::map<std::int64_t, std::vector<double>> ours, theirs;
+  std::map<std::int64_t, Sequential> models;
+  for (std::int64_t b : batch_sizes) {
+    manual_seed(0);
+    models.emplace(b, tutorial_model());
+    models.at(b).compile(optim::SGD{.lr = 1e-3}, losses::CrossEntropy{});
+    models.at(b).fit(train.take(b * 20), {.epochs = 1, .batch_size = b, .verbose = 0});  // warm-up
+    if (torch) torch->epoch(b);                                                           // warm-up
+  }
+  for (int r = 0; r < reps; ++r) {
+    for (std::int64_t b : batch_sizes) {
+      const auto t = Clock::now();
+      models.at(b).fit(train, {.epochs = 1, .batch_size = b, .seed = static_cast<std::uint64_t>(r), .verbose = 0});
+      ours[b].push_back(seconds_since(t));
+      if (torch) theirs[b].push_back(torch->epoch(b));
+      fmt::print(stderr, "rep {} batch {}: accrue {:.3f} s{}\n", r + 1, b, ours[b].back(),
+                 torch ? fmt::format(", pytorch {:.3f} s", theirs[b].back()) : "");
+    }
+  }
+
+  fmt::print("\n| batch | Accrue s/epoch (min / median) | samples/s | PyTorch s/epoch (min / median) | PyTorch / Accrue "
+             "(min / median) | Accrue / floor (median) |\n");
+  fmt::print("|---|---|---|---|---|---|\n");
+  for (std::int64_t b : batch_sizes) {
+    const double a_min = min_of(ours[b]), a_med = median(ours[b]);
+    std::string torch_cols = "not run | - ";
+    if (torch) {
+      const double p_min = min_of(theirs[b]), p_med = median(theirs[b]);
+      torch_cols = fmt::format("{:.2f} / {:.2f} | {:.2f}x / {:.2f}x", p_min, p_med, p_min / a_min, p_med / a_med);
+    }
+    fmt::print("| {} | {:.2f} / {:.2f} | {:.0f} | {} | {:.2f} |\n", b, a_min, a_med, 60000 / a_med, torch_cols,
+               a_med / floor_s);
+  }
+  return 0;
+}

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""The PyTorch side of bench/mlp_epoch: trains the tutorial MLP for one epoch per request.
+
+Protocol on stdin/stdout, one line each: the worker prints "ready"; "epoch B" trains one epoch at
+batch B (shuffled, data already in memory as tensors) and prints the seconds it took; "quit" ends.
+Run with Debian's python3-torch (/usr/bin/python3)."""
+import gzip
+import os
+import struct
+import sys
+import time
+
+import torch
+
+
+def read_idx(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        data = f.read()
+    dims = data[3]
+    shape = struct.unpack(">" + "I" * dims, data[4:4 + 4 * dims])
+    return torch.frombuffer(bytearray(data[4 + 4 * dims:]), dtype=torch.uint8).reshape(shape)
+
+
+def load(folder):
+    for suffix in (".gz", ""):
+        images = os.path.join(folder, "train-images-idx3-ubyte" + suffix)
+        labels = os.path.join(folder, "train-labels-idx1-ubyte" + suffix)
+        if os.path.exists(images) and os.path.exists(labels):
+            return read_idx(images).float().div(255).unsqueeze(1), read_idx(labels).long()
+    g = torch.Generator().manual_seed(0)
+    return torch.rand(60000, 1, 28, 28, generator=g), torch.randint(0, 10, (60000,), generator=g)
+
+
+def main():
+    threads = int(os.environ.get("BENCH_THREADS", "2"))
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    x, y = load(sys.argv[1] if len(sys.argv) > 1 else "/usr/share/datasets/fashion-mnist")
+    model = torch.nn.Sequential(
+        torch.nn.Flatten(),
+        torch.nn.Linear(784, 512), torch.nn.ReLU(),
+        torch.nn.Linear(512, 512), torch.nn.ReLU(),
+        torch.nn.Linear(512, 10),
+    )
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    print("ready", torch.__version__, torch.get_num_threads(), flush=True)
+    for line in sys.stdin:
+        words = line.split()
+        if not words or words[0] == "quit":
+            break
+        batch = int(words[1])
+        start = time.perf_counter()
+        order = torch.randperm(len(x))
+        for i in range(0, len(x), batch):
+            idx = order[i:i + batch]
+            loss = loss_fn(model(x[idx]), y[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            loss.item()
+        print(f"{time.perf_counter() - start:.6f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,269 @@
+// GEMMs with one small dimension, the shapes of a training step on small batches, without
+// packing: B (batch) rows of activations against weight matrices.
+//
+//   NN  C(M,N) = A(M,K) B(K,N)      dx = dy W       M = batch   (axpy form: rows of B are vectors)
+//   TN  C(M,N) = A(K,M)^T B(K,N)    dW = dy^T x     K = batch   (outer-product form)
+//   NT  C(M,N) = A(M,K) B(N,K)^T    y = x W^T       M = batch   (dot form: vectors run along K)
+//
+// OpenBLAS packs both operands into panels before every multiply and, for beta = 0, first zeroes
+// C in a separate pass; for a 16 x 512 x 784 multiply that overhead costs as much as the
+// arithmetic (measured in bench/gemm_shapes). These kernels read the operands in place, keep a
+// tile of C in AVX-512 registers for the whole K loop and write it once, with alpha and beta
+// applied at the store. They are compiled for AVX-512 and chosen at run time only on processors
+// that have it; other shapes and processors use OpenBLAS.
+
+#include "accrue/kernels/cpu/skinny_gemm.hpp"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+#include "accrue/kernels/cpu/parallel.hpp"
+
+#if defined(__x86_64__)
+// GCC 12's AVX-512 headers build shuffles from _mm512_undefined_ps(), which -Wuninitialized
+// reports once inlined (a false positive, fixed in GCC 13).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#define ACCRUE_TARGET_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,fma")))
+#endif
+
+namespace accrue::kernels::cpu {
+
+#if defined(__x86_64__)
+namespace {
+
+ACCRUE_TARGET_AVX512 inline __mmask16 lanes(std::int64_t n) {
+  return n >= 16 ? __mmask16{0xFFFF} : n <= 0 ? __mmask16{0} : static_cast<__mmask16>((1u << n) - 1u);
+}
+
+// C[0..n) = alpha * acc + beta * C[0..n), under the lane mask; beta = 0 never reads C.
+ACCRUE_TARGET_AVX512 inline void store(float* c, __mmask16 mask, __m512 acc, float alpha, float beta) {
+  __m512 v = _mm512_mul_ps(acc, _mm512_set1_ps(alpha));
+  if (beta != 0.0f) v = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, c), _mm512_set1_ps(beta), v);
+  _mm512_mask_storeu_ps(c, mask, v);
+}
+
+// Below this many multiply-adds a second thread costs more in synchronisation than it saves.
+constexpr std::int64_t min_parallel_macs = 1 << 18;
+
+// Four tasks per thread, claimed dynamically, so that a core the hypervisor slows down does not
+// hold the other back for half the multiply.
+int task_count(std::int64_t macs, std::int64_t units) {
+  if (macs < min_parallel_macs) return 1;
+  return static_cast<int>(std::min<std::int64_t>(4 * num_threads(), units));
+}
+
+// ---- NN and TN: a tile of MR rows x 48 columns of C -----------------------------------------
+// a(r, k) = A[r * a_row + k * a_k], so one kernel serves A (NN: a_row = lda, a_k = 1) and A^T
+// (TN: a_row = 1, a_k = lda). Each k broadcasts MR values of A and loads three vectors of row k of B.
+constexpr std::int64_t axpy_cols = 48;
+
+template <int MR>
+ACCRUE_TARGET_AVX512 void axpy_tile(std::int64_t K, const float* A, std::int64_t a_row, std::int64_t a_k, const float* B,
+                                    std::int64_t ldb, float* C, std::int64_t ldc, std::int64_t n, float alpha, float beta) {
+  __m512 acc[MR][3];
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = acc[r][2] = _mm512_setzero_ps();
+  const __mmask16 m0 = lanes(n), m1 = lanes(n - 16), m2 = lanes(n - 32);
+  for (std::int64_t k = 0; k < K; ++k) {
+    const float* b = B + k * ldb;
+    const __m512 b0 = _mm512_maskz_loadu_ps(m0, b);
+    const __m512 b1 = _mm512_maskz_loadu_ps(m1, b + 16);
+    const __m512 b2 = _mm512_maskz_loadu_ps(m2, b + 32);
+    const float* a = A + k * a_k;
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      const __m512 ar = _mm512_set1_ps(a[r * a_row]);
+      acc[r][0] = _mm512_fmadd_ps(ar, b0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(ar, b1, acc[r][1]);
+      acc[r][2] = _mm512_fmadd_ps(ar, b2, acc[r][2]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) {
+    float* c = C + r * ldc;
+    store(c, m0, acc[r][0], alpha, beta);
+    if (m1) store(c + 16, m1, acc[r][1], alpha, beta);
+    if (m2) store(c + 32, m2, acc[r][2], alpha, beta);
+  }
+}
+
+using AxpyTile = void (*)(std::int64_t, const float*, std::int64_t, std::int64_t, const float*, std::int64_t, float*,
+                          std::int64_t, std::int64_t, float, float);
+constexpr int axpy_rows = 8;
+constexpr AxpyTile axpy_tiles[axpy_rows + 1] = {nullptr,        axpy_tile<1>, axpy_tile<2>, axpy_tile<3>, axpy_tile<4>,
+                                                axpy_tile<5>,   axpy_tile<6>, axpy_tile<7>, axpy_tile<8>};
+
+ACCRUE_TARGET_AVX512 void axpy_gemm(std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+                                    std::int64_t a_row, std::int64_t a_k, const float* B, std::int64_t ldb, float beta,
+                                    float* C, std::int64_t ldc) {
+  // Tasks take runs of 48-column panels; a panel of B (K x 48) stays in L2 while every row tile of
+  // C uses it.
+  const std::int64_t panels = (N + axpy_cols - 1) / axpy_cols;
+  const int tasks = task_count(M * N * K, panels);
+  parallel_tasks(tasks, [&](int t) {
+    const std::int64_t p0 = panels * t / tasks, p1 = panels * (t + 1) / tasks;
+    for (std::int64_t p = p0; p < p1; ++p) {
+      const std::int64_t j = p * axpy_cols, n = std::min(axpy_cols, N - j);
+      for (std::int64_t i = 0; i < M; i += axpy_rows) {
+        const int rows = static_cast<int>(std::min<std::int64_t>(axpy_rows, M - i));
+        axpy_tiles[rows](K, A + i * a_row, a_row, a_k, B + j, ldb, C + i * ldc + j, ldc, n, alpha, beta);
+      }
+    }
+  });
+}
+
+// ---- NT: a tile of MR rows x NR columns of C as dot products along K ---------------------------
+// Each of the MR x NR accumulators holds 16 partial sums over K; at the end they are added across
+// lanes with a transposing tree, so that one vector holds the 16 results.
+
+// Sum of each of the 16 vectors v[0..15], as lane i of the result.
+ACCRUE_TARGET_AVX512 inline __m512 reduce16(const __m512* v) {
+  __m512 s8[8];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {  // lanes 0-7: v[2i]'s two halves added; lanes 8-15: v[2i+1]'s
+    const __m512 a = v[2 * i], b = v[2 * i + 1];
+    s8[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
+  }
+  __m512 s4[4];
+#pragma GCC unroll 8
+  for (int i = 0; i < 4; ++i) {  // each 128-bit quarter: 4 partial sums of one source
+    const __m512 a = s8[2 * i], b = s8[2 * i + 1];
+    s4[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x88), _mm512_shuffle_f32x4(a, b, 0xDD));
+  }
+  __m512 s2[2];
+#pragma GCC unroll 8
+  for (int i = 0; i < 2; ++i) {
+    const __m512 a = s4[2 * i], b = s4[2 * i + 1];
+    s2[i] = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+  }
+  const __m512d lo = _mm512_unpacklo_pd(_mm512_castps_pd(s2[0]), _mm512_castps_pd(s2[1]));
+  const __m512d hi = _mm512_unpackhi_pd(_mm512_castps_pd(s2[0]), _mm512_castps_pd(s2[1]));
+  return _mm512_add_ps(_mm512_castpd_ps(lo), _mm512_castpd_ps(hi));
+}
+
+// Lane i of reduce16's result is the sum of v[source_of_lane[i]].
+constexpr int reduce16_source(int lane) {
+  // Worked out from the shuffles above: quarter q of the result comes from s4[0..3] quarter q,
+  // which holds sources in the order the levels interleave them.
+  const int q = lane / 4, l = lane % 4;
+  // level 1: s8[i] quarter 0,1 <- v[2i], quarter 2,3 <- v[2i+1]
+  // level 2: s4[i] quarter 0 <- s8[2i] q0 (v[4i]), q1 <- s8[2i] q2 (v[4i+1]), q2 <- s8[2i+1] q0 (v[4i+2]), q3 <- v[4i+3]
+  // level 3: s2[i] lane l of quarter q: l even from s4[2i], odd from s4[2i+1]
+  // level 4: lanes 0,1 of each quarter from s2[0], lanes 2,3 from s2[1]
+  const int s2_index = l / 2;                   // which s2
+  const int s4_index = 2 * s2_index + (l % 2);  // which s4
+  return 4 * s4_index + q;
+}
+
+constexpr int nt_rows = 4, nt_cols = 4;
+
+template <int MR, int NR>
+ACCRUE_TARGET_AVX512 void dot_tile(std::int64_t K, const float* A, std::int64_t lda, const float* B, std::int64_t ldb,
+                                   float* C, std::int64_t ldc, float alpha, float beta) {
+  __m512 acc[16];
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) acc[i] = _mm512_setzero_ps();
+  std::int64_t k = 0;
+  for (; k + 16 <= K; k += 16) {
+    __m512 a[MR], b[NR];
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; ++r) a[r] = _mm512_loadu_ps(A + r * lda + k);
+#pragma GCC unroll 4
+    for (int c = 0; c < NR; ++c) b[c] = _mm512_loadu_ps(B + c * ldb + k);
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+      for (int c = 0; c < NR; ++c) acc[r * 4 + c] = _mm512_fmadd_ps(a[r], b[c], acc[r * 4 + c]);
+  }
+  if (k < K) {
+    const __mmask16 m = lanes(K - k);
+    __m512 a[MR], b[NR];
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; ++r) a[r] = _mm512_maskz_loadu_ps(m, A + r * lda + k);
+#pragma GCC unroll 4
+    for (int c = 0; c < NR; ++c) b[c] = _mm512_maskz_loadu_ps(m, B + c * ldb + k);
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+      for (int c = 0; c < NR; ++c) acc[r * 4 + c] = _mm512_fmadd_ps(a[r], b[c], acc[r * 4 + c]);
+  }
+  alignas(64) float sums[16];
+  _mm512_store_ps(sums, reduce16(acc));
+  float by_source[16];
+  for (int lane = 0; lane < 16; ++lane) by_source[reduce16_source(lane)] = sums[lane];
+  for (int r = 0; r < MR; ++r)
+    for (int c = 0; c < NR; ++c) {
+      float* out = C + r * ldc + c;
+      const float v = alpha * by_source[r * 4 + c];
+      *out = beta == 0.0f ? v : v + beta * *out;
+    }
+}
+
+using DotTile = void (*)(std::int64_t, const float*, std::int64_t, const float*, std::int64_t, float*, std::int64_t, float,
+                         float);
+
+template <int MR, int... NRs>
+constexpr std::array<DotTile, 5> dot_row(std::integer_sequence<int, NRs...>) {
+  return {nullptr, dot_tile<MR, NRs + 1>...};
+}
+constexpr std::array<std::array<DotTile, 5>, 5> dot_tiles = {
+    std::array<DotTile, 5>{}, dot_row<1>(std::make_integer_sequence<int, 4>{}), dot_row<2>(std::make_integer_sequence<int, 4>{}),
+    dot_row<3>(std::make_integer_sequence<int, 4>{}), dot_row<4>(std::make_integer_sequence<int, 4>{})};
+
+ACCRUE_TARGET_AVX512 void dot_gemm(std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+                                   std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
+                                   std::int64_t ldc) {
+  // Threads take runs of 4-row blocks of B; each block (4 x K) stays in L1 while every row tile of A
+  // passes over it, so B is read from memory once.
+  const std::int64_t blocks = (N + nt_cols - 1) / nt_cols;
+  const int tasks = task_count(M * N * K, blocks);
+  parallel_tasks(tasks, [&](int t) {
+    const std::int64_t b0 = blocks * t / tasks, b1 = blocks * (t + 1) / tasks;
+    for (std::int64_t blk = b0; blk < b1; ++blk) {
+      const std::int64_t j = blk * nt_cols;
+      const int cols = static_cast<int>(std::min<std::int64_t>(nt_cols, N - j));
+      for (std::int64_t i = 0; i < M; i += nt_rows) {
+        const int rows = static_cast<int>(std::min<std::int64_t>(nt_rows, M - i));
+        dot_tiles[rows][cols](K, A + i * lda, lda, B + j * ldb, ldb, C + i * ldc + j, ldc, alpha, beta);
+      }
+    }
+  });
+}
+
+bool cpu_has_avx512() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
+  }();
+  return has;
+}
+
+}  // namespace
+
+bool skinny_gemm_applies(bool trans_a, bool trans_b, std::int64_t M, std::int64_t /*N*/, std::int64_t K) {
+  if (!cpu_has_avx512()) return false;
+  if (trans_a && trans_b) return false;
+  // The small dimension: M for NN and NT (the batch), K for TN (the batch).
+  return trans_a ? K <= skinny_limit : M <= skinny_limit;
+}
+
+void skinny_gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+                 std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
+  if (!trans_a && !trans_b) return axpy_gemm(M, N, K, alpha, A, lda, 1, B, ldb, beta, C, ldc);
+  if (trans_a && !trans_b) return axpy_gemm(M, N, K, alpha, A, 1, lda, B, ldb, beta, C, ldc);
+  return dot_gemm(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+#else
+
+bool skinny_gemm_applies(bool, bool, std::int64_t, std::int64_t, std::int64_t) { return false; }
+void skinny_gemm(bool, bool, std::int64_t, std::int64_t, std::int64_t, float, const float*, std::int64_t, const float*,
+                 std::int64_t, float, float*, std::int64_t) {}
+
+#endif
+
+}  // namespace accrue::kernels::cpu

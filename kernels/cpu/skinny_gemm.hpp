@@ -1,0 +1,19 @@
+#pragma once
+// GEMMs with a small batch dimension, read in place (see skinny_gemm.cpp).
+
+#include <cstdint>
+
+namespace accrue::kernels::cpu {
+
+/// Largest batch dimension the skinny kernels take; above it OpenBLAS's packing pays for itself.
+inline constexpr std::int64_t skinny_limit = 256;
+
+/// Whether skinny_gemm handles this multiply: an AVX-512 processor, not both operands transposed,
+/// and the batch dimension (M for NN and NT, K for TN) at most skinny_limit.
+bool skinny_gemm_applies(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K);
+
+/// Row-major C = alpha op(A) op(B) + beta C (beta = 0 ignores C), split across the pool.
+void skinny_gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+                 std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc);
+
+}  // namespace accrue::kernels::cpu
