@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian or Ubuntu packages Accrue needs that are not installed yet (apt-get, with sudo
+# when not root). Extra package names given as arguments are installed too.
+#
+#   cmake ninja-build g++     the build
+#   libopenblas-dev           GEMM on the CPU
+#   librange-v3-dev           data loaders as ranges
+#   libfmt-dev                formatting (g++ 12 has no <format>)
+#   zlib1g-dev                gzip-compressed IDX files
+#   libcli11-dev              the examples' and benchmarks' flags
+#   libboost-test-dev         the test suites
+#   nlohmann-json3-dev        the PyTorch reference data of the parity test
+#   dataset-fashion-mnist     the FashionMNIST files the tutorial trains on
+set -euo pipefail
+
+packages=(cmake ninja-build g++ libopenblas-dev librange-v3-dev libfmt-dev zlib1g-dev libcli11-dev
+          libboost-test-dev nlohmann-json3-dev dataset-fashion-mnist "$@")
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo=sudo; fi
+echo "Installing the missing packages: ${missing[*]}"
+$sudo apt-get update -q
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
