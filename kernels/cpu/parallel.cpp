@@ -1,6 +1,7 @@
 #include "accrue/kernels/cpu/parallel.hpp"
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdlib>
 #include <exception>
 #include <mutex>
@@ -74,8 +75,7 @@ class ThreadPool {
     job.context = context;
     job.tasks = tasks;
     job_.store(&job);
-    generation_.fetch_add(1);
-    generation_.notify_all();
+    advance_generation();
     work(job);
     while (job.done.load() < tasks) cpu_relax();
     job_.store(nullptr);
@@ -104,29 +104,44 @@ class ThreadPool {
     std::uint64_t seen = generation_.load();
     for (;;) {
       // Spin for a few tens of microseconds: the next kernel of a training step usually comes
-      // sooner than a futex wake-up would.
+      // sooner than a wake-up from sleep would.
       std::uint64_t now = generation_.load();
       for (int spins = 0; now == seen && spins < 20000; ++spins) {
         cpu_relax();
         now = generation_.load(std::memory_order_relaxed);
       }
+      // stop_ is checked as well as the generation: a worker that starts after the pool began
+      // shutting down has already seen the last generation.
+      if (stop_.load()) return;
       if (now == seen) {
-        generation_.wait(seen);
+        std::unique_lock lock{sleep_mutex_};
+        sleepers_.fetch_add(1);
+        wake_.wait(lock, [&] { return generation_.load() != seen || stop_.load(); });
+        sleepers_.fetch_sub(1);
         continue;
       }
       seen = now;
-      if (stop_.load()) return;
       in_job_.fetch_add(1);
       if (Job* job = job_.load()) work(*job);
       in_job_.fetch_sub(1);
     }
   }
 
+  // Publishes a new generation and wakes sleeping workers. A worker registers in sleepers_ before
+  // it checks the generation under the mutex, and this reads sleepers_ after changing the
+  // generation (both sequentially consistent), so a worker is either woken or sees the change.
+  void advance_generation() {
+    generation_.fetch_add(1);
+    if (sleepers_.load() != 0) {
+      { const std::lock_guard lock{sleep_mutex_}; }
+      wake_.notify_all();
+    }
+  }
+
   void stop_workers() {
     if (workers_.empty()) return;
     stop_.store(true);
-    generation_.fetch_add(1);
-    generation_.notify_all();
+    advance_generation();
     for (auto& w : workers_) w.join();
     workers_.clear();
   }
@@ -137,6 +152,9 @@ class ThreadPool {
   std::atomic<bool> stop_{false};
   std::atomic<Job*> job_{nullptr};
   std::atomic<int> in_job_{0};
+  std::mutex sleep_mutex_;
+  std::condition_variable wake_;
+  std::atomic<int> sleepers_{0};
 };
 
 ThreadPool& pool() {

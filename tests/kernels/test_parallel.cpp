@@ -49,3 +49,17 @@ BOOST_AUTO_TEST_CASE(many_short_jobs_back_to_back) {
   for (int job = 0; job < 20000; ++job) cpu::parallel_tasks(2, [&](int t) { total += t + 1; });
   BOOST_TEST(total.load() == 20000L * 3);
 }
+
+BOOST_AUTO_TEST_CASE(workers_stopped_before_they_start_do_not_hang) {
+  // Regression: a worker thread that first ran after the pool had begun shutting down slept
+  // forever, and the join at exit hung. Resizing at once after creating workers provokes it.
+  const int before = cpu::num_threads();
+  for (int i = 0; i < 300; ++i) {
+    cpu::set_num_threads(3);
+    cpu::set_num_threads(1);
+  }
+  cpu::set_num_threads(before);
+  std::atomic<int> count{0};
+  cpu::parallel_tasks(4, [&](int) { ++count; });
+  BOOST_TEST(count.load() == 4);
+}
