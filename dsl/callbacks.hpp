@@ -1,36 +1,108 @@
 #pragma once
-// Callbacks: code that runs at the boundaries of training (start, epoch, batch, end), as Keras's.
-// Derive from Callback and override the hooks you need; pass instances in FitOptions::callbacks
-// by value (`callbacks::ProgressBar{}`) or as a shared_ptr to keep access to them.
+// Callbacks: code that runs at the boundaries of training, as Keras's and Lightning's do: the run,
+// each epoch, each micro-batch and each optimizer step. Derive from Callback and override the hooks
+// you need; pass instances in FitOptions::callbacks by value (`callbacks::CSVLogger{"log.csv"}`) or
+// as a shared_ptr to keep access to them. The built-in callbacks live in dsl/callbacks/.
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 
-#include "accrue/dsl/logs.hpp"
+#include "accrue/framework/training/logs.hpp"
 
 namespace accrue {
 
-/// What a callback knows about the run that starts.
-struct TrainInfo {
+class Sequential;
+class StepPlan;
+class LrSchedule;
+namespace optim {
+class Optimizer;
+class Recipe;
+}  // namespace optim
+
+/// What happened at one micro-batch, and at the optimizer step that closes its window.
+struct StepRecord {
+  enum class Status {
+    /// The window is still open: gradients were added, no step yet.
+    accumulating,
+    /// The window closed and the optimizer stepped.
+    applied,
+    /// The window closed without a step: inf or NaN in its loss or gradients.
+    skipped,
+  };
+  Status status = Status::accumulating;
+  int epoch = 0;                    // from 0
+  std::int64_t micro_batch = 0;     // within the epoch, from 0
+  std::int64_t window = 0;          // from 0, over the whole run
+  int position = 0;                 // of the micro-batch in its window, from 0
+  int window_micro_batches = 1;
+  std::int64_t window_samples = 0;
+  std::int64_t micro_batch_samples = 0;
+  /// The factor the micro-batch's summed loss was multiplied by before backward.
+  double loss_weight = 1.0;
+  /// Mean loss per sample of this micro-batch.
+  double loss = 0.0;
+  /// Optimizer steps applied so far (including this one when applied).
+  std::int64_t optimizer_step = 0;
+  /// Learning rate of the step (at a window's close).
+  double lr = 0.0;
+  /// Global L2 norm of the accumulated gradient before and after clipping, when clipping is on or
+  /// track_grad_norm asks for it.
+  std::optional<double> grad_norm_before, grad_norm_after;
+  /// The loss scale of mixed precision, when it is on.
+  std::optional<double> loss_scale;
+  bool closes_window() const { return position + 1 == window_micro_batches; }
+};
+
+std::string_view status_name(StepRecord::Status s);
+
+/// What a callback sees of the run, from on_train_begin on.
+struct TrainingContext {
+  Sequential* model = nullptr;
+  optim::Optimizer* optimizer = nullptr;
+  const optim::Recipe* recipe = nullptr;
+  const StepPlan* plan = nullptr;
+  const LrSchedule* schedule = nullptr;
   int epochs = 0;
-  /// Batches per epoch.
-  std::int64_t steps_per_epoch = 0;
+  std::int64_t batch_size = 0;   // the micro-batch
   std::int64_t samples_per_epoch = 0;
-  std::int64_t batch_size = 0;
+  std::int64_t steps_per_epoch = 0;  // micro-batches per epoch
+  /// The optimizer's learning rate before any schedule.
+  double base_lr = 0.0;
+  /// A factor on top of the schedule; ReduceLROnPlateau lowers it.
+  double lr_factor = 1.0;
+  std::int64_t optimizer_steps = 0;
+  /// Ask the loop to stop after the current optimizer step (EarlyStopping).
+  void stop() { stop_requested = true; }
+  bool stop_requested = false;
+};
+
+/// What to do with a micro-batch whose loss is inf or NaN (see callbacks::NanGuard).
+enum class NonFiniteAction {
+  /// Throw NonFiniteError naming the epoch and micro-batch (the default without a guard).
+  raise,
+  /// Drop the whole window: no backward for the rest of it, no step, gradients zeroed.
+  skip_window,
+  /// Log a warning and go on; an inf or NaN gradient then skips the step if it is checked.
+  warn,
 };
 
 class Callback {
  public:
   virtual ~Callback() = default;
-  virtual void on_train_begin(const TrainInfo& /*info*/) {}
+  virtual void on_train_begin(TrainingContext& /*context*/) {}
   /// `epoch` counts from 0, as in Keras.
   virtual void on_epoch_begin(int /*epoch*/) {}
-  /// After each batch, with the running means of the epoch so far.
-  virtual void on_batch_end(std::int64_t /*batch*/, const Logs& /*logs*/) {}
-  /// After each epoch (and its validation), with the epoch's logs.
-  virtual void on_epoch_end(int /*epoch*/, const Logs& /*logs*/) {}
+  /// After each micro-batch, with the epoch's running logs.
+  virtual void on_micro_batch_end(const StepRecord& /*record*/, const Logs& /*running*/) {}
+  /// After each window closes, applied or skipped.
+  virtual void on_optimizer_step(const StepRecord& /*record*/) {}
+  /// After each epoch and its validation; a callback may add values to the logs.
+  virtual void on_epoch_end(int /*epoch*/, Logs& /*logs*/) {}
   virtual void on_train_end(const Logs& /*last_epoch*/) {}
+  /// A micro-batch's loss is inf or NaN: the first callback that answers decides; none means raise.
+  virtual std::optional<NonFiniteAction> on_nonfinite_loss(const StepRecord& /*record*/) { return std::nullopt; }
 };
 
 /// Holds a callback for FitOptions: from a value (copied in) or a shared_ptr (shared).
@@ -55,27 +127,31 @@ namespace callbacks {
 
 /// The functions of a Lambda callback; leave out the hooks you do not need.
 struct LambdaHooks {
-  std::function<void(const TrainInfo&)> train_begin;
+  std::function<void(TrainingContext&)> train_begin;
   std::function<void(int)> epoch_begin;
-  std::function<void(std::int64_t, const Logs&)> batch_end;
-  std::function<void(int, const Logs&)> epoch_end;
+  std::function<void(const StepRecord&, const Logs&)> micro_batch_end;
+  std::function<void(const StepRecord&)> optimizer_step;
+  std::function<void(int, Logs&)> epoch_end;
   std::function<void(const Logs&)> train_end;
 };
 
-/// A callback from functions: `callbacks::Lambda{{.epoch_end = [](int e, const Logs& l) {...}}}`.
+/// A callback from functions: `callbacks::Lambda{{.epoch_end = [](int e, Logs& l) {...}}}`.
 class Lambda final : public Callback {
  public:
   explicit(false) Lambda(LambdaHooks hooks) : hooks_(std::move(hooks)) {}
-  void on_train_begin(const TrainInfo& info) override {
-    if (hooks_.train_begin) hooks_.train_begin(info);
+  void on_train_begin(TrainingContext& context) override {
+    if (hooks_.train_begin) hooks_.train_begin(context);
   }
   void on_epoch_begin(int epoch) override {
     if (hooks_.epoch_begin) hooks_.epoch_begin(epoch);
   }
-  void on_batch_end(std::int64_t batch, const Logs& logs) override {
-    if (hooks_.batch_end) hooks_.batch_end(batch, logs);
+  void on_micro_batch_end(const StepRecord& record, const Logs& running) override {
+    if (hooks_.micro_batch_end) hooks_.micro_batch_end(record, running);
   }
-  void on_epoch_end(int epoch, const Logs& logs) override {
+  void on_optimizer_step(const StepRecord& record) override {
+    if (hooks_.optimizer_step) hooks_.optimizer_step(record);
+  }
+  void on_epoch_end(int epoch, Logs& logs) override {
     if (hooks_.epoch_end) hooks_.epoch_end(epoch, logs);
   }
   void on_train_end(const Logs& logs) override {

@@ -47,6 +47,10 @@ class Layer {
   const std::vector<std::pair<std::string, Tensor>>& named_parameters() const { return parameters_; }
   std::int64_t parameter_count() const;
 
+  /// True for layers whose output depends on statistics of the batch (batch normalisation): under
+  /// gradient accumulation they see each micro-batch, not the effective batch, and training warns.
+  virtual bool uses_batch_statistics() const { return false; }
+
   /// Dropout and normalisation behave differently in training; the model sets this.
   bool training() const { return training_; }
   void set_training(bool training) { training_ = training; }

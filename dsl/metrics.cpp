@@ -24,3 +24,14 @@ void MeanLoss::update(const Tensor& prediction, const Tensor& /*target*/, double
 }
 
 }  // namespace accrue::metrics
+
+namespace accrue {
+
+Logs metric_logs(const metrics::MeanLoss& loss, const std::vector<Metric>& metrics, const std::string& prefix) {
+  Logs logs;
+  logs.set(prefix + "loss", loss.result());
+  for (const Metric& m : metrics) logs.set(prefix + m.name(), m.result());
+  return logs;
+}
+
+}  // namespace accrue

@@ -6,8 +6,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "accrue/framework/tensor.hpp"
+#include "accrue/framework/training/logs.hpp"
 
 namespace accrue {
 
@@ -95,5 +97,8 @@ class Metric {
   };
   std::shared_ptr<Concept> impl_;
 };
+
+/// The logs of a loss tracker and metrics: "loss" then each metric by name, each behind `prefix`.
+Logs metric_logs(const metrics::MeanLoss& loss, const std::vector<Metric>& metrics, const std::string& prefix = "");
 
 }  // namespace accrue

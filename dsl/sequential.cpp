@@ -169,8 +169,13 @@ std::int64_t Sequential::parameter_count() const {
   return n;
 }
 
-void Sequential::compile(optim::AnyOptimizer optimizer, Loss loss, std::vector<Metric> metrics) {
-  ACCRUE_CHECK(optimizer.defined(), "compile: no optimizer given");
+void Sequential::compile(optim::Recipe recipe, Loss loss, std::vector<Metric> metrics) {
+  try {
+    recipe.validate();
+  } catch (Error& e) {
+    e.prepend("compile: ");
+    throw;
+  }
   ACCRUE_CHECK(loss.defined(), "compile: no loss given");
   std::map<std::string, int> seen{{"loss", 1}};
   std::vector<Metric> kept;
@@ -180,7 +185,7 @@ void Sequential::compile(optim::AnyOptimizer optimizer, Loss loss, std::vector<M
     ACCRUE_CHECK(seen[m.name()]++ == 0, "compile: two metrics named '{}'", m.name());
     kept.push_back(std::move(m));
   }
-  optimizer_config_ = std::move(optimizer);
+  recipe_ = std::move(recipe);
   loss_ = std::move(loss);
   metrics_ = std::move(kept);
   optimizer_.reset();
@@ -188,8 +193,8 @@ void Sequential::compile(optim::AnyOptimizer optimizer, Loss loss, std::vector<M
 }
 
 void Sequential::ensure_optimizer() {
-  if (optimizer_ || !optimizer_config_.defined() || !built_) return;
-  optimizer_ = optimizer_config_.create(parameters());
+  if (optimizer_ || !recipe_.optimizer().defined() || !built_) return;
+  optimizer_ = recipe_.optimizer().create(parameters());
 }
 
 optim::Optimizer& Sequential::optimizer() {

@@ -22,29 +22,44 @@
 #include "accrue/dsl/callbacks.hpp"
 #include "accrue/dsl/layer.hpp"
 #include "accrue/dsl/layers/input.hpp"
-#include "accrue/dsl/logs.hpp"
+#include "accrue/framework/training/logs.hpp"
 #include "accrue/dsl/loss.hpp"
 #include "accrue/dsl/metrics.hpp"
-#include "accrue/framework/optim/optimizer.hpp"
+#include "accrue/framework/optim/recipe.hpp"
+#include "accrue/framework/training/lr_schedule.hpp"
 
 namespace accrue {
 
-/// Options of fit(), with Keras's defaults.
+/// Options of fit() and of a Trainer, with Keras's defaults where Keras has them.
 struct FitOptions {
   int epochs = 1;
+  /// Samples per forward pass: the micro-batch when accumulating.
   std::int64_t batch_size = 32;
+  /// Evaluated after every epoch; its results are logged as val_loss, val_<metric>.
+  std::optional<Dataset> validation = {};
+  /// Micro-batches per optimizer step (an int, `{{0, 8}, {4, 2}}`, ...); or set it in compile()
+  /// with `opt.accumulate(...)`, not both.
+  AccumulationSchedule accumulate = {};
+  AccumulateOptions accumulate_options = {};
+  /// Learning-rate schedule over optimizer steps (constant by default).
+  LrSchedule schedule = {};
+  std::vector<CallbackHandle> callbacks = {};
   /// Reshuffle the training data every epoch.
   bool shuffle = true;
   /// Seed of the shuffling; by default drawn from the model's generator.
   std::optional<std::uint64_t> seed = {};
-  /// Evaluated after every epoch; its results are logged as val_loss, val_<metric>.
-  std::optional<Dataset> validation = {};
   /// Leave out a short last batch.
   bool drop_last = false;
   /// 0: silent; 1: a live bar on a terminal, one line per epoch otherwise; 2: one line per epoch.
   int verbose = 1;
-  std::vector<CallbackHandle> callbacks = {};
+  /// Compute the gradient norm at every optimizer step even without clipping (StepRecord).
+  bool track_grad_norm = false;
+  /// Print what happens at each micro-batch and step of the first `explain` windows.
+  int explain = 0;
 };
+
+/// A Trainer takes the same options as fit().
+using TrainerOptions = FitOptions;
 
 struct EvaluateOptions {
   std::int64_t batch_size = 32;
@@ -124,19 +139,29 @@ class Sequential {
   std::vector<std::pair<std::string, Tensor>> named_parameters() const;
   std::int64_t parameter_count() const;
 
-  /// Sets the optimizer, the loss and the metrics. The optimizer's state starts (again) empty.
-  void compile(optim::AnyOptimizer optimizer, Loss loss, std::vector<Metric> metrics = {});
+  /// Sets the optimizer (with accumulation and clipping when the recipe has them), the loss and
+  /// the metrics. Throws ValueError for a bad recipe. The optimizer's state starts (again) empty.
+  void compile(optim::Recipe recipe, Loss loss, std::vector<Metric> metrics = {});
   bool compiled() const { return loss_.defined(); }
   /// The optimizer (compiled and built models only).
   optim::Optimizer& optimizer();
+  const optim::Recipe& recipe() const { return recipe_; }
   const Loss& loss() const { return loss_; }
+  const std::vector<Metric>& metrics() const { return metrics_; }
+
+  /// Writes the parameters to a safetensors file under PyTorch's names ("1.weight", ...), through
+  /// a temporary file renamed into place.
+  void save_weights(const std::string& path) const;
+  /// Reads parameters saved by save_weights (or by PyTorch's safetensors); throws naming every
+  /// missing, unexpected or mismatched tensor at once, and changes nothing then.
+  void load_weights(const std::string& path);
 
   /// Prints the layers with output shapes, parameter counts and parameter memory.
   void summary(std::ostream& out) const;
   void summary() const;
   std::string summary_str() const;
 
-  /// Trains on `train` (see FitOptions) and returns the per-epoch logs.
+  /// Trains on `train` (see FitOptions) and returns the per-epoch logs: Trainer{options}.fit.
   History fit(const Dataset& train, const FitOptions& options = {});
   /// Mean loss and metrics over `data`, in evaluation mode and without recording autograd.
   Evaluation evaluate(const Dataset& data, const EvaluateOptions& options = {});
@@ -148,6 +173,7 @@ class Sequential {
 
  private:
   [[noreturn]] void throw_wrong_layer_type(std::size_t i) const;
+  friend class Trainer;
   void ensure_optimizer();
   void check_compiled(const char* what) const;
 
@@ -157,10 +183,26 @@ class Sequential {
   std::unique_ptr<Generator> generator_;
   bool built_ = false;
   bool training_ = true;
-  optim::AnyOptimizer optimizer_config_;
+  optim::Recipe recipe_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   Loss loss_;
   std::vector<Metric> metrics_;
+};
+
+/// Puts a model in training or evaluation mode for a scope and restores the previous mode after,
+/// also when an exception leaves the scope.
+class TrainingModeGuard {
+ public:
+  TrainingModeGuard(Sequential& model, bool training) : model_(model), previous_(model.training()) {
+    model.set_training(training);
+  }
+  ~TrainingModeGuard() { model_.set_training(previous_); }
+  TrainingModeGuard(const TrainingModeGuard&) = delete;
+  TrainingModeGuard& operator=(const TrainingModeGuard&) = delete;
+
+ private:
+  Sequential& model_;
+  bool previous_;
 };
 
 }  // namespace accrue

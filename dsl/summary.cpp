@@ -63,10 +63,7 @@ std::string Sequential::summary_str() const {
   out += fmt::format(" Total params: {} ({})\n", with_commas(trainable + frozen), format_bytes(bytes));
   out += fmt::format(" Trainable params: {} ({})\n", with_commas(trainable), format_bytes(trainable_bytes));
   out += fmt::format(" Non-trainable params: {} ({})\n", with_commas(frozen), format_bytes(bytes - trainable_bytes));
-  if (compiled() && optimizer_)
-    out += fmt::format(" Optimizer: {}, loss: {}\n", optimizer_->str(), loss_.name());
-  else if (compiled())
-    out += fmt::format(" Optimizer: {}, loss: {}\n", optimizer_config_.str(), loss_.name());
+  if (compiled()) out += fmt::format(" Optimizer: {}, loss: {}\n", recipe_.str(), loss_.name());
   return out;
 }
 

@@ -42,12 +42,12 @@ int main(int argc, char** argv) {
     model.compile(optim::SGD{.lr = lr}, losses::CrossEntropy{}, {metrics::Accuracy{}});
     model.summary();
 
-    auto report = callbacks::Lambda{{.epoch_end = [](int, const Logs& logs) {
+    auto report = callbacks::Lambda{{.epoch_end = [](int, Logs& logs) {
       fmt::print("Test Results: Accuracy: {:.1f}%, Avg loss: {:.6f}\n", 100.0 * logs.at("val_accuracy"),
                  logs.at("val_loss"));
     }}};
-    model.fit(train, {.epochs = epochs, .batch_size = batch_size, .seed = seed, .validation = test,
-                      .verbose = verbose, .callbacks = {report}});
+    model.fit(train, {.epochs = epochs, .batch_size = batch_size, .validation = test, .callbacks = {report},
+                      .seed = seed, .verbose = verbose});
 
     auto [loss, accuracy] = model.evaluate(test);
     fmt::print("Accuracy: {:.1f}%\n", 100.0 * accuracy);

@@ -31,6 +31,8 @@ Tensor abs(const Tensor& x);
 Tensor pow(const Tensor& x, float exponent);
 /// a * x + b.
 Tensor affine(const Tensor& x, float a, float b);
+/// min(max(x, low), high), as torch.clamp.
+Tensor clamp(const Tensor& x, float low, float high);
 
 // ---- element-wise functions of two tensors, with NumPy broadcasting ------------------------
 Tensor add(const Tensor& a, const Tensor& b);

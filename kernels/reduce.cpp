@@ -32,6 +32,12 @@ void sum_to_shape(const Tensor& dy, const Tensor& d, float scale, bool accumulat
   unsupported_device("sum_to_shape", d.device());
 }
 
+double sum_of_squares(const Tensor& x) {
+  expect_tensors("sum_of_squares", x.device(), DType::f32, {&x});
+  if (x.device().is_cpu()) return cpu::sum_of_squares(x.data<float>(), x.numel());
+  unsupported_device("sum_of_squares", x.device());
+}
+
 void argmax_rows(const Tensor& x, const Tensor& out) {
   expect_tensors("argmax_rows", out.device(), DType::f32, {&x});
   expect_tensors("argmax_rows", out.device(), DType::i32, {&out});

@@ -17,6 +17,9 @@ void expand_dim(const Tensor& g, std::int64_t outer, std::int64_t D, std::int64_
 /// d (+)= scale * dy summed over the dimensions along which d's shape was broadcast to dy's: the
 /// gradient of a broadcast operand of add or sub.
 void sum_to_shape(const Tensor& dy, const Tensor& d, float scale, bool accumulate);
+/// sum of x^2 over all elements, accumulated in double: squared L2 norms of gradients. inf or NaN
+/// when x holds them.
+double sum_of_squares(const Tensor& x);
 /// out[r] = index of the largest x[r, :] (the first on ties), as int32, for x of shape (rows, C).
 void argmax_rows(const Tensor& x, const Tensor& out);
 
@@ -26,6 +29,7 @@ void sum_dim(const float* x, std::int64_t outer, std::int64_t D, std::int64_t in
 void expand_dim(const float* g, std::int64_t outer, std::int64_t D, std::int64_t inner, float scale, float* out,
                 bool accumulate);
 void argmax_rows(const float* x, std::int64_t rows, std::int64_t C, std::int32_t* out);
+double sum_of_squares(const float* x, std::int64_t n);
 void sum_to_shape(const float* dy, const Shape& dy_shape, float* d, const Shape& d_shape, float scale, bool accumulate);
 }  // namespace cpu
 

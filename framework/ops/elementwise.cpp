@@ -138,6 +138,10 @@ Tensor sqrt(const Tensor& x) { return unary(UnaryOp::sqrt, "sqrt", x); }
 Tensor abs(const Tensor& x) { return unary(UnaryOp::abs, "abs", x); }
 Tensor pow(const Tensor& x, float exponent) { return unary(UnaryOp::pow, "pow", x, {exponent, 0.0f}); }
 Tensor affine(const Tensor& x, float a, float b) { return unary(UnaryOp::affine, "affine", x, {a, b}); }
+Tensor clamp(const Tensor& x, float low, float high) {
+  ACCRUE_CHECK(low <= high, "clamp: low {} is above high {}", low, high);
+  return unary(UnaryOp::clamp, "clamp", x, {low, high});
+}
 
 Tensor add(const Tensor& a, const Tensor& b) { return binary(BinaryOp::add, "add", a, b); }
 Tensor sub(const Tensor& a, const Tensor& b) { return binary(BinaryOp::sub, "sub", a, b); }

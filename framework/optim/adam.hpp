@@ -5,6 +5,7 @@
 #include <array>
 
 #include "accrue/framework/optim/optimizer.hpp"
+#include "accrue/framework/optim/recipe_steps.hpp"
 
 namespace accrue::optim {
 
@@ -19,6 +20,8 @@ struct Adam {
   void validate() const;
   std::unique_ptr<Optimizer> create(std::vector<Tensor> parameters) const;
   std::string str() const;
+  ACCRUE_RECIPE_STEPS
+  friend bool operator==(const Adam&, const Adam&) = default;
 };
 
 struct AdamW {
@@ -32,6 +35,8 @@ struct AdamW {
   void validate() const;
   std::unique_ptr<Optimizer> create(std::vector<Tensor> parameters) const;
   std::string str() const;
+  ACCRUE_RECIPE_STEPS
+  friend bool operator==(const AdamW&, const AdamW&) = default;
 };
 
 class AdamOptimizer final : public Optimizer {

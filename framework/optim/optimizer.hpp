@@ -56,21 +56,44 @@ concept OptimizerConfig = requires(const T& config, std::vector<Tensor> paramete
   { config.str() } -> std::convertible_to<std::string>;
 };
 
-/// A copyable holder of any optimizer configuration.
+/// A copyable holder of any optimizer configuration. Two holders compare equal when they hold the
+/// same type with equal values (types without operator== compare by str()).
 class AnyOptimizer {
  public:
   AnyOptimizer() = default;
   template <OptimizerConfig T>
   AnyOptimizer(T config)  // NOLINT: implicit on purpose, so compile() takes any configuration
-      : create_([config](std::vector<Tensor> p) { return config.create(std::move(p)); }), str_(config.str()) {}
+      : impl_(std::make_shared<Model<T>>(std::move(config))) {}
 
-  bool defined() const { return static_cast<bool>(create_); }
-  std::unique_ptr<Optimizer> create(std::vector<Tensor> parameters) const { return create_(std::move(parameters)); }
-  const std::string& str() const { return str_; }
+  bool defined() const { return impl_ != nullptr; }
+  std::unique_ptr<Optimizer> create(std::vector<Tensor> parameters) const { return impl_->create(std::move(parameters)); }
+  std::string str() const { return impl_ ? impl_->str() : std::string{"(no optimizer)"}; }
+  friend bool operator==(const AnyOptimizer& a, const AnyOptimizer& b) {
+    if (!a.impl_ || !b.impl_) return a.impl_ == b.impl_;
+    return a.impl_->equals(*b.impl_);
+  }
 
  private:
-  std::function<std::unique_ptr<Optimizer>(std::vector<Tensor>)> create_;
-  std::string str_;
+  struct Concept {
+    virtual ~Concept() = default;
+    virtual std::unique_ptr<Optimizer> create(std::vector<Tensor> parameters) const = 0;
+    virtual std::string str() const = 0;
+    virtual bool equals(const Concept& other) const = 0;
+  };
+  template <class T>
+  struct Model final : Concept {
+    explicit Model(T c) : config(std::move(c)) {}
+    std::unique_ptr<Optimizer> create(std::vector<Tensor> p) const override { return config.create(std::move(p)); }
+    std::string str() const override { return config.str(); }
+    bool equals(const Concept& other) const override {
+      const auto* o = dynamic_cast<const Model<T>*>(&other);
+      if (o == nullptr) return false;
+      if constexpr (std::equality_comparable<T>) return config == o->config;
+      else return config.str() == o->config.str();
+    }
+    T config;
+  };
+  std::shared_ptr<const Concept> impl_;
 };
 
 }  // namespace accrue::optim

@@ -3,6 +3,7 @@
 // torch.optim.SGD's options, defaults and update.
 
 #include "accrue/framework/optim/optimizer.hpp"
+#include "accrue/framework/optim/recipe_steps.hpp"
 
 namespace accrue::optim {
 
@@ -20,6 +21,8 @@ struct SGD {
   std::unique_ptr<Optimizer> create(std::vector<Tensor> parameters) const;
   /// "SGD(lr=0.001)", listing the options that differ from the defaults.
   std::string str() const;
+  ACCRUE_RECIPE_STEPS
+  friend bool operator==(const SGD&, const SGD&) = default;
 };
 
 class SgdOptimizer final : public Optimizer {

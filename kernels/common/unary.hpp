@@ -25,9 +25,10 @@ enum class UnaryOp : std::uint8_t {
   abs,
   pow,     // x^a
   affine,  // a x + b
+  clamp,   // min(max(x, a), b)
 };
 
-/// The parameters of pow (a) and affine (a, b); unused by the others.
+/// The parameters of pow (a), affine (a, b) and clamp (a, b); unused by the others.
 struct UnaryParams {
   float a = 0.0f;
   float b = 0.0f;
@@ -43,6 +44,7 @@ constexpr bool unary_grad_reads_input(UnaryOp op) {
     case UnaryOp::sqrt:
     case UnaryOp::neg:
     case UnaryOp::affine: return false;
+    case UnaryOp::clamp: return true;
     default: return true;
   }
 }
@@ -81,6 +83,7 @@ ACCRUE_HD float unary_apply(float x, UnaryParams p) {
   if constexpr (Op == UnaryOp::abs) return fabsf(x);
   if constexpr (Op == UnaryOp::pow) return powf(x, p.a);
   if constexpr (Op == UnaryOp::affine) return p.a * x + p.b;
+  if constexpr (Op == UnaryOp::clamp) return x < p.a ? p.a : (x > p.b ? p.b : x);  // NaN passes through
   return 0.0f;
 }
 
@@ -109,6 +112,7 @@ ACCRUE_HD float unary_grad(float x, float y, float dy, UnaryParams p) {
   if constexpr (Op == UnaryOp::abs) return x > 0.0f ? dy : (x < 0.0f ? -dy : 0.0f);
   if constexpr (Op == UnaryOp::pow) return p.a == 0.0f ? 0.0f : dy * p.a * powf(x, p.a - 1.0f);
   if constexpr (Op == UnaryOp::affine) return dy * p.a;
+  if constexpr (Op == UnaryOp::clamp) return x < p.a || x > p.b ? 0.0f : dy;  // PyTorch: bounds included
   return 0.0f;
 }
 

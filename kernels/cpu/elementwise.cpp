@@ -52,6 +52,7 @@ void with_unary_op(UnaryOp op, F&& f) {
     ACCRUE_UNARY_CASE(abs)
     ACCRUE_UNARY_CASE(pow)
     ACCRUE_UNARY_CASE(affine)
+    ACCRUE_UNARY_CASE(clamp)
 #undef ACCRUE_UNARY_CASE
   }
 }

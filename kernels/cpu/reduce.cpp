@@ -106,6 +106,20 @@ void sum_to_shape(const float* dy, const Shape& dy_shape, float* d, const Shape&
   }
 }
 
+double sum_of_squares(const float* x, std::int64_t n) {
+  const int parts = std::max(1, static_cast<int>(std::min<std::int64_t>(num_threads(), n / reduce_grain)));
+  std::vector<double> partial(static_cast<std::size_t>(parts), 0.0);
+  parallel_tasks(parts, [&](int p) {
+    const std::int64_t begin = n * p / parts, end = n * (p + 1) / parts;
+    double s = 0.0;
+    for (std::int64_t i = begin; i < end; ++i) s += static_cast<double>(x[i]) * x[i];
+    partial[static_cast<std::size_t>(p)] = s;
+  });
+  double s = 0.0;
+  for (double v : partial) s += v;
+  return s;
+}
+
 void argmax_rows(const float* x, std::int64_t rows, std::int64_t C, std::int32_t* out) {
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* row = x + r * C;

@@ -1,4 +1,4 @@
-#include "accrue/dsl/logs.hpp"
+#include "accrue/framework/training/logs.hpp"
 
 #include <fmt/format.h>
 

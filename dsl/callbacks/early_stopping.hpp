@@ -1,0 +1,48 @@
+#pragma once
+// EarlyStopping with Keras's options: stop when `monitor` has not improved by min_delta for
+// `patience` epochs; optionally put back the weights of the best epoch.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "accrue/dsl/callbacks.hpp"
+#include "accrue/framework/tensor.hpp"
+
+namespace accrue::callbacks {
+
+struct EarlyStoppingOptions {
+  std::string monitor = "val_loss";
+  double min_delta = 0.0;
+  int patience = 0;
+  /// "min", "max", or "auto" (max for names with "acc", else min).
+  std::string mode = "auto";
+  /// Stop only if the value has not reached this by the end of patience.
+  std::optional<double> baseline = {};
+  bool restore_best_weights = false;
+  /// Epochs to wait before watching (warmup).
+  int start_from_epoch = 0;
+};
+
+class EarlyStopping final : public Callback {
+ public:
+  explicit(false) EarlyStopping(EarlyStoppingOptions options = {});
+  void on_train_begin(TrainingContext& context) override;
+  void on_epoch_end(int epoch, Logs& logs) override;
+  void on_train_end(const Logs& logs) override;
+  /// The epoch training stopped after (from 0), when it stopped early.
+  std::optional<int> stopped_epoch() const { return stopped_epoch_; }
+  std::optional<int> best_epoch() const { return best_epoch_; }
+
+ private:
+  bool improved(double value) const;
+  EarlyStoppingOptions options_;
+  bool maximize_ = false;
+  TrainingContext* context_ = nullptr;
+  std::optional<double> best_;
+  std::optional<int> best_epoch_, stopped_epoch_;
+  int wait_ = 0;
+  std::vector<Tensor> best_weights_;
+};
+
+}  // namespace accrue::callbacks

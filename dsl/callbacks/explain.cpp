@@ -1,0 +1,48 @@
+#include "accrue/dsl/callbacks/explain.hpp"
+
+#include <fmt/format.h>
+
+#include "accrue/framework/optim/optimizer.hpp"
+#include "accrue/framework/optim/recipe.hpp"
+
+namespace accrue::callbacks {
+
+void Explain::on_train_begin(TrainingContext& context) {
+  context_ = &context;
+  out_ = options_.stream != nullptr ? options_.stream : stdout;
+}
+
+void Explain::on_micro_batch_end(const StepRecord& r, const Logs&) {
+  if (r.window >= options_.windows) return;
+  if (r.position == 0)
+    fmt::print(out_, "window {} (optimizer step {}): {} micro-batch{}, {} samples\n", r.window + 1, r.window + 1,
+               r.window_micro_batches, r.window_micro_batches == 1 ? "" : "es", r.window_samples);
+  if (r.micro_batch_samples == 0) {
+    fmt::print(out_, "  micro-batch {}/{}: skipped (a non-finite loss earlier in the window)\n", r.position + 1,
+               r.window_micro_batches);
+    return;
+  }
+  fmt::print(out_,
+             "  micro-batch {}/{}: forward {} samples, mean loss {:.4f}; backward adds its gradient into .grad(), its "
+             "summed loss weighted {:.6g} (1/{:.6g})\n",
+             r.position + 1, r.window_micro_batches, r.micro_batch_samples, r.loss, r.loss_weight, 1.0 / r.loss_weight);
+}
+
+void Explain::on_optimizer_step(const StepRecord& r) {
+  if (r.window >= options_.windows) return;
+  std::string what = "  step: ";
+  if (r.grad_norm_before) {
+    what += fmt::format("gradient norm {:.4f}", *r.grad_norm_before);
+    if (r.grad_norm_after && *r.grad_norm_after != *r.grad_norm_before)
+      what += fmt::format(", clipped to {:.4f}", *r.grad_norm_after);
+    what += "; ";
+  }
+  if (r.status == StepRecord::Status::applied)
+    what += fmt::format("{} steps with lr {:.6g}", context_->recipe->optimizer().str(), r.lr);
+  else
+    what += "skipped: inf or NaN in the loss or gradients, parameters unchanged";
+  fmt::print(out_, "{}; .grad() zeroed\n", what);
+  std::fflush(out_);
+}
+
+}  // namespace accrue::callbacks

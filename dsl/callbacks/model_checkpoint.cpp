@@ -1,0 +1,44 @@
+#include "accrue/dsl/callbacks/model_checkpoint.hpp"
+
+#include <filesystem>
+
+#include "accrue/dsl/sequential.hpp"
+
+namespace accrue::callbacks {
+
+ModelCheckpoint::ModelCheckpoint(std::string folder, ModelCheckpointOptions options)
+    : folder_(std::move(folder)), options_(std::move(options)) {
+  ACCRUE_CHECK(!folder_.empty(), "ModelCheckpoint: the folder is empty");
+  ACCRUE_CHECK(options_.every >= 1, "ModelCheckpoint: every must be at least 1, got {}", options_.every);
+  ACCRUE_CHECK(options_.mode == "min" || options_.mode == "max" || options_.mode == "auto",
+               "ModelCheckpoint: mode must be \"min\", \"max\" or \"auto\", got \"{}\"", options_.mode);
+  maximize_ = options_.mode == "max" || (options_.mode == "auto" && options_.monitor.find("acc") != std::string::npos);
+}
+
+std::string ModelCheckpoint::last_path() const { return (std::filesystem::path(folder_) / "last.safetensors").string(); }
+std::string ModelCheckpoint::best_path() const { return (std::filesystem::path(folder_) / "best.safetensors").string(); }
+
+void ModelCheckpoint::on_train_begin(TrainingContext& context) {
+  context_ = &context;
+  std::error_code ec;
+  std::filesystem::create_directories(folder_, ec);
+  if (ec) throw IoError(fmt::format("ModelCheckpoint: cannot create {} ({})", folder_, ec.message()));
+  best_.reset();
+  best_epoch_.reset();
+}
+
+void ModelCheckpoint::on_epoch_end(int epoch, Logs& logs) {
+  if ((epoch + 1) % options_.every == 0 || epoch + 1 == context_->epochs) context_->model->save_weights(last_path());
+  if (!options_.keep_best) return;
+  const auto value = logs.get(options_.monitor);
+  ACCRUE_CHECK(value.has_value(), "ModelCheckpoint keeps the best '{}', which the epoch's logs do not have ({}); pass "
+                                  "validation data or monitor \"loss\"",
+               options_.monitor, logs.str());
+  if (!best_ || (maximize_ ? *value > *best_ : *value < *best_)) {
+    best_ = *value;
+    best_epoch_ = epoch;
+    context_->model->save_weights(best_path());
+  }
+}
+
+}  // namespace accrue::callbacks

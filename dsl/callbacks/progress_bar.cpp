@@ -1,0 +1,134 @@
+#include "accrue/dsl/callbacks/progress_bar.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "accrue/dsl/sequential.hpp"
+#include "accrue/framework/optim/recipe.hpp"
+#include "accrue/framework/training/lr_schedule.hpp"
+
+namespace accrue::callbacks {
+
+namespace {
+// Keras 3 prints the values of a line sorted by name.
+std::string sorted(const Logs& logs) {
+  auto items = logs.items();
+  std::sort(items.begin(), items.end());
+  std::string s;
+  for (const auto& [n, v] : items) s += fmt::format(" - {}: {:.4f}", n, v);
+  return s;
+}
+
+std::string with_commas(std::int64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+}  // namespace
+
+std::string training_banner(const TrainingContext& c) {
+  const StepPlan& plan = *c.plan;
+  const auto& spec = plan.spec();
+  std::string accumulation = spec.schedule.str();
+  const std::int64_t effective = plan.max_effective_batch();
+  std::string out = fmt::format("Training on {} samples for {} epoch{}: micro-batch {}, accumulation {}",
+                                with_commas(spec.dataset_size), c.epochs, c.epochs == 1 ? "" : "s", spec.micro_batch,
+                                accumulation);
+  out += spec.schedule.is_constant() ? fmt::format(" (effective batch {})", effective)
+                                     : fmt::format(" (effective batch up to {})", effective);
+  out += fmt::format("; {} optimizer steps\n", with_commas(plan.total_optimizer_steps()));
+  out += fmt::format("  optimizer {}; last window: {}", c.recipe->str(), last_window_name(spec.last_window));
+  out += fmt::format("\n  learning rate {:g}, schedule {}", c.base_lr, c.schedule->str());
+  if (c.schedule->warmup_steps() > 0) out += fmt::format(", warmup {} steps", with_commas(c.schedule->warmup_steps()));
+  out += "\n  precision float32; clipping ";
+  if (c.recipe->clip_norm()) out += fmt::format("global L2 norm to {:g}", *c.recipe->clip_norm());
+  else if (c.recipe->clip_value_limit()) out += fmt::format("each value to +-{:g}", *c.recipe->clip_value_limit());
+  else out += "off";
+  return out + "\n";
+}
+
+ProgressBar::ProgressBar(ProgressBarOptions options) : options_(options) {}
+
+void ProgressBar::on_train_begin(TrainingContext& context) {
+  context_ = &context;
+  total_steps_ = context.plan->total_optimizer_steps();
+  out_ = options_.stream != nullptr ? options_.stream : stdout;
+  switch (options_.mode) {
+    case ProgressBarOptions::Mode::bar: live_ = true; break;
+    case ProgressBarOptions::Mode::lines: live_ = false; break;
+    case ProgressBarOptions::Mode::automatic: live_ = isatty(fileno(out_)) != 0; break;
+  }
+  if (options_.banner) {
+    fmt::print(out_, "{}", training_banner(context));
+    std::fflush(out_);
+  }
+}
+
+void ProgressBar::on_epoch_begin(int epoch) {
+  epoch_start_ = last_draw_ = Clock::now();
+  samples_seen_ = 0;
+  batches_seen_ = 0;
+  if (live_) {
+    fmt::print(out_, "Epoch {}/{}\n", epoch + 1, context_->epochs);
+    std::fflush(out_);
+  }
+}
+
+std::string ProgressBar::timing(double seconds) const {
+  const double per_step = batches_seen_ > 0 ? seconds / static_cast<double>(batches_seen_) : 0.0;
+  const std::string step = per_step >= 1.0    ? fmt::format("{:.0f}s/step", per_step)
+                           : per_step >= 1e-3 ? fmt::format("{:.0f}ms/step", per_step * 1e3)
+                                              : fmt::format("{:.0f}us/step", per_step * 1e6);
+  const double rate = seconds > 0.0 ? static_cast<double>(samples_seen_) / seconds : 0.0;
+  return fmt::format("{}s {} - {:.0f} samples/s - opt_step {}/{}",
+                     seconds >= 10.0 ? std::round(seconds) : std::round(seconds * 10) / 10, step, rate,
+                     context_->optimizer_steps, total_steps_);
+}
+
+void ProgressBar::draw(const Logs& logs, bool final) {
+  const double seconds = std::chrono::duration<double>(Clock::now() - epoch_start_).count();
+  const std::int64_t total = context_->steps_per_epoch;
+  const int width = 20;
+  const int done = total > 0 ? static_cast<int>(width * std::min(batches_seen_, total) / total) : width;
+  std::string bar;
+  for (int i = 0; i < done; ++i) bar += "━";
+  if (done < width) {
+    bar += "\x1b[2m";
+    for (int i = done; i < width; ++i) bar += "━";
+    bar += "\x1b[0m";
+  }
+  const int digits = static_cast<int>(std::to_string(total).size());
+  fmt::print(out_, "\r{:>{}}/{} {} {}{}\x1b[K{}", batches_seen_, digits, total, bar, timing(seconds), sorted(logs),
+             final ? "\n" : "");
+  std::fflush(out_);
+}
+
+void ProgressBar::on_micro_batch_end(const StepRecord& record, const Logs& running) {
+  batches_seen_ += 1;
+  samples_seen_ += record.micro_batch_samples;
+  if (!live_) return;
+  const auto now = Clock::now();
+  // Redraw at most ten times a second: printing every step of a fast epoch would cost more than the step.
+  if (batches_seen_ < context_->steps_per_epoch && now - last_draw_ < std::chrono::milliseconds(100)) return;
+  last_draw_ = now;
+  draw(running, false);
+}
+
+void ProgressBar::on_epoch_end(int epoch, Logs& logs) {
+  if (live_) {
+    draw(logs, true);
+    return;
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - epoch_start_).count();
+  fmt::print(out_, "Epoch {}/{} - {}/{} - {}{}\n", epoch + 1, context_->epochs, batches_seen_, context_->steps_per_epoch,
+             timing(seconds), sorted(logs));
+  std::fflush(out_);
+}
+
+}  // namespace accrue::callbacks

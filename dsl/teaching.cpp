@@ -1,0 +1,117 @@
+#include "accrue/dsl/teaching.hpp"
+
+#include <cmath>
+#include <numeric>
+
+#include "accrue/dsl/layers/dropout.hpp"
+#include "accrue/framework/autograd.hpp"
+#include "accrue/framework/ops.hpp"
+
+namespace accrue {
+
+namespace {
+// Below this relative difference the two gradients agree to float32 rounding.
+constexpr double rounding_only = 1e-4;
+
+std::vector<std::vector<float>> take_gradients(const std::vector<Tensor>& params) {
+  std::vector<std::vector<float>> out;
+  for (Tensor p : params) {
+    const Tensor g = p.grad();
+    out.push_back(g.defined() ? g.to_vector<float>() : std::vector<float>(static_cast<std::size_t>(p.numel()), 0.0f));
+    p.set_grad(Tensor());
+  }
+  return out;
+}
+}  // namespace
+
+std::string AccumulationCheck::str() const {
+  std::string s = fmt::format("largest gradient difference {:.3g} ({:.3g} of the largest gradient) in {}", max_abs_difference,
+                              max_relative_difference, worst_parameter.empty() ? "-" : worst_parameter);
+  if (likely_causes.empty()) return s + ": the accumulated gradient equals the large batch's to float32 rounding";
+  s += "; likely causes:";
+  for (const auto& c : likely_causes) s += "\n  - " + c;
+  return s;
+}
+
+AccumulationCheck verify_accumulation(Sequential& model, const Dataset& data, const AccumulationCheckOptions& options) {
+  ACCRUE_CHECK(model.compiled(), "verify_accumulation needs a compiled model (for its loss)");
+  std::vector<std::int64_t> sizes = options.sizes;
+  if (sizes.empty()) {
+    ACCRUE_CHECK(options.micro_batches >= 1 && options.micro_batch >= 1,
+                 "verify_accumulation: micro_batches and micro_batch must be at least 1");
+    sizes.assign(static_cast<std::size_t>(options.micro_batches), options.micro_batch);
+  }
+  for (std::int64_t s : sizes) ACCRUE_CHECK(s >= 1, "verify_accumulation: micro-batch sizes must be at least 1");
+  const std::int64_t total = std::accumulate(sizes.begin(), sizes.end(), std::int64_t{0});
+  ACCRUE_CHECK(total <= data.size(), "verify_accumulation: the window needs {} samples, '{}' has {}", total, data.name(),
+               data.size());
+  model.build(data.sample_shape());
+  const TrainingModeGuard mode{model, options.training};
+  const std::vector<Tensor> params = model.parameters();
+  const std::vector<std::vector<float>> before = take_gradients(params);  // kept aside, restored at the end
+  const bool mean = model.loss().reduction() == Reduction::mean;
+  const int n = static_cast<int>(sizes.size());
+
+  // N micro-batches, weighted as training weights them.
+  std::int64_t begin = 0;
+  for (std::int64_t size : sizes) {
+    const Example e = data.slice(begin, begin + size);
+    const Tensor loss_sum = model.loss().batch_sum(model.forward(e.inputs), e.targets);
+    double weight = mean ? 1.0 / static_cast<double>(total) : 1.0;
+    if (options.normalization == Normalization::per_micro_batch) weight = (mean ? 1.0 / static_cast<double>(size) : 1.0) / n;
+    (loss_sum * static_cast<float>(weight)).backward();
+    begin += size;
+  }
+  const std::vector<std::vector<float>> accumulated = take_gradients(params);
+  // One batch of all of them.
+  const Example all = data.slice(0, total);
+  const Tensor loss_sum = model.loss().batch_sum(model.forward(all.inputs), all.targets);
+  (loss_sum * static_cast<float>(mean ? 1.0 / static_cast<double>(total) : 1.0)).backward();
+  const std::vector<std::vector<float>> large = take_gradients(params);
+
+  AccumulationCheck check;
+  double largest = 0.0;
+  const auto names = model.named_parameters();
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    for (std::size_t j = 0; j < large[i].size(); ++j) {
+      largest = std::max(largest, static_cast<double>(std::abs(large[i][j])));
+      const double d = std::abs(static_cast<double>(accumulated[i][j]) - large[i][j]);
+      if (d > check.max_abs_difference) {
+        check.max_abs_difference = d;
+        check.worst_parameter = names[i].first;
+      }
+    }
+  }
+  check.max_relative_difference = largest > 0.0 ? check.max_abs_difference / largest : 0.0;
+
+  if (check.max_relative_difference > rounding_only) {
+    for (std::size_t i = 0; i < model.size(); ++i) {
+      const Layer& l = model.layer(i);
+      if (const auto* d = dynamic_cast<const layers::Dropout*>(&l); d != nullptr && options.training && d->rate() > 0.0f)
+        check.likely_causes.push_back(fmt::format("dropout layer '{}' draws a fresh mask for every forward pass, so the "
+                                                  "two runs drop different units (check in evaluation mode to compare)",
+                                                  l.name()));
+      if (l.uses_batch_statistics())
+        check.likely_causes.push_back(fmt::format("layer '{}' ({}) normalises with the statistics of each micro-batch, "
+                                                  "not of the whole window",
+                                                  l.name(), l.type_name()));
+    }
+    if (options.normalization == Normalization::per_micro_batch &&
+        std::adjacent_find(sizes.begin(), sizes.end(), std::not_equal_to<>()) != sizes.end())
+      check.likely_causes.push_back("per_micro_batch normalisation (loss / N) gives each micro-batch the same weight "
+                                    "whatever its size, so samples of smaller micro-batches count more");
+    if (check.likely_causes.empty())
+      check.likely_causes.push_back("none of the known causes applies: a layer or loss that couples the samples of a "
+                                    "batch (a custom one?)");
+  }
+
+  // Put the gradients back as they were.
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    Tensor p = params[i];
+    if (std::any_of(before[i].begin(), before[i].end(), [](float v) { return v != 0.0f; }))
+      p.set_grad(Tensor::from(before[i], p.shape(), {.category = MemoryCategory::gradients}));
+  }
+  return check;
+}
+
+}  // namespace accrue

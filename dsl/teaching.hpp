@@ -1,0 +1,43 @@
+#pragma once
+// Teaching aids for gradient accumulation.
+//
+// verify_accumulation() computes one window's gradient twice from the same parameters and data:
+// as N micro-batches accumulated the way training does, and as one batch of all their samples. It
+// reports the largest difference and what likely causes it: dropout (fresh masks in each run),
+// layers that normalise with batch statistics, or the per_micro_batch normalisation with uneven
+// micro-batches. Without those the two agree to float32 rounding. The model's parameters and
+// gradients are left as they were.
+
+#include <string>
+#include <vector>
+
+#include "accrue/dsl/sequential.hpp"
+
+namespace accrue {
+
+struct AccumulationCheckOptions {
+  /// Micro-batches in the window, each of micro_batch samples ...
+  int micro_batches = 4;
+  std::int64_t micro_batch = 16;
+  /// ... or these sizes, when given (uneven micro-batches).
+  std::vector<std::int64_t> sizes = {};
+  Normalization normalization = Normalization::per_window;
+  /// Run in training mode, as fit does (dropout active).
+  bool training = true;
+};
+
+struct AccumulationCheck {
+  double max_abs_difference = 0.0;
+  /// max_abs_difference over the largest gradient magnitude.
+  double max_relative_difference = 0.0;
+  std::string worst_parameter;
+  /// Empty when the difference is float32 rounding.
+  std::vector<std::string> likely_causes;
+  /// A paragraph for people: the sizes, the difference and its likely causes.
+  std::string str() const;
+};
+
+/// Runs the check on the first samples of `data` with `model` (compiled, for its loss).
+AccumulationCheck verify_accumulation(Sequential& model, const Dataset& data, const AccumulationCheckOptions& options = {});
+
+}  // namespace accrue

@@ -1,0 +1,263 @@
+// The training loop shared by Trainer::fit and Sequential::fit.
+
+#include "accrue/dsl/trainer.hpp"
+
+#include <cmath>
+
+#include "accrue/datasets/loader.hpp"
+#include "accrue/dsl/callbacks/explain.hpp"
+#include "accrue/dsl/callbacks/progress_bar.hpp"
+#include "accrue/framework/autograd.hpp"
+#include "accrue/framework/log.hpp"
+#include "accrue/framework/ops.hpp"
+#include "accrue/framework/training/gradients.hpp"
+
+namespace accrue {
+
+std::string_view status_name(StepRecord::Status s) {
+  switch (s) {
+    case StepRecord::Status::accumulating: return "accumulating";
+    case StepRecord::Status::applied: return "applied";
+    case StepRecord::Status::skipped: return "skipped";
+  }
+  return "?";
+}
+
+std::pair<AccumulationSchedule, AccumulateOptions> resolve_accumulation(const Sequential& model,
+                                                                        const TrainerOptions& options) {
+  const optim::Recipe& recipe = model.recipe();
+  if (options.accumulate.is_set() && recipe.accumulates())
+    throw ValueError(fmt::format("accumulation is set twice: in compile() ({}) and in the fit/Trainer options ({}); "
+                                 "set it in one place",
+                                 recipe.accumulation().str(), options.accumulate.str()));
+  if (options.accumulate.is_set()) return {options.accumulate, options.accumulate_options};
+  return {recipe.accumulation(), recipe.accumulate_options()};
+}
+
+Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
+  ACCRUE_CHECK(options_.epochs >= 1, "epochs must be at least 1, got {}", options_.epochs);
+  ACCRUE_CHECK(options_.batch_size >= 1, "batch_size must be at least 1, got {}", options_.batch_size);
+  ACCRUE_CHECK(options_.verbose >= 0 && options_.verbose <= 2, "verbose must be 0, 1 or 2, got {}", options_.verbose);
+  ACCRUE_CHECK(options_.explain >= 0, "explain must be >= 0 (windows to explain), got {}", options_.explain);
+  if (options_.accumulate.is_set()) options_.accumulate.validate_for(options_.batch_size);
+}
+
+StepPlan Trainer::plan(const Sequential& model, std::int64_t train_size) const {
+  ACCRUE_CHECK(model.compiled(), "the model is not compiled: call model.compile(optimizer, loss, metrics) first");
+  const auto [schedule, accumulate] = resolve_accumulation(model, options_);
+  return StepPlan{{.dataset_size = train_size,
+                   .micro_batch = options_.batch_size,
+                   .drop_last = options_.drop_last,
+                   .epochs = options_.epochs,
+                   .schedule = schedule,
+                   .last_window = accumulate.last_window}};
+}
+
+namespace {
+
+std::string micro_batch_context(int epoch, int epochs, const MicroBatchSlot& slot, std::int64_t batches,
+                                std::int64_t first, std::int64_t size) {
+  return fmt::format("epoch {}/{}, batch {}/{} (samples {}..{} of the epoch; micro-batch {}/{} of optimizer step {}): ",
+                     epoch + 1, epochs, slot.index + 1, batches, first, first + size - 1, slot.position + 1,
+                     slot.window_micro_batches, slot.window + 1);
+}
+
+// Warns once per run for each layer that normalises with batch statistics when windows hold more
+// than one micro-batch: the statistics are the micro-batch's, not the effective batch's.
+void warn_batch_statistics(const Sequential& model, const StepPlan& plan) {
+  const std::int64_t effective = plan.max_effective_batch();
+  if (effective <= plan.spec().micro_batch) return;
+  for (std::size_t i = 0; i < model.size(); ++i) {
+    const Layer& l = model.layer(i);
+    if (l.uses_batch_statistics())
+      log::warning("layer '{}' ({}) computes its statistics over each micro-batch of {} samples, not over the effective "
+                   "batch of {}: accumulation does not make its statistics those of a large batch. GroupNorm or "
+                   "LayerNorm normalise per sample and behave the same under accumulation",
+                   l.name(), l.type_name(), plan.spec().micro_batch, effective);
+  }
+}
+
+}  // namespace
+
+History Trainer::fit(Sequential& model, const Dataset& train, std::optional<Dataset> validation) {
+  model.check_compiled("fit()");
+  ACCRUE_CHECK(!train.empty(), "fit: the training set '{}' is empty", train.name());
+  if (!validation) validation = options_.validation;
+  model.build(train.sample_shape());
+  if (validation)
+    ACCRUE_CHECK_SHAPE(validation->sample_shape() == train.sample_shape(),
+                       "fit: validation samples '{}' have shape {}, training samples {}", validation->name(),
+                       validation->sample_shape(), train.sample_shape());
+  model.ensure_optimizer();
+  optim::Optimizer& opt = *model.optimizer_;
+  const optim::Recipe& recipe = model.recipe_;
+  const auto [accumulation, accumulate] = resolve_accumulation(model, options_);
+  accumulation.validate_for(options_.batch_size);
+  const StepPlan plan = this->plan(model, train.size());
+  LrSchedule schedule = options_.schedule;
+  schedule.prepare(plan);
+  warn_batch_statistics(model, plan);
+
+  const std::uint64_t seed =
+      options_.seed ? *options_.seed : (static_cast<std::uint64_t>(model.generator().next_u32()) << 32);
+  DataLoader loader{train, {.batch_size = options_.batch_size, .shuffle = options_.shuffle, .seed = seed,
+                                  .drop_last = options_.drop_last}};
+
+  std::vector<Callback*> callbacks;
+  std::optional<callbacks::ProgressBar> progress;
+  if (options_.verbose > 0) {
+    progress.emplace(callbacks::ProgressBarOptions{
+        .mode = options_.verbose == 2 ? callbacks::ProgressBarOptions::Mode::lines
+                                      : callbacks::ProgressBarOptions::Mode::automatic});
+    callbacks.push_back(&*progress);
+  }
+  std::optional<callbacks::Explain> explain;
+  if (options_.explain > 0) {
+    explain.emplace(callbacks::ExplainOptions{.windows = options_.explain});
+    callbacks.push_back(&*explain);
+  }
+  for (const CallbackHandle& c : options_.callbacks) callbacks.push_back(c.get());
+
+  TrainingContext context;
+  context.model = &model;
+  context.optimizer = &opt;
+  context.recipe = &recipe;
+  context.plan = &plan;
+  context.schedule = &schedule;
+  context.epochs = options_.epochs;
+  context.batch_size = options_.batch_size;
+  context.samples_per_epoch = options_.drop_last ? plan.micro_batches_per_epoch() * options_.batch_size : train.size();
+  context.steps_per_epoch = plan.micro_batches_per_epoch();
+  context.base_lr = opt.lr();
+  for (Callback* c : callbacks) c->on_train_begin(context);
+
+  const std::vector<Tensor> parameters = model.parameters();
+  const bool mean = model.loss().reduction() == Reduction::mean;
+  const bool per_micro_batch = accumulate.normalization == Normalization::per_micro_batch;
+  const bool check_norm = recipe.clip_norm() || options_.track_grad_norm;
+  History history;
+  opt.zero_grad();
+  bool window_poisoned = false;  // a NanGuard chose to skip the rest of this window
+  for (int epoch = 0; epoch < options_.epochs && !context.stop_requested; ++epoch) {
+    const TrainingModeGuard mode{model, true};
+    loader.set_epoch(epoch);
+    metrics::MeanLoss epoch_loss;
+    std::vector<Metric>& metrics = model.metrics_;
+    for (Metric& m : metrics) m.reset();
+    for (Callback* c : callbacks) c->on_epoch_begin(epoch);
+
+    for (const MicroBatchSlot& slot : plan.epoch_slots(epoch)) {
+      StepRecord record;
+      record.epoch = epoch;
+      record.micro_batch = slot.index;
+      record.window = slot.window;
+      record.position = slot.position;
+      record.window_micro_batches = slot.window_micro_batches;
+      record.window_samples = slot.window_samples;
+      record.optimizer_step = context.optimizer_steps;
+      const std::int64_t first_sample = slot.index * options_.batch_size;
+      if (!window_poisoned) {
+        const Batch batch = loader[slot.index];
+        record.micro_batch_samples = batch.size();
+        try {
+          const Tensor prediction = model.forward(batch.inputs);
+          const Tensor loss_sum = model.loss().batch_sum(prediction, batch.targets);
+          const double loss_value = loss_sum.item();
+          record.loss = loss_value / static_cast<double>(batch.size());
+          if (!std::isfinite(loss_value)) {
+            std::optional<NonFiniteAction> action;
+            for (Callback* c : callbacks)
+              if ((action = c->on_nonfinite_loss(record))) break;
+            switch (action.value_or(NonFiniteAction::raise)) {
+              case NonFiniteAction::raise:
+                throw NonFiniteError(fmt::format("the loss is {}; lower the learning rate, check the inputs for inf and "
+                                                 "NaN, or add callbacks::NanGuard to skip such windows",
+                                                 loss_value));
+              case NonFiniteAction::skip_window: window_poisoned = true; break;
+              case NonFiniteAction::warn:
+                log::warning("epoch {}, micro-batch {}: the loss is {}; going on", epoch + 1, slot.index + 1, loss_value);
+                break;
+            }
+          }
+          if (!window_poisoned) {
+            // The weight that makes the window's accumulated gradient that of its mean loss (or,
+            // per_micro_batch, the tutorials' mean / N).
+            double weight = 1.0;
+            if (per_micro_batch)
+              weight = (mean ? 1.0 / static_cast<double>(batch.size()) : 1.0) / slot.window_micro_batches;
+            else if (mean)
+              weight = 1.0 / static_cast<double>(slot.window_samples);
+            record.loss_weight = weight;
+            (loss_sum * static_cast<float>(weight)).backward();
+            if (std::isfinite(loss_value)) {
+              const NoGradGuard no_grad;
+              epoch_loss.update(prediction, batch.targets, loss_value);
+              for (Metric& m : metrics) m.update(prediction, batch.targets, loss_value);
+            }
+          }
+        } catch (Error& e) {
+          e.prepend(micro_batch_context(epoch, options_.epochs, slot, plan.micro_batches_per_epoch(), first_sample,
+                                        record.micro_batch_samples));
+          throw;
+        }
+      }
+      const Logs running = metric_logs(epoch_loss, metrics);
+      if (!slot.closes_window) {
+        for (Callback* c : callbacks) c->on_micro_batch_end(record, running);
+        continue;
+      }
+
+      // The window closes: clip, check, step, tick, zero, in this order.
+      record.status = StepRecord::Status::applied;
+      if (window_poisoned) {
+        record.status = StepRecord::Status::skipped;
+      } else if (check_norm) {
+        const double norm = gradient_norm(parameters);
+        record.grad_norm_before = norm;
+        if (!std::isfinite(norm)) {
+          if (recipe.clip_options().error_if_nonfinite)
+            throw NonFiniteError(fmt::format("{}the gradient norm is {} (clip with error_if_nonfinite)",
+                                             micro_batch_context(epoch, options_.epochs, slot,
+                                                                 plan.micro_batches_per_epoch(), first_sample,
+                                                                 record.micro_batch_samples),
+                                             norm));
+          record.status = StepRecord::Status::skipped;
+        } else {
+          record.grad_norm_after = recipe.clip_norm() ? clip_gradients_by_norm(parameters, *recipe.clip_norm(), norm) : norm;
+        }
+      }
+      if (record.status == StepRecord::Status::applied) {
+        if (recipe.clip_value_limit()) clip_gradients_by_value(parameters, *recipe.clip_value_limit());
+        record.lr = context.base_lr * schedule.factor(context.optimizer_steps) * context.lr_factor;
+        opt.set_lr(record.lr);
+        opt.step();
+        record.optimizer_step = ++context.optimizer_steps;
+      }
+      opt.zero_grad();
+      window_poisoned = false;
+      for (Callback* c : callbacks) c->on_micro_batch_end(record, running);
+      for (Callback* c : callbacks) c->on_optimizer_step(record);
+      if (context.stop_requested) break;
+    }
+
+    Logs logs = metric_logs(epoch_loss, metrics);
+    if (validation) {
+      const Evaluation val = model.evaluate(*validation, {.batch_size = options_.batch_size});
+      for (const auto& [name, value] : val.logs.items()) logs.set("val_" + name, value);
+    }
+    schedule.on_epoch_end(logs);
+    for (Callback* c : callbacks) c->on_epoch_end(epoch, logs);
+    history.append(logs);
+  }
+  // Gradients of a window cut off by an early stop are not applied.
+  opt.zero_grad();
+  opt.set_lr(context.base_lr);
+  for (Callback* c : callbacks) c->on_train_end(history.epochs() ? history.logs().back() : Logs{});
+  return history;
+}
+
+History Sequential::fit(const Dataset& train, const FitOptions& options) {
+  return Trainer{options}.fit(*this, train, options.validation);
+}
+
+}  // namespace accrue

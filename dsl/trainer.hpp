@@ -1,0 +1,54 @@
+#pragma once
+// Trainer: the training loop, for longer runs (Sequential::fit runs the same loop):
+//
+//   Trainer trainer{{
+//       .epochs = 10,
+//       .batch_size = 8,                                  // the micro-batch
+//       .accumulate = {{0, 8}, {4, 2}},                   // 8 from epoch 0, 2 from epoch 4
+//       .schedule = schedules::warmup_cosine({.warmup_ratio = 0.05}),
+//       .callbacks = {callbacks::CSVLogger{"log.csv"}},
+//   }};
+//   trainer.fit(model, train, test);
+//
+// Each optimizer step closes a window of micro-batches (see framework/training/accumulation.hpp):
+// every micro-batch's summed loss is weighted by 1 / (samples in the window) before backward, so
+// the gradients that add up in .grad() are those of the window's mean loss; then, in this fixed
+// order: clip once (the whole accumulated gradient), check for inf and NaN, step with the
+// schedule's learning rate, tick the schedule, zero the gradients.
+
+#include <optional>
+
+#include "accrue/dsl/sequential.hpp"
+#include "accrue/framework/training/step_plan.hpp"
+
+namespace accrue {
+
+class Trainer {
+ public:
+  /// Checks what the options alone can tell (epochs, batch size, the accumulation schedule, the
+  /// accumulation policy) and throws ValueError saying what to change.
+  explicit Trainer(TrainerOptions options);
+
+  /// Trains the compiled `model` on `train`, evaluating `validation` after each epoch when given
+  /// (else options.validation), and returns the per-epoch logs.
+  History fit(Sequential& model, const Dataset& train, std::optional<Dataset> validation = {});
+
+  /// The run's plan for `model` (compiled) and a training set of `train_size` samples, before any
+  /// training: windows, total optimizer steps. Throws for conflicting or invalid settings.
+  StepPlan plan(const Sequential& model, std::int64_t train_size) const;
+  std::int64_t total_optimizer_steps(const Sequential& model, std::int64_t train_size) const {
+    return plan(model, train_size).total_optimizer_steps();
+  }
+
+  const TrainerOptions& options() const { return options_; }
+
+ private:
+  TrainerOptions options_;
+};
+
+/// The accumulation that applies to `model` under `options`: the fit/Trainer options', else the
+/// compiled recipe's. Throws ValueError when both set one.
+std::pair<AccumulationSchedule, AccumulateOptions> resolve_accumulation(const Sequential& model,
+                                                                        const TrainerOptions& options);
+
+}  // namespace accrue

@@ -1,0 +1,74 @@
+#include "accrue/framework/optim/recipe.hpp"
+
+#include <cmath>
+
+namespace accrue::optim {
+
+Recipe Recipe::accumulate(AccumulationSchedule schedule, AccumulateOptions options) const {
+  Recipe r = *this;
+  r.accumulation_ = std::move(schedule);
+  r.accumulate_options_ = options;
+  return r;
+}
+
+Recipe Recipe::clip(double max_norm, ClipOptions options) const {
+  Recipe r = *this;
+  r.clip_norm_ = max_norm;
+  r.clip_options_ = options;
+  return r;
+}
+
+Recipe Recipe::clip_value(double value) const {
+  Recipe r = *this;
+  r.clip_value_ = value;
+  return r;
+}
+
+void Recipe::validate() const {
+  ACCRUE_CHECK(optimizer_.defined(), "the recipe has no optimizer");
+  accumulation_.validate();
+  if (clip_norm_)
+    ACCRUE_CHECK(std::isfinite(*clip_norm_) && *clip_norm_ > 0.0,
+                 "clip({}): the largest gradient norm must be a positive number", *clip_norm_);
+  if (clip_value_)
+    ACCRUE_CHECK(std::isfinite(*clip_value_) && *clip_value_ > 0.0,
+                 "clip_value({}): the largest gradient value must be a positive number", *clip_value_);
+  ACCRUE_CHECK(!(clip_norm_ && clip_value_),
+               "clip() and clip_value() are alternatives (as Lightning's gradient_clip_algorithm); keep one");
+}
+
+std::string Recipe::str() const {
+  std::string s = optimizer_.str();
+  if (accumulates()) {
+    s += " accumulate=" + accumulation_.str();
+    if (accumulate_options_.last_window != LastWindow::normalize)
+      s += fmt::format(" last_window={}", last_window_name(accumulate_options_.last_window));
+    if (accumulate_options_.normalization != Normalization::per_window)
+      s += fmt::format(" normalization={}", normalization_name(accumulate_options_.normalization));
+  }
+  if (clip_norm_) s += fmt::format(" clip={:g}{}", *clip_norm_, clip_options_.error_if_nonfinite ? " (error if non-finite)" : "");
+  if (clip_value_) s += fmt::format(" clip_value={:g}", *clip_value_);
+  return s;
+}
+
+bool operator==(const Recipe& a, const Recipe& b) {
+  return a.optimizer_ == b.optimizer_ && a.accumulation_ == b.accumulation_ &&
+         a.accumulate_options_ == b.accumulate_options_ &&
+         a.clip_norm_ == b.clip_norm_ && a.clip_options_ == b.clip_options_ && a.clip_value_ == b.clip_value_;
+}
+
+// The first links of the chain for each optimizer configuration (see recipe_steps.hpp).
+#define ACCRUE_DEFINE_RECIPE_STEPS(Config)                                                      \
+  Recipe Config::accumulate(AccumulationSchedule schedule, AccumulateOptions options) const {   \
+    return Recipe{*this}.accumulate(std::move(schedule), options);                              \
+  }                                                                                             \
+  Recipe Config::clip(double max_norm, ClipOptions options) const {                             \
+    return Recipe{*this}.clip(max_norm, options);                                               \
+  }                                                                                             \
+  Recipe Config::clip_value(double value) const { return Recipe{*this}.clip_value(value); }
+
+ACCRUE_DEFINE_RECIPE_STEPS(SGD)
+ACCRUE_DEFINE_RECIPE_STEPS(Adam)
+ACCRUE_DEFINE_RECIPE_STEPS(AdamW)
+
+}  // namespace accrue::optim

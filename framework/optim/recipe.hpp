@@ -1,0 +1,66 @@
+#pragma once
+// optim::Recipe: an optimizer together with how its steps are formed, built as a chain and given to
+// compile(): `model.compile(optim::SGD{.lr = 1e-3}.accumulate(4).clip(1.0), loss, metrics)`.
+//
+// The chain is a value: copies are independent, == compares them, str() prints
+// "SGD(lr=0.001) accumulate=4 clip=1.0". The order of every optimizer step is fixed by the
+// framework, whatever the order of the chain: backward over all micro-batches of the window
+// (gradients add up), unscale once (mixed precision), clip once on the whole accumulated gradient,
+// check for inf and NaN, step, tick the learning-rate schedule, zero the gradients. Clipping per
+// micro-batch or before unscaling cannot be expressed.
+
+#include <optional>
+#include <string>
+
+#include "accrue/framework/optim/adam.hpp"
+#include "accrue/framework/optim/optimizer.hpp"
+#include "accrue/framework/optim/recipe_steps.hpp"
+#include "accrue/framework/optim/sgd.hpp"
+#include "accrue/framework/training/accumulation.hpp"
+
+namespace accrue::optim {
+
+class Recipe {
+ public:
+  Recipe() = default;
+  /// A recipe with just the optimizer: no accumulation, no clipping.
+  template <OptimizerConfig T>
+  Recipe(T optimizer)  // NOLINT: implicit on purpose, so compile() takes a bare optimizer
+      : optimizer_(std::move(optimizer)) {}
+  Recipe(AnyOptimizer optimizer) : optimizer_(std::move(optimizer)) {}  // NOLINT
+
+  /// Micro-batches per optimizer step: an int, a per-epoch dictionary `{{0, 8}, {4, 2}}`,
+  /// AccumulationSchedule::by_step(...), AccumulationSchedule::effective_batch(n) or a function of
+  /// the epoch; with the end-of-epoch policy and the loss normalisation.
+  Recipe accumulate(AccumulationSchedule schedule, AccumulateOptions options = {}) const;
+  /// Clips the global L2 norm of the accumulated gradient to `max_norm` before each step.
+  Recipe clip(double max_norm, ClipOptions options = {}) const;
+  /// Clamps each accumulated gradient element to [-value, value] before each step.
+  Recipe clip_value(double value) const;
+
+  const AnyOptimizer& optimizer() const { return optimizer_; }
+  const AccumulationSchedule& accumulation() const { return accumulation_; }
+  const AccumulateOptions& accumulate_options() const { return accumulate_options_; }
+  /// Whether accumulate() was part of the chain.
+  bool accumulates() const { return accumulation_.is_set(); }
+  std::optional<double> clip_norm() const { return clip_norm_; }
+  const ClipOptions& clip_options() const { return clip_options_; }
+  std::optional<double> clip_value_limit() const { return clip_value_; }
+
+  /// Throws ValueError saying what to change: accumulate below 1, a negative or unordered key, a
+  /// clip norm or value that is not positive, or both clip() and clip_value().
+  void validate() const;
+  /// "SGD(lr=0.001) accumulate=4 clip=1.0"
+  std::string str() const;
+  friend bool operator==(const Recipe&, const Recipe&);
+
+ private:
+  AnyOptimizer optimizer_;
+  AccumulationSchedule accumulation_;
+  AccumulateOptions accumulate_options_;
+  std::optional<double> clip_norm_;
+  ClipOptions clip_options_;
+  std::optional<double> clip_value_;
+};
+
+}  // namespace accrue::optim

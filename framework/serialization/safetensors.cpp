@@ -1,0 +1,165 @@
+#include "accrue/framework/serialization/safetensors.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "accrue/framework/error.hpp"
+
+namespace accrue::serialization {
+namespace {
+
+const char* safetensors_dtype(DType t) {
+  switch (t) {
+    case DType::f32: return "F32";
+    case DType::f16: return "F16";
+    case DType::bf16: return "BF16";
+    case DType::i32: return "I32";
+  }
+  return "?";
+}
+
+bool from_safetensors_dtype(const std::string& s, DType* out) {
+  if (s == "F32") *out = DType::f32;
+  else if (s == "F16") *out = DType::f16;
+  else if (s == "BF16") *out = DType::bf16;
+  else if (s == "I32") *out = DType::i32;
+  else return false;
+  return true;
+}
+
+}  // namespace
+
+void save_safetensors(const std::string& path, const NamedTensors& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::uint64_t offset = 0;
+  for (const auto& [name, t] : tensors) {
+    ACCRUE_CHECK(name != "__metadata__", "save_safetensors: a tensor cannot be named __metadata__");
+    ACCRUE_CHECK(!header.contains(name), "save_safetensors: two tensors named '{}'", name);
+    std::vector<std::int64_t> shape(t.shape().begin(), t.shape().end());
+    header[name] = {{"dtype", safetensors_dtype(t.dtype())}, {"shape", shape}, {"data_offsets", {offset, offset + t.nbytes()}}};
+    offset += t.nbytes();
+  }
+  std::string text = header.dump();
+  text.resize((text.size() + 7) / 8 * 8, ' ');  // pad so the data starts 8-byte aligned
+
+  const std::string tmp = fmt::format("{}.tmp-{}", path, ::getpid());
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (f == nullptr) throw IoError(fmt::format("{}: cannot write ({})", tmp, std::strerror(errno)));
+  bool ok = true;
+  std::uint8_t length[8];
+  const std::uint64_t n = text.size();
+  for (int i = 0; i < 8; ++i) length[i] = static_cast<std::uint8_t>(n >> (8 * i));
+  ok = ok && std::fwrite(length, 1, 8, f) == 8;
+  ok = ok && std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  for (const auto& [name, t] : tensors) {
+    const Tensor host = t.to(Device::cpu());
+    ok = ok && std::fwrite(host.data_ptr(), 1, host.nbytes(), f) == host.nbytes();
+  }
+  ok = ok && std::fflush(f) == 0 && ::fsync(fileno(f)) == 0;
+  ok = std::fclose(f) == 0 && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string reason = std::strerror(errno);
+    std::remove(tmp.c_str());
+    throw IoError(fmt::format("{}: writing failed ({}); the previous file, if any, is unchanged", path, reason));
+  }
+}
+
+SafetensorsFile load_safetensors(const std::string& path, const SafetensorsLimits& limits) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw IoError(fmt::format("{}: cannot open ({})", path, std::filesystem::exists(path) ? "unreadable" : "no such file"));
+  const std::uint64_t file_size = std::filesystem::file_size(path);
+  if (file_size > limits.max_file_bytes)
+    throw IoError(fmt::format("{}: {} bytes is over the limit of {}", path, file_size, limits.max_file_bytes));
+  std::uint8_t length[8];
+  if (!in.read(reinterpret_cast<char*>(length), 8)) throw IoError(fmt::format("{}: too short for a safetensors file", path));
+  std::uint64_t header_size = 0;
+  for (int i = 7; i >= 0; --i) header_size = (header_size << 8) | length[i];
+  if (header_size > limits.max_header_bytes || header_size > file_size - 8)
+    throw IoError(fmt::format("{}: the header claims {} bytes; the file has {} and the limit is {}", path, header_size,
+                              file_size, limits.max_header_bytes));
+  std::string text(header_size, '\0');
+  if (!in.read(text.data(), static_cast<std::streamsize>(header_size)))
+    throw IoError(fmt::format("{}: truncated in the header", path));
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw IoError(fmt::format("{}: the header is not valid JSON ({})", path, e.what()));
+  }
+  if (!header.is_object()) throw IoError(fmt::format("{}: the header is not a JSON object", path));
+  const std::uint64_t data_size = file_size - 8 - header_size;
+
+  SafetensorsFile result;
+  struct Entry {
+    std::string name;
+    DType dtype;
+    Shape shape;
+    std::uint64_t begin, end;
+  };
+  std::vector<Entry> entries;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    if (it.key() == "__metadata__") {
+      if (!it->is_object()) throw IoError(fmt::format("{}: __metadata__ is not an object", path));
+      for (auto m = it->begin(); m != it->end(); ++m) {
+        if (!m->is_string()) throw IoError(fmt::format("{}: metadata '{}' is not a string", path, m.key()));
+        result.metadata[m.key()] = m->get<std::string>();
+      }
+      continue;
+    }
+    const auto& v = *it;
+    const auto where = [&](const std::string& what) { return IoError(fmt::format("{}: tensor '{}': {}", path, it.key(), what)); };
+    if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets"))
+      throw where("needs dtype, shape and data_offsets");
+    Entry e;
+    e.name = it.key();
+    if (!v["dtype"].is_string() || !from_safetensors_dtype(v["dtype"].get<std::string>(), &e.dtype))
+      throw where(fmt::format("dtype {} is not one Accrue reads (F32, F16, BF16, I32)", v["dtype"].dump()));
+    if (!v["shape"].is_array() || v["shape"].size() > static_cast<std::size_t>(Shape::max_rank))
+      throw where("shape is not an array of at most 8 dimensions");
+    std::uint64_t bytes = dtype_size(e.dtype);
+    for (const auto& d : v["shape"]) {
+      if (!d.is_number_unsigned()) throw where("a dimension is not a non-negative integer");
+      const std::uint64_t dim = d.get<std::uint64_t>();
+      if (dim != 0 && bytes > data_size / dim) throw where("its shape holds more bytes than the file");
+      bytes *= dim;
+      e.shape.push_back(static_cast<std::int64_t>(dim));
+    }
+    const auto& off = v["data_offsets"];
+    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+      throw where("data_offsets is not a pair of non-negative integers");
+    e.begin = off[0].get<std::uint64_t>();
+    e.end = off[1].get<std::uint64_t>();
+    if (e.begin > e.end || e.end > data_size)
+      throw where(fmt::format("bytes [{}, {}) lie outside the {} bytes of data", e.begin, e.end, data_size));
+    if (e.end - e.begin != bytes)
+      throw where(fmt::format("shape {} of {} needs {} bytes but its range holds {}", e.shape, dtype_name(e.dtype), bytes,
+                              e.end - e.begin));
+    entries.push_back(std::move(e));
+  }
+  std::vector<const Entry*> by_offset;
+  for (const Entry& e : entries) by_offset.push_back(&e);
+  std::sort(by_offset.begin(), by_offset.end(), [](const Entry* a, const Entry* b) { return a->begin < b->begin; });
+  for (std::size_t i = 1; i < by_offset.size(); ++i)
+    if (by_offset[i]->begin < by_offset[i - 1]->end)
+      throw IoError(fmt::format("{}: tensors '{}' and '{}' overlap", path, by_offset[i - 1]->name, by_offset[i]->name));
+
+  const std::streamoff data_start = static_cast<std::streamoff>(8 + header_size);
+  for (const Entry& e : entries) {
+    Tensor t = Tensor::empty(e.shape, {.dtype = e.dtype, .category = MemoryCategory::data});
+    in.seekg(data_start + static_cast<std::streamoff>(e.begin));
+    if (!in.read(static_cast<char*>(t.data_ptr()), static_cast<std::streamsize>(e.end - e.begin)))
+      throw IoError(fmt::format("{}: truncated in the data of '{}'", path, e.name));
+    result.tensors.emplace_back(e.name, std::move(t));
+  }
+  return result;
+}
+
+}  // namespace accrue::serialization

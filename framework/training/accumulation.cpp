@@ -1,0 +1,137 @@
+#include "accrue/framework/training/accumulation.hpp"
+
+#include <fmt/format.h>
+
+#include "accrue/framework/error.hpp"
+
+namespace accrue {
+
+AccumulationSchedule::AccumulationSchedule(int steps) : kind_(Kind::constant), constant_(steps) {}
+
+AccumulationSchedule::AccumulationSchedule(std::initializer_list<std::pair<int, int>> per_epoch) : kind_(Kind::per_epoch) {
+  for (const auto& [epoch, n] : per_epoch) table_.emplace_back(epoch, n);
+}
+
+AccumulationSchedule AccumulationSchedule::by_step(std::vector<std::pair<std::int64_t, int>> steps) {
+  AccumulationSchedule s{Kind::per_step};
+  s.table_ = std::move(steps);
+  return s;
+}
+
+AccumulationSchedule AccumulationSchedule::effective_batch(std::int64_t samples) {
+  AccumulationSchedule s{Kind::effective_batch};
+  s.samples_ = samples;
+  return s;
+}
+
+namespace {
+int lookup(const std::vector<std::pair<std::int64_t, int>>& table, std::int64_t key) {
+  int value = 1;
+  for (const auto& [k, v] : table) {
+    if (k > key) break;
+    value = v;
+  }
+  return value;
+}
+}  // namespace
+
+int AccumulationSchedule::steps_at(int epoch, std::int64_t step, std::int64_t micro_batch) const {
+  switch (kind_) {
+    case Kind::unset: return 1;
+    case Kind::constant: return constant_;
+    case Kind::per_epoch: return lookup(table_, epoch);
+    case Kind::per_step: return lookup(table_, step);
+    case Kind::effective_batch: return static_cast<int>(samples_ / micro_batch);
+    case Kind::callable: {
+      const int n = callable_(epoch);
+      ACCRUE_CHECK(n >= 1, "the accumulation function returned {} for epoch {}; it must return at least 1", n, epoch);
+      return n;
+    }
+  }
+  return 1;
+}
+
+void AccumulationSchedule::validate() const {
+  switch (kind_) {
+    case Kind::unset: break;
+    case Kind::constant:
+      ACCRUE_CHECK(constant_ >= 1, "accumulate({}): the number of micro-batches per optimizer step must be at least 1",
+                   constant_);
+      break;
+    case Kind::per_epoch:
+    case Kind::per_step: {
+      const char* unit = kind_ == Kind::per_epoch ? "epoch" : "optimizer step";
+      ACCRUE_CHECK(!table_.empty(), "accumulate: the {} dictionary is empty; give at least one {{key, value}}", unit);
+      for (std::size_t i = 0; i < table_.size(); ++i) {
+        const auto& [key, n] = table_[i];
+        ACCRUE_CHECK(key >= 0, "accumulate: {} key {} is negative; {}s count from 0", unit, key, unit);
+        ACCRUE_CHECK(n >= 1, "accumulate: the value {} at {} {} must be at least 1", n, unit, key);
+        if (i > 0)
+          ACCRUE_CHECK(key > table_[i - 1].first,
+                       "accumulate: {} keys must increase, but {} comes after {}; write them in order", unit, key,
+                       table_[i - 1].first);
+      }
+      break;
+    }
+    case Kind::effective_batch:
+      ACCRUE_CHECK(samples_ >= 1, "accumulate(effective_batch({})): the effective batch must be at least 1", samples_);
+      break;
+    case Kind::callable:
+      ACCRUE_CHECK(static_cast<bool>(callable_), "accumulate: the accumulation function is empty");
+      break;
+  }
+}
+
+void AccumulationSchedule::validate_for(std::int64_t micro_batch) const {
+  validate();
+  if (kind_ == Kind::effective_batch)
+    ACCRUE_CHECK(samples_ % micro_batch == 0 && samples_ >= micro_batch,
+                 "accumulate(effective_batch({})): a micro-batch of {} does not divide it; choose a batch_size that "
+                 "divides {}, or another effective batch",
+                 samples_, micro_batch, samples_);
+}
+
+std::string AccumulationSchedule::str() const {
+  auto table = [&] {
+    std::string s = "{";
+    for (std::size_t i = 0; i < table_.size(); ++i) s += fmt::format("{}{}: {}", i ? ", " : "", table_[i].first, table_[i].second);
+    return s + "}";
+  };
+  switch (kind_) {
+    case Kind::unset: return "1";
+    case Kind::constant: return std::to_string(constant_);
+    case Kind::per_epoch: return table();
+    case Kind::per_step: return "by step " + table();
+    case Kind::effective_batch: return fmt::format("effective batch {}", samples_);
+    case Kind::callable: return "callable";
+  }
+  return "?";
+}
+
+bool operator==(const AccumulationSchedule& a, const AccumulationSchedule& b) {
+  if (a.kind_ != b.kind_) return false;
+  switch (a.kind_) {
+    case AccumulationSchedule::Kind::unset: return true;
+    case AccumulationSchedule::Kind::constant: return a.constant_ == b.constant_;
+    case AccumulationSchedule::Kind::per_epoch:
+    case AccumulationSchedule::Kind::per_step: return a.table_ == b.table_;
+    case AccumulationSchedule::Kind::effective_batch: return a.samples_ == b.samples_;
+    case AccumulationSchedule::Kind::callable: return false;
+  }
+  return false;
+}
+
+std::string_view last_window_name(LastWindow w) {
+  switch (w) {
+    case LastWindow::normalize: return "normalize";
+    case LastWindow::drop: return "drop";
+    case LastWindow::carry: return "carry";
+  }
+  return "?";
+}
+
+std::string_view normalization_name(Normalization n) {
+  return n == Normalization::per_window ? "per_window" : "per_micro_batch";
+}
+
+}  // namespace accrue

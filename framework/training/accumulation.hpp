@@ -1,0 +1,101 @@
+#pragma once
+// Gradient accumulation: how many micro-batches make one optimizer step, and what happens to the
+// samples of a window.
+//
+// A window is the run of micro-batches whose gradients are added up before one optimizer step. Its
+// loss is weighted by the number of samples in the whole window, so the accumulated gradient is the
+// gradient of the mean loss over exactly those samples, whatever the micro-batch sizes.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace accrue {
+
+/// How many micro-batches each window holds, and how that changes during training.
+class AccumulationSchedule {
+ public:
+  enum class Kind { unset, constant, per_epoch, per_step, effective_batch, callable };
+
+  /// Not set: one micro-batch per window, and free to be set elsewhere (compile or fit) without
+  /// a conflict.
+  AccumulationSchedule() = default;
+  /// N micro-batches per window throughout: `accumulate(4)`.
+  AccumulationSchedule(int steps);  // NOLINT: implicit on purpose
+  /// PyTorch Lightning's dictionary: `{{0, 8}, {4, 2}}` is 8 from epoch 0 and 2 from epoch 4;
+  /// before the first key, 1. Keys count epochs from 0 and must increase.
+  AccumulationSchedule(std::initializer_list<std::pair<int, int>> per_epoch);  // NOLINT
+  /// A function of the epoch (from 0): `[](int e) { return std::min(16, 1 << (e / 2)); }`.
+  template <class F>
+    requires std::is_invocable_r_v<int, const F&, int> && (!std::is_convertible_v<F, int>)
+  AccumulationSchedule(F f)  // NOLINT: implicit on purpose
+      : kind_(Kind::callable), callable_(std::move(f)) {}
+
+  /// A dictionary keyed by optimizer step: the window that starts at applied step s uses the value
+  /// of the largest key <= s (1 before the first key).
+  static AccumulationSchedule by_step(std::vector<std::pair<std::int64_t, int>> steps);
+  /// As many micro-batches as make `samples` per window: effective_batch(256) with micro-batches
+  /// of 32 accumulates 8. The micro-batch must divide it (checked when training starts).
+  static AccumulationSchedule effective_batch(std::int64_t samples);
+
+  Kind kind() const { return kind_; }
+  /// Whether a value was given (a default-constructed schedule is not set).
+  bool is_set() const { return kind_ != Kind::unset; }
+  /// Micro-batches per window for a window that starts in `epoch` at applied optimizer step
+  /// `step`, with micro-batches of `micro_batch` samples.
+  int steps_at(int epoch, std::int64_t step, std::int64_t micro_batch) const;
+  /// Whether the value can change during training.
+  bool is_constant() const { return kind_ == Kind::unset || kind_ == Kind::constant || kind_ == Kind::effective_batch; }
+  /// Throws ValueError saying what to change: a value below 1, a negative or unordered key.
+  void validate() const;
+  /// Validation that needs the micro-batch: an effective batch it does not divide.
+  void validate_for(std::int64_t micro_batch) const;
+
+  /// "4", "{0: 8, 4: 2}", "by step {0: 8, 1000: 4}", "effective batch 256", "callable".
+  std::string str() const;
+  /// Equal kinds and values; schedules given as functions never compare equal.
+  friend bool operator==(const AccumulationSchedule& a, const AccumulationSchedule& b);
+
+ private:
+  AccumulationSchedule(Kind kind) : kind_(kind) {}
+  Kind kind_ = Kind::unset;
+  int constant_ = 1;
+  std::vector<std::pair<std::int64_t, int>> table_;  // per_epoch or per_step keys
+  std::int64_t samples_ = 0;                         // effective_batch
+  std::function<int(int)> callable_;
+};
+
+/// What happens to the windows that an epoch's end cuts short.
+enum class LastWindow {
+  /// Step with the samples there are, the loss weighted by their real number (default).
+  normalize,
+  /// Leave out the short window's micro-batches (as drop_last does for batches).
+  drop,
+  /// Keep accumulating into the first window of the next epoch; a window still open when training
+  /// ends is applied, normalised by its size.
+  carry,
+};
+
+/// How each micro-batch's loss is weighted.
+enum class Normalization {
+  /// By the number of samples in the whole window: the accumulated gradient is that of the mean
+  /// loss over the window's samples, exactly (default).
+  per_window,
+  /// The tutorials' loss / N: each micro-batch's mean loss divided by the window's micro-batch
+  /// count. It equals per_window only when every micro-batch has the same size; offered to teach
+  /// the difference.
+  per_micro_batch,
+};
+
+struct AccumulateOptions {
+  LastWindow last_window = LastWindow::normalize;
+  Normalization normalization = Normalization::per_window;
+  friend bool operator==(const AccumulateOptions&, const AccumulateOptions&) = default;
+};
+
+std::string_view last_window_name(LastWindow w);
+std::string_view normalization_name(Normalization n);
+
+}  // namespace accrue
