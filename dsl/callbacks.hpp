@@ -8,6 +8,8 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <ostream>
+#include <string_view>
 
 #include "accrue/framework/training/logs.hpp"
 
@@ -56,6 +58,7 @@ struct StepRecord {
 };
 
 std::string_view status_name(StepRecord::Status s);
+inline std::ostream& operator<<(std::ostream& os, StepRecord::Status s) { return os << status_name(s); }
 
 /// What a callback sees of the run, from on_train_begin on.
 struct TrainingContext {

@@ -33,10 +33,28 @@ std::atomic<Level>& current() {
 void set_level(Level l) { current().store(l); }
 Level level() { return current().load(std::memory_order_relaxed); }
 
-void write(Level l, std::string_view message) {
+std::mutex& sink_mutex() {
   static std::mutex mutex;
+  return mutex;
+}
+
+Sink& current_sink() {
+  static Sink sink;
+  return sink;
+}
+
+void set_sink(Sink sink) {
+  const std::lock_guard lock{sink_mutex()};
+  current_sink() = std::move(sink);
+}
+
+void write(Level l, std::string_view message) {
   static constexpr const char* names[] = {"debug", "info", "warning", "error"};
-  const std::lock_guard lock{mutex};
+  const std::lock_guard lock{sink_mutex()};
+  if (current_sink()) {
+    current_sink()(l, message);
+    return;
+  }
   std::fprintf(stderr, "[accrue %s] %.*s\n", names[static_cast<int>(l)], static_cast<int>(message.size()),
                message.data());
   std::fflush(stderr);

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <functional>
 #include <string_view>
 
 namespace accrue::log {
@@ -14,6 +15,11 @@ enum class Level : int { debug = 0, info = 1, warning = 2, error = 3, off = 4 };
 void set_level(Level level);
 Level level();
 void write(Level level, std::string_view message);
+
+/// Where messages go: stderr by default; a sink receives them instead (an empty one restores
+/// stderr). For redirecting logs into an application's own, and for tests.
+using Sink = std::function<void(Level, std::string_view)>;
+void set_sink(Sink sink);
 
 template <class... Args>
 void debug(fmt::format_string<Args...> f, Args&&... args) {

@@ -85,7 +85,11 @@ std::vector<MicroBatchSlot> StepPlan::epoch_slots(int epoch) const {
 std::int64_t StepPlan::steps_after_epochs(double epochs) const {
   ACCRUE_CHECK(epochs >= 0, "a duration of {} epochs is negative", epochs);
   const int whole = static_cast<int>(std::floor(epochs));
-  if (whole >= spec_.epochs) return total_steps_;
+  if (whole >= spec_.epochs) {
+    // Past the end of training: the last epoch's rate, so a too-long warmup shows as such.
+    const std::int64_t last = steps_by_epoch_end_.back() - (spec_.epochs > 1 ? steps_by_epoch_end_[spec_.epochs - 2] : 0);
+    return total_steps_ + std::llround((epochs - spec_.epochs) * static_cast<double>(last));
+  }
   const std::int64_t before = whole == 0 ? 0 : steps_by_epoch_end_[whole - 1];
   const std::int64_t in_epoch = steps_by_epoch_end_[whole] - before;
   return before + std::llround((epochs - whole) * static_cast<double>(in_epoch));
@@ -93,13 +97,16 @@ std::int64_t StepPlan::steps_after_epochs(double epochs) const {
 
 std::int64_t StepPlan::steps_after_samples(std::int64_t samples) const {
   ACCRUE_CHECK(samples >= 0, "a duration of {} samples is negative", samples);
-  std::int64_t seen = 0, steps = 0;
+  std::int64_t seen = 0, steps = 0, last = 1;
   for (const Window& w : windows_) {
     if (seen >= samples) break;
     if (!w.applied) continue;
     seen += w.samples;
+    last = w.samples;
     ++steps;
   }
+  // Past the end of training: more windows of the last one's size.
+  if (seen < samples) steps += (samples - seen + last - 1) / last;
   return steps;
 }
 

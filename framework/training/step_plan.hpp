@@ -64,10 +64,10 @@ class StepPlan {
   std::vector<MicroBatchSlot> epoch_slots(int epoch) const;
 
   /// Optimizer steps applied by the end of `epochs` epochs (fractions count the steps of that part
-  /// of the next epoch, rounded to the nearest).
+  /// of the next epoch, rounded to the nearest; past the end, at the last epoch's rate).
   std::int64_t steps_after_epochs(double epochs) const;
   /// Optimizer steps applied once `samples` samples have gone into applied windows (the first
-  /// step that reaches the count).
+  /// step that reaches the count; past the end, in windows the size of the last).
   std::int64_t steps_after_samples(std::int64_t samples) const;
   /// The largest planned effective batch (micro-batch x accumulation) of the run.
   std::int64_t max_effective_batch() const;
