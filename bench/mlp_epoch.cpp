@@ -1,7 +1,10 @@
 // One training epoch of the FashionMNIST tutorial MLP (784-512-512-10, SGD lr 1e-3, cross-entropy,
 // 60,000 samples already in memory), Accrue against PyTorch in the same run.
 //
-//   mlp_epoch [--reps 5] [--batch-sizes 64,16] [--data DIR] [--python /usr/bin/python3] [--no-pytorch]
+//   mlp_epoch [--reps 5] [--configs 64,16,16x4,8x8] [--data DIR] [--python /usr/bin/python3] [--no-pytorch]
+//
+// A configuration BxK is micro-batches of B accumulated K per optimizer step (Accrue's
+// accumulate(K); in PyTorch the tutorials' loop by hand: loss / K, step every K).
 //
 // Accrue and PyTorch alternate (A B A B ...) so both see the same machine state; the table gives
 // min and median seconds per epoch, samples/s, the ratio PyTorch / Accrue and the ratio to the GEMM
@@ -59,8 +62,8 @@ class PythonWorker {
     std::fclose(out_);
     waitpid(pid_, nullptr, 0);
   }
-  double epoch(std::int64_t batch) {
-    std::fprintf(in_, "epoch %ld\n", static_cast<long>(batch));
+  double epoch(std::int64_t batch, int accumulate) {
+    std::fprintf(in_, "epoch %ld %d\n", static_cast<long>(batch), accumulate);
     std::fflush(in_);
     return std::stod(read_line());
   }
@@ -114,12 +117,12 @@ Sequential tutorial_model() {
 int main(int argc, char** argv) {
   CLI::App app{"One epoch of the FashionMNIST tutorial MLP: Accrue against PyTorch"};
   int reps = 5;
-  std::vector<std::int64_t> batch_sizes = {64, 16};
+  std::vector<std::string> configs = {"64", "16", "16x4", "8x8"};
   std::string data, python = "/usr/bin/python3";
   bool no_pytorch = false;
   std::vector<std::string> pytorch_env;
   app.add_option("--reps", reps, "Epochs timed per configuration and framework")->check(CLI::PositiveNumber);
-  app.add_option("--batch-sizes", batch_sizes, "Batch sizes to time")->delimiter(',');
+  app.add_option("--configs", configs, "Batch sizes to time, BxK for micro-batches of B accumulated K")->delimiter(',');
   app.add_option("--data", data, "FashionMNIST folder (random data of the same shape when absent)");
   app.add_option("--python", python, "Python with torch (Debian's python3-torch)");
   app.add_flag("--no-pytorch", no_pytorch, "Time Accrue only");
@@ -173,38 +176,62 @@ int main(int argc, char** argv) {
     }
   }
 
-  std::map<std::int64_t, std::vector<double>> ours, theirs;
-  std::map<std::int64_t, Sequential> models;
-  for (std::int64_t b : batch_sizes) {
+  struct Config {
+    std::string name;
+    std::int64_t batch;
+    int accumulate;
+  };
+  std::vector<Config> runs;
+  for (const std::string& c : configs) {
+    const auto x = c.find('x');
+    runs.push_back({c, std::stoll(c.substr(0, x)), x == std::string::npos ? 1 : std::stoi(c.substr(x + 1))});
+  }
+  std::map<std::string, std::vector<double>> ours, theirs;
+  std::map<std::string, Sequential> models;
+  for (const Config& c : runs) {
     manual_seed(0);
-    models.emplace(b, tutorial_model());
-    models.at(b).compile(optim::SGD{.lr = 1e-3}, losses::CrossEntropy{});
-    models.at(b).fit(train.take(b * 20), {.epochs = 1, .batch_size = b, .verbose = 0});  // warm-up
-    if (torch) torch->epoch(b);                                                           // warm-up
+    models.emplace(c.name, tutorial_model());
+    Sequential& m = models.at(c.name);
+    if (c.accumulate > 1)
+      m.compile(optim::SGD{.lr = 1e-3}.accumulate(c.accumulate), losses::CrossEntropy{});
+    else
+      m.compile(optim::SGD{.lr = 1e-3}, losses::CrossEntropy{});
+    m.fit(train.take(c.batch * c.accumulate * 20), {.batch_size = c.batch, .verbose = 0});  // warm-up
+    if (torch) torch->epoch(c.batch, c.accumulate);                                        // warm-up
   }
   for (int r = 0; r < reps; ++r) {
-    for (std::int64_t b : batch_sizes) {
+    for (const Config& c : runs) {
       const auto t = Clock::now();
-      models.at(b).fit(train, {.epochs = 1, .batch_size = b, .seed = static_cast<std::uint64_t>(r), .verbose = 0});
-      ours[b].push_back(seconds_since(t));
-      if (torch) theirs[b].push_back(torch->epoch(b));
-      fmt::print(stderr, "rep {} batch {}: accrue {:.3f} s{}\n", r + 1, b, ours[b].back(),
-                 torch ? fmt::format(", pytorch {:.3f} s", theirs[b].back()) : "");
+      models.at(c.name).fit(train, {.batch_size = c.batch, .seed = static_cast<std::uint64_t>(r), .verbose = 0});
+      ours[c.name].push_back(seconds_since(t));
+      if (torch) theirs[c.name].push_back(torch->epoch(c.batch, c.accumulate));
+      fmt::print(stderr, "rep {} {}: accrue {:.3f} s{}\n", r + 1, c.name, ours[c.name].back(),
+                 torch ? fmt::format(", pytorch {:.3f} s", theirs[c.name].back()) : "");
     }
   }
 
   fmt::print("\n| batch | Accrue s/epoch (min / median) | samples/s | PyTorch s/epoch (min / median) | PyTorch / Accrue "
              "(min / median) | Accrue / floor (median) |\n");
   fmt::print("|---|---|---|---|---|---|\n");
-  for (std::int64_t b : batch_sizes) {
-    const double a_min = min_of(ours[b]), a_med = median(ours[b]);
+  for (const Config& c : runs) {
+    const double a_min = min_of(ours[c.name]), a_med = median(ours[c.name]);
     std::string torch_cols = "not run | - ";
     if (torch) {
-      const double p_min = min_of(theirs[b]), p_med = median(theirs[b]);
+      const double p_min = min_of(theirs[c.name]), p_med = median(theirs[c.name]);
       torch_cols = fmt::format("{:.2f} / {:.2f} | {:.2f}x / {:.2f}x", p_min, p_med, p_min / a_min, p_med / a_med);
     }
-    fmt::print("| {} | {:.2f} / {:.2f} | {:.0f} | {} | {:.2f} |\n", b, a_min, a_med, 60000 / a_med, torch_cols,
+    fmt::print("| {} | {:.2f} / {:.2f} | {:.0f} | {} | {:.2f} |\n", c.name, a_min, a_med, 60000 / a_med, torch_cols,
                a_med / floor_s);
+  }
+  // What accumulation costs: time per sample against the plain batch of the same effective size.
+  const auto find = [&](const std::string& n) { return ours.count(n) ? median(ours[n]) : 0.0; };
+  for (const Config& c : runs) {
+    if (c.accumulate == 1) continue;
+    const std::string plain = std::to_string(c.batch * c.accumulate);
+    if (find(plain) > 0.0)
+      fmt::print("Accrue {} costs {:.2f}x the time of batch {} per sample{}\n", c.name, find(c.name) / find(plain), plain,
+                 torch && theirs.count(plain) ? fmt::format(" (PyTorch: {:.2f}x)", median(theirs[c.name]) / median(theirs[plain]))
+                                              : "");
   }
   return 0;
 }

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """The PyTorch side of bench/mlp_epoch: trains the tutorial MLP for one epoch per request.
 
-Protocol on stdin/stdout, one line each: the worker prints "ready"; "epoch B" trains one epoch at
-batch B (shuffled, data already in memory as tensors) and prints the seconds it took; "quit" ends.
+Protocol on stdin/stdout, one line each: the worker prints "ready"; "epoch B K" trains one epoch of
+micro-batches of B (shuffled, data already in memory as tensors) with gradients accumulated over K
+of them per optimizer step, the way the tutorials write it by hand (loss / K, step every K and at
+the end of the epoch), and prints the seconds it took; "quit" ends.
 Run with Debian's python3-torch (/usr/bin/python3)."""
 import gzip
 import os
@@ -51,15 +53,19 @@ def main():
         if not words or words[0] == "quit":
             break
         batch = int(words[1])
+        accumulate = int(words[2]) if len(words) > 2 else 1
         start = time.perf_counter()
         order = torch.randperm(len(x))
-        for i in range(0, len(x), batch):
+        batches = (len(x) + batch - 1) // batch
+        opt.zero_grad()
+        for b, i in enumerate(range(0, len(x), batch)):
             idx = order[i:i + batch]
             loss = loss_fn(model(x[idx]), y[idx])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+            (loss / accumulate if accumulate > 1 else loss).backward()
             loss.item()
+            if (b + 1) % accumulate == 0 or b + 1 == batches:
+                opt.step()
+                opt.zero_grad()
         print(f"{time.perf_counter() - start:.6f}", flush=True)
 
 

@@ -2,6 +2,7 @@
 // Flatten, Dense 512, ReLU, Dense 512, ReLU, Dense 10, cross-entropy, SGD with lr 1e-3, batch 64.
 //
 //   fashion_mnist_mlp [--epochs 20] [--batch-size 64] [--lr 1e-3] [--data DIR] [--seed 0]
+//                     [--accumulate N] [--clip MAX_NORM] [--explain WINDOWS] [--verbose 0|1|2]
 //
 // After every epoch it prints the tutorial's line: "Test Results: Accuracy: 71.2%, Avg loss: 0.789".
 
@@ -18,6 +19,9 @@ int main(int argc, char** argv) {
   std::string data;
   std::uint64_t seed = 0;
   int verbose = 1;
+  int accumulate = 1;
+  double clip = 0.0;
+  int explain = 0;
   app.add_option("--epochs", epochs, "Passes over the training set")->check(CLI::PositiveNumber);
   app.add_option("--batch-size", batch_size, "Samples per optimizer step")->check(CLI::PositiveNumber);
   app.add_option("--lr", lr, "SGD learning rate")->check(CLI::NonNegativeNumber);
@@ -26,6 +30,10 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "Seed of initialisation and shuffling");
   app.add_option("--verbose", verbose, "0 silent, 1 progress bar on a terminal, 2 one line per epoch")
       ->check(CLI::Range(0, 2));
+  app.add_option("--accumulate", accumulate, "Micro-batches of --batch-size per optimizer step")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--clip", clip, "Clip the global gradient norm to this (0: off)")->check(CLI::NonNegativeNumber);
+  app.add_option("--explain", explain, "Explain the first N windows step by step")->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -39,7 +47,10 @@ int main(int argc, char** argv) {
         layers::Dense{512}, layers::ReLU{},
         layers::Dense{10},
     };
-    model.compile(optim::SGD{.lr = lr}, losses::CrossEntropy{}, {metrics::Accuracy{}});
+    optim::Recipe recipe = optim::SGD{.lr = lr};
+    if (accumulate > 1) recipe = recipe.accumulate(accumulate);
+    if (clip > 0.0) recipe = recipe.clip(clip);
+    model.compile(recipe, losses::CrossEntropy{}, {metrics::Accuracy{}});
     model.summary();
 
     auto report = callbacks::Lambda{{.epoch_end = [](int, Logs& logs) {
@@ -47,7 +58,7 @@ int main(int argc, char** argv) {
                  logs.at("val_loss"));
     }}};
     model.fit(train, {.epochs = epochs, .batch_size = batch_size, .validation = test, .callbacks = {report},
-                      .seed = seed, .verbose = verbose});
+                      .seed = seed, .verbose = verbose, .explain = explain});
 
     auto [loss, accuracy] = model.evaluate(test);
     fmt::print("Accuracy: {:.1f}%\n", 100.0 * accuracy);
