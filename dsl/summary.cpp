@@ -9,14 +9,6 @@ namespace accrue {
 
 namespace {
 
-std::string with_commas(std::int64_t n) {
-  std::string digits = std::to_string(n), out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
 
 std::string batch_shape(const Shape& sample) {
   std::string s = "(None";
@@ -40,7 +32,7 @@ std::string Sequential::summary_str() const {
     std::size_t layer_bytes = 0;
     for (const auto& p : l->named_parameters()) layer_bytes += p.second.nbytes();
     bytes += layer_bytes;
-    const std::string params = l->built() ? with_commas(l->parameter_count()) : "?";
+    const std::string params = l->built() ? format_count(l->parameter_count()) : "?";
     out += fmt::format(" {:<{}} {:<{}} {:>{}} {:>{}}\n", fmt::format("{} ({})", l->name(), l->type_name()), w_layer,
                        shape, w_shape, params, w_params, l->built() ? format_bytes(layer_bytes) : "?", w_memory);
   }
@@ -60,9 +52,9 @@ std::string Sequential::summary_str() const {
       frozen += p.numel();
     }
   }
-  out += fmt::format(" Total params: {} ({})\n", with_commas(trainable + frozen), format_bytes(bytes));
-  out += fmt::format(" Trainable params: {} ({})\n", with_commas(trainable), format_bytes(trainable_bytes));
-  out += fmt::format(" Non-trainable params: {} ({})\n", with_commas(frozen), format_bytes(bytes - trainable_bytes));
+  out += fmt::format(" Total params: {} ({})\n", format_count(trainable + frozen), format_bytes(bytes));
+  out += fmt::format(" Trainable params: {} ({})\n", format_count(trainable), format_bytes(trainable_bytes));
+  out += fmt::format(" Non-trainable params: {} ({})\n", format_count(frozen), format_bytes(bytes - trainable_bytes));
   if (compiled()) out += fmt::format(" Optimizer: {}, loss: {}\n", recipe_.str(), loss_.name());
   return out;
 }

@@ -43,6 +43,8 @@ inline std::ostream& operator<<(std::ostream& os, MemoryCategory c) { return os 
 
 /// "1.53 MiB": bytes in binary units, as summary() and the memory reports print them.
 std::string format_bytes(std::size_t bytes);
+/// "669,706": a count with thousands separators, as summary() and the progress banner print them.
+std::string format_count(std::int64_t n);
 
 /// Hands out device memory and keeps the accounting. One allocator per device, shared by every
 /// tensor on it; thread-safe.

@@ -7,10 +7,8 @@
 namespace accrue::callbacks {
 
 EarlyStopping::EarlyStopping(EarlyStoppingOptions options) : options_(std::move(options)) {
-  ACCRUE_CHECK(options_.mode == "min" || options_.mode == "max" || options_.mode == "auto",
-               "EarlyStopping: mode must be \"min\", \"max\" or \"auto\", got \"{}\"", options_.mode);
   ACCRUE_CHECK(options_.patience >= 0, "EarlyStopping: patience must be >= 0, got {}", options_.patience);
-  maximize_ = options_.mode == "max" || (options_.mode == "auto" && options_.monitor.find("acc") != std::string::npos);
+  maximize_ = higher_is_better(options_.monitor, options_.mode, "EarlyStopping");
 }
 
 void EarlyStopping::on_train_begin(TrainingContext& context) {

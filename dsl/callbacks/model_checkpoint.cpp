@@ -10,9 +10,7 @@ ModelCheckpoint::ModelCheckpoint(std::string folder, ModelCheckpointOptions opti
     : folder_(std::move(folder)), options_(std::move(options)) {
   ACCRUE_CHECK(!folder_.empty(), "ModelCheckpoint: the folder is empty");
   ACCRUE_CHECK(options_.every >= 1, "ModelCheckpoint: every must be at least 1, got {}", options_.every);
-  ACCRUE_CHECK(options_.mode == "min" || options_.mode == "max" || options_.mode == "auto",
-               "ModelCheckpoint: mode must be \"min\", \"max\" or \"auto\", got \"{}\"", options_.mode);
-  maximize_ = options_.mode == "max" || (options_.mode == "auto" && options_.monitor.find("acc") != std::string::npos);
+  maximize_ = higher_is_better(options_.monitor, options_.mode, "ModelCheckpoint");
 }
 
 std::string ModelCheckpoint::last_path() const { return (std::filesystem::path(folder_) / "last.safetensors").string(); }

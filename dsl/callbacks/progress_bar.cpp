@@ -22,14 +22,6 @@ std::string sorted(const Logs& logs) {
   return s;
 }
 
-std::string with_commas(std::int64_t n) {
-  std::string digits = std::to_string(n), out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
 }  // namespace
 
 std::string training_banner(const TrainingContext& c) {
@@ -38,14 +30,14 @@ std::string training_banner(const TrainingContext& c) {
   std::string accumulation = spec.schedule.str();
   const std::int64_t effective = plan.max_effective_batch();
   std::string out = fmt::format("Training on {} samples for {} epoch{}: micro-batch {}, accumulation {}",
-                                with_commas(spec.dataset_size), c.epochs, c.epochs == 1 ? "" : "s", spec.micro_batch,
+                                format_count(spec.dataset_size), c.epochs, c.epochs == 1 ? "" : "s", spec.micro_batch,
                                 accumulation);
   out += spec.schedule.is_constant() ? fmt::format(" (effective batch {})", effective)
                                      : fmt::format(" (effective batch up to {})", effective);
-  out += fmt::format("; {} optimizer steps\n", with_commas(plan.total_optimizer_steps()));
+  out += fmt::format("; {} optimizer steps\n", format_count(plan.total_optimizer_steps()));
   out += fmt::format("  optimizer {}; last window: {}", c.recipe->str(), last_window_name(spec.last_window));
   out += fmt::format("\n  learning rate {:g}, schedule {}", c.base_lr, c.schedule->str());
-  if (c.schedule->warmup_steps() > 0) out += fmt::format(", warmup {} steps", with_commas(c.schedule->warmup_steps()));
+  if (c.schedule->warmup_steps() > 0) out += fmt::format(", warmup {} steps", format_count(c.schedule->warmup_steps()));
   out += "\n  precision float32; clipping ";
   if (c.recipe->clip_norm()) out += fmt::format("global L2 norm to {:g}", *c.recipe->clip_norm());
   else if (c.recipe->clip_value_limit()) out += fmt::format("each value to +-{:g}", *c.recipe->clip_value_limit());

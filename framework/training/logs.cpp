@@ -35,6 +35,12 @@ std::string Logs::str() const {
   return s;
 }
 
+bool higher_is_better(const std::string& monitor, const std::string& mode, const std::string& who) {
+  ACCRUE_CHECK(mode == "min" || mode == "max" || mode == "auto", "{}: mode must be \"min\", \"max\" or \"auto\", got \"{}\"",
+               who, mode);
+  return mode == "max" || (mode == "auto" && monitor.find("acc") != std::string::npos);
+}
+
 std::vector<double> History::operator[](const std::string& name) const {
   std::vector<double> values;
   values.reserve(epochs_.size());

@@ -26,6 +26,10 @@ class Logs {
   std::vector<std::pair<std::string, double>> items_;
 };
 
+/// Whether a larger value of `monitor` is better, from `mode` ("min", "max", or "auto": max for
+/// names containing "acc", as Keras). Throws ValueError naming `who` for another mode.
+bool higher_is_better(const std::string& monitor, const std::string& mode, const std::string& who);
+
 /// What fit() returns: the logs of every epoch.
 class History {
  public:

@@ -180,9 +180,7 @@ PlateauTracker::PlateauTracker(const schedules::PlateauOptions& options) : optio
   ACCRUE_CHECK(options.factor > 0.0 && options.factor < 1.0, "reduce on plateau: factor must be in (0, 1), got {}",
                options.factor);
   ACCRUE_CHECK(options.patience >= 0 && options.cooldown >= 0, "reduce on plateau: patience and cooldown must be >= 0");
-  ACCRUE_CHECK(options.mode == "min" || options.mode == "max" || options.mode == "auto",
-               "reduce on plateau: mode must be \"min\", \"max\" or \"auto\", got \"{}\"", options.mode);
-  maximize_ = options.mode == "max" || (options.mode == "auto" && options.monitor.find("acc") != std::string::npos);
+  maximize_ = higher_is_better(options.monitor, options.mode, "reduce on plateau");
 }
 
 bool PlateauTracker::better(double value) const {

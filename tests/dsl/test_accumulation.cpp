@@ -6,25 +6,12 @@
 #include "test_util.hpp"
 
 using namespace accrue;
+using accrue::test::blobs;
 using accrue::test::check_close;
 using accrue::test::message_has;
 
 namespace {
 
-// A regression-free classification problem: 6 features, 4 classes.
-Dataset blobs(std::int64_t n, std::uint64_t seed) {
-  Generator gen{seed};
-  std::vector<float> x(static_cast<std::size_t>(n * 6));
-  std::vector<std::int32_t> y(static_cast<std::size_t>(n));
-  const auto noise = Tensor::normal({n, 6}, 0.0f, 0.6f, &gen).to_vector();
-  for (std::int64_t i = 0; i < n; ++i) {
-    const int label = static_cast<int>(gen.below(4));
-    y[static_cast<std::size_t>(i)] = label;
-    for (int j = 0; j < 6; ++j)
-      x[static_cast<std::size_t>(i * 6 + j)] = noise[static_cast<std::size_t>(i * 6 + j)] + (j % 4 == label ? 2.0f : 0.0f);
-  }
-  return Dataset{Tensor::from(x, {n, 6}), Tensor::from(y, {n}), "blobs"};
-}
 
 Sequential model(std::uint64_t seed) {
   manual_seed(seed);

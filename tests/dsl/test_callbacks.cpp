@@ -14,7 +14,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-Dataset blobs(std::int64_t n, std::uint64_t seed) {
+Dataset two_classes(std::int64_t n, std::uint64_t seed) {
   Generator gen{seed};
   const Tensor x = Tensor::normal({n, 6}, 0.0f, 1.0f, &gen);
   std::vector<std::int32_t> y(static_cast<std::size_t>(n));
@@ -48,14 +48,14 @@ BOOST_AUTO_TEST_CASE(csv_logger_writes_a_row_per_epoch) {
   const fs::path csv = dir.path / "log.csv";
   Sequential m = model();
   m.compile(optim::SGD{.lr = 0.1}, losses::CrossEntropy{}, {metrics::Accuracy{}});
-  m.fit(blobs(64, 1), {.epochs = 3, .batch_size = 16, .validation = blobs(32, 2),
+  m.fit(two_classes(64, 1), {.epochs = 3, .batch_size = 16, .validation = two_classes(32, 2),
                        .callbacks = {callbacks::CSVLogger{csv.string()}}, .verbose = 0});
   const std::string text = read(csv);
   BOOST_TEST_MESSAGE(text);
   BOOST_TEST(text.rfind("epoch,accuracy,loss,val_accuracy,val_loss\n0,", 0) == 0);
   BOOST_TEST(std::count(text.begin(), text.end(), '\n') == 4);
   // A resumed run appends without a second header.
-  m.fit(blobs(64, 1), {.batch_size = 16, .validation = blobs(32, 2),
+  m.fit(two_classes(64, 1), {.batch_size = 16, .validation = two_classes(32, 2),
                        .callbacks = {callbacks::CSVLogger{csv.string(), {.append = true}}}, .verbose = 0});
   const std::string appended = read(csv);
   BOOST_TEST(std::count(appended.begin(), appended.end(), '\n') == 5);
@@ -68,7 +68,7 @@ BOOST_AUTO_TEST_CASE(early_stopping_stops_and_restores) {
   // `patience` epochs without improvement, as Keras does.
   m.compile(optim::SGD{.lr = 0.0}, losses::CrossEntropy{});
   auto stop = std::make_shared<callbacks::EarlyStopping>(callbacks::EarlyStoppingOptions{.monitor = "loss", .patience = 2});
-  const History h = m.fit(blobs(64, 3), {.epochs = 10, .batch_size = 16, .callbacks = {stop}, .verbose = 0});
+  const History h = m.fit(two_classes(64, 3), {.epochs = 10, .batch_size = 16, .callbacks = {stop}, .verbose = 0});
   BOOST_TEST(h.epochs() == 3u);
   BOOST_TEST(*stop->stopped_epoch() == 2);
 
@@ -78,7 +78,7 @@ BOOST_AUTO_TEST_CASE(early_stopping_stops_and_restores) {
   auto best = std::make_shared<callbacks::EarlyStopping>(
       callbacks::EarlyStoppingOptions{.monitor = "val_loss", .patience = 2, .restore_best_weights = true});
   std::vector<std::vector<float>> weights_per_epoch;
-  n.fit(blobs(64, 3), {.epochs = 30, .batch_size = 16, .validation = blobs(64, 4),
+  n.fit(two_classes(64, 3), {.epochs = 30, .batch_size = 16, .validation = two_classes(64, 4),
                        .callbacks = {best, callbacks::Lambda{{.epoch_end = [&](int, Logs&) {
                                        weights_per_epoch.push_back(n.parameters()[0].to_vector());
                                      }}}},
@@ -86,7 +86,7 @@ BOOST_AUTO_TEST_CASE(early_stopping_stops_and_restores) {
   BOOST_REQUIRE_MESSAGE(best->stopped_epoch().has_value(), "training with lr 2 was expected to stall and stop");
   BOOST_TEST_MESSAGE("stopped after epoch " << *best->stopped_epoch() << ", best epoch " << *best->best_epoch());
   BOOST_TEST(n.parameters()[0].to_vector() == weights_per_epoch.at(static_cast<std::size_t>(*best->best_epoch())));
-  BOOST_CHECK_EXCEPTION(m.fit(blobs(64, 3), {.callbacks = {callbacks::EarlyStopping{}}, .verbose = 0}), ValueError,
+  BOOST_CHECK_EXCEPTION(m.fit(two_classes(64, 3), {.callbacks = {callbacks::EarlyStopping{}}, .verbose = 0}), ValueError,
                         message_has({"EarlyStopping monitors 'val_loss'", "validation"}));
 }
 
@@ -97,7 +97,7 @@ BOOST_AUTO_TEST_CASE(reduce_lr_on_plateau_lowers_the_rate) {
   std::vector<double> epoch_lr;
   // The rate is 0 so nothing improves; the factor halves after each 2 stalled epochs (patience 1).
   m.compile(optim::SGD{.lr = 1e-9}, losses::CrossEntropy{});
-  const History h = m.fit(blobs(64, 5), {.epochs = 6, .batch_size = 64,
+  const History h = m.fit(two_classes(64, 5), {.epochs = 6, .batch_size = 64,
                                          .callbacks = {callbacks::ReduceLROnPlateau{{.monitor = "loss", .factor = 0.5,
                                                                                      .patience = 1, .min_delta = 1e-3}},
                                                        monitor},
@@ -115,7 +115,7 @@ BOOST_AUTO_TEST_CASE(model_checkpoint_keeps_last_and_best) {
   m.compile(optim::SGD{.lr = 0.5}, losses::CrossEntropy{});
   auto ckpt = std::make_shared<callbacks::ModelCheckpoint>((dir.path / "ckpt").string(),
                                                            callbacks::ModelCheckpointOptions{.keep_best = true});
-  m.fit(blobs(64, 6), {.epochs = 4, .batch_size = 16, .validation = blobs(32, 7), .callbacks = {ckpt}, .verbose = 0});
+  m.fit(two_classes(64, 6), {.epochs = 4, .batch_size = 16, .validation = two_classes(32, 7), .callbacks = {ckpt}, .verbose = 0});
   BOOST_TEST(fs::exists(ckpt->last_path()));
   BOOST_TEST(fs::exists(ckpt->best_path()));
   Sequential restored = model();
@@ -125,7 +125,7 @@ BOOST_AUTO_TEST_CASE(model_checkpoint_keeps_last_and_best) {
 }
 
 BOOST_AUTO_TEST_CASE(nan_guard_policies) {
-  Dataset data = blobs(32, 8);
+  Dataset data = two_classes(32, 8);
   std::vector<float> x = data.inputs().to_vector();
   x[9 * 6] = std::numeric_limits<float>::infinity();
   data = Dataset{Tensor::from(x, {32, 6}), data.targets()};
