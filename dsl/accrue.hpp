@@ -28,6 +28,8 @@
 #include "accrue/dsl/sequential.hpp"
 #include "accrue/dsl/teaching.hpp"
 #include "accrue/dsl/trainer.hpp"
+#include "accrue/framework/amp/grad_scaler.hpp"
+#include "accrue/framework/autocast.hpp"
 #include "accrue/framework/autograd.hpp"
 #include "accrue/framework/device.hpp"
 #include "accrue/framework/error.hpp"

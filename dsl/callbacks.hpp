@@ -11,6 +11,8 @@
 #include <ostream>
 #include <string_view>
 
+#include "accrue/framework/amp/grad_scaler.hpp"
+#include "accrue/framework/dtype.hpp"
 #include "accrue/framework/training/logs.hpp"
 
 namespace accrue {
@@ -73,6 +75,9 @@ struct TrainingContext {
   std::int64_t steps_per_epoch = 0;  // micro-batches per epoch
   /// The optimizer's learning rate before any schedule.
   double base_lr = 0.0;
+  /// Mixed precision: the low-precision type, and the loss scaler when losses are scaled.
+  std::optional<DType> amp_dtype;
+  const GradScaler* scaler = nullptr;
   /// A factor on top of the schedule; ReduceLROnPlateau lowers it.
   double lr_factor = 1.0;
   std::int64_t optimizer_steps = 0;

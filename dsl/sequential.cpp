@@ -62,6 +62,7 @@ Sequential& Sequential::add(std::unique_ptr<Layer> layer) {
       throw;
     }
     optimizer_.reset();
+    scaler_.reset();
   }
   layers_.push_back(std::move(layer));
   ensure_optimizer();
@@ -189,12 +190,16 @@ void Sequential::compile(optim::Recipe recipe, Loss loss, std::vector<Metric> me
   loss_ = std::move(loss);
   metrics_ = std::move(kept);
   optimizer_.reset();
+  scaler_.reset();
   if (built_) ensure_optimizer();
 }
 
 void Sequential::ensure_optimizer() {
   if (optimizer_ || !recipe_.optimizer().defined() || !built_) return;
-  optimizer_ = recipe_.optimizer().create(parameters());
+  const std::vector<Tensor> params = parameters();
+  optimizer_ = recipe_.optimizer().create(params);
+  const Device device = params.empty() ? Device::cpu() : params.front().device();
+  scaler_ = recipe_.scales_loss(device) ? std::make_unique<GradScaler>(recipe_.amp_options()->scaler) : nullptr;
 }
 
 optim::Optimizer& Sequential::optimizer() {

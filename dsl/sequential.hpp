@@ -146,6 +146,9 @@ class Sequential {
   /// The optimizer (compiled and built models only).
   optim::Optimizer& optimizer();
   const optim::Recipe& recipe() const { return recipe_; }
+  /// The loss scaler of float16 mixed precision (null without loss scaling). It lives with the
+  /// model, so its scale carries over from one fit() to the next, and a checkpoint can save it.
+  GradScaler* scaler() { return scaler_.get(); }
   const Loss& loss() const { return loss_; }
   const std::vector<Metric>& metrics() const { return metrics_; }
 
@@ -185,6 +188,7 @@ class Sequential {
   bool training_ = true;
   optim::Recipe recipe_;
   std::unique_ptr<optim::Optimizer> optimizer_;
+  std::unique_ptr<GradScaler> scaler_;
   Loss loss_;
   std::vector<Metric> metrics_;
 };

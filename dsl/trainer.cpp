@@ -7,6 +7,7 @@
 #include "accrue/datasets/loader.hpp"
 #include "accrue/dsl/callbacks/explain.hpp"
 #include "accrue/dsl/callbacks/progress_bar.hpp"
+#include "accrue/framework/autocast.hpp"
 #include "accrue/framework/autograd.hpp"
 #include "accrue/framework/log.hpp"
 #include "accrue/framework/ops.hpp"
@@ -129,15 +130,19 @@ History Trainer::fit(Sequential& model, const Dataset& train, std::optional<Data
   context.samples_per_epoch = options_.drop_last ? plan.micro_batches_per_epoch() * options_.batch_size : train.size();
   context.steps_per_epoch = plan.micro_batches_per_epoch();
   context.base_lr = opt.lr();
-  for (Callback* c : callbacks) c->on_train_begin(context);
-
   const std::vector<Tensor> parameters = model.parameters();
+  const Device device = parameters.empty() ? Device::cpu() : parameters.front().device();
+  const std::optional<DType> amp = recipe.amp_dtype(device);
+  GradScaler* scaler = model.scaler();
+  context.amp_dtype = amp;
+  context.scaler = scaler;
   const bool mean = model.loss().reduction() == Reduction::mean;
   const bool per_micro_batch = accumulate.normalization == Normalization::per_micro_batch;
+  for (Callback* c : callbacks) c->on_train_begin(context);
   const bool check_norm = recipe.clip_norm() || options_.track_grad_norm;
   History history;
   opt.zero_grad();
-  bool window_poisoned = false;  // a NanGuard chose to skip the rest of this window
+  bool window_poisoned = false;  // a NanGuard, or the loss scaler, drops the rest of this window
   for (int epoch = 0; epoch < options_.epochs && !context.stop_requested; ++epoch) {
     const TrainingModeGuard mode{model, true};
     loader.set_epoch(epoch);
@@ -159,12 +164,20 @@ History Trainer::fit(Sequential& model, const Dataset& train, std::optional<Data
       if (!window_poisoned) {
         const Batch batch = loader[slot.index];
         record.micro_batch_samples = batch.size();
+        if (scaler) record.loss_scale = scaler->scale();
         try {
-          const Tensor prediction = model.forward(batch.inputs);
-          const Tensor loss_sum = model.loss().batch_sum(prediction, batch.targets);
+          Tensor prediction, loss_sum;
+          {
+            const AutocastGuard autocast{amp};
+            prediction = model.forward(batch.inputs);
+            loss_sum = model.loss().batch_sum(prediction, batch.targets);
+          }
           const double loss_value = loss_sum.item();
           record.loss = loss_value / static_cast<double>(batch.size());
-          if (!std::isfinite(loss_value)) {
+          if (!std::isfinite(loss_value) && scaler) {
+            // float16 overflowed in the forward pass: the scaler's business, like an overflow in backward.
+            window_poisoned = true;
+          } else if (!std::isfinite(loss_value)) {
             std::optional<NonFiniteAction> action;
             for (Callback* c : callbacks)
               if ((action = c->on_nonfinite_loss(record))) break;
@@ -188,7 +201,9 @@ History Trainer::fit(Sequential& model, const Dataset& train, std::optional<Data
             else if (mean)
               weight = 1.0 / static_cast<double>(slot.window_samples);
             record.loss_weight = weight;
-            (loss_sum * static_cast<float>(weight)).backward();
+            // With loss scaling the summed loss is also multiplied by the scale, undone once per step.
+            const double scale = scaler ? scaler->scale() : 1.0;
+            (loss_sum * static_cast<float>(weight * scale)).backward();
             if (std::isfinite(loss_value)) {
               const NoGradGuard no_grad;
               epoch_loss.update(prediction, batch.targets, loss_value);
@@ -207,10 +222,12 @@ History Trainer::fit(Sequential& model, const Dataset& train, std::optional<Data
         continue;
       }
 
-      // The window closes: clip, check, step, tick, zero, in this order.
+      // The window closes: unscale, clip, check, step, tick, zero, in this order.
       record.status = StepRecord::Status::applied;
       if (window_poisoned) {
         record.status = StepRecord::Status::skipped;
+      } else if (scaler && scaler->unscale(parameters)) {
+        record.status = StepRecord::Status::skipped;  // inf or NaN in the gradients: the scale was too large
       } else if (check_norm) {
         const double norm = gradient_norm(parameters);
         record.grad_norm_before = norm;
@@ -233,6 +250,7 @@ History Trainer::fit(Sequential& model, const Dataset& train, std::optional<Data
         opt.step();
         record.optimizer_step = ++context.optimizer_steps;
       }
+      if (scaler) scaler->update(record.status == StepRecord::Status::skipped);
       opt.zero_grad();
       window_poisoned = false;
       for (Callback* c : callbacks) c->on_micro_batch_end(record, running);

@@ -2,7 +2,7 @@
 // Flatten, Dense 512, ReLU, Dense 512, ReLU, Dense 10, cross-entropy, SGD with lr 1e-3, batch 64.
 //
 //   fashion_mnist_mlp [--epochs 20] [--batch-size 64] [--lr 1e-3] [--data DIR] [--seed 0]
-//                     [--accumulate N] [--clip MAX_NORM] [--explain WINDOWS] [--verbose 0|1|2]
+//                     [--accumulate N] [--clip MAX_NORM] [--amp[=f16|bf16]] [--explain WINDOWS] [--verbose 0|1|2]
 //
 // After every epoch it prints the tutorial's line: "Test Results: Accuracy: 71.2%, Avg loss: 0.789".
 
@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   int accumulate = 1;
   double clip = 0.0;
   int explain = 0;
+  std::string amp = "off";
   app.add_option("--epochs", epochs, "Passes over the training set")->check(CLI::PositiveNumber);
   app.add_option("--batch-size", batch_size, "Samples per optimizer step")->check(CLI::PositiveNumber);
   app.add_option("--lr", lr, "SGD learning rate")->check(CLI::NonNegativeNumber);
@@ -34,6 +35,8 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--clip", clip, "Clip the global gradient norm to this (0: off)")->check(CLI::NonNegativeNumber);
   app.add_option("--explain", explain, "Explain the first N windows step by step")->check(CLI::NonNegativeNumber);
+  app.add_flag("--amp{auto}", amp, "Mixed precision: --amp (bfloat16 on the CPU), --amp=f16, --amp=bf16")
+      ->check(CLI::IsMember({"off", "auto", "f16", "bf16"}));
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -50,6 +53,9 @@ int main(int argc, char** argv) {
     optim::Recipe recipe = optim::SGD{.lr = lr};
     if (accumulate > 1) recipe = recipe.accumulate(accumulate);
     if (clip > 0.0) recipe = recipe.clip(clip);
+    if (amp == "auto") recipe = recipe.amp();
+    if (amp == "f16") recipe = recipe.amp(dtype::f16);
+    if (amp == "bf16") recipe = recipe.amp(dtype::bf16);
     model.compile(recipe, losses::CrossEntropy{}, {metrics::Accuracy{}});
     model.summary();
 

@@ -7,6 +7,8 @@
 #include <ostream>
 #include <string_view>
 
+#include "accrue/kernels/common/half.hpp"
+
 namespace accrue {
 
 enum class DType : std::uint8_t { f32, f16, bf16, i32 };
@@ -48,5 +50,24 @@ template <>
 struct dtype_of<std::int32_t> {
   static constexpr DType value = DType::i32;
 };
+template <>
+struct dtype_of<bfloat16> {
+  static constexpr DType value = DType::bf16;
+};
+template <>
+struct dtype_of<float16> {
+  static constexpr DType value = DType::f16;
+};
+
+/// Short names, as `.amp(dtype::f16)` reads: dtype::f32, dtype::f16, dtype::bf16, dtype::i32.
+namespace dtype {
+inline constexpr DType f32 = DType::f32;
+inline constexpr DType f16 = DType::f16;
+inline constexpr DType bf16 = DType::bf16;
+inline constexpr DType i32 = DType::i32;
+}  // namespace dtype
+
+/// The 16-bit floating-point types of mixed precision.
+constexpr bool is_low_precision(DType t) { return t == DType::f16 || t == DType::bf16; }
 
 }  // namespace accrue

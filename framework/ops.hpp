@@ -63,6 +63,11 @@ Tensor flatten(const Tensor& x, int start_dim = 1);
 Tensor narrow(const Tensor& x, std::int64_t begin, std::int64_t end);
 /// A copy with its own storage.
 Tensor clone(const Tensor& x);
+/// x converted to `dtype` (float32, float16, bfloat16; rounding to nearest even); x itself when it
+/// already has that dtype. The gradient converts back.
+Tensor cast(const Tensor& x, DType dtype);
+/// x in float32: the input conversion of ops that compute in float32 (softmax, losses, reductions).
+Tensor float32(const Tensor& x);
 
 // ---- softmax ----------------------------------------------------------------------------------
 Tensor softmax(const Tensor& x, int dim = -1);

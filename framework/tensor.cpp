@@ -6,6 +6,7 @@
 #include "accrue/framework/autograd.hpp"
 #include "accrue/framework/ops.hpp"
 #include "accrue/framework/random.hpp"
+#include "accrue/kernels/cast.hpp"
 #include "accrue/kernels/elementwise.hpp"
 
 namespace accrue {
@@ -36,13 +37,7 @@ Tensor Tensor::ones(const Shape& shape, const TensorOptions& options) { return f
 
 Tensor Tensor::full(const Shape& shape, float value, const TensorOptions& options) {
   Tensor t{make_impl(shape, options)};
-  if (options.dtype == DType::i32) {
-    ACCRUE_CHECK(value == std::floor(value), "cannot fill an int32 tensor with {}", value);
-    auto* p = static_cast<std::int32_t*>(t.data_ptr());
-    for (std::int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<std::int32_t>(value);
-  } else {
-    kernels::fill(t, value);
-  }
+  t.fill_(value);
   finish_leaf(t, options);
   return t;
 }
@@ -52,13 +47,14 @@ Tensor Tensor::scalar(float value, const TensorOptions& options) { return full(S
 Tensor Tensor::from(std::span<const float> values, const Shape& shape, const TensorOptions& options) {
   ACCRUE_CHECK_SHAPE(static_cast<std::int64_t>(values.size()) == shape.numel(),
                      "Tensor::from: {} values cannot fill shape {} ({} elements)", values.size(), shape, shape.numel());
-  ACCRUE_CHECK(options.dtype == DType::f32, "Tensor::from(float values) makes float32 tensors, not {}",
+  ACCRUE_CHECK(is_floating(options.dtype), "Tensor::from(float values) makes floating-point tensors, not {}",
                dtype_name(options.dtype));
   TensorOptions host = options;
   host.device = Device::cpu();
   host.requires_grad = false;
   Tensor t{make_impl(shape, host)};
-  if (!values.empty()) std::memcpy(t.data_ptr(), values.data(), values.size_bytes());
+  // Values convert to the requested dtype, rounding to nearest even.
+  if (!values.empty()) kernels::cpu::cast(values.data(), DType::f32, t.data_ptr(), options.dtype, t.numel());
   Tensor result = t.to(options.device);
   finish_leaf(result, options);
   return result;
@@ -115,19 +111,27 @@ void Tensor::check_access(DType wanted) const {
 
 float Tensor::item() const {
   ACCRUE_CHECK(numel() == 1, "item() needs a one-element tensor, got shape {}", shape());
-  const Tensor host = to(Device::cpu());
-  if (dtype() == DType::i32) return static_cast<float>(*host.data<std::int32_t>());
-  return *host.data<float>();
+  if (dtype() == DType::i32) return static_cast<float>(*to(Device::cpu()).data<std::int32_t>());
+  return to_vector<float>()[0];
 }
 
 template <class T>
 std::vector<T> Tensor::to_vector() const {
   const Tensor host = to(Device::cpu());
+  if constexpr (std::is_same_v<T, float>) {
+    if (is_low_precision(dtype())) {
+      std::vector<float> out(static_cast<std::size_t>(numel()));
+      kernels::cpu::cast(host.data_ptr(), dtype(), out.data(), DType::f32, numel());
+      return out;
+    }
+  }
   const T* p = host.data<T>();
   return std::vector<T>(p, p + numel());
 }
 template std::vector<float> Tensor::to_vector<float>() const;
 template std::vector<std::int32_t> Tensor::to_vector<std::int32_t>() const;
+template std::vector<bfloat16> Tensor::to_vector<bfloat16>() const;
+template std::vector<float16> Tensor::to_vector<float16>() const;
 
 Tensor& Tensor::set_requires_grad(bool requires_grad) {
   auto& impl = const_cast<detail::TensorImpl&>(checked());
@@ -207,6 +211,8 @@ Tensor& Tensor::fill_(float value) {
     auto* p = data<std::int32_t>();
     for (std::int64_t i = 0; i < numel(); ++i) p[i] = static_cast<std::int32_t>(value);
     bump_version();
+  } else if (is_low_precision(dtype())) {
+    kernels::cast(Tensor::full(shape(), value, {.device = device()}), *this);
   } else {
     kernels::fill(*this, value);
   }
@@ -226,10 +232,11 @@ std::string Tensor::str(std::int64_t max_elements) const {
   const Tensor host = to(Device::cpu());
   std::string values;
   const std::int64_t n = std::min(numel(), max_elements);
+  const std::vector<float> floats = dtype() == DType::i32 ? std::vector<float>{} : host.to_vector<float>();
   for (std::int64_t i = 0; i < n; ++i) {
     if (i > 0) values += ", ";
     values += dtype() == DType::i32 ? fmt::format("{}", host.data<std::int32_t>()[i])
-                                    : fmt::format("{:.6g}", host.data<float>()[i]);
+                                    : fmt::format("{:.6g}", floats[static_cast<std::size_t>(i)]);
   }
   if (n < numel()) values += ", ...";
   return fmt::format("Tensor([{}], shape={}, dtype={}, device={}{})", values, shape(), dtype_name(dtype()), device(),

@@ -14,8 +14,9 @@ void dropout_backward(const Tensor& dy, const Tensor& dx, float p, std::uint64_t
                       bool accumulate);
 
 namespace cpu {
-void dropout_apply(const float* in, float* out, std::int64_t n, float p, std::uint64_t seed, std::uint64_t offset,
-                   bool accumulate);
+/// out (+)= in * mask over any float storage type.
+void dropout_apply(DType dtype, const void* in, void* out, std::int64_t n, float p, std::uint64_t seed,
+                   std::uint64_t offset, bool accumulate);
 }  // namespace cpu
 
 }  // namespace accrue::kernels

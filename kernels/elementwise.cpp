@@ -21,20 +21,22 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op) {
 }
 
 void unary_forward(UnaryOp op, UnaryParams params, const Tensor& x, const Tensor& y) {
-  expect_tensors("unary_forward", x.device(), DType::f32, {&x, &y});
+  ACCRUE_ASSERT(is_floating(x.dtype()));
+  expect_tensors("unary_forward", x.device(), x.dtype(), {&x, &y});
   ACCRUE_ASSERT(x.numel() == y.numel());
   y.bump_version();
-  if (x.device().is_cpu()) return cpu::unary_forward(op, params, x.data<float>(), y.data<float>(), x.numel());
+  if (x.device().is_cpu()) return cpu::unary_forward(op, params, x.dtype(), x.data_ptr(), y.data_ptr(), x.numel());
   unsupported_device("unary_forward", x.device());
 }
 
 void unary_backward(UnaryOp op, UnaryParams params, const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx,
                     bool accumulate) {
-  expect_tensors("unary_backward", dx.device(), DType::f32, {&x, &y, &dy, &dx});
+  ACCRUE_ASSERT(is_floating(dx.dtype()));
+  expect_tensors("unary_backward", dx.device(), dx.dtype(), {&x, &y, &dy, &dx});
   ACCRUE_ASSERT(x.numel() == dx.numel() && y.numel() == dx.numel() && dy.numel() == dx.numel());
   dx.bump_version();
   if (dx.device().is_cpu())
-    return cpu::unary_backward(op, params, x.data<float>(), y.data<float>(), dy.data<float>(), dx.data<float>(),
+    return cpu::unary_backward(op, params, dx.dtype(), x.data_ptr(), y.data_ptr(), dy.data_ptr(), dx.data_ptr(),
                                dx.numel(), accumulate);
   unsupported_device("unary_backward", dx.device());
 }
@@ -79,10 +81,11 @@ void copy(const Tensor& src, const Tensor& dst) {
 }
 
 void add_into(const Tensor& dst, const Tensor& src, float alpha) {
-  expect_tensors("add_into", dst.device(), DType::f32, {&dst, &src});
+  ACCRUE_ASSERT(is_floating(dst.dtype()));
+  expect_tensors("add_into", dst.device(), dst.dtype(), {&dst, &src});
   ACCRUE_ASSERT(src.numel() == dst.numel());
   dst.bump_version();
-  if (dst.device().is_cpu()) return cpu::add_into(dst.data<float>(), src.data<float>(), dst.numel(), alpha);
+  if (dst.device().is_cpu()) return cpu::add_into(dst.dtype(), dst.data_ptr(), src.data_ptr(), dst.numel(), alpha);
   unsupported_device("add_into", dst.device());
 }
 

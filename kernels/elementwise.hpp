@@ -10,9 +10,10 @@
 
 namespace accrue::kernels {
 
-/// y = f(x); x and y have the same number of elements (y may be x).
+/// y = f(x); x and y have the same number of elements and one float dtype (y may be x). Low
+/// precision is computed in float32 and rounded at the store.
 void unary_forward(UnaryOp op, UnaryParams params, const Tensor& x, const Tensor& y);
-/// dx (+)= dy * f'(x), given y = f(x).
+/// dx (+)= dy * f'(x), given y = f(x); all four of x's dtype.
 void unary_backward(UnaryOp op, UnaryParams params, const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx,
                     bool accumulate);
 
@@ -33,15 +34,15 @@ void fill_uniform(const Tensor& t, float low, float high, std::uint64_t seed, st
 void fill_normal(const Tensor& t, float mean, float stddev, std::uint64_t seed, std::uint64_t offset);
 
 namespace cpu {
-void unary_forward(UnaryOp op, UnaryParams params, const float* x, float* y, std::int64_t n);
-void unary_backward(UnaryOp op, UnaryParams params, const float* x, const float* y, const float* dy, float* dx,
+void unary_forward(UnaryOp op, UnaryParams params, DType dtype, const void* x, void* y, std::int64_t n);
+void unary_backward(UnaryOp op, UnaryParams params, DType dtype, const void* x, const void* y, const void* dy, void* dx,
                     std::int64_t n, bool accumulate);
 void binary_forward(BinaryOp op, const float* a, const Shape& a_shape, const float* b, const Shape& b_shape, float* out,
                     const Shape& out_shape);
 void binary_backward(BinaryOp op, const float* a, const Shape& a_shape, const float* b, const Shape& b_shape,
                      const float* dy, const Shape& out_shape, int which, float* d, bool accumulate);
 void fill(float* t, std::int64_t n, float value);
-void add_into(float* dst, const float* src, std::int64_t n, float alpha);
+void add_into(DType dtype, void* dst, const void* src, std::int64_t n, float alpha);
 void fill_uniform(float* t, std::int64_t n, float low, float high, std::uint64_t seed, std::uint64_t offset);
 void fill_normal(float* t, std::int64_t n, float mean, float stddev, std::uint64_t seed, std::uint64_t offset);
 }  // namespace cpu

@@ -14,8 +14,13 @@ Matrix as_matrix(const Tensor& t) {
 }
 }  // namespace
 
-void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& A, const Tensor& B, float beta, const Tensor& C) {
-  expect_tensors("gemm", C.device(), DType::f32, {&A, &B, &C});
+void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& A, const Tensor& B, float beta, const Tensor& C,
+          DType compute) {
+  const auto fits = [&](const Tensor& t) { return t.dtype() == DType::f32 || t.dtype() == compute; };
+  ACCRUE_CHECK(is_floating(compute) && fits(A) && fits(B) && fits(C),
+               "gemm computed in {}: operands of dtypes {}, {} and {}; each must be float32 or {}", dtype_name(compute),
+               dtype_name(A.dtype()), dtype_name(B.dtype()), dtype_name(C.dtype()), dtype_name(compute));
+  ACCRUE_ASSERT(A.device() == C.device() && B.device() == C.device());
   const Matrix a = as_matrix(A), b = as_matrix(B), c = as_matrix(C);
   const std::int64_t M = trans_a ? a.cols : a.rows, K = trans_a ? a.rows : a.cols;
   const std::int64_t Kb = trans_b ? b.cols : b.rows, N = trans_b ? b.rows : b.cols;
@@ -24,8 +29,12 @@ void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& A, const Tensor
                                  M, K, Kb, N, c.rows, c.cols));
   C.bump_version();
   if (C.device().is_cpu()) {
-    cpu::gemm(trans_a, trans_b, M, N, K, alpha, A.data<float>(), a.cols, B.data<float>(), b.cols, beta, C.data<float>(),
-              c.cols);
+    if (compute == DType::f32)
+      cpu::gemm(trans_a, trans_b, M, N, K, alpha, A.data<float>(), a.cols, B.data<float>(), b.cols, beta, C.data<float>(),
+                c.cols);
+    else
+      cpu::gemm_low_precision(trans_a, trans_b, M, N, K, alpha, compute, A.data_ptr(), A.dtype(), a.cols, B.data_ptr(),
+                              B.dtype(), b.cols, beta, C.dtype(), C.data_ptr(), c.cols);
     return;
   }
   unsupported_device("gemm", C.device());

@@ -5,16 +5,27 @@
 
 namespace accrue::kernels {
 
-/// C = alpha op(A) op(B) + beta C over row-major float32 matrices, where op transposes when asked:
+/// C = alpha op(A) op(B) + beta C over row-major matrices, where op transposes when asked:
 /// op(A) is (M, K), op(B) is (K, N), C is (M, N). With beta = 0, C's old contents are ignored
 /// (NaN included), so C may be uninitialised. Tensors of rank > 2 are read as 2-D by folding all
 /// leading dimensions into rows.
-void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& A, const Tensor& B, float beta, const Tensor& C);
+///
+/// `compute` float32: A, B and C are float32. `compute` float16 or bfloat16: A and B are each
+/// float32 or that type, float32 ones rounded to it as autocast rounds its inputs (so float32 master
+/// weights need no low-precision copy), multiplied with float32 accumulation; C is float32 or that
+/// type (rounded once, at the store).
+void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& A, const Tensor& B, float beta, const Tensor& C,
+          DType compute = DType::f32);
 
 namespace cpu {
 /// Row-major sgemm with leading dimensions, split across the CPU thread pool.
 void gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
           std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc);
+/// The same computed in `low` (float16 or bfloat16): A and B each of type a_type / b_type (float32
+/// or `low`), C of type `out` (float32 or `low`).
+void gemm_low_precision(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
+                        DType low, const void* A, DType a_type, std::int64_t lda, const void* B, DType b_type,
+                        std::int64_t ldb, float beta, DType out, void* C, std::int64_t ldc);
 }  // namespace cpu
 
 }  // namespace accrue::kernels

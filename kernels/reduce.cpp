@@ -1,16 +1,25 @@
 #include "accrue/kernels/reduce.hpp"
 
+#include <vector>
+
+#include "accrue/kernels/cast.hpp"
 #include "accrue/kernels/dispatch.hpp"
 
 namespace accrue::kernels {
 
 void sum_dim(const Tensor& x, std::int64_t outer, std::int64_t D, std::int64_t inner, float scale, const Tensor& out,
              bool accumulate) {
-  expect_tensors("sum_dim", out.device(), DType::f32, {&x, &out});
+  expect_tensors("sum_dim", out.device(), DType::f32, {&out});
+  ACCRUE_ASSERT(is_floating(x.dtype()) && x.device() == out.device());
   ACCRUE_ASSERT(x.numel() == outer * D * inner && out.numel() == outer * inner);
   out.bump_version();
-  if (out.device().is_cpu())
-    return cpu::sum_dim(x.data<float>(), outer, D, inner, scale, out.data<float>(), accumulate);
+  if (out.device().is_cpu()) {
+    if (x.dtype() == DType::f32) return cpu::sum_dim(x.data<float>(), outer, D, inner, scale, out.data<float>(), accumulate);
+    // Low precision: sum the float32 values (a copy the size of x; reductions of bias gradients only).
+    std::vector<float> values(static_cast<std::size_t>(x.numel()));
+    cpu::cast(x.data_ptr(), x.dtype(), values.data(), DType::f32, x.numel());
+    return cpu::sum_dim(values.data(), outer, D, inner, scale, out.data<float>(), accumulate);
+  }
   unsupported_device("sum_dim", out.device());
 }
 

@@ -8,7 +8,7 @@
 
 namespace accrue::kernels {
 
-/// out[o, i] (+)= scale * sum_d x[o, d, i].
+/// out[o, i] (+)= scale * sum_d x[o, d, i]; x of any float dtype, out float32.
 void sum_dim(const Tensor& x, std::int64_t outer, std::int64_t D, std::int64_t inner, float scale, const Tensor& out,
              bool accumulate);
 /// out[o, d, i] (+)= scale * g[o, i]: the gradient of sum_dim.

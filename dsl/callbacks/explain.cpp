@@ -31,6 +31,7 @@ void Explain::on_micro_batch_end(const StepRecord& r, const Logs&) {
 void Explain::on_optimizer_step(const StepRecord& r) {
   if (r.window >= options_.windows) return;
   std::string what = "  step: ";
+  if (r.loss_scale) what += fmt::format("gradients unscaled by 1/{:g}; ", *r.loss_scale);
   if (r.grad_norm_before) {
     what += fmt::format("gradient norm {:.4f}", *r.grad_norm_before);
     if (r.grad_norm_after && *r.grad_norm_after != *r.grad_norm_before)

@@ -38,7 +38,12 @@ std::string training_banner(const TrainingContext& c) {
   out += fmt::format("  optimizer {}; last window: {}", c.recipe->str(), last_window_name(spec.last_window));
   out += fmt::format("\n  learning rate {:g}, schedule {}", c.base_lr, c.schedule->str());
   if (c.schedule->warmup_steps() > 0) out += fmt::format(", warmup {} steps", format_count(c.schedule->warmup_steps()));
-  out += "\n  precision float32; clipping ";
+  if (c.amp_dtype)
+    out += fmt::format("\n  precision {} autocast with float32 master weights, {}", dtype_name(*c.amp_dtype),
+                       c.scaler ? fmt::format("dynamic loss scaling from {:g}", c.scaler->scale()) : std::string{"no loss scaling"});
+  else
+    out += "\n  precision float32";
+  out += "; clipping ";
   if (c.recipe->clip_norm()) out += fmt::format("global L2 norm to {:g}", *c.recipe->clip_norm());
   else if (c.recipe->clip_value_limit()) out += fmt::format("each value to +-{:g}", *c.recipe->clip_value_limit());
   else out += "off";
@@ -50,6 +55,7 @@ ProgressBar::ProgressBar(ProgressBarOptions options) : options_(options) {}
 void ProgressBar::on_train_begin(TrainingContext& context) {
   context_ = &context;
   total_steps_ = context.plan->total_optimizer_steps();
+  skipped_ = 0;
   out_ = options_.stream != nullptr ? options_.stream : stdout;
   switch (options_.mode) {
     case ProgressBarOptions::Mode::bar: live_ = true; break;
@@ -78,9 +84,11 @@ std::string ProgressBar::timing(double seconds) const {
                            : per_step >= 1e-3 ? fmt::format("{:.0f}ms/step", per_step * 1e3)
                                               : fmt::format("{:.0f}us/step", per_step * 1e6);
   const double rate = seconds > 0.0 ? static_cast<double>(samples_seen_) / seconds : 0.0;
-  return fmt::format("{}s {} - {:.0f} samples/s - opt_step {}/{}",
-                     seconds >= 10.0 ? std::round(seconds) : std::round(seconds * 10) / 10, step, rate,
-                     context_->optimizer_steps, total_steps_);
+  std::string steps = fmt::format("opt_step {}/{}", context_->optimizer_steps, total_steps_);
+  if (skipped_ > 0) steps += fmt::format(" - skipped {}", skipped_);
+  if (context_->scaler) steps += fmt::format(" - loss_scale {:g}", context_->scaler->scale());
+  return fmt::format("{}s {} - {:.0f} samples/s - {}", seconds >= 10.0 ? std::round(seconds) : std::round(seconds * 10) / 10,
+                     step, rate, steps);
 }
 
 void ProgressBar::draw(const Logs& logs, bool final) {
@@ -99,6 +107,10 @@ void ProgressBar::draw(const Logs& logs, bool final) {
   fmt::print(out_, "\r{:>{}}/{} {} {}{}\x1b[K{}", batches_seen_, digits, total, bar, timing(seconds), sorted(logs),
              final ? "\n" : "");
   std::fflush(out_);
+}
+
+void ProgressBar::on_optimizer_step(const StepRecord& record) {
+  if (record.status == StepRecord::Status::skipped) ++skipped_;
 }
 
 void ProgressBar::on_micro_batch_end(const StepRecord& record, const Logs& running) {

@@ -1,5 +1,6 @@
 #pragma once
-// Keras 3's progress output, with the optimizer step. At the start, a banner: samples, epochs,
+// Keras 3's progress output, with the optimizer step (and, when there are any, the steps skipped
+// for inf or NaN and the loss scale). At the start, a banner: samples, epochs,
 // micro-batch, accumulation and effective batch, optimizer steps, warmup, precision, clipping.
 // Then, on a terminal, a live bar per epoch:
 //   Epoch 1/20
@@ -32,6 +33,7 @@ class ProgressBar final : public Callback {
   void on_train_begin(TrainingContext& context) override;
   void on_epoch_begin(int epoch) override;
   void on_micro_batch_end(const StepRecord& record, const Logs& running) override;
+  void on_optimizer_step(const StepRecord& record) override;
   void on_epoch_end(int epoch, Logs& logs) override;
 
  private:
@@ -47,6 +49,7 @@ class ProgressBar final : public Callback {
   Clock::time_point epoch_start_, last_draw_;
   std::int64_t samples_seen_ = 0;
   std::int64_t batches_seen_ = 0;
+  std::int64_t skipped_ = 0;  // optimizer steps skipped for inf or NaN
 };
 
 /// The start-up banner ProgressBar prints, for a run about to start.

@@ -15,8 +15,8 @@ using kernels::UnaryParams;
 
 void expect_float(const Tensor& x, std::string_view op) {
   ACCRUE_CHECK(x.defined(), "{}: the input tensor is undefined", op);
-  ACCRUE_CHECK(x.dtype() == DType::f32, "{}: expects a float32 tensor, got {} of shape {}", op, dtype_name(x.dtype()),
-               x.shape());
+  ACCRUE_CHECK(is_floating(x.dtype()), "{}: expects a floating-point tensor, got {} of shape {}", op,
+               dtype_name(x.dtype()), x.shape());
 }
 
 class UnaryNode final : public Node {
@@ -46,9 +46,10 @@ class UnaryNode final : public Node {
   SavedTensor x_, y_;
 };
 
+// Element-wise functions keep their input's dtype (float16 and bfloat16 computed in float32).
 Tensor unary(UnaryOp op, std::string_view name, const Tensor& x, UnaryParams params = {}) {
   expect_float(x, name);
-  Tensor y = Tensor::empty(x.shape(), {.device = x.device()});
+  Tensor y = Tensor::empty(x.shape(), {.dtype = x.dtype(), .device = x.device()});
   kernels::unary_forward(op, params, x, y);
   if (needs_grad({&x})) record(std::make_shared<UnaryNode>(op, params, name, x, y), y, {&x});
   return y;
@@ -103,9 +104,11 @@ class MulDivNode final : public Node {
   SavedTensor a_, b_;
 };
 
-Tensor binary(BinaryOp op, std::string_view name, const Tensor& a, const Tensor& b) {
-  expect_float(a, name);
-  expect_float(b, name);
+// Functions of two tensors compute in float32; low-precision operands are converted first.
+Tensor binary(BinaryOp op, std::string_view name, const Tensor& a_in, const Tensor& b_in) {
+  expect_float(a_in, name);
+  expect_float(b_in, name);
+  const Tensor a = float32(a_in), b = float32(b_in);
   ACCRUE_CHECK(a.device() == b.device(), "{}: operands on {} and {}; move them to one device", name, a.device(),
                b.device());
   const Shape shape = kernels::broadcast_shapes(a.shape(), b.shape(), name);

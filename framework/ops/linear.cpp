@@ -1,10 +1,15 @@
 // Matrix products: matmul and the fused linear map of Dense layers.
 //
+// Under autocast (or with low-precision inputs) both multiply in float16 or bfloat16 with float32
+// accumulation.
+//
 // Backward writes straight into the gradient buffers with GEMM's beta: beta = 1 adds into a
 // .grad() that already holds earlier micro-batches' gradients, so accumulation costs no extra pass.
 
+#include "accrue/framework/autocast.hpp"
 #include "accrue/framework/autograd.hpp"
 #include "accrue/framework/ops.hpp"
+#include "accrue/kernels/cast.hpp"
 #include "accrue/kernels/gemm.hpp"
 #include "accrue/kernels/reduce.hpp"
 
@@ -68,12 +73,91 @@ class LinearNode final : public Node {
   SavedTensor x_, weight_;
 };
 
+// The low-precision multiply of autocast: operands in float16 or bfloat16, float32 accumulation,
+// the result rounded once to the low-precision type. What backward needs is kept in low precision
+// (half the memory); weight and bias gradients are computed in float32 straight into the float32
+// master gradients, so accumulating micro-batches loses nothing to rounding.
+class LowPrecisionLinearNode final : public Node {
+ public:
+  LowPrecisionLinearNode(const Tensor& x, const Tensor& w, bool keep_x, bool keep_w, DType low, bool has_bias,
+                         bool transpose_w)
+      : low_(low), has_bias_(has_bias), transpose_w_(transpose_w) {
+    // Saved as they are: the GEMMs round float32 ones (the master weight, a float32 input) to the low
+    // type again in backward, exactly as in forward, so no low-precision copy of a weight is kept.
+    if (keep_x) x_ = SavedTensor{x};
+    if (keep_w) w_ = SavedTensor{w};
+  }
+  std::string_view name() const override { return transpose_w_ ? "linear" : "matmul"; }
+  void backward(Tensor grad, GradSink& sink) override {
+    if (sink.needs(0)) {  // dx = dy W (linear) or dy b^T (matmul), in x's dtype
+      auto [dx, accumulate] = sink.target(0);
+      kernels::gemm(false, !transpose_w_, 1.0f, grad, w_.get(name()), accumulate ? 1.0f : 0.0f, dx, low_);
+    }
+    if (sink.needs(1)) {  // dW = dy^T x (linear) or x^T dy (matmul), float32
+      auto [dw, accumulate] = sink.target(1);
+      if (transpose_w_)
+        kernels::gemm(true, false, 1.0f, grad, x_.get(name()), accumulate ? 1.0f : 0.0f, dw, low_);
+      else
+        kernels::gemm(true, false, 1.0f, x_.get(name()), grad, accumulate ? 1.0f : 0.0f, dw, low_);
+    }
+    if (has_bias_ && sink.needs(2)) {
+      auto [db, accumulate] = sink.target(2);
+      const std::int64_t out = grad.size(-1);
+      kernels::sum_dim(grad, 1, grad.numel() / out, out, 1.0f, db, accumulate);
+    }
+  }
+  void release() override {
+    x_.reset();
+    w_.reset();
+  }
+
+ private:
+  DType low_;
+  bool has_bias_, transpose_w_;
+  SavedTensor x_, w_;
+};
+
+// The low-precision type a multiply of a and b runs in, or nothing for float32.
+std::optional<DType> multiply_dtype(const Tensor& a, const Tensor& b) {
+  if (const auto autocast = Autocast::dtype()) return autocast;
+  if (is_low_precision(a.dtype())) return a.dtype();
+  if (is_low_precision(b.dtype())) return b.dtype();
+  return std::nullopt;
+}
+
+// x as the multiply reads it: float32 or `dtype` as it is; any other type (float16 under bfloat16
+// autocast) converted to float32 first.
+Tensor float32_or(const Tensor& x, DType dtype) {
+  if (x.dtype() == DType::f32 || x.dtype() == dtype) return x;
+  Tensor out = Tensor::empty(x.shape(), {.device = x.device()});
+  kernels::cast(x, out);
+  return out;
+}
+
+// y = x W^T + b (transpose_w) or y = x W, computed in `dtype`.
+Tensor multiply_low_precision(const Tensor& x, const Tensor& w, const Tensor& bias, DType dtype, bool transpose_w,
+                              const Shape& out_shape) {
+  const std::int64_t cols = out_shape[-1], rows = cols == 0 ? 0 : out_shape.numel() / cols;
+  Tensor accumulator = Tensor::empty(out_shape, {.device = x.device()});
+  if (bias.defined()) kernels::expand_dim(bias, 1, rows, cols, 1.0f, accumulator, false);
+  kernels::gemm(false, transpose_w, 1.0f, float32_or(x, dtype), float32_or(w, dtype), bias.defined() ? 1.0f : 0.0f,
+                accumulator, dtype);
+  Tensor y = Tensor::empty(out_shape, {.dtype = dtype, .device = x.device()});
+  kernels::cast(accumulator, y);
+  if (needs_grad({&x, &w, &bias}))
+    record(std::make_shared<LowPrecisionLinearNode>(float32_or(x, dtype), float32_or(w, dtype), w.requires_grad(),
+                                                    x.requires_grad(), dtype, bias.defined(), transpose_w),
+           y, {&x, &w, &bias});
+  return y;
+}
+
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   ACCRUE_CHECK(a.defined() && b.defined(), "matmul: an operand is undefined");
   ACCRUE_CHECK_SHAPE(a.rank() == 2 && b.rank() == 2 && a.size(1) == b.size(0),
                      "matmul: shapes {} and {} do not multiply (needs (M, K) and (K, N))", a.shape(), b.shape());
+  if (const auto low = multiply_dtype(a, b)) return multiply_low_precision(a, b, Tensor(), *low, false, {a.size(0), b.size(1)});
   Tensor out = Tensor::empty({a.size(0), b.size(1)}, {.device = a.device()});
   kernels::gemm(false, false, 1.0f, a, b, 0.0f, out);
   if (needs_grad({&a, &b})) record(std::make_shared<MatmulNode>(a, b), out, {&a, &b});
@@ -93,6 +177,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                        "linear: bias of shape {} for {} output features", bias.shape(), out_features);
   Shape out_shape = x.shape();
   out_shape[-1] = out_features;
+  if (const auto low = multiply_dtype(x, weight)) return multiply_low_precision(x, weight, bias, *low, true, out_shape);
   Tensor out = Tensor::empty(out_shape, {.device = x.device()});
   const std::int64_t rows = out_features == 0 ? 0 : out.numel() / out_features;
   if (has_bias) kernels::expand_dim(bias, 1, rows, out_features, 1.0f, out, false);

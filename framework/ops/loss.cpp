@@ -39,9 +39,11 @@ Tensor reduce(const Tensor& per_element, Reduction reduction) {
 
 }  // namespace
 
-Tensor cross_entropy(const Tensor& logits, const Tensor& labels, Reduction reduction, float label_smoothing) {
-  ACCRUE_CHECK(logits.defined() && labels.defined(), "cross_entropy: the logits or the labels are undefined");
-  ACCRUE_CHECK(logits.dtype() == DType::f32, "cross_entropy: logits must be float32, got {}", dtype_name(logits.dtype()));
+Tensor cross_entropy(const Tensor& logits_in, const Tensor& labels, Reduction reduction, float label_smoothing) {
+  ACCRUE_CHECK(logits_in.defined() && labels.defined(), "cross_entropy: the logits or the labels are undefined");
+  ACCRUE_CHECK(is_floating(logits_in.dtype()), "cross_entropy: logits must be floating-point, got {}",
+               dtype_name(logits_in.dtype()));
+  const Tensor logits = float32(logits_in);  // the loss is computed in float32, as autocast does
   ACCRUE_CHECK(labels.dtype() == DType::i32,
                "cross_entropy: labels must be int32 class indices, got {} (for probabilities, write the loss from "
                "log_softmax)",

@@ -26,19 +26,20 @@ class DropoutNode final : public Node {
 }  // namespace
 
 Tensor dropout(const Tensor& x, float p, bool training, Generator* generator) {
-  ACCRUE_CHECK(x.defined() && x.dtype() == DType::f32, "dropout: expects a float32 tensor");
+  ACCRUE_CHECK(x.defined() && is_floating(x.dtype()), "dropout: expects a floating-point tensor");
   ACCRUE_CHECK(p >= 0.0f && p < 1.0f, "dropout: the drop probability must be in [0, 1), got {}", p);
   if (!training || p == 0.0f) return x;
   Generator& gen = generator != nullptr ? *generator : default_generator();
   const std::uint64_t seed = gen.seed(), offset = gen.reserve(static_cast<std::uint64_t>(x.numel()));
-  Tensor y = Tensor::empty(x.shape(), {.device = x.device()});
+  Tensor y = Tensor::empty(x.shape(), {.dtype = x.dtype(), .device = x.device()});
   kernels::dropout_forward(x, y, p, seed, offset);
   if (needs_grad({&x})) record(std::make_shared<DropoutNode>(p, seed, offset), y, {&x});
   return y;
 }
 
-Tensor argmax(const Tensor& x) {
-  ACCRUE_CHECK(x.defined() && x.dtype() == DType::f32, "argmax: expects a float32 tensor");
+Tensor argmax(const Tensor& x_in) {
+  ACCRUE_CHECK(x_in.defined() && is_floating(x_in.dtype()), "argmax: expects a floating-point tensor");
+  const Tensor x = float32(x_in);
   ACCRUE_CHECK_SHAPE(x.rank() == 2 && x.size(1) > 0, "argmax: expects (rows, classes) with classes > 0, got {}",
                      x.shape());
   Tensor out = Tensor::empty({x.size(0)}, {.dtype = DType::i32, .device = x.device()});

@@ -23,9 +23,10 @@ class SumNode final : public Node {
   bool mean_;
 };
 
-Tensor reduce(const Tensor& x, int dim, bool keepdim, bool all, bool mean) {
+Tensor reduce(const Tensor& x_in, int dim, bool keepdim, bool all, bool mean) {
   const char* name = mean ? "mean" : "sum";
-  ACCRUE_CHECK(x.defined() && x.dtype() == DType::f32, "{}: expects a float32 tensor", name);
+  ACCRUE_CHECK(x_in.defined() && is_floating(x_in.dtype()), "{}: expects a floating-point tensor", name);
+  const Tensor x = float32(x_in);
   DimSplit split;
   Shape out_shape;
   if (all) {

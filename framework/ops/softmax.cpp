@@ -24,9 +24,10 @@ class SoftmaxNode final : public Node {
   bool log_;
 };
 
-Tensor softmax_impl(const Tensor& x, int dim, bool log) {
+Tensor softmax_impl(const Tensor& x_in, int dim, bool log) {
   const char* name = log ? "log_softmax" : "softmax";
-  ACCRUE_CHECK(x.defined() && x.dtype() == DType::f32, "{}: expects a float32 tensor", name);
+  ACCRUE_CHECK(x_in.defined() && is_floating(x_in.dtype()), "{}: expects a floating-point tensor", name);
+  const Tensor x = float32(x_in);
   ACCRUE_CHECK_SHAPE(x.rank() >= 1, "{}: needs at least one dimension, got shape {}", name, x.shape());
   const int d = x.shape().normalize(dim);
   const DimSplit split = split_at(x.shape(), d);

@@ -24,6 +24,33 @@ Recipe Recipe::clip_value(double value) const {
   return r;
 }
 
+Recipe Recipe::amp(bool enabled) const {
+  Recipe r = *this;
+  if (enabled) r.amp_ = AmpOptions{};
+  else r.amp_.reset();
+  return r;
+}
+
+Recipe Recipe::amp(DType dtype) const { return amp(AmpOptions{.dtype = dtype}); }
+
+Recipe Recipe::amp(AmpOptions options) const {
+  Recipe r = *this;
+  r.amp_ = options;
+  return r;
+}
+
+std::optional<DType> Recipe::amp_dtype(Device device) const {
+  if (!amp_) return std::nullopt;
+  if (amp_->dtype) return amp_->dtype;
+  return device.is_cuda() ? DType::f16 : DType::bf16;
+}
+
+bool Recipe::scales_loss(Device device) const {
+  const auto low = amp_dtype(device);
+  if (!low) return false;
+  return amp_->loss_scaling.value_or(*low == DType::f16);
+}
+
 void Recipe::validate() const {
   ACCRUE_CHECK(optimizer_.defined(), "the recipe has no optimizer");
   accumulation_.validate();
@@ -33,6 +60,10 @@ void Recipe::validate() const {
   if (clip_value_)
     ACCRUE_CHECK(std::isfinite(*clip_value_) && *clip_value_ > 0.0,
                  "clip_value({}): the largest gradient value must be a positive number", *clip_value_);
+  if (amp_ && amp_->dtype)
+    ACCRUE_CHECK(is_low_precision(*amp_->dtype), "amp({}): mixed precision computes in float16 or bfloat16",
+                 dtype_name(*amp_->dtype));
+  if (amp_) GradScaler{amp_->scaler};  // checks the scaler's options
   ACCRUE_CHECK(!(clip_norm_ && clip_value_),
                "clip() and clip_value() are alternatives (as Lightning's gradient_clip_algorithm); keep one");
 }
@@ -48,13 +79,18 @@ std::string Recipe::str() const {
   }
   if (clip_norm_) s += fmt::format(" clip={:g}{}", *clip_norm_, clip_options_.error_if_nonfinite ? " (error if non-finite)" : "");
   if (clip_value_) s += fmt::format(" clip_value={:g}", *clip_value_);
+  if (amp_) {
+    s += amp_->dtype ? fmt::format(" amp={}", dtype_name(*amp_->dtype)) : std::string{" amp"};
+    if (amp_->loss_scaling) s += *amp_->loss_scaling ? " (loss scaling)" : " (no loss scaling)";
+  }
   return s;
 }
 
 bool operator==(const Recipe& a, const Recipe& b) {
   return a.optimizer_ == b.optimizer_ && a.accumulation_ == b.accumulation_ &&
          a.accumulate_options_ == b.accumulate_options_ &&
-         a.clip_norm_ == b.clip_norm_ && a.clip_options_ == b.clip_options_ && a.clip_value_ == b.clip_value_;
+         a.clip_norm_ == b.clip_norm_ && a.clip_options_ == b.clip_options_ && a.clip_value_ == b.clip_value_ &&
+         a.amp_ == b.amp_;
 }
 
 // The first links of the chain for each optimizer configuration (see recipe_steps.hpp).
@@ -65,7 +101,10 @@ bool operator==(const Recipe& a, const Recipe& b) {
   Recipe Config::clip(double max_norm, ClipOptions options) const {                             \
     return Recipe{*this}.clip(max_norm, options);                                               \
   }                                                                                             \
-  Recipe Config::clip_value(double value) const { return Recipe{*this}.clip_value(value); }
+  Recipe Config::clip_value(double value) const { return Recipe{*this}.clip_value(value); }     \
+  Recipe Config::amp(bool enabled) const { return Recipe{*this}.amp(enabled); }                 \
+  Recipe Config::amp(DType dtype) const { return Recipe{*this}.amp(dtype); }                    \
+  Recipe Config::amp(AmpOptions options) const { return Recipe{*this}.amp(options); }
 
 ACCRUE_DEFINE_RECIPE_STEPS(SGD)
 ACCRUE_DEFINE_RECIPE_STEPS(Adam)

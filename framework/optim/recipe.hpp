@@ -37,6 +37,12 @@ class Recipe {
   Recipe clip(double max_norm, ClipOptions options = {}) const;
   /// Clamps each accumulated gradient element to [-value, value] before each step.
   Recipe clip_value(double value) const;
+  /// Mixed precision (see framework/autocast.hpp and amp/grad_scaler.hpp): `.amp()` is bfloat16
+  /// without loss scaling on the CPU and float16 with it on CUDA; `.amp(dtype::f16)` or
+  /// `.amp(dtype::bf16)` chooses; `.amp(false)` is plain float32.
+  Recipe amp(bool enabled = true) const;
+  Recipe amp(DType dtype) const;
+  Recipe amp(AmpOptions options) const;
 
   const AnyOptimizer& optimizer() const { return optimizer_; }
   const AccumulationSchedule& accumulation() const { return accumulation_; }
@@ -46,6 +52,12 @@ class Recipe {
   std::optional<double> clip_norm() const { return clip_norm_; }
   const ClipOptions& clip_options() const { return clip_options_; }
   std::optional<double> clip_value_limit() const { return clip_value_; }
+  /// The mixed-precision settings, when amp is on.
+  const std::optional<AmpOptions>& amp_options() const { return amp_; }
+  /// The low-precision type on `device` (nothing without amp).
+  std::optional<DType> amp_dtype(Device device) const;
+  /// Whether losses are scaled on `device`.
+  bool scales_loss(Device device) const;
 
   /// Throws ValueError saying what to change: accumulate below 1, a negative or unordered key, a
   /// clip norm or value that is not positive, or both clip() and clip_value().
@@ -61,6 +73,7 @@ class Recipe {
   std::optional<double> clip_norm_;
   ClipOptions clip_options_;
   std::optional<double> clip_value_;
+  std::optional<AmpOptions> amp_;
 };
 
 }  // namespace accrue::optim

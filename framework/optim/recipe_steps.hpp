@@ -4,11 +4,24 @@
 // defined once for all of them in recipe.cpp; a base class would cost users a
 // -Wmissing-field-initializers warning on every designated initialiser.
 
+#include <optional>
+
+#include "accrue/framework/amp/grad_scaler.hpp"
+#include "accrue/framework/dtype.hpp"
 #include "accrue/framework/training/accumulation.hpp"
 
 namespace accrue::optim {
 
 class Recipe;
+
+struct AmpOptions {
+  /// float16 or bfloat16; unset: bfloat16 on the CPU, float16 on CUDA.
+  std::optional<DType> dtype = {};
+  /// Dynamic loss scaling; unset: on for float16, off for bfloat16 (whose range is float32's).
+  std::optional<bool> loss_scaling = {};
+  GradScalerOptions scaler = {};
+  friend bool operator==(const AmpOptions&, const AmpOptions&) = default;
+};
 
 struct ClipOptions {
   /// Raise (as clip_grad_norm_'s error_if_nonfinite) instead of skipping the step when the
@@ -27,4 +40,8 @@ struct ClipOptions {
   /** Clips the accumulated gradient's global L2 norm to max_norm before each step. */                     \
   ::accrue::optim::Recipe clip(double max_norm, ::accrue::optim::ClipOptions options = {}) const;          \
   /** Clamps every accumulated gradient element to [-value, value] before each step. */                    \
-  ::accrue::optim::Recipe clip_value(double value) const;
+  ::accrue::optim::Recipe clip_value(double value) const;                                                 \
+  /** Mixed precision: .amp() (the device's default), .amp(dtype::f16), .amp(false), .amp({...}). */      \
+  ::accrue::optim::Recipe amp(bool enabled = true) const;                                                 \
+  ::accrue::optim::Recipe amp(::accrue::DType dtype) const;                                               \
+  ::accrue::optim::Recipe amp(::accrue::optim::AmpOptions options) const;

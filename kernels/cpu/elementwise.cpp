@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 
+#include "accrue/kernels/common/half.hpp"
 #include "accrue/kernels/common/philox.hpp"
 #include "accrue/kernels/cpu/parallel.hpp"
 #include "accrue/kernels/elementwise.hpp"
@@ -14,23 +15,35 @@ namespace {
 // Elements per thread below which splitting costs more than it saves (~10 microseconds of work).
 constexpr std::int64_t elementwise_grain = 1 << 15;
 
-template <UnaryOp Op>
-void unary_forward_impl(UnaryParams p, const float* x, float* y, std::int64_t n) {
+// T is the storage type (float, bfloat16, float16); the arithmetic is float32.
+template <UnaryOp Op, class T>
+void unary_forward_impl(UnaryParams p, const T* x, T* y, std::int64_t n) {
   parallel_for(n, elementwise_grain, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t i = begin; i < end; ++i) y[i] = common::unary_apply<Op>(x[i], p);
+    const UnaryParams q = p;
+    for (std::int64_t i = begin; i < end; ++i) y[i] = common::store<T>(common::unary_apply<Op>(common::load(x[i]), q));
   });
 }
 
-template <UnaryOp Op>
-void unary_backward_impl(UnaryParams p, const float* x, const float* y, const float* dy, float* dx, std::int64_t n,
-                         bool accumulate) {
+template <UnaryOp Op, class T>
+void unary_backward_impl(UnaryParams p, const T* x, const T* y, const T* dy, T* dx, std::int64_t n, bool accumulate) {
   parallel_for(n, elementwise_grain, [&](std::int64_t begin, std::int64_t end) {
-    if (accumulate) {
-      for (std::int64_t i = begin; i < end; ++i) dx[i] += common::unary_grad<Op>(x[i], y[i], dy[i], p);
-    } else {
-      for (std::int64_t i = begin; i < end; ++i) dx[i] = common::unary_grad<Op>(x[i], y[i], dy[i], p);
+    const UnaryParams q = p;
+    for (std::int64_t i = begin; i < end; ++i) {
+      const float g = common::unary_grad<Op>(common::load(x[i]), common::load(y[i]), common::load(dy[i]), q);
+      dx[i] = common::store<T>(accumulate ? common::load(dx[i]) + g : g);
     }
   });
+}
+
+// Calls f with a null pointer of the storage type of `dtype`.
+template <class F>
+void with_float_type(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::f32: return f(static_cast<float*>(nullptr));
+    case DType::bf16: return f(static_cast<bfloat16*>(nullptr));
+    case DType::f16: return f(static_cast<float16*>(nullptr));
+    case DType::i32: break;
+  }
 }
 
 // Calls f with the UnaryOp as a compile-time constant, so each op gets its own vectorised loop.
@@ -168,13 +181,24 @@ void binary_backward_impl(const float* a, const Shape& as, const float* b, const
 
 }  // namespace
 
-void unary_forward(UnaryOp op, UnaryParams params, const float* x, float* y, std::int64_t n) {
-  with_unary_op(op, [&](auto tag) { unary_forward_impl<decltype(tag)::value>(params, x, y, n); });
+void unary_forward(UnaryOp op, UnaryParams params, DType dtype, const void* x, void* y, std::int64_t n) {
+  with_float_type(dtype, [&](auto* type) {
+    using T = std::remove_pointer_t<decltype(type)>;
+    with_unary_op(op, [&](auto tag) {
+      unary_forward_impl<decltype(tag)::value>(params, static_cast<const T*>(x), static_cast<T*>(y), n);
+    });
+  });
 }
 
-void unary_backward(UnaryOp op, UnaryParams params, const float* x, const float* y, const float* dy, float* dx,
+void unary_backward(UnaryOp op, UnaryParams params, DType dtype, const void* x, const void* y, const void* dy, void* dx,
                     std::int64_t n, bool accumulate) {
-  with_unary_op(op, [&](auto tag) { unary_backward_impl<decltype(tag)::value>(params, x, y, dy, dx, n, accumulate); });
+  with_float_type(dtype, [&](auto* type) {
+    using T = std::remove_pointer_t<decltype(type)>;
+    with_unary_op(op, [&](auto tag) {
+      unary_backward_impl<decltype(tag)::value>(params, static_cast<const T*>(x), static_cast<const T*>(y),
+                                                static_cast<const T*>(dy), static_cast<T*>(dx), n, accumulate);
+    });
+  });
 }
 
 void binary_forward(BinaryOp op, const float* a, const Shape& a_shape, const float* b, const Shape& b_shape, float* out,
@@ -193,9 +217,14 @@ void fill(float* t, std::int64_t n, float value) {
   parallel_for(n, elementwise_grain * 4, [&](std::int64_t begin, std::int64_t end) { std::fill(t + begin, t + end, value); });
 }
 
-void add_into(float* dst, const float* src, std::int64_t n, float alpha) {
-  parallel_for(n, elementwise_grain, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t i = begin; i < end; ++i) dst[i] += alpha * src[i];
+void add_into(DType dtype, void* dst, const void* src, std::int64_t n, float alpha) {
+  with_float_type(dtype, [&](auto* type) {
+    using T = std::remove_pointer_t<decltype(type)>;
+    T* d = static_cast<T*>(dst);
+    const T* s = static_cast<const T*>(src);
+    parallel_for(n, elementwise_grain, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t i = begin; i < end; ++i) d[i] = common::store<T>(common::load(d[i]) + alpha * common::load(s[i]));
+    });
   });
 }
 

@@ -3,7 +3,11 @@
 // a training step (64 x 512 x 784), beats OpenBLAS's own threading (measured in bench/).
 
 #include <algorithm>
+#include <vector>
 
+#include "accrue/kernels/cast.hpp"
+#include "accrue/kernels/common/half.hpp"
+#include "accrue/kernels/cpu/amx_gemm.hpp"
 #include "accrue/kernels/cpu/openblas.hpp"
 #include "accrue/kernels/cpu/parallel.hpp"
 #include "accrue/kernels/cpu/skinny_gemm.hpp"
@@ -66,6 +70,73 @@ void gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64
     else
       call(begin, end, 0, N);
   });
+}
+
+}  // namespace accrue::kernels::cpu
+
+namespace accrue::kernels::cpu {
+
+// float16 and bfloat16 multiplies. bfloat16 runs on AMX tiles where the processor and the kernel
+// allow it; otherwise the operands are widened to float32 (exactly) and multiplied by the float32
+// kernels: float32 accumulation of the low-precision products either way. C is rounded once at the
+// end when it is low precision.
+void gemm_low_precision(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
+                        DType low, const void* A, DType a_type, std::int64_t lda, const void* B, DType b_type,
+                        std::int64_t ldb, float beta, DType out, void* C, std::int64_t ldc) {
+  if (M == 0 || N == 0) return;
+  if (low == DType::bf16 && K > 0 && amx_available()) {
+    // AMX wants B as pairs along K. For A B^T (a forward pass: B is a weight matrix stored N x K) that
+    // means transposing the weight, so compute C^T = B A^T instead: the weight is read row by row and
+    // only the small activation matrix A is transposed; the epilogue transposes C back.
+    const bool swap = !trans_a && trans_b;
+    const AmxA a = swap ? pack_amx_a(false, N, K, B, b_type, ldb) : pack_amx_a(trans_a, M, K, A, a_type, lda);
+    const AmxB b = swap ? pack_amx_b(true, K, M, A, a_type, lda) : pack_amx_b(trans_b, K, N, B, b_type, ldb);
+    const Tensor acc = Tensor::empty({a.Mp, b.Np});
+    amx_gemm(a, b, acc.data<float>());
+    const float* r = acc.data<float>();
+    const std::int64_t ld = b.Np;
+    // The epilogue: alpha, beta and the output type, over the M x N part of the padded result.
+    parallel_for(M, 16, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t i = begin; i < end; ++i) {
+        const auto value = [&](std::int64_t j) { return swap ? r[j * ld + i] : r[i * ld + j]; };
+        if (out == DType::f32) {
+          float* c = static_cast<float*>(C) + i * ldc;
+          for (std::int64_t j = 0; j < N; ++j) c[j] = alpha * value(j) + (beta == 0.0f ? 0.0f : beta * c[j]);
+        } else {
+          auto* c = static_cast<std::uint16_t*>(C) + i * ldc;
+          for (std::int64_t j = 0; j < N; ++j) {
+            const float old = beta == 0.0f ? 0.0f : beta * common::float_from_bf16_bits(c[j]);
+            c[j] = common::bf16_bits_from_float(alpha * value(j) + old);
+          }
+        }
+      }
+    });
+    return;
+  }
+  // Widen both operands to float32 through `low` (a float32 operand is rounded to it first).
+  const auto widen = [&](const void* src, DType type, std::int64_t n) {
+    std::vector<float> wide(static_cast<std::size_t>(n));
+    if (type == DType::f32) {
+      std::vector<std::uint16_t> rounded(static_cast<std::size_t>(n));
+      cast(src, DType::f32, rounded.data(), low, n);
+      cast(rounded.data(), low, wide.data(), DType::f32, n);
+    } else {
+      cast(src, type, wide.data(), DType::f32, n);
+    }
+    return wide;
+  };
+  const std::int64_t a_rows = trans_a ? K : M, b_rows = trans_b ? N : K;
+  const std::vector<float> a = widen(A, a_type, a_rows * lda), b = widen(B, b_type, b_rows * ldb);
+  if (out == DType::f32) {
+    gemm(trans_a, trans_b, M, N, K, alpha, a.data(), lda, b.data(), ldb, beta, static_cast<float*>(C), ldc);
+    return;
+  }
+  // All of C's rows are widened, so columns beyond N (ldc > N) go back unchanged: the round trip
+  // through float32 is exact.
+  std::vector<float> c(static_cast<std::size_t>(M * ldc));
+  cast(C, out, c.data(), DType::f32, M * ldc);
+  gemm(trans_a, trans_b, M, N, K, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+  cast(c.data(), DType::f32, C, out, M * ldc);
 }
 
 }  // namespace accrue::kernels::cpu

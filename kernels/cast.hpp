@@ -1,0 +1,16 @@
+#pragma once
+// Conversion between floating-point dtypes: float32 to and from float16 and bfloat16, rounding to
+// nearest even (math in common/half.hpp).
+
+#include "accrue/framework/tensor.hpp"
+
+namespace accrue::kernels {
+
+/// dst = src converted element by element (same number of elements; float dtypes).
+void cast(const Tensor& src, const Tensor& dst);
+
+namespace cpu {
+void cast(const void* src, DType from, void* dst, DType to, std::int64_t n);
+}  // namespace cpu
+
+}  // namespace accrue::kernels
