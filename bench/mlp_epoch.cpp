@@ -1,10 +1,13 @@
 // One training epoch of the FashionMNIST tutorial MLP (784-512-512-10, SGD lr 1e-3, cross-entropy,
 // 60,000 samples already in memory), Accrue against PyTorch in the same run.
 //
-//   mlp_epoch [--reps 5] [--configs 64,16,16x4,8x8] [--data DIR] [--python /usr/bin/python3] [--no-pytorch]
+//   mlp_epoch [--reps 5] [--configs 64,16,16x4,8x8,64amp,16x4amp] [--data DIR] [--python /usr/bin/python3]
+//             [--no-pytorch]
 //
 // A configuration BxK is micro-batches of B accumulated K per optimizer step (Accrue's
-// accumulate(K); in PyTorch the tutorials' loop by hand: loss / K, step every K).
+// accumulate(K); in PyTorch the tutorials' loop by hand: loss / K, step every K); a trailing "amp"
+// runs it with mixed precision (Accrue's .amp(), bfloat16 on the CPU; PyTorch's
+// torch.autocast("cpu", dtype=torch.bfloat16)).
 //
 // Accrue and PyTorch alternate (A B A B ...) so both see the same machine state; the table gives
 // min and median seconds per epoch, samples/s, the ratio PyTorch / Accrue and the ratio to the GEMM
@@ -62,8 +65,8 @@ class PythonWorker {
     std::fclose(out_);
     waitpid(pid_, nullptr, 0);
   }
-  double epoch(std::int64_t batch, int accumulate) {
-    std::fprintf(in_, "epoch %ld %d\n", static_cast<long>(batch), accumulate);
+  double epoch(std::int64_t batch, int accumulate, bool amp) {
+    std::fprintf(in_, "epoch %ld %d%s\n", static_cast<long>(batch), accumulate, amp ? " amp" : "");
     std::fflush(in_);
     return std::stod(read_line());
   }
@@ -117,7 +120,7 @@ Sequential tutorial_model() {
 int main(int argc, char** argv) {
   CLI::App app{"One epoch of the FashionMNIST tutorial MLP: Accrue against PyTorch"};
   int reps = 5;
-  std::vector<std::string> configs = {"64", "16", "16x4", "8x8"};
+  std::vector<std::string> configs = {"64", "16", "16x4", "8x8", "64amp", "16x4amp"};
   std::string data, python = "/usr/bin/python3";
   bool no_pytorch = false;
   std::vector<std::string> pytorch_env;
@@ -180,11 +183,14 @@ int main(int argc, char** argv) {
     std::string name;
     std::int64_t batch;
     int accumulate;
+    bool amp;
   };
   std::vector<Config> runs;
   for (const std::string& c : configs) {
-    const auto x = c.find('x');
-    runs.push_back({c, std::stoll(c.substr(0, x)), x == std::string::npos ? 1 : std::stoi(c.substr(x + 1))});
+    const bool amp = c.size() > 3 && c.compare(c.size() - 3, 3, "amp") == 0;
+    const std::string shape = amp ? c.substr(0, c.size() - 3) : c;
+    const auto x = shape.find('x');
+    runs.push_back({c, std::stoll(shape.substr(0, x)), x == std::string::npos ? 1 : std::stoi(shape.substr(x + 1)), amp});
   }
   std::map<std::string, std::vector<double>> ours, theirs;
   std::map<std::string, Sequential> models;
@@ -192,19 +198,19 @@ int main(int argc, char** argv) {
     manual_seed(0);
     models.emplace(c.name, tutorial_model());
     Sequential& m = models.at(c.name);
-    if (c.accumulate > 1)
-      m.compile(optim::SGD{.lr = 1e-3}.accumulate(c.accumulate), losses::CrossEntropy{});
-    else
-      m.compile(optim::SGD{.lr = 1e-3}, losses::CrossEntropy{});
+    optim::Recipe recipe = optim::SGD{.lr = 1e-3};
+    if (c.accumulate > 1) recipe = recipe.accumulate(c.accumulate);
+    if (c.amp) recipe = recipe.amp();
+    m.compile(recipe, losses::CrossEntropy{});
     m.fit(train.take(c.batch * c.accumulate * 20), {.batch_size = c.batch, .verbose = 0});  // warm-up
-    if (torch) torch->epoch(c.batch, c.accumulate);                                        // warm-up
+    if (torch) torch->epoch(c.batch, c.accumulate, c.amp);                                 // warm-up
   }
   for (int r = 0; r < reps; ++r) {
     for (const Config& c : runs) {
       const auto t = Clock::now();
       models.at(c.name).fit(train, {.batch_size = c.batch, .seed = static_cast<std::uint64_t>(r), .verbose = 0});
       ours[c.name].push_back(seconds_since(t));
-      if (torch) theirs[c.name].push_back(torch->epoch(c.batch, c.accumulate));
+      if (torch) theirs[c.name].push_back(torch->epoch(c.batch, c.accumulate, c.amp));
       fmt::print(stderr, "rep {} {}: accrue {:.3f} s{}\n", r + 1, c.name, ours[c.name].back(),
                  torch ? fmt::format(", pytorch {:.3f} s", theirs[c.name].back()) : "");
     }
@@ -223,9 +229,18 @@ int main(int argc, char** argv) {
     fmt::print("| {} | {:.2f} / {:.2f} | {:.0f} | {} | {:.2f} |\n", c.name, a_min, a_med, 60000 / a_med, torch_cols,
                a_med / floor_s);
   }
-  // What accumulation costs: time per sample against the plain batch of the same effective size.
+  // What accumulation costs: time per sample against the plain batch of the same effective size;
+  // and what mixed precision gains against float32.
   const auto find = [&](const std::string& n) { return ours.count(n) ? median(ours[n]) : 0.0; };
   for (const Config& c : runs) {
+    if (c.amp) {
+      const std::string plain = c.name.substr(0, c.name.size() - 3);
+      if (find(plain) > 0.0)
+        fmt::print("Accrue {} takes {:.2f}x the time of {} in float32{}\n", c.name, find(c.name) / find(plain), plain,
+                   torch && theirs.count(plain) ? fmt::format(" (PyTorch: {:.2f}x)", median(theirs[c.name]) / median(theirs[plain]))
+                                                : "");
+      continue;
+    }
     if (c.accumulate == 1) continue;
     const std::string plain = std::to_string(c.batch * c.accumulate);
     if (find(plain) > 0.0)

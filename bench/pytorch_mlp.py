@@ -4,7 +4,8 @@
 Protocol on stdin/stdout, one line each: the worker prints "ready"; "epoch B K" trains one epoch of
 micro-batches of B (shuffled, data already in memory as tensors) with gradients accumulated over K
 of them per optimizer step, the way the tutorials write it by hand (loss / K, step every K and at
-the end of the epoch), and prints the seconds it took; "quit" ends.
+the end of the epoch), and prints the seconds it took; "epoch B K amp" does the same under
+torch.autocast("cpu", dtype=torch.bfloat16); "quit" ends.
 Run with Debian's python3-torch (/usr/bin/python3)."""
 import gzip
 import os
@@ -54,13 +55,15 @@ def main():
             break
         batch = int(words[1])
         accumulate = int(words[2]) if len(words) > 2 else 1
+        autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=len(words) > 3 and words[3] == "amp")
         start = time.perf_counter()
         order = torch.randperm(len(x))
         batches = (len(x) + batch - 1) // batch
         opt.zero_grad()
         for b, i in enumerate(range(0, len(x), batch)):
             idx = order[i:i + batch]
-            loss = loss_fn(model(x[idx]), y[idx])
+            with autocast:
+                loss = loss_fn(model(x[idx]), y[idx])
             (loss / accumulate if accumulate > 1 else loss).backward()
             loss.item()
             if (b + 1) % accumulate == 0 or b + 1 == batches:

@@ -3,7 +3,7 @@
 // initial weights and on the same sample order. The two runs agree to float32 rounding, epoch
 // after epoch, while the second keeps a quarter of the activations in memory.
 //
-//   accumulation_tutorial [--epochs 5] [--data DIR] [--seed 0] [--lr 1e-3]
+//   accumulation_tutorial [--epochs 5] [--data DIR] [--seed 0] [--lr 1e-3] [--amp[=f16|bf16]]
 
 #include <CLI/CLI.hpp>
 #include <accrue/accrue.hpp>
@@ -24,10 +24,13 @@ int main(int argc, char** argv) {
   std::string data;
   std::uint64_t seed = 0;
   double lr = 1e-3;
+  std::string amp = "off";
   app.add_option("--epochs", epochs, "Passes over the training set")->check(CLI::PositiveNumber);
   app.add_option("--data", data, "Folder with the FashionMNIST IDX files");
   app.add_option("--seed", seed, "Seed of initialisation and shuffling");
   app.add_option("--lr", lr, "SGD learning rate")->check(CLI::NonNegativeNumber);
+  app.add_flag("--amp{auto}", amp, "Mixed precision for both runs: --amp (bfloat16 on the CPU), --amp=f16, --amp=bf16")
+      ->check(CLI::IsMember({"off", "auto", "f16", "bf16"}));
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -37,8 +40,14 @@ int main(int argc, char** argv) {
     Sequential accumulated = tutorial_model();
     // Same initial weights for both.
     for (std::size_t i = 0; i < large.parameters().size(); ++i) accumulated.parameters()[i].copy_(large.parameters()[i]);
-    large.compile(optim::SGD{.lr = lr}, losses::CrossEntropy{}, {metrics::Accuracy{}});
-    accumulated.compile(optim::SGD{.lr = lr}.accumulate(4), losses::CrossEntropy{}, {metrics::Accuracy{}});
+    const auto with_amp = [&](optim::Recipe r) {
+      if (amp == "auto") return r.amp();
+      if (amp == "f16") return r.amp(dtype::f16);
+      if (amp == "bf16") return r.amp(dtype::bf16);
+      return r;
+    };
+    large.compile(with_amp(optim::SGD{.lr = lr}), losses::CrossEntropy{}, {metrics::Accuracy{}});
+    accumulated.compile(with_amp(optim::SGD{.lr = lr}.accumulate(4)), losses::CrossEntropy{}, {metrics::Accuracy{}});
 
     fmt::print("{:>5} | {:^22} | {:^22} | {}\n", "", "batch 64", "16 x 4 accumulated", "largest");
     fmt::print("{:>5} | {:>10} {:>11} | {:>10} {:>11} | {}\n", "epoch", "accuracy", "loss", "accuracy", "loss",
