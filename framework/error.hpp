@@ -41,6 +41,23 @@ class IoError : public Error {
 class DeviceError : public Error {
   using Error::Error;
 };
+/// A call into the CUDA runtime, cuBLAS or cuDNN that returned an error. The message gives the
+/// call as written, the library's error name and description, and the file and line of the call.
+class CudaError : public DeviceError {
+ public:
+  CudaError(std::string message, std::string library, std::string call, int status)
+      : DeviceError(std::move(message)), library_(std::move(library)), call_(std::move(call)), status_(status) {}
+  /// "CUDA runtime", "cuBLAS" or "cuDNN".
+  const std::string& library() const noexcept { return library_; }
+  /// The failing call as written in the source: "cudaMalloc(&ptr, bytes)".
+  const std::string& call() const noexcept { return call_; }
+  /// The library's status code.
+  int status() const noexcept { return status_; }
+
+ private:
+  std::string library_, call_;
+  int status_;
+};
 /// An op or dtype a backend does not implement.
 class NotSupported : public Error {
   using Error::Error;

@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 
+#include "accrue/config.hpp"
 #include "accrue/framework/cpu_allocator.hpp"
+#if ACCRUE_WITH_CUDA
+#include "accrue/framework/cuda_allocator.hpp"
+#endif
 #include "accrue/framework/error.hpp"
 
 namespace accrue {
@@ -119,7 +123,11 @@ Allocator& allocator(Device device) {
     static CpuAllocator cpu;
     return cpu;
   }
-  throw DeviceError(fmt::format("no allocator for {}: the CUDA backend's memory is not part of this build", device));
+#if ACCRUE_WITH_CUDA
+  return cuda_allocator(device.index());
+#else
+  throw DeviceError(fmt::format("no allocator for {}: this build of Accrue has no CUDA backend", device));
+#endif
 }
 
 MemoryStats memory_stats(Device device) { return allocator(device).stats(); }

@@ -100,10 +100,15 @@ void* Tensor::data_ptr() const {
   return static_cast<char*>(impl.storage->data()) + impl.offset * static_cast<std::int64_t>(dtype_size(impl.dtype));
 }
 
-void Tensor::check_access(DType wanted) const {
+void Tensor::check_dtype(DType wanted) const {
   const auto& impl = checked();
   if (impl.dtype != wanted)
     throw ValueError(fmt::format("tensor of dtype {} read as {}", dtype_name(impl.dtype), dtype_name(wanted)));
+}
+
+void Tensor::check_access(DType wanted) const {
+  check_dtype(wanted);
+  const auto& impl = checked();
   if (!impl.storage->device().is_cpu())
     throw ValueError(fmt::format("tensor on {} read from the host; copy it with .to(Device::cpu()) first",
                                  impl.storage->device()));
@@ -201,16 +206,37 @@ Tensor Tensor::clone() const { return ops::clone(*this); }
 
 Tensor Tensor::to(Device device) const {
   if (device == this->device()) return *this;
-  throw NotSupported(fmt::format("copying a tensor from {} to {}: this build has no backend for {}", this->device(),
-                                 device, device.is_cpu() ? this->device() : device));
+  Tensor out = Tensor::empty(shape(), {.dtype = dtype(), .device = device, .category = category()});
+  kernels::transfer(*this, out);
+  return out;
+}
+
+Tensor& Tensor::to_(Device device) {
+  if (device == this->device()) return *this;
+  ACCRUE_CHECK(is_leaf(), "to_({}) moves leaf tensors (parameters, optimizer state) in place; use to() for the "
+               "result of an op", device);
+  auto& impl = const_cast<detail::TensorImpl&>(checked());
+  const Tensor moved = to(device);
+  impl.storage = moved.impl()->storage;
+  impl.offset = 0;
+  if (impl.grad) {
+    Tensor grad{impl.grad};
+    grad.to_(device);
+  }
+  return *this;
 }
 
 Tensor& Tensor::fill_(float value) {
   if (dtype() == DType::i32) {
     ACCRUE_CHECK(value == std::floor(value), "cannot fill an int32 tensor with {}", value);
-    auto* p = data<std::int32_t>();
-    for (std::int64_t i = 0; i < numel(); ++i) p[i] = static_cast<std::int32_t>(value);
-    bump_version();
+    if (device().is_cpu()) {
+      auto* p = data<std::int32_t>();
+      for (std::int64_t i = 0; i < numel(); ++i) p[i] = static_cast<std::int32_t>(value);
+      bump_version();
+    } else {
+      copy_(Tensor::from(std::vector<std::int32_t>(static_cast<std::size_t>(numel()), static_cast<std::int32_t>(value)),
+                         shape()));
+    }
   } else if (is_low_precision(dtype())) {
     kernels::cast(Tensor::full(shape(), value, {.device = device()}), *this);
   } else {
@@ -223,7 +249,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
   ACCRUE_CHECK_SHAPE(src.shape() == shape(), "copy_: source of shape {} into a tensor of shape {}", src.shape(), shape());
   ACCRUE_CHECK(src.dtype() == dtype(), "copy_: source of dtype {} into a tensor of dtype {}", dtype_name(src.dtype()),
                dtype_name(dtype()));
-  kernels::copy(src.to(device()), *this);
+  kernels::transfer(src, *this);
   return *this;
 }
 

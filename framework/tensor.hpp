@@ -82,13 +82,21 @@ class Tensor {
   MemoryCategory category() const { return checked().storage->category(); }
   std::size_t nbytes() const { return static_cast<std::size_t>(numel()) * dtype_size(dtype()); }
 
-  /// Typed pointer to the first element. Throws when T does not match the dtype.
+  /// Typed pointer to the first element, for reading and writing on the host. Throws when T does
+  /// not match the dtype or the tensor is not on the CPU.
   template <class T>
   T* data() const {
     check_access(dtype_of<T>::value);
     return static_cast<T*>(checked().storage->data()) + impl_->offset;
   }
-  /// Untyped pointer to the first element.
+  /// Typed pointer to the first element in the tensor's device memory (a GPU address for a CUDA
+  /// tensor), for kernels. Throws when T does not match the dtype.
+  template <class T>
+  T* device_data() const {
+    check_dtype(dtype_of<T>::value);
+    return static_cast<T*>(checked().storage->data()) + impl_->offset;
+  }
+  /// Untyped pointer to the first element in the tensor's device memory.
   void* data_ptr() const;
 
   /// The value of a one-element tensor (a loss), copied to the host as float.
@@ -123,8 +131,11 @@ class Tensor {
   Tensor narrow(std::int64_t begin, std::int64_t end) const;
   /// A copy with its own storage (differentiable).
   Tensor clone() const;
-  /// A copy on `device` (this tensor when already there).
+  /// A copy on `device` (this tensor when already there), counted under the same memory category.
   Tensor to(Device device) const;
+  /// Moves this leaf's data (and its gradient) to `device` in place: every handle to the tensor
+  /// sees the new location. How models and optimizers move their parameters and state.
+  Tensor& to_(Device device);
 
   // ---- in-place writes (not recorded by autograd) ---------------------------------------
   Tensor& fill_(float value);
@@ -151,6 +162,7 @@ class Tensor {
     return *impl_;
   }
   void check_access(DType wanted) const;
+  void check_dtype(DType wanted) const;
 
   std::shared_ptr<detail::TensorImpl> impl_;
 };

@@ -1,14 +1,40 @@
 #include "accrue/kernels/amp_update.hpp"
 
+#include <vector>
+
 #include "accrue/kernels/dispatch.hpp"
 
 namespace accrue::kernels {
 
+bool unscale_and_check(std::span<const Tensor> grads, float inverse_scale) {
+  if (grads.empty()) return false;
+  const Device device = grads.front().device();
+  for (const Tensor& g : grads) {
+    expect_tensors("unscale_and_check", device, DType::f32, {&g});
+    g.bump_version();
+  }
+  if (device.is_cpu()) {
+    bool found = false;
+    for (const Tensor& g : grads) found = cpu::unscale_and_check(g.data<float>(), g.numel(), inverse_scale) || found;
+    return found;
+  }
+#if ACCRUE_WITH_CUDA
+  if (device.is_cuda()) {
+    std::vector<float*> pointers;
+    std::vector<std::int64_t> sizes;
+    for (const Tensor& g : grads) {
+      pointers.push_back(ptr<float>(g));
+      sizes.push_back(g.numel());
+    }
+    const Storage flag{sizeof(int), device, MemoryCategory::temporaries};
+    return cuda::unscale_and_check(device.index(), pointers, sizes, inverse_scale, static_cast<int*>(flag.data()));
+  }
+#endif
+  unsupported_device("unscale_and_check", device);
+}
+
 bool unscale_and_check(const Tensor& g, float inverse_scale) {
-  expect_tensors("unscale_and_check", g.device(), DType::f32, {&g});
-  g.bump_version();
-  if (g.device().is_cpu()) return cpu::unscale_and_check(g.data<float>(), g.numel(), inverse_scale);
-  unsupported_device("unscale_and_check", g.device());
+  return unscale_and_check(std::span<const Tensor>(&g, 1), inverse_scale);
 }
 
 }  // namespace accrue::kernels

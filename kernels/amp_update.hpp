@@ -1,11 +1,16 @@
 #pragma once
 // The loss scaler's pass over gradients (math in common/amp_update.hpp).
 
+#include <span>
+
 #include "accrue/framework/tensor.hpp"
 
 namespace accrue::kernels {
 
-/// g *= inverse_scale for a float32 gradient; true when any element is inf or NaN.
+/// g *= inverse_scale for every float32 gradient (all on one device); true when any element is inf
+/// or NaN. One pass over each tensor on the CPU; one launch for all of them on a GPU.
+bool unscale_and_check(std::span<const Tensor> grads, float inverse_scale);
+/// The same for one gradient.
 bool unscale_and_check(const Tensor& g, float inverse_scale);
 
 namespace cpu {

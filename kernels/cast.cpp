@@ -1,5 +1,6 @@
 #include "accrue/kernels/cast.hpp"
 
+#include "accrue/config.hpp"
 #include "accrue/kernels/dispatch.hpp"
 
 namespace accrue::kernels {
@@ -10,6 +11,10 @@ void cast(const Tensor& src, const Tensor& dst) {
                dtype_name(src.dtype()), dtype_name(dst.dtype()));
   dst.bump_version();
   if (dst.device().is_cpu()) return cpu::cast(src.data_ptr(), src.dtype(), dst.data_ptr(), dst.dtype(), dst.numel());
+#if ACCRUE_WITH_CUDA
+  if (dst.device().is_cuda())
+    return cuda::cast(dst.device().index(), src.data_ptr(), src.dtype(), dst.data_ptr(), dst.dtype(), dst.numel());
+#endif
   unsupported_device("cast", dst.device());
 }
 

@@ -1,5 +1,6 @@
 #include "accrue/kernels/cross_entropy.hpp"
 
+#include "accrue/config.hpp"
 #include "accrue/kernels/dispatch.hpp"
 
 namespace accrue::kernels {
@@ -19,6 +20,22 @@ void cross_entropy_forward(const Tensor& logits, const Tensor& labels, float smo
     lse.bump_version();
     return cpu::cross_entropy_forward(logits.data<float>(), y, B, C, smoothing, loss.data<float>(), lse.data<float>());
   }
+#if ACCRUE_WITH_CUDA
+  if (logits.device().is_cuda()) {
+    const int device = logits.device().index();
+    ACCRUE_CHECK(B < std::numeric_limits<int>::max(), "cross_entropy: a batch of {} rows is too large for the GPU kernel", B);
+    const Storage flag{sizeof(int), logits.device(), MemoryCategory::temporaries};
+    if (const std::int64_t bad =
+            cuda::first_bad_label(device, ptr<std::int32_t>(labels), B, C, static_cast<int*>(flag.data()));
+        bad >= 0)
+      throw ValueError(fmt::format("label {} of sample {} in the batch is outside [0, {}): the model has {} outputs",
+                                   labels.narrow(bad, bad + 1).item(), bad, C, C));
+    loss.bump_version();
+    lse.bump_version();
+    return cuda::cross_entropy_forward(device, ptr<float>(logits), ptr<std::int32_t>(labels), B, C, smoothing,
+                                       ptr<float>(loss), ptr<float>(lse));
+  }
+#endif
   unsupported_device("cross_entropy_forward", logits.device());
 }
 
@@ -32,6 +49,11 @@ void cross_entropy_backward(const Tensor& logits, const Tensor& labels, float sm
   if (logits.device().is_cpu())
     return cpu::cross_entropy_backward(logits.data<float>(), labels.data<std::int32_t>(), B, C, smoothing,
                                        lse.data<float>(), g.data<float>(), dlogits.data<float>(), accumulate);
+#if ACCRUE_WITH_CUDA
+  if (logits.device().is_cuda())
+    return cuda::cross_entropy_backward(logits.device().index(), ptr<float>(logits), ptr<std::int32_t>(labels), B, C,
+                                        smoothing, ptr<float>(lse), ptr<float>(g), ptr<float>(dlogits), accumulate);
+#endif
   unsupported_device("cross_entropy_backward", logits.device());
 }
 

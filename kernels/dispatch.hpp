@@ -3,9 +3,20 @@
 
 #include <string_view>
 
+#include "accrue/config.hpp"
 #include "accrue/framework/tensor.hpp"
+#if ACCRUE_WITH_CUDA
+#include "accrue/kernels/cuda/launchers.hpp"
+#endif
 
 namespace accrue::kernels {
+
+/// t's elements in its device memory: the kernels' view (Tensor::data<T>() is the host's, and
+/// refuses GPU tensors).
+template <class T>
+T* ptr(const Tensor& t) {
+  return t.device_data<T>();
+}
 
 /// Throws NotSupported naming the kernel and the device: the backend for `device` lacks it.
 [[noreturn]] void unsupported_device(std::string_view kernel, Device device);

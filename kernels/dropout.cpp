@@ -1,5 +1,6 @@
 #include "accrue/kernels/dropout.hpp"
 
+#include "accrue/config.hpp"
 #include "accrue/kernels/dispatch.hpp"
 
 namespace accrue::kernels {
@@ -10,6 +11,11 @@ void dropout_forward(const Tensor& x, const Tensor& y, float p, std::uint64_t se
   y.bump_version();
   if (y.device().is_cpu())
     return cpu::dropout_apply(x.dtype(), x.data_ptr(), y.data_ptr(), y.numel(), p, seed, offset, false);
+#if ACCRUE_WITH_CUDA
+  if (y.device().is_cuda())
+    return cuda::dropout_apply(y.device().index(), x.dtype(), x.data_ptr(), y.data_ptr(), y.numel(), p, seed, offset,
+                               false);
+#endif
   unsupported_device("dropout_forward", y.device());
 }
 
@@ -20,6 +26,11 @@ void dropout_backward(const Tensor& dy, const Tensor& dx, float p, std::uint64_t
   dx.bump_version();
   if (dx.device().is_cpu())
     return cpu::dropout_apply(dx.dtype(), dy.data_ptr(), dx.data_ptr(), dx.numel(), p, seed, offset, accumulate);
+#if ACCRUE_WITH_CUDA
+  if (dx.device().is_cuda())
+    return cuda::dropout_apply(dx.device().index(), dx.dtype(), dy.data_ptr(), dx.data_ptr(), dx.numel(), p, seed,
+                               offset, accumulate);
+#endif
   unsupported_device("dropout_backward", dx.device());
 }
 

@@ -3,13 +3,17 @@
 // The math lives in kernels/common (unary.hpp, binary.hpp), shared with the CUDA backend.
 
 #include <cstdint>
+#include <span>
 
 #include "accrue/framework/tensor.hpp"
 #include "accrue/kernels/common/binary.hpp"
+#include "accrue/kernels/common/broadcast.hpp"
 #include "accrue/kernels/common/unary.hpp"
 
 namespace accrue::kernels {
 
+/// t = f(t) for every float32 tensor of `tensors` (all on one device): one launch on a GPU.
+void unary_in_place(UnaryOp op, UnaryParams params, std::span<const Tensor> tensors);
 /// y = f(x); x and y have the same number of elements and one float dtype (y may be x). Low
 /// precision is computed in float32 and rounded at the store.
 void unary_forward(UnaryOp op, UnaryParams params, const Tensor& x, const Tensor& y);
@@ -27,6 +31,9 @@ void binary_backward(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor
 void fill(const Tensor& t, float value);
 /// dst = src, element by element (same number of elements and dtype).
 void copy(const Tensor& src, const Tensor& dst);
+/// dst = src between any two devices (same number of elements and dtype); returns when dst may be
+/// read on its device (and, for a host dst, on the host).
+void transfer(const Tensor& src, const Tensor& dst);
 /// dst += alpha * src.
 void add_into(const Tensor& dst, const Tensor& src, float alpha = 1.0f);
 /// Uniform [low, high) or normal(mean, stddev) values from Philox block `offset` of `seed`.
@@ -49,5 +56,7 @@ void fill_normal(float* t, std::int64_t n, float mean, float stddev, std::uint64
 
 /// The broadcast shape of a and b (NumPy rules), or ShapeError naming `op` and both shapes.
 Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op);
+/// Where each element of `out` (the broadcast of a and b) reads a and b.
+common::BroadcastIndex broadcast_index(const Shape& a, const Shape& b, const Shape& out);
 
 }  // namespace accrue::kernels

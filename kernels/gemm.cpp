@@ -1,5 +1,6 @@
 #include "accrue/kernels/gemm.hpp"
 
+#include "accrue/kernels/cast.hpp"
 #include "accrue/kernels/dispatch.hpp"
 
 namespace accrue::kernels {
@@ -37,6 +38,25 @@ void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& A, const Tensor
                               B.dtype(), b.cols, beta, C.dtype(), C.data_ptr(), c.cols);
     return;
   }
+#if ACCRUE_WITH_CUDA
+  if (C.device().is_cuda()) {
+    const int device = C.device().index();
+    if (compute == DType::f32)
+      return cuda::gemm_f32(device, trans_a, trans_b, M, N, K, alpha, ptr<float>(A), a.cols, ptr<float>(B), b.cols, beta,
+                            ptr<float>(C), c.cols);
+    // cuBLAS multiplies operands of one type: float32 ones (master weights) are rounded to the
+    // compute type first, as autocast does.
+    const auto low = [&](const Tensor& t) {
+      if (t.dtype() == compute) return t;
+      Tensor rounded = Tensor::empty(t.shape(), {.dtype = compute, .device = t.device()});
+      cast(t, rounded);
+      return rounded;
+    };
+    const Tensor a_low = low(A), b_low = low(B);
+    return cuda::gemm_low_precision(device, trans_a, trans_b, M, N, K, alpha, compute, a_low.data_ptr(), a.cols,
+                                    b_low.data_ptr(), b.cols, beta, C.dtype(), C.data_ptr(), c.cols);
+  }
+#endif
   unsupported_device("gemm", C.device());
 }
 

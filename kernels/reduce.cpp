@@ -1,11 +1,39 @@
 #include "accrue/kernels/reduce.hpp"
 
+#include <algorithm>
 #include <vector>
 
 #include "accrue/kernels/cast.hpp"
 #include "accrue/kernels/dispatch.hpp"
 
 namespace accrue::kernels {
+
+common::SumToShapeIndex sum_to_shape_index(const Shape& dy, const Shape& d) {
+  common::SumToShapeIndex index;
+  std::int64_t stride = 1;
+  // Walk dy's dimensions innermost first, then reverse each list so it is outermost first.
+  for (int i = dy.rank() - 1; i >= 0; --i) {
+    const int id = d.rank() - dy.rank() + i;
+    const std::int64_t extent_d = id >= 0 ? d[id] : 1;
+    if (extent_d == dy[i]) {
+      if (dy[i] != 1) {
+        index.kept_extent[index.kept_rank] = dy[i];
+        index.kept_stride[index.kept_rank++] = stride;
+      }
+    } else {
+      ACCRUE_ASSERT(extent_d == 1);
+      index.reduced_extent[index.reduced_rank] = dy[i];
+      index.reduced_stride[index.reduced_rank++] = stride;
+      index.reduced_count *= dy[i];
+    }
+    stride *= dy[i];
+  }
+  std::reverse(index.kept_extent, index.kept_extent + index.kept_rank);
+  std::reverse(index.kept_stride, index.kept_stride + index.kept_rank);
+  std::reverse(index.reduced_extent, index.reduced_extent + index.reduced_rank);
+  std::reverse(index.reduced_stride, index.reduced_stride + index.reduced_rank);
+  return index;
+}
 
 void sum_dim(const Tensor& x, std::int64_t outer, std::int64_t D, std::int64_t inner, float scale, const Tensor& out,
              bool accumulate) {
@@ -20,6 +48,10 @@ void sum_dim(const Tensor& x, std::int64_t outer, std::int64_t D, std::int64_t i
     cpu::cast(x.data_ptr(), x.dtype(), values.data(), DType::f32, x.numel());
     return cpu::sum_dim(values.data(), outer, D, inner, scale, out.data<float>(), accumulate);
   }
+#if ACCRUE_WITH_CUDA
+  if (out.device().is_cuda())
+    return cuda::sum_dim(out.device().index(), x.dtype(), x.data_ptr(), outer, D, inner, scale, ptr<float>(out), accumulate);
+#endif
   unsupported_device("sum_dim", out.device());
 }
 
@@ -30,6 +62,10 @@ void expand_dim(const Tensor& g, std::int64_t outer, std::int64_t D, std::int64_
   out.bump_version();
   if (out.device().is_cpu())
     return cpu::expand_dim(g.data<float>(), outer, D, inner, scale, out.data<float>(), accumulate);
+#if ACCRUE_WITH_CUDA
+  if (out.device().is_cuda())
+    return cuda::expand_dim(out.device().index(), ptr<float>(g), outer, D, inner, scale, ptr<float>(out), accumulate);
+#endif
   unsupported_device("expand_dim", out.device());
 }
 
@@ -38,13 +74,39 @@ void sum_to_shape(const Tensor& dy, const Tensor& d, float scale, bool accumulat
   d.bump_version();
   if (d.device().is_cpu())
     return cpu::sum_to_shape(dy.data<float>(), dy.shape(), d.data<float>(), d.shape(), scale, accumulate);
+#if ACCRUE_WITH_CUDA
+  if (d.device().is_cuda())
+    return cuda::sum_to_shape(d.device().index(), ptr<float>(dy), ptr<float>(d), d.numel(),
+                              sum_to_shape_index(dy.shape(), d.shape()), scale, accumulate);
+#endif
   unsupported_device("sum_to_shape", d.device());
 }
 
-double sum_of_squares(const Tensor& x) {
-  expect_tensors("sum_of_squares", x.device(), DType::f32, {&x});
-  if (x.device().is_cpu()) return cpu::sum_of_squares(x.data<float>(), x.numel());
-  unsupported_device("sum_of_squares", x.device());
+double sum_of_squares(const Tensor& x) { return sum_of_squares(std::span<const Tensor>(&x, 1)); }
+
+double sum_of_squares(std::span<const Tensor> tensors) {
+  if (tensors.empty()) return 0.0;
+  const Device device = tensors.front().device();
+  for (const Tensor& t : tensors) expect_tensors("sum_of_squares", device, DType::f32, {&t});
+  if (device.is_cpu()) {
+    double total = 0.0;
+    for (const Tensor& t : tensors) total += cpu::sum_of_squares(t.data<float>(), t.numel());
+    return total;
+  }
+#if ACCRUE_WITH_CUDA
+  if (device.is_cuda()) {
+    std::vector<const float*> pointers;
+    std::vector<std::int64_t> sizes;
+    for (const Tensor& t : tensors) {
+      pointers.push_back(ptr<float>(t));
+      sizes.push_back(t.numel());
+    }
+    const Storage scratch{sizeof(double) * static_cast<std::size_t>(cuda::sum_of_squares_partials(sizes)), device,
+                          MemoryCategory::temporaries};
+    return cuda::sum_of_squares(device.index(), pointers, sizes, static_cast<double*>(scratch.data()));
+  }
+#endif
+  unsupported_device("sum_of_squares", device);
 }
 
 void argmax_rows(const Tensor& x, const Tensor& out) {
@@ -53,6 +115,10 @@ void argmax_rows(const Tensor& x, const Tensor& out) {
   ACCRUE_ASSERT(x.rank() == 2 && out.numel() == x.size(0));
   out.bump_version();
   if (out.device().is_cpu()) return cpu::argmax_rows(x.data<float>(), x.size(0), x.size(1), out.data<std::int32_t>());
+#if ACCRUE_WITH_CUDA
+  if (out.device().is_cuda())
+    return cuda::argmax_rows(out.device().index(), ptr<float>(x), x.size(0), x.size(1), ptr<std::int32_t>(out));
+#endif
   unsupported_device("argmax_rows", out.device());
 }
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "accrue/framework/training/gradients.hpp"
 #include "accrue/kernels/amp_update.hpp"
 
 namespace accrue {
@@ -18,10 +19,7 @@ GradScaler::GradScaler(GradScalerOptions options) : options_(options), scale_(op
 
 bool GradScaler::unscale(const std::vector<Tensor>& parameters) const {
   const float inverse = static_cast<float>(1.0 / scale_);
-  bool found = false;
-  for (const Tensor& p : parameters)
-    if (const Tensor g = p.grad(); g.defined()) found = kernels::unscale_and_check(g, inverse) || found;
-  return found;
+  return kernels::unscale_and_check(defined_gradients(parameters), inverse);
 }
 
 void GradScaler::update(bool found_inf) {

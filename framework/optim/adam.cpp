@@ -1,6 +1,7 @@
 #include "accrue/framework/optim/adam.hpp"
 
 #include <cmath>
+#include <map>
 
 #include "accrue/kernels/optimizer_update.hpp"
 
@@ -58,30 +59,55 @@ std::string AdamOptimizer::str() const {
                      : adam_str("Adam", lr_, o.betas, o.eps, o.weight_decay, 0.0, o.amsgrad, o.maximize);
 }
 
-void AdamOptimizer::update(std::size_t index, const Tensor& param, const Tensor& grad) {
+AdamOptimizer::State& AdamOptimizer::begin_step(std::size_t index) {
   State& s = states_[index];
   if (s.step == 0) {
+    const Tensor& param = parameters_[index];
     const TensorOptions state{.device = param.device(), .category = MemoryCategory::optimizer_state};
     s.exp_avg = Tensor::zeros(param.shape(), state);
     s.exp_avg_sq = Tensor::zeros(param.shape(), state);
     if (options_.amsgrad) s.max_exp_avg_sq = Tensor::zeros(param.shape(), state);
   }
   ++s.step;
+  return s;
+}
+
+void AdamOptimizer::update(std::size_t index, const Tensor& param, const Tensor& grad) {
+  const State& s = begin_step(index);
+  kernels::adam_update(param, grad, s.exp_avg, s.exp_avg_sq, s.max_exp_avg_sq, hyper(s.step));
+}
+
+void AdamOptimizer::update_all(const std::vector<std::size_t>& indices) {
+  // Parameters that skipped steps (no gradient) have their own step counts; each count is one group.
+  std::map<std::int64_t, std::vector<kernels::AdamSlot>> groups;
+  for (std::size_t i : indices) {
+    const State& s = begin_step(i);
+    groups[s.step].push_back({parameters_[i], parameters_[i].grad(), s.exp_avg, s.exp_avg_sq, s.max_exp_avg_sq});
+  }
+  for (const auto& [step, slots] : groups) kernels::adam_update(slots, hyper(step));
+}
+
+void AdamOptimizer::move_state_to(Device device) {
+  for (State& s : states_)
+    for (Tensor* t : {&s.exp_avg, &s.exp_avg_sq, &s.max_exp_avg_sq})
+      if (t->defined()) t->to_(device);
+}
+
+kernels::common::AdamHyper AdamOptimizer::hyper(std::int64_t step) const {
   // Step-dependent scalars in double on the host, as PyTorch computes them in Python.
-  const double bias_correction1 = 1.0 - std::pow(options_.betas[0], static_cast<double>(s.step));
-  const double bias_correction2 = 1.0 - std::pow(options_.betas[1], static_cast<double>(s.step));
-  const kernels::common::AdamHyper hyper{static_cast<float>(lr_),
-                                         static_cast<float>(options_.betas[0]),
-                                         static_cast<float>(options_.betas[1]),
-                                         static_cast<float>(options_.eps),
-                                         static_cast<float>(options_.weight_decay),
-                                         options_.decoupled,
-                                         options_.amsgrad,
-                                         options_.maximize,
-                                         static_cast<float>(1.0 - lr_ * options_.weight_decay),
-                                         static_cast<float>(lr_ / bias_correction1),
-                                         static_cast<float>(std::sqrt(bias_correction2))};
-  kernels::adam_update(param, grad, s.exp_avg, s.exp_avg_sq, s.max_exp_avg_sq, hyper);
+  const double bias_correction1 = 1.0 - std::pow(options_.betas[0], static_cast<double>(step));
+  const double bias_correction2 = 1.0 - std::pow(options_.betas[1], static_cast<double>(step));
+  return kernels::common::AdamHyper{static_cast<float>(lr_),
+                                    static_cast<float>(options_.betas[0]),
+                                    static_cast<float>(options_.betas[1]),
+                                    static_cast<float>(options_.eps),
+                                    static_cast<float>(options_.weight_decay),
+                                    options_.decoupled,
+                                    options_.amsgrad,
+                                    options_.maximize,
+                                    static_cast<float>(1.0 - lr_ * options_.weight_decay),
+                                    static_cast<float>(lr_ / bias_correction1),
+                                    static_cast<float>(std::sqrt(bias_correction2))};
 }
 
 }  // namespace accrue::optim

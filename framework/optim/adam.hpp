@@ -6,6 +6,7 @@
 
 #include "accrue/framework/optim/optimizer.hpp"
 #include "accrue/framework/optim/recipe_steps.hpp"
+#include "accrue/kernels/common/optimizer_updates.hpp"
 
 namespace accrue::optim {
 
@@ -52,6 +53,7 @@ class AdamOptimizer final : public Optimizer {
   };
   AdamOptimizer(std::vector<Tensor> parameters, double lr, const Options& options);
   std::string str() const override;
+  void move_state_to(Device device) override;
 
   struct State {
     std::int64_t step = 0;
@@ -61,8 +63,12 @@ class AdamOptimizer final : public Optimizer {
 
  protected:
   void update(std::size_t index, const Tensor& param, const Tensor& grad) override;
+  void update_all(const std::vector<std::size_t>& indices) override;
 
  private:
+  /// Creates the state on the first step and counts the step.
+  State& begin_step(std::size_t index);
+  kernels::common::AdamHyper hyper(std::int64_t step) const;
   Options options_;
   std::vector<State> states_;
 };

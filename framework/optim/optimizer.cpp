@@ -24,13 +24,22 @@ void Optimizer::set_lr(double lr) {
 
 void Optimizer::step() {
   const NoGradGuard no_grad;
+  std::vector<std::size_t> indices;
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     const Tensor& p = parameters_[i];
-    const Tensor g = p.grad();
-    if (!g.defined()) continue;
-    update(i, p, g);
+    if (!p.grad().defined()) continue;
+    ACCRUE_CHECK(p.device() == parameters_[indices.empty() ? i : indices.front()].device(),
+                 "optimizer: parameters {} and {} are on {} and {}; move the model to one device",
+                 indices.empty() ? i : indices.front(), i, parameters_[indices.empty() ? i : indices.front()].device(),
+                 p.device());
+    indices.push_back(i);
   }
+  update_all(indices);
   ++steps_;
+}
+
+void Optimizer::update_all(const std::vector<std::size_t>& indices) {
+  for (std::size_t i : indices) update(i, parameters_[i], parameters_[i].grad());
 }
 
 void Optimizer::zero_grad() {

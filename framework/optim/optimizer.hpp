@@ -39,10 +39,16 @@ class Optimizer {
   const std::vector<Tensor>& parameters() const { return parameters_; }
   /// "SGD(lr=0.001, momentum=0.9)".
   virtual std::string str() const = 0;
+  /// Moves the optimizer's state tensors to `device` (the model moved there).
+  virtual void move_state_to(Device /*device*/) {}
 
  protected:
   /// Updates parameter `index` from `grad`.
   virtual void update(std::size_t index, const Tensor& param, const Tensor& grad) = 0;
+  /// Updates the parameters at `indices` (those with a gradient, all on one device). The default
+  /// calls update() for each; built-in optimizers update them together, in one multi-tensor
+  /// launch on a GPU.
+  virtual void update_all(const std::vector<std::size_t>& indices);
 
   std::vector<Tensor> parameters_;
   double lr_;

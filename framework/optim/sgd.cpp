@@ -43,19 +43,39 @@ std::string SgdOptimizer::str() const {
 }
 
 void SgdOptimizer::update(std::size_t index, const Tensor& param, const Tensor& grad) {
-  const bool momentum = config_.momentum != 0.0;
-  Tensor& buffer = buffers_[index];
-  const bool first = momentum && !buffer.defined();
-  if (first)
-    buffer = Tensor::empty(param.shape(), {.device = param.device(), .category = MemoryCategory::optimizer_state});
-  const kernels::common::SgdHyper hyper{static_cast<float>(lr_),
-                                        static_cast<float>(config_.momentum),
-                                        static_cast<float>(config_.dampening),
-                                        static_cast<float>(config_.weight_decay),
-                                        config_.nesterov,
-                                        config_.maximize,
-                                        first};
-  kernels::sgd_update(param, grad, buffer, hyper);
+  const bool first = begin_step(index);
+  kernels::sgd_update(param, grad, buffers_[index], hyper(first));
+}
+
+void SgdOptimizer::update_all(const std::vector<std::size_t>& indices) {
+  // A parameter's first step with momentum starts its buffer from the gradient: its own group.
+  std::vector<kernels::SgdSlot> first, later;
+  for (std::size_t i : indices)
+    (begin_step(i) ? first : later).push_back({parameters_[i], parameters_[i].grad(), buffers_[i]});
+  kernels::sgd_update(first, hyper(true));
+  kernels::sgd_update(later, hyper(false));
+}
+
+bool SgdOptimizer::begin_step(std::size_t index) {
+  if (config_.momentum == 0.0 || buffers_[index].defined()) return false;
+  const Tensor& param = parameters_[index];
+  buffers_[index] = Tensor::empty(param.shape(), {.device = param.device(), .category = MemoryCategory::optimizer_state});
+  return true;
+}
+
+void SgdOptimizer::move_state_to(Device device) {
+  for (Tensor& b : buffers_)
+    if (b.defined()) b.to_(device);
+}
+
+kernels::common::SgdHyper SgdOptimizer::hyper(bool first_step) const {
+  return kernels::common::SgdHyper{static_cast<float>(lr_),
+                                   static_cast<float>(config_.momentum),
+                                   static_cast<float>(config_.dampening),
+                                   static_cast<float>(config_.weight_decay),
+                                   config_.nesterov,
+                                   config_.maximize,
+                                   first_step};
 }
 
 }  // namespace accrue::optim

@@ -4,6 +4,7 @@
 
 #include "accrue/framework/optim/optimizer.hpp"
 #include "accrue/framework/optim/recipe_steps.hpp"
+#include "accrue/kernels/common/optimizer_updates.hpp"
 
 namespace accrue::optim {
 
@@ -29,14 +30,19 @@ class SgdOptimizer final : public Optimizer {
  public:
   SgdOptimizer(std::vector<Tensor> parameters, const SGD& config);
   std::string str() const override;
+  void move_state_to(Device device) override;
   const SGD& config() const { return config_; }
   /// Momentum buffer of parameter i (undefined before its first step or without momentum).
   const Tensor& momentum_buffer(std::size_t i) const { return buffers_.at(i); }
 
  protected:
   void update(std::size_t index, const Tensor& param, const Tensor& grad) override;
+  void update_all(const std::vector<std::size_t>& indices) override;
 
  private:
+  /// Creates the momentum buffer on a parameter's first step; true on that step.
+  bool begin_step(std::size_t index);
+  kernels::common::SgdHyper hyper(bool first_step) const;
   SGD config_;
   std::vector<Tensor> buffers_;
 };

@@ -9,6 +9,8 @@
 
 namespace accrue {
 
+/// The gradients of `parameters` that exist, in order.
+std::vector<Tensor> defined_gradients(const std::vector<Tensor>& parameters);
 /// The L2 norm of all gradients together; inf or NaN when any gradient holds them.
 double gradient_norm(const std::vector<Tensor>& parameters);
 /// Scales every gradient by min(1, max_norm / (norm + 1e-6)) given their global `norm`, and returns

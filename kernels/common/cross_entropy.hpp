@@ -22,26 +22,36 @@ ACCRUE_HD float row_logsumexp(const float* x, std::int64_t C) {
   return m + logf(s);
 }
 
+/// The loss of a row from its log-sum-exp, its label's logit and (for smoothing) the sum of its
+/// logits; the GPU kernel computes those three in parallel and finishes here.
+ACCRUE_HD float cross_entropy_loss(float lse, float x_label, float sum_x, std::int64_t C, float smoothing) {
+  float loss = lse - (1.0f - smoothing) * x_label;
+  if (smoothing != 0.0f) loss -= smoothing / static_cast<float>(C) * sum_x;
+  return loss;
+}
+
+/// dloss/dx[j] for one logit of a row.
+ACCRUE_HD float cross_entropy_grad(float x, float lse, bool is_label, std::int64_t C, float smoothing) {
+  float d = expf(x - lse) - smoothing / static_cast<float>(C);
+  if (is_label) d -= 1.0f - smoothing;
+  return d;
+}
+
 /// The loss of one row; writes the row's log-sum-exp to *lse for backward.
 ACCRUE_HD float cross_entropy_row(const float* x, std::int64_t C, std::int32_t label, float smoothing, float* lse) {
   const float l = row_logsumexp(x, C);
   *lse = l;
-  float loss = l - (1.0f - smoothing) * x[label];
-  if (smoothing != 0.0f) {
-    float sum = 0.0f;
+  float sum = 0.0f;
+  if (smoothing != 0.0f)
     for (std::int64_t j = 0; j < C; ++j) sum += x[j];
-    loss -= smoothing / static_cast<float>(C) * sum;
-  }
-  return loss;
+  return cross_entropy_loss(l, x[label], sum, C, smoothing);
 }
 
 /// dx (+)= g * dloss/dx for one row.
 ACCRUE_HD void cross_entropy_row_grad(const float* x, std::int64_t C, std::int32_t label, float smoothing, float lse,
                                       float g, float* dx, bool accumulate) {
-  const float uniform = smoothing / static_cast<float>(C);
   for (std::int64_t j = 0; j < C; ++j) {
-    float d = expf(x[j] - lse) - uniform;
-    if (j == label) d -= 1.0f - smoothing;
+    const float d = cross_entropy_grad(x[j], lse, j == label, C, smoothing);
     dx[j] = accumulate ? dx[j] + g * d : g * d;
   }
 }

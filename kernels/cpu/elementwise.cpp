@@ -80,40 +80,15 @@ void with_binary_op(BinaryOp op, F&& f) {
   }
 }
 
-// Offsets into the operands of a broadcast op, row by row: a row is the last dimension of the
-// output; an operand's stride is 0 along dimensions it is broadcast over.
+// Broadcast ops run row by row: a row is the last dimension of the output, along which each
+// operand advances by its innermost stride (0 when broadcast).
 struct Broadcast {
-  int rank = 0;
-  std::array<std::int64_t, Shape::max_rank> out{};
-  std::array<std::int64_t, Shape::max_rank> stride_a{}, stride_b{};
-
-  Broadcast(const Shape& a, const Shape& b, const Shape& o) : rank(o.rank()) {
-    std::int64_t sa = 1, sb = 1;
-    for (int i = rank - 1; i >= 0; --i) {
-      out[i] = o[i];
-      const int ia = a.rank() - rank + i, ib = b.rank() - rank + i;
-      const std::int64_t da = ia >= 0 ? a[ia] : 1, db = ib >= 0 ? b[ib] : 1;
-      stride_a[i] = da == 1 ? 0 : sa;
-      stride_b[i] = db == 1 ? 0 : sb;
-      sa *= da;
-      sb *= db;
-    }
-  }
-  std::int64_t inner() const { return rank == 0 ? 1 : out[rank - 1]; }
-  std::int64_t inner_a() const { return rank == 0 ? 0 : stride_a[rank - 1]; }
-  std::int64_t inner_b() const { return rank == 0 ? 0 : stride_b[rank - 1]; }
-  // Offsets of the first element of output row `row` in a and b.
-  void row_offsets(std::int64_t row, std::int64_t* oa, std::int64_t* ob) const {
-    std::int64_t a = 0, b = 0;
-    for (int i = rank - 2; i >= 0; --i) {
-      const std::int64_t idx = row % out[i];
-      row /= out[i];
-      a += idx * stride_a[i];
-      b += idx * stride_b[i];
-    }
-    *oa = a;
-    *ob = b;
-  }
+  common::BroadcastIndex index;
+  Broadcast(const Shape& a, const Shape& b, const Shape& o) : index(broadcast_index(a, b, o)) {}
+  std::int64_t inner() const { return index.rank == 0 ? 1 : index.out[index.rank - 1]; }
+  std::int64_t inner_a() const { return index.rank == 0 ? 0 : index.stride_a[index.rank - 1]; }
+  std::int64_t inner_b() const { return index.rank == 0 ? 0 : index.stride_b[index.rank - 1]; }
+  void row_offsets(std::int64_t row, std::int64_t* oa, std::int64_t* ob) const { index.offsets(row * inner(), oa, ob); }
 };
 
 template <BinaryOp Op>

@@ -1,0 +1,146 @@
+#include "accrue/kernels/cuda/context.hpp"
+
+#include <array>
+#include <memory>
+#include <mutex>
+
+#include "accrue/kernels/cuda/check.hpp"
+
+namespace accrue::kernels::cuda {
+namespace {
+
+constexpr int max_devices = 64;
+
+// Contexts live until the process ends and are never destroyed: at exit the CUDA runtime may
+// already be unloading, and destroying handles then fails; the driver reclaims everything anyway.
+std::array<DeviceContext*, max_devices> contexts{};
+std::mutex contexts_mutex;
+
+DeviceContext* create_context(int device) {
+  auto c = std::make_unique<DeviceContext>();
+  c->device = device;
+  ACCRUE_CUDA_CHECK(cudaSetDevice(device));
+  ACCRUE_CUDA_CHECK(cudaStreamCreateWithFlags(&c->compute, cudaStreamNonBlocking));
+  ACCRUE_CUDA_CHECK(cudaStreamCreateWithFlags(&c->copy, cudaStreamNonBlocking));
+  ACCRUE_CUDA_CHECK(cublasCreate(&c->cublas));
+  ACCRUE_CUDA_CHECK(cublasSetStream(c->cublas, c->compute));
+  // float32 GEMMs stay float32 (no TF32), as in PyTorch's default; half types use tensor cores.
+  ACCRUE_CUDA_CHECK(cublasSetMathMode(c->cublas, CUBLAS_DEFAULT_MATH));
+  ACCRUE_CUDA_CHECK(cudnnCreate(&c->cudnn));
+  ACCRUE_CUDA_CHECK(cudnnSetStream(c->cudnn, c->compute));
+  ACCRUE_CUDA_CHECK(cudaDeviceGetAttribute(&c->multiprocessors, cudaDevAttrMultiProcessorCount, device));
+  int major = 0, minor = 0;
+  ACCRUE_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  ACCRUE_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  c->compute_capability = major * 10 + minor;
+  return c.release();
+}
+
+}  // namespace
+
+DeviceContext& context(int device) {
+  if (device < 0 || device >= max_devices) throw_error(cudaErrorInvalidDevice, "context(device)", __FILE__, __LINE__);
+  DeviceContext* c = nullptr;
+  {
+    std::lock_guard lock{contexts_mutex};
+    if (contexts[static_cast<std::size_t>(device)] == nullptr)
+      contexts[static_cast<std::size_t>(device)] = create_context(device);
+    c = contexts[static_cast<std::size_t>(device)];
+  }
+  // Cheap when the device is already current; needed for the runtime calls that follow.
+  ACCRUE_CUDA_CHECK(cudaSetDevice(device));
+  return *c;
+}
+
+cudaStream_t compute_stream(int device) { return context(device).compute; }
+
+void synchronize(int device) { ACCRUE_CUDA_CHECK(cudaStreamSynchronize(compute_stream(device))); }
+
+unsigned blocks_for(int device, long long n, int threads) {
+  const long long needed = (n + threads - 1) / threads;
+  const long long cap = static_cast<long long>(context(device).multiprocessors) * 8;
+  const long long blocks = needed < cap ? needed : cap;
+  return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
+}
+
+void copy_host_to_device(int device, void* dst, const void* src, std::size_t bytes) {
+  if (bytes == 0) return;
+  // From pageable memory the call returns once `src` is staged, so the caller may reuse it.
+  ACCRUE_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, compute_stream(device)));
+}
+
+void copy_device_to_host(int device, void* dst, const void* src, std::size_t bytes) {
+  if (bytes == 0) return;
+  const cudaStream_t stream = compute_stream(device);
+  ACCRUE_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream));
+  ACCRUE_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+void copy_device_to_device(int dst_device, void* dst, int src_device, const void* src, std::size_t bytes) {
+  if (bytes == 0) return;
+  if (dst_device == src_device) {
+    ACCRUE_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, compute_stream(dst_device)));
+    return;
+  }
+  // Between GPUs: rare (moving a model), so simply ordered by waiting for both devices.
+  synchronize(src_device);
+  synchronize(dst_device);
+  ACCRUE_CUDA_CHECK(cudaMemcpyPeer(dst, dst_device, src, src_device, bytes));
+  ACCRUE_CUDA_CHECK(cudaSetDevice(dst_device));
+  ACCRUE_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+void* device_malloc(int device, std::size_t bytes) {
+  context(device);
+  void* ptr = nullptr;
+  const cudaError_t status = cudaMalloc(&ptr, bytes);
+  if (status == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();  // clear the sticky-until-read error so later checks do not see it
+    return nullptr;
+  }
+  check(status, "cudaMalloc(&ptr, bytes)", __FILE__, __LINE__);
+  return ptr;
+}
+
+void device_free(int device, void* ptr) noexcept {
+  // Errors are ignored: at process exit the runtime may be gone, and a free cannot be retried.
+  if (cudaSetDevice(device) == cudaSuccess) (void)cudaFree(ptr);
+}
+
+void* pinned_malloc(std::size_t bytes) {
+  void* ptr = nullptr;
+  ACCRUE_CUDA_CHECK(cudaHostAlloc(&ptr, bytes, cudaHostAllocDefault));
+  return ptr;
+}
+
+void pinned_free(void* ptr) noexcept { (void)cudaFreeHost(ptr); }
+
+Event::Event(int device) : device_(device) {
+  context(device);
+  ACCRUE_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
+}
+
+Event::~Event() {
+  if (event_ != nullptr) (void)cudaEventDestroy(event_);
+}
+
+void Event::record(cudaStream_t stream) {
+  context(device_);
+  ACCRUE_CUDA_CHECK(cudaEventRecord(event_, stream));
+}
+
+void Event::wait_on(cudaStream_t stream) const { ACCRUE_CUDA_CHECK(cudaStreamWaitEvent(stream, event_, 0)); }
+
+void Event::synchronize() const { ACCRUE_CUDA_CHECK(cudaEventSynchronize(event_)); }
+
+void copy_host_to_device_async(int device, void* dst, const void* src, std::size_t bytes, Event& done) {
+  DeviceContext& c = context(device);
+  // The destination block may have been freed by work still queued on the compute stream.
+  Event compute_so_far{device};
+  compute_so_far.record(c.compute);
+  compute_so_far.wait_on(c.copy);
+  ACCRUE_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, c.copy));
+  done.record(c.copy);
+}
+
+}  // namespace accrue::kernels::cuda

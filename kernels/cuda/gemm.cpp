@@ -1,0 +1,61 @@
+// GEMM over cuBLAS: float32 with cublasSgemm, float16 and bfloat16 with cublasGemmEx and float32
+// accumulation (tensor cores). Row-major operands map to cuBLAS's column-major convention by
+// common::column_major_gemm.
+
+#include <climits>
+
+#include "accrue/kernels/common/gemm_layout.hpp"
+#include "accrue/kernels/cuda/check.hpp"
+#include "accrue/kernels/cuda/context.hpp"
+#include "accrue/kernels/cuda/launchers.hpp"
+
+namespace accrue::kernels::cuda {
+namespace {
+
+int as_int(std::int64_t v, const char* what) {
+  if (v > INT_MAX)
+    throw_error(CUBLAS_STATUS_NOT_SUPPORTED, what, __FILE__, __LINE__);
+  return static_cast<int>(v);
+}
+
+cublasOperation_t op(bool trans) { return trans ? CUBLAS_OP_T : CUBLAS_OP_N; }
+
+cudaDataType_t cuda_type(DType t) {
+  switch (t) {
+    case DType::f32: return CUDA_R_32F;
+    case DType::f16: return CUDA_R_16F;
+    case DType::bf16: return CUDA_R_16BF;
+    case DType::i32: break;
+  }
+  throw_error(CUBLAS_STATUS_NOT_SUPPORTED, "gemm on int32 operands", __FILE__, __LINE__);
+}
+
+}  // namespace
+
+void gemm_f32(int device, bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
+              const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
+  if (M == 0 || N == 0) return;
+  const auto g = common::column_major_gemm(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc);
+  ACCRUE_CUDA_CHECK(cublasSgemm(context(device).cublas, op(g.trans_first), op(g.trans_second),
+                                as_int(g.m, "gemm with more than 2^31 rows"), as_int(g.n, "gemm with more than 2^31 columns"),
+                                as_int(g.k, "gemm with an inner dimension above 2^31"), &alpha,
+                                static_cast<const float*>(g.first), as_int(g.ld_first, "gemm leading dimension"),
+                                static_cast<const float*>(g.second), as_int(g.ld_second, "gemm leading dimension"), &beta,
+                                static_cast<float*>(g.c), as_int(g.ldc, "gemm leading dimension")));
+}
+
+void gemm_low_precision(int device, bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K,
+                        float alpha, DType low, const void* A, std::int64_t lda, const void* B, std::int64_t ldb,
+                        float beta, DType out, void* C, std::int64_t ldc) {
+  if (M == 0 || N == 0) return;
+  const auto g = common::column_major_gemm(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc);
+  ACCRUE_CUDA_CHECK(cublasGemmEx(context(device).cublas, op(g.trans_first), op(g.trans_second),
+                                 as_int(g.m, "gemm with more than 2^31 rows"),
+                                 as_int(g.n, "gemm with more than 2^31 columns"),
+                                 as_int(g.k, "gemm with an inner dimension above 2^31"), &alpha, g.first, cuda_type(low),
+                                 as_int(g.ld_first, "gemm leading dimension"), g.second, cuda_type(low),
+                                 as_int(g.ld_second, "gemm leading dimension"), &beta, g.c, cuda_type(out),
+                                 as_int(g.ldc, "gemm leading dimension"), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+}  // namespace accrue::kernels::cuda

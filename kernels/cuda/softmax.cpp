@@ -1,0 +1,55 @@
+// Softmax and log-softmax over cuDNN: an (outer, D, inner) view is cuDNN's NCHW tensor
+// (outer, D, inner, 1) with the softmax across channels.
+
+#include <climits>
+
+#include "accrue/kernels/cuda/check.hpp"
+#include "accrue/kernels/cuda/context.hpp"
+#include "accrue/kernels/cuda/launchers.hpp"
+
+namespace accrue::kernels::cuda {
+namespace {
+
+// One descriptor per call: creating one costs about a microsecond, and nothing is cached that
+// could go stale.
+class SoftmaxDescriptor {
+ public:
+  SoftmaxDescriptor(std::int64_t outer, std::int64_t D, std::int64_t inner) {
+    if (outer > INT_MAX || D > INT_MAX || inner > INT_MAX || outer * D * inner > INT_MAX)
+      throw_error(CUDNN_STATUS_NOT_SUPPORTED, "softmax over more than 2^31 elements (cuDNN takes int dimensions)",
+                  __FILE__, __LINE__);
+    ACCRUE_CUDA_CHECK(cudnnCreateTensorDescriptor(&desc_));
+    ACCRUE_CUDA_CHECK(cudnnSetTensor4dDescriptor(desc_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, static_cast<int>(outer),
+                                                 static_cast<int>(D), static_cast<int>(inner), 1));
+  }
+  ~SoftmaxDescriptor() { (void)cudnnDestroyTensorDescriptor(desc_); }
+  SoftmaxDescriptor(const SoftmaxDescriptor&) = delete;
+  SoftmaxDescriptor& operator=(const SoftmaxDescriptor&) = delete;
+  cudnnTensorDescriptor_t get() const { return desc_; }
+
+ private:
+  cudnnTensorDescriptor_t desc_ = nullptr;
+};
+
+}  // namespace
+
+void softmax_forward(int device, const float* x, float* y, std::int64_t outer, std::int64_t D, std::int64_t inner,
+                     bool log) {
+  if (outer * D * inner == 0) return;
+  const SoftmaxDescriptor desc{outer, D, inner};
+  const float alpha = 1.0f, beta = 0.0f;
+  ACCRUE_CUDA_CHECK(cudnnSoftmaxForward(context(device).cudnn, log ? CUDNN_SOFTMAX_LOG : CUDNN_SOFTMAX_ACCURATE,
+                                        CUDNN_SOFTMAX_MODE_CHANNEL, &alpha, desc.get(), x, &beta, desc.get(), y));
+}
+
+void softmax_backward(int device, const float* y, const float* dy, float* dx, std::int64_t outer, std::int64_t D,
+                      std::int64_t inner, bool log, bool accumulate) {
+  if (outer * D * inner == 0) return;
+  const SoftmaxDescriptor desc{outer, D, inner};
+  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  ACCRUE_CUDA_CHECK(cudnnSoftmaxBackward(context(device).cudnn, log ? CUDNN_SOFTMAX_LOG : CUDNN_SOFTMAX_ACCURATE,
+                                         CUDNN_SOFTMAX_MODE_CHANNEL, &alpha, desc.get(), y, desc.get(), dy, &beta,
+                                         desc.get(), dx));
+}
+
+}  // namespace accrue::kernels::cuda
