@@ -21,7 +21,8 @@ Evaluation Sequential::evaluate(const Dataset& data, const EvaluateOptions& opti
   for (Metric& m : metrics) m.reset();
   const DataLoader loader{data, {.batch_size = options.batch_size}};
   for (std::int64_t b = 0; b < loader.size(); ++b) {
-    const Batch batch = loader[b];
+    const Batch host = loader[b];
+    const Batch batch{host.inputs.to(device_), host.targets.to(device_), host.index};
     try {
       const Tensor prediction = forward(batch.inputs);
       const double loss_value = loss_.batch_sum(prediction, batch.targets).item();

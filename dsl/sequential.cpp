@@ -61,6 +61,7 @@ Sequential& Sequential::add(std::unique_ptr<Layer> layer) {
       e.prepend(fmt::format("layer {} of model '{}': ", layers_.size(), name_));
       throw;
     }
+    place(*layer);
     optimizer_.reset();
     scaler_.reset();
   }
@@ -109,6 +110,7 @@ void Sequential::build(const Shape& sample_shape) {
       throw;
     }
     shape = layers_[i]->output_shape();
+    place(*layers_[i]);
   }
   input_shape_ = sample_shape;
   built_ = true;
@@ -120,8 +122,41 @@ Shape Sequential::output_shape() const {
   return layers_.back()->output_shape();
 }
 
+void Sequential::place(Layer& layer) {
+  // Layers initialise on the CPU from the model's generator, so a model gets the same initial
+  // weights on every device.
+  for (const auto& [name, p] : layer.named_parameters()) Tensor{p}.to_(device_);
+}
+
+Sequential& Sequential::to(Device device) {
+  if (device == device_) return *this;
+  for (const auto& l : layers_) {
+    for (const auto& [name, p] : l->named_parameters()) {
+      try {
+        Tensor{p}.to_(device);
+      } catch (Error& e) {
+        e.prepend(fmt::format("moving {} '{}' of model '{}' to {}: ", l->describe(), name, name_, device));
+        throw;
+      }
+    }
+  }
+  if (optimizer_) optimizer_->move_state_to(device);
+  // The loss-scaling policy depends on the device (.amp() scales float16 on CUDA, not bfloat16 on
+  // the CPU): keep the scaler where both scale, make or drop it otherwise.
+  if (optimizer_) {
+    if (!recipe_.scales_loss(device)) scaler_.reset();
+    else if (!scaler_) scaler_ = std::make_unique<GradScaler>(recipe_.amp_options()->scaler);
+  }
+  device_ = device;
+  return *this;
+}
+
 Tensor Sequential::forward(const Tensor& x) {
   ACCRUE_CHECK(x.defined(), "model '{}': the input is undefined", name_);
+  ACCRUE_CHECK(x.device() == device_,
+               "model '{}' is on {} but its input {} is on {}: move it with x.to(model.device()) (fit, evaluate and "
+               "predict move batches themselves)",
+               name_, device_, x.shape(), x.device());
   ACCRUE_CHECK_SHAPE(x.rank() >= 1, "model '{}' takes batches (batch, ...), got shape {}", name_, x.shape());
   const Shape sample = x.shape().drop_front();
   if (!built_) build(sample);
@@ -198,8 +233,7 @@ void Sequential::ensure_optimizer() {
   if (optimizer_ || !recipe_.optimizer().defined() || !built_) return;
   const std::vector<Tensor> params = parameters();
   optimizer_ = recipe_.optimizer().create(params);
-  const Device device = params.empty() ? Device::cpu() : params.front().device();
-  scaler_ = recipe_.scales_loss(device) ? std::make_unique<GradScaler>(recipe_.amp_options()->scaler) : nullptr;
+  scaler_ = recipe_.scales_loss(device_) ? std::make_unique<GradScaler>(recipe_.amp_options()->scaler) : nullptr;
 }
 
 optim::Optimizer& Sequential::optimizer() {
@@ -222,7 +256,7 @@ Tensor Sequential::predict(const Tensor& inputs, std::int64_t batch_size) {
   const std::int64_t n = inputs.size(0);
   try {
     for (std::int64_t begin = 0; begin < n; begin += batch_size)
-      outputs.push_back(forward(ops::narrow(inputs, begin, std::min(n, begin + batch_size))));
+      outputs.push_back(forward(ops::narrow(inputs, begin, std::min(n, begin + batch_size)).to(device_)));
   } catch (...) {
     set_training(was_training);
     throw;

@@ -134,6 +134,13 @@ class Sequential {
   void set_training(bool training);
   bool training() const { return training_; }
 
+  /// Moves the parameters, their gradients and the optimizer state to `device` (layers built
+  /// later are created there too) and returns the model. fit(), evaluate() and predict() then run
+  /// there, moving each batch; forward() expects its input there already.
+  Sequential& to(Device device);
+  /// Where the model's parameters live and its computations run (the CPU until to()).
+  Device device() const { return device_; }
+
   /// Trainable tensors in order, and with PyTorch's names ("0.weight", "0.bias", "2.weight"...).
   std::vector<Tensor> parameters() const;
   std::vector<std::pair<std::string, Tensor>> named_parameters() const;
@@ -178,6 +185,8 @@ class Sequential {
   [[noreturn]] void throw_wrong_layer_type(std::size_t i) const;
   friend class Trainer;
   void ensure_optimizer();
+  /// Moves the parameters of a freshly built layer to the model's device.
+  void place(Layer& layer);
   void check_compiled(const char* what) const;
 
   std::string name_ = "sequential";
@@ -186,6 +195,7 @@ class Sequential {
   std::unique_ptr<Generator> generator_;
   bool built_ = false;
   bool training_ = true;
+  Device device_ = Device::cpu();
   optim::Recipe recipe_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::unique_ptr<GradScaler> scaler_;

@@ -109,7 +109,7 @@ AccumulationCheck verify_accumulation(Sequential& model, const Dataset& data, co
   for (std::size_t i = 0; i < params.size(); ++i) {
     Tensor p = params[i];
     if (std::any_of(before[i].begin(), before[i].end(), [](float v) { return v != 0.0f; }))
-      p.set_grad(Tensor::from(before[i], p.shape(), {.category = MemoryCategory::gradients}));
+      p.set_grad(Tensor::from(before[i], p.shape(), {.device = p.device(), .category = MemoryCategory::gradients}));
   }
   return check;
 }

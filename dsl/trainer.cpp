@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "accrue/datasets/device_batches.hpp"
 #include "accrue/datasets/loader.hpp"
 #include "accrue/dsl/callbacks/explain.hpp"
 #include "accrue/dsl/callbacks/progress_bar.hpp"
@@ -131,8 +132,8 @@ History Trainer::fit(Sequential& model, const Dataset& train, std::optional<Data
   context.steps_per_epoch = plan.micro_batches_per_epoch();
   context.base_lr = opt.lr();
   const std::vector<Tensor> parameters = model.parameters();
-  const Device device = parameters.empty() ? Device::cpu() : parameters.front().device();
-  const std::optional<DType> amp = recipe.amp_dtype(device);
+  const std::optional<DType> amp = recipe.amp_dtype(model.device());
+  DeviceBatches batches{loader, model.device()};
   GradScaler* scaler = model.scaler();
   context.amp_dtype = amp;
   context.scaler = scaler;
@@ -146,12 +147,15 @@ History Trainer::fit(Sequential& model, const Dataset& train, std::optional<Data
   for (int epoch = 0; epoch < options_.epochs && !context.stop_requested; ++epoch) {
     const TrainingModeGuard mode{model, true};
     loader.set_epoch(epoch);
+    batches.reset();
     metrics::MeanLoss epoch_loss;
     std::vector<Metric>& metrics = model.metrics_;
     for (Metric& m : metrics) m.reset();
     for (Callback* c : callbacks) c->on_epoch_begin(epoch);
 
-    for (const MicroBatchSlot& slot : plan.epoch_slots(epoch)) {
+    const std::vector<MicroBatchSlot> slots = plan.epoch_slots(epoch);
+    for (std::size_t k = 0; k < slots.size(); ++k) {
+      const MicroBatchSlot& slot = slots[k];
       StepRecord record;
       record.epoch = epoch;
       record.micro_batch = slot.index;
@@ -162,7 +166,8 @@ History Trainer::fit(Sequential& model, const Dataset& train, std::optional<Data
       record.optimizer_step = context.optimizer_steps;
       const std::int64_t first_sample = slot.index * options_.batch_size;
       if (!window_poisoned) {
-        const Batch batch = loader[slot.index];
+        const Batch batch =
+            batches.get(slot.index, k + 1 < slots.size() ? std::optional{slots[k + 1].index} : std::nullopt);
         record.micro_batch_samples = batch.size();
         if (scaler) record.loss_scale = scaler->scale();
         try {

@@ -3,7 +3,7 @@
 // Lightning's accumulate_grad_batches={0: 8, 2: 4, 4: 2}. The plan (optimizer steps, warmup, the
 // learning rate at chosen steps) is printed before training, and checked against what training did.
 //
-//   accumulation_schedule [--epochs 6] [--data DIR] [--seed 0] [--amp[=f16|bf16]]
+//   accumulation_schedule [--epochs 6] [--data DIR] [--seed 0] [--amp[=f16|bf16]] [--device best|cpu|cuda]
 
 #include <CLI/CLI.hpp>
 #include <accrue/accrue.hpp>
@@ -16,17 +16,20 @@ int main(int argc, char** argv) {
   std::string data;
   std::uint64_t seed = 0;
   std::string amp = "off";
+  std::string device = "best";
   app.add_option("--epochs", epochs, "Passes over the training set")->check(CLI::PositiveNumber);
   app.add_option("--data", data, "Folder with the FashionMNIST IDX files");
   app.add_option("--seed", seed, "Seed of initialisation and shuffling");
   app.add_flag("--amp{auto}", amp, "Mixed precision: --amp (bfloat16 on the CPU), --amp=f16, --amp=bf16")
       ->check(CLI::IsMember({"off", "auto", "f16", "bf16"}));
+  app.add_option("--device", device, "Where to train: best (a GPU when there is one), cpu, cuda, cuda:N");
   CLI11_PARSE(app, argc, argv);
 
   try {
     auto [train, test] = datasets::fashion_mnist(data);
     manual_seed(seed);
     Sequential model{layers::Input{1, 28, 28}, layers::Flatten{}, layers::Dense{256}, layers::ReLU{}, layers::Dense{10}};
+    model.to(Device::parse(device));
     optim::Recipe recipe = optim::AdamW{.lr = 2e-3}.clip(1.0);
     if (amp == "auto") recipe = recipe.amp();
     if (amp == "f16") recipe = recipe.amp(dtype::f16);

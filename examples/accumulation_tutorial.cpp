@@ -3,7 +3,7 @@
 // initial weights and on the same sample order. The two runs agree to float32 rounding, epoch
 // after epoch, while the second keeps a quarter of the activations in memory.
 //
-//   accumulation_tutorial [--epochs 5] [--data DIR] [--seed 0] [--lr 1e-3] [--amp[=f16|bf16]]
+//   accumulation_tutorial [--epochs 5] [--data DIR] [--seed 0] [--lr 1e-3] [--amp[=f16|bf16]] [--device best|cpu|cuda]
 
 #include <CLI/CLI.hpp>
 #include <accrue/accrue.hpp>
@@ -25,12 +25,14 @@ int main(int argc, char** argv) {
   std::uint64_t seed = 0;
   double lr = 1e-3;
   std::string amp = "off";
+  std::string device = "best";
   app.add_option("--epochs", epochs, "Passes over the training set")->check(CLI::PositiveNumber);
   app.add_option("--data", data, "Folder with the FashionMNIST IDX files");
   app.add_option("--seed", seed, "Seed of initialisation and shuffling");
   app.add_option("--lr", lr, "SGD learning rate")->check(CLI::NonNegativeNumber);
   app.add_flag("--amp{auto}", amp, "Mixed precision for both runs: --amp (bfloat16 on the CPU), --amp=f16, --amp=bf16")
       ->check(CLI::IsMember({"off", "auto", "f16", "bf16"}));
+  app.add_option("--device", device, "Where to train: best (a GPU when there is one), cpu, cuda, cuda:N");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -40,6 +42,8 @@ int main(int argc, char** argv) {
     Sequential accumulated = tutorial_model();
     // Same initial weights for both.
     for (std::size_t i = 0; i < large.parameters().size(); ++i) accumulated.parameters()[i].copy_(large.parameters()[i]);
+    large.to(Device::parse(device));
+    accumulated.to(Device::parse(device));
     const auto with_amp = [&](optim::Recipe r) {
       if (amp == "auto") return r.amp();
       if (amp == "f16") return r.amp(dtype::f16);

@@ -3,6 +3,7 @@
 //
 //   fashion_mnist_mlp [--epochs 20] [--batch-size 64] [--lr 1e-3] [--data DIR] [--seed 0]
 //                     [--accumulate N] [--clip MAX_NORM] [--amp[=f16|bf16]] [--explain WINDOWS] [--verbose 0|1|2]
+//                     [--device best|cpu|cuda|cuda:N]
 //
 // After every epoch it prints the tutorial's line: "Test Results: Accuracy: 71.2%, Avg loss: 0.789".
 
@@ -23,6 +24,7 @@ int main(int argc, char** argv) {
   double clip = 0.0;
   int explain = 0;
   std::string amp = "off";
+  std::string device = "best";
   app.add_option("--epochs", epochs, "Passes over the training set")->check(CLI::PositiveNumber);
   app.add_option("--batch-size", batch_size, "Samples per optimizer step")->check(CLI::PositiveNumber);
   app.add_option("--lr", lr, "SGD learning rate")->check(CLI::NonNegativeNumber);
@@ -35,8 +37,9 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--clip", clip, "Clip the global gradient norm to this (0: off)")->check(CLI::NonNegativeNumber);
   app.add_option("--explain", explain, "Explain the first N windows step by step")->check(CLI::NonNegativeNumber);
-  app.add_flag("--amp{auto}", amp, "Mixed precision: --amp (bfloat16 on the CPU), --amp=f16, --amp=bf16")
+  app.add_flag("--amp{auto}", amp, "Mixed precision: --amp (bfloat16 on the CPU, float16 on a GPU), --amp=f16, --amp=bf16")
       ->check(CLI::IsMember({"off", "auto", "f16", "bf16"}));
+  app.add_option("--device", device, "Where to train: best (a GPU when there is one), cpu, cuda, cuda:N");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -50,6 +53,7 @@ int main(int argc, char** argv) {
         layers::Dense{512}, layers::ReLU{},
         layers::Dense{10},
     };
+    model.to(Device::parse(device));
     optim::Recipe recipe = optim::SGD{.lr = lr};
     if (accumulate > 1) recipe = recipe.accumulate(accumulate);
     if (clip > 0.0) recipe = recipe.clip(clip);

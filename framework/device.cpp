@@ -22,6 +22,22 @@ Device Device::cuda(int index) {
   return Device{DeviceKind::cuda, index};
 }
 
+Device Device::parse(std::string_view text) {
+  if (text == "cpu") return cpu();
+  if (text == "best" || text == "auto") return best();
+  if (text == "cuda") return cuda(0);
+  if (text.starts_with("cuda:") && text.size() > 5) {
+    int index = 0;
+    for (char c : text.substr(5)) {
+      if (c < '0' || c > '9' || index > 1000)
+        throw ValueError(fmt::format("device '{}': expected cpu, cuda, cuda:N or best", text));
+      index = index * 10 + (c - '0');
+    }
+    return cuda(index);
+  }
+  throw ValueError(fmt::format("device '{}': expected cpu, cuda, cuda:N or best", text));
+}
+
 Device Device::best() {
   const auto query = kernels::cuda_device_count();
   if (query.count > 0) return Device{DeviceKind::cuda, 0};

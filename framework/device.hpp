@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <string_view>
 
 namespace accrue {
 
@@ -22,6 +23,9 @@ class Device {
   static Device best();
   /// Number of usable CUDA devices (0 without a CUDA backend, driver or GPU).
   static int cuda_device_count();
+  /// "cpu", "cuda", "cuda:N", or "best" (also "auto"), as a command line spells a device.
+  /// Throws ValueError for other text, DeviceError for a GPU that is not there.
+  static Device parse(std::string_view text);
 
   DeviceKind kind() const { return kind_; }
   int index() const { return index_; }

@@ -7,4 +7,12 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${ACCRUE_BUILD_DIR:-$root/build}
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build "$build"
-ctest --test-dir "$build" --output-on-failure -j "$(nproc)"
+status=0
+ctest --test-dir "$build" --output-on-failure -j "$(nproc)" || status=$?
+# ctest lists skipped tests without their reason; the tests print it.
+log="$build/Testing/Temporary/LastTest.log"
+if [[ -f "$log" ]] && grep -q '^SKIPPED:' "$log"; then
+  echo "Skipped, and why:"
+  grep '^SKIPPED:' "$log" | sed 's/^SKIPPED: /  /'
+fi
+exit "$status"

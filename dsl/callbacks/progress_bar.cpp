@@ -38,11 +38,12 @@ std::string training_banner(const TrainingContext& c) {
   out += fmt::format("  optimizer {}; last window: {}", c.recipe->str(), last_window_name(spec.last_window));
   out += fmt::format("\n  learning rate {:g}, schedule {}", c.base_lr, c.schedule->str());
   if (c.schedule->warmup_steps() > 0) out += fmt::format(", warmup {} steps", format_count(c.schedule->warmup_steps()));
+  out += fmt::format("\n  device {}, ", c.model->device());
   if (c.amp_dtype)
-    out += fmt::format("\n  precision {} autocast with float32 master weights, {}", dtype_name(*c.amp_dtype),
+    out += fmt::format("precision {} autocast with float32 master weights, {}", dtype_name(*c.amp_dtype),
                        c.scaler ? fmt::format("dynamic loss scaling from {:g}", c.scaler->scale()) : std::string{"no loss scaling"});
   else
-    out += "\n  precision float32";
+    out += "precision float32";
   out += "; clipping ";
   if (c.recipe->clip_norm()) out += fmt::format("global L2 norm to {:g}", *c.recipe->clip_norm());
   else if (c.recipe->clip_value_limit()) out += fmt::format("each value to +-{:g}", *c.recipe->clip_value_limit());

@@ -14,7 +14,10 @@ CudaDeviceQuery query_devices() {
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess) {
     // No driver or no device is an answer here, not an error: the caller decides whether it matters.
-    return CudaDeviceQuery{0, fmt::format("cudaGetDeviceCount failed with {} ({})", cudaGetErrorName(status),
+    const char* meaning = status == cudaErrorInsufficientDriver ? "no NVIDIA driver is loaded, or it is older than this CUDA runtime"
+                          : status == cudaErrorNoDevice         ? "no CUDA-capable GPU is visible"
+                                                                : "the CUDA runtime cannot start";
+    return CudaDeviceQuery{0, fmt::format("{}: cudaGetDeviceCount failed with {} ({})", meaning, cudaGetErrorName(status),
                                           cudaGetErrorString(status))};
   }
   if (count == 0) return CudaDeviceQuery{0, "the CUDA runtime reports no device"};

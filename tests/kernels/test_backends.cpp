@@ -10,8 +10,46 @@ BOOST_AUTO_TEST_CASE(asking_for_a_missing_gpu_is_a_clear_error) {
     BOOST_TEST_MESSAGE("a CUDA device is present; the missing-GPU error cannot be provoked here");
     return;
   }
-  BOOST_CHECK_EXCEPTION(Device::cuda(0), DeviceError, message_has({"cuda:0"}));
+  // The reason says which: no backend in this build, or what the CUDA runtime answered.
+  BOOST_CHECK_EXCEPTION(Device::cuda(0), DeviceError,
+                        message_has({"cuda:0", ACCRUE_WITH_CUDA ? "cudaGetDeviceCount failed" : "no CUDA backend"}));
+  BOOST_CHECK_EXCEPTION(Device::cuda(3), DeviceError, message_has({"cuda:3"}));
+  BOOST_TEST(Device::cuda_device_count() == 0);
+
+  // best() falls back to the CPU with one log line per process, however often it is asked.
+  std::vector<std::string> lines;
+  log::set_sink([&](log::Level, std::string_view line) { lines.emplace_back(line); });
   BOOST_TEST(Device::best() == Device::cpu());
+  BOOST_TEST(Device::best() == Device::cpu());
+  log::set_sink(nullptr);
+  BOOST_TEST(lines.size() <= 1u);
+  for (const auto& l : lines) BOOST_TEST(l.find("training on the CPU") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_gpu_cannot_be_reached_without_asking_for_one) {
+  // Every way to a CUDA tensor or model goes through Device::cuda(), so without a GPU nothing
+  // half-moves: the model stays whole on the CPU.
+  if (Device::cuda_device_count() > 0) return;
+  Sequential model{layers::Input{4}, layers::Dense{3}};
+  const auto before = model.parameters().front().to_vector();
+  BOOST_CHECK_THROW(model.to(Device::cuda()), DeviceError);
+  BOOST_TEST(model.device() == Device::cpu());
+  BOOST_TEST(model.parameters().front().to_vector() == before);
+  BOOST_CHECK_THROW(Tensor::zeros({2}).to(Device::cuda()), DeviceError);
+}
+
+BOOST_AUTO_TEST_CASE(devices_parse_from_command_lines) {
+  BOOST_TEST(Device::parse("cpu") == Device::cpu());
+  BOOST_TEST((Device::parse("best") == Device::best()));
+  BOOST_TEST((Device::parse("auto") == Device::best()));
+  BOOST_CHECK_EXCEPTION(Device::parse("gpu"), ValueError, message_has({"'gpu'", "cpu, cuda, cuda:N or best"}));
+  BOOST_CHECK_EXCEPTION(Device::parse("cuda:x"), ValueError, message_has({"'cuda:x'"}));
+  if (Device::cuda_device_count() == 0) {
+    BOOST_CHECK_EXCEPTION(Device::parse("cuda"), DeviceError, message_has({"cuda:0"}));
+    BOOST_CHECK_EXCEPTION(Device::parse("cuda:2"), DeviceError, message_has({"cuda:2"}));
+  } else {
+    BOOST_TEST(Device::parse("cuda:0").is_cuda());
+  }
 }
 
 BOOST_AUTO_TEST_CASE(device_names) {

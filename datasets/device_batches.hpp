@@ -1,0 +1,37 @@
+#pragma once
+// Batches of a DataLoader delivered on the device that trains. On the CPU that is the loader's
+// batch itself. On a GPU, while batch i trains, batch i + 1 is gathered on the host, staged in
+// pinned memory and copied on a side stream, so the copy overlaps the compute; the compute
+// stream waits for that copy only when it needs the batch.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "accrue/datasets/loader.hpp"
+
+namespace accrue {
+
+class DeviceBatches {
+ public:
+  DeviceBatches(const DataLoader& loader, Device device);
+  ~DeviceBatches();
+  DeviceBatches(const DeviceBatches&) = delete;
+  DeviceBatches& operator=(const DeviceBatches&) = delete;
+
+  /// Batch `index` of the loader's current epoch on the device. With `next`, starts moving that
+  /// batch as well, to be asked for by the following call.
+  Batch get(std::int64_t index, std::optional<std::int64_t> next = std::nullopt);
+  /// Drops a prefetched batch (the loader moved to another epoch).
+  void reset();
+
+  Device device() const { return device_; }
+
+ private:
+  struct Staging;
+  const DataLoader& loader_;
+  Device device_;
+  std::unique_ptr<Staging> staging_;  // GPU only
+};
+
+}  // namespace accrue

@@ -1,0 +1,300 @@
+// Every op and kernel of the CUDA backend against the CPU backend: forward values and gradients.
+
+#include <accrue/kernels/amp_update.hpp>
+#include <accrue/kernels/cast.hpp>
+#include <accrue/kernels/device_query.hpp>
+#include <accrue/kernels/elementwise.hpp>
+#include <accrue/kernels/gemm.hpp>
+#include <accrue/kernels/optimizer_update.hpp>
+#include <accrue/kernels/reduce.hpp>
+#include <functional>
+#include <limits>
+
+#include "gpu_test.hpp"
+
+using namespace accrue;
+using namespace accrue::test;
+
+namespace {
+
+using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
+
+// Runs f on leaves on the CPU and on their copies on the GPU; compares the outputs and, through a
+// fixed random weighting of the output, every input's gradient.
+void compare(const std::string& name, const std::vector<Tensor>& inputs, const Fn& f, double tol = 1e-5) {
+  std::vector<Tensor> cpu_in, gpu_in;
+  for (const Tensor& t : inputs) {
+    cpu_in.push_back(leaf(t.clone().detach()));
+    gpu_in.push_back(on_gpu(cpu_in.back()));
+  }
+  const Tensor y_cpu = f(cpu_in);
+  const Tensor y_gpu = f(gpu_in);
+  check_gpu_close(y_gpu, y_cpu, tol, tol, name + " forward");
+  const Tensor w = random_tensor(y_cpu.shape(), 99);
+  ops::sum(ops::mul(ops::float32(y_cpu), w)).backward();
+  ops::sum(ops::mul(ops::float32(y_gpu), w.to(gpu()))).backward();
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    check_gpu_close(gpu_in[i].grad(), cpu_in[i].grad(), tol, tol, name + " gradient of input " + std::to_string(i));
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(tensors_move_between_devices_exactly) {
+  const Tensor a = random_tensor({17, 33}, 1);
+  const Tensor g = a.to(gpu());
+  BOOST_TEST(g.device() == gpu());
+  BOOST_TEST(g.to(Device::cpu()).to_vector() == a.to_vector());
+  const Tensor labels = Tensor::from(std::vector<std::int32_t>{3, 1, 4, 1, 5}, {5});
+  BOOST_TEST(labels.to(gpu()).to_vector<std::int32_t>() == labels.to_vector<std::int32_t>());
+  BOOST_TEST(Tensor::full({3}, 2.0f, {.dtype = DType::i32, .device = gpu()}).to_vector<std::int32_t>() ==
+             std::vector<std::int32_t>({2, 2, 2}));
+  BOOST_CHECK_EXCEPTION(g.data<float>(), ValueError, message_has({"cuda:0", "to(Device::cpu())"}));
+}
+
+BOOST_AUTO_TEST_CASE(random_fills_match_the_cpu) {
+  // Philox is counter-based: the same seed and offset give the same numbers on both devices.
+  Generator a{5}, b{5};
+  check_gpu_close(Tensor::uniform({1000}, -2.0f, 3.0f, &b, {.device = gpu()}), Tensor::uniform({1000}, -2.0f, 3.0f, &a),
+                  0.0, 0.0, "uniform");
+  check_gpu_close(Tensor::normal({1001}, 1.0f, 2.0f, &b, {.device = gpu()}), Tensor::normal({1001}, 1.0f, 2.0f, &a), 1e-5,
+                  1e-5, "normal");
+}
+
+BOOST_AUTO_TEST_CASE(unary_ops) {
+  const Tensor x = away_from_zero({37, 29}, 2);
+  const Tensor positive = random_tensor({37, 29}, 3, 0.1f, 3.0f);
+  const std::vector<std::pair<std::string, Fn>> ops_list = {
+      {"relu", [](auto& v) { return ops::relu(v[0]); }},
+      {"gelu", [](auto& v) { return ops::gelu(v[0]); }},
+      {"gelu_tanh", [](auto& v) { return ops::gelu(v[0], true); }},
+      {"sigmoid", [](auto& v) { return ops::sigmoid(v[0]); }},
+      {"tanh", [](auto& v) { return ops::tanh(v[0]); }},
+      {"exp", [](auto& v) { return ops::exp(v[0]); }},
+      {"neg", [](auto& v) { return ops::neg(v[0]); }},
+      {"square", [](auto& v) { return ops::square(v[0]); }},
+      {"abs", [](auto& v) { return ops::abs(v[0]); }},
+      {"affine", [](auto& v) { return ops::affine(v[0], 2.5f, -1.0f); }},
+      {"clamp", [](auto& v) { return ops::clamp(v[0], -0.5f, 0.7f); }},
+  };
+  for (const auto& [name, f] : ops_list) compare(name, {x}, f);
+  compare("log", {positive}, [](auto& v) { return ops::log(v[0]); });
+  compare("sqrt", {positive}, [](auto& v) { return ops::sqrt(v[0]); });
+  compare("pow", {positive}, [](auto& v) { return ops::pow(v[0], 1.7f); });
+}
+
+BOOST_AUTO_TEST_CASE(unary_ops_in_low_precision) {
+  for (DType t : {DType::f16, DType::bf16}) {
+    const Tensor x = ops::cast(away_from_zero({64, 33}, 4), t);
+    for (auto op : {kernels::UnaryOp::relu, kernels::UnaryOp::gelu, kernels::UnaryOp::tanh}) {
+      const Tensor y_cpu = Tensor::empty(x.shape(), {.dtype = t});
+      kernels::unary_forward(op, {}, x, y_cpu);
+      const Tensor xg = x.to(gpu());
+      const Tensor y_gpu = Tensor::empty(x.shape(), {.dtype = t, .device = gpu()});
+      kernels::unary_forward(op, {}, xg, y_gpu);
+      // One rounding of float32 math that may differ by an ulp: within one unit of the type.
+      check_gpu_close(y_gpu, y_cpu, 1e-2, 1e-2, std::string(dtype_name(t)) + " unary");
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(binary_ops_with_broadcasting) {
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{8, 5}, {8, 5}}, {{8, 5}, {5}}, {{8, 5}, {8, 1}}, {{3, 1, 5}, {1, 4, 1}}, {{2, 3, 4, 5}, {3, 1, 5}}, {{}, {6, 2}},
+      {{2000, 10}, {10}},  // a bias gradient summed over many rows (the block-reduction path)
+  };
+  std::uint64_t seed = 10;
+  for (const auto& [as, bs] : shapes) {
+    const Tensor a = random_tensor(as, seed++), b = random_tensor(bs, seed++, 0.5f, 2.0f);
+    compare("add " + as.str() + bs.str(), {a, b}, [](auto& v) { return ops::add(v[0], v[1]); }, 1e-4);
+    compare("sub " + as.str() + bs.str(), {a, b}, [](auto& v) { return ops::sub(v[0], v[1]); }, 1e-4);
+    compare("mul " + as.str() + bs.str(), {a, b}, [](auto& v) { return ops::mul(v[0], v[1]); }, 1e-4);
+    compare("div " + as.str() + bs.str(), {a, b}, [](auto& v) { return ops::div(v[0], v[1]); }, 1e-4);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(reductions) {
+  const Tensor x = random_tensor({6, 7, 8}, 20);
+  compare("sum", {x}, [](auto& v) { return ops::sum(v[0]); }, 1e-4);
+  compare("mean", {x}, [](auto& v) { return ops::mean(v[0]); }, 1e-5);
+  for (int dim : {0, 1, 2, -1})
+    for (bool keep : {false, true}) {
+      compare("sum dim " + std::to_string(dim), {x}, [=](auto& v) { return ops::sum(v[0], dim, keep); }, 1e-4);
+      compare("mean dim " + std::to_string(dim), {x}, [=](auto& v) { return ops::mean(v[0], dim, keep); }, 1e-5);
+    }
+  const Tensor big = random_tensor({300000}, 21);
+  compare("sum of 300000", {big}, [](auto& v) { return ops::sum(v[0]); }, 1e-3);
+  const Tensor logits = random_tensor({50, 13}, 22);
+  BOOST_TEST(ops::argmax(logits.to(gpu())).to_vector<std::int32_t>() == ops::argmax(logits).to_vector<std::int32_t>());
+  double cpu_sq = kernels::sum_of_squares(big);
+  double gpu_sq = kernels::sum_of_squares(big.to(gpu()));
+  BOOST_TEST(std::abs(gpu_sq - cpu_sq) <= 1e-9 * cpu_sq);
+}
+
+BOOST_AUTO_TEST_CASE(shape_ops_and_matmul) {
+  const Tensor x = random_tensor({4, 3, 5}, 30), w = random_tensor({6, 15}, 31), b = random_tensor({6}, 32);
+  compare("reshape+linear", {x, w, b},
+          [](auto& v) { return ops::linear(ops::reshape(v[0], {4, 15}), v[1], v[2]); }, 1e-4);
+  compare("narrow", {x}, [](auto& v) { return ops::narrow(v[0], 1, 3); });
+  compare("flatten", {x}, [](auto& v) { return ops::flatten(v[0]); });
+  const Tensor a = random_tensor({33, 17}, 33), c = random_tensor({17, 9}, 34);
+  compare("matmul", {a, c}, [](auto& v) { return ops::matmul(v[0], v[1]); }, 1e-4);
+}
+
+BOOST_AUTO_TEST_CASE(gemm_every_transpose_and_low_precision) {
+  const std::int64_t M = 37, N = 21, K = 45;
+  std::uint64_t seed = 40;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      const Tensor A = random_tensor(ta ? Shape{K, M} : Shape{M, K}, seed++);
+      const Tensor B = random_tensor(tb ? Shape{N, K} : Shape{K, N}, seed++);
+      const Tensor C = random_tensor({M, N}, seed++);
+      const Tensor c_cpu = C.clone(), c_gpu = C.to(gpu());
+      kernels::gemm(ta, tb, 0.5f, A, B, 0.25f, c_cpu);
+      kernels::gemm(ta, tb, 0.5f, A.to(gpu()), B.to(gpu()), 0.25f, c_gpu);
+      check_gpu_close(c_gpu, c_cpu, 1e-4, 1e-4, "sgemm");
+      for (DType low : {DType::f16, DType::bf16}) {
+        const Tensor l_cpu = Tensor::zeros({M, N}), l_gpu = Tensor::zeros({M, N}, {.device = gpu()});
+        kernels::gemm(ta, tb, 1.0f, A, B, 0.0f, l_cpu, low);
+        kernels::gemm(ta, tb, 1.0f, A.to(gpu()), B.to(gpu()), 0.0f, l_gpu, low);
+        // Same rounded inputs, float32 accumulation in another order.
+        check_gpu_close(l_gpu, l_cpu, 1e-3, 1e-3, std::string("gemm in ") + std::string(dtype_name(low)));
+      }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(softmax_and_log_softmax_over_cudnn) {
+  const Tensor x = random_tensor({5, 7, 3}, 50, -3.0f, 3.0f);
+  for (int dim : {0, 1, 2}) {
+    compare("softmax dim " + std::to_string(dim), {x}, [=](auto& v) { return ops::softmax(v[0], dim); });
+    compare("log_softmax dim " + std::to_string(dim), {x}, [=](auto& v) { return ops::log_softmax(v[0], dim); });
+  }
+}
+
+BOOST_AUTO_TEST_CASE(cross_entropy_fused) {
+  const Tensor logits = random_tensor({64, 10}, 60, -5.0f, 5.0f);
+  Generator gen{61};
+  std::vector<std::int32_t> y(64);
+  for (auto& v : y) v = static_cast<std::int32_t>(gen.below(10));
+  const Tensor labels = Tensor::from(y, {64});
+  for (auto r : {Reduction::mean, Reduction::sum}) {
+    std::vector<Tensor> cpu_in{leaf(logits.clone().detach())};
+    const Tensor g_in = on_gpu(cpu_in[0]);
+    const Tensor l_cpu = ops::cross_entropy(cpu_in[0], labels, r);
+    const Tensor l_gpu = ops::cross_entropy(g_in, labels.to(gpu()), r);
+    check_gpu_close(l_gpu, l_cpu, 1e-5, 1e-5, "cross-entropy");
+    l_cpu.backward();
+    l_gpu.backward();
+    check_gpu_close(g_in.grad(), cpu_in[0].grad(), 1e-6, 1e-5, "cross-entropy gradient");
+  }
+  // A wide row (a vocabulary) exercises the block reductions with many elements per thread.
+  const Tensor wide = random_tensor({3, 5000}, 62, -5.0f, 5.0f);
+  const Tensor wl = Tensor::from(std::vector<std::int32_t>{0, 4999, 1234}, {3});
+  check_gpu_close(ops::cross_entropy(wide.to(gpu()), wl.to(gpu())), ops::cross_entropy(wide, wl), 1e-5, 1e-5,
+                  "cross-entropy over 5000 classes");
+  // A bad label is refused, naming it, on the GPU as on the CPU.
+  const Tensor bad = Tensor::from(std::vector<std::int32_t>{1, 12, 3}, {3});
+  BOOST_CHECK_EXCEPTION(ops::cross_entropy(random_tensor({3, 10}, 63).to(gpu()), bad.to(gpu())), ValueError,
+                        message_has({"label 12", "sample 1"}));
+}
+
+BOOST_AUTO_TEST_CASE(dropout_draws_the_cpu_mask) {
+  const Tensor x = random_tensor({40, 50}, 70);
+  Generator a{71}, b{71};
+  std::vector<Tensor> cpu_in{leaf(x.clone().detach())};
+  const Tensor g_in = on_gpu(cpu_in[0]);
+  const Tensor y_cpu = ops::dropout(cpu_in[0], 0.3f, true, &a);
+  const Tensor y_gpu = ops::dropout(g_in, 0.3f, true, &b);
+  check_gpu_close(y_gpu, y_cpu, 0.0, 1e-6, "dropout");
+  ops::sum(y_cpu).backward();
+  ops::sum(y_gpu).backward();
+  check_gpu_close(g_in.grad(), cpu_in[0].grad(), 0.0, 1e-6, "dropout gradient");
+}
+
+BOOST_AUTO_TEST_CASE(casts_round_as_on_the_cpu) {
+  std::vector<float> v = random_tensor({1000}, 80, -70000.0f, 70000.0f).to_vector();
+  const float inf = std::numeric_limits<float>::infinity();
+  v.insert(v.end(), {0.0f, -0.0f, 1e-8f, -6e-8f, 65504.0f, 65520.0f, inf, -inf, std::nanf(""), 1.0f + 1.0f / 2048});
+  const Tensor x = Tensor::from(v, {static_cast<std::int64_t>(v.size())});
+  for (DType t : {DType::f16, DType::bf16}) {
+    const Tensor c = ops::cast(x, t);
+    const Tensor g = ops::cast(x.to(gpu()), t).to(Device::cpu());
+    const std::vector<float> back_cpu = ops::float32(c).to_vector(), back_gpu = ops::float32(g).to_vector();
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const bool both_nan = std::isnan(back_cpu[i]) && std::isnan(back_gpu[i]);
+      BOOST_TEST((both_nan || back_cpu[i] == back_gpu[i]), dtype_name(t) << " element " << i << " (" << v[i] << ")");
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(optimizer_updates_over_many_tensors) {
+  // More tensors than one launch's table and more chunks than one launch's blocks.
+  std::vector<Shape> shapes;
+  for (int i = 0; i < 30; ++i) shapes.push_back({(i % 7) + 1, 13});
+  shapes.push_back({5000, 5000});
+  shapes.push_back({1});
+  auto run = [&](Device device, bool adam, const kernels::common::AdamHyper& ah, const kernels::common::SgdHyper& sh) {
+    std::vector<Tensor> params;
+    std::vector<kernels::AdamSlot> aslots;
+    std::vector<kernels::SgdSlot> sslots;
+    std::uint64_t seed = 90;
+    for (const Shape& s : shapes) {
+      const Tensor p = random_tensor(s, seed++).to(device), g = random_tensor(s, seed++).to(device);
+      params.push_back(p);
+      aslots.push_back({p, g, random_tensor(s, seed++, 0.0f, 0.1f).to(device), random_tensor(s, seed++, 0.0f, 0.1f).to(device),
+                        random_tensor(s, seed++, 0.0f, 0.1f).to(device)});
+      sslots.push_back({p, g, random_tensor(s, seed++).to(device)});
+    }
+    if (adam) kernels::adam_update(aslots, ah);
+    else kernels::sgd_update(sslots, sh);
+    return params;
+  };
+  for (bool decoupled : {false, true})
+    for (bool amsgrad : {false, true}) {
+      const kernels::common::AdamHyper ah{1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, decoupled, amsgrad, false, 1.0f - 1e-5f,
+                                          1e-3f / 0.1f, std::sqrt(1.0f - 0.999f)};
+      const auto c = run(Device::cpu(), true, ah, {}), g = run(gpu(), true, ah, {});
+      for (std::size_t i = 0; i < c.size(); ++i) check_gpu_close(g[i], c[i], 1e-6, 1e-5, "adam tensor " + std::to_string(i));
+    }
+  for (bool first : {false, true})
+    for (bool nesterov : {false, true}) {
+      const kernels::common::SgdHyper sh{0.1f, 0.9f, 0.0f, 1e-4f, nesterov, false, first};
+      const auto c = run(Device::cpu(), false, {}, sh), g = run(gpu(), false, {}, sh);
+      for (std::size_t i = 0; i < c.size(); ++i) check_gpu_close(g[i], c[i], 1e-6, 1e-5, "sgd tensor " + std::to_string(i));
+    }
+}
+
+BOOST_AUTO_TEST_CASE(global_norm_unscale_and_clip_over_many_tensors) {
+  std::vector<Tensor> cpu, dev;
+  for (int i = 0; i < 40; ++i) {
+    cpu.push_back(random_tensor({(i % 5) * 1000 + 3}, 100 + static_cast<std::uint64_t>(i)));
+    dev.push_back(cpu.back().to(gpu()));
+  }
+  const double n_cpu = kernels::sum_of_squares(std::span<const Tensor>(cpu));
+  const double n_gpu = kernels::sum_of_squares(std::span<const Tensor>(dev));
+  BOOST_TEST(std::abs(n_gpu - n_cpu) <= 1e-9 * n_cpu);
+  BOOST_TEST(!kernels::unscale_and_check(std::span<const Tensor>(cpu), 0.125f));
+  BOOST_TEST(!kernels::unscale_and_check(std::span<const Tensor>(dev), 0.125f));
+  for (std::size_t i = 0; i < cpu.size(); ++i) check_gpu_close(dev[i], cpu[i], 0.0, 0.0, "unscaled");
+  kernels::unary_in_place(kernels::UnaryOp::clamp, {-0.05f, 0.05f}, dev);
+  kernels::unary_in_place(kernels::UnaryOp::clamp, {-0.05f, 0.05f}, cpu);
+  for (std::size_t i = 0; i < cpu.size(); ++i) check_gpu_close(dev[i], cpu[i], 0.0, 0.0, "clamped");
+  // An overflow in one element of the 37th tensor is found by the one launch.
+  dev[36].narrow(2, 3).fill_(std::numeric_limits<float>::infinity());
+  BOOST_TEST(kernels::unscale_and_check(std::span<const Tensor>(dev), 1.0f));
+  dev[36].narrow(2, 3).fill_(std::nanf(""));
+  BOOST_TEST(kernels::unscale_and_check(std::span<const Tensor>(dev), 1.0f));
+}
+
+BOOST_AUTO_TEST_CASE(device_memory_is_counted_and_capped) {
+  Allocator& a = allocator(gpu());
+  const MemoryStats before = a.stats();
+  {
+    const Tensor p = Tensor::zeros({1000, 1000}, {.device = gpu(), .category = MemoryCategory::parameters});
+    BOOST_TEST(a.stats().live_of(MemoryCategory::parameters) == before.live_of(MemoryCategory::parameters) + 4000000u);
+  }
+  BOOST_TEST(a.stats().live_of(MemoryCategory::parameters) == before.live_of(MemoryCategory::parameters));
+  a.set_limit(a.stats().live_total + (1u << 20));
+  BOOST_CHECK_EXCEPTION(Tensor::empty({1 << 20}, {.device = gpu()}), OutOfMemory,
+                        message_has({"cuda:0", "limit", "temporaries"}));
+  a.set_limit(0);
+}

@@ -1,0 +1,148 @@
+// Layers, models, optimizers, the loss scaler and fit() on the GPU against the same on the CPU,
+// and a short FashionMNIST run.
+
+#include <accrue/framework/training/gradients.hpp>
+
+#include "gpu_test.hpp"
+
+using namespace accrue;
+using namespace accrue::test;
+
+namespace {
+
+Sequential mlp(std::uint64_t seed, float dropout = 0.0f) {
+  manual_seed(seed);
+  Sequential m{layers::Input{6}, layers::Dense{32}, layers::GELU{}, layers::Dropout{dropout}, layers::Dense{16},
+               layers::Tanh{}, layers::Dense{8},    layers::Sigmoid{}, layers::Dense{4}};
+  return m;
+}
+
+void check_same_parameters(Sequential& on_gpu, Sequential& on_cpu, double tol, const std::string& what) {
+  const auto g = on_gpu.named_parameters(), c = on_cpu.named_parameters();
+  BOOST_REQUIRE(g.size() == c.size());
+  for (std::size_t i = 0; i < g.size(); ++i) check_gpu_close(g[i].second, c[i].second, tol, tol, what + " " + g[i].first);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(models_move_and_build_on_their_device) {
+  Sequential built = mlp(1);
+  Sequential copy = mlp(1);
+  built.to(gpu());
+  BOOST_TEST(built.device() == gpu());
+  for (const Tensor& p : built.parameters()) BOOST_TEST(p.device() == gpu());
+  check_same_parameters(built, copy, 0.0, "moved");
+  // A model built after to() initialises on the CPU and moves: the same weights as on the CPU.
+  manual_seed(2);
+  Sequential lazy{layers::Flatten{}, layers::Dense{5}};
+  lazy.to(gpu());
+  const Tensor out = lazy.forward(random_tensor({3, 2, 2}, 3).to(gpu()));
+  BOOST_TEST(out.device() == gpu());
+  manual_seed(2);
+  Sequential lazy_cpu{layers::Flatten{}, layers::Dense{5}};
+  lazy_cpu.forward(random_tensor({3, 2, 2}, 3));
+  check_same_parameters(lazy, lazy_cpu, 0.0, "built on the GPU");
+  // forward() names both devices when the input is elsewhere.
+  BOOST_CHECK_EXCEPTION(built.forward(Tensor::zeros({2, 6})), ValueError, message_has({"cuda:0", "cpu", "to(model.device())"}));
+  // predict() moves batches itself and answers on the input's device.
+  const Tensor x = random_tensor({10, 6}, 4);
+  check_close(built.predict(x, 4), copy.predict(x, 4), 1e-5, 1e-5, "predict");
+  built.to(Device::cpu());
+  for (const Tensor& p : built.parameters()) BOOST_TEST(p.device() == Device::cpu());
+}
+
+BOOST_AUTO_TEST_CASE(every_layer_forward_and_backward) {
+  for (float dropout : {0.0f, 0.25f}) {
+    Sequential g = mlp(5, dropout), c = mlp(5, dropout);
+    g.to(gpu());
+    const Tensor x = random_tensor({9, 6}, 6);
+    const Tensor y_gpu = g.forward(x.to(gpu())), y_cpu = c.forward(x);
+    check_gpu_close(y_gpu, y_cpu, 1e-5, 1e-5, "model output");
+    ops::sum(ops::square(y_gpu)).backward();
+    ops::sum(ops::square(y_cpu)).backward();
+    const auto gp = g.named_parameters(), cp = c.named_parameters();
+    for (std::size_t i = 0; i < gp.size(); ++i)
+      check_gpu_close(gp[i].second.grad(), cp[i].second.grad(), 1e-5, 1e-4, "gradient of " + gp[i].first);
+  }
+  // Softmax as a layer, and MSE.
+  manual_seed(7);
+  Sequential sg{layers::Input{5}, layers::Dense{3}, layers::Softmax{}};
+  manual_seed(7);
+  Sequential sc{layers::Input{5}, layers::Dense{3}, layers::Softmax{}};
+  sg.to(gpu());
+  const Tensor x = random_tensor({4, 5}, 8), t = random_tensor({4, 3}, 9);
+  const Tensor lg = ops::mse_loss(sg.forward(x.to(gpu())), t.to(gpu())), lc = ops::mse_loss(sc.forward(x), t);
+  check_gpu_close(lg, lc, 1e-6, 1e-5, "mse of softmax");
+  lg.backward();
+  lc.backward();
+  check_gpu_close(sg.parameters()[0].grad(), sc.parameters()[0].grad(), 1e-6, 1e-4, "its gradient");
+}
+
+BOOST_AUTO_TEST_CASE(fit_with_each_optimizer_matches_the_cpu) {
+  const Dataset data = blobs(256, 11);
+  const std::vector<std::pair<std::string, optim::Recipe>> recipes = {
+      {"sgd", optim::SGD{.lr = 0.05, .momentum = 0.9, .nesterov = true}.accumulate(2).clip(1.0)},
+      {"adam", optim::Adam{.lr = 1e-2}.accumulate(3)},
+      {"adamw amsgrad", optim::AdamW{.lr = 1e-2, .amsgrad = true}.clip_value(0.5)},
+  };
+  for (const auto& [name, recipe] : recipes) {
+    Sequential g = mlp(12), c = mlp(12);
+    g.to(gpu());
+    g.compile(recipe, losses::CrossEntropy{}, {metrics::Accuracy{}});
+    c.compile(recipe, losses::CrossEntropy{}, {metrics::Accuracy{}});
+    const History hg = g.fit(data, {.epochs = 3, .batch_size = 16, .seed = 4, .verbose = 0});
+    const History hc = c.fit(data, {.epochs = 3, .batch_size = 16, .seed = 4, .verbose = 0});
+    for (std::size_t e = 0; e < 3; ++e)
+      BOOST_TEST(std::abs(hg.logs()[e].at("loss") - hc.logs()[e].at("loss")) <= 1e-3, name << " epoch " << e);
+    check_same_parameters(g, c, 1e-3, name);
+    const Evaluation eg = g.evaluate(data), ec = c.evaluate(data);
+    BOOST_TEST(std::abs(eg.loss - ec.loss) <= 1e-3);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(amp_on_cuda_is_float16_with_loss_scaling) {
+  Sequential g = mlp(13);
+  g.to(gpu());
+  g.compile(optim::SGD{.lr = 0.05}.accumulate(2).clip(1.0).amp(), losses::CrossEntropy{});
+  BOOST_REQUIRE(g.scaler() != nullptr);
+  BOOST_TEST((g.recipe().amp_dtype(gpu()) == std::optional<DType>{DType::f16}));
+  const History h = g.fit(blobs(256, 14), {.epochs = 4, .batch_size = 16, .verbose = 0});
+  BOOST_TEST(h.logs().back().at("loss") < h.logs().front().at("loss"));
+  // The same recipe in float16 on the CPU (emulated) lands close by.
+  Sequential c = mlp(13);
+  c.compile(optim::SGD{.lr = 0.05}.accumulate(2).clip(1.0).amp(dtype::f16), losses::CrossEntropy{});
+  c.fit(blobs(256, 14), {.epochs = 4, .batch_size = 16, .verbose = 0});
+  check_same_parameters(g, c, 2e-2, "float16 training");
+}
+
+BOOST_AUTO_TEST_CASE(the_scaler_skips_overflowing_steps_on_the_gpu) {
+  Sequential g = mlp(15);
+  g.to(gpu());
+  // An initial scale of 2^40 overflows float16 at once: steps are skipped and the scale backs off
+  // until it fits, as on the CPU.
+  optim::AmpOptions amp{.dtype = DType::f16};
+  amp.scaler.init_scale = 1099511627776.0;
+  g.compile(optim::SGD{.lr = 0.05}.amp(amp), losses::CrossEntropy{});
+  g.fit(blobs(64, 16), {.epochs = 1, .batch_size = 16, .verbose = 0});
+  BOOST_REQUIRE(g.scaler() != nullptr);
+  BOOST_TEST(g.scaler()->skipped_steps() >= 1);
+  BOOST_TEST(g.scaler()->scale() < amp.scaler.init_scale);
+  BOOST_TEST_MESSAGE("skipped " << g.scaler()->skipped_steps() << " steps, scale now " << g.scaler()->scale());
+}
+
+BOOST_AUTO_TEST_CASE(fashion_mnist_trains_on_the_gpu, *boost::unit_test::precondition(requires_fashion_mnist)) {
+  const auto [train, test] = datasets::fashion_mnist();
+  manual_seed(0);
+  Sequential model{layers::Input{1, 28, 28}, layers::Flatten{}, layers::Dense{512}, layers::ReLU{},
+                   layers::Dense{512},       layers::ReLU{},    layers::Dense{10}};
+  model.to(gpu());
+  model.compile(optim::SGD{.lr = 0.05, .momentum = 0.9}.accumulate(2), losses::CrossEntropy{}, {metrics::Accuracy{}});
+  model.fit(train, {.epochs = 1, .batch_size = 32, .verbose = 2});
+  const double accuracy = model.evaluate(test, {.batch_size = 1000})["accuracy"];
+  BOOST_TEST_MESSAGE("FashionMNIST on " << gpu().str() << ": test accuracy " << accuracy << " after one epoch");
+  BOOST_TEST(accuracy > 0.80);
+  const MemoryStats m = memory_stats(gpu());
+  BOOST_TEST_MESSAGE("GPU memory:\n" << m.str());
+  BOOST_TEST(m.peak_of(MemoryCategory::activations) > 0u);
+  BOOST_TEST(m.live_of(MemoryCategory::parameters) >= static_cast<std::size_t>(model.parameter_count()) * 4);
+}
