@@ -2,12 +2,24 @@
 // Element-wise functions of two tensors and their partial derivatives.
 
 #include <cstdint>
+#include <type_traits>
 
 #include "accrue/kernels/common/macros.hpp"
 
 namespace accrue::kernels {
 
 enum class BinaryOp : std::uint8_t { add, sub, mul, div };
+
+/// Calls f with `op` as a compile-time constant (see with_unary_op).
+template <class F>
+void with_binary_op(BinaryOp op, F&& f) {
+  switch (op) {
+    case BinaryOp::add: return f(std::integral_constant<BinaryOp, BinaryOp::add>{});
+    case BinaryOp::sub: return f(std::integral_constant<BinaryOp, BinaryOp::sub>{});
+    case BinaryOp::mul: return f(std::integral_constant<BinaryOp, BinaryOp::mul>{});
+    case BinaryOp::div: return f(std::integral_constant<BinaryOp, BinaryOp::div>{});
+  }
+}
 
 namespace common {
 

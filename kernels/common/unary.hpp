@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "accrue/kernels/common/macros.hpp"
 
@@ -27,6 +28,31 @@ enum class UnaryOp : std::uint8_t {
   affine,  // a x + b
   clamp,   // min(max(x, a), b)
 };
+
+/// Calls f with `op` as a compile-time constant, so that each backend instantiates one loop or
+/// kernel per op.
+template <class F>
+void with_unary_op(UnaryOp op, F&& f) {
+  switch (op) {
+#define ACCRUE_UNARY_CASE(name) \
+  case UnaryOp::name: return f(std::integral_constant<UnaryOp, UnaryOp::name>{});
+    ACCRUE_UNARY_CASE(relu)
+    ACCRUE_UNARY_CASE(gelu)
+    ACCRUE_UNARY_CASE(gelu_tanh)
+    ACCRUE_UNARY_CASE(sigmoid)
+    ACCRUE_UNARY_CASE(tanh)
+    ACCRUE_UNARY_CASE(exp)
+    ACCRUE_UNARY_CASE(log)
+    ACCRUE_UNARY_CASE(neg)
+    ACCRUE_UNARY_CASE(square)
+    ACCRUE_UNARY_CASE(sqrt)
+    ACCRUE_UNARY_CASE(abs)
+    ACCRUE_UNARY_CASE(pow)
+    ACCRUE_UNARY_CASE(affine)
+    ACCRUE_UNARY_CASE(clamp)
+#undef ACCRUE_UNARY_CASE
+  }
+}
 
 /// The parameters of pow (a), affine (a, b) and clamp (a, b); unused by the others.
 struct UnaryParams {

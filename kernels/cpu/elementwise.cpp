@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 
+#include "accrue/kernels/common/binary.hpp"
 #include "accrue/kernels/common/half.hpp"
 #include "accrue/kernels/common/philox.hpp"
 #include "accrue/kernels/cpu/parallel.hpp"
@@ -46,39 +47,6 @@ void with_float_type(DType dtype, F&& f) {
   }
 }
 
-// Calls f with the UnaryOp as a compile-time constant, so each op gets its own vectorised loop.
-template <class F>
-void with_unary_op(UnaryOp op, F&& f) {
-  switch (op) {
-#define ACCRUE_UNARY_CASE(name) \
-  case UnaryOp::name: return f(std::integral_constant<UnaryOp, UnaryOp::name>{});
-    ACCRUE_UNARY_CASE(relu)
-    ACCRUE_UNARY_CASE(gelu)
-    ACCRUE_UNARY_CASE(gelu_tanh)
-    ACCRUE_UNARY_CASE(sigmoid)
-    ACCRUE_UNARY_CASE(tanh)
-    ACCRUE_UNARY_CASE(exp)
-    ACCRUE_UNARY_CASE(log)
-    ACCRUE_UNARY_CASE(neg)
-    ACCRUE_UNARY_CASE(square)
-    ACCRUE_UNARY_CASE(sqrt)
-    ACCRUE_UNARY_CASE(abs)
-    ACCRUE_UNARY_CASE(pow)
-    ACCRUE_UNARY_CASE(affine)
-    ACCRUE_UNARY_CASE(clamp)
-#undef ACCRUE_UNARY_CASE
-  }
-}
-
-template <class F>
-void with_binary_op(BinaryOp op, F&& f) {
-  switch (op) {
-    case BinaryOp::add: return f(std::integral_constant<BinaryOp, BinaryOp::add>{});
-    case BinaryOp::sub: return f(std::integral_constant<BinaryOp, BinaryOp::sub>{});
-    case BinaryOp::mul: return f(std::integral_constant<BinaryOp, BinaryOp::mul>{});
-    case BinaryOp::div: return f(std::integral_constant<BinaryOp, BinaryOp::div>{});
-  }
-}
 
 // Broadcast ops run row by row: a row is the last dimension of the output, along which each
 // operand advances by its innermost stride (0 when broadcast).

@@ -39,40 +39,6 @@ struct UnaryBackward {
   }
 };
 
-template <class F>
-void with_unary_op(UnaryOp op, F&& f) {
-  switch (op) {
-#define ACCRUE_UNARY_CASE(name)                                         \
-  case UnaryOp::name:                                                   \
-    f(std::integral_constant<UnaryOp, UnaryOp::name>{});                \
-    return;
-    ACCRUE_UNARY_CASE(relu)
-    ACCRUE_UNARY_CASE(gelu)
-    ACCRUE_UNARY_CASE(gelu_tanh)
-    ACCRUE_UNARY_CASE(sigmoid)
-    ACCRUE_UNARY_CASE(tanh)
-    ACCRUE_UNARY_CASE(exp)
-    ACCRUE_UNARY_CASE(log)
-    ACCRUE_UNARY_CASE(neg)
-    ACCRUE_UNARY_CASE(square)
-    ACCRUE_UNARY_CASE(sqrt)
-    ACCRUE_UNARY_CASE(abs)
-    ACCRUE_UNARY_CASE(pow)
-    ACCRUE_UNARY_CASE(affine)
-    ACCRUE_UNARY_CASE(clamp)
-#undef ACCRUE_UNARY_CASE
-  }
-}
-
-template <class F>
-void with_binary_op(BinaryOp op, F&& f) {
-  switch (op) {
-    case BinaryOp::add: f(std::integral_constant<BinaryOp, BinaryOp::add>{}); return;
-    case BinaryOp::sub: f(std::integral_constant<BinaryOp, BinaryOp::sub>{}); return;
-    case BinaryOp::mul: f(std::integral_constant<BinaryOp, BinaryOp::mul>{}); return;
-    case BinaryOp::div: f(std::integral_constant<BinaryOp, BinaryOp::div>{}); return;
-  }
-}
 
 template <BinaryOp Op>
 struct BinaryForward {
