@@ -17,6 +17,11 @@ Layer::Layer(const Layer& other)
     copy.set_requires_grad(value.requires_grad());
     parameters_.emplace_back(name, std::move(copy));
   }
+  for (const auto& [name, value] : other.buffers_) {
+    Tensor copy = value.detach().clone();
+    copy.storage()->set_category(MemoryCategory::parameters);
+    buffers_.emplace_back(name, std::move(copy));
+  }
 }
 
 Shape Layer::build(const Shape& input_shape, Generator& /*generator*/) { return input_shape; }
@@ -53,6 +58,12 @@ Tensor& Layer::add_parameter(std::string name, Tensor value) {
   if (!value.requires_grad()) value.set_requires_grad(true);
   parameters_.emplace_back(std::move(name), std::move(value));
   return parameters_.back().second;
+}
+
+Tensor& Layer::add_buffer(std::string name, Tensor value) {
+  if (value.category() != MemoryCategory::parameters) value.storage()->set_category(MemoryCategory::parameters);
+  buffers_.emplace_back(std::move(name), std::move(value));
+  return buffers_.back().second;
 }
 
 }  // namespace accrue

@@ -46,6 +46,9 @@ class Layer {
   /// Parameters with their names inside the layer ("weight", "bias"), in PyTorch's order.
   const std::vector<std::pair<std::string, Tensor>>& named_parameters() const { return parameters_; }
   std::int64_t parameter_count() const;
+  /// State that is not trained but saved and moved with the layer (BatchNorm's running
+  /// statistics): PyTorch's buffers, Keras's non-trainable weights.
+  const std::vector<std::pair<std::string, Tensor>>& named_buffers() const { return buffers_; }
 
   /// True for layers whose output depends on statistics of the batch (batch normalisation): under
   /// gradient accumulation they see each micro-batch, not the effective batch, and training warns.
@@ -83,9 +86,12 @@ class Layer {
 
   /// Registers a parameter (a leaf that requires grad, counted as parameter memory).
   Tensor& add_parameter(std::string name, Tensor value);
+  /// Registers a buffer (no gradient, counted as parameter memory).
+  Tensor& add_buffer(std::string name, Tensor value);
 
  private:
   std::vector<std::pair<std::string, Tensor>> parameters_;
+  std::vector<std::pair<std::string, Tensor>> buffers_;
   std::string name_;
   Shape input_shape_, output_shape_;
   Generator* generator_ = nullptr;

@@ -1,5 +1,6 @@
 #include "accrue/dsl/layer_check.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "accrue/framework/autograd.hpp"
@@ -12,6 +13,16 @@ namespace {
 Tensor sample_input(const Shape& shape, const LayerCheckOptions& o) {
   Generator gen{o.seed};
   std::vector<float> v = Tensor::uniform(shape, o.low, o.high, &gen).to_vector<float>();
+  if (o.distinct) {
+    // The draws' ranks, spread evenly around zero.
+    std::vector<std::size_t> order(v.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return v[a] < v[b]; });
+    const float spacing = 3.0f * static_cast<float>(o.gradcheck.eps);
+    for (std::size_t rank = 0; rank < order.size(); ++rank)
+      v[order[rank]] = (static_cast<float>(rank) - static_cast<float>(order.size() - 1) / 2.0f) * spacing;
+    return Tensor::from(v, shape);
+  }
   for (float& x : v)
     if (std::abs(x) < o.gap) x = x < 0 ? -o.gap : o.gap;
   return Tensor::from(v, shape);

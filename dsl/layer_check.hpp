@@ -15,6 +15,9 @@ struct LayerCheckOptions {
   std::uint64_t seed = 7;
   /// Inputs are drawn uniformly from [low, high] with |x| >= gap, away from kinks such as ReLU's.
   float low = -1.5f, high = 1.5f, gap = 0.05f;
+  /// Instead, distinct values three finite-difference steps apart in random order, for layers that
+  /// pick one input among several (max pooling), whose gradient jumps where two inputs tie.
+  bool distinct = false;
   GradcheckOptions gradcheck = {};
 };
 

@@ -126,17 +126,20 @@ void Sequential::place(Layer& layer) {
   // Layers initialise on the CPU from the model's generator, so a model gets the same initial
   // weights on every device.
   for (const auto& [name, p] : layer.named_parameters()) Tensor{p}.to_(device_);
+  for (const auto& [name, b] : layer.named_buffers()) Tensor{b}.to_(device_);
 }
 
 Sequential& Sequential::to(Device device) {
   if (device == device_) return *this;
   for (const auto& l : layers_) {
-    for (const auto& [name, p] : l->named_parameters()) {
-      try {
-        Tensor{p}.to_(device);
-      } catch (Error& e) {
-        e.prepend(fmt::format("moving {} '{}' of model '{}' to {}: ", l->describe(), name, name_, device));
-        throw;
+    for (const auto* group : {&l->named_parameters(), &l->named_buffers()}) {
+      for (const auto& [name, p] : *group) {
+        try {
+          Tensor{p}.to_(device);
+        } catch (Error& e) {
+          e.prepend(fmt::format("moving {} '{}' of model '{}' to {}: ", l->describe(), name, name_, device));
+          throw;
+        }
       }
     }
   }
@@ -196,6 +199,21 @@ std::vector<std::pair<std::string, Tensor>> Sequential::named_parameters() const
   std::vector<std::pair<std::string, Tensor>> out;
   for (std::size_t i = 0; i < layers_.size(); ++i)
     for (const auto& [name, value] : layers_[i]->named_parameters()) out.emplace_back(fmt::format("{}.{}", i, name), value);
+  return out;
+}
+
+std::vector<std::pair<std::string, Tensor>> Sequential::named_buffers() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (std::size_t i = 0; i < layers_.size(); ++i)
+    for (const auto& [name, value] : layers_[i]->named_buffers()) out.emplace_back(fmt::format("{}.{}", i, name), value);
+  return out;
+}
+
+std::vector<std::pair<std::string, Tensor>> Sequential::named_state() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (std::size_t i = 0; i < layers_.size(); ++i)
+    for (const auto* group : {&layers_[i]->named_parameters(), &layers_[i]->named_buffers()})
+      for (const auto& [name, value] : *group) out.emplace_back(fmt::format("{}.{}", i, name), value);
   return out;
 }
 

@@ -144,6 +144,10 @@ class Sequential {
   /// Trainable tensors in order, and with PyTorch's names ("0.weight", "0.bias", "2.weight"...).
   std::vector<Tensor> parameters() const;
   std::vector<std::pair<std::string, Tensor>> named_parameters() const;
+  /// Buffers under PyTorch's names ("1.running_mean").
+  std::vector<std::pair<std::string, Tensor>> named_buffers() const;
+  /// Parameters and buffers in the order of PyTorch's state_dict(): what save_weights writes.
+  std::vector<std::pair<std::string, Tensor>> named_state() const;
   std::int64_t parameter_count() const;
 
   /// Sets the optimizer (with accumulation and clipping when the recipe has them), the loss and

@@ -29,10 +29,16 @@ std::string Sequential::summary_str() const {
   std::size_t bytes = 0;
   for (const auto& l : layers_) {
     const std::string shape = l->built() ? batch_shape(l->output_shape()) : "?";
+    // Buffers (running statistics) count as non-trainable parameters, as in Keras.
     std::size_t layer_bytes = 0;
-    for (const auto& p : l->named_parameters()) layer_bytes += p.second.nbytes();
+    std::int64_t layer_count = 0;
+    for (const auto* group : {&l->named_parameters(), &l->named_buffers()})
+      for (const auto& p : *group) {
+        layer_bytes += p.second.nbytes();
+        layer_count += p.second.numel();
+      }
     bytes += layer_bytes;
-    const std::string params = l->built() ? format_count(l->parameter_count()) : "?";
+    const std::string params = l->built() ? format_count(layer_count) : "?";
     out += fmt::format(" {:<{}} {:<{}} {:>{}} {:>{}}\n", fmt::format("{} ({})", l->name(), l->type_name()), w_layer,
                        shape, w_shape, params, w_params, l->built() ? format_bytes(layer_bytes) : "?", w_memory);
   }
@@ -52,6 +58,7 @@ std::string Sequential::summary_str() const {
       frozen += p.numel();
     }
   }
+  for (const auto& [name, b] : named_buffers()) frozen += b.numel();
   out += fmt::format(" Total params: {} ({})\n", format_count(trainable + frozen), format_bytes(bytes));
   out += fmt::format(" Trainable params: {} ({})\n", format_count(trainable), format_bytes(trainable_bytes));
   out += fmt::format(" Non-trainable params: {} ({})\n", format_count(frozen), format_bytes(bytes - trainable_bytes));

@@ -1,4 +1,5 @@
-// save_weights and load_weights: a model's parameters in safetensors, under PyTorch's names.
+// save_weights and load_weights: a model's parameters and buffers in safetensors, under PyTorch's
+// state_dict names.
 
 #include <algorithm>
 
@@ -11,7 +12,7 @@ namespace accrue {
 
 void Sequential::save_weights(const std::string& path) const {
   ACCRUE_CHECK(built_, "save_weights: model '{}' is not built yet, so it has no weights", name_);
-  serialization::save_safetensors(path, named_parameters(), {{"format", "pt"}, {"producer", "accrue " ACCRUE_VERSION}});
+  serialization::save_safetensors(path, named_state(), {{"format", "pt"}, {"producer", "accrue " ACCRUE_VERSION}});
 }
 
 void Sequential::load_weights(const std::string& path) {
@@ -19,7 +20,7 @@ void Sequential::load_weights(const std::string& path) {
   const serialization::SafetensorsFile file = serialization::load_safetensors(path);
   std::vector<std::string> problems;
   std::vector<std::pair<Tensor, const Tensor*>> copies;
-  for (const auto& [name, p] : named_parameters()) {
+  for (const auto& [name, p] : named_state()) {
     const auto it = std::find_if(file.tensors.begin(), file.tensors.end(), [&](const auto& e) { return e.first == name; });
     if (it == file.tensors.end()) {
       problems.push_back(fmt::format("missing '{}' {}", name, p.shape()));
@@ -32,7 +33,7 @@ void Sequential::load_weights(const std::string& path) {
     }
     copies.emplace_back(p, &it->second);
   }
-  const auto params = named_parameters();
+  const auto params = named_state();
   for (const auto& [name, t] : file.tensors)
     if (std::none_of(params.begin(), params.end(), [&](const auto& p) { return p.first == name; }))
       problems.push_back(fmt::format("unexpected '{}' {}", name, t.shape()));

@@ -4,6 +4,7 @@
 // Errors name the op and the shapes involved.
 
 #include <cstdint>
+#include <optional>
 
 #include "accrue/framework/tensor.hpp"
 
@@ -53,6 +54,46 @@ Tensor mean(const Tensor& x, int dim, bool keepdim = false);
 Tensor matmul(const Tensor& a, const Tensor& b);
 /// x W^T + b for x (B, in), W (out, in), b (out) or undefined: PyTorch's F.linear.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
+
+// ---- convolution and pooling over NCHW images -----------------------------------------------
+/// Stride, zero padding, dilation and groups of a 2-D convolution, per axis as PyTorch's conv2d.
+struct Conv2dOptions {
+  Size2 stride = 1;
+  Size2 padding = 0;
+  Size2 dilation = 1;
+  std::int64_t groups = 1;
+};
+/// Cross-correlation of x (N, C, H, W) with weight (K, C / groups, R, S), plus bias (K) when
+/// defined: PyTorch's F.conv2d. Output (N, K, P, Q).
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dOptions& options = {});
+
+/// Window, stride (the window by default) and zero padding (at most half the window) of pooling.
+struct Pool2dOptions {
+  Size2 kernel = 2;
+  std::optional<Size2> stride = std::nullopt;
+  Size2 padding = 0;
+  /// avg_pool2d: whether padded positions count in the divisor (PyTorch's default: yes).
+  bool count_include_pad = true;
+};
+/// Maximum over each window (padding never wins; NaN propagates): F.max_pool2d.
+Tensor max_pool2d(const Tensor& x, const Pool2dOptions& options = {});
+/// Mean over each window: F.avg_pool2d.
+Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& options = {});
+
+// ---- normalisation ---------------------------------------------------------------------------
+/// F.batch_norm over x (N, C, ...): in training (or without running statistics) each channel is
+/// normalised by this batch's mean and biased variance, and running_mean / running_var, when
+/// defined, move towards them by `momentum` (the weight of the new value; the variance unbiased);
+/// in evaluation the running statistics normalise. weight and bias (C) may be undefined.
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                  const Tensor& bias, bool training, float momentum = 0.1f, float eps = 1e-5f);
+/// F.group_norm: x (N, C, ...) normalised per sample over each of `groups` groups of channels,
+/// then scaled and shifted per channel by weight and bias (C) when defined.
+Tensor group_norm(const Tensor& x, std::int64_t groups, const Tensor& weight, const Tensor& bias, float eps = 1e-5f);
+/// F.layer_norm: normalised over the trailing dimensions `normalized_shape`, then scaled and
+/// shifted element-wise by weight and bias of that shape when defined.
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
+                  float eps = 1e-5f);
 
 // ---- shape ----------------------------------------------------------------------------------
 /// A view with another shape of as many elements.

@@ -68,4 +68,6 @@ bool operator==(const Shape& a, const Shape& b) {
   return true;
 }
 
+std::string Size2::str() const { return h == w ? fmt::format("{}", h) : fmt::format("({}, {})", h, w); }
+
 }  // namespace accrue

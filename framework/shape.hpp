@@ -53,6 +53,16 @@ class Shape {
 
 inline std::ostream& operator<<(std::ostream& os, const Shape& s) { return os << s.str(); }
 
+/// A size per axis of an image, (height, width): kernel sizes, strides, padding. `3` means (3, 3).
+struct Size2 {
+  std::int64_t h = 0, w = 0;
+  constexpr Size2(std::int64_t both) : h(both), w(both) {}  // NOLINT: 3 reads as (3, 3)
+  constexpr Size2(std::int64_t height, std::int64_t width) : h(height), w(width) {}
+  friend constexpr bool operator==(const Size2&, const Size2&) = default;
+  /// "3" when both agree, "(3, 5)" otherwise.
+  std::string str() const;
+};
+
 }  // namespace accrue
 
 template <>

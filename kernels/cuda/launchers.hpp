@@ -12,6 +12,8 @@
 #include "accrue/framework/dtype.hpp"
 #include "accrue/kernels/common/binary.hpp"
 #include "accrue/kernels/common/broadcast.hpp"
+#include "accrue/kernels/common/conv_geometry.hpp"
+#include "accrue/kernels/common/pool.hpp"
 #include "accrue/kernels/common/optimizer_updates.hpp"
 #include "accrue/kernels/common/unary.hpp"
 
@@ -66,6 +68,32 @@ void cross_entropy_forward(int device, const float* logits, const std::int32_t* 
 void cross_entropy_backward(int device, const float* logits, const std::int32_t* labels, std::int64_t B,
                             std::int64_t C, float smoothing, const float* lse, const float* g, float* dlogits,
                             bool accumulate);
+
+// ---- convolution (conv.cpp, over cuDNN) ----
+void conv2d_forward(int device, const float* x, const float* w, const float* bias, float* y, const Window2d& g);
+void conv2d_backward_data(int device, const float* dy, const float* w, float* dx, const Window2d& g, bool accumulate);
+void conv2d_backward_filter(int device, const float* dy, const float* x, float* dw, const Window2d& g, bool accumulate);
+void conv2d_backward_bias(int device, const float* dy, float* db, const Window2d& g, bool accumulate);
+
+// ---- pooling (pool.cpp, over cuDNN) ----
+void pool2d_forward(int device, const float* x, float* y, const Window2d& g, PoolMode mode);
+void pool2d_backward(int device, const float* x, const float* y, const float* dy, float* dx, const Window2d& g,
+                     PoolMode mode, bool accumulate);
+
+// ---- normalisation: group and layer (norm.cu), batch (batch_norm.cpp, over cuDNN) ----
+// Tensors are (N, C, L); gamma, beta, dgamma and dbeta of group_norm may be null.
+void group_norm_forward(int device, const float* x, const float* gamma, const float* beta, float* y, float* mean,
+                        float* rstd, std::int64_t N, std::int64_t C, std::int64_t L, std::int64_t groups, float eps);
+void group_norm_backward(int device, const float* x, const float* gamma, const float* mean, const float* rstd,
+                         const float* dy, float* dx, float* dgamma, float* dbeta, std::int64_t N, std::int64_t C,
+                         std::int64_t L, std::int64_t groups);
+/// running_mean and running_var may both be null; eps at least CUDNN_BN_MIN_EPSILON (1e-5).
+void batch_norm_forward_training(int device, const float* x, const float* gamma, const float* beta, float* y,
+                                 float* mean, float* rstd, float* running_mean, float* running_var, std::int64_t N,
+                                 std::int64_t C, std::int64_t L, float momentum, float eps);
+void batch_norm_backward(int device, const float* x, const float* gamma, const float* mean, const float* rstd,
+                         const float* dy, float* dx, float* dgamma, float* dbeta, std::int64_t N, std::int64_t C,
+                         std::int64_t L);
 
 // ---- GEMM (gemm.cpp, over cuBLAS) ----
 void gemm_f32(int device, bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,

@@ -6,8 +6,8 @@ using namespace accrue;
 using accrue::test::message_has;
 
 namespace {
-void expect_contract(const Layer& layer, const Shape& sample) {
-  const LayerCheckResult r = check_layer(layer, sample);
+void expect_contract(const Layer& layer, const Shape& sample, LayerCheckOptions options = {}) {
+  const LayerCheckResult r = check_layer(layer, sample, options);
   BOOST_CHECK_MESSAGE(r.ok, layer.type_name() << " on " << sample.str() << ":\n" << r.report);
 }
 }  // namespace
@@ -25,6 +25,28 @@ BOOST_AUTO_TEST_CASE(every_layer_keeps_its_contract) {
   expect_contract(layers::Softmax{0}, {4, 3});
   expect_contract(layers::Flatten{}, {2, 3, 2});
   expect_contract(layers::Dropout{0.4f}, {10});
+}
+
+BOOST_AUTO_TEST_CASE(convolutional_and_normalisation_layers_keep_their_contract) {
+  expect_contract(layers::Conv2d{4, 3}, {2, 6, 5});
+  expect_contract(layers::Conv2d{4, 3, {.padding = layers::same, .bias = false}}, {3, 5, 5});
+  expect_contract(layers::Conv2d{2, {3, 2}, {.stride = 2, .padding = {1, 0}}}, {2, 7, 6});
+  expect_contract(layers::Conv2d{3, 3, {.padding = 2, .dilation = 2}}, {1, 6, 6});
+  expect_contract(layers::Conv2d{6, 3, {.padding = 1, .groups = 2}}, {4, 4, 4});
+  expect_contract(layers::Conv2d{3, 1}, {3, 3, 3});
+  expect_contract(layers::MaxPool2d{2}, {2, 6, 6}, {.distinct = true});
+  expect_contract(layers::MaxPool2d{3, {.stride = 2, .padding = 1}}, {2, 5, 5}, {.distinct = true});
+  expect_contract(layers::AvgPool2d{2}, {2, 6, 6});
+  expect_contract(layers::AvgPool2d{3, {.stride = 1, .padding = 1, .count_include_pad = false}}, {2, 4, 4});
+  expect_contract(layers::GlobalAvgPool2d{}, {3, 4, 5});
+  expect_contract(layers::BatchNorm2d{}, {3, 4, 4});
+  expect_contract(layers::BatchNorm2d{{.affine = false}}, {2, 3, 3});
+  expect_contract(layers::BatchNorm1d{}, {5});
+  expect_contract(layers::BatchNorm1d{{.momentum = std::nullopt}}, {4, 3});
+  expect_contract(layers::GroupNorm{2}, {4, 3, 3});
+  expect_contract(layers::GroupNorm{4, {.affine = false}}, {4, 2, 2});
+  expect_contract(layers::LayerNorm{}, {6});
+  expect_contract(layers::LayerNorm{{.dims = 3}}, {2, 3, 3});
 }
 
 BOOST_AUTO_TEST_CASE(dense_infers_input_and_initialises_as_pytorch) {

@@ -1,0 +1,61 @@
+#include "accrue/dsl/layers/batch_norm.hpp"
+
+#include "accrue/framework/ops.hpp"
+
+namespace accrue::layers {
+
+BatchNorm::BatchNorm(BatchNormOptions options) : options_(std::move(options)) {
+  ACCRUE_CHECK(options_.eps > 0.0f, "BatchNorm needs a positive eps, got {}", options_.eps);
+  if (options_.momentum)
+    ACCRUE_CHECK(*options_.momentum >= 0.0f && *options_.momentum <= 1.0f, "BatchNorm momentum must be in [0, 1], got {}",
+                 *options_.momentum);
+  if (!options_.name.empty()) set_name(options_.name);
+}
+
+Shape BatchNorm::build(const Shape& input_shape, Generator& /*generator*/) {
+  check_sample_shape(input_shape);
+  const std::int64_t C = input_shape[0];
+  const TensorOptions param{.category = MemoryCategory::parameters};
+  if (options_.affine) {
+    add_parameter("weight", Tensor::ones({C}, param));
+    add_parameter("bias", Tensor::zeros({C}, param));
+  }
+  if (options_.track_running_stats) {
+    add_buffer("running_mean", Tensor::zeros({C}, param));
+    add_buffer("running_var", Tensor::ones({C}, param));
+  }
+  return input_shape;
+}
+
+Tensor BatchNorm::running_mean() const {
+  return options_.track_running_stats ? named_buffers().at(0).second : Tensor();
+}
+Tensor BatchNorm::running_var() const {
+  return options_.track_running_stats ? named_buffers().at(1).second : Tensor();
+}
+
+Tensor BatchNorm::forward(const Tensor& x) {
+  const Tensor weight = options_.affine ? named_parameters().at(0).second : Tensor();
+  const Tensor bias = options_.affine ? named_parameters().at(1).second : Tensor();
+  float momentum = 0.0f;
+  if (training() && options_.track_running_stats) {
+    ++batches_tracked_;
+    momentum = options_.momentum ? *options_.momentum : 1.0f / static_cast<float>(batches_tracked_);
+  }
+  return ops::batch_norm(x, running_mean(), running_var(), weight, bias, training(), momentum, options_.eps);
+}
+
+void BatchNorm1d::check_sample_shape(const Shape& input_shape) const {
+  ACCRUE_CHECK_SHAPE(input_shape.rank() == 1 || input_shape.rank() == 2,
+                     "BatchNorm1d takes samples of features (C) or sequences (C, L), got {}; use BatchNorm2d for "
+                     "images",
+                     input_shape);
+}
+
+void BatchNorm2d::check_sample_shape(const Shape& input_shape) const {
+  ACCRUE_CHECK_SHAPE(input_shape.rank() == 3,
+                     "BatchNorm2d takes image samples (channels, height, width), got {}; use BatchNorm1d for features",
+                     input_shape);
+}
+
+}  // namespace accrue::layers

@@ -1,0 +1,70 @@
+#pragma once
+// Batch normalisation, as PyTorch's nn.BatchNorm1d and nn.BatchNorm2d with the channels inferred
+// at build. In training each channel is normalised by the statistics of the batch the layer
+// sees, which under gradient accumulation is the micro-batch, not the effective batch: training
+// says so once (Layer::uses_batch_statistics). GroupNorm and LayerNorm do not depend on the batch.
+
+#include <optional>
+
+#include "accrue/dsl/layer.hpp"
+
+namespace accrue::layers {
+
+struct BatchNormOptions {
+  /// Weight of the new batch in the running statistics (PyTorch's convention, 0.1); unset keeps
+  /// their cumulative average over all batches so far.
+  std::optional<float> momentum = 0.1f;
+  float eps = 1e-5f;
+  /// Learnable per-channel scale (weight) and shift (bias).
+  bool affine = true;
+  /// Keep running statistics for evaluation; without them evaluation uses the batch's own.
+  bool track_running_stats = true;
+  std::string name = {};
+};
+
+/// What BatchNorm1d and BatchNorm2d share; they differ in the sample shapes they take.
+class BatchNorm : public Layer {
+ public:
+  Shape build(const Shape& input_shape, Generator& generator) override;
+  Tensor forward(const Tensor& x) override;
+  bool uses_batch_statistics() const override { return true; }
+
+  const BatchNormOptions& options() const { return options_; }
+  /// Undefined without track_running_stats.
+  Tensor running_mean() const;
+  Tensor running_var() const;
+  /// Batches seen in training (PyTorch's num_batches_tracked).
+  std::int64_t batches_tracked() const { return batches_tracked_; }
+
+ protected:
+  explicit BatchNorm(BatchNormOptions options);
+  virtual void check_sample_shape(const Shape& input_shape) const = 0;
+
+ private:
+  BatchNormOptions options_;
+  std::int64_t batches_tracked_ = 0;
+};
+
+class BatchNorm1d final : public BatchNorm {
+ public:
+  /// Over features (C) or sequences (C, L): `BatchNorm1d{}`, `BatchNorm1d{{.momentum = 0.01f}}`.
+  explicit BatchNorm1d(BatchNormOptions options = {}) : BatchNorm(std::move(options)) {}
+  std::string type_name() const override { return "BatchNorm1d"; }
+  std::unique_ptr<Layer> clone() const override { return std::make_unique<BatchNorm1d>(*this); }
+
+ protected:
+  void check_sample_shape(const Shape& input_shape) const override;
+};
+
+class BatchNorm2d final : public BatchNorm {
+ public:
+  /// Over images (C, H, W).
+  explicit BatchNorm2d(BatchNormOptions options = {}) : BatchNorm(std::move(options)) {}
+  std::string type_name() const override { return "BatchNorm2d"; }
+  std::unique_ptr<Layer> clone() const override { return std::make_unique<BatchNorm2d>(*this); }
+
+ protected:
+  void check_sample_shape(const Shape& input_shape) const override;
+};
+
+}  // namespace accrue::layers

@@ -1,0 +1,60 @@
+#include "accrue/dsl/layers/conv2d.hpp"
+
+#include <cmath>
+
+#include "accrue/kernels/common/conv_geometry.hpp"
+
+namespace accrue::layers {
+
+Conv2d::Conv2d(std::int64_t filters, Size2 kernel_size, Conv2dOptions options)
+    : filters_(filters), kernel_(kernel_size), options_(std::move(options)) {
+  ACCRUE_CHECK(filters > 0, "Conv2d needs a positive number of filters, got {}", filters);
+  ACCRUE_CHECK(kernel_.h > 0 && kernel_.w > 0, "Conv2d needs a positive kernel size, got {}", kernel_.str());
+  const Conv2dOptions& o = options_;
+  ACCRUE_CHECK(o.stride.h > 0 && o.stride.w > 0 && o.dilation.h > 0 && o.dilation.w > 0,
+               "Conv2d needs a positive stride and dilation, got stride {} and dilation {}", o.stride.str(),
+               o.dilation.str());
+  ACCRUE_CHECK(o.padding.size.h >= 0 && o.padding.size.w >= 0, "Conv2d needs non-negative padding, got {}",
+               o.padding.size.str());
+  ACCRUE_CHECK(o.groups >= 1 && filters % o.groups == 0, "Conv2d: {} filters do not divide into {} groups", filters,
+               o.groups);
+  if (o.padding.same) {
+    const std::int64_t span_h = o.dilation.h * (kernel_.h - 1), span_w = o.dilation.w * (kernel_.w - 1);
+    ACCRUE_CHECK(o.stride == Size2{1} && span_h % 2 == 0 && span_w % 2 == 0,
+                 "Conv2d padding 'same' needs stride 1 and an odd kernel (after dilation), got kernel {}, stride {}, "
+                 "dilation {}",
+                 kernel_.str(), o.stride.str(), o.dilation.str());
+    padding_ = Size2{span_h / 2, span_w / 2};
+  } else {
+    padding_ = o.padding.size;
+  }
+  if (!options_.name.empty()) set_name(options_.name);
+}
+
+ops::Conv2dOptions Conv2d::op_options() const {
+  return {.stride = options_.stride, .padding = padding_, .dilation = options_.dilation, .groups = options_.groups};
+}
+
+Shape Conv2d::build(const Shape& input_shape, Generator& generator) {
+  ACCRUE_CHECK_SHAPE(input_shape.rank() == 3,
+                     "Conv2d needs image samples (channels, height, width), got {}; a (height, width) image needs a "
+                     "channel dimension, e.g. Input{{1, 28, 28}}",
+                     input_shape);
+  const std::int64_t C = input_shape[0], H = input_shape[1], W = input_shape[2], groups = options_.groups;
+  ACCRUE_CHECK_SHAPE(C % groups == 0, "Conv2d: {} input channels do not divide into {} groups", C, groups);
+  const std::int64_t P = kernels::window_output_size(H, kernel_.h, options_.stride.h, padding_.h, options_.dilation.h);
+  const std::int64_t Q = kernels::window_output_size(W, kernel_.w, options_.stride.w, padding_.w, options_.dilation.w);
+  ACCRUE_CHECK_SHAPE(P > 0 && Q > 0, "Conv2d: a {}x{} image is smaller than the {} kernel (dilation {}, padding {})", H,
+                     W, kernel_.str(), options_.dilation.str(), padding_.str());
+  const std::int64_t fan_in = C / groups * kernel_.h * kernel_.w;
+  const float bound = 1.0f / std::sqrt(static_cast<float>(fan_in));
+  const TensorOptions param{.category = MemoryCategory::parameters};
+  add_parameter("weight",
+                Tensor::uniform({filters_, C / groups, kernel_.h, kernel_.w}, -bound, bound, &generator, param));
+  if (options_.bias) add_parameter("bias", Tensor::uniform({filters_}, -bound, bound, &generator, param));
+  return Shape{filters_, P, Q};
+}
+
+Tensor Conv2d::forward(const Tensor& x) { return ops::conv2d(x, weight(), bias(), op_options()); }
+
+}  // namespace accrue::layers

@@ -1,0 +1,31 @@
+#pragma once
+// Group normalisation (nn.GroupNorm): each sample's channels, in groups, normalised by their own
+// statistics, so the result does not depend on the batch: the replacement for BatchNorm under
+// gradient accumulation with small micro-batches.
+
+#include "accrue/dsl/layer.hpp"
+
+namespace accrue::layers {
+
+struct GroupNormOptions {
+  float eps = 1e-5f;
+  /// Learnable per-channel scale (weight) and shift (bias).
+  bool affine = true;
+  std::string name = {};
+};
+
+class GroupNorm final : public LayerBase<GroupNorm> {
+ public:
+  /// `groups` groups of channels (the channels are inferred and must divide evenly): `GroupNorm{8}`.
+  explicit GroupNorm(std::int64_t groups, GroupNormOptions options = {});
+  std::string type_name() const override { return "GroupNorm"; }
+  Shape build(const Shape& input_shape, Generator& generator) override;
+  Tensor forward(const Tensor& x) override;
+  std::int64_t groups() const { return groups_; }
+
+ private:
+  std::int64_t groups_;
+  GroupNormOptions options_;
+};
+
+}  // namespace accrue::layers

@@ -1,0 +1,32 @@
+#include "accrue/dsl/layers/layer_norm.hpp"
+
+#include "accrue/framework/ops.hpp"
+
+namespace accrue::layers {
+
+LayerNorm::LayerNorm(LayerNormOptions options) : options_(std::move(options)) {
+  ACCRUE_CHECK(options_.dims >= 1, "LayerNorm normalises at least one dimension, got dims = {}", options_.dims);
+  ACCRUE_CHECK(options_.eps > 0.0f, "LayerNorm needs a positive eps, got {}", options_.eps);
+  if (!options_.name.empty()) set_name(options_.name);
+}
+
+Shape LayerNorm::build(const Shape& input_shape, Generator& /*generator*/) {
+  ACCRUE_CHECK_SHAPE(options_.dims <= input_shape.rank(),
+                     "LayerNorm over the last {} dimensions needs samples of at least that rank, got {}", options_.dims,
+                     input_shape);
+  normalized_ = input_shape.drop_front(input_shape.rank() - options_.dims);
+  if (options_.affine) {
+    const TensorOptions param{.category = MemoryCategory::parameters};
+    add_parameter("weight", Tensor::ones(normalized_, param));
+    add_parameter("bias", Tensor::zeros(normalized_, param));
+  }
+  return input_shape;
+}
+
+Tensor LayerNorm::forward(const Tensor& x) {
+  const Tensor weight = options_.affine ? named_parameters().at(0).second : Tensor();
+  const Tensor bias = options_.affine ? named_parameters().at(1).second : Tensor();
+  return ops::layer_norm(x, normalized_, weight, bias, options_.eps);
+}
+
+}  // namespace accrue::layers

@@ -1,0 +1,33 @@
+#pragma once
+// Layer normalisation (nn.LayerNorm, Keras's LayerNormalization): each sample normalised over its
+// trailing dimensions, then scaled and shifted element-wise. Independent of the batch.
+
+#include "accrue/dsl/layer.hpp"
+
+namespace accrue::layers {
+
+struct LayerNormOptions {
+  /// How many trailing dimensions of a sample are normalised together: 1 (Keras's default, the
+  /// features), or the sample's rank for all of it (PyTorch's LayerNorm([C, H, W])).
+  int dims = 1;
+  float eps = 1e-5f;
+  /// Learnable element-wise scale (weight) and shift (bias) of the normalised shape.
+  bool affine = true;
+  std::string name = {};
+};
+
+class LayerNorm final : public LayerBase<LayerNorm> {
+ public:
+  explicit LayerNorm(LayerNormOptions options = {});
+  std::string type_name() const override { return "LayerNorm"; }
+  Shape build(const Shape& input_shape, Generator& generator) override;
+  Tensor forward(const Tensor& x) override;
+  /// The trailing shape normalised over (valid once built).
+  const Shape& normalized_shape() const { return normalized_; }
+
+ private:
+  LayerNormOptions options_;
+  Shape normalized_;
+};
+
+}  // namespace accrue::layers

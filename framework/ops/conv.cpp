@@ -1,0 +1,85 @@
+// 2-D convolution. Under autocast it computes in float32 (the input is converted): the CPU and
+// cuDNN forms here are float32 only.
+
+#include "accrue/framework/autograd.hpp"
+#include "accrue/framework/ops.hpp"
+#include "accrue/kernels/conv.hpp"
+
+namespace accrue::ops {
+namespace {
+
+class Conv2dNode final : public Node {
+ public:
+  Conv2dNode(const Tensor& x, const Tensor& weight, bool has_bias, const kernels::Window2d& g)
+      : g_(g), has_bias_(has_bias) {
+    // x is needed only for the weight's gradient, the weight only for x's.
+    if (weight.requires_grad()) x_ = SavedTensor{x};
+    if (x.requires_grad()) weight_ = SavedTensor{weight};
+  }
+  std::string_view name() const override { return "conv2d"; }
+  void backward(Tensor grad, GradSink& sink) override {
+    if (sink.needs(0)) {
+      auto [dx, accumulate] = sink.target(0);
+      kernels::conv2d_backward_data(grad, weight_.get(name()), dx, g_, accumulate);
+    }
+    if (sink.needs(1)) {
+      auto [dw, accumulate] = sink.target(1);
+      kernels::conv2d_backward_filter(grad, x_.get(name()), dw, g_, accumulate);
+    }
+    if (has_bias_ && sink.needs(2)) {
+      auto [db, accumulate] = sink.target(2);
+      kernels::conv2d_backward_bias(grad, db, g_, accumulate);
+    }
+  }
+  void release() override {
+    x_.reset();
+    weight_.reset();
+  }
+
+ private:
+  kernels::Window2d g_;
+  bool has_bias_;
+  SavedTensor x_, weight_;
+};
+
+}  // namespace
+
+Tensor conv2d(const Tensor& x_in, const Tensor& weight, const Tensor& bias, const Conv2dOptions& o) {
+  ACCRUE_CHECK(x_in.defined() && weight.defined(), "conv2d: the input or the weight is undefined");
+  ACCRUE_CHECK(is_floating(x_in.dtype()), "conv2d: expects a floating-point input, got {}", dtype_name(x_in.dtype()));
+  ACCRUE_CHECK_SHAPE(x_in.rank() == 4, "conv2d: expects input (N, C, H, W), got shape {}", x_in.shape());
+  ACCRUE_CHECK_SHAPE(weight.rank() == 4, "conv2d: expects weight (K, C / groups, R, S), got shape {}", weight.shape());
+  ACCRUE_CHECK(o.groups >= 1, "conv2d: groups must be at least 1, got {}", o.groups);
+  ACCRUE_CHECK(o.stride.h >= 1 && o.stride.w >= 1 && o.dilation.h >= 1 && o.dilation.w >= 1 && o.padding.h >= 0 &&
+                   o.padding.w >= 0,
+               "conv2d: stride and dilation must be positive and padding non-negative, got stride {}, padding {}, "
+               "dilation {}",
+               o.stride.str(), o.padding.str(), o.dilation.str());
+  ACCRUE_CHECK(weight.dtype() == DType::f32, "conv2d: expects a float32 weight, got {}", dtype_name(weight.dtype()));
+  const Tensor x = float32(x_in);
+  kernels::Window2d g{.N = x.size(0), .C = x.size(1), .H = x.size(2), .W = x.size(3), .R = weight.size(2),
+                      .S = weight.size(3), .stride_h = o.stride.h, .stride_w = o.stride.w, .pad_h = o.padding.h,
+                      .pad_w = o.padding.w, .dilation_h = o.dilation.h, .dilation_w = o.dilation.w,
+                      .K = weight.size(0), .groups = o.groups};
+  ACCRUE_CHECK_SHAPE(g.C % g.groups == 0 && g.K % g.groups == 0,
+                     "conv2d: {} input channels and {} filters must both divide into {} groups", g.C, g.K, g.groups);
+  ACCRUE_CHECK_SHAPE(weight.size(1) * g.groups == g.C,
+                     "conv2d: input of shape {} has {} channels, the weight {} expects {} ({} per group x {} groups)",
+                     x.shape(), g.C, weight.shape(), weight.size(1) * g.groups, weight.size(1), g.groups);
+  ACCRUE_CHECK_SHAPE(g.P() > 0 && g.Q() > 0,
+                     "conv2d: input of shape {} is smaller than the {}x{} kernel (dilation {}) with padding {}: "
+                     "no output position",
+                     x.shape(), g.R, g.S, o.dilation.str(), o.padding.str());
+  if (bias.defined())
+    ACCRUE_CHECK_SHAPE(bias.rank() == 1 && bias.size(0) == g.K, "conv2d: bias of shape {} for {} filters",
+                       bias.shape(), g.K);
+  ACCRUE_CHECK(x.device() == weight.device() && (!bias.defined() || bias.device() == weight.device()),
+               "conv2d: the input is on {} and the weight on {}", x.device().str(), weight.device().str());
+  Tensor y = Tensor::empty({g.N, g.K, g.P(), g.Q()}, {.device = x.device()});
+  kernels::conv2d_forward(x, weight, bias, y, g);
+  if (needs_grad({&x, &weight, &bias}))
+    record(std::make_shared<Conv2dNode>(x, weight, bias.defined(), g), y, {&x, &weight, &bias});
+  return y;
+}
+
+}  // namespace accrue::ops

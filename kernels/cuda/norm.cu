@@ -1,0 +1,107 @@
+// Group (and layer) normalisation on the GPU: one block per set of elements sharing statistics,
+// with the shared math of kernels/common/norm.hpp; the parameter gradients one block per channel.
+
+#include "accrue/kernels/common/norm.hpp"
+#include "accrue/kernels/cuda/launch.cuh"
+#include "accrue/kernels/cuda/launchers.hpp"
+
+namespace accrue::kernels::cuda {
+namespace {
+
+constexpr int norm_threads = 256;
+
+__device__ float gamma_at(const float* gamma, std::int64_t c) { return gamma != nullptr ? gamma[c] : 1.0f; }
+
+__global__ void group_norm_forward_kernel(const float* x, const float* gamma, const float* beta, float* y, float* mean,
+                                          float* rstd, std::int64_t C, std::int64_t L, std::int64_t groups,
+                                          float eps) {
+  const std::int64_t set = blockIdx.x, Cg = C / groups, M = Cg * L;
+  const float* xs = x + set * M;
+  float* ys = y + set * M;
+  float sum = 0.0f;
+  for (std::int64_t i = threadIdx.x; i < M; i += blockDim.x) sum += xs[i];
+  const float m = block_all_reduce(sum, 0.0f, SumOp{}) / static_cast<float>(M);
+  float sq = 0.0f;
+  for (std::int64_t i = threadIdx.x; i < M; i += blockDim.x) sq += (xs[i] - m) * (xs[i] - m);
+  const float r = common::norm_rstd(block_all_reduce(sq, 0.0f, SumOp{}) / static_cast<float>(M), eps);
+  if (threadIdx.x == 0) {
+    mean[set] = m;
+    rstd[set] = r;
+  }
+  const std::int64_t c0 = (set % groups) * Cg;
+  for (std::int64_t i = threadIdx.x; i < M; i += blockDim.x) {
+    const std::int64_t c = c0 + i / L;
+    ys[i] = (xs[i] - m) * r * gamma_at(gamma, c) + (beta != nullptr ? beta[c] : 0.0f);
+  }
+}
+
+__global__ void group_norm_input_grad_kernel(const float* x, const float* gamma, const float* mean, const float* rstd,
+                                             const float* dy, float* dx, std::int64_t C, std::int64_t L,
+                                             std::int64_t groups) {
+  const std::int64_t set = blockIdx.x, Cg = C / groups, M = Cg * L, c0 = (set % groups) * Cg;
+  const float* xs = x + set * M;
+  const float* ds = dy + set * M;
+  float* dxs = dx + set * M;
+  const float m = mean[set], r = rstd[set];
+  float a = 0.0f, b = 0.0f;
+  for (std::int64_t i = threadIdx.x; i < M; i += blockDim.x) {
+    const float dxhat = ds[i] * gamma_at(gamma, c0 + i / L);
+    a += dxhat;
+    b += dxhat * ((xs[i] - m) * r);
+  }
+  const float mean_dxhat = block_all_reduce(a, 0.0f, SumOp{}) / static_cast<float>(M);
+  const float mean_dxhat_xhat = block_all_reduce(b, 0.0f, SumOp{}) / static_cast<float>(M);
+  for (std::int64_t i = threadIdx.x; i < M; i += blockDim.x)
+    dxs[i] = common::norm_input_grad(ds[i] * gamma_at(gamma, c0 + i / L), (xs[i] - m) * r, r, mean_dxhat,
+                                     mean_dxhat_xhat);
+}
+
+__global__ void group_norm_param_grad_kernel(const float* x, const float* mean, const float* rstd, const float* dy,
+                                             float* dgamma, float* dbeta, std::int64_t N, std::int64_t C,
+                                             std::int64_t L, std::int64_t groups) {
+  const std::int64_t c = blockIdx.x, Cg = C / groups;
+  float dg = 0.0f, db = 0.0f;
+  for (std::int64_t k = threadIdx.x; k < N * L; k += blockDim.x) {
+    const std::int64_t n = k / L, l = k % L, set = n * groups + c / Cg, i = (n * C + c) * L + l;
+    dg += dy[i] * ((x[i] - mean[set]) * rstd[set]);
+    db += dy[i];
+  }
+  dg = block_all_reduce(dg, 0.0f, SumOp{});
+  db = block_all_reduce(db, 0.0f, SumOp{});
+  if (threadIdx.x == 0) {
+    if (dgamma != nullptr) dgamma[c] = dg;
+    if (dbeta != nullptr) dbeta[c] = db;
+  }
+}
+
+unsigned grid(std::int64_t blocks, const char* what) {
+  if (blocks > 0x7fffffff) throw_error(cudaErrorInvalidConfiguration, what, __FILE__, __LINE__);
+  return static_cast<unsigned>(blocks);
+}
+
+}  // namespace
+
+void group_norm_forward(int device, const float* x, const float* gamma, const float* beta, float* y, float* mean,
+                        float* rstd, std::int64_t N, std::int64_t C, std::int64_t L, std::int64_t groups, float eps) {
+  if (N * C * L == 0) return;
+  group_norm_forward_kernel<<<grid(N * groups, "group_norm_forward: too many groups"), norm_threads, 0,
+                              compute_stream(device)>>>(x, gamma, beta, y, mean, rstd, C, L, groups, eps);
+  ACCRUE_CUDA_CHECK_LAUNCH("group_norm_forward");
+}
+
+void group_norm_backward(int device, const float* x, const float* gamma, const float* mean, const float* rstd,
+                         const float* dy, float* dx, float* dgamma, float* dbeta, std::int64_t N, std::int64_t C,
+                         std::int64_t L, std::int64_t groups) {
+  if (N * C * L == 0) return;
+  const cudaStream_t stream = compute_stream(device);
+  if (dgamma != nullptr || dbeta != nullptr) {
+    group_norm_param_grad_kernel<<<grid(C, "group_norm_backward: too many channels"), norm_threads, 0, stream>>>(
+        x, mean, rstd, dy, dgamma, dbeta, N, C, L, groups);
+    ACCRUE_CUDA_CHECK_LAUNCH("group_norm_param_grad");
+  }
+  group_norm_input_grad_kernel<<<grid(N * groups, "group_norm_backward: too many groups"), norm_threads, 0, stream>>>(
+      x, gamma, mean, rstd, dy, dx, C, L, groups);
+  ACCRUE_CUDA_CHECK_LAUNCH("group_norm_input_grad");
+}
+
+}  // namespace accrue::kernels::cuda

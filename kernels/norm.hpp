@@ -1,0 +1,48 @@
+#pragma once
+// Normalisation kernels over float32 tensors seen as (N, C, L): L is H x W for images, 1 for
+// features. Batch normalisation takes statistics per channel over (N, L); group normalisation per
+// sample and group of C / G channels over (C / G, L); layer normalisation is group normalisation
+// with one group and the normalised elements as channels. gamma and beta (C) may be undefined.
+
+#include <cstdint>
+
+#include "accrue/framework/tensor.hpp"
+
+namespace accrue::kernels {
+
+struct NormShape {
+  std::int64_t N = 0, C = 0, L = 1;
+  std::int64_t groups = 1;  // group normalisation only
+};
+
+/// y = normalised x; mean and rstd (N groups) receive each set's statistics for backward.
+void group_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y, const Tensor& mean,
+                        const Tensor& rstd, const NormShape& s, float eps);
+/// dx, and dgamma and dbeta when defined, overwritten.
+void group_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd,
+                         const Tensor& dy, const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
+                         const NormShape& s);
+
+/// Training mode: statistics of this batch (mean and rstd (C) saved for backward); running_mean
+/// and running_var (C), when defined, move towards them by `momentum` (the variance unbiased).
+void batch_norm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y,
+                                 const Tensor& mean, const Tensor& rstd, const Tensor& running_mean,
+                                 const Tensor& running_var, const NormShape& s, float momentum, float eps);
+/// dx, and dgamma and dbeta when defined, overwritten.
+void batch_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd,
+                         const Tensor& dy, const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
+                         const NormShape& s);
+
+namespace cpu {
+void group_norm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean, float* rstd,
+                        const NormShape& s, float eps);
+void group_norm_backward(const float* x, const float* gamma, const float* mean, const float* rstd, const float* dy,
+                         float* dx, float* dgamma, float* dbeta, const NormShape& s);
+void batch_norm_forward_training(const float* x, const float* gamma, const float* beta, float* y, float* mean,
+                                 float* rstd, float* running_mean, float* running_var, const NormShape& s,
+                                 float momentum, float eps);
+void batch_norm_backward(const float* x, const float* gamma, const float* mean, const float* rstd, const float* dy,
+                         float* dx, float* dgamma, float* dbeta, const NormShape& s);
+}  // namespace cpu
+
+}  // namespace accrue::kernels

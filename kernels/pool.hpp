@@ -1,0 +1,21 @@
+#pragma once
+// 2-D max and average pooling over NCHW float32 tensors (N, C, H, W) -> (N, C, P, Q); the window
+// is R x S (Window2d, without K and groups). On a GPU: cuDNN.
+
+#include "accrue/framework/tensor.hpp"
+#include "accrue/kernels/common/pool.hpp"
+
+namespace accrue::kernels {
+
+void pool2d_forward(const Tensor& x, const Tensor& y, const Window2d& g, PoolMode mode);
+/// dx (+)= the gradient of pooling given its input x, output y and dy (max pooling routes each
+/// window's gradient to its winner, found again in x).
+void pool2d_backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx, const Window2d& g,
+                     PoolMode mode, bool accumulate);
+
+namespace cpu {
+void pool2d_forward(const float* x, float* y, const Window2d& g, PoolMode mode);
+void pool2d_backward(const float* x, const float* dy, float* dx, const Window2d& g, PoolMode mode, bool accumulate);
+}  // namespace cpu
+
+}  // namespace accrue::kernels

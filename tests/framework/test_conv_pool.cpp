@@ -1,0 +1,182 @@
+// conv2d, max_pool2d and avg_pool2d: values against direct loops written from the definitions,
+// finite-difference gradients in every configuration (stride, padding, dilation, groups, bias,
+// pooling modes), and the errors for shapes that do not fit.
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "test_util.hpp"
+
+using namespace accrue;
+using accrue::test::leaf;
+using accrue::test::random_tensor;
+using ops::Conv2dOptions;
+using ops::Pool2dOptions;
+
+namespace {
+
+struct ConvCase {
+  std::string name;
+  Shape x, w;
+  Conv2dOptions options;
+  bool bias;
+};
+
+const std::vector<ConvCase>& conv_cases() {
+  static const std::vector<ConvCase> cases = {
+      {"3x3", {2, 3, 6, 5}, {4, 3, 3, 3}, {}, true},
+      {"3x3 padding 1", {2, 3, 5, 5}, {4, 3, 3, 3}, {.padding = 1}, true},
+      {"stride 2 padding (1, 0)", {2, 2, 7, 6}, {3, 2, 3, 2}, {.stride = 2, .padding = {1, 0}}, true},
+      {"stride (2, 1) dilation 2", {1, 2, 9, 8}, {3, 2, 3, 3}, {.stride = {2, 1}, .padding = 2, .dilation = 2}, false},
+      {"groups 2", {2, 4, 5, 5}, {6, 2, 3, 3}, {.padding = 1, .groups = 2}, true},
+      {"depthwise", {2, 3, 5, 4}, {3, 1, 3, 3}, {.padding = 1, .groups = 3}, false},
+      {"1x1", {3, 4, 3, 3}, {5, 4, 1, 1}, {}, true},
+      {"1x1 stride 2", {2, 4, 5, 5}, {2, 4, 1, 1}, {.stride = 2}, false},
+      {"5x5 padding 2 single sample", {1, 1, 6, 6}, {2, 1, 5, 5}, {.padding = 2}, true},
+  };
+  return cases;
+}
+
+// The definition: y[n, k, p, q] = b[k] + sum over c in k's group, r, s of
+// x[n, c, p*sh - ph + r*dh, q*sw - pw + s*dw] w[k, c - group start, r, s].
+std::vector<float> direct_conv(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dOptions& o) {
+  const auto xv = x.to_vector(), wv = w.to_vector();
+  const std::int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3), K = w.size(0), Cg = w.size(1),
+                     R = w.size(2), S = w.size(3), Kg = K / o.groups;
+  const std::int64_t P = (H + 2 * o.padding.h - o.dilation.h * (R - 1) - 1) / o.stride.h + 1;
+  const std::int64_t Q = (W + 2 * o.padding.w - o.dilation.w * (S - 1) - 1) / o.stride.w + 1;
+  std::vector<float> y(static_cast<std::size_t>(N * K * P * Q));
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t k = 0; k < K; ++k)
+      for (std::int64_t p = 0; p < P; ++p)
+        for (std::int64_t q = 0; q < Q; ++q) {
+          double acc = b.defined() ? b.to_vector()[k] : 0.0;
+          for (std::int64_t c = 0; c < Cg; ++c)
+            for (std::int64_t r = 0; r < R; ++r)
+              for (std::int64_t s = 0; s < S; ++s) {
+                const std::int64_t h = p * o.stride.h - o.padding.h + r * o.dilation.h;
+                const std::int64_t ww = q * o.stride.w - o.padding.w + s * o.dilation.w;
+                if (h < 0 || h >= H || ww < 0 || ww >= W) continue;
+                const std::int64_t cin = (k / Kg) * Cg + c;
+                acc += static_cast<double>(xv[((n * C + cin) * H + h) * W + ww]) * wv[((k * Cg + c) * R + r) * S + s];
+              }
+          y[((n * K + k) * P + p) * Q + q] = static_cast<float>(acc);
+        }
+  (void)C;
+  return y;
+}
+
+// Values spaced `gap` apart in random order: every max window has a clear winner.
+Tensor distinct_values(const Shape& shape, std::uint64_t seed, float gap = 0.05f) {
+  std::vector<float> v(static_cast<std::size_t>(shape.numel()));
+  std::iota(v.begin(), v.end(), 0.0f);
+  std::mt19937 rng(static_cast<unsigned>(seed));
+  std::shuffle(v.begin(), v.end(), rng);
+  for (float& f : v) f = (f - static_cast<float>(v.size()) / 2) * gap;
+  return Tensor::from(v, shape);
+}
+
+void expect_gradients(const std::string& name, const std::function<Tensor(const std::vector<Tensor>&)>& f,
+                      const std::vector<Tensor>& inputs, GradcheckOptions options = {}) {
+  const GradcheckResult r = gradcheck(f, inputs, options);
+  BOOST_CHECK_MESSAGE(r.ok, name << ": gradients differ from finite differences (max error " << r.max_abs_error << ")\n"
+                                 << r.report);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(conv2d_matches_its_definition) {
+  std::uint64_t seed = 10;
+  for (const ConvCase& c : conv_cases()) {
+    const Tensor x = random_tensor(c.x, ++seed), w = random_tensor(c.w, ++seed);
+    const Tensor b = c.bias ? random_tensor({c.w[0]}, ++seed) : Tensor();
+    const Tensor y = ops::conv2d(x, w, b, c.options);
+    const auto expected = direct_conv(x, w, b, c.options);
+    const auto got = y.to_vector();
+    BOOST_REQUIRE_MESSAGE(got.size() == expected.size(), c.name << ": output shape " << y.shape());
+    double worst = 0.0;
+    for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(double(got[i]) - expected[i]));
+    BOOST_TEST(worst < 1e-5, c.name << ": largest difference " << worst);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(conv2d_gradients) {
+  std::uint64_t seed = 100;
+  for (const ConvCase& c : conv_cases()) {
+    const Tensor x = leaf(random_tensor(c.x, ++seed)), w = leaf(random_tensor(c.w, ++seed));
+    std::vector<Tensor> inputs{x, w};
+    if (c.bias) inputs.push_back(leaf(random_tensor({c.w[0]}, ++seed)));
+    const Conv2dOptions o = c.options;
+    expect_gradients(
+        "conv2d " + c.name,
+        [o](const std::vector<Tensor>& in) { return ops::conv2d(in[0], in[1], in.size() > 2 ? in[2] : Tensor(), o); },
+        inputs, {.max_elements = 400});
+  }
+}
+
+BOOST_AUTO_TEST_CASE(conv2d_gradients_accumulate_into_existing_ones) {
+  // Two backward passes add up: the second lands on .grad() through the kernels' accumulate path.
+  const Tensor x = leaf(random_tensor({2, 2, 5, 5}, 1)), w = leaf(random_tensor({3, 2, 3, 3}, 2)),
+               b = leaf(random_tensor({3}, 3));
+  ops::sum(ops::conv2d(x, w, b, {.padding = 1})).backward();
+  const auto gx = x.grad().to_vector(), gw = w.grad().to_vector(), gb = b.grad().to_vector();
+  ops::sum(ops::conv2d(x, w, b, {.padding = 1})).backward();
+  const auto gx2 = x.grad().to_vector(), gw2 = w.grad().to_vector(), gb2 = b.grad().to_vector();
+  for (std::size_t i = 0; i < gx.size(); ++i) BOOST_TEST(gx2[i] == 2 * gx[i], boost::test_tools::tolerance(1e-6f));
+  for (std::size_t i = 0; i < gw.size(); ++i) BOOST_TEST(gw2[i] == 2 * gw[i], boost::test_tools::tolerance(1e-6f));
+  for (std::size_t i = 0; i < gb.size(); ++i) BOOST_TEST(gb2[i] == 2 * gb[i], boost::test_tools::tolerance(1e-6f));
+}
+
+BOOST_AUTO_TEST_CASE(pooling_matches_its_definition) {
+  // 4x5 plane, 3x3 windows, stride 2, padding 1: corners see padding.
+  const Tensor x = Tensor::from({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}, {1, 1, 4, 5});
+  const Pool2dOptions o{.kernel = 3, .stride = 2, .padding = 1};
+  BOOST_TEST(ops::max_pool2d(x, o).to_vector() == (std::vector<float>{7, 9, 10, 17, 19, 20}), boost::test_tools::per_element());
+  // Windows with padding: (0,0) covers rows -1..1, cols -1..1 -> 1+2+6+7 = 16, divided by 9 (padding
+  // counts) or by 4 (it does not).
+  const auto inc = ops::avg_pool2d(x, o).to_vector();
+  const auto exc = ops::avg_pool2d(x, {.kernel = 3, .stride = 2, .padding = 1, .count_include_pad = false}).to_vector();
+  BOOST_TEST(inc[0] == 16.0f / 9, boost::test_tools::tolerance(1e-6f));
+  BOOST_TEST(exc[0] == 16.0f / 4, boost::test_tools::tolerance(1e-6f));
+  // (1, 2): rows 1..3, cols 3..5 (col 5 is padding): 9+10+14+15+19+20 = 87 over 9 or 6.
+  BOOST_TEST(inc[5] == 87.0f / 9, boost::test_tools::tolerance(1e-6f));
+  BOOST_TEST(exc[5] == 87.0f / 6, boost::test_tools::tolerance(1e-6f));
+  // Default stride is the kernel; NaN wins a max window.
+  Tensor y = Tensor::from({1, 2, 3, 4}, {1, 1, 2, 2});
+  BOOST_TEST(ops::max_pool2d(y).item() == 4.0f);
+  y.data<float>()[1] = NAN;
+  BOOST_TEST(std::isnan(ops::max_pool2d(y).item()));
+}
+
+BOOST_AUTO_TEST_CASE(pooling_gradients) {
+  const std::vector<std::pair<std::string, Pool2dOptions>> cases = {
+      {"2x2", {}},
+      {"3x3 stride 2 padding 1", {.kernel = 3, .stride = 2, .padding = 1}},
+      {"(3, 2) stride (1, 2)", {.kernel = {3, 2}, .stride = Size2{1, 2}}},
+      {"3x3 stride 1 padding 1 exclude padding", {.kernel = 3, .stride = 1, .padding = 1, .count_include_pad = false}},
+  };
+  std::uint64_t seed = 200;
+  for (const auto& [name, o] : cases) {
+    expect_gradients("max_pool2d " + name, [o](const auto& in) { return ops::max_pool2d(in[0], o); },
+                     {leaf(distinct_values({2, 3, 6, 7}, ++seed))});
+    expect_gradients("avg_pool2d " + name, [o](const auto& in) { return ops::avg_pool2d(in[0], o); },
+                     {leaf(random_tensor({2, 3, 6, 7}, ++seed))});
+  }
+}
+
+BOOST_AUTO_TEST_CASE(shapes_that_do_not_fit_are_named) {
+  using accrue::test::message_has;
+  const Tensor x = random_tensor({2, 3, 5, 5}, 1);
+  BOOST_CHECK_EXCEPTION(ops::conv2d(x, random_tensor({4, 2, 3, 3}, 2), Tensor()), ShapeError,
+                        message_has({"(2, 3, 5, 5)", "3 channels", "(4, 2, 3, 3)"}));
+  BOOST_CHECK_EXCEPTION(ops::conv2d(x, random_tensor({4, 3, 7, 7}, 2), Tensor()), ShapeError,
+                        message_has({"smaller than the 7x7 kernel"}));
+  BOOST_CHECK_EXCEPTION(ops::conv2d(x, random_tensor({4, 1, 3, 3}, 2), Tensor(), {.groups = 2}), ShapeError,
+                        message_has({"divide into 2 groups"}));
+  BOOST_CHECK_EXCEPTION(ops::conv2d(random_tensor({3, 5, 5}, 1), random_tensor({4, 3, 3, 3}, 2), Tensor()), ShapeError,
+                        message_has({"(N, C, H, W)", "(3, 5, 5)"}));
+  BOOST_CHECK_EXCEPTION(ops::max_pool2d(x, {.kernel = 2, .padding = 2}), ValueError, message_has({"at most half"}));
+  BOOST_CHECK_EXCEPTION(ops::max_pool2d(x, {.kernel = 6}), ShapeError, message_has({"smaller than the 6 window"}));
+}
