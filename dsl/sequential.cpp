@@ -66,6 +66,9 @@ Sequential& Sequential::add(std::unique_ptr<Layer> layer) {
     scaler_.reset();
   }
   layers_.push_back(std::move(layer));
+  // Declared input (layers::Input): build as layers arrive, as Keras does, so shapes and errors
+  // show at once.
+  if (!built_ && input_shape_) build(*input_shape_);
   ensure_optimizer();
   return *this;
 }

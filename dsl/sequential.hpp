@@ -90,7 +90,6 @@ class Sequential {
              ((std::derived_from<std::decay_t<Ls>, Layer> || std::same_as<std::decay_t<Ls>, layers::Input>) && ...))
   explicit(false) Sequential(Ls&&... layers) : Sequential() {
     (add(std::forward<Ls>(layers)), ...);
-    if (input_shape_) build(*input_shape_);
   }
   Sequential(Sequential&&) noexcept;
   Sequential& operator=(Sequential&&) noexcept;

@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
 #include "accrue/kernels/cpu/parallel.hpp"
 #include "accrue/kernels/pool.hpp"
 
@@ -12,6 +16,129 @@ namespace {
 // Planes per task below which splitting does not pay (a 28x28 plane is about a microsecond).
 constexpr std::int64_t plane_grain = 16;
 
+// The 2x2 windows of stride 2 without padding of nearly every CNN: no bounds to check, and each
+// input belongs to one window, so backward writes dx directly.
+bool is_plain_2x2(const Window2d& g) {
+  return g.R == 2 && g.S == 2 && g.stride_h == 2 && g.stride_w == 2 && g.pad_h == 0 && g.pad_w == 0;
+}
+
+// The winner of each window (a b / c d) in max_pool_winner's order: the first largest, or the
+// last NaN.
+inline bool takes(float v, float best) { return v > best || v != v; }
+
+#if defined(__AVX512F__)
+// Up to 16 windows of a row pair at once: the two rows are loaded 32 floats at a time and split
+// into their even and odd columns; comparisons become masks, so random data costs no
+// mispredicted branches (the scalar loop spent most of its time on those).
+struct Windows16 {
+  __m512 a, b, c, d;  // top-left, top-right, bottom-left, bottom-right of each window
+};
+
+inline __mmask16 low_lanes(std::int64_t n) { return static_cast<__mmask16>(n >= 16 ? 0xffff : (1u << n) - 1u); }
+
+inline void load_pairs(const float* row, std::int64_t n, __m512& even, __m512& odd) {
+  const __m512 lo = _mm512_maskz_loadu_ps(low_lanes(2 * n), row);
+  const __m512 hi = _mm512_maskz_loadu_ps(low_lanes(2 * n - 16 > 0 ? 2 * n - 16 : 0), row + 16);
+  const __m512i even_idx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd_idx = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  even = _mm512_permutex2var_ps(lo, even_idx, hi);
+  odd = _mm512_permutex2var_ps(lo, odd_idx, hi);
+}
+
+inline void store_pairs(float* row, std::int64_t n, __m512 even, __m512 odd, bool accumulate) {
+  const __m512i lo_idx = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m512i hi_idx = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  __m512 lo = _mm512_permutex2var_ps(even, lo_idx, odd), hi = _mm512_permutex2var_ps(even, hi_idx, odd);
+  const __mmask16 mlo = low_lanes(2 * n), mhi = low_lanes(2 * n - 16 > 0 ? 2 * n - 16 : 0);
+  if (accumulate) {
+    lo = _mm512_add_ps(lo, _mm512_maskz_loadu_ps(mlo, row));
+    hi = _mm512_add_ps(hi, _mm512_maskz_loadu_ps(mhi, row + 16));
+  }
+  _mm512_mask_storeu_ps(row, mlo, lo);
+  _mm512_mask_storeu_ps(row + 16, mhi, hi);
+}
+
+inline __mmask16 takes16(__m512 v, __m512 best) {
+  return _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+}
+#endif
+
+void max_pool_2x2_forward(const float* x, float* y, const Window2d& g) {
+  const std::int64_t P = g.P(), Q = g.Q();
+  for (std::int64_t p = 0; p < P; ++p) {
+    const float* r0 = x + 2 * p * g.W;
+    const float* r1 = r0 + g.W;
+    float* out = y + p * Q;
+#if defined(__AVX512F__)
+    for (std::int64_t q = 0; q < Q; q += 16) {
+      const std::int64_t n = Q - q < 16 ? Q - q : 16;
+      Windows16 w;
+      load_pairs(r0 + 2 * q, n, w.a, w.b);
+      load_pairs(r1 + 2 * q, n, w.c, w.d);
+      __m512 m = w.a;
+      m = _mm512_mask_mov_ps(m, takes16(w.b, m), w.b);
+      m = _mm512_mask_mov_ps(m, takes16(w.c, m), w.c);
+      m = _mm512_mask_mov_ps(m, takes16(w.d, m), w.d);
+      _mm512_mask_storeu_ps(out + q, low_lanes(n), m);
+    }
+#else
+    for (std::int64_t q = 0; q < Q; ++q) {
+      float m = r0[2 * q];
+      if (takes(r0[2 * q + 1], m)) m = r0[2 * q + 1];
+      if (takes(r1[2 * q], m)) m = r1[2 * q];
+      if (takes(r1[2 * q + 1], m)) m = r1[2 * q + 1];
+      out[q] = m;
+    }
+#endif
+  }
+}
+
+void max_pool_2x2_backward(const float* x, const float* dy, float* dx, const Window2d& g, bool accumulate) {
+  if (!accumulate && (g.H % 2 != 0 || g.W % 2 != 0)) {
+    std::fill(dx, dx + g.H * g.W, 0.0f);  // rows and columns no window covers
+    accumulate = true;
+  }
+  const std::int64_t P = g.P(), Q = g.Q();
+  for (std::int64_t p = 0; p < P; ++p) {
+    const float* r0 = x + 2 * p * g.W;
+    const float* r1 = r0 + g.W;
+    float* d0 = dx + 2 * p * g.W;
+    float* d1 = d0 + g.W;
+    const float* grad = dy + p * Q;
+#if defined(__AVX512F__)
+    for (std::int64_t q = 0; q < Q; q += 16) {
+      const std::int64_t n = Q - q < 16 ? Q - q : 16;
+      Windows16 w;
+      load_pairs(r0 + 2 * q, n, w.a, w.b);
+      load_pairs(r1 + 2 * q, n, w.c, w.d);
+      __m512 m = w.a;
+      const __mmask16 tb = takes16(w.b, m);
+      m = _mm512_mask_mov_ps(m, tb, w.b);
+      const __mmask16 tc = takes16(w.c, m);
+      m = _mm512_mask_mov_ps(m, tc, w.c);
+      const __mmask16 td = takes16(w.d, m);
+      // The last taker wins.
+      const __mmask16 win_d = td, win_c = tc & ~td, win_b = tb & ~tc & ~td, win_a = ~(tb | tc | td);
+      const __m512 v = _mm512_maskz_loadu_ps(low_lanes(n), grad + q);
+      store_pairs(d0 + 2 * q, n, _mm512_maskz_mov_ps(win_a, v), _mm512_maskz_mov_ps(win_b, v), accumulate);
+      store_pairs(d1 + 2 * q, n, _mm512_maskz_mov_ps(win_c, v), _mm512_maskz_mov_ps(win_d, v), accumulate);
+    }
+#else
+    for (std::int64_t q = 0; q < Q; ++q) {
+      const float a = r0[2 * q], b = r0[2 * q + 1], c = r1[2 * q], d = r1[2 * q + 1];
+      int win = 0;
+      float m = a;
+      if (takes(b, m)) win = 1, m = b;
+      if (takes(c, m)) win = 2, m = c;
+      if (takes(d, m)) win = 3;
+      const float v = grad[q];
+      float* cells[4] = {d0 + 2 * q, d0 + 2 * q + 1, d1 + 2 * q, d1 + 2 * q + 1};
+      for (int k = 0; k < 4; ++k) *cells[k] = (accumulate ? *cells[k] : 0.0f) + (k == win ? v : 0.0f);
+    }
+#endif
+  }
+}
+
 }  // namespace
 
 void pool2d_forward(const float* x, float* y, const Window2d& g, PoolMode mode) {
@@ -20,6 +147,10 @@ void pool2d_forward(const float* x, float* y, const Window2d& g, PoolMode mode) 
     for (std::int64_t plane = begin; plane < end; ++plane) {
       const float* xp = x + plane * HW;
       float* yp = y + plane * P * Q;
+      if (mode == PoolMode::max && is_plain_2x2(g)) {
+        max_pool_2x2_forward(xp, yp, g);
+        continue;
+      }
       for (std::int64_t p = 0; p < P; ++p)
         for (std::int64_t q = 0; q < Q; ++q) {
           if (mode == PoolMode::max) {
@@ -49,6 +180,10 @@ void pool2d_backward(const float* x, const float* dy, float* dx, const Window2d&
       const float* xp = x + plane * HW;
       const float* dyp = dy + plane * P * Q;
       float* dxp = dx + plane * HW;
+      if (mode == PoolMode::max && is_plain_2x2(g)) {
+        max_pool_2x2_backward(xp, dyp, dxp, g, accumulate);
+        continue;
+      }
       if (!accumulate) std::fill(dxp, dxp + HW, 0.0f);
       for (std::int64_t p = 0; p < P; ++p)
         for (std::int64_t q = 0; q < Q; ++q) {

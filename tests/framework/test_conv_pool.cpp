@@ -164,6 +164,10 @@ BOOST_AUTO_TEST_CASE(pooling_gradients) {
     expect_gradients("avg_pool2d " + name, [o](const auto& in) { return ops::avg_pool2d(in[0], o); },
                      {leaf(random_tensor({2, 3, 6, 7}, ++seed))});
   }
+  // The vectorised 2x2 path: even sizes (no uncovered column), and rows of more than 16 windows.
+  for (const Shape& s : {Shape{2, 3, 6, 8}, Shape{1, 2, 4, 40}, Shape{1, 1, 5, 35}})
+    expect_gradients("max_pool2d 2x2 on " + s.str(), [](const auto& in) { return ops::max_pool2d(in[0]); },
+                     {leaf(distinct_values(s, ++seed, 0.05f))});
 }
 
 BOOST_AUTO_TEST_CASE(shapes_that_do_not_fit_are_named) {
