@@ -1,13 +1,15 @@
 // One training epoch of the FashionMNIST tutorial MLP (784-512-512-10, SGD lr 1e-3, cross-entropy,
-// 60,000 samples already in memory), Accrue against PyTorch in the same run.
+// 60,000 samples already in memory), and of the CNN of examples/fashion_mnist_cnn.cpp (two 3x3
+// convolution blocks of 32 and 64 channels with ReLU and 2x2 max-pooling, Dense 128, Dense 10,
+// Adam lr 1e-3), Accrue against PyTorch in the same run.
 //
-//   mlp_epoch [--reps 5] [--configs 64,16,16x4,8x8,64amp,16x4amp] [--data DIR] [--python /usr/bin/python3]
-//             [--no-pytorch]
+//   mlp_epoch [--reps 5] [--configs 64,16,16x4,8x8,64amp,16x4amp,cnn64,cnn16x4] [--data DIR]
+//             [--python /usr/bin/python3] [--no-pytorch]
 //
 // A configuration BxK is micro-batches of B accumulated K per optimizer step (Accrue's
 // accumulate(K); in PyTorch the tutorials' loop by hand: loss / K, step every K); a trailing "amp"
 // runs it with mixed precision (Accrue's .amp(), bfloat16 on the CPU; PyTorch's
-// torch.autocast("cpu", dtype=torch.bfloat16)).
+// torch.autocast("cpu", dtype=torch.bfloat16)); a leading "cnn" trains the CNN instead of the MLP.
 //
 // Accrue and PyTorch alternate (A B A B ...) so both see the same machine state; the table gives
 // min and median seconds per epoch, samples/s, the ratio PyTorch / Accrue and the ratio to the GEMM
@@ -65,8 +67,9 @@ class PythonWorker {
     std::fclose(out_);
     waitpid(pid_, nullptr, 0);
   }
-  double epoch(std::int64_t batch, int accumulate, bool amp) {
-    std::fprintf(in_, "epoch %ld %d%s\n", static_cast<long>(batch), accumulate, amp ? " amp" : "");
+  double epoch(std::int64_t batch, int accumulate, bool amp, bool cnn) {
+    std::fprintf(in_, "epoch %ld %d %s %s\n", static_cast<long>(batch), accumulate, amp ? "amp" : "f32",
+                 cnn ? "cnn" : "mlp");
     std::fflush(in_);
     return std::stod(read_line());
   }
@@ -115,12 +118,25 @@ Sequential tutorial_model() {
                     layers::Dense{512},       layers::ReLU{},    layers::Dense{10}};
 }
 
+Sequential cnn_model() {
+  return Sequential{layers::Input{1, 28, 28},
+                    layers::Conv2d{32, 3, {.padding = 1}}, layers::ReLU{}, layers::MaxPool2d{2},
+                    layers::Conv2d{64, 3, {.padding = 1}}, layers::ReLU{}, layers::MaxPool2d{2},
+                    layers::Flatten{}, layers::Dense{128}, layers::ReLU{}, layers::Dense{10}};
+}
+
+// Multiply-adds x 2 per sample, forward and backward (no input gradient for the first layer).
+constexpr double mlp_flop_per_sample = 2.0 * 2 * (784 * 512 + 512 * 512 + 512 * 10) + 2.0 * (512 * 512 + 512 * 10);
+constexpr double conv1_flop = 2.0 * 28 * 28 * 32 * 9, conv2_flop = 2.0 * 14 * 14 * 64 * 32 * 9,
+                 dense_flop = 2.0 * (3136 * 128 + 128 * 10);
+constexpr double cnn_flop_per_sample = 2 * conv1_flop + 3 * conv2_flop + 3 * dense_flop;
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"One epoch of the FashionMNIST tutorial MLP: Accrue against PyTorch"};
   int reps = 5;
-  std::vector<std::string> configs = {"64", "16", "16x4", "8x8", "64amp", "16x4amp"};
+  std::vector<std::string> configs = {"64", "16", "16x4", "8x8", "64amp", "16x4amp", "cnn64", "cnn16x4"};
   std::string data, python = "/usr/bin/python3";
   bool no_pytorch = false;
   std::vector<std::string> pytorch_env;
@@ -147,12 +163,13 @@ int main(int argc, char** argv) {
 
   const auto& blas = kernels::cpu::openblas();
   const double gemm_rate = large_gemm_rate();
-  const double flop_per_sample = 2.0 * 2 * (784 * 512 + 512 * 512 + 512 * 10) + 2.0 * (512 * 512 + 512 * 10);
-  const double epoch_gflop = flop_per_sample * 60000 / 1e9;
-  const double floor_s = epoch_gflop / gemm_rate;
-  fmt::print("Tutorial MLP, one epoch of 60,000 samples ({}), {:.1f} GFLOP\n", data_note, epoch_gflop);
+  const double mlp_gflop = mlp_flop_per_sample * 60000 / 1e9, cnn_gflop = cnn_flop_per_sample * 60000 / 1e9;
+  const auto floor_s = [&](bool cnn) { return (cnn ? cnn_gflop : mlp_gflop) / gemm_rate; };
+  fmt::print("One epoch of 60,000 samples ({}): tutorial MLP {:.1f} GFLOP, CNN {:.1f} GFLOP\n", data_note, mlp_gflop,
+             cnn_gflop);
   fmt::print("Accrue: {} CPU threads; OpenBLAS {} kernels ({})\n", kernels::cpu::num_threads(), blas.core, blas.how_chosen);
-  fmt::print("GEMM floor: 2048^3 sgemm at {:.0f} GFLOP/s -> {:.2f} s per epoch\n", gemm_rate, floor_s);
+  fmt::print("GEMM floor: 2048^3 sgemm at {:.0f} GFLOP/s -> MLP {:.2f} s, CNN {:.2f} s per epoch\n", gemm_rate,
+             floor_s(false), floor_s(true));
 
   std::unique_ptr<PythonWorker> torch;
   if (!no_pytorch) {
@@ -184,33 +201,37 @@ int main(int argc, char** argv) {
     std::int64_t batch;
     int accumulate;
     bool amp;
+    bool cnn;
   };
   std::vector<Config> runs;
   for (const std::string& c : configs) {
-    const bool amp = c.size() > 3 && c.compare(c.size() - 3, 3, "amp") == 0;
-    const std::string shape = amp ? c.substr(0, c.size() - 3) : c;
+    const bool cnn = c.rfind("cnn", 0) == 0;
+    std::string shape = cnn ? c.substr(3) : c;
+    const bool amp = shape.size() > 3 && shape.compare(shape.size() - 3, 3, "amp") == 0;
+    if (amp) shape = shape.substr(0, shape.size() - 3);
     const auto x = shape.find('x');
-    runs.push_back({c, std::stoll(shape.substr(0, x)), x == std::string::npos ? 1 : std::stoi(shape.substr(x + 1)), amp});
+    runs.push_back(
+        {c, std::stoll(shape.substr(0, x)), x == std::string::npos ? 1 : std::stoi(shape.substr(x + 1)), amp, cnn});
   }
   std::map<std::string, std::vector<double>> ours, theirs;
   std::map<std::string, Sequential> models;
   for (const Config& c : runs) {
     manual_seed(0);
-    models.emplace(c.name, tutorial_model());
+    models.emplace(c.name, c.cnn ? cnn_model() : tutorial_model());
     Sequential& m = models.at(c.name);
-    optim::Recipe recipe = optim::SGD{.lr = 1e-3};
+    optim::Recipe recipe = c.cnn ? optim::Recipe{optim::Adam{.lr = 1e-3}} : optim::Recipe{optim::SGD{.lr = 1e-3}};
     if (c.accumulate > 1) recipe = recipe.accumulate(c.accumulate);
     if (c.amp) recipe = recipe.amp();
     m.compile(recipe, losses::CrossEntropy{});
     m.fit(train.take(c.batch * c.accumulate * 20), {.batch_size = c.batch, .verbose = 0});  // warm-up
-    if (torch) torch->epoch(c.batch, c.accumulate, c.amp);                                 // warm-up
+    if (torch) torch->epoch(c.batch, c.accumulate, c.amp, c.cnn);                          // warm-up
   }
   for (int r = 0; r < reps; ++r) {
     for (const Config& c : runs) {
       const auto t = Clock::now();
       models.at(c.name).fit(train, {.batch_size = c.batch, .seed = static_cast<std::uint64_t>(r), .verbose = 0});
       ours[c.name].push_back(seconds_since(t));
-      if (torch) theirs[c.name].push_back(torch->epoch(c.batch, c.accumulate, c.amp));
+      if (torch) theirs[c.name].push_back(torch->epoch(c.batch, c.accumulate, c.amp, c.cnn));
       fmt::print(stderr, "rep {} {}: accrue {:.3f} s{}\n", r + 1, c.name, ours[c.name].back(),
                  torch ? fmt::format(", pytorch {:.3f} s", theirs[c.name].back()) : "");
     }
@@ -227,7 +248,7 @@ int main(int argc, char** argv) {
       torch_cols = fmt::format("{:.2f} / {:.2f} | {:.2f}x / {:.2f}x", p_min, p_med, p_min / a_min, p_med / a_med);
     }
     fmt::print("| {} | {:.2f} / {:.2f} | {:.0f} | {} | {:.2f} |\n", c.name, a_min, a_med, 60000 / a_med, torch_cols,
-               a_med / floor_s);
+               a_med / floor_s(c.cnn));
   }
   // What accumulation costs: time per sample against the plain batch of the same effective size;
   // and what mixed precision gains against float32.
@@ -242,7 +263,7 @@ int main(int argc, char** argv) {
       continue;
     }
     if (c.accumulate == 1) continue;
-    const std::string plain = std::to_string(c.batch * c.accumulate);
+    const std::string plain = (c.cnn ? "cnn" : "") + std::to_string(c.batch * c.accumulate);
     if (find(plain) > 0.0)
       fmt::print("Accrue {} costs {:.2f}x the time of batch {} per sample{}\n", c.name, find(c.name) / find(plain), plain,
                  torch && theirs.count(plain) ? fmt::format(" (PyTorch: {:.2f}x)", median(theirs[c.name]) / median(theirs[plain]))

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""The PyTorch side of bench/mlp_epoch: trains the tutorial MLP for one epoch per request.
+"""The PyTorch side of bench/mlp_epoch: trains the tutorial MLP (SGD 1e-3) or the CNN of
+examples/fashion_mnist_cnn.cpp (Adam 1e-3) for one epoch per request.
 
-Protocol on stdin/stdout, one line each: the worker prints "ready"; "epoch B K" trains one epoch of
-micro-batches of B (shuffled, data already in memory as tensors) with gradients accumulated over K
-of them per optimizer step, the way the tutorials write it by hand (loss / K, step every K and at
-the end of the epoch), and prints the seconds it took; "epoch B K amp" does the same under
-torch.autocast("cpu", dtype=torch.bfloat16); "quit" ends.
+Protocol on stdin/stdout, one line each: the worker prints "ready"; "epoch B K f32|amp mlp|cnn"
+trains one epoch of micro-batches of B (shuffled, data already in memory as tensors) with gradients
+accumulated over K of them per optimizer step, the way the tutorials write it by hand (loss / K,
+step every K and at the end of the epoch), and prints the seconds it took; "amp" runs under
+torch.autocast("cpu", dtype=torch.bfloat16); "quit" ends. Each model keeps its weights and
+optimizer state from one request to the next, as Accrue's do.
 Run with Debian's python3-torch (/usr/bin/python3)."""
 import gzip
 import os
@@ -40,13 +42,19 @@ def main():
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     x, y = load(sys.argv[1] if len(sys.argv) > 1 else "/usr/share/datasets/fashion-mnist")
-    model = torch.nn.Sequential(
+    mlp = torch.nn.Sequential(
         torch.nn.Flatten(),
         torch.nn.Linear(784, 512), torch.nn.ReLU(),
         torch.nn.Linear(512, 512), torch.nn.ReLU(),
         torch.nn.Linear(512, 10),
     )
-    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    cnn = torch.nn.Sequential(
+        torch.nn.Conv2d(1, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Conv2d(32, 64, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Flatten(), torch.nn.Linear(3136, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10),
+    )
+    setups = {"mlp": (mlp, torch.optim.SGD(mlp.parameters(), lr=1e-3)),
+              "cnn": (cnn, torch.optim.Adam(cnn.parameters(), lr=1e-3))}
     loss_fn = torch.nn.CrossEntropyLoss()
     print("ready", torch.__version__, torch.get_num_threads(), flush=True)
     for line in sys.stdin:
@@ -56,6 +64,7 @@ def main():
         batch = int(words[1])
         accumulate = int(words[2]) if len(words) > 2 else 1
         autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=len(words) > 3 and words[3] == "amp")
+        model, opt = setups[words[4] if len(words) > 4 else "mlp"]
         start = time.perf_counter()
         order = torch.randperm(len(x))
         batches = (len(x) + batch - 1) // batch
