@@ -2,7 +2,7 @@
 // convolution blocks (32 and 64 channels, ReLU, 2x2 max-pooling), Dense 128, Dense 10; Adam with
 // lr 1e-3 on micro-batches of 16 accumulated 4 at a time (an effective batch of 64).
 //
-//   fashion_mnist_cnn [--epochs 3] [--norm none|batch|group] [--amp[=f16|bf16]] [--batch-size 16]
+//   fashion_mnist_cnn [--epochs 5] [--norm none|batch|group] [--amp[=f16|bf16]] [--batch-size 16]
 //                     [--accumulate 4] [--lr 1e-3] [--data DIR] [--seed 0] [--verbose 0|1|2]
 //                     [--device best|cpu|cuda|cuda:N]
 //
@@ -33,7 +33,7 @@ void add_block(Sequential& model, std::int64_t channels, const std::string& norm
 
 int main(int argc, char** argv) {
   CLI::App app{"Train a small CNN on FashionMNIST with gradient accumulation"};
-  int epochs = 3;
+  int epochs = 5;
   std::int64_t batch_size = 16;
   int accumulate = 4;
   double lr = 1e-3;

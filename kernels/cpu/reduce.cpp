@@ -63,6 +63,20 @@ void sum_dim(const float* x, std::int64_t outer, std::int64_t D, std::int64_t in
 
 void expand_dim(const float* g, std::int64_t outer, std::int64_t D, std::int64_t inner, float scale, float* out,
                 bool accumulate) {
+  if (inner == 1) {
+    // The gradient of a full or last-dimension sum: runs of D copies of one value.
+    parallel_for(outer * D, reduce_grain, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t r = begin; r < end;) {
+        const std::int64_t o = r / D, stop = std::min(end, (o + 1) * D);
+        const float v = scale * g[o];
+        if (accumulate)
+          for (; r < stop; ++r) out[r] += v;
+        else
+          std::fill(out + r, out + stop, v), r = stop;
+      }
+    });
+    return;
+  }
   parallel_for(outer * D, std::max<std::int64_t>(1, reduce_grain / std::max<std::int64_t>(inner, 1)),
                [&](std::int64_t begin, std::int64_t end) {
                  for (std::int64_t r = begin; r < end; ++r) {

@@ -298,3 +298,39 @@ BOOST_AUTO_TEST_CASE(device_memory_is_counted_and_capped) {
                         message_has({"cuda:0", "limit", "temporaries"}));
   a.set_limit(0);
 }
+
+BOOST_AUTO_TEST_CASE(convolution_pooling_and_normalisation_match_the_cpu) {
+  // cuDNN's convolution, pooling and batch normalisation, and the own group/layer-norm kernels.
+  const std::vector<std::pair<std::string, ops::Conv2dOptions>> convs = {
+      {"3x3 padding 1", {.padding = 1}},
+      {"stride 2 dilation 2", {.stride = 2, .padding = 2, .dilation = 2}},
+      {"groups 2", {.padding = 1, .groups = 2}},
+  };
+  for (const auto& [name, o] : convs)
+    compare("conv2d " + name, {random_tensor({3, 4, 9, 8}, 1), random_tensor({6, 4 / o.groups, 3, 3}, 2), random_tensor({6}, 3)},
+            [o](const auto& in) { return ops::conv2d(in[0], in[1], in[2], o); }, 1e-4);
+  compare("conv2d 1x1 no bias", {random_tensor({2, 8, 5, 5}, 4), random_tensor({3, 8, 1, 1}, 5)},
+          [](const auto& in) { return ops::conv2d(in[0], in[1], Tensor()); }, 1e-4);
+  compare("max_pool2d 2x2", {random_tensor({2, 3, 8, 7}, 6)}, [](const auto& in) { return ops::max_pool2d(in[0]); });
+  compare("max_pool2d 3 stride 2 padding 1", {random_tensor({2, 3, 8, 7}, 7)},
+          [](const auto& in) { return ops::max_pool2d(in[0], {.kernel = 3, .stride = 2, .padding = 1}); });
+  for (bool include : {true, false})
+    compare(std::string("avg_pool2d count_include_pad ") + (include ? "on" : "off"), {random_tensor({2, 3, 8, 7}, 8)},
+            [include](const auto& in) {
+              return ops::avg_pool2d(in[0], {.kernel = 3, .stride = 2, .padding = 1, .count_include_pad = include});
+            });
+  compare("batch_norm training", {random_tensor({4, 3, 5, 5}, 9, -2, 3), random_tensor({3}, 10), random_tensor({3}, 11)},
+          [](const auto& in) { return ops::batch_norm(in[0], Tensor(), Tensor(), in[1], in[2], true); }, 1e-4);
+  compare("group_norm", {random_tensor({2, 6, 4, 4}, 12, -2, 3), random_tensor({6}, 13), random_tensor({6}, 14)},
+          [](const auto& in) { return ops::group_norm(in[0], 3, in[1], in[2]); }, 1e-4);
+  compare("layer_norm", {random_tensor({3, 4, 5}, 15, -2, 3), random_tensor({4, 5}, 16), random_tensor({4, 5}, 17)},
+          [](const auto& in) { return ops::layer_norm(in[0], {4, 5}, in[1], in[2]); }, 1e-4);
+  // Running statistics move the same on both devices.
+  Tensor rm = Tensor::zeros({3}), rv = Tensor::ones({3});
+  Tensor rm_g = rm.to(gpu()), rv_g = rv.to(gpu());
+  const Tensor x = random_tensor({4, 3, 5, 5}, 18, -1, 2);
+  ops::batch_norm(x, rm, rv, Tensor(), Tensor(), true, 0.1f);
+  ops::batch_norm(x.to(gpu()), rm_g, rv_g, Tensor(), Tensor(), true, 0.1f);
+  check_gpu_close(rm_g, rm, 1e-5, 1e-5, "running_mean");
+  check_gpu_close(rv_g, rv, 1e-5, 1e-5, "running_var");
+}

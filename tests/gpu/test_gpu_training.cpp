@@ -146,3 +146,31 @@ BOOST_AUTO_TEST_CASE(fashion_mnist_trains_on_the_gpu, *boost::unit_test::precond
   BOOST_TEST(m.peak_of(MemoryCategory::activations) > 0u);
   BOOST_TEST(m.live_of(MemoryCategory::parameters) >= static_cast<std::size_t>(model.parameter_count()) * 4);
 }
+
+BOOST_AUTO_TEST_CASE(a_cnn_with_each_normalisation_trains_as_on_the_cpu) {
+  Generator gen{21};
+  std::vector<std::int32_t> labels(96);
+  for (auto& l : labels) l = static_cast<std::int32_t>(gen.below(4));
+  const Dataset data{Tensor::uniform({96, 1, 12, 12}, 0, 1, &gen), Tensor::from(labels, {96}), "images"};
+  for (const std::string norm : {"none", "batch", "group"}) {
+    auto make = [&] {
+      manual_seed(22);
+      Sequential m{layers::Input{1, 12, 12}, layers::Conv2d{8, 3, {.padding = 1}}};
+      if (norm == "batch") m.add(layers::BatchNorm2d{});
+      if (norm == "group") m.add(layers::GroupNorm{4});
+      m.add(layers::ReLU{});
+      m.add(layers::MaxPool2d{2});
+      m.add(layers::Flatten{});
+      m.add(layers::Dense{4});
+      m.compile(optim::Adam{.lr = 1e-3}.accumulate(2), losses::CrossEntropy{});
+      return m;
+    };
+    Sequential g = make(), c = make();
+    g.to(gpu());
+    g.fit(data, {.epochs = 2, .batch_size = 8, .verbose = 0});
+    c.fit(data, {.epochs = 2, .batch_size = 8, .verbose = 0});
+    check_same_parameters(g, c, 1e-3, "CNN with norm " + norm);
+    const auto gb = g.named_buffers(), cb = c.named_buffers();
+    for (std::size_t i = 0; i < gb.size(); ++i) check_gpu_close(gb[i].second, cb[i].second, 1e-4, 1e-4, gb[i].first);
+  }
+}

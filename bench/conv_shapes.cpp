@@ -1,0 +1,94 @@
+// The convolutions of the FashionMNIST CNN (examples/fashion_mnist_cnn.cpp), forward and forward +
+// backward, timed in Accrue (im2col + GEMM, one sample per thread) and, in the same run, in
+// PyTorch with its oneDNN (mkldnn) convolution and with oneDNN switched off (its own im2col +
+// OpenBLAS path): the measurement behind Accrue's choice of CPU convolution.
+//
+//   conv_shapes [--batch-sizes 16,64] [--reps 50] [--python /usr/bin/python3] [--no-pytorch]
+
+#include <CLI/CLI.hpp>
+#include <accrue/accrue.hpp>
+#include <accrue/kernels/cpu/openblas.hpp>
+#include <accrue/kernels/cpu/parallel.hpp>
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+
+using namespace accrue;
+
+namespace {
+
+struct Conv {
+  const char* name;
+  std::int64_t C, H, K;  // input channels, height = width, filters; 3x3, padding 1
+};
+constexpr std::array<Conv, 2> convs = {{{"conv1 1->32 28x28", 1, 28, 32}, {"conv2 32->64 14x14", 32, 14, 64}}};
+
+double time_best(int reps, const std::function<void()>& f) {
+  f();
+  double best = 1e9;
+  for (int round = 0; round < 5; ++round) {
+    const auto t = std::chrono::steady_clock::now();
+    for (int i = 0; i < reps; ++i) f();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count() / reps);
+  }
+  return best;
+}
+
+std::string run_python(const std::string& python, const std::string& args) {
+  const std::string cmd = "OMP_WAIT_POLICY=PASSIVE " + python + " " + ACCRUE_BENCH_DIR + "/pytorch_conv.py " + args;
+  std::FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return {};
+  std::string out;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
+  pclose(p);
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"The CNN's convolutions: Accrue against PyTorch with and without oneDNN"};
+  std::vector<std::int64_t> batches = {16, 64};
+  int reps = 50;
+  std::string python = "/usr/bin/python3";
+  bool no_pytorch = false;
+  app.add_option("--batch-sizes", batches, "Batch sizes")->delimiter(',');
+  app.add_option("--reps", reps, "Calls per timing round (best of 5 rounds)")->check(CLI::PositiveNumber);
+  app.add_option("--python", python, "Python with torch (Debian's python3-torch)");
+  app.add_flag("--no-pytorch", no_pytorch, "Time Accrue only");
+  CLI11_PARSE(app, argc, argv);
+
+  fmt::print("Accrue: {} threads, OpenBLAS {} kernels. Milliseconds per call (best of 5 rounds of {}).\n",
+             kernels::cpu::num_threads(), kernels::cpu::openblas().core, reps);
+  fmt::print("| conv | batch | Accrue forward | Accrue fwd+bwd | GFLOP/s fwd+bwd |\n|---|---|---|---|---|\n");
+  std::string shapes;
+  for (const Conv& c : convs) {
+    for (std::int64_t n : batches) {
+      const Tensor x = Tensor::uniform({n, c.C, c.H, c.H}, -1, 1);
+      Tensor w = Tensor::uniform({c.K, c.C, 3, 3}, -0.1f, 0.1f), b = Tensor::zeros({c.K});
+      w.set_requires_grad(true);
+      b.set_requires_grad(true);
+      const Tensor g = Tensor::uniform({n, c.K, c.H, c.H}, -1, 1);
+      // The first layer needs no input gradient; the second does.
+      Tensor xin = c.C == 1 ? x : x.detach();
+      if (c.C != 1) xin.set_requires_grad(true);
+      const ops::Conv2dOptions o{.padding = 1};
+      const double fwd = time_best(reps, [&] {
+        const NoGradGuard no_grad;
+        (void)ops::conv2d(xin, w, b, o);
+      });
+      const double both = time_best(reps, [&] { ops::sum(ops::conv2d(xin, w, b, o) * g).backward(); });
+      const double macs = double(n) * c.K * c.H * c.H * c.C * 9;
+      const double flop = 2 * macs * (c.C == 1 ? 2 : 3);
+      fmt::print("| {} | {} | {:.3f} | {:.3f} | {:.0f} |\n", c.name, n, fwd * 1e3, both * 1e3, flop / both / 1e9);
+      shapes += fmt::format(" {}:{}:{}:{}", n, c.C, c.H, c.K);
+    }
+  }
+  if (!no_pytorch) {
+    fmt::print("\nPyTorch (2 threads, OMP_WAIT_POLICY=PASSIVE), same shapes:\n{}",
+               run_python(python, fmt::format("{}{}", reps, shapes)));
+  }
+  return 0;
+}
