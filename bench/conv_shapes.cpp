@@ -14,6 +14,8 @@
 #include <chrono>
 #include <cstdio>
 
+#include "timing.hpp"
+
 using namespace accrue;
 
 namespace {
@@ -24,16 +26,6 @@ struct Conv {
 };
 constexpr std::array<Conv, 2> convs = {{{"conv1 1->32 28x28", 1, 28, 32}, {"conv2 32->64 14x14", 32, 14, 64}}};
 
-double time_best(int reps, const std::function<void()>& f) {
-  f();
-  double best = 1e9;
-  for (int round = 0; round < 5; ++round) {
-    const auto t = std::chrono::steady_clock::now();
-    for (int i = 0; i < reps; ++i) f();
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count() / reps);
-  }
-  return best;
-}
 
 std::string run_python(const std::string& python, const std::string& args) {
   const std::string cmd = "OMP_WAIT_POLICY=PASSIVE " + python + " " + ACCRUE_BENCH_DIR + "/pytorch_conv.py " + args;
@@ -75,11 +67,11 @@ int main(int argc, char** argv) {
       Tensor xin = c.C == 1 ? x : x.detach();
       if (c.C != 1) xin.set_requires_grad(true);
       const ops::Conv2dOptions o{.padding = 1};
-      const double fwd = time_best(reps, [&] {
+      const double fwd = bench::best_seconds(reps, [&] {
         const NoGradGuard no_grad;
         (void)ops::conv2d(xin, w, b, o);
       });
-      const double both = time_best(reps, [&] { ops::sum(ops::conv2d(xin, w, b, o) * g).backward(); });
+      const double both = bench::best_seconds(reps, [&] { ops::sum(ops::conv2d(xin, w, b, o) * g).backward(); });
       const double macs = double(n) * c.K * c.H * c.H * c.C * 9;
       const double flop = 2 * macs * (c.C == 1 ? 2 : 3);
       fmt::print("| {} | {} | {:.3f} | {:.3f} | {:.0f} |\n", c.name, n, fwd * 1e3, both * 1e3, flop / both / 1e9);

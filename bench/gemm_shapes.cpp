@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "timing.hpp"
+
 using namespace accrue;
 namespace cpu = accrue::kernels::cpu;
 
@@ -22,16 +24,6 @@ struct Case {
   std::int64_t M, N, K;
 };
 
-double time_it(int reps, const std::function<void()>& f) {
-  f();
-  double best = 1e9;
-  for (int round = 0; round < 5; ++round) {
-    const auto t = std::chrono::steady_clock::now();
-    for (int i = 0; i < reps; ++i) f();
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count() / reps);
-  }
-  return best;
-}
 
 void openblas_split(const Case& c, float alpha, const float* A, std::int64_t lda, const float* B, std::int64_t ldb,
                     float beta, float* C, std::int64_t ldc) {
@@ -76,11 +68,11 @@ int main(int argc, char** argv) {
       const Tensor C = Tensor::zeros({c.M, c.N});
       const std::int64_t lda = A.size(1), ldb = B.size(1);
       const double flop = 2.0 * c.M * c.N * c.K;
-      const double ours = time_it(reps, [&] {
+      const double ours = bench::best_seconds(reps, [&] {
         cpu::skinny_gemm(c.ta, c.tb, c.M, c.N, c.K, 1.0f, A.data<float>(), lda, B.data<float>(), ldb, 0.0f,
                          C.data<float>(), c.N);
       });
-      const double blas = time_it(reps, [&] {
+      const double blas = bench::best_seconds(reps, [&] {
         openblas_split(c, 1.0f, A.data<float>(), lda, B.data<float>(), ldb, 0.0f, C.data<float>(), c.N);
       });
       fmt::print("| {} (batch {}) | {}x{}x{} | {:.0f} | {:.0f} | {:.2f} |\n", c.what, b, c.M, c.N, c.K, flop / ours / 1e9,

@@ -30,9 +30,6 @@ inline bool takes(float v, float best) { return v > best || v != v; }
 // Up to 16 windows of a row pair at once: the two rows are loaded 32 floats at a time and split
 // into their even and odd columns; comparisons become masks, so random data costs no
 // mispredicted branches (the scalar loop spent most of its time on those).
-struct Windows16 {
-  __m512 a, b, c, d;  // top-left, top-right, bottom-left, bottom-right of each window
-};
 
 inline __mmask16 low_lanes(std::int64_t n) { return static_cast<__mmask16>(n >= 16 ? 0xffff : (1u << n) - 1u); }
 
@@ -61,6 +58,29 @@ inline void store_pairs(float* row, std::int64_t n, __m512 even, __m512 odd, boo
 inline __mmask16 takes16(__m512 v, __m512 best) {
   return _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
 }
+
+// n <= 16 windows starting at column 2q of rows r0 and r1: their maxima, and which of the four
+// cells (top-left, top-right, bottom-left, bottom-right) won each.
+struct Winners16 {
+  __m512 max;
+  __mmask16 a, b, c, d;
+};
+
+inline Winners16 winners16(const float* r0, const float* r1, std::int64_t n) {
+  __m512 a, b, c, d;
+  load_pairs(r0, n, a, b);
+  load_pairs(r1, n, c, d);
+  __m512 m = a;
+  const __mmask16 tb = takes16(b, m);
+  m = _mm512_mask_mov_ps(m, tb, b);
+  const __mmask16 tc = takes16(c, m);
+  m = _mm512_mask_mov_ps(m, tc, c);
+  const __mmask16 td = takes16(d, m);
+  m = _mm512_mask_mov_ps(m, td, d);
+  // The last taker wins.
+  return {m, static_cast<__mmask16>(~(tb | tc | td)), static_cast<__mmask16>(tb & ~tc & ~td),
+          static_cast<__mmask16>(tc & ~td), td};
+}
 #endif
 
 void max_pool_2x2_forward(const float* x, float* y, const Window2d& g) {
@@ -72,14 +92,7 @@ void max_pool_2x2_forward(const float* x, float* y, const Window2d& g) {
 #if defined(__AVX512F__)
     for (std::int64_t q = 0; q < Q; q += 16) {
       const std::int64_t n = Q - q < 16 ? Q - q : 16;
-      Windows16 w;
-      load_pairs(r0 + 2 * q, n, w.a, w.b);
-      load_pairs(r1 + 2 * q, n, w.c, w.d);
-      __m512 m = w.a;
-      m = _mm512_mask_mov_ps(m, takes16(w.b, m), w.b);
-      m = _mm512_mask_mov_ps(m, takes16(w.c, m), w.c);
-      m = _mm512_mask_mov_ps(m, takes16(w.d, m), w.d);
-      _mm512_mask_storeu_ps(out + q, low_lanes(n), m);
+      _mm512_mask_storeu_ps(out + q, low_lanes(n), winners16(r0 + 2 * q, r1 + 2 * q, n).max);
     }
 #else
     for (std::int64_t q = 0; q < Q; ++q) {
@@ -108,20 +121,10 @@ void max_pool_2x2_backward(const float* x, const float* dy, float* dx, const Win
 #if defined(__AVX512F__)
     for (std::int64_t q = 0; q < Q; q += 16) {
       const std::int64_t n = Q - q < 16 ? Q - q : 16;
-      Windows16 w;
-      load_pairs(r0 + 2 * q, n, w.a, w.b);
-      load_pairs(r1 + 2 * q, n, w.c, w.d);
-      __m512 m = w.a;
-      const __mmask16 tb = takes16(w.b, m);
-      m = _mm512_mask_mov_ps(m, tb, w.b);
-      const __mmask16 tc = takes16(w.c, m);
-      m = _mm512_mask_mov_ps(m, tc, w.c);
-      const __mmask16 td = takes16(w.d, m);
-      // The last taker wins.
-      const __mmask16 win_d = td, win_c = tc & ~td, win_b = tb & ~tc & ~td, win_a = ~(tb | tc | td);
+      const Winners16 w = winners16(r0 + 2 * q, r1 + 2 * q, n);
       const __m512 v = _mm512_maskz_loadu_ps(low_lanes(n), grad + q);
-      store_pairs(d0 + 2 * q, n, _mm512_maskz_mov_ps(win_a, v), _mm512_maskz_mov_ps(win_b, v), accumulate);
-      store_pairs(d1 + 2 * q, n, _mm512_maskz_mov_ps(win_c, v), _mm512_maskz_mov_ps(win_d, v), accumulate);
+      store_pairs(d0 + 2 * q, n, _mm512_maskz_mov_ps(w.a, v), _mm512_maskz_mov_ps(w.b, v), accumulate);
+      store_pairs(d1 + 2 * q, n, _mm512_maskz_mov_ps(w.c, v), _mm512_maskz_mov_ps(w.d, v), accumulate);
     }
 #else
     for (std::int64_t q = 0; q < Q; ++q) {

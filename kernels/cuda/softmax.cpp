@@ -5,38 +5,26 @@
 
 #include "accrue/kernels/cuda/check.hpp"
 #include "accrue/kernels/cuda/context.hpp"
+#include "accrue/kernels/cuda/cudnn_descriptors.hpp"
 #include "accrue/kernels/cuda/launchers.hpp"
 
 namespace accrue::kernels::cuda {
 namespace {
 
-// One descriptor per call: creating one costs about a microsecond, and nothing is cached that
-// could go stale.
-class SoftmaxDescriptor {
- public:
-  SoftmaxDescriptor(std::int64_t outer, std::int64_t D, std::int64_t inner) {
-    if (outer > INT_MAX || D > INT_MAX || inner > INT_MAX || outer * D * inner > INT_MAX)
-      throw_error(CUDNN_STATUS_NOT_SUPPORTED, "softmax over more than 2^31 elements (cuDNN takes int dimensions)",
-                  __FILE__, __LINE__);
-    ACCRUE_CUDA_CHECK(cudnnCreateTensorDescriptor(&desc_));
-    ACCRUE_CUDA_CHECK(cudnnSetTensor4dDescriptor(desc_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, static_cast<int>(outer),
-                                                 static_cast<int>(D), static_cast<int>(inner), 1));
-  }
-  ~SoftmaxDescriptor() { (void)cudnnDestroyTensorDescriptor(desc_); }
-  SoftmaxDescriptor(const SoftmaxDescriptor&) = delete;
-  SoftmaxDescriptor& operator=(const SoftmaxDescriptor&) = delete;
-  cudnnTensorDescriptor_t get() const { return desc_; }
-
- private:
-  cudnnTensorDescriptor_t desc_ = nullptr;
-};
+// An (outer, D, inner) view as cuDNN's NCHW (outer, D, inner, 1).
+TensorDescriptor softmax_view(std::int64_t outer, std::int64_t D, std::int64_t inner) {
+  if (outer * D * inner > INT_MAX)
+    throw_error(CUDNN_STATUS_NOT_SUPPORTED, "softmax over more than 2^31 elements (cuDNN takes int dimensions)",
+                __FILE__, __LINE__);
+  return TensorDescriptor{outer, D, inner, 1};
+}
 
 }  // namespace
 
 void softmax_forward(int device, const float* x, float* y, std::int64_t outer, std::int64_t D, std::int64_t inner,
                      bool log) {
   if (outer * D * inner == 0) return;
-  const SoftmaxDescriptor desc{outer, D, inner};
+  const TensorDescriptor desc = softmax_view(outer, D, inner);
   const float alpha = 1.0f, beta = 0.0f;
   ACCRUE_CUDA_CHECK(cudnnSoftmaxForward(context(device).cudnn, log ? CUDNN_SOFTMAX_LOG : CUDNN_SOFTMAX_ACCURATE,
                                         CUDNN_SOFTMAX_MODE_CHANNEL, &alpha, desc.get(), x, &beta, desc.get(), y));
@@ -45,7 +33,7 @@ void softmax_forward(int device, const float* x, float* y, std::int64_t outer, s
 void softmax_backward(int device, const float* y, const float* dy, float* dx, std::int64_t outer, std::int64_t D,
                       std::int64_t inner, bool log, bool accumulate) {
   if (outer * D * inner == 0) return;
-  const SoftmaxDescriptor desc{outer, D, inner};
+  const TensorDescriptor desc = softmax_view(outer, D, inner);
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   ACCRUE_CUDA_CHECK(cudnnSoftmaxBackward(context(device).cudnn, log ? CUDNN_SOFTMAX_LOG : CUDNN_SOFTMAX_ACCURATE,
                                          CUDNN_SOFTMAX_MODE_CHANNEL, &alpha, desc.get(), y, desc.get(), dy, &beta,
