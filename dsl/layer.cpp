@@ -26,6 +26,8 @@ Layer::Layer(const Layer& other)
 
 Shape Layer::build(const Shape& input_shape, Generator& /*generator*/) { return input_shape; }
 
+LayerMemoryUse Layer::memory_use(const LayerMemoryQuery& q) const { return {.output_dtype = q.input_dtype}; }
+
 std::int64_t Layer::parameter_count() const {
   std::int64_t n = 0;
   for (const auto& p : parameters_) n += p.second.numel();

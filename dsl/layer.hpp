@@ -18,6 +18,7 @@
 // parameters with add_parameter() in build().
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,6 +27,39 @@
 #include "accrue/framework/tensor.hpp"
 
 namespace accrue {
+
+/// What one layer holds while a batch goes forward and backward in training, for memory plans
+/// (Sequential::memory_plan): which tensors it keeps for backward and what it allocates on the way.
+struct LayerMemoryUse {
+  /// The output's dtype.
+  DType output_dtype = DType::f32;
+  /// The output shares the input's storage (Flatten).
+  bool output_is_view = false;
+  /// Whether backward needs the input itself, or the output itself (so they stay alive).
+  bool keeps_input = true, keeps_output = true;
+  /// Other tensors kept for backward: converted copies, statistics, masks (bytes).
+  std::size_t kept_other = 0;
+  /// Transient bytes while forward runs besides its input and output, and while backward runs
+  /// besides the gradients of its output and input (workspaces, float32 accumulators).
+  std::size_t forward_scratch = 0, backward_scratch = 0;
+};
+
+/// The batch a memory plan asks about: `batch` samples of `input_shape` in `input_dtype` on
+/// `device`, under autocast to `autocast` when set.
+struct LayerMemoryQuery {
+  Shape input_shape;
+  std::int64_t batch = 1;
+  DType input_dtype = DType::f32;
+  std::optional<DType> autocast;
+  Device device = Device::cpu();
+
+  /// Bytes of a batch of samples of `sample` in `dtype`.
+  std::size_t bytes(const Shape& sample, DType dtype) const {
+    return static_cast<std::size_t>(batch * sample.numel()) * dtype_size(dtype);
+  }
+  /// Bytes of this batch's input.
+  std::size_t input_bytes() const { return bytes(input_shape, input_dtype); }
+};
 
 class Layer {
  public:
@@ -49,6 +83,11 @@ class Layer {
   /// State that is not trained but saved and moved with the layer (BatchNorm's running
   /// statistics): PyTorch's buffers, Keras's non-trainable weights.
   const std::vector<std::pair<std::string, Tensor>>& named_buffers() const { return buffers_; }
+
+  /// What this layer holds in training for the batch `q` describes. The default is the cautious
+  /// guess of a layer that keeps both its input and output in the input's dtype; built-in layers
+  /// say exactly.
+  virtual LayerMemoryUse memory_use(const LayerMemoryQuery& q) const;
 
   /// True for layers whose output depends on statistics of the batch (batch normalisation): under
   /// gradient accumulation they see each micro-batch, not the effective batch, and training warns.

@@ -21,6 +21,7 @@
 #include "accrue/datasets/dataset.hpp"
 #include "accrue/dsl/callbacks.hpp"
 #include "accrue/dsl/layer.hpp"
+#include "accrue/dsl/memory_plan.hpp"
 #include "accrue/dsl/layers/input.hpp"
 #include "accrue/framework/training/logs.hpp"
 #include "accrue/dsl/loss.hpp"
@@ -168,6 +169,10 @@ class Sequential {
   /// Reads parameters saved by save_weights (or by PyTorch's safetensors); throws naming every
   /// missing, unexpected or mismatched tensor at once, and changes nothing then.
   void load_weights(const std::string& path);
+
+  /// The memory of one training step at `micro_batch`, predicted from the layers' shapes and
+  /// dtypes, the precision and the optimizer, before anything runs (see MemoryPlan).
+  MemoryPlan memory_plan(std::int64_t micro_batch) const;
 
   /// Prints the layers with output shapes, parameter counts and parameter memory.
   void summary(std::ostream& out) const;

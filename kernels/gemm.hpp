@@ -17,6 +17,12 @@ namespace accrue::kernels {
 void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& A, const Tensor& B, float beta, const Tensor& C,
           DType compute = DType::f32);
 
+/// Bytes of temporaries gemm() allocates on `device` for operands of types a_type and b_type
+/// computed in `compute`: the packed operands and float32 result of the CPU's AMX tiles, the
+/// rounded copies of float32 operands for cuBLAS; 0 for float32. For memory plans.
+std::size_t gemm_workspace_bytes(Device device, DType compute, bool trans_a, bool trans_b, std::int64_t M,
+                                 std::int64_t N, std::int64_t K, DType a_type, DType b_type);
+
 namespace cpu {
 /// Row-major sgemm with leading dimensions, split across the CPU thread pool.
 void gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,

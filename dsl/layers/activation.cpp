@@ -19,4 +19,24 @@ Shape Softmax::build(const Shape& input_shape, Generator& /*generator*/) {
 // dim counts within the sample; the batch dimension comes first in x.
 Tensor Softmax::forward(const Tensor& x) { return ops::softmax(x, dim_ < 0 ? dim_ : dim_ + 1); }
 
+// Element-wise ops keep their input's dtype and keep for backward the one of x and y their
+// derivative reads (kernels/common/unary.hpp); softmax computes in float32 and keeps its output.
+LayerMemoryUse ReLU::memory_use(const LayerMemoryQuery& q) const {
+  return {.output_dtype = q.input_dtype, .keeps_input = false, .keeps_output = true};
+}
+LayerMemoryUse GELU::memory_use(const LayerMemoryQuery& q) const {
+  return {.output_dtype = q.input_dtype, .keeps_input = true, .keeps_output = false};
+}
+LayerMemoryUse Sigmoid::memory_use(const LayerMemoryQuery& q) const {
+  return {.output_dtype = q.input_dtype, .keeps_input = false, .keeps_output = true};
+}
+LayerMemoryUse Tanh::memory_use(const LayerMemoryQuery& q) const {
+  return {.output_dtype = q.input_dtype, .keeps_input = false, .keeps_output = true};
+}
+LayerMemoryUse Softmax::memory_use(const LayerMemoryQuery& q) const {
+  const bool converts = q.input_dtype != DType::f32;
+  return {.output_dtype = DType::f32, .keeps_input = false, .keeps_output = true,
+          .forward_scratch = converts ? q.bytes(q.input_shape, DType::f32) : 0};
+}
+
 }  // namespace accrue::layers

@@ -9,6 +9,7 @@ class ReLU final : public LayerBase<ReLU> {
  public:
   std::string type_name() const override { return "ReLU"; }
   Tensor forward(const Tensor& x) override;
+  LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
 };
 
 struct GELUOptions {
@@ -21,6 +22,7 @@ class GELU final : public LayerBase<GELU> {
   explicit(false) GELU(GELUOptions options = {}) : options_(options) {}
   std::string type_name() const override { return "GELU"; }
   Tensor forward(const Tensor& x) override;
+  LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
 
  private:
   GELUOptions options_;
@@ -30,12 +32,14 @@ class Sigmoid final : public LayerBase<Sigmoid> {
  public:
   std::string type_name() const override { return "Sigmoid"; }
   Tensor forward(const Tensor& x) override;
+  LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
 };
 
 class Tanh final : public LayerBase<Tanh> {
  public:
   std::string type_name() const override { return "Tanh"; }
   Tensor forward(const Tensor& x) override;
+  LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
 };
 
 /// Softmax over one dimension of the sample (the last by default). Put it after the last Dense
@@ -46,6 +50,7 @@ class Softmax final : public LayerBase<Softmax> {
   std::string type_name() const override { return "Softmax"; }
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
+  LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
 
  private:
   int dim_;

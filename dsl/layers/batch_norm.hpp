@@ -27,6 +27,7 @@ class BatchNorm : public Layer {
  public:
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
+  LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
   bool uses_batch_statistics() const override { return true; }
 
   const BatchNormOptions& options() const { return options_; }

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "accrue/kernels/common/conv_geometry.hpp"
+#include "accrue/kernels/conv.hpp"
 
 namespace accrue::layers {
 
@@ -56,5 +57,25 @@ Shape Conv2d::build(const Shape& input_shape, Generator& generator) {
 }
 
 Tensor Conv2d::forward(const Tensor& x) { return ops::conv2d(x, weight(), bias(), op_options()); }
+
+// Keeps its input (converted to float32 first when it is not). On the CPU the im2col matrices are
+// a workspace of one matrix per pool thread in use, and backward adds one weight-sized partial
+// sum per extra thread; cuDNN's workspaces depend on the algorithm it picks and are not included.
+LayerMemoryUse Conv2d::memory_use(const LayerMemoryQuery& q) const {
+  const bool converts = q.input_dtype != DType::f32;
+  LayerMemoryUse use{.output_dtype = DType::f32, .keeps_input = !converts, .keeps_output = false,
+                     .kept_other = converts ? q.bytes(q.input_shape, DType::f32) : 0};
+  if (q.device.is_cpu()) {
+    const Shape& in = q.input_shape;
+    kernels::Window2d g{.N = q.batch, .C = in[0], .H = in[1], .W = in[2], .R = kernel_.h, .S = kernel_.w,
+                        .stride_h = options_.stride.h, .stride_w = options_.stride.w, .pad_h = padding_.h,
+                        .pad_w = padding_.w, .dilation_h = options_.dilation.h, .dilation_w = options_.dilation.w,
+                        .K = filters_, .groups = options_.groups};
+    const std::size_t workspace = static_cast<std::size_t>(kernels::cpu::conv2d_workspace_floats(g)) * 4;
+    use.forward_scratch = workspace;
+    use.backward_scratch = workspace + static_cast<std::size_t>(kernels::cpu::conv2d_partial_floats(g)) * 4;
+  }
+  return use;
+}
 
 }  // namespace accrue::layers

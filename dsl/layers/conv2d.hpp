@@ -48,6 +48,7 @@ class Conv2d final : public LayerBase<Conv2d> {
   /// fan_in = C / groups * kh * kw: PyTorch's default initialisation.
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
+  LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
 
   std::int64_t filters() const { return filters_; }
   Size2 kernel_size() const { return kernel_; }

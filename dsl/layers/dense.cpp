@@ -1,8 +1,10 @@
 #include "accrue/dsl/layers/dense.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "accrue/framework/ops.hpp"
+#include "accrue/kernels/gemm.hpp"
 
 namespace accrue::layers {
 
@@ -27,5 +29,28 @@ Shape Dense::build(const Shape& input_shape, Generator& generator) {
 }
 
 Tensor Dense::forward(const Tensor& x) { return ops::linear(x, weight(), bias()); }
+
+// Keeps its input for the weight's gradient (the weight itself is a parameter). Under autocast the
+// product runs in the low type with a float32 accumulator the size of the output; an input in
+// neither float32 nor that type is converted to float32 first, and the copy is what is kept.
+LayerMemoryUse Dense::memory_use(const LayerMemoryQuery& q) const {
+  Shape out = q.input_shape;
+  out[-1] = units_;
+  std::optional<DType> low = q.autocast;
+  if (!low && is_low_precision(q.input_dtype)) low = q.input_dtype;
+  if (!low) return {.output_dtype = DType::f32, .keeps_input = true, .keeps_output = false};
+  const bool converts = q.input_dtype != DType::f32 && q.input_dtype != *low;
+  const DType x_type = converts ? DType::f32 : q.input_dtype;
+  const std::int64_t in = q.input_shape[-1], rows = q.batch * (q.input_shape.numel() / std::max<std::int64_t>(1, in));
+  // forward x W^T; backward dy W and dy^T x, one after the other.
+  const auto ws = [&](bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, DType a, DType b) {
+    return kernels::gemm_workspace_bytes(q.device, *low, ta, tb, M, N, K, a, b);
+  };
+  return {.output_dtype = *low, .keeps_input = !converts, .keeps_output = false,
+          .kept_other = converts ? q.bytes(q.input_shape, DType::f32) : 0,
+          .forward_scratch = q.bytes(out, DType::f32) + ws(false, true, rows, units_, in, x_type, DType::f32),
+          .backward_scratch = std::max(ws(false, false, rows, in, units_, *low, DType::f32),
+                                       ws(true, false, units_, in, rows, *low, x_type))};
+}
 
 }  // namespace accrue::layers

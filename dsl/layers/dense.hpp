@@ -22,6 +22,7 @@ class Dense final : public LayerBase<Dense> {
   /// default initialisation of nn.Linear (Kaiming uniform with a = sqrt(5)).
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
+  LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
 
   std::int64_t units() const { return units_; }
   const Tensor& weight() const { return named_parameters().at(0).second; }

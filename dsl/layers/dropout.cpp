@@ -10,4 +10,9 @@ Dropout::Dropout(float rate) : rate_(rate) {
 
 Tensor Dropout::forward(const Tensor& x) { return ops::dropout(x, rate_, training(), &generator()); }
 
+// The mask is drawn again in backward from the same Philox counter, so nothing is kept.
+LayerMemoryUse Dropout::memory_use(const LayerMemoryQuery& q) const {
+  return {.output_dtype = q.input_dtype, .output_is_view = rate_ == 0.0f, .keeps_input = false, .keeps_output = false};
+}
+
 }  // namespace accrue::layers

@@ -12,6 +12,7 @@ class Dropout final : public LayerBase<Dropout> {
   explicit(false) Dropout(float rate);
   std::string type_name() const override { return "Dropout"; }
   Tensor forward(const Tensor& x) override;
+  LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
   float rate() const { return rate_; }
 
  private:

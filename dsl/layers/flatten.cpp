@@ -8,4 +8,9 @@ Shape Flatten::build(const Shape& input_shape, Generator& /*generator*/) { retur
 
 Tensor Flatten::forward(const Tensor& x) { return ops::flatten(x, 1); }
 
+// A view: nothing allocated, nothing kept.
+LayerMemoryUse Flatten::memory_use(const LayerMemoryQuery& q) const {
+  return {.output_dtype = q.input_dtype, .output_is_view = true, .keeps_input = false, .keeps_output = false};
+}
+
 }  // namespace accrue::layers

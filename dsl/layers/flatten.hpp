@@ -10,6 +10,7 @@ class Flatten final : public LayerBase<Flatten> {
   std::string type_name() const override { return "Flatten"; }
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
+  LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
 };
 
 }  // namespace accrue::layers

@@ -21,6 +21,7 @@ class GroupNorm final : public LayerBase<GroupNorm> {
   std::string type_name() const override { return "GroupNorm"; }
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
+  LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
   std::int64_t groups() const { return groups_; }
 
  private:

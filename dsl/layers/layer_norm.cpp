@@ -1,5 +1,7 @@
 #include "accrue/dsl/layers/layer_norm.hpp"
 
+#include <algorithm>
+
 #include "accrue/framework/ops.hpp"
 
 namespace accrue::layers {
@@ -27,6 +29,23 @@ Tensor LayerNorm::forward(const Tensor& x) {
   const Tensor weight = options_.affine ? named_parameters().at(0).second : Tensor();
   const Tensor bias = options_.affine ? named_parameters().at(1).second : Tensor();
   return ops::layer_norm(x, normalized_, weight, bias, options_.eps);
+}
+
+
+namespace {
+// Normalisation computes in float32 and keeps its (float32) input and each set's mean and 1/std.
+LayerMemoryUse normalisation_use(const LayerMemoryQuery& q, std::int64_t sets) {
+  const bool converts = q.input_dtype != DType::f32;
+  return {.output_dtype = DType::f32, .keeps_input = !converts, .keeps_output = false,
+          .kept_other = (converts ? q.bytes(q.input_shape, DType::f32) : 0) + static_cast<std::size_t>(2 * sets) * 4};
+}
+}  // namespace
+
+LayerMemoryUse LayerNorm::memory_use(const LayerMemoryQuery& q) const {
+  const std::int64_t rows = q.batch * (q.input_shape.numel() / std::max<std::int64_t>(1, normalized_.numel()));
+  LayerMemoryUse use = normalisation_use(q, rows);
+  use.backward_scratch = static_cast<std::size_t>(2 * normalized_.numel()) * 4;
+  return use;
 }
 
 }  // namespace accrue::layers

@@ -22,6 +22,7 @@ class LayerNorm final : public LayerBase<LayerNorm> {
   std::string type_name() const override { return "LayerNorm"; }
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
+  LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
   /// The trailing shape normalised over (valid once built).
   const Shape& normalized_shape() const { return normalized_; }
 

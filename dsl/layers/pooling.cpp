@@ -48,4 +48,22 @@ Tensor GlobalAvgPool2d::forward(const Tensor& x) {
   return ops::mean(ops::reshape(x, {x.size(0), x.size(1), x.size(2) * x.size(3)}), 2);
 }
 
+// Pooling computes in float32 and keeps its input and output (max-pooling finds the winners again
+// in backward from them; cuDNN needs both).
+namespace {
+LayerMemoryUse pooling_use(const LayerMemoryQuery& q) {
+  const bool converts = q.input_dtype != DType::f32;
+  return {.output_dtype = DType::f32, .keeps_input = !converts, .keeps_output = true,
+          .kept_other = converts ? q.bytes(q.input_shape, DType::f32) : 0};
+}
+}  // namespace
+
+LayerMemoryUse MaxPool2d::memory_use(const LayerMemoryQuery& q) const { return pooling_use(q); }
+LayerMemoryUse AvgPool2d::memory_use(const LayerMemoryQuery& q) const { return pooling_use(q); }
+
+// A mean over a view: its backward needs only the shape.
+LayerMemoryUse GlobalAvgPool2d::memory_use(const LayerMemoryQuery& q) const {
+  return {.output_dtype = q.input_dtype, .keeps_input = false, .keeps_output = false};
+}
+
 }  // namespace accrue::layers

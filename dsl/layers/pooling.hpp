@@ -24,6 +24,7 @@ class MaxPool2d final : public LayerBase<MaxPool2d> {
   std::string type_name() const override { return "MaxPool2d"; }
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
+  LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
 
  private:
   ops::Pool2dOptions options_;
@@ -36,6 +37,7 @@ class AvgPool2d final : public LayerBase<AvgPool2d> {
   std::string type_name() const override { return "AvgPool2d"; }
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
+  LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
 
  private:
   ops::Pool2dOptions options_;
@@ -48,6 +50,7 @@ class GlobalAvgPool2d final : public LayerBase<GlobalAvgPool2d> {
   /// (C, H, W) -> (C).
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
+  LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
 };
 
 }  // namespace accrue::layers

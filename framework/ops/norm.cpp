@@ -23,17 +23,18 @@ class NormNode final : public Node {
     const Tensor& x = x_.get(name_);
     const Tensor gamma = has_gamma_ ? gamma_.get(name_) : Tensor();
     const TensorOptions on{.device = x.device()};
-    const Tensor dx = Tensor::empty(x.shape(), on);
-    const Tensor dgamma = has_gamma_ && sink.needs(1) ? Tensor::empty(gamma.shape(), on) : Tensor();
-    const Tensor dbeta = edges.size() > 2 && sink.needs(2) ? Tensor::empty(gamma.defined() ? gamma.shape() : Shape{shape_.C}, on)
+    // Handed over with std::move so that the sink adopts them instead of copying.
+    Tensor dx = Tensor::empty(x.shape(), on);
+    Tensor dgamma = has_gamma_ && sink.needs(1) ? Tensor::empty(gamma.shape(), on) : Tensor();
+    Tensor dbeta = edges.size() > 2 && sink.needs(2) ? Tensor::empty(gamma.defined() ? gamma.shape() : Shape{shape_.C}, on)
                                                            : Tensor();
     if (kind_ == Kind::batch)
       kernels::batch_norm_backward(x, gamma, mean_.get(name_), rstd_.get(name_), grad, dx, dgamma, dbeta, shape_);
     else
       kernels::group_norm_backward(x, gamma, mean_.get(name_), rstd_.get(name_), grad, dx, dgamma, dbeta, shape_);
-    if (sink.needs(0)) sink.add(0, dx);
-    if (dgamma.defined()) sink.add(1, dgamma);
-    if (dbeta.defined()) sink.add(2, dbeta);
+    if (sink.needs(0)) sink.add(0, std::move(dx));
+    if (dgamma.defined()) sink.add(1, std::move(dgamma));
+    if (dbeta.defined()) sink.add(2, std::move(dbeta));
   }
   void release() override {
     x_.reset();

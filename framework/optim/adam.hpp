@@ -21,6 +21,8 @@ struct Adam {
   void validate() const;
   std::unique_ptr<Optimizer> create(std::vector<Tensor> parameters) const;
   std::string str() const;
+  /// First and second moments, and their running maximum with amsgrad.
+  int state_tensors() const { return amsgrad ? 3 : 2; }
   ACCRUE_RECIPE_STEPS
   friend bool operator==(const Adam&, const Adam&) = default;
 };
@@ -36,6 +38,8 @@ struct AdamW {
   void validate() const;
   std::unique_ptr<Optimizer> create(std::vector<Tensor> parameters) const;
   std::string str() const;
+  /// First and second moments, and their running maximum with amsgrad.
+  int state_tensors() const { return amsgrad ? 3 : 2; }
   ACCRUE_RECIPE_STEPS
   friend bool operator==(const AdamW&, const AdamW&) = default;
 };

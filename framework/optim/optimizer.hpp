@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,10 @@ class AnyOptimizer {
   bool defined() const { return impl_ != nullptr; }
   std::unique_ptr<Optimizer> create(std::vector<Tensor> parameters) const { return impl_->create(std::move(parameters)); }
   std::string str() const { return impl_ ? impl_->str() : std::string{"(no optimizer)"}; }
+  /// State tensors the optimizer keeps per parameter, each of the parameter's size (SGD with
+  /// momentum 1, Adam 2, with amsgrad 3), for memory plans; nullopt for a configuration that does
+  /// not say (a `state_tensors()` member tells).
+  std::optional<int> state_tensors() const { return impl_ ? impl_->state_tensors() : std::nullopt; }
   friend bool operator==(const AnyOptimizer& a, const AnyOptimizer& b) {
     if (!a.impl_ || !b.impl_) return a.impl_ == b.impl_;
     return a.impl_->equals(*b.impl_);
@@ -84,6 +89,7 @@ class AnyOptimizer {
     virtual ~Concept() = default;
     virtual std::unique_ptr<Optimizer> create(std::vector<Tensor> parameters) const = 0;
     virtual std::string str() const = 0;
+    virtual std::optional<int> state_tensors() const = 0;
     virtual bool equals(const Concept& other) const = 0;
   };
   template <class T>
@@ -91,6 +97,10 @@ class AnyOptimizer {
     explicit Model(T c) : config(std::move(c)) {}
     std::unique_ptr<Optimizer> create(std::vector<Tensor> p) const override { return config.create(std::move(p)); }
     std::string str() const override { return config.str(); }
+    std::optional<int> state_tensors() const override {
+      if constexpr (requires { config.state_tensors(); }) return config.state_tensors();
+      else return std::nullopt;
+    }
     bool equals(const Concept& other) const override {
       const auto* o = dynamic_cast<const Model<T>*>(&other);
       if (o == nullptr) return false;

@@ -22,6 +22,8 @@ struct SGD {
   std::unique_ptr<Optimizer> create(std::vector<Tensor> parameters) const;
   /// "SGD(lr=0.001)", listing the options that differ from the defaults.
   std::string str() const;
+  /// The momentum buffer, when there is momentum.
+  int state_tensors() const { return momentum != 0.0 ? 1 : 0; }
   ACCRUE_RECIPE_STEPS
   friend bool operator==(const SGD&, const SGD&) = default;
 };

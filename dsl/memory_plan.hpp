@@ -1,0 +1,35 @@
+#pragma once
+// A model's memory for one training step, predicted from shapes, dtypes and the optimizer before
+// anything runs: Sequential::memory_plan(micro_batch).
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "accrue/framework/memory.hpp"
+
+namespace accrue {
+
+struct MemoryPlan {
+  std::int64_t micro_batch = 0;
+  Device device = Device::cpu();
+  /// The precision the plan assumed ("float32", "bfloat16 autocast").
+  std::string precision;
+  /// The predicted peak of each category over a training step (forward, backward, optimizer step):
+  /// parameters (buffers included), gradients, optimizer state, activations kept for backward,
+  /// temporaries and workspaces, and data: one micro-batch of inputs and targets (a dataset held
+  /// in memory is not included).
+  std::array<std::size_t, memory_category_count> peak{};
+  /// The predicted peak of everything at once (not the sum of the category peaks, which fall at
+  /// different moments).
+  std::size_t peak_total = 0;
+  /// What each layer keeps for backward at this micro-batch (bytes), in model order.
+  std::vector<std::size_t> kept_by_layer;
+
+  std::size_t peak_of(MemoryCategory c) const { return peak[static_cast<int>(c)]; }
+  /// A table: one line per category and the total.
+  std::string str() const;
+};
+
+}  // namespace accrue

@@ -1,0 +1,109 @@
+// Sequential::memory_plan against what training really allocates: every category and the peak
+// total within 10% for the tutorial MLP and the CNN of examples/fashion_mnist_cnn.cpp, in float32
+// and with .amp(), with and without accumulation.
+
+#include "test_util.hpp"
+
+using namespace accrue;
+
+namespace {
+
+Sequential tutorial_mlp() {
+  return Sequential{layers::Input{1, 28, 28}, layers::Flatten{}, layers::Dense{512}, layers::ReLU{},
+                    layers::Dense{512},       layers::ReLU{},    layers::Dense{10}};
+}
+
+Sequential tutorial_cnn(bool norm) {
+  Sequential m{layers::Input{1, 28, 28}, layers::Conv2d{32, 3, {.padding = 1}}};
+  if (norm) m.add(layers::BatchNorm2d{});
+  m.add(layers::ReLU{});
+  m.add(layers::MaxPool2d{2});
+  m.add(layers::Conv2d{64, 3, {.padding = 1}});
+  if (norm) m.add(layers::GroupNorm{8});
+  m.add(layers::ReLU{});
+  m.add(layers::MaxPool2d{2});
+  m.add(layers::Flatten{});
+  m.add(layers::Dense{128});
+  m.add(layers::ReLU{});
+  m.add(layers::Dense{10});
+  return m;
+}
+
+Dataset images(std::int64_t n) {
+  Generator gen{3};
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(n));
+  for (auto& l : labels) l = static_cast<std::int32_t>(gen.below(10));
+  return Dataset{Tensor::uniform({n, 1, 28, 28}, 0, 1, &gen, {.category = MemoryCategory::data}),
+                 Tensor::from(labels, {n}), "images"};
+}
+
+// The peaks of a second epoch (the first creates the optimizer state), the dataset taken out.
+MemoryStats measure(Sequential& model, const Dataset& data, std::int64_t batch) {
+  model.fit(data, {.epochs = 1, .batch_size = batch, .verbose = 0});
+  reset_peak_memory();
+  const std::size_t dataset = memory_stats().live_of(MemoryCategory::data);
+  model.fit(data, {.epochs = 1, .batch_size = batch, .verbose = 0});
+  MemoryStats s = memory_stats();
+  s.peak[static_cast<int>(MemoryCategory::data)] -= dataset;
+  s.peak_total -= dataset;
+  return s;
+}
+
+void expect_within(double predicted, double measured, const std::string& what) {
+  const double error = measured == 0 ? predicted : std::abs(predicted - measured) / measured;
+  BOOST_CHECK_MESSAGE(error <= 0.10 || std::abs(predicted - measured) <= 1024,
+                      what << ": predicted " << format_bytes(static_cast<std::size_t>(predicted)) << ", measured "
+                           << format_bytes(static_cast<std::size_t>(measured)) << " (" << 100 * error << "% off)");
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(the_plan_predicts_the_measured_peaks) {
+  struct Case {
+    std::string name;
+    bool cnn, norm, amp;
+    std::int64_t batch;
+    int accumulate;
+  };
+  const std::vector<Case> cases = {
+      {"MLP 64", false, false, false, 64, 1},       {"MLP 16x4", false, false, false, 16, 4},
+      {"MLP 64 amp", false, false, true, 64, 1},    {"MLP 16x4 amp", false, false, true, 16, 4},
+      {"CNN 16x4", true, false, false, 16, 4},      {"CNN 64", true, false, false, 64, 1},
+      {"CNN 16x4 amp", true, false, true, 16, 4},   {"CNN 32 amp", true, false, true, 32, 1},
+      {"CNN with BatchNorm and GroupNorm 16x2", true, true, false, 16, 2},
+  };
+  for (const Case& c : cases) {
+    manual_seed(0);
+    Sequential model = c.cnn ? tutorial_cnn(c.norm) : tutorial_mlp();
+    optim::Recipe recipe = c.cnn ? optim::Recipe{optim::Adam{.lr = 1e-3}} : optim::Recipe{optim::SGD{.lr = 1e-3, .momentum = 0.9}};
+    if (c.accumulate > 1) recipe = recipe.accumulate(c.accumulate);
+    if (c.amp) recipe = recipe.amp();
+    model.compile(recipe, losses::CrossEntropy{});
+    const MemoryPlan plan = model.memory_plan(c.batch);  // before anything ran
+    const MemoryStats measured = measure(model, images(c.batch * c.accumulate * 2), c.batch);
+    BOOST_TEST_MESSAGE(c.name << ":\n" << plan.str() << "\nmeasured:\n" << measured.str());
+    for (int i = 0; i < memory_category_count; ++i) {
+      const auto cat = static_cast<MemoryCategory>(i);
+      expect_within(static_cast<double>(plan.peak_of(cat)), static_cast<double>(measured.peak_of(cat)),
+                    c.name + " " + std::string(category_name(cat)));
+    }
+    expect_within(static_cast<double>(plan.peak_total), static_cast<double>(measured.peak_total), c.name + " total");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(activations_scale_with_the_micro_batch_not_the_effective_batch) {
+  manual_seed(0);
+  Sequential model = tutorial_mlp();
+  model.compile(optim::SGD{.lr = 1e-3}.accumulate(4), losses::CrossEntropy{});
+  const MemoryPlan p16 = model.memory_plan(16), p64 = model.memory_plan(64);
+  BOOST_TEST(p64.peak_of(MemoryCategory::activations) == 4 * p16.peak_of(MemoryCategory::activations));
+  BOOST_TEST(p64.peak_of(MemoryCategory::parameters) == p16.peak_of(MemoryCategory::parameters));
+  BOOST_TEST(p64.peak_of(MemoryCategory::gradients) == p16.peak_of(MemoryCategory::gradients));
+  // What each layer keeps: ReLU its output (16 x 512 floats), Dense its input (kept already), the
+  // loss its logits.
+  BOOST_TEST(p16.kept_by_layer[2] == 16u * 512 * 4);
+  BOOST_TEST(p16.kept_by_layer[1] == 0u);
+  BOOST_CHECK_EXCEPTION(model.memory_plan(0), ValueError, test::message_has({"micro-batch must be positive"}));
+  Sequential unbuilt{layers::Dense{3}};
+  BOOST_CHECK_EXCEPTION(unbuilt.memory_plan(8), ValueError, test::message_has({"not built"}));
+}
