@@ -79,6 +79,29 @@ void warn_batch_statistics(const Sequential& model, const StepPlan& plan) {
   }
 }
 
+// For an out-of-memory error under a limit: the largest micro-batch below the current one that the
+// memory plan fits in the limit beside what else is live, with the accumulation that keeps the
+// effective batch.
+std::string fitting_advice(const Sequential& model, std::int64_t micro_batch, std::int64_t effective_batch,
+                           std::size_t live_besides_model) {
+  const MemoryStats stats = memory_stats(model.device());
+  if (stats.limit == 0) return {};
+  for (std::int64_t m = micro_batch / 2; m >= 1; m /= 2) {
+    const MemoryPlan plan = model.memory_plan(m);
+    if (plan.peak_total + live_besides_model <= stats.limit) {
+      const std::int64_t k = (effective_batch + m - 1) / m;
+      return fmt::format("\nMicro-batches of {} with accumulate({}) keep the effective batch of {} and are planned to "
+                         "peak at {} (model.memory_plan({}); {} more is live besides the model), within the limit of {}.",
+                         m, k, m * k, format_bytes(plan.peak_total), m, format_bytes(live_besides_model),
+                         format_bytes(stats.limit));
+    }
+  }
+  return fmt::format("\nEven a micro-batch of 1 is planned to peak at {} (model.memory_plan(1)) beside {} live: raise "
+                     "the limit of {} or use a smaller model.",
+                     format_bytes(model.memory_plan(1).peak_total), format_bytes(live_besides_model),
+                     format_bytes(stats.limit));
+}
+
 }  // namespace
 
 History Trainer::fit(Sequential& model, const Dataset& train, std::optional<Dataset> validation) {
@@ -143,6 +166,12 @@ History Trainer::fit(Sequential& model, const Dataset& train, std::optional<Data
   const bool check_norm = recipe.clip_norm() || options_.track_grad_norm;
   History history;
   opt.zero_grad();
+  // Memory that is not the model's (datasets held in memory, the user's tensors), for advice when
+  // an allocation passes a limit.
+  const MemoryStats at_start = memory_stats(model.device());
+  const std::size_t live_besides_model = at_start.live_total - at_start.live_of(MemoryCategory::parameters) -
+                                         at_start.live_of(MemoryCategory::optimizer_state) -
+                                         at_start.live_of(MemoryCategory::gradients);
   bool window_poisoned = false;  // a NanGuard, or the loss scaler, drops the rest of this window
   for (int epoch = 0; epoch < options_.epochs && !context.stop_requested; ++epoch) {
     const TrainingModeGuard mode{model, true};
@@ -215,6 +244,13 @@ History Trainer::fit(Sequential& model, const Dataset& train, std::optional<Data
               for (Metric& m : metrics) m.update(prediction, batch.targets, loss_value);
             }
           }
+        } catch (OutOfMemory& e) {
+          // The window's partial gradients go; parameters and optimizer state are as before it.
+          opt.zero_grad();
+          e.prepend(micro_batch_context(epoch, options_.epochs, slot, plan.micro_batches_per_epoch(), first_sample,
+                                        record.micro_batch_samples));
+          e.append(fitting_advice(model, options_.batch_size, plan.max_effective_batch(), live_besides_model));
+          throw;
         } catch (Error& e) {
           e.prepend(micro_batch_context(epoch, options_.epochs, slot, plan.micro_batches_per_epoch(), first_sample,
                                         record.micro_batch_samples));

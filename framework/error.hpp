@@ -20,6 +20,8 @@ class Error : public std::exception {
   const std::string& message() const noexcept { return message_; }
   /// Adds where the error happened ("epoch 2, batch 17: ") in front of the message.
   void prepend(const std::string& context) { message_ = context + message_; }
+  /// Adds advice after the message (what to change so that it works).
+  void append(const std::string& advice) { message_ += advice; }
 
  private:
   std::string message_;

@@ -1,5 +1,10 @@
 #include "accrue/framework/memory.hpp"
 
+#include <cctype>
+#include <cstdlib>
+#include <array>
+#include <mutex>
+#include <string>
 #include <fmt/format.h>
 
 #include "accrue/config.hpp"
@@ -118,13 +123,27 @@ void Allocator::set_limit(std::size_t bytes) {
   stats_.limit = bytes;
 }
 
+namespace {
+
+// Each device's allocator takes ACCRUE_MEMORY_LIMIT's value once, when first used.
+Allocator& with_env_limit(Allocator& a, std::once_flag& flag) {
+  std::call_once(flag, [&] {
+    if (const auto limit = env_memory_limit(a.device().str())) a.set_limit(*limit);
+  });
+  return a;
+}
+
+}  // namespace
+
 Allocator& allocator(Device device) {
   if (device.is_cpu()) {
     static CpuAllocator cpu;
-    return cpu;
+    static std::once_flag flag;
+    return with_env_limit(cpu, flag);
   }
 #if ACCRUE_WITH_CUDA
-  return cuda_allocator(device.index());
+  static std::array<std::once_flag, 64> flags;
+  return with_env_limit(cuda_allocator(device.index()), flags.at(static_cast<std::size_t>(device.index())));
 #else
   throw DeviceError(fmt::format("no allocator for {}: this build of Accrue has no CUDA backend", device));
 #endif
@@ -132,5 +151,69 @@ Allocator& allocator(Device device) {
 
 MemoryStats memory_stats(Device device) { return allocator(device).stats(); }
 void reset_peak_memory(Device device) { allocator(device).reset_peak(); }
+void set_memory_limit(Device device, std::size_t bytes) { allocator(device).set_limit(bytes); }
+
+std::size_t parse_byte_size(std::string_view text) {
+  const auto bad = [&](std::string_view why) {
+    return ValueError(fmt::format("'{}' is not a memory size ({}); write e.g. 512MiB, 1.5GiB, 200MB or 1048576", text,
+                                  why));
+  };
+  std::size_t i = 0;
+  while (i < text.size() && text[i] == ' ') ++i;
+  const std::size_t start = i;
+  while (i < text.size() && ((text[i] >= '0' && text[i] <= '9') || text[i] == '.')) ++i;
+  if (i == start) throw bad("no number");
+  double value = 0;
+  try {
+    value = std::stod(std::string(text.substr(start, i - start)));
+  } catch (const std::exception&) {
+    throw bad("no number");
+  }
+  while (i < text.size() && text[i] == ' ') ++i;
+  std::string unit;
+  for (; i < text.size(); ++i)
+    if (text[i] != ' ') unit += static_cast<char>(std::tolower(static_cast<unsigned char>(text[i])));
+  double scale = 0;
+  if (unit.empty() || unit == "b") scale = 1;
+  else if (unit == "k" || unit == "kib") scale = 1024.0;
+  else if (unit == "m" || unit == "mib") scale = 1024.0 * 1024;
+  else if (unit == "g" || unit == "gib") scale = 1024.0 * 1024 * 1024;
+  else if (unit == "t" || unit == "tib") scale = 1024.0 * 1024 * 1024 * 1024;
+  else if (unit == "kb") scale = 1e3;
+  else if (unit == "mb") scale = 1e6;
+  else if (unit == "gb") scale = 1e9;
+  else if (unit == "tb") scale = 1e12;
+  else throw bad(fmt::format("unknown unit '{}'", unit));
+  const double bytes = value * scale;
+  if (!(bytes >= 0) || bytes > 1.8e19) throw bad("out of range");
+  return static_cast<std::size_t>(bytes);
+}
+
+std::optional<std::size_t> env_memory_limit(std::string_view device) {
+  const char* env = std::getenv("ACCRUE_MEMORY_LIMIT");
+  if (env == nullptr || *env == '\0') return std::nullopt;
+  const std::string_view text{env};
+  try {
+    if (text.find('=') == std::string_view::npos) return parse_byte_size(text);
+    std::optional<std::size_t> found;
+    std::size_t pos = 0;
+    while (pos <= text.size()) {
+      const std::size_t comma = std::min(text.find(',', pos), text.size());
+      const std::string_view item = text.substr(pos, comma - pos);
+      const std::size_t eq = item.find('=');
+      if (eq == std::string_view::npos) throw ValueError(fmt::format("'{}' is not device=size", item));
+      const std::string_view name = item.substr(0, eq);
+      if (name != "cpu" && name != "cuda" && name.substr(0, 5) != "cuda:")
+        throw ValueError(fmt::format("'{}' names no device (cpu, cuda, cuda:N)", name));
+      const std::size_t bytes = parse_byte_size(item.substr(eq + 1));
+      if (name == device || (name == "cuda" && device.substr(0, 5) == "cuda:")) found = bytes;
+      pos = comma + 1;
+    }
+    return found;
+  } catch (Error& e) {
+    e.prepend(fmt::format("ACCRUE_MEMORY_LIMIT='{}': ", text));
+    throw;
+  }
+}
 
 }  // namespace accrue

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -90,8 +91,20 @@ class Allocator {
 /// The allocator of `device`. Throws DeviceError for a device without a backend in this build.
 Allocator& allocator(Device device);
 
-/// Shorthands for `allocator(device).stats()` and `.reset_peak()`.
+/// Shorthands for `allocator(device).stats()`, `.reset_peak()` and `.set_limit(bytes)`.
 MemoryStats memory_stats(Device device = Device::cpu());
 void reset_peak_memory(Device device = Device::cpu());
+void set_memory_limit(Device device, std::size_t bytes);
+
+/// "512MiB", "1.5 GiB", "200MB", "2G", "1048576": a number of bytes with an optional unit (KiB,
+/// MiB, GiB, TiB and K, M, G, T are powers of 1024; KB, MB, GB, TB of 1000; B or none is bytes).
+/// Throws ValueError naming the text.
+std::size_t parse_byte_size(std::string_view text);
+
+/// The limit ACCRUE_MEMORY_LIMIT sets for the device named `device` ("cpu", "cuda:0"), if any:
+/// one size for every device ("512MiB"), or a list of device=size ("cpu=512MiB,cuda:0=8GiB";
+/// "cuda=" for every GPU). The allocator of a device applies it when first used. Throws
+/// ValueError naming the variable.
+std::optional<std::size_t> env_memory_limit(std::string_view device);
 
 }  // namespace accrue

@@ -1,0 +1,97 @@
+// A memory limit during training: the out-of-memory error names the request, the limit and the
+// categories, suggests a micro-batch and accumulation the plan fits, and leaves the model as it
+// was before the window; sizes and ACCRUE_MEMORY_LIMIT parse as documented.
+
+#include <cstdlib>
+
+#include "test_util.hpp"
+
+using namespace accrue;
+using accrue::test::message_has;
+
+namespace {
+
+Sequential tutorial_mlp() {
+  return Sequential{layers::Input{1, 28, 28}, layers::Flatten{}, layers::Dense{512}, layers::ReLU{},
+                    layers::Dense{512},       layers::ReLU{},    layers::Dense{10}};
+}
+
+Dataset images(std::int64_t n) {
+  Generator gen{3};
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(n));
+  for (auto& l : labels) l = static_cast<std::int32_t>(gen.below(10));
+  return Dataset{Tensor::uniform({n, 1, 28, 28}, 0, 1, &gen, {.category = MemoryCategory::data}),
+                 Tensor::from(labels, {n}), "images"};
+}
+
+struct LimitGuard {
+  explicit LimitGuard(std::size_t bytes) { set_memory_limit(Device::cpu(), bytes); }
+  ~LimitGuard() { set_memory_limit(Device::cpu(), 0); }
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(sizes_parse_with_units) {
+  BOOST_TEST(parse_byte_size("1048576") == 1048576u);
+  BOOST_TEST(parse_byte_size("512MiB") == 512u << 20);
+  BOOST_TEST(parse_byte_size("1.5 GiB") == 3u << 29);
+  BOOST_TEST(parse_byte_size("2g") == 2u << 30);
+  BOOST_TEST(parse_byte_size("200MB") == 200000000u);
+  BOOST_TEST(parse_byte_size("64 KiB") == 65536u);
+  BOOST_CHECK_EXCEPTION(parse_byte_size("lots"), ValueError, message_has({"'lots'", "no number"}));
+  BOOST_CHECK_EXCEPTION(parse_byte_size("12 parsecs"), ValueError, message_has({"unknown unit 'parsecs'"}));
+}
+
+BOOST_AUTO_TEST_CASE(the_environment_variable_names_devices) {
+  (void)Tensor::zeros({4});  // the CPU allocator exists (and read the variable) before the test sets it
+  ::setenv("ACCRUE_MEMORY_LIMIT", "256MiB", 1);
+  BOOST_TEST(env_memory_limit("cpu").value() == 256u << 20);
+  ::setenv("ACCRUE_MEMORY_LIMIT", "cpu=1GiB,cuda:1=4GiB", 1);
+  BOOST_TEST(env_memory_limit("cpu").value() == 1u << 30);
+  BOOST_TEST(!env_memory_limit("cuda:0").has_value());
+  BOOST_TEST(env_memory_limit("cuda:1").value() == 4ull << 30);
+  ::setenv("ACCRUE_MEMORY_LIMIT", "cuda=2GiB", 1);
+  BOOST_TEST(env_memory_limit("cuda:3").value() == 2u << 30);
+  BOOST_TEST(!env_memory_limit("cpu").has_value());
+  ::setenv("ACCRUE_MEMORY_LIMIT", "cpu:512MiB", 1);
+  BOOST_CHECK_EXCEPTION(env_memory_limit("cpu"), ValueError, message_has({"ACCRUE_MEMORY_LIMIT='cpu:512MiB'"}));
+  ::setenv("ACCRUE_MEMORY_LIMIT", "gpu=1GiB", 1);
+  BOOST_CHECK_EXCEPTION(env_memory_limit("cpu"), ValueError, message_has({"'gpu' names no device"}));
+  ::unsetenv("ACCRUE_MEMORY_LIMIT");
+  BOOST_TEST(!env_memory_limit("cpu").has_value());
+}
+
+BOOST_AUTO_TEST_CASE(an_out_of_memory_window_advises_and_leaves_the_model_intact) {
+  manual_seed(0);
+  Sequential model = tutorial_mlp();
+  model.compile(optim::SGD{.lr = 1e-2, .momentum = 0.9}, losses::CrossEntropy{}, {metrics::Accuracy{}});
+  const Dataset data = images(256);
+  model.fit(data.take(64), {.batch_size = 64, .verbose = 0});  // the momentum buffers exist from here on
+  const std::vector<float> before = model.parameters()[0].to_vector();
+
+  // A limit between what batch 64 needs and what batch 16 needs, beside what is live already.
+  const MemoryStats now = memory_stats();
+  const std::size_t besides = now.live_total - now.live_of(MemoryCategory::parameters) -
+                              now.live_of(MemoryCategory::optimizer_state);
+  const std::size_t need64 = model.memory_plan(64).peak_total, need16 = model.memory_plan(16).peak_total;
+  BOOST_REQUIRE(need16 < need64);
+  {
+    const LimitGuard limit{besides + (need16 + need64) / 2};
+    try {
+      model.fit(data, {.batch_size = 64, .verbose = 0});
+      BOOST_FAIL("batch 64 trained under a limit its plan does not fit");
+    } catch (const OutOfMemory& e) {
+      const std::string m = e.what();
+      BOOST_TEST_MESSAGE(m);
+      for (const char* part : {"epoch 1/1", "would pass the limit", "parameters", "activations", "accumulate(",
+                               "keep the effective batch of 64"})
+        BOOST_TEST(m.find(part) != std::string::npos, "the message has '" << part << "'");
+    }
+    // Nothing of the failed window remains; the weights are those before it.
+    for (const Tensor& p : model.parameters()) BOOST_TEST(!p.grad().defined());
+    BOOST_TEST(model.parameters()[0].to_vector() == before, boost::test_tools::per_element());
+    // The advice works: 16 x 4 trains under the same limit.
+    model.compile(optim::SGD{.lr = 1e-2, .momentum = 0.9}.accumulate(4), losses::CrossEntropy{});
+    BOOST_CHECK_NO_THROW(model.fit(data, {.batch_size = 16, .verbose = 0}));
+  }
+}
