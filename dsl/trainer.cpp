@@ -79,6 +79,22 @@ void warn_batch_statistics(const Sequential& model, const StepPlan& plan) {
   }
 }
 
+// The memory planner: the largest divisor of the effective batch whose plan fits the budget.
+std::int64_t planned_micro_batch(const Sequential& model, std::size_t budget) {
+  const std::int64_t effective = model.recipe().accumulation().effective_samples();
+  for (std::int64_t m = effective; m >= 1; --m) {
+    if (effective % m != 0) continue;
+    const MemoryPlan plan = model.memory_plan(m);
+    if (plan.peak_total > budget) continue;
+    log::info("memory budget {}: micro-batch {} x accumulate {} = effective batch {}, planned peak {}\n{}",
+              format_bytes(budget), m, effective / m, effective, format_bytes(plan.peak_total), plan.str());
+    return m;
+  }
+  throw ValueError(fmt::format("memory_budget({}): even a micro-batch of 1 is planned to need more; raise the budget "
+                               "or use a smaller model:\n{}",
+                               format_bytes(budget), model.memory_plan(1).str()));
+}
+
 // For an out-of-memory error under a limit: the largest micro-batch below the current one that the
 // memory plan fits in the limit beside what else is live, with the accumulation that keeps the
 // effective batch.
@@ -109,6 +125,7 @@ History Trainer::fit(Sequential& model, const Dataset& train, std::optional<Data
   ACCRUE_CHECK(!train.empty(), "fit: the training set '{}' is empty", train.name());
   if (!validation) validation = options_.validation;
   model.build(train.sample_shape());
+  if (const auto budget = model.recipe_.memory_budget()) options_.batch_size = planned_micro_batch(model, *budget);
   if (validation)
     ACCRUE_CHECK_SHAPE(validation->sample_shape() == train.sample_shape(),
                        "fit: validation samples '{}' have shape {}, training samples {}", validation->name(),

@@ -1,5 +1,7 @@
 #include "accrue/framework/optim/recipe.hpp"
 
+#include "accrue/framework/memory.hpp"
+
 #include <cmath>
 
 namespace accrue::optim {
@@ -8,6 +10,16 @@ Recipe Recipe::accumulate(AccumulationSchedule schedule, AccumulateOptions optio
   Recipe r = *this;
   r.accumulation_ = std::move(schedule);
   r.accumulate_options_ = options;
+  return r;
+}
+
+Recipe Recipe::effective_batch(std::int64_t samples) const {
+  return accumulate(AccumulationSchedule::effective_batch(samples), accumulate_options_);
+}
+
+Recipe Recipe::memory_budget(std::size_t bytes) const {
+  Recipe r = *this;
+  r.memory_budget_ = bytes;
   return r;
 }
 
@@ -64,6 +76,11 @@ void Recipe::validate() const {
     ACCRUE_CHECK(is_low_precision(*amp_->dtype), "amp({}): mixed precision computes in float16 or bfloat16",
                  dtype_name(*amp_->dtype));
   if (amp_) GradScaler{amp_->scaler};  // checks the scaler's options
+  if (memory_budget_)
+    ACCRUE_CHECK(accumulation_.kind() == AccumulationSchedule::Kind::effective_batch && *memory_budget_ > 0,
+                 "memory_budget({}) chooses the micro-batch for an effective batch: add .effective_batch(n) (and a "
+                 "positive budget)",
+                 *memory_budget_);
   ACCRUE_CHECK(!(clip_norm_ && clip_value_),
                "clip() and clip_value() are alternatives (as Lightning's gradient_clip_algorithm); keep one");
 }
@@ -79,6 +96,7 @@ std::string Recipe::str() const {
   }
   if (clip_norm_) s += fmt::format(" clip={:g}{}", *clip_norm_, clip_options_.error_if_nonfinite ? " (error if non-finite)" : "");
   if (clip_value_) s += fmt::format(" clip_value={:g}", *clip_value_);
+  if (memory_budget_) s += fmt::format(" memory_budget={}", format_bytes(*memory_budget_));
   if (amp_) {
     s += amp_->dtype ? fmt::format(" amp={}", dtype_name(*amp_->dtype)) : std::string{" amp"};
     if (amp_->loss_scaling) s += *amp_->loss_scaling ? " (loss scaling)" : " (no loss scaling)";
@@ -90,7 +108,7 @@ bool operator==(const Recipe& a, const Recipe& b) {
   return a.optimizer_ == b.optimizer_ && a.accumulation_ == b.accumulation_ &&
          a.accumulate_options_ == b.accumulate_options_ &&
          a.clip_norm_ == b.clip_norm_ && a.clip_options_ == b.clip_options_ && a.clip_value_ == b.clip_value_ &&
-         a.amp_ == b.amp_;
+         a.amp_ == b.amp_ && a.memory_budget_ == b.memory_budget_;
 }
 
 // The first links of the chain for each optimizer configuration (see recipe_steps.hpp).
@@ -98,6 +116,8 @@ bool operator==(const Recipe& a, const Recipe& b) {
   Recipe Config::accumulate(AccumulationSchedule schedule, AccumulateOptions options) const {   \
     return Recipe{*this}.accumulate(std::move(schedule), options);                              \
   }                                                                                             \
+  Recipe Config::effective_batch(std::int64_t samples) const { return Recipe{*this}.effective_batch(samples); } \
+  Recipe Config::memory_budget(std::size_t bytes) const { return Recipe{*this}.memory_budget(bytes); }          \
   Recipe Config::clip(double max_norm, ClipOptions options) const {                             \
     return Recipe{*this}.clip(max_norm, options);                                               \
   }                                                                                             \

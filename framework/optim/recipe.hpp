@@ -33,6 +33,13 @@ class Recipe {
   /// AccumulationSchedule::by_step(...), AccumulationSchedule::effective_batch(n) or a function of
   /// the epoch; with the end-of-epoch policy and the loss normalisation.
   Recipe accumulate(AccumulationSchedule schedule, AccumulateOptions options = {}) const;
+  /// Micro-batches per optimizer step until `samples`: accumulate(AccumulationSchedule::effective_batch(samples)).
+  Recipe effective_batch(std::int64_t samples) const;
+  /// The memory planner: fit chooses the micro-batch (its batch_size is ignored) as the largest
+  /// divisor of the effective batch whose Sequential::memory_plan peaks within `bytes`, accumulates
+  /// to the effective batch, and logs the plan; it refuses when a micro-batch of 1 does not fit.
+  /// Needs effective_batch(n).
+  Recipe memory_budget(std::size_t bytes) const;
   /// Clips the global L2 norm of the accumulated gradient to `max_norm` before each step.
   Recipe clip(double max_norm, ClipOptions options = {}) const;
   /// Clamps each accumulated gradient element to [-value, value] before each step.
@@ -49,6 +56,7 @@ class Recipe {
   const AccumulateOptions& accumulate_options() const { return accumulate_options_; }
   /// Whether accumulate() was part of the chain.
   bool accumulates() const { return accumulation_.is_set(); }
+  std::optional<std::size_t> memory_budget() const { return memory_budget_; }
   std::optional<double> clip_norm() const { return clip_norm_; }
   const ClipOptions& clip_options() const { return clip_options_; }
   std::optional<double> clip_value_limit() const { return clip_value_; }
@@ -74,6 +82,7 @@ class Recipe {
   ClipOptions clip_options_;
   std::optional<double> clip_value_;
   std::optional<AmpOptions> amp_;
+  std::optional<std::size_t> memory_budget_;
 };
 
 }  // namespace accrue::optim

@@ -4,6 +4,8 @@
 // defined once for all of them in recipe.cpp; a base class would cost users a
 // -Wmissing-field-initializers warning on every designated initialiser.
 
+#include <cstddef>
+#include <cstdint>
 #include <optional>
 
 #include "accrue/framework/amp/grad_scaler.hpp"
@@ -37,6 +39,10 @@ struct ClipOptions {
   /** Accumulates gradients over `schedule` micro-batches per optimizer step (see Recipe). */            \
   ::accrue::optim::Recipe accumulate(::accrue::AccumulationSchedule schedule,                             \
                                      ::accrue::AccumulateOptions options = {}) const;                     \
+  /** Accumulates micro-batches until `samples` per step: accumulate(effective_batch(samples)). */        \
+  ::accrue::optim::Recipe effective_batch(std::int64_t samples) const;                                    \
+  /** Lets fit choose the micro-batch: the largest the memory plan fits in `bytes` (see Recipe). */      \
+  ::accrue::optim::Recipe memory_budget(std::size_t bytes) const;                                         \
   /** Clips the accumulated gradient's global L2 norm to max_norm before each step. */                     \
   ::accrue::optim::Recipe clip(double max_norm, ::accrue::optim::ClipOptions options = {}) const;          \
   /** Clamps every accumulated gradient element to [-value, value] before each step. */                    \

@@ -41,6 +41,8 @@ class AccumulationSchedule {
   static AccumulationSchedule effective_batch(std::int64_t samples);
 
   Kind kind() const { return kind_; }
+  /// The samples per window of effective_batch(samples); 0 for other kinds.
+  std::int64_t effective_samples() const { return kind_ == Kind::effective_batch ? samples_ : 0; }
   /// Whether a value was given (a default-constructed schedule is not set).
   bool is_set() const { return kind_ != Kind::unset; }
   /// Micro-batches per window for a window that starts in `epoch` at applied optimizer step

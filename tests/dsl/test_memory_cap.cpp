@@ -95,3 +95,34 @@ BOOST_AUTO_TEST_CASE(an_out_of_memory_window_advises_and_leaves_the_model_intact
     BOOST_CHECK_NO_THROW(model.fit(data, {.batch_size = 16, .verbose = 0}));
   }
 }
+
+BOOST_AUTO_TEST_CASE(the_planner_chooses_the_largest_micro_batch_that_fits) {
+  manual_seed(0);
+  Sequential probe = tutorial_mlp();
+  probe.compile(optim::SGD{.lr = 1e-2}.effective_batch(64), losses::CrossEntropy{});
+  const auto need = [&](std::int64_t m) { return probe.memory_plan(m).peak_total; };
+  const Dataset data = images(128);
+  // Budgets exactly at a plan, and just below it.
+  const std::vector<std::pair<std::size_t, std::int64_t>> cases = {
+      {need(64), 64}, {need(64) - 1, 32}, {need(32), 32}, {need(16) + 1, 16}, {need(16) - 1, 8}, {need(1), 1}};
+  for (const auto& [budget, expected] : cases) {
+    manual_seed(0);
+    Sequential model = tutorial_mlp();
+    model.compile(optim::SGD{.lr = 1e-2}.effective_batch(64).memory_budget(budget), losses::CrossEntropy{});
+    std::int64_t micro = 0, window = 0;
+    auto watch = callbacks::Lambda{{.micro_batch_end = [&](const StepRecord& r, const Logs&) {
+      micro = std::max(micro, r.micro_batch_samples);
+      window = std::max<std::int64_t>(window, r.window_micro_batches);
+    }}};
+    const History h = model.fit(data, {.batch_size = 7, .callbacks = {watch}, .verbose = 0});
+    BOOST_TEST(micro == expected, "budget " << format_bytes(budget));
+    BOOST_TEST(window == 64 / expected);
+    BOOST_TEST(h.epochs() == 1);
+  }
+  Sequential model = tutorial_mlp();
+  model.compile(optim::SGD{.lr = 1e-2}.effective_batch(64).memory_budget(need(1) - 1), losses::CrossEntropy{});
+  BOOST_CHECK_EXCEPTION(model.fit(data, {.verbose = 0}), ValueError,
+                        message_has({"even a micro-batch of 1", "Memory plan: micro-batch 1"}));
+  BOOST_CHECK_EXCEPTION(model.compile(optim::SGD{.lr = 1e-2}.memory_budget(1 << 20), losses::CrossEntropy{}), ValueError,
+                        message_has({"add .effective_batch(n)"}));
+}
