@@ -13,6 +13,7 @@
 
 #include "accrue/framework/amp/grad_scaler.hpp"
 #include "accrue/framework/dtype.hpp"
+#include "accrue/framework/memory.hpp"
 #include "accrue/framework/training/logs.hpp"
 
 namespace accrue {
@@ -81,6 +82,9 @@ struct TrainingContext {
   /// A factor on top of the schedule; ReduceLROnPlateau lowers it.
   double lr_factor = 1.0;
   std::int64_t optimizer_steps = 0;
+  /// Memory on the model's device during the current epoch's training (peaks since the epoch
+  /// began; validation not included), set before on_epoch_end.
+  MemoryStats epoch_memory;
   /// Ask the loop to stop after the current optimizer step (EarlyStopping).
   void stop() { stop_requested = true; }
   bool stop_requested = false;

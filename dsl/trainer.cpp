@@ -197,6 +197,7 @@ History Trainer::fit(Sequential& model, const Dataset& train, std::optional<Data
     metrics::MeanLoss epoch_loss;
     std::vector<Metric>& metrics = model.metrics_;
     for (Metric& m : metrics) m.reset();
+    reset_peak_memory(model.device());
     for (Callback* c : callbacks) c->on_epoch_begin(epoch);
 
     const std::vector<MicroBatchSlot> slots = plan.epoch_slots(epoch);
@@ -317,13 +318,14 @@ History Trainer::fit(Sequential& model, const Dataset& train, std::optional<Data
     }
 
     Logs logs = metric_logs(epoch_loss, metrics);
+    context.epoch_memory = memory_stats(model.device());
     if (validation) {
       const Evaluation val = model.evaluate(*validation, {.batch_size = options_.batch_size});
       for (const auto& [name, value] : val.logs.items()) logs.set("val_" + name, value);
     }
     schedule.on_epoch_end(logs);
     for (Callback* c : callbacks) c->on_epoch_end(epoch, logs);
-    history.append(logs);
+    history.append(logs, context.epoch_memory);
   }
   // Gradients of a window cut off by an early stop are not applied.
   opt.zero_grad();

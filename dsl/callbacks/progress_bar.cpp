@@ -105,9 +105,16 @@ void ProgressBar::draw(const Logs& logs, bool final) {
     bar += "\x1b[0m";
   }
   const int digits = static_cast<int>(std::to_string(total).size());
-  fmt::print(out_, "\r{:>{}}/{} {} {}{}\x1b[K{}", batches_seen_, digits, total, bar, timing(seconds), sorted(logs),
-             final ? "\n" : "");
+  fmt::print(out_, "\r{:>{}}/{} {} {}{}{}\x1b[K{}", batches_seen_, digits, total, bar, timing(seconds), sorted(logs),
+             final ? peak_memory() : "", final ? "\n" : "");
   std::fflush(out_);
+}
+
+// The peak of the epoch's training on the model's device.
+std::string ProgressBar::peak_memory() const {
+  const MemoryStats& m = context_->epoch_memory;
+  if (m.peak_total == 0) return {};
+  return fmt::format(" - peak_mem: {}", format_bytes(m.peak_total));
 }
 
 void ProgressBar::on_optimizer_step(const StepRecord& record) {
@@ -131,8 +138,8 @@ void ProgressBar::on_epoch_end(int epoch, Logs& logs) {
     return;
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - epoch_start_).count();
-  fmt::print(out_, "Epoch {}/{} - {}/{} - {}{}\n", epoch + 1, context_->epochs, batches_seen_, context_->steps_per_epoch,
-             timing(seconds), sorted(logs));
+  fmt::print(out_, "Epoch {}/{} - {}/{} - {}{}{}\n", epoch + 1, context_->epochs, batches_seen_,
+             context_->steps_per_epoch, timing(seconds), sorted(logs), peak_memory());
   std::fflush(out_);
 }
 

@@ -37,6 +37,7 @@ class ProgressBar final : public Callback {
   void on_epoch_end(int epoch, Logs& logs) override;
 
  private:
+  std::string peak_memory() const;
   using Clock = std::chrono::steady_clock;
   std::string timing(double seconds) const;
   void draw(const Logs& logs, bool final);

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "accrue/framework/memory.hpp"
+
 namespace accrue {
 
 class Logs {
@@ -33,7 +35,10 @@ bool higher_is_better(const std::string& monitor, const std::string& mode, const
 /// What fit() returns: the logs of every epoch.
 class History {
  public:
-  void append(Logs epoch) { epochs_.push_back(std::move(epoch)); }
+  void append(Logs epoch, MemoryStats memory = {}) {
+    epochs_.push_back(std::move(epoch));
+    memory_.push_back(memory);
+  }
   std::size_t epochs() const { return epochs_.size(); }
   /// The per-epoch values of `name` ("loss", "val_accuracy"), as Keras's history.history[name];
   /// throws ValueError listing the names there are.
@@ -41,9 +46,13 @@ class History {
   /// The value of `name` in the last epoch.
   double last(const std::string& name) const;
   const std::vector<Logs>& logs() const { return epochs_; }
+  /// Memory of each epoch's training on the model's device: peak_total and the peak of each
+  /// category since the epoch began.
+  const std::vector<MemoryStats>& memory() const { return memory_; }
 
  private:
   std::vector<Logs> epochs_;
+  std::vector<MemoryStats> memory_;
 };
 
 }  // namespace accrue

@@ -107,3 +107,26 @@ BOOST_AUTO_TEST_CASE(activations_scale_with_the_micro_batch_not_the_effective_ba
   Sequential unbuilt{layers::Dense{3}};
   BOOST_CHECK_EXCEPTION(unbuilt.memory_plan(8), ValueError, test::message_has({"not built"}));
 }
+
+BOOST_AUTO_TEST_CASE(each_epoch_reports_its_peak) {
+  manual_seed(0);
+  Sequential model = tutorial_mlp();
+  model.compile(optim::SGD{.lr = 1e-3}.accumulate(2), losses::CrossEntropy{});
+  std::FILE* out = std::tmpfile();
+  const History h = model.fit(images(128), {.epochs = 2,
+                                            .batch_size = 32,
+                                            .callbacks = {callbacks::ProgressBar{{.mode = callbacks::ProgressBarOptions::Mode::lines, .stream = out}}},
+                                            .verbose = 0});
+  BOOST_REQUIRE(h.memory().size() == 2u);
+  const MemoryPlan plan = model.memory_plan(32);
+  for (const MemoryStats& m : h.memory()) {
+    BOOST_TEST(m.peak_of(MemoryCategory::activations) == plan.peak_of(MemoryCategory::activations));
+    BOOST_TEST(m.peak_of(MemoryCategory::gradients) == plan.peak_of(MemoryCategory::gradients));
+  }
+  std::rewind(out);
+  std::string text(4096, '\0');
+  text.resize(std::fread(text.data(), 1, text.size(), out));
+  std::fclose(out);
+  BOOST_TEST_MESSAGE(text);
+  BOOST_TEST(text.find("peak_mem: " + format_bytes(h.memory()[0].peak_total)) != std::string::npos);
+}
