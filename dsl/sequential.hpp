@@ -174,10 +174,12 @@ class Sequential {
   /// dtypes, the precision and the optimizer, before anything runs (see MemoryPlan).
   MemoryPlan memory_plan(std::int64_t micro_batch) const;
 
-  /// Prints the layers with output shapes, parameter counts and parameter memory.
-  void summary(std::ostream& out) const;
+  /// Prints the layers with output shapes, parameter counts and parameter memory; with a batch
+  /// size, also what each layer keeps for backward at that micro-batch and the memory plan.
+  void summary(std::ostream& out, std::optional<std::int64_t> batch = std::nullopt) const;
   void summary() const;
-  std::string summary_str() const;
+  void summary(std::int64_t batch) const;
+  std::string summary_str(std::optional<std::int64_t> batch = std::nullopt) const;
 
   /// Trains on `train` (see FitOptions) and returns the per-epoch logs: Trainer{options}.fit.
   History fit(const Dataset& train, const FitOptions& options = {});

@@ -18,16 +18,22 @@ std::string batch_shape(const Shape& sample) {
 
 }  // namespace
 
-std::string Sequential::summary_str() const {
-  constexpr int w_layer = 30, w_shape = 20, w_params = 12, w_memory = 12;
+std::string Sequential::summary_str(std::optional<std::int64_t> batch) const {
+  constexpr int w_layer = 30, w_shape = 20, w_params = 12, w_memory = 12, w_kept = 14;
+  // With a batch size, a column of what each layer keeps for backward at that micro-batch.
+  std::optional<MemoryPlan> plan;
+  if (batch && built_) plan = memory_plan(*batch);
+  const std::string kept_title = plan ? fmt::format("Kept @{}", *batch) : "";
   std::string out = fmt::format("Model: \"{}\"\n", name_);
-  const std::string rule(w_layer + w_shape + w_params + w_memory + 9, '-');
+  const std::string rule(w_layer + w_shape + w_params + w_memory + 9 + (plan ? w_kept + 1 : 0), '-');
   out += rule + "\n";
-  out += fmt::format(" {:<{}} {:<{}} {:>{}} {:>{}}\n", "Layer (type)", w_layer, "Output Shape", w_shape, "Param #",
+  out += fmt::format(" {:<{}} {:<{}} {:>{}} {:>{}}", "Layer (type)", w_layer, "Output Shape", w_shape, "Param #",
                      w_params, "Param memory", w_memory);
-  out += rule + "\n";
+  if (plan) out += fmt::format(" {:>{}}", kept_title, w_kept);
+  out += "\n" + rule + "\n";
   std::size_t bytes = 0;
-  for (const auto& l : layers_) {
+  for (std::size_t index = 0; index < layers_.size(); ++index) {
+    const auto& l = layers_[index];
     const std::string shape = l->built() ? batch_shape(l->output_shape()) : "?";
     // Buffers (running statistics) count as non-trainable parameters, as in Keras.
     std::size_t layer_bytes = 0;
@@ -39,8 +45,10 @@ std::string Sequential::summary_str() const {
       }
     bytes += layer_bytes;
     const std::string params = l->built() ? format_count(layer_count) : "?";
-    out += fmt::format(" {:<{}} {:<{}} {:>{}} {:>{}}\n", fmt::format("{} ({})", l->name(), l->type_name()), w_layer,
+    out += fmt::format(" {:<{}} {:<{}} {:>{}} {:>{}}", fmt::format("{} ({})", l->name(), l->type_name()), w_layer,
                        shape, w_shape, params, w_params, l->built() ? format_bytes(layer_bytes) : "?", w_memory);
+    if (plan) out += fmt::format(" {:>{}}", format_bytes(plan->kept_by_layer[index]), w_kept);
+    out += "\n";
   }
   out += rule + "\n";
   if (!built_) {
@@ -63,10 +71,14 @@ std::string Sequential::summary_str() const {
   out += fmt::format(" Trainable params: {} ({})\n", format_count(trainable), format_bytes(trainable_bytes));
   out += fmt::format(" Non-trainable params: {} ({})\n", format_count(frozen), format_bytes(bytes - trainable_bytes));
   if (compiled()) out += fmt::format(" Optimizer: {}, loss: {}\n", recipe_.str(), loss_.name());
+  if (plan) out += plan->str() + "\n";
   return out;
 }
 
-void Sequential::summary(std::ostream& out) const { out << summary_str() << std::flush; }
+void Sequential::summary(std::ostream& out, std::optional<std::int64_t> batch) const {
+  out << summary_str(batch) << std::flush;
+}
 void Sequential::summary() const { summary(std::cout); }
+void Sequential::summary(std::int64_t batch) const { summary(std::cout, batch); }
 
 }  // namespace accrue

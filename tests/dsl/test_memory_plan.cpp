@@ -130,3 +130,15 @@ BOOST_AUTO_TEST_CASE(each_epoch_reports_its_peak) {
   BOOST_TEST_MESSAGE(text);
   BOOST_TEST(text.find("peak_mem: " + format_bytes(h.memory()[0].peak_total)) != std::string::npos);
 }
+
+BOOST_AUTO_TEST_CASE(summary_with_a_batch_shows_what_each_layer_keeps) {
+  manual_seed(0);
+  Sequential model = tutorial_mlp();
+  model.compile(optim::SGD{.lr = 1e-3}, losses::CrossEntropy{});
+  const std::string s = model.summary_str(64);
+  BOOST_TEST_MESSAGE(s);
+  BOOST_TEST(s.find("Kept @64") != std::string::npos);
+  BOOST_TEST(s.find("128.00 KiB") != std::string::npos);  // each ReLU's output: 64 x 512 floats
+  BOOST_TEST(s.find("Memory plan: micro-batch 64 on cpu, float32") != std::string::npos);
+  BOOST_TEST(model.summary_str().find("Kept") == std::string::npos);
+}
