@@ -57,6 +57,11 @@ struct FitOptions {
   bool track_grad_norm = false;
   /// Print what happens at each micro-batch and step of the first `explain` windows.
   int explain = 0;
+  /// When a window runs out of memory (OutOfMemory in its forward or backward pass): halve the
+  /// micro-batch, double the accumulation (the effective batch, the samples of every window and
+  /// so the learning-rate schedule stay as they were), redo the window, and log the new plan once.
+  /// Repeats down to a micro-batch of 1. Metrics are then updated at each window's end.
+  bool backoff_on_oom = false;
 };
 
 /// A Trainer takes the same options as fit().

@@ -51,7 +51,7 @@ StepPlan Trainer::plan(const Sequential& model, std::int64_t train_size) const {
                    .micro_batch = options_.batch_size,
                    .drop_last = options_.drop_last,
                    .epochs = options_.epochs,
-                   .schedule = schedule,
+                   .schedule = accumulation_factor_ > 1 ? schedule.scaled(accumulation_factor_) : schedule,
                    .last_window = accumulate.last_window}};
 }
 
@@ -135,15 +135,20 @@ History Trainer::fit(Sequential& model, const Dataset& train, std::optional<Data
   const optim::Recipe& recipe = model.recipe_;
   const auto [accumulation, accumulate] = resolve_accumulation(model, options_);
   accumulation.validate_for(options_.batch_size);
-  const StepPlan plan = this->plan(model, train.size());
+  StepPlan plan = this->plan(model, train.size());
   LrSchedule schedule = options_.schedule;
   schedule.prepare(plan);
   warn_batch_statistics(model, plan);
 
   const std::uint64_t seed =
       options_.seed ? *options_.seed : (static_cast<std::uint64_t>(model.generator().next_u32()) << 32);
-  DataLoader loader{train, {.batch_size = options_.batch_size, .shuffle = options_.shuffle, .seed = seed,
-                                  .drop_last = options_.drop_last}};
+  const auto make_loader = [&] {
+    return std::make_unique<DataLoader>(train, LoaderOptions{.batch_size = options_.batch_size,
+                                                             .shuffle = options_.shuffle,
+                                                             .seed = seed,
+                                                             .drop_last = options_.drop_last});
+  };
+  std::unique_ptr<DataLoader> loader = make_loader();
 
   std::vector<Callback*> callbacks;
   std::optional<callbacks::ProgressBar> progress;
@@ -173,7 +178,7 @@ History Trainer::fit(Sequential& model, const Dataset& train, std::optional<Data
   context.base_lr = opt.lr();
   const std::vector<Tensor> parameters = model.parameters();
   const std::optional<DType> amp = recipe.amp_dtype(model.device());
-  DeviceBatches batches{loader, model.device()};
+  auto batches = std::make_unique<DeviceBatches>(*loader, model.device());
   GradScaler* scaler = model.scaler();
   context.amp_dtype = amp;
   context.scaler = scaler;
@@ -192,17 +197,24 @@ History Trainer::fit(Sequential& model, const Dataset& train, std::optional<Data
   bool window_poisoned = false;  // a NanGuard, or the loss scaler, drops the rest of this window
   for (int epoch = 0; epoch < options_.epochs && !context.stop_requested; ++epoch) {
     const TrainingModeGuard mode{model, true};
-    loader.set_epoch(epoch);
-    batches.reset();
+    loader->set_epoch(epoch);
+    batches->reset();
     metrics::MeanLoss epoch_loss;
     std::vector<Metric>& metrics = model.metrics_;
     for (Metric& m : metrics) m.reset();
     reset_peak_memory(model.device());
     for (Callback* c : callbacks) c->on_epoch_begin(epoch);
 
-    const std::vector<MicroBatchSlot> slots = plan.epoch_slots(epoch);
+    std::vector<MicroBatchSlot> slots = plan.epoch_slots(epoch);
+    // With back-off, a window's metric updates wait for its end, so that a redone window counts once.
+    struct PendingUpdate {
+      Tensor prediction, targets;
+      double loss;
+    };
+    std::vector<PendingUpdate> pending_updates;
     for (std::size_t k = 0; k < slots.size(); ++k) {
-      const MicroBatchSlot& slot = slots[k];
+      const MicroBatchSlot slot = slots[k];
+      bool redo = false;
       StepRecord record;
       record.epoch = epoch;
       record.micro_batch = slot.index;
@@ -214,7 +226,7 @@ History Trainer::fit(Sequential& model, const Dataset& train, std::optional<Data
       const std::int64_t first_sample = slot.index * options_.batch_size;
       if (!window_poisoned) {
         const Batch batch =
-            batches.get(slot.index, k + 1 < slots.size() ? std::optional{slots[k + 1].index} : std::nullopt);
+            batches->get(slot.index, k + 1 < slots.size() ? std::optional{slots[k + 1].index} : std::nullopt);
         record.micro_batch_samples = batch.size();
         if (scaler) record.loss_scale = scaler->scale();
         try {
@@ -257,23 +269,65 @@ History Trainer::fit(Sequential& model, const Dataset& train, std::optional<Data
             const double scale = scaler ? scaler->scale() : 1.0;
             (loss_sum * static_cast<float>(weight * scale)).backward();
             if (std::isfinite(loss_value)) {
-              const NoGradGuard no_grad;
-              epoch_loss.update(prediction, batch.targets, loss_value);
-              for (Metric& m : metrics) m.update(prediction, batch.targets, loss_value);
+              if (options_.backoff_on_oom) {
+                pending_updates.push_back({prediction.detach(), batch.targets, loss_value});
+              } else {
+                const NoGradGuard no_grad;
+                epoch_loss.update(prediction, batch.targets, loss_value);
+                for (Metric& m : metrics) m.update(prediction, batch.targets, loss_value);
+              }
             }
           }
         } catch (OutOfMemory& e) {
           // The window's partial gradients go; parameters and optimizer state are as before it.
           opt.zero_grad();
-          e.prepend(micro_batch_context(epoch, options_.epochs, slot, plan.micro_batches_per_epoch(), first_sample,
-                                        record.micro_batch_samples));
-          e.append(fitting_advice(model, options_.batch_size, plan.max_effective_batch(), live_besides_model));
-          throw;
+          pending_updates.clear();
+          const std::int64_t micro = options_.batch_size;
+          if (!options_.backoff_on_oom || micro < 2 || micro % 2 != 0) {
+            e.prepend(micro_batch_context(epoch, options_.epochs, slot, plan.micro_batches_per_epoch(), first_sample,
+                                          record.micro_batch_samples));
+            if (options_.backoff_on_oom)
+              e.append(fmt::format("\nbackoff_on_oom cannot halve a micro-batch of {}.", micro));
+            e.append(fitting_advice(model, micro, plan.max_effective_batch(), live_besides_model));
+            throw;
+          }
+          // Back off: the window starts again from its first sample with micro-batches half as large.
+          const std::int64_t window_start = slots[k - static_cast<std::size_t>(slot.position)].index * micro;
+          options_.batch_size = micro / 2;
+          accumulation_factor_ *= 2;
+          plan = this->plan(model, train.size());
+          batches.reset();
+          loader = make_loader();
+          loader->set_epoch(epoch);
+          batches = std::make_unique<DeviceBatches>(*loader, model.device());
+          slots = plan.epoch_slots(epoch);
+          context.batch_size = options_.batch_size;
+          context.steps_per_epoch = plan.micro_batches_per_epoch();
+          std::size_t restart = 0;
+          while (restart < slots.size() && slots[restart].index * options_.batch_size < window_start) ++restart;
+          log::warning("out of memory at a micro-batch of {} (epoch {}, optimizer step {}): backing off to micro-batches "
+                       "of {} accumulated {} per step (effective batch {}); redoing the window",
+                       micro, epoch + 1, context.optimizer_steps + 1, options_.batch_size,
+                       slots[restart].window_micro_batches, slots[restart].window_samples);
+          k = restart;
+          redo = true;
         } catch (Error& e) {
           e.prepend(micro_batch_context(epoch, options_.epochs, slot, plan.micro_batches_per_epoch(), first_sample,
                                         record.micro_batch_samples));
           throw;
         }
+        if (redo) {
+          --k;  // unsigned wrap-around at 0 is defined: the loop's ++k lands on the window's first micro-batch
+          continue;
+        }
+      }
+      if (slot.closes_window && !pending_updates.empty()) {
+        const NoGradGuard no_grad;
+        for (const PendingUpdate& u : pending_updates) {
+          epoch_loss.update(u.prediction, u.targets, u.loss);
+          for (Metric& m : metrics) m.update(u.prediction, u.targets, u.loss);
+        }
+        pending_updates.clear();
       }
       const Logs running = metric_logs(epoch_loss, metrics);
       if (!slot.closes_window) {

@@ -44,6 +44,8 @@ class Trainer {
 
  private:
   TrainerOptions options_;
+  // Micro-batches per window relative to the schedule, after backing off on out-of-memory.
+  int accumulation_factor_ = 1;
 };
 
 /// The accumulation that applies to `model` under `options`: the fit/Trainer options', else the

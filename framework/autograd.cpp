@@ -14,7 +14,10 @@ thread_local bool grad_enabled = true;
 bool GradMode::enabled() { return grad_enabled; }
 void GradMode::set_enabled(bool enabled) { grad_enabled = enabled; }
 
-SavedTensor::SavedTensor(const Tensor& t) : tensor_(t), version_(t.storage()->version()) {
+// Saved detached: backward reads only the values, and a node that saved its own output through the
+// output itself would hold its own grad_fn, a cycle that leaks the whole graph whenever backward
+// does not run (an exception, a forward with grad mode on that is never differentiated).
+SavedTensor::SavedTensor(const Tensor& t) : tensor_(t.detach()), version_(t.storage()->version()) {
   if (t.category() == MemoryCategory::temporaries) t.storage()->set_category(MemoryCategory::activations);
 }
 

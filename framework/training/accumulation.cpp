@@ -91,6 +91,24 @@ void AccumulationSchedule::validate_for(std::int64_t micro_batch) const {
                  samples_, micro_batch, samples_);
 }
 
+AccumulationSchedule AccumulationSchedule::scaled(int factor) const {
+  AccumulationSchedule s = *this;
+  switch (kind_) {
+    case Kind::unset:
+      s.kind_ = Kind::constant;
+      s.constant_ = factor;
+      break;
+    case Kind::constant: s.constant_ *= factor; break;
+    case Kind::per_epoch:
+    case Kind::per_step:
+      for (auto& entry : s.table_) entry.second *= factor;
+      break;
+    case Kind::effective_batch: break;
+    case Kind::callable: s.callable_ = [f = callable_, factor](int epoch) { return f(epoch) * factor; }; break;
+  }
+  return s;
+}
+
 std::string AccumulationSchedule::str() const {
   auto table = [&] {
     std::string s = "{";

@@ -55,6 +55,10 @@ class AccumulationSchedule {
   /// Validation that needs the micro-batch: an effective batch it does not divide.
   void validate_for(std::int64_t micro_batch) const;
 
+  /// The same schedule with `factor` times the micro-batches per window (for micro-batches
+  /// `factor` times smaller: the windows keep their samples). effective_batch is unchanged.
+  AccumulationSchedule scaled(int factor) const;
+
   /// "4", "{0: 8, 4: 2}", "by step {0: 8, 1000: 4}", "effective batch 256", "callable".
   std::string str() const;
   /// Equal kinds and values; schedules given as functions never compare equal.

@@ -16,6 +16,13 @@ Sequential tutorial_mlp() {
                     layers::Dense{512},       layers::ReLU{},    layers::Dense{10}};
 }
 
+// Activations dominate here (unlike the MLP, whose parameters and gradients do), so a smaller
+// micro-batch needs less even though accumulating keeps the gradients through the window.
+Sequential small_cnn() {
+  return Sequential{layers::Input{1, 28, 28}, layers::Conv2d{16, 3, {.padding = 1}}, layers::ReLU{},
+                    layers::MaxPool2d{2},     layers::Flatten{},                     layers::Dense{10}};
+}
+
 Dataset images(std::int64_t n) {
   Generator gen{3};
   std::vector<std::int32_t> labels(static_cast<std::size_t>(n));
@@ -125,4 +132,42 @@ BOOST_AUTO_TEST_CASE(the_planner_chooses_the_largest_micro_batch_that_fits) {
                         message_has({"even a micro-batch of 1", "Memory plan: micro-batch 1"}));
   BOOST_CHECK_EXCEPTION(model.compile(optim::SGD{.lr = 1e-2}.memory_budget(1 << 20), losses::CrossEntropy{}), ValueError,
                         message_has({"add .effective_batch(n)"}));
+}
+
+BOOST_AUTO_TEST_CASE(backing_off_ends_where_the_smaller_micro_batch_would) {
+  const Dataset data = images(128);
+  // Reference: micro-batches of 16 accumulated 2 from the start, no limit.
+  manual_seed(1);
+  Sequential reference = small_cnn();
+  reference.compile(optim::SGD{.lr = 1e-2, .momentum = 0.9}.accumulate(2), losses::CrossEntropy{}, {metrics::Accuracy{}});
+  const History expected = reference.fit(data, {.epochs = 2, .batch_size = 16, .seed = 5, .verbose = 0});
+  const std::size_t need16 = reference.memory_plan(16).peak_total;
+
+  manual_seed(1);
+  Sequential model = small_cnn();
+  model.compile(optim::SGD{.lr = 1e-2, .momentum = 0.9}, losses::CrossEntropy{}, {metrics::Accuracy{}});
+  const std::size_t need32 = model.memory_plan(32).peak_total;
+  BOOST_REQUIRE(need16 < need32);
+  std::vector<std::string> warnings;
+  log::set_sink([&](log::Level level, std::string_view line) {
+    if (level == log::Level::warning) warnings.emplace_back(line);
+  });
+  History got;
+  {
+    // What is live besides this model (the reference model, the data), plus halfway between the plans.
+    const std::size_t besides = memory_stats().live_total - model.memory_plan(1).peak_of(MemoryCategory::parameters);
+    const LimitGuard limit{besides + (need16 + need32) / 2};
+    got = model.fit(data, {.epochs = 2, .batch_size = 32, .seed = 5, .verbose = 0, .backoff_on_oom = true});
+  }
+  log::set_sink({});
+  for (const auto& w : warnings) BOOST_TEST_MESSAGE("warning: " << w);
+  BOOST_REQUIRE_MESSAGE(warnings.size() == 1u, "one back-off, logged once; got " << warnings.size() << " warnings");
+  BOOST_TEST_MESSAGE(warnings[0]);
+  BOOST_TEST(warnings[0].find("backing off to micro-batches of 16 accumulated 2") != std::string::npos);
+  const auto a = model.named_parameters(), b = reference.named_parameters();
+  for (std::size_t i = 0; i < a.size(); ++i) test::check_close(a[i].second, b[i].second, 1e-6, 1e-5, a[i].first);
+  for (std::size_t e = 0; e < 2; ++e) {
+    BOOST_TEST(got.logs()[e].at("loss") == expected.logs()[e].at("loss"), boost::test_tools::tolerance(1e-6));
+    BOOST_TEST(got.logs()[e].at("accuracy") == expected.logs()[e].at("accuracy"));
+  }
 }

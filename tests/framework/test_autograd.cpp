@@ -82,3 +82,16 @@ BOOST_AUTO_TEST_CASE(non_scalar_backward_needs_a_gradient) {
   y.backward(Tensor::from({1, 2}, {2}));
   check_close(x.grad(), {3, 6});
 }
+
+BOOST_AUTO_TEST_CASE(a_graph_never_differentiated_is_freed) {
+  // ReLU keeps its own output for backward; if that kept its grad_fn alive, a forward pass that
+  // is never differentiated (an exception, predictions with grad mode on) would leak its graph.
+  const std::size_t before = memory_stats().live_total;
+  {
+    Tensor w = Tensor::ones({256, 256});
+    w.set_requires_grad(true);
+    const Tensor y = ops::relu(ops::matmul(Tensor::ones({64, 256}), w));
+    BOOST_TEST(memory_stats().live_of(MemoryCategory::activations) > 0u);
+  }
+  BOOST_TEST(memory_stats().live_total == before);
+}
