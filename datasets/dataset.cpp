@@ -22,6 +22,9 @@ Dataset::Dataset(Tensor inputs, Tensor targets, std::string name)
                      inputs_.shape(), targets_.size(0), targets_.shape());
   ACCRUE_CHECK(inputs_.device() == targets_.device(), "dataset '{}': inputs on {}, targets on {}", name_,
                inputs_.device(), targets_.device());
+  // What a dataset holds counts as data, however its tensors were made (parameters stay parameters).
+  for (const Tensor* t : {&inputs_, &targets_})
+    if (t->category() == MemoryCategory::temporaries) t->storage()->set_category(MemoryCategory::data);
 }
 
 Example Dataset::operator[](std::int64_t i) const {

@@ -142,3 +142,28 @@ BOOST_AUTO_TEST_CASE(summary_with_a_batch_shows_what_each_layer_keeps) {
   BOOST_TEST(s.find("Memory plan: micro-batch 64 on cpu, float32") != std::string::npos);
   BOOST_TEST(model.summary_str().find("Kept") == std::string::npos);
 }
+
+BOOST_AUTO_TEST_CASE(every_category_moves_when_it_should) {
+  manual_seed(0);
+  const std::size_t start = memory_stats().live_total;
+  Sequential model = tutorial_mlp();  // built at once (layers::Input): parameters exist now
+  const MemoryStats built = memory_stats();
+  BOOST_TEST(built.live_of(MemoryCategory::parameters) == 669706u * 4);
+  model.compile(optim::SGD{.lr = 1e-3, .momentum = 0.9}, losses::CrossEntropy{});
+  BOOST_TEST(memory_stats().live_of(MemoryCategory::optimizer_state) == 0u);  // created at the first step
+  const Dataset data = images(64);
+  const std::size_t with_data = memory_stats().live_of(MemoryCategory::data);
+  BOOST_TEST(with_data == 64u * 784 * 4 + 64u * 4);
+  const History h = model.fit(data, {.batch_size = 32, .verbose = 0});
+  const MemoryStats epoch = h.memory().front(), after = memory_stats();
+  // During training: every category was used.
+  for (MemoryCategory c : {MemoryCategory::gradients, MemoryCategory::activations, MemoryCategory::temporaries})
+    BOOST_TEST(epoch.peak_of(c) > 0u, category_name(c));
+  BOOST_TEST(epoch.peak_of(MemoryCategory::data) > with_data);  // shuffled batches are gathered copies
+  // After: momentum buffers stay, everything of the steps is gone.
+  BOOST_TEST(after.live_of(MemoryCategory::optimizer_state) == 669706u * 4);
+  for (MemoryCategory c : {MemoryCategory::gradients, MemoryCategory::activations, MemoryCategory::temporaries})
+    BOOST_TEST(after.live_of(c) == 0u, category_name(c));
+  BOOST_TEST(after.live_of(MemoryCategory::data) == with_data);
+  (void)start;
+}
