@@ -79,6 +79,20 @@ inline boost::test_tools::assertion_result requires_fashion_mnist(boost::unit_te
   return result;
 }
 
+/// n random 28x28 images in [0, 1) with labels in [0, 10): FashionMNIST's shapes without the files.
+inline Dataset random_images(std::int64_t n, std::uint64_t seed = 3) {
+  Generator gen{seed};
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(n));
+  for (auto& l : labels) l = static_cast<std::int32_t>(gen.below(10));
+  return Dataset{Tensor::uniform({n, 1, 28, 28}, 0, 1, &gen), Tensor::from(labels, {n}), "images"};
+}
+
+/// The FashionMNIST tutorial network: Flatten, Dense 512, ReLU, Dense 512, ReLU, Dense 10.
+inline Sequential tutorial_mlp() {
+  return Sequential{layers::Input{1, 28, 28}, layers::Flatten{}, layers::Dense{512}, layers::ReLU{},
+                    layers::Dense{512},       layers::ReLU{},    layers::Dense{10}};
+}
+
 /// Four Gaussian blobs in 6 dimensions, one per class: a problem a small MLP learns in a few epochs.
 inline Dataset blobs(std::int64_t n, std::uint64_t seed) {
   Generator gen{seed};

@@ -1,5 +1,6 @@
 #include "accrue/dsl/layers/group_norm.hpp"
 
+#include "accrue/dsl/layers/normalisation_memory.hpp"
 #include "accrue/framework/ops.hpp"
 
 namespace accrue::layers {
@@ -30,19 +31,8 @@ Tensor GroupNorm::forward(const Tensor& x) {
 }
 
 
-namespace {
-// Normalisation computes in float32 and keeps its (float32) input and each set's mean and 1/std.
-LayerMemoryUse normalisation_use(const LayerMemoryQuery& q, std::int64_t sets) {
-  const bool converts = q.input_dtype != DType::f32;
-  return {.output_dtype = DType::f32, .keeps_input = !converts, .keeps_output = false,
-          .kept_other = (converts ? q.bytes(q.input_shape, DType::f32) : 0) + static_cast<std::size_t>(2 * sets) * 4};
-}
-}  // namespace
-
 LayerMemoryUse GroupNorm::memory_use(const LayerMemoryQuery& q) const {
-  LayerMemoryUse use = normalisation_use(q, q.batch * groups_);
-  use.backward_scratch = static_cast<std::size_t>(2 * q.input_shape[0]) * 4;
-  return use;
+  return normalisation_memory_use(q, q.batch * groups_, q.input_shape[0]);
 }
 
 }  // namespace accrue::layers

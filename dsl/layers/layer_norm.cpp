@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "accrue/dsl/layers/normalisation_memory.hpp"
 #include "accrue/framework/ops.hpp"
 
 namespace accrue::layers {
@@ -32,20 +33,9 @@ Tensor LayerNorm::forward(const Tensor& x) {
 }
 
 
-namespace {
-// Normalisation computes in float32 and keeps its (float32) input and each set's mean and 1/std.
-LayerMemoryUse normalisation_use(const LayerMemoryQuery& q, std::int64_t sets) {
-  const bool converts = q.input_dtype != DType::f32;
-  return {.output_dtype = DType::f32, .keeps_input = !converts, .keeps_output = false,
-          .kept_other = (converts ? q.bytes(q.input_shape, DType::f32) : 0) + static_cast<std::size_t>(2 * sets) * 4};
-}
-}  // namespace
-
 LayerMemoryUse LayerNorm::memory_use(const LayerMemoryQuery& q) const {
   const std::int64_t rows = q.batch * (q.input_shape.numel() / std::max<std::int64_t>(1, normalized_.numel()));
-  LayerMemoryUse use = normalisation_use(q, rows);
-  use.backward_scratch = static_cast<std::size_t>(2 * normalized_.numel()) * 4;
-  return use;
+  return normalisation_memory_use(q, rows, normalized_.numel());
 }
 
 }  // namespace accrue::layers

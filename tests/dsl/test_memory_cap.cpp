@@ -11,10 +11,6 @@ using accrue::test::message_has;
 
 namespace {
 
-Sequential tutorial_mlp() {
-  return Sequential{layers::Input{1, 28, 28}, layers::Flatten{}, layers::Dense{512}, layers::ReLU{},
-                    layers::Dense{512},       layers::ReLU{},    layers::Dense{10}};
-}
 
 // Activations dominate here (unlike the MLP, whose parameters and gradients do), so a smaller
 // micro-batch needs less even though accumulating keeps the gradients through the window.
@@ -23,13 +19,6 @@ Sequential small_cnn() {
                     layers::MaxPool2d{2},     layers::Flatten{},                     layers::Dense{10}};
 }
 
-Dataset images(std::int64_t n) {
-  Generator gen{3};
-  std::vector<std::int32_t> labels(static_cast<std::size_t>(n));
-  for (auto& l : labels) l = static_cast<std::int32_t>(gen.below(10));
-  return Dataset{Tensor::uniform({n, 1, 28, 28}, 0, 1, &gen, {.category = MemoryCategory::data}),
-                 Tensor::from(labels, {n}), "images"};
-}
 
 struct LimitGuard {
   explicit LimitGuard(std::size_t bytes) { set_memory_limit(Device::cpu(), bytes); }
@@ -70,9 +59,9 @@ BOOST_AUTO_TEST_CASE(the_environment_variable_names_devices) {
 
 BOOST_AUTO_TEST_CASE(an_out_of_memory_window_advises_and_leaves_the_model_intact) {
   manual_seed(0);
-  Sequential model = tutorial_mlp();
+  Sequential model = test::tutorial_mlp();
   model.compile(optim::SGD{.lr = 1e-2, .momentum = 0.9}, losses::CrossEntropy{}, {metrics::Accuracy{}});
-  const Dataset data = images(256);
+  const Dataset data = test::random_images(256);
   model.fit(data.take(64), {.batch_size = 64, .verbose = 0});  // the momentum buffers exist from here on
   const std::vector<float> before = model.parameters()[0].to_vector();
 
@@ -105,16 +94,16 @@ BOOST_AUTO_TEST_CASE(an_out_of_memory_window_advises_and_leaves_the_model_intact
 
 BOOST_AUTO_TEST_CASE(the_planner_chooses_the_largest_micro_batch_that_fits) {
   manual_seed(0);
-  Sequential probe = tutorial_mlp();
+  Sequential probe = test::tutorial_mlp();
   probe.compile(optim::SGD{.lr = 1e-2}.effective_batch(64), losses::CrossEntropy{});
   const auto need = [&](std::int64_t m) { return probe.memory_plan(m).peak_total; };
-  const Dataset data = images(128);
+  const Dataset data = test::random_images(128);
   // Budgets exactly at a plan, and just below it.
   const std::vector<std::pair<std::size_t, std::int64_t>> cases = {
       {need(64), 64}, {need(64) - 1, 32}, {need(32), 32}, {need(16) + 1, 16}, {need(16) - 1, 8}, {need(1), 1}};
   for (const auto& [budget, expected] : cases) {
     manual_seed(0);
-    Sequential model = tutorial_mlp();
+    Sequential model = test::tutorial_mlp();
     model.compile(optim::SGD{.lr = 1e-2}.effective_batch(64).memory_budget(budget), losses::CrossEntropy{});
     std::int64_t micro = 0, window = 0;
     auto watch = callbacks::Lambda{{.micro_batch_end = [&](const StepRecord& r, const Logs&) {
@@ -126,7 +115,7 @@ BOOST_AUTO_TEST_CASE(the_planner_chooses_the_largest_micro_batch_that_fits) {
     BOOST_TEST(window == 64 / expected);
     BOOST_TEST(h.epochs() == 1);
   }
-  Sequential model = tutorial_mlp();
+  Sequential model = test::tutorial_mlp();
   model.compile(optim::SGD{.lr = 1e-2}.effective_batch(64).memory_budget(need(1) - 1), losses::CrossEntropy{});
   BOOST_CHECK_EXCEPTION(model.fit(data, {.verbose = 0}), ValueError,
                         message_has({"even a micro-batch of 1", "Memory plan: micro-batch 1"}));
@@ -135,7 +124,7 @@ BOOST_AUTO_TEST_CASE(the_planner_chooses_the_largest_micro_batch_that_fits) {
 }
 
 BOOST_AUTO_TEST_CASE(backing_off_ends_where_the_smaller_micro_batch_would) {
-  const Dataset data = images(128);
+  const Dataset data = test::random_images(128);
   // Reference: micro-batches of 16 accumulated 2 from the start, no limit.
   manual_seed(1);
   Sequential reference = small_cnn();

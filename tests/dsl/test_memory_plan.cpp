@@ -8,10 +8,6 @@ using namespace accrue;
 
 namespace {
 
-Sequential tutorial_mlp() {
-  return Sequential{layers::Input{1, 28, 28}, layers::Flatten{}, layers::Dense{512}, layers::ReLU{},
-                    layers::Dense{512},       layers::ReLU{},    layers::Dense{10}};
-}
 
 Sequential tutorial_cnn(bool norm) {
   Sequential m{layers::Input{1, 28, 28}, layers::Conv2d{32, 3, {.padding = 1}}};
@@ -29,13 +25,6 @@ Sequential tutorial_cnn(bool norm) {
   return m;
 }
 
-Dataset images(std::int64_t n) {
-  Generator gen{3};
-  std::vector<std::int32_t> labels(static_cast<std::size_t>(n));
-  for (auto& l : labels) l = static_cast<std::int32_t>(gen.below(10));
-  return Dataset{Tensor::uniform({n, 1, 28, 28}, 0, 1, &gen, {.category = MemoryCategory::data}),
-                 Tensor::from(labels, {n}), "images"};
-}
 
 // The peaks of a second epoch (the first creates the optimizer state), the dataset taken out.
 MemoryStats measure(Sequential& model, const Dataset& data, std::int64_t batch) {
@@ -74,13 +63,13 @@ BOOST_AUTO_TEST_CASE(the_plan_predicts_the_measured_peaks) {
   };
   for (const Case& c : cases) {
     manual_seed(0);
-    Sequential model = c.cnn ? tutorial_cnn(c.norm) : tutorial_mlp();
+    Sequential model = c.cnn ? tutorial_cnn(c.norm) : test::tutorial_mlp();
     optim::Recipe recipe = c.cnn ? optim::Recipe{optim::Adam{.lr = 1e-3}} : optim::Recipe{optim::SGD{.lr = 1e-3, .momentum = 0.9}};
     if (c.accumulate > 1) recipe = recipe.accumulate(c.accumulate);
     if (c.amp) recipe = recipe.amp();
     model.compile(recipe, losses::CrossEntropy{});
     const MemoryPlan plan = model.memory_plan(c.batch);  // before anything ran
-    const MemoryStats measured = measure(model, images(c.batch * c.accumulate * 2), c.batch);
+    const MemoryStats measured = measure(model, test::random_images(c.batch * c.accumulate * 2), c.batch);
     BOOST_TEST_MESSAGE(c.name << ":\n" << plan.str() << "\nmeasured:\n" << measured.str());
     for (int i = 0; i < memory_category_count; ++i) {
       const auto cat = static_cast<MemoryCategory>(i);
@@ -93,7 +82,7 @@ BOOST_AUTO_TEST_CASE(the_plan_predicts_the_measured_peaks) {
 
 BOOST_AUTO_TEST_CASE(activations_scale_with_the_micro_batch_not_the_effective_batch) {
   manual_seed(0);
-  Sequential model = tutorial_mlp();
+  Sequential model = test::tutorial_mlp();
   model.compile(optim::SGD{.lr = 1e-3}.accumulate(4), losses::CrossEntropy{});
   const MemoryPlan p16 = model.memory_plan(16), p64 = model.memory_plan(64);
   BOOST_TEST(p64.peak_of(MemoryCategory::activations) == 4 * p16.peak_of(MemoryCategory::activations));
@@ -110,10 +99,10 @@ BOOST_AUTO_TEST_CASE(activations_scale_with_the_micro_batch_not_the_effective_ba
 
 BOOST_AUTO_TEST_CASE(each_epoch_reports_its_peak) {
   manual_seed(0);
-  Sequential model = tutorial_mlp();
+  Sequential model = test::tutorial_mlp();
   model.compile(optim::SGD{.lr = 1e-3}.accumulate(2), losses::CrossEntropy{});
   std::FILE* out = std::tmpfile();
-  const History h = model.fit(images(128), {.epochs = 2,
+  const History h = model.fit(test::random_images(128), {.epochs = 2,
                                             .batch_size = 32,
                                             .callbacks = {callbacks::ProgressBar{{.mode = callbacks::ProgressBarOptions::Mode::lines, .stream = out}}},
                                             .verbose = 0});
@@ -133,7 +122,7 @@ BOOST_AUTO_TEST_CASE(each_epoch_reports_its_peak) {
 
 BOOST_AUTO_TEST_CASE(summary_with_a_batch_shows_what_each_layer_keeps) {
   manual_seed(0);
-  Sequential model = tutorial_mlp();
+  Sequential model = test::tutorial_mlp();
   model.compile(optim::SGD{.lr = 1e-3}, losses::CrossEntropy{});
   const std::string s = model.summary_str(64);
   BOOST_TEST_MESSAGE(s);
@@ -146,12 +135,12 @@ BOOST_AUTO_TEST_CASE(summary_with_a_batch_shows_what_each_layer_keeps) {
 BOOST_AUTO_TEST_CASE(every_category_moves_when_it_should) {
   manual_seed(0);
   const std::size_t start = memory_stats().live_total;
-  Sequential model = tutorial_mlp();  // built at once (layers::Input): parameters exist now
+  Sequential model = test::tutorial_mlp();  // built at once (layers::Input): parameters exist now
   const MemoryStats built = memory_stats();
   BOOST_TEST(built.live_of(MemoryCategory::parameters) == 669706u * 4);
   model.compile(optim::SGD{.lr = 1e-3, .momentum = 0.9}, losses::CrossEntropy{});
   BOOST_TEST(memory_stats().live_of(MemoryCategory::optimizer_state) == 0u);  // created at the first step
-  const Dataset data = images(64);
+  const Dataset data = test::random_images(64);
   const std::size_t with_data = memory_stats().live_of(MemoryCategory::data);
   BOOST_TEST(with_data == 64u * 784 * 4 + 64u * 4);
   const History h = model.fit(data, {.batch_size = 32, .verbose = 0});
