@@ -57,6 +57,10 @@ class Walk {
 }  // namespace
 
 MemoryPlan Sequential::memory_plan(std::int64_t micro_batch) const {
+  return memory_plan(micro_batch, compiled() && recipe_.accumulates());
+}
+
+MemoryPlan Sequential::memory_plan(std::int64_t micro_batch, bool accumulates) const {
   ACCRUE_CHECK(micro_batch > 0, "memory_plan: the micro-batch must be positive, got {}", micro_batch);
   ACCRUE_CHECK(built_, "memory_plan: model '{}' is not built yet; declare layers::Input or call build(shape) first",
                name_);
@@ -80,7 +84,6 @@ MemoryPlan Sequential::memory_plan(std::int64_t micro_batch) const {
     for (const auto& [name, p] : l->named_parameters())
       if (p.requires_grad()) trainable += static_cast<std::size_t>(p.numel()) * 4;
   const int state_tensors = compiled() ? recipe_.optimizer().state_tensors().value_or(0) : 0;
-  const bool accumulates = compiled() && recipe_.accumulates();
   const Shape output = layers_.back()->output_shape();
   const bool cross_entropy = compiled() && loss_.name() == "CrossEntropy";
   const std::size_t target_bytes =

@@ -178,6 +178,9 @@ class Sequential {
   /// The memory of one training step at `micro_batch`, predicted from the layers' shapes and
   /// dtypes, the precision and the optimizer, before anything runs (see MemoryPlan).
   MemoryPlan memory_plan(std::int64_t micro_batch) const;
+  /// The same, saying whether windows hold more than one micro-batch (the gradients then live
+  /// through the whole window) instead of taking it from the compiled recipe.
+  MemoryPlan memory_plan(std::int64_t micro_batch, bool accumulating) const;
 
   /// Prints the layers with output shapes, parameter counts and parameter memory; with a batch
   /// size, also what each layer keeps for backward at that micro-batch and the memory plan.

@@ -84,7 +84,7 @@ std::int64_t planned_micro_batch(const Sequential& model, std::size_t budget) {
   const std::int64_t effective = model.recipe().accumulation().effective_samples();
   for (std::int64_t m = effective; m >= 1; --m) {
     if (effective % m != 0) continue;
-    const MemoryPlan plan = model.memory_plan(m);
+    const MemoryPlan plan = model.memory_plan(m, m < effective);
     if (plan.peak_total > budget) continue;
     log::info("memory budget {}: micro-batch {} x accumulate {} = effective batch {}, planned peak {}\n{}",
               format_bytes(budget), m, effective / m, effective, format_bytes(plan.peak_total), plan.str());
@@ -92,7 +92,7 @@ std::int64_t planned_micro_batch(const Sequential& model, std::size_t budget) {
   }
   throw ValueError(fmt::format("memory_budget({}): even a micro-batch of 1 is planned to need more; raise the budget "
                                "or use a smaller model:\n{}",
-                               format_bytes(budget), model.memory_plan(1).str()));
+                               format_bytes(budget), model.memory_plan(1, effective > 1).str()));
 }
 
 // For an out-of-memory error under a limit: the largest micro-batch below the current one that the
@@ -103,7 +103,7 @@ std::string fitting_advice(const Sequential& model, std::int64_t micro_batch, st
   const MemoryStats stats = memory_stats(model.device());
   if (stats.limit == 0) return {};
   for (std::int64_t m = micro_batch / 2; m >= 1; m /= 2) {
-    const MemoryPlan plan = model.memory_plan(m);
+    const MemoryPlan plan = model.memory_plan(m, /*accumulating=*/true);
     if (plan.peak_total + live_besides_model <= stats.limit) {
       const std::int64_t k = (effective_batch + m - 1) / m;
       return fmt::format("\nMicro-batches of {} with accumulate({}) keep the effective batch of {} and are planned to "
@@ -114,7 +114,7 @@ std::string fitting_advice(const Sequential& model, std::int64_t micro_batch, st
   }
   return fmt::format("\nEven a micro-batch of 1 is planned to peak at {} (model.memory_plan(1)) beside {} live: raise "
                      "the limit of {} or use a smaller model.",
-                     format_bytes(model.memory_plan(1).peak_total), format_bytes(live_besides_model),
+                     format_bytes(model.memory_plan(1, true).peak_total), format_bytes(live_besides_model),
                      format_bytes(stats.limit));
 }
 
