@@ -20,7 +20,9 @@ void Sequential::load_weights(const std::string& path) {
   const serialization::SafetensorsFile file = serialization::load_safetensors(path);
   std::vector<std::string> problems;
   std::vector<std::pair<Tensor, const Tensor*>> copies;
-  for (const auto& [name, p] : named_state()) {
+  for (const auto& entry : named_state()) {
+    const std::string& name = entry.first;
+    const Tensor& p = entry.second;
     const auto it = std::find_if(file.tensors.begin(), file.tensors.end(), [&](const auto& e) { return e.first == name; });
     if (it == file.tensors.end()) {
       problems.push_back(fmt::format("missing '{}' {}", name, p.shape()));
@@ -34,9 +36,11 @@ void Sequential::load_weights(const std::string& path) {
     copies.emplace_back(p, &it->second);
   }
   const auto params = named_state();
-  for (const auto& [name, t] : file.tensors)
+  for (const auto& entry : file.tensors) {
+    const std::string& name = entry.first;
     if (std::none_of(params.begin(), params.end(), [&](const auto& p) { return p.first == name; }))
-      problems.push_back(fmt::format("unexpected '{}' {}", name, t.shape()));
+      problems.push_back(fmt::format("unexpected '{}' {}", name, entry.second.shape()));
+  }
   if (!problems.empty()) {
     std::string all;
     for (const auto& p : problems) all += "\n  " + p;

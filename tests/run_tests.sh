@@ -15,4 +15,9 @@ if [[ -f "$log" ]] && grep -q '^SKIPPED:' "$log"; then
   echo "Skipped, and why:"
   grep '^SKIPPED:' "$log" | sed 's/^SKIPPED: /  /'
 fi
+# In CI (or when ACCRUE_FUZZ_SECONDS is set), a short run of each file-reader fuzzer as well.
+fuzz_seconds=${ACCRUE_FUZZ_SECONDS:-$([[ "${CI:-}" == "true" ]] && echo 30 || echo 0)}
+if [[ "$fuzz_seconds" -gt 0 ]]; then
+  "$root/tests/fuzz/run_fuzzers.sh" "$fuzz_seconds" || status=$?
+fi
 exit "$status"

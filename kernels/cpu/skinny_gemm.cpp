@@ -23,8 +23,10 @@
 #if defined(__x86_64__)
 // GCC 12's AVX-512 headers build shuffles from _mm512_undefined_ps(), which -Wuninitialized
 // reports once inlined (a false positive, fixed in GCC 13).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 #define ACCRUE_TARGET_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,fma")))
 #endif

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with clang, AddressSanitizer and UndefinedBehaviorSanitizer in
+# ./build-fuzz and runs each for SECONDS (default 600), starting from tests/fuzz/seeds and keeping
+# what it finds in build-fuzz/corpus-<target>. A crash leaves its input as build-fuzz/crash-* and
+# fails the script.
+#
+#   tests/fuzz/run_fuzzers.sh [SECONDS] [TARGET...]     targets: fuzz_idx fuzz_safetensors
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+seconds=${1:-600}
+shift || true
+targets=("$@")
+[[ ${#targets[@]} -gt 0 ]] || targets=(fuzz_idx fuzz_safetensors)
+"$root/examples/install_deps.sh" clang-14 libclang-rt-14-dev
+build=${ACCRUE_FUZZ_BUILD_DIR:-$root/build-fuzz}
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang-14 \
+  -DCMAKE_CXX_COMPILER=clang++-14 -DACCRUE_FUZZ=ON -DACCRUE_CUDA=OFF -DACCRUE_BUILD_TESTS=OFF \
+  -DACCRUE_BUILD_EXAMPLES=OFF -DACCRUE_BUILD_BENCH=OFF >/dev/null
+cmake --build "$build" --target "${targets[@]}"
+for t in "${targets[@]}"; do
+  seeds="$root/tests/fuzz/seeds/${t#fuzz_}"
+  corpus="$build/corpus-$t"
+  mkdir -p "$corpus"
+  echo "== $t for ${seconds}s (seeds: $seeds)"
+  (cd "$build" && "./tests/fuzz/$t" -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
+     "$corpus" "$seeds" 2>&1 | grep -E "^#[0-9]+.*DONE|stat::number_of_executed_units|ERROR|SUMMARY|crash-" || true)
+  if ls "$build"/crash-* "$build"/leak-* "$build"/timeout-* >/dev/null 2>&1; then
+    echo "$t found a failing input: $(ls "$build"/crash-* "$build"/leak-* "$build"/timeout-* 2>/dev/null)"
+    exit 1
+  fi
+done
