@@ -3,7 +3,10 @@
 //
 //   fashion_mnist_mlp [--epochs 20] [--batch-size 64] [--lr 1e-3] [--data DIR] [--seed 0]
 //                     [--accumulate N] [--clip MAX_NORM] [--amp[=f16|bf16]] [--explain WINDOWS] [--verbose 0|1|2]
-//                     [--device best|cpu|cuda|cuda:N]
+//                     [--device best|cpu|cuda|cuda:N] [--save PATH] [--load PATH]
+//
+// --save writes the weights after training as safetensors under PyTorch's names ("1.weight", ...),
+// which torch's load_state_dict takes; --load starts from such a file (from Accrue or PyTorch).
 //
 // After every epoch it prints the tutorial's line: "Test Results: Accuracy: 71.2%, Avg loss: 0.789".
 
@@ -25,6 +28,7 @@ int main(int argc, char** argv) {
   int explain = 0;
   std::string amp = "off";
   std::string device = "best";
+  std::string save, load;
   app.add_option("--epochs", epochs, "Passes over the training set")->check(CLI::PositiveNumber);
   app.add_option("--batch-size", batch_size, "Samples per optimizer step")->check(CLI::PositiveNumber);
   app.add_option("--lr", lr, "SGD learning rate")->check(CLI::NonNegativeNumber);
@@ -40,6 +44,8 @@ int main(int argc, char** argv) {
   app.add_flag("--amp{auto}", amp, "Mixed precision: --amp (bfloat16 on the CPU, float16 on a GPU), --amp=f16, --amp=bf16")
       ->check(CLI::IsMember({"off", "auto", "f16", "bf16"}));
   app.add_option("--device", device, "Where to train: best (a GPU when there is one), cpu, cuda, cuda:N");
+  app.add_option("--save", save, "Write the weights after training to this safetensors file");
+  app.add_option("--load", load, "Start from the weights in this safetensors file");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -53,6 +59,10 @@ int main(int argc, char** argv) {
         layers::Dense{512}, layers::ReLU{},
         layers::Dense{10},
     };
+    if (!load.empty()) {
+      model.load_weights(load);
+      fmt::print("Loaded weights from {}\n", load);
+    }
     model.to(Device::parse(device));
     optim::Recipe recipe = optim::SGD{.lr = lr};
     if (accumulate > 1) recipe = recipe.accumulate(accumulate);
@@ -73,6 +83,10 @@ int main(int argc, char** argv) {
     auto [loss, accuracy] = model.evaluate(test);
     fmt::print("Accuracy: {:.1f}%\n", 100.0 * accuracy);
     fmt::print("Avg loss: {:.6f}\n", loss);
+    if (!save.empty()) {
+      model.save_weights(save);
+      fmt::print("Saved the weights to {}\n", save);
+    }
   } catch (const Error& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;
