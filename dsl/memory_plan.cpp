@@ -70,19 +70,18 @@ MemoryPlan Sequential::memory_plan(std::int64_t micro_batch, bool accumulates) c
   const std::optional<DType> autocast = compiled() ? recipe_.amp_dtype(device_) : std::nullopt;
   plan.precision = autocast ? fmt::format("{} autocast", dtype_name(*autocast)) : "float32";
 
-  // What lives through the whole step.
+  // What lives through the whole step; layer_grads[i] is the float32 gradients of layer i (1-based).
+  const std::size_t L = layers_.size();
   std::size_t params = 0, grads = 0;
-  for (const auto& l : layers_) {
-    for (const auto& [name, p] : l->named_parameters()) {
+  std::vector<std::size_t> layer_grads(L + 1, 0);
+  for (std::size_t i = 1; i <= L; ++i) {
+    for (const auto& [name, p] : layers_[i - 1]->named_parameters()) {
       params += p.nbytes();
-      if (p.requires_grad()) grads += static_cast<std::size_t>(p.numel()) * 4;
+      if (p.requires_grad()) layer_grads[i] += static_cast<std::size_t>(p.numel()) * 4;
     }
-    for (const auto& [name, b] : l->named_buffers()) params += b.nbytes();
+    for (const auto& [name, b] : layers_[i - 1]->named_buffers()) params += b.nbytes();
+    grads += layer_grads[i];
   }
-  std::size_t trainable = 0;
-  for (const auto& l : layers_)
-    for (const auto& [name, p] : l->named_parameters())
-      if (p.requires_grad()) trainable += static_cast<std::size_t>(p.numel()) * 4;
   const int state_tensors = compiled() ? recipe_.optimizer().state_tensors().value_or(0) : 0;
   const Shape output = layers_.back()->output_shape();
   const bool cross_entropy = compiled() && loss_.name() == "CrossEntropy";
@@ -92,14 +91,13 @@ MemoryPlan Sequential::memory_plan(std::int64_t micro_batch, bool accumulates) c
   Walk walk;
   walk.plan = &plan;
   walk.now[kParameters] = params;
-  walk.now[kOptimizer] = static_cast<std::size_t>(state_tensors) * trainable;
+  walk.now[kOptimizer] = static_cast<std::size_t>(state_tensors) * grads;
   walk.now[kData] = static_cast<std::size_t>(micro_batch * input_shape_->numel()) * 4 + target_bytes;
   // Accumulating, the gradients of earlier micro-batches are there from the start; otherwise each
   // layer's appear with its backward.
   walk.now[kGradients] = accumulates ? grads : 0;
 
   // Forward: the storage of each tensor between layers (0 is the batch itself, data).
-  const std::size_t L = layers_.size();
   std::vector<LayerMemoryUse> uses(L + 1);
   std::vector<PlannedStorage> storages(1);
   std::vector<std::size_t> boundary(L + 1, 0);  // storage of the output of layer i (1-based); 0 is the input
@@ -115,9 +113,7 @@ MemoryPlan Sequential::memory_plan(std::int64_t micro_batch, bool accumulates) c
                                 .autocast = autocast, .device = device_});
     shapes[i] = layer.output_shape();
     dtypes[i] = uses[i].output_dtype;
-    bool trains = false;
-    for (const auto& [name, p] : layer.named_parameters()) trains = trains || p.requires_grad();
-    needs_grad[i] = needs_grad[i - 1] || trains;
+    needs_grad[i] = needs_grad[i - 1] || layer_grads[i] > 0;
     if (!needs_grad[i]) {
       uses[i].keeps_input = uses[i].keeps_output = false;
       uses[i].kept_other = 0;
@@ -126,7 +122,6 @@ MemoryPlan Sequential::memory_plan(std::int64_t micro_batch, bool accumulates) c
   }
   // Who keeps which storage: a layer its output or input, the loss the logits (a converted copy
   // when they are not float32).
-  std::vector<std::size_t> bytes_of(L + 1);
   for (std::size_t i = 1; i <= L; ++i) {
     if (uses[i].output_is_view) {
       boundary[i] = boundary[i - 1];
@@ -178,11 +173,8 @@ MemoryPlan Sequential::memory_plan(std::int64_t micro_batch, bool accumulates) c
   walk.now[kActivations] -= loss_kept;
   if (loss_converts) grad_out = storages[boundary[L]].bytes;  // cast back to the logits' dtype
   for (std::size_t i = L; i >= 1; --i) {
-    const Layer& layer = *layers_[i - 1];
     const LayerMemoryUse& u = uses[i];
-    if (!accumulates)
-      for (const auto& [name, p] : layer.named_parameters())
-        if (p.requires_grad()) walk.now[kGradients] += static_cast<std::size_t>(p.numel()) * 4;
+    if (!accumulates) walk.now[kGradients] += layer_grads[i];
     // The gradient of the input: none for the batch, a view for a view.
     const std::size_t grad_in = (!needs_grad[i - 1] || u.output_is_view)
                                     ? 0

@@ -10,8 +10,6 @@ Tensor cpu_scratch(std::int64_t floats) {
   return Tensor::empty({floats}, {.category = MemoryCategory::temporaries});
 }
 
-float* data_or_null(const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; }
-
 }  // namespace
 
 void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y, const Window2d& g) {
@@ -22,13 +20,13 @@ void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const 
   y.bump_version();
   if (y.device().is_cpu()) {
     const Tensor workspace = cpu_scratch(cpu::conv2d_workspace_floats(g));
-    return cpu::conv2d_forward(x.data<float>(), w.data<float>(), data_or_null(bias), y.data<float>(), g,
+    return cpu::conv2d_forward(x.data<float>(), w.data<float>(), host_data_or_null(bias), y.data<float>(), g,
                                workspace.data<float>());
   }
 #if ACCRUE_WITH_CUDA
   if (y.device().is_cuda())
     return cuda::conv2d_forward(y.device().index(), ptr<float>(x), ptr<float>(w),
-                                bias.defined() ? ptr<float>(bias) : nullptr, ptr<float>(y), g);
+                                ptr_or_null(bias), ptr<float>(y), g);
 #endif
   unsupported_device("conv2d_forward", y.device());
 }

@@ -18,6 +18,11 @@ T* ptr(const Tensor& t) {
   return t.device_data<T>();
 }
 
+/// For optional tensors (a bias, a norm's scale): the host data, or nullptr when undefined.
+inline float* host_data_or_null(const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; }
+/// The same in device memory: ptr<float>(t), or nullptr when undefined.
+inline float* ptr_or_null(const Tensor& t) { return t.defined() ? ptr<float>(t) : nullptr; }
+
 /// Throws NotSupported naming the kernel and the device: the backend for `device` lacks it.
 [[noreturn]] void unsupported_device(std::string_view kernel, Device device);
 

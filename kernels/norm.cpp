@@ -6,11 +6,6 @@
 namespace accrue::kernels {
 namespace {
 
-float* host_or_null(const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; }
-#if ACCRUE_WITH_CUDA
-float* device_or_null(const Tensor& t) { return t.defined() ? ptr<float>(t) : nullptr; }
-#endif
-
 void expect_optional(std::string_view kernel, Device device, std::initializer_list<const Tensor*> tensors) {
   for (const Tensor* t : tensors)
     if (t->defined()) expect_tensors(kernel, device, DType::f32, {t});
@@ -26,11 +21,11 @@ void group_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta
                 s.C % s.groups == 0);
   for (const Tensor* t : {&y, &mean, &rstd}) t->bump_version();
   if (y.device().is_cpu())
-    return cpu::group_norm_forward(x.data<float>(), host_or_null(gamma), host_or_null(beta), y.data<float>(),
+    return cpu::group_norm_forward(x.data<float>(), host_data_or_null(gamma), host_data_or_null(beta), y.data<float>(),
                                    mean.data<float>(), rstd.data<float>(), s, eps);
 #if ACCRUE_WITH_CUDA
   if (y.device().is_cuda())
-    return cuda::group_norm_forward(y.device().index(), ptr<float>(x), device_or_null(gamma), device_or_null(beta),
+    return cuda::group_norm_forward(y.device().index(), ptr<float>(x), ptr_or_null(gamma), ptr_or_null(beta),
                                     ptr<float>(y), ptr<float>(mean), ptr<float>(rstd), s.N, s.C, s.L, s.groups, eps);
 #endif
   unsupported_device("group_norm_forward", y.device());
@@ -44,13 +39,13 @@ void group_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mea
   for (const Tensor* t : {&dx, &dgamma, &dbeta})
     if (t->defined()) t->bump_version();
   if (dx.device().is_cpu())
-    return cpu::group_norm_backward(x.data<float>(), host_or_null(gamma), mean.data<float>(), rstd.data<float>(),
-                                    dy.data<float>(), dx.data<float>(), host_or_null(dgamma), host_or_null(dbeta), s);
+    return cpu::group_norm_backward(x.data<float>(), host_data_or_null(gamma), mean.data<float>(), rstd.data<float>(),
+                                    dy.data<float>(), dx.data<float>(), host_data_or_null(dgamma), host_data_or_null(dbeta), s);
 #if ACCRUE_WITH_CUDA
   if (dx.device().is_cuda())
-    return cuda::group_norm_backward(dx.device().index(), ptr<float>(x), device_or_null(gamma), ptr<float>(mean),
-                                     ptr<float>(rstd), ptr<float>(dy), ptr<float>(dx), device_or_null(dgamma),
-                                     device_or_null(dbeta), s.N, s.C, s.L, s.groups);
+    return cuda::group_norm_backward(dx.device().index(), ptr<float>(x), ptr_or_null(gamma), ptr<float>(mean),
+                                     ptr<float>(rstd), ptr<float>(dy), ptr<float>(dx), ptr_or_null(dgamma),
+                                     ptr_or_null(dbeta), s.N, s.C, s.L, s.groups);
 #endif
   unsupported_device("group_norm_backward", dx.device());
 }
@@ -64,9 +59,9 @@ void batch_norm_forward_training(const Tensor& x, const Tensor& gamma, const Ten
   for (const Tensor* t : {&y, &mean, &rstd, &running_mean, &running_var})
     if (t->defined()) t->bump_version();
   if (y.device().is_cpu())
-    return cpu::batch_norm_forward_training(x.data<float>(), host_or_null(gamma), host_or_null(beta), y.data<float>(),
-                                            mean.data<float>(), rstd.data<float>(), host_or_null(running_mean),
-                                            host_or_null(running_var), s, momentum, eps);
+    return cpu::batch_norm_forward_training(x.data<float>(), host_data_or_null(gamma), host_data_or_null(beta), y.data<float>(),
+                                            mean.data<float>(), rstd.data<float>(), host_data_or_null(running_mean),
+                                            host_data_or_null(running_var), s, momentum, eps);
 #if ACCRUE_WITH_CUDA
   if (y.device().is_cuda()) {
     // cuDNN needs a scale and a shift: ones and zeros stand in for a layer without them.
@@ -74,7 +69,7 @@ void batch_norm_forward_training(const Tensor& x, const Tensor& gamma, const Ten
     const Tensor b = beta.defined() ? beta : Tensor::zeros({s.C}, {.device = y.device()});
     return cuda::batch_norm_forward_training(y.device().index(), ptr<float>(x), ptr<float>(g), ptr<float>(b),
                                              ptr<float>(y), ptr<float>(mean), ptr<float>(rstd),
-                                             device_or_null(running_mean), device_or_null(running_var), s.N, s.C,
+                                             ptr_or_null(running_mean), ptr_or_null(running_var), s.N, s.C,
                                              s.L, momentum, eps);
   }
 #endif
@@ -89,8 +84,8 @@ void batch_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mea
   for (const Tensor* t : {&dx, &dgamma, &dbeta})
     if (t->defined()) t->bump_version();
   if (dx.device().is_cpu())
-    return cpu::batch_norm_backward(x.data<float>(), host_or_null(gamma), mean.data<float>(), rstd.data<float>(),
-                                    dy.data<float>(), dx.data<float>(), host_or_null(dgamma), host_or_null(dbeta), s);
+    return cpu::batch_norm_backward(x.data<float>(), host_data_or_null(gamma), mean.data<float>(), rstd.data<float>(),
+                                    dy.data<float>(), dx.data<float>(), host_data_or_null(dgamma), host_data_or_null(dbeta), s);
 #if ACCRUE_WITH_CUDA
   if (dx.device().is_cuda()) {
     const TensorOptions on{.device = dx.device()};

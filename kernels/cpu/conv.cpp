@@ -8,6 +8,7 @@
 #include "accrue/kernels/conv.hpp"
 #include "accrue/kernels/cpu/openblas.hpp"
 #include "accrue/kernels/cpu/parallel.hpp"
+#include "accrue/kernels/gemm.hpp"
 
 namespace accrue::kernels::cpu {
 namespace {
@@ -37,11 +38,7 @@ void sample_gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std
                  std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
   constexpr int row_major = 101, no_trans = 111, trans = 112;
   if (M == 0 || N == 0) return;
-  if (K == 0) {  // OpenBLAS would still scale C by beta; do it here for clarity
-    for (std::int64_t i = 0; i < M; ++i)
-      for (std::int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
-    return;
-  }
+  if (K == 0) return gemm(trans_a, trans_b, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);  // scales C by beta
   openblas().sgemm(row_major, trans_a ? trans : no_trans, trans_b ? trans : no_trans, static_cast<int>(M),
                    static_cast<int>(N), static_cast<int>(K), 1.0f, A, static_cast<int>(lda), B, static_cast<int>(ldb),
                    beta, C, static_cast<int>(ldc));
