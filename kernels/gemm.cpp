@@ -1,7 +1,6 @@
 #include "accrue/kernels/gemm.hpp"
 
 #include "accrue/kernels/cast.hpp"
-#include "accrue/kernels/cpu/amx_gemm.hpp"
 #include "accrue/kernels/dispatch.hpp"
 
 namespace accrue::kernels {
@@ -64,15 +63,7 @@ void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& A, const Tensor
 std::size_t gemm_workspace_bytes(Device device, DType compute, bool trans_a, bool trans_b, std::int64_t M,
                                  std::int64_t N, std::int64_t K, DType a_type, DType b_type) {
   if (compute == DType::f32 || M == 0 || N == 0 || K == 0) return 0;
-  if (device.is_cpu()) {
-    if (compute != DType::bf16 || !cpu::amx_available()) return 0;  // the widening path uses no tensors
-    const auto up = [](std::int64_t v, std::int64_t m) { return (v + m - 1) / m * m; };
-    // As gemm_low_precision packs them: A B^T is computed as (B A^T)^T.
-    const bool swap = !trans_a && trans_b;
-    const std::int64_t rows = swap ? N : M, cols = swap ? M : N;
-    const std::int64_t Mp = up(rows, cpu::amx_block), Kp = up(K, 32), Np = up(cols, cpu::amx_block);
-    return static_cast<std::size_t>(Mp * Kp / 2 + Kp * Np / 2) * 4 + static_cast<std::size_t>(Mp * Np) * 4;
-  }
+  if (device.is_cpu()) return cpu::gemm_low_precision_workspace_bytes(trans_a, trans_b, M, N, K, compute);
   std::size_t bytes = 0;
   if (a_type != compute) bytes += static_cast<std::size_t>(M * K) * dtype_size(compute);
   if (b_type != compute) bytes += static_cast<std::size_t>(K * N) * dtype_size(compute);

@@ -32,6 +32,9 @@ void gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64
 void gemm_low_precision(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
                         DType low, const void* A, DType a_type, std::int64_t lda, const void* B, DType b_type,
                         std::int64_t ldb, float beta, DType out, void* C, std::int64_t ldc);
+/// The temporaries gemm_low_precision allocates for these operands (0 when it widens to float32).
+std::size_t gemm_low_precision_workspace_bytes(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N,
+                                               std::int64_t K, DType low);
 }  // namespace cpu
 
 }  // namespace accrue::kernels

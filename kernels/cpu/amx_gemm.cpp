@@ -117,6 +117,11 @@ void pack_b(bool trans, std::int64_t K, std::int64_t N, const T* B, std::int64_t
 
 }  // namespace
 
+std::size_t amx_workspace_bytes(std::int64_t M, std::int64_t N, std::int64_t K) {
+  const std::int64_t Mp = round_up(M, amx_block), Kp = round_up(K, 32), Np = round_up(N, amx_block);
+  return static_cast<std::size_t>(Mp * Kp / 2 + Kp * Np / 2) * 4 + static_cast<std::size_t>(Mp * Np) * 4;
+}
+
 AmxA::AmxA(std::int64_t m, std::int64_t k) : M(m), K(k), Mp(round_up(m, amx_block)), Kp(round_up(k, 32)) {
   buffer = Tensor::empty({Mp * Kp / 2}, {.category = MemoryCategory::temporaries});
   data = static_cast<std::uint16_t*>(buffer.data_ptr());

@@ -28,6 +28,10 @@ struct AmxB {
   std::uint16_t* data;
 };
 
+/// Bytes of the temporaries of one M x N x K AMX product: packed A and B and the float32 Mp x Np
+/// result, padded as AmxA, AmxB and amx_gemm pad them (for memory plans).
+std::size_t amx_workspace_bytes(std::int64_t M, std::int64_t N, std::int64_t K);
+
 /// Whether this process can run AMX bfloat16 (the processor has it and Linux granted the state).
 bool amx_available();
 

@@ -80,6 +80,13 @@ namespace accrue::kernels::cpu {
 // allow it; otherwise the operands are widened to float32 (exactly) and multiplied by the float32
 // kernels: float32 accumulation of the low-precision products either way. C is rounded once at the
 // end when it is low precision.
+std::size_t gemm_low_precision_workspace_bytes(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N,
+                                               std::int64_t K, DType low) {
+  if (low != DType::bf16 || K == 0 || M == 0 || N == 0 || !amx_available()) return 0;
+  const bool swap = !trans_a && trans_b;  // as gemm_low_precision decides below
+  return swap ? amx_workspace_bytes(N, M, K) : amx_workspace_bytes(M, N, K);
+}
+
 void gemm_low_precision(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
                         DType low, const void* A, DType a_type, std::int64_t lda, const void* B, DType b_type,
                         std::int64_t ldb, float beta, DType out, void* C, std::int64_t ldc) {
