@@ -9,11 +9,15 @@
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "accrue/framework/amp/grad_scaler.hpp"
 #include "accrue/framework/dtype.hpp"
 #include "accrue/framework/memory.hpp"
+#include "accrue/framework/tensor.hpp"
 #include "accrue/framework/training/logs.hpp"
 
 namespace accrue {
@@ -88,6 +92,17 @@ struct TrainingContext {
   /// Ask the loop to stop after the current optimizer step (EarlyStopping).
   void stop() { stop_requested = true; }
   bool stop_requested = false;
+  /// True when the run continues from a training checkpoint: callbacks' load_state has run, and
+  /// training goes on from `initial_epoch` (inside it when the checkpoint was taken mid-epoch).
+  bool resumed = false;
+  int initial_epoch = 0;
+};
+
+/// What a training checkpoint keeps of a callback: any text (JSON for the built-in ones) and
+/// tensors, handed back to load_state as they were.
+struct CallbackState {
+  std::string text;
+  std::vector<std::pair<std::string, Tensor>> tensors;
 };
 
 /// What to do with a micro-batch whose loss is inf or NaN (see callbacks::NanGuard).
@@ -115,6 +130,13 @@ class Callback {
   virtual void on_train_end(const Logs& /*last_epoch*/) {}
   /// A micro-batch's loss is inf or NaN: the first callback that answers decides; none means raise.
   virtual std::optional<NonFiniteAction> on_nonfinite_loss(const StepRecord& /*record*/) { return std::nullopt; }
+
+  /// What a training checkpoint keeps of this callback (nullopt: nothing, it starts afresh on
+  /// resume). Called between micro-batches and after on_epoch_end.
+  virtual std::optional<CallbackState> state() const { return std::nullopt; }
+  /// Hands back what state() returned, right after on_train_begin of the resumed run. Throw
+  /// ValueError for a state you cannot take; nothing of the run has changed then.
+  virtual void load_state(const CallbackState& /*state*/) {}
 };
 
 /// Holds a callback for FitOptions: from a value (copied in) or a shared_ptr (shared).

@@ -27,6 +27,35 @@ void MeanLoss::update(const Tensor& prediction, const Tensor& /*target*/, double
 
 namespace accrue {
 
+namespace {
+
+// Counts saved as doubles are whole numbers up to 2^53; anything else is not a saved count.
+std::int64_t saved_count(double v, const char* what) {
+  ACCRUE_CHECK(v >= 0.0 && v <= 9007199254740992.0 && v == static_cast<double>(static_cast<std::int64_t>(v)),
+               "{}: saved count {} is not a whole number >= 0", what, v);
+  return static_cast<std::int64_t>(v);
+}
+
+}  // namespace
+
+namespace metrics {
+
+void Accuracy::load_state(const std::vector<double>& state) {
+  ACCRUE_CHECK(state.size() == 2, "accuracy: a saved state has 2 values (correct, total), got {}", state.size());
+  const std::int64_t correct = saved_count(state[0], "accuracy"), total = saved_count(state[1], "accuracy");
+  ACCRUE_CHECK(correct <= total, "accuracy: saved state has {} correct of {}", correct, total);
+  correct_ = correct;
+  total_ = total;
+}
+
+void MeanLoss::load_state(const std::vector<double>& state) {
+  ACCRUE_CHECK(state.size() == 2, "loss: a saved state has 2 values (sum, count), got {}", state.size());
+  count_ = saved_count(state[1], "loss");
+  sum_ = state[0];
+}
+
+}  // namespace metrics
+
 Logs metric_logs(const metrics::MeanLoss& loss, const std::vector<Metric>& metrics, const std::string& prefix) {
   Logs logs;
   logs.set(prefix + "loss", loss.result());

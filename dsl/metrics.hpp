@@ -5,9 +5,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "accrue/framework/error.hpp"
 #include "accrue/framework/tensor.hpp"
 #include "accrue/framework/training/logs.hpp"
 
@@ -22,6 +24,9 @@ class Accuracy {
   void update(const Tensor& prediction, const Tensor& target, double loss_sum);
   double result() const { return total_ == 0 ? 0.0 : static_cast<double>(correct_) / static_cast<double>(total_); }
   std::string name() const { return "accuracy"; }
+  /// The running counts, for checkpoints taken inside an epoch.
+  std::vector<double> state() const { return {static_cast<double>(correct_), static_cast<double>(total_)}; }
+  void load_state(const std::vector<double>& state);
 
  private:
   std::int64_t correct_ = 0, total_ = 0;
@@ -37,6 +42,9 @@ class MeanLoss {
   void update(const Tensor& prediction, const Tensor& target, double loss_sum);
   double result() const { return count_ == 0 ? 0.0 : sum_ / static_cast<double>(count_); }
   std::string name() const { return "loss"; }
+  /// The running sum and count, for checkpoints taken inside an epoch.
+  std::vector<double> state() const { return {sum_, static_cast<double>(count_)}; }
+  void load_state(const std::vector<double>& state);
 
  private:
   double sum_ = 0.0;
@@ -75,6 +83,12 @@ class Metric {
   }
   double result() const { return impl_->result(); }
   std::string name() const { return impl_->name(); }
+  /// The running values of the epoch so far, for a checkpoint taken inside an epoch: what the
+  /// metric's `std::vector<double> state() const` returns, or nullopt when it has none (a resumed
+  /// epoch's value then covers only the batches after the resume).
+  std::optional<std::vector<double>> state() const { return impl_->state(); }
+  /// Hands back what state() returned; throws ValueError for a metric without load_state.
+  void load_state(const std::vector<double>& state) { impl_->load_state(state); }
 
  private:
   struct Concept {
@@ -84,6 +98,8 @@ class Metric {
     virtual void update(const Tensor& p, const Tensor& t, double loss_sum) = 0;
     virtual double result() const = 0;
     virtual std::string name() const = 0;
+    virtual std::optional<std::vector<double>> state() const = 0;
+    virtual void load_state(const std::vector<double>& state) = 0;
   };
   template <class T>
   struct Model final : Concept {
@@ -93,6 +109,14 @@ class Metric {
     void update(const Tensor& p, const Tensor& t, double loss_sum) override { metric.update(p, t, loss_sum); }
     double result() const override { return metric.result(); }
     std::string name() const override { return metric.name(); }
+    std::optional<std::vector<double>> state() const override {
+      if constexpr (requires { metric.state(); }) return metric.state();
+      else return std::nullopt;
+    }
+    void load_state(const std::vector<double>& state) override {
+      if constexpr (requires { metric.load_state(state); }) metric.load_state(state);
+      else throw ValueError("metric '" + metric.name() + "' has no load_state(const std::vector<double>&)");
+    }
     T metric;
   };
   std::shared_ptr<Concept> impl_;

@@ -32,6 +32,22 @@
 namespace accrue {
 
 /// Options of fit() and of a Trainer, with Keras's defaults where Keras has them.
+/// Training checkpoints written during fit (see FitOptions::checkpoint).
+struct CheckpointOptions {
+  /// Folder for the checkpoints ("checkpoint-<micro-batches>.safetensors"); none when empty.
+  std::string dir = {};
+  /// Also write one every this many micro-batches (0: at the end of each epoch only). It may fall
+  /// inside an accumulation window: the window's gradients so far are saved with it.
+  std::int64_t every_micro_batches = 0;
+  /// Also write one when this many seconds have passed since the last (0: off).
+  double every_seconds = 0.0;
+  /// How many to keep, newest first; older ones are deleted.
+  int keep = 2;
+  /// Continue from the newest readable checkpoint in `dir` when there is one (a damaged one is
+  /// skipped with a warning and the one before it used).
+  bool resume = true;
+};
+
 struct FitOptions {
   int epochs = 1;
   /// Samples per forward pass: the micro-batch when accumulating.
@@ -62,6 +78,12 @@ struct FitOptions {
   /// so the learning-rate schedule stay as they were), redo the window, and log the new plan once.
   /// Repeats down to a micro-batch of 1. Metrics are then updated at each window's end.
   bool backoff_on_oom = false;
+  /// Write training checkpoints, and resume from the newest one: `{.dir = "ckpt", .every_micro_batches = 500}`.
+  CheckpointOptions checkpoint = {};
+  /// A training checkpoint to continue from (a file, or a folder whose newest checkpoint is used).
+  /// The run must have the same model, data and options; on the CPU with the same thread count it
+  /// then ends with the same parameters, bit for bit, as a run never interrupted.
+  std::string resume_from = {};
 };
 
 /// A Trainer takes the same options as fit().
@@ -171,8 +193,9 @@ class Sequential {
   /// Writes the parameters to a safetensors file under PyTorch's names ("1.weight", ...), through
   /// a temporary file renamed into place.
   void save_weights(const std::string& path) const;
-  /// Reads parameters saved by save_weights (or by PyTorch's safetensors); throws naming every
-  /// missing, unexpected or mismatched tensor at once, and changes nothing then.
+  /// Reads parameters saved by save_weights (or by PyTorch's safetensors), or the weights of a
+  /// training checkpoint; throws naming every missing, unexpected or mismatched tensor at once,
+  /// and changes nothing then.
   void load_weights(const std::string& path);
 
   /// The memory of one training step at `micro_batch`, predicted from the layers' shapes and

@@ -2,12 +2,15 @@
 
 #include "accrue/dsl/trainer.hpp"
 
+#include <chrono>
 #include <cmath>
+#include <filesystem>
 
 #include "accrue/datasets/device_batches.hpp"
 #include "accrue/datasets/loader.hpp"
 #include "accrue/dsl/callbacks/explain.hpp"
 #include "accrue/dsl/callbacks/progress_bar.hpp"
+#include "accrue/dsl/training_checkpoint.hpp"
 #include "accrue/framework/autocast.hpp"
 #include "accrue/framework/autograd.hpp"
 #include "accrue/framework/log.hpp"
@@ -42,6 +45,13 @@ Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
   ACCRUE_CHECK(options_.verbose >= 0 && options_.verbose <= 2, "verbose must be 0, 1 or 2, got {}", options_.verbose);
   ACCRUE_CHECK(options_.explain >= 0, "explain must be >= 0 (windows to explain), got {}", options_.explain);
   if (options_.accumulate.is_set()) options_.accumulate.validate_for(options_.batch_size);
+  const CheckpointOptions& c = options_.checkpoint;
+  ACCRUE_CHECK(c.every_micro_batches >= 0, "checkpoint.every_micro_batches must be >= 0, got {}", c.every_micro_batches);
+  ACCRUE_CHECK(std::isfinite(c.every_seconds) && c.every_seconds >= 0, "checkpoint.every_seconds must be >= 0, got {}",
+               c.every_seconds);
+  ACCRUE_CHECK(c.keep >= 1, "checkpoint.keep must be at least 1, got {}", c.keep);
+  ACCRUE_CHECK(!c.dir.empty() || (c.every_micro_batches == 0 && c.every_seconds == 0),
+               "checkpoint: every_micro_batches or every_seconds is set but dir is empty; name a folder");
 }
 
 StepPlan Trainer::plan(const Sequential& model, std::int64_t train_size) const {
@@ -118,12 +128,71 @@ std::string fitting_advice(const Sequential& model, std::int64_t micro_batch, st
                      format_bytes(stats.limit));
 }
 
+
+// What must be the same for a run to continue from a checkpoint and repeat the run that wrote it.
+detail::RunSignature run_signature(const Sequential& model, const Dataset& train, const TrainerOptions& options,
+                                   const AccumulationSchedule& accumulation, const AccumulateOptions& accumulate,
+                                   const LrSchedule& schedule) {
+  std::string metric_names;
+  for (const Metric& m : model.metrics()) metric_names += (metric_names.empty() ? "" : ", ") + m.name();
+  return {{"training samples", std::to_string(train.size())},
+          {"sample shape", train.sample_shape().str()},
+          {"epochs", std::to_string(options.epochs)},
+          {"micro-batch", std::to_string(options.batch_size)},
+          {"accumulation", fmt::format("{} (last window: {}, normalization: {})", accumulation.str(),
+                                       last_window_name(accumulate.last_window),
+                                       normalization_name(accumulate.normalization))},
+          {"recipe", model.recipe().str()},
+          {"loss", model.loss().name()},
+          {"metrics", metric_names.empty() ? "(none)" : metric_names},
+          {"schedule", schedule.str()},
+          {"shuffle", options.shuffle ? "true" : "false"},
+          {"seed", options.seed ? std::to_string(*options.seed) : "drawn from the model's generator"},
+          {"drop_last", options.drop_last ? "true" : "false"},
+          {"backoff_on_oom", options.backoff_on_oom ? "true" : "false"}};
+}
+
+// The checkpoint to continue from: `resume_from` (a file, or the newest in a folder), else the
+// newest in the checkpoint folder when resuming is on. A damaged newest one in a folder is skipped
+// with a warning; a named file that is damaged, or a folder of only damaged ones, is an error.
+std::optional<detail::TrainingCheckpoint> find_checkpoint(const std::string& resume_from,
+                                                          const CheckpointOptions& options) {
+  std::string dir = options.resume ? options.dir : std::string{};
+  if (!resume_from.empty()) {
+    if (!std::filesystem::is_directory(resume_from)) return detail::TrainingCheckpoint::read(resume_from);
+    dir = resume_from;
+  }
+  if (dir.empty()) return std::nullopt;
+  const std::vector<std::string> found = detail::checkpoints_in(dir);
+  if (found.empty()) {
+    if (!resume_from.empty())
+      throw IoError(fmt::format("resume_from: {} holds no training checkpoint (checkpoint-<n>.safetensors)", dir));
+    return std::nullopt;
+  }
+  std::string damaged;
+  for (const std::string& path : found) {
+    try {
+      return detail::TrainingCheckpoint::read(path);
+    } catch (const IoError& e) {
+      log::warning("{}; trying the one before it", e.what());
+      damaged += fmt::format("\n  {}", e.what());
+    }
+  }
+  throw IoError(fmt::format("every training checkpoint in {} is damaged, so the run cannot continue; move them away to "
+                            "start afresh:{}",
+                            dir, damaged));
+}
+
 }  // namespace
 
 History Trainer::fit(Sequential& model, const Dataset& train, std::optional<Dataset> validation) {
+  return fit(model, train, Run{.validation = std::move(validation)});
+}
+
+History Trainer::fit(Sequential& model, const Dataset& train, Run run_options) {
   model.check_compiled("fit()");
   ACCRUE_CHECK(!train.empty(), "fit: the training set '{}' is empty", train.name());
-  if (!validation) validation = options_.validation;
+  std::optional<Dataset> validation = run_options.validation ? run_options.validation : options_.validation;
   model.build(train.sample_shape());
   if (const auto budget = model.recipe_.memory_budget()) options_.batch_size = planned_micro_batch(model, *budget);
   if (validation)
@@ -135,17 +204,28 @@ History Trainer::fit(Sequential& model, const Dataset& train, std::optional<Data
   const optim::Recipe& recipe = model.recipe_;
   const auto [accumulation, accumulate] = resolve_accumulation(model, options_);
   accumulation.validate_for(options_.batch_size);
-  StepPlan plan = this->plan(model, train.size());
   LrSchedule schedule = options_.schedule;
+  const detail::RunSignature signature = run_signature(model, train, options_, accumulation, accumulate, schedule);
+  const std::optional<detail::TrainingCheckpoint> resume = find_checkpoint(
+      run_options.resume_from.empty() ? options_.resume_from : run_options.resume_from, options_.checkpoint);
+  if (resume) {
+    resume->check_signature(signature);
+    // A run that backed off on out-of-memory goes on with the micro-batch it had reached.
+    options_.batch_size = resume->batch_size();
+    accumulation_factor_ = resume->accumulation_factor();
+  }
+  StepPlan plan = this->plan(model, train.size());
   schedule.prepare(plan);
   warn_batch_statistics(model, plan);
 
-  const std::uint64_t seed =
-      options_.seed ? *options_.seed : (static_cast<std::uint64_t>(model.generator().next_u32()) << 32);
+  detail::RunState run;
+  run.loader_seed = resume ? resume->loader_seed()
+                    : options_.seed ? *options_.seed
+                                    : (static_cast<std::uint64_t>(model.generator().next_u32()) << 32);
   const auto make_loader = [&] {
     return std::make_unique<DataLoader>(train, LoaderOptions{.batch_size = options_.batch_size,
                                                              .shuffle = options_.shuffle,
-                                                             .seed = seed,
+                                                             .seed = run.loader_seed,
                                                              .drop_last = options_.drop_last});
   };
   std::unique_ptr<DataLoader> loader = make_loader();
@@ -184,35 +264,88 @@ History Trainer::fit(Sequential& model, const Dataset& train, std::optional<Data
   context.scaler = scaler;
   const bool mean = model.loss().reduction() == Reduction::mean;
   const bool per_micro_batch = accumulate.normalization == Normalization::per_micro_batch;
-  for (Callback* c : callbacks) c->on_train_begin(context);
-  const bool check_norm = recipe.clip_norm() || options_.track_grad_norm;
-  History history;
+  std::vector<Metric>& metrics = model.metrics_;
   opt.zero_grad();
+  run.batch_size = options_.batch_size;
+  run.accumulation_factor = accumulation_factor_;
+  detail::RunParts parts{model, opt, scaler, schedule, context, metrics, run};
+  if (resume) {
+    resume->restore(parts);
+    context.resumed = true;
+    context.initial_epoch = run.epoch;
+    if (run.epoch >= options_.epochs || context.stop_requested)
+      log::info("{} is the checkpoint of a finished run ({} epochs trained); nothing is left to train", resume->path(),
+                run.history.epochs());
+    else
+      log::info("resuming from {}: epoch {}/{}, micro-batch {}/{}, {} optimizer steps done", resume->path(),
+                run.epoch + 1, options_.epochs, run.next_slot + 1, plan.epoch_slots(run.epoch).size(),
+                context.optimizer_steps);
+  }
+  for (Callback* c : callbacks) c->on_train_begin(context);
+  if (resume) resume->restore_callbacks(callbacks);
+
+  // Checkpoints: at each epoch's end, and every so many micro-batches or seconds in between.
+  const CheckpointOptions& checkpointing = options_.checkpoint;
+  auto last_checkpoint = std::chrono::steady_clock::now();
+  if (!checkpointing.dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(checkpointing.dir, ec);
+    if (ec) throw IoError(fmt::format("checkpoint: cannot create the folder {} ({})", checkpointing.dir, ec.message()));
+    // Temporary files of a run killed while it wrote a checkpoint.
+    for (const auto& entry : std::filesystem::directory_iterator(checkpointing.dir, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind("checkpoint-", 0) == 0 && name.find(".safetensors.tmp-") != std::string::npos)
+        std::filesystem::remove(entry.path(), ec);
+    }
+  }
+  const auto write_checkpoint = [&] {
+    const std::string path =
+        (std::filesystem::path(checkpointing.dir) / detail::checkpoint_name(run.micro_batches)).string();
+    detail::write_training_checkpoint(path, parts, signature, callbacks);
+    last_checkpoint = std::chrono::steady_clock::now();
+    const std::vector<std::string> all = detail::checkpoints_in(checkpointing.dir);
+    for (std::size_t i = static_cast<std::size_t>(checkpointing.keep); i < all.size(); ++i) {
+      std::error_code ec;
+      std::filesystem::remove(all[i], ec);
+    }
+  };
+  const auto checkpoint_due = [&] {
+    if (checkpointing.dir.empty()) return false;
+    if (checkpointing.every_micro_batches > 0 && run.micro_batches % checkpointing.every_micro_batches == 0) return true;
+    return checkpointing.every_seconds > 0 &&
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - last_checkpoint).count() >=
+               checkpointing.every_seconds;
+  };
+
+  const bool check_norm = recipe.clip_norm() || options_.track_grad_norm;
   // Memory that is not the model's (datasets held in memory, the user's tensors), for advice when
   // an allocation passes a limit.
   const MemoryStats at_start = memory_stats(model.device());
   const std::size_t live_besides_model = at_start.live_total - at_start.live_of(MemoryCategory::parameters) -
                                          at_start.live_of(MemoryCategory::optimizer_state) -
                                          at_start.live_of(MemoryCategory::gradients);
-  bool window_poisoned = false;  // a NanGuard, or the loss scaler, drops the rest of this window
-  for (int epoch = 0; epoch < options_.epochs && !context.stop_requested; ++epoch) {
+  // A checkpoint taken inside an epoch continues that epoch's metrics and micro-batches.
+  bool continue_epoch = resume && run.next_slot > 0;
+  for (int epoch = run.epoch; epoch < options_.epochs && !context.stop_requested; ++epoch) {
+    run.epoch = epoch;
     const TrainingModeGuard mode{model, true};
     loader->set_epoch(epoch);
     batches->reset();
-    metrics::MeanLoss epoch_loss;
-    std::vector<Metric>& metrics = model.metrics_;
-    for (Metric& m : metrics) m.reset();
+    metrics::MeanLoss& epoch_loss = run.epoch_loss;
+    if (!continue_epoch) {
+      epoch_loss.reset();
+      for (Metric& m : metrics) m.reset();
+    }
     reset_peak_memory(model.device());
     for (Callback* c : callbacks) c->on_epoch_begin(epoch);
 
     std::vector<MicroBatchSlot> slots = plan.epoch_slots(epoch);
     // With back-off, a window's metric updates wait for its end, so that a redone window counts once.
-    struct PendingUpdate {
-      Tensor prediction, targets;
-      double loss;
-    };
-    std::vector<PendingUpdate> pending_updates;
-    for (std::size_t k = 0; k < slots.size(); ++k) {
+    std::vector<detail::PendingUpdate>& pending_updates = run.pending;
+    bool& window_poisoned = run.window_poisoned;  // a NanGuard, or the loss scaler, drops the rest of this window
+    const std::size_t first_slot = continue_epoch ? run.next_slot : 0;
+    continue_epoch = false;
+    for (std::size_t k = first_slot; k < slots.size(); ++k) {
       const MicroBatchSlot slot = slots[k];
       bool redo = false;
       StepRecord record;
@@ -295,6 +428,8 @@ History Trainer::fit(Sequential& model, const Dataset& train, std::optional<Data
           const std::int64_t window_start = slots[k - static_cast<std::size_t>(slot.position)].index * micro;
           options_.batch_size = micro / 2;
           accumulation_factor_ *= 2;
+          run.batch_size = options_.batch_size;
+          run.accumulation_factor = accumulation_factor_;
           plan = this->plan(model, train.size());
           batches.reset();
           loader = make_loader();
@@ -323,15 +458,20 @@ History Trainer::fit(Sequential& model, const Dataset& train, std::optional<Data
       }
       if (slot.closes_window && !pending_updates.empty()) {
         const NoGradGuard no_grad;
-        for (const PendingUpdate& u : pending_updates) {
+        for (const detail::PendingUpdate& u : pending_updates) {
           epoch_loss.update(u.prediction, u.targets, u.loss);
           for (Metric& m : metrics) m.update(u.prediction, u.targets, u.loss);
         }
         pending_updates.clear();
       }
       const Logs running = metric_logs(epoch_loss, metrics);
+      ++run.micro_batches;
       if (!slot.closes_window) {
         for (Callback* c : callbacks) c->on_micro_batch_end(record, running);
+        if (k + 1 < slots.size() && checkpoint_due()) {
+          run.next_slot = k + 1;
+          write_checkpoint();
+        }
         continue;
       }
 
@@ -369,6 +509,10 @@ History Trainer::fit(Sequential& model, const Dataset& train, std::optional<Data
       for (Callback* c : callbacks) c->on_micro_batch_end(record, running);
       for (Callback* c : callbacks) c->on_optimizer_step(record);
       if (context.stop_requested) break;
+      if (k + 1 < slots.size() && checkpoint_due()) {
+        run.next_slot = k + 1;
+        write_checkpoint();
+      }
     }
 
     Logs logs = metric_logs(epoch_loss, metrics);
@@ -379,11 +523,17 @@ History Trainer::fit(Sequential& model, const Dataset& train, std::optional<Data
     }
     schedule.on_epoch_end(logs);
     for (Callback* c : callbacks) c->on_epoch_end(epoch, logs);
-    history.append(logs, context.epoch_memory);
+    run.history.append(logs, context.epoch_memory);
+    if (!checkpointing.dir.empty()) {
+      run.epoch = epoch + 1;
+      run.next_slot = 0;
+      write_checkpoint();
+    }
   }
   // Gradients of a window cut off by an early stop are not applied.
   opt.zero_grad();
   opt.set_lr(context.base_lr);
+  const History& history = run.history;
   for (Callback* c : callbacks) c->on_train_end(history.epochs() ? history.logs().back() : Logs{});
   return history;
 }

@@ -33,6 +33,15 @@ class Trainer {
   /// (else options.validation), and returns the per-epoch logs.
   History fit(Sequential& model, const Dataset& train, std::optional<Dataset> validation = {});
 
+  /// What one fit call adds to the Trainer's options.
+  struct Run {
+    std::optional<Dataset> validation = {};
+    /// A training checkpoint (file or folder) to continue from; overrides options().resume_from.
+    std::string resume_from = {};
+  };
+  /// `trainer.fit(model, train, {.validation = test, .resume_from = "ckpt"})`.
+  History fit(Sequential& model, const Dataset& train, Run run);
+
   /// The run's plan for `model` (compiled) and a training set of `train_size` samples, before any
   /// training: windows, total optimizer steps. Throws for conflicting or invalid settings.
   StepPlan plan(const Sequential& model, std::int64_t train_size) const;

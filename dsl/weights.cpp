@@ -6,7 +6,7 @@
 #include "accrue/config.hpp"
 #include "accrue/dsl/sequential.hpp"
 #include "accrue/framework/autograd.hpp"
-#include "accrue/framework/serialization/safetensors.hpp"
+#include "accrue/framework/serialization/checkpoint.hpp"
 
 namespace accrue {
 
@@ -17,7 +17,13 @@ void Sequential::save_weights(const std::string& path) const {
 
 void Sequential::load_weights(const std::string& path) {
   ACCRUE_CHECK(built_, "load_weights: build model '{}' first (layers::Input, build(shape)) so its weights exist", name_);
-  const serialization::SafetensorsFile file = serialization::load_safetensors(path);
+  serialization::SafetensorsFile file = serialization::load_safetensors(path);
+  if (serialization::is_training_checkpoint(file)) {
+    // The weights of a training checkpoint: its "model." tensors, once the checksum is verified.
+    file.tensors.clear();
+    for (auto& [name, t] : serialization::load_checkpoint(path).tensors)
+      if (name.rfind("model.", 0) == 0) file.tensors.emplace_back(name.substr(6), std::move(t));
+  }
   std::vector<std::string> problems;
   std::vector<std::pair<Tensor, const Tensor*>> copies;
   for (const auto& entry : named_state()) {

@@ -4,9 +4,13 @@
 //   fashion_mnist_mlp [--epochs 20] [--batch-size 64] [--lr 1e-3] [--data DIR] [--seed 0]
 //                     [--accumulate N] [--clip MAX_NORM] [--amp[=f16|bf16]] [--explain WINDOWS] [--verbose 0|1|2]
 //                     [--device best|cpu|cuda|cuda:N] [--save PATH] [--load PATH]
+//                     [--checkpoint-dir DIR] [--checkpoint-every MICRO_BATCHES]
 //
 // --save writes the weights after training as safetensors under PyTorch's names ("1.weight", ...),
 // which torch's load_state_dict takes; --load starts from such a file (from Accrue or PyTorch).
+// --checkpoint-dir writes training checkpoints there (at each epoch's end and every
+// --checkpoint-every micro-batches) and, when the folder already holds one, continues from the
+// newest: a run killed at any moment and started again with the same flags ends as if never killed.
 //
 // After every epoch it prints the tutorial's line: "Test Results: Accuracy: 71.2%, Avg loss: 0.789".
 
@@ -28,7 +32,8 @@ int main(int argc, char** argv) {
   int explain = 0;
   std::string amp = "off";
   std::string device = "best";
-  std::string save, load;
+  std::string save, load, checkpoint_dir;
+  std::int64_t checkpoint_every = 200;
   app.add_option("--epochs", epochs, "Passes over the training set")->check(CLI::PositiveNumber);
   app.add_option("--batch-size", batch_size, "Samples per optimizer step")->check(CLI::PositiveNumber);
   app.add_option("--lr", lr, "SGD learning rate")->check(CLI::NonNegativeNumber);
@@ -46,6 +51,10 @@ int main(int argc, char** argv) {
   app.add_option("--device", device, "Where to train: best (a GPU when there is one), cpu, cuda, cuda:N");
   app.add_option("--save", save, "Write the weights after training to this safetensors file");
   app.add_option("--load", load, "Start from the weights in this safetensors file");
+  app.add_option("--checkpoint-dir", checkpoint_dir,
+                 "Write training checkpoints to this folder, and continue from the newest one there");
+  app.add_option("--checkpoint-every", checkpoint_every, "Micro-batches between checkpoints (0: at epoch ends only)")
+      ->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -78,7 +87,9 @@ int main(int argc, char** argv) {
                  logs.at("val_loss"));
     }}};
     model.fit(train, {.epochs = epochs, .batch_size = batch_size, .validation = test, .callbacks = {report},
-                      .seed = seed, .verbose = verbose, .explain = explain});
+                      .seed = seed, .verbose = verbose, .explain = explain,
+                      .checkpoint = {.dir = checkpoint_dir,
+                                     .every_micro_batches = checkpoint_dir.empty() ? 0 : checkpoint_every}});
 
     auto [loss, accuracy] = model.evaluate(test);
     fmt::print("Accuracy: {:.1f}%\n", 100.0 * accuracy);

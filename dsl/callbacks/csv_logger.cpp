@@ -1,6 +1,9 @@
 #include "accrue/dsl/callbacks/csv_logger.hpp"
 
+#include <unistd.h>
+
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cerrno>
@@ -8,6 +11,7 @@
 #include <filesystem>
 
 #include "accrue/framework/error.hpp"
+#include "accrue/framework/log.hpp"
 
 namespace accrue::callbacks {
 
@@ -17,12 +21,15 @@ CSVLogger::~CSVLogger() {
   if (file_ != nullptr) std::fclose(file_);
 }
 
-void CSVLogger::on_train_begin(TrainingContext&) {
-  const bool had_rows = options_.append && std::filesystem::exists(path_) && std::filesystem::file_size(path_) > 0;
-  file_ = std::fopen(path_.c_str(), options_.append ? "a" : "w");
+void CSVLogger::on_train_begin(TrainingContext& context) {
+  // A resumed run keeps the rows so far (load_state cuts off any written after the checkpoint).
+  const bool append = options_.append || context.resumed;
+  const bool had_rows = append && std::filesystem::exists(path_) && std::filesystem::file_size(path_) > 0;
+  file_ = std::fopen(path_.c_str(), append ? "a" : "w");
   if (file_ == nullptr) throw IoError(fmt::format("CSVLogger: cannot write {} ({})", path_, std::strerror(errno)));
   columns_.clear();
   if (had_rows) columns_.push_back("");  // the header is already there
+  length_ = had_rows ? std::filesystem::file_size(path_) : 0;
 }
 
 void CSVLogger::on_epoch_end(int epoch, Logs& logs) {
@@ -46,11 +53,42 @@ void CSVLogger::on_epoch_end(int epoch, Logs& logs) {
   }
   fmt::print(file_, "\n");
   std::fflush(file_);
+  length_ = static_cast<std::uint64_t>(std::ftell(file_));
 }
 
 void CSVLogger::on_train_end(const Logs&) {
   if (file_ != nullptr) std::fclose(file_);
   file_ = nullptr;
+}
+
+std::optional<CallbackState> CSVLogger::state() const {
+  nlohmann::json j{{"length", length_}, {"columns", columns_}};
+  return CallbackState{j.dump(), {}};
+}
+
+void CSVLogger::load_state(const CallbackState& state) {
+  std::uint64_t length = 0;
+  std::vector<std::string> columns;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(state.text);
+    length = j.at("length").get<std::uint64_t>();
+    columns = j.at("columns").get<std::vector<std::string>>();
+  } catch (const nlohmann::json::exception& e) {
+    throw ValueError(fmt::format("CSVLogger: the saved state '{}' does not parse ({})", state.text, e.what()));
+  }
+  ACCRUE_CHECK(file_ != nullptr, "CSVLogger: load_state before on_train_begin");
+  std::fflush(file_);
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(path_, ec);
+  if (ec || size < length) {
+    log::warning("CSVLogger: {} holds {} bytes, fewer than the {} it had at the checkpoint; appending to it as it is",
+                 path_, ec ? 0 : size, length);
+  } else if (::ftruncate(fileno(file_), static_cast<off_t>(length)) != 0) {
+    throw IoError(fmt::format("CSVLogger: cannot cut {} back to its {} bytes at the checkpoint ({})", path_, length,
+                              std::strerror(errno)));
+  }
+  length_ = length;
+  columns_ = std::move(columns);
 }
 
 }  // namespace accrue::callbacks

@@ -3,6 +3,7 @@
 //   epoch,accuracy,loss,val_accuracy,val_loss
 //   0,0.8123,0.5234,0.8400,0.4400
 
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -25,12 +26,17 @@ class CSVLogger final : public Callback {
   void on_train_begin(TrainingContext& context) override;
   void on_epoch_end(int epoch, Logs& logs) override;
   void on_train_end(const Logs& logs) override;
+  /// The file's length after the last row written: a resumed run cuts the file back to it, so
+  /// rows of epochs trained after the checkpoint are not written twice.
+  std::optional<CallbackState> state() const override;
+  void load_state(const CallbackState& state) override;
 
  private:
   std::string path_;
   CSVLoggerOptions options_;
   std::FILE* file_ = nullptr;
   std::vector<std::string> columns_;
+  std::uint64_t length_ = 0;
 };
 
 }  // namespace accrue::callbacks

@@ -1,5 +1,7 @@
 #include "accrue/dsl/callbacks/early_stopping.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include "accrue/dsl/sequential.hpp"
 #include "accrue/framework/autograd.hpp"
 #include "accrue/framework/log.hpp"
@@ -56,6 +58,45 @@ void EarlyStopping::on_train_end(const Logs&) {
   const auto params = context_->model->parameters();
   for (std::size_t i = 0; i < params.size(); ++i) Tensor{params[i]}.copy_(best_weights_[i]);
   log::info("EarlyStopping: restored the weights of epoch {} ({} = {:.4f})", *best_epoch_ + 1, options_.monitor, *best_);
+}
+
+std::optional<CallbackState> EarlyStopping::state() const {
+  nlohmann::json j{{"wait", wait_}};
+  if (best_) j["best"] = *best_;
+  if (best_epoch_) j["best_epoch"] = *best_epoch_;
+  if (stopped_epoch_) j["stopped_epoch"] = *stopped_epoch_;
+  CallbackState state{j.dump(), {}};
+  for (std::size_t i = 0; i < best_weights_.size(); ++i) state.tensors.emplace_back(std::to_string(i), best_weights_[i]);
+  return state;
+}
+
+void EarlyStopping::load_state(const CallbackState& state) {
+  try {
+    const nlohmann::json j = nlohmann::json::parse(state.text);
+    const int wait = j.at("wait").get<int>();
+    const auto best = j.contains("best") ? std::optional{j["best"].get<double>()} : std::nullopt;
+    const auto best_epoch = j.contains("best_epoch") ? std::optional{j["best_epoch"].get<int>()} : std::nullopt;
+    const auto stopped = j.contains("stopped_epoch") ? std::optional{j["stopped_epoch"].get<int>()} : std::nullopt;
+    std::vector<Tensor> weights;
+    const auto params = context_->model->parameters();
+    if (!state.tensors.empty()) {
+      ACCRUE_CHECK(state.tensors.size() == params.size(), "EarlyStopping: the saved best weights are {} tensors, the model has {}",
+                   state.tensors.size(), params.size());
+      for (std::size_t i = 0; i < params.size(); ++i) {
+        ACCRUE_CHECK(state.tensors[i].second.shape() == params[i].shape(),
+                     "EarlyStopping: saved best weight {} has shape {}, the parameter {}", i, state.tensors[i].second.shape(),
+                     params[i].shape());
+        weights.push_back(state.tensors[i].second.to(params[i].device()));
+      }
+    }
+    wait_ = wait;
+    best_ = best;
+    best_epoch_ = best_epoch;
+    stopped_epoch_ = stopped;
+    best_weights_ = std::move(weights);
+  } catch (const nlohmann::json::exception& e) {
+    throw ValueError(fmt::format("EarlyStopping: the saved state '{}' does not parse ({})", state.text, e.what()));
+  }
 }
 
 }  // namespace accrue::callbacks

@@ -30,6 +30,8 @@ class EarlyStopping final : public Callback {
   void on_train_begin(TrainingContext& context) override;
   void on_epoch_end(int epoch, Logs& logs) override;
   void on_train_end(const Logs& logs) override;
+  std::optional<CallbackState> state() const override;
+  void load_state(const CallbackState& state) override;
   /// The epoch training stopped after (from 0), when it stopped early.
   std::optional<int> stopped_epoch() const { return stopped_epoch_; }
   std::optional<int> best_epoch() const { return best_epoch_; }

@@ -1,5 +1,7 @@
 #include "accrue/dsl/callbacks/model_checkpoint.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
 
 #include "accrue/dsl/sequential.hpp"
@@ -36,6 +38,25 @@ void ModelCheckpoint::on_epoch_end(int epoch, Logs& logs) {
     best_ = *value;
     best_epoch_ = epoch;
     context_->model->save_weights(best_path());
+  }
+}
+
+std::optional<CallbackState> ModelCheckpoint::state() const {
+  nlohmann::json j = nlohmann::json::object();
+  if (best_) j["best"] = *best_;
+  if (best_epoch_) j["best_epoch"] = *best_epoch_;
+  return CallbackState{j.dump(), {}};
+}
+
+void ModelCheckpoint::load_state(const CallbackState& state) {
+  try {
+    const nlohmann::json j = nlohmann::json::parse(state.text);
+    const auto best = j.contains("best") ? std::optional{j["best"].get<double>()} : std::nullopt;
+    const auto best_epoch = j.contains("best_epoch") ? std::optional{j["best_epoch"].get<int>()} : std::nullopt;
+    best_ = best;
+    best_epoch_ = best_epoch;
+  } catch (const nlohmann::json::exception& e) {
+    throw ValueError(fmt::format("ModelCheckpoint: the saved state '{}' does not parse ({})", state.text, e.what()));
   }
 }
 

@@ -23,6 +23,8 @@ class ModelCheckpoint final : public Callback {
   explicit ModelCheckpoint(std::string folder, ModelCheckpointOptions options = {});
   void on_train_begin(TrainingContext& context) override;
   void on_epoch_end(int epoch, Logs& logs) override;
+  std::optional<CallbackState> state() const override;
+  void load_state(const CallbackState& state) override;
   std::string last_path() const;
   std::string best_path() const;
   std::optional<int> best_epoch() const { return best_epoch_; }

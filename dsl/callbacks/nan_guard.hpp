@@ -18,6 +18,8 @@ class NanGuard final : public Callback {
   explicit(false) NanGuard(NanGuardOptions options = {}) : options_(options) {}
   std::optional<NonFiniteAction> on_nonfinite_loss(const StepRecord& record) override;
   void on_train_begin(TrainingContext& context) override;
+  std::optional<CallbackState> state() const override;
+  void load_state(const CallbackState& state) override;
   /// Micro-batches whose loss was inf or NaN.
   std::int64_t seen() const { return seen_; }
 

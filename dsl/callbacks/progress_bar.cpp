@@ -73,6 +73,7 @@ void ProgressBar::on_epoch_begin(int epoch) {
   epoch_start_ = last_draw_ = Clock::now();
   samples_seen_ = 0;
   batches_seen_ = 0;
+  position_ = 0;
   if (live_) {
     fmt::print(out_, "Epoch {}/{}\n", epoch + 1, context_->epochs);
     std::fflush(out_);
@@ -96,7 +97,7 @@ void ProgressBar::draw(const Logs& logs, bool final) {
   const double seconds = std::chrono::duration<double>(Clock::now() - epoch_start_).count();
   const std::int64_t total = context_->steps_per_epoch;
   const int width = 20;
-  const int done = total > 0 ? static_cast<int>(width * std::min(batches_seen_, total) / total) : width;
+  const int done = total > 0 ? static_cast<int>(width * std::min(position_, total) / total) : width;
   std::string bar;
   for (int i = 0; i < done; ++i) bar += "━";
   if (done < width) {
@@ -105,7 +106,7 @@ void ProgressBar::draw(const Logs& logs, bool final) {
     bar += "\x1b[0m";
   }
   const int digits = static_cast<int>(std::to_string(total).size());
-  fmt::print(out_, "\r{:>{}}/{} {} {}{}{}\x1b[K{}", batches_seen_, digits, total, bar, timing(seconds), sorted(logs),
+  fmt::print(out_, "\r{:>{}}/{} {} {}{}{}\x1b[K{}", position_, digits, total, bar, timing(seconds), sorted(logs),
              final ? peak_memory() : "", final ? "\n" : "");
   std::fflush(out_);
 }
@@ -124,10 +125,11 @@ void ProgressBar::on_optimizer_step(const StepRecord& record) {
 void ProgressBar::on_micro_batch_end(const StepRecord& record, const Logs& running) {
   batches_seen_ += 1;
   samples_seen_ += record.micro_batch_samples;
+  position_ = record.micro_batch + 1;  // a resumed epoch starts where its checkpoint was taken
   if (!live_) return;
   const auto now = Clock::now();
   // Redraw at most ten times a second: printing every step of a fast epoch would cost more than the step.
-  if (batches_seen_ < context_->steps_per_epoch && now - last_draw_ < std::chrono::milliseconds(100)) return;
+  if (position_ < context_->steps_per_epoch && now - last_draw_ < std::chrono::milliseconds(100)) return;
   last_draw_ = now;
   draw(running, false);
 }
@@ -138,7 +140,7 @@ void ProgressBar::on_epoch_end(int epoch, Logs& logs) {
     return;
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - epoch_start_).count();
-  fmt::print(out_, "Epoch {}/{} - {}/{} - {}{}{}\n", epoch + 1, context_->epochs, batches_seen_,
+  fmt::print(out_, "Epoch {}/{} - {}/{} - {}{}{}\n", epoch + 1, context_->epochs, position_,
              context_->steps_per_epoch, timing(seconds), sorted(logs), peak_memory());
   std::fflush(out_);
 }

@@ -31,4 +31,8 @@ void ReduceLROnPlateau::on_epoch_end(int epoch, Logs& logs) {
               epoch + 1, options_.monitor, options_.patience + 1, before, context_->lr_factor);
 }
 
+std::optional<CallbackState> ReduceLROnPlateau::state() const { return CallbackState{tracker_->state_text(), {}}; }
+
+void ReduceLROnPlateau::load_state(const CallbackState& state) { tracker_->load_state_text(state.text); }
+
 }  // namespace accrue::callbacks

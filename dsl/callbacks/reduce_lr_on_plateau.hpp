@@ -24,6 +24,8 @@ class ReduceLROnPlateau final : public Callback {
   explicit(false) ReduceLROnPlateau(ReduceLROnPlateauOptions options = {});
   void on_train_begin(TrainingContext& context) override;
   void on_epoch_end(int epoch, Logs& logs) override;
+  std::optional<CallbackState> state() const override;
+  void load_state(const CallbackState& state) override;
 
  private:
   ReduceLROnPlateauOptions options_;

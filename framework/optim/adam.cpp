@@ -93,6 +93,48 @@ void AdamOptimizer::move_state_to(Device device) {
       if (t->defined()) t->to_(device);
 }
 
+void AdamOptimizer::save_state(OptimizerState& state) const {
+  for (std::size_t i = 0; i < states_.size(); ++i) {
+    const State& s = states_[i];
+    if (s.step == 0) continue;
+    state.counters[fmt::format("{}.step", i)] = s.step;
+    state.tensors.emplace_back(fmt::format("{}.exp_avg", i), s.exp_avg);
+    state.tensors.emplace_back(fmt::format("{}.exp_avg_sq", i), s.exp_avg_sq);
+    if (options_.amsgrad) state.tensors.emplace_back(fmt::format("{}.max_exp_avg_sq", i), s.max_exp_avg_sq);
+  }
+}
+
+void AdamOptimizer::restore_state(const OptimizerState& state) {
+  std::vector<std::string> problems, claimed;
+  std::vector<State> saved(parameters_.size());
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    const auto step = state.counters.find(fmt::format("{}.step", i));
+    const std::array<std::string, 3> names{fmt::format("{}.exp_avg", i), fmt::format("{}.exp_avg_sq", i),
+                                           fmt::format("{}.max_exp_avg_sq", i)};
+    if (step == state.counters.end()) continue;  // not stepped yet: tensors of it are unexpected
+    claimed.insert(claimed.end(), names.begin(), names.begin() + (options_.amsgrad ? 3 : 2));
+    if (step->second < 1) {
+      problems.push_back(fmt::format("'{}.step' is {}; a saved step count is at least 1", i, step->second));
+      continue;
+    }
+    State& s = saved[i];
+    s.step = step->second;
+    s.exp_avg = check_state_tensor(state, names[0], parameters_[i], true, problems);
+    s.exp_avg_sq = check_state_tensor(state, names[1], parameters_[i], true, problems);
+    if (options_.amsgrad) s.max_exp_avg_sq = check_state_tensor(state, names[2], parameters_[i], true, problems);
+  }
+  throw_state_problems(state, claimed, std::move(problems));
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    State& s = saved[i];
+    if (s.step > 0) {
+      s.exp_avg = adopt_state_tensor(s.exp_avg, parameters_[i]);
+      s.exp_avg_sq = adopt_state_tensor(s.exp_avg_sq, parameters_[i]);
+      if (options_.amsgrad) s.max_exp_avg_sq = adopt_state_tensor(s.max_exp_avg_sq, parameters_[i]);
+    }
+    states_[i] = std::move(s);
+  }
+}
+
 kernels::common::AdamHyper AdamOptimizer::hyper(std::int64_t step) const {
   // Step-dependent scalars in double on the host, as PyTorch computes them in Python.
   const double bias_correction1 = 1.0 - std::pow(options_.betas[0], static_cast<double>(step));

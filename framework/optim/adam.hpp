@@ -68,6 +68,8 @@ class AdamOptimizer final : public Optimizer {
  protected:
   void update(std::size_t index, const Tensor& param, const Tensor& grad) override;
   void update_all(const std::vector<std::size_t>& indices) override;
+  void save_state(OptimizerState& state) const override;
+  void restore_state(const OptimizerState& state) override;
 
  private:
   /// Creates the state on the first step and counts the step.

@@ -1,5 +1,6 @@
 #include "accrue/framework/optim/optimizer.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "accrue/framework/autograd.hpp"
@@ -40,6 +41,67 @@ void Optimizer::step() {
 
 void Optimizer::update_all(const std::vector<std::size_t>& indices) {
   for (std::size_t i : indices) update(i, parameters_[i], parameters_[i].grad());
+}
+
+OptimizerState Optimizer::state() const {
+  OptimizerState state;
+  save_state(state);
+  state.counters["steps"] = steps_;
+  return state;
+}
+
+void Optimizer::load_state(const OptimizerState& state) {
+  const auto steps = state.counters.find("steps");
+  ACCRUE_CHECK(steps != state.counters.end() && steps->second >= 0,
+               "optimizer {}: the saved state has no step count; nothing was loaded", str());
+  restore_state(state);
+  steps_ = steps->second;
+}
+
+void Optimizer::save_state(OptimizerState&) const {
+  throw NotSupported(fmt::format("optimizer {} does not say what state it keeps, so it cannot be checkpointed: "
+                                 "override Optimizer::save_state and restore_state",
+                                 str()));
+}
+
+void Optimizer::restore_state(const OptimizerState&) {
+  throw NotSupported(fmt::format("optimizer {} does not say what state it keeps, so it cannot be resumed: "
+                                 "override Optimizer::save_state and restore_state",
+                                 str()));
+}
+
+Tensor Optimizer::check_state_tensor(const OptimizerState& state, const std::string& name, const Tensor& like,
+                                     bool required, std::vector<std::string>& problems) {
+  const auto it = std::find_if(state.tensors.begin(), state.tensors.end(), [&](const auto& e) { return e.first == name; });
+  if (it == state.tensors.end()) {
+    if (required) problems.push_back(fmt::format("missing '{}' {}", name, like.shape()));
+    return {};
+  }
+  if (!(it->second.shape() == like.shape()) || it->second.dtype() != DType::f32) {
+    problems.push_back(fmt::format("'{}' is {} {}, the parameter needs float32 {}", name, dtype_name(it->second.dtype()),
+                                   it->second.shape(), like.shape()));
+    return {};
+  }
+  return it->second;
+}
+
+Tensor Optimizer::adopt_state_tensor(const Tensor& saved, const Tensor& like) {
+  Tensor t = Tensor::empty(like.shape(), {.device = like.device(), .category = MemoryCategory::optimizer_state});
+  t.copy_(saved);
+  return t;
+}
+
+void Optimizer::throw_state_problems(const OptimizerState& state, const std::vector<std::string>& claimed,
+                                     std::vector<std::string> problems) const {
+  for (const auto& [name, t] : state.tensors)
+    if (std::find(claimed.begin(), claimed.end(), name) == claimed.end())
+      problems.push_back(fmt::format("unexpected '{}' {}", name, t.shape()));
+  if (problems.empty()) return;
+  std::string all;
+  for (const auto& p : problems) all += "\n  " + p;
+  throw ValueError(fmt::format("optimizer {}: the saved state does not fit its {} parameters ({} problem{}); nothing "
+                               "was loaded:{}",
+                               str(), parameters_.size(), problems.size(), problems.size() == 1 ? "" : "s", all));
 }
 
 void Optimizer::zero_grad() {

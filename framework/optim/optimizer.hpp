@@ -9,6 +9,7 @@
 #include <concepts>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,6 +18,13 @@
 #include "accrue/framework/tensor.hpp"
 
 namespace accrue::optim {
+
+/// What a training checkpoint keeps of an optimizer: state tensors by name ("3.exp_avg", the
+/// first moment of parameter 3) and integer counters ("3.step", "steps").
+struct OptimizerState {
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  std::map<std::string, std::int64_t> counters;
+};
 
 class Optimizer {
  public:
@@ -43,6 +51,31 @@ class Optimizer {
   /// Moves the optimizer's state tensors to `device` (the model moved there).
   virtual void move_state_to(Device /*device*/) {}
 
+  /// The state to continue from in a checkpoint (CPU or device tensors, not copies: save them
+  /// before the next step).
+  OptimizerState state() const;
+  /// Continues from a saved state. Checks every name and shape against the parameters first and
+  /// throws ValueError listing all problems, changing nothing; the tensors are copied onto the
+  /// parameters' devices.
+  void load_state(const OptimizerState& state);
+
+ protected:
+  /// An optimizer of your own overrides these two to be checkpointed (the step count is kept by
+  /// the base class); the defaults throw NotSupported. restore_state must check everything
+  /// before changing anything (see check_state_tensor).
+  virtual void save_state(OptimizerState& state) const;
+  virtual void restore_state(const OptimizerState& state);
+  /// The tensor `name` of `state` when it has `like`'s shape and float32 dtype; otherwise adds a
+  /// line to `problems` (or, absent and `required`, says it is missing) and returns undefined.
+  static Tensor check_state_tensor(const OptimizerState& state, const std::string& name, const Tensor& like,
+                                   bool required, std::vector<std::string>& problems);
+  /// A copy of `saved` on `like`'s device, counted as optimizer state.
+  static Tensor adopt_state_tensor(const Tensor& saved, const Tensor& like);
+  /// Throws ValueError for a non-empty `problems`, naming the optimizer; adds the names of the
+  /// state tensors no parameter claimed.
+  void throw_state_problems(const OptimizerState& state, const std::vector<std::string>& claimed,
+                            std::vector<std::string> problems) const;
+
  protected:
   /// Updates parameter `index` from `grad`.
   virtual void update(std::size_t index, const Tensor& param, const Tensor& grad) = 0;
@@ -51,6 +84,7 @@ class Optimizer {
   /// launch on a GPU.
   virtual void update_all(const std::vector<std::size_t>& indices);
 
+ protected:
   std::vector<Tensor> parameters_;
   double lr_;
   std::int64_t steps_ = 0;

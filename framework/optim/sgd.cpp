@@ -68,6 +68,26 @@ void SgdOptimizer::move_state_to(Device device) {
     if (b.defined()) b.to_(device);
 }
 
+void SgdOptimizer::save_state(OptimizerState& state) const {
+  for (std::size_t i = 0; i < buffers_.size(); ++i)
+    if (buffers_[i].defined()) state.tensors.emplace_back(fmt::format("{}.momentum_buffer", i), buffers_[i]);
+}
+
+void SgdOptimizer::restore_state(const OptimizerState& state) {
+  std::vector<std::string> problems, claimed;
+  std::vector<Tensor> saved(parameters_.size());
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    const std::string name = fmt::format("{}.momentum_buffer", i);
+    claimed.push_back(name);
+    saved[i] = check_state_tensor(state, name, parameters_[i], false, problems);
+    if (saved[i].defined() && config_.momentum == 0.0)
+      problems.push_back(fmt::format("'{}' is a momentum buffer, but this SGD has no momentum", name));
+  }
+  throw_state_problems(state, claimed, std::move(problems));
+  for (std::size_t i = 0; i < parameters_.size(); ++i)
+    buffers_[i] = saved[i].defined() ? adopt_state_tensor(saved[i], parameters_[i]) : Tensor();
+}
+
 kernels::common::SgdHyper SgdOptimizer::hyper(bool first_step) const {
   return kernels::common::SgdHyper{static_cast<float>(lr_),
                                    static_cast<float>(config_.momentum),

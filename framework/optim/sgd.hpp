@@ -40,6 +40,8 @@ class SgdOptimizer final : public Optimizer {
  protected:
   void update(std::size_t index, const Tensor& param, const Tensor& grad) override;
   void update_all(const std::vector<std::size_t>& indices) override;
+  void save_state(OptimizerState& state) const override;
+  void restore_state(const OptimizerState& state) override;
 
  private:
   /// Creates the momentum buffer on a parameter's first step; true on that step.

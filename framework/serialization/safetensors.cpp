@@ -1,5 +1,6 @@
 #include "accrue/framework/serialization/safetensors.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -69,6 +70,13 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
     const std::string reason = std::strerror(errno);
     std::remove(tmp.c_str());
     throw IoError(fmt::format("{}: writing failed ({}); the previous file, if any, is unchanged", path, reason));
+  }
+  // The rename lives in the folder's entry: flush it too, so the new file survives a power loss.
+  std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  if (folder.empty()) folder = ".";
+  if (const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY); dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
   }
 }
 

@@ -3,12 +3,27 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <numbers>
+#include <sstream>
 
 #include "accrue/framework/training/logs.hpp"
 #include "accrue/framework/error.hpp"
 
 namespace accrue {
+namespace {
+
+// Doubles in checkpoint text as hexadecimal floating point: exact, and read back by strtod.
+std::string exact_double(double v) { return fmt::format("{:a}", v); }
+
+double parse_double(const std::string& text, const char* what) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  ACCRUE_CHECK(!text.empty() && end == text.c_str() + text.size(), "{}: '{}' is not a number", what, text);
+  return v;
+}
+
+}  // namespace
 
 Duration Duration::steps(std::int64_t n) {
   ACCRUE_CHECK(n >= 0, "Duration::steps({}) is negative", n);
@@ -145,6 +160,14 @@ class Plateau final : public ScheduleImpl {
     return fmt::format("reduce_on_plateau({}, factor {:g}, patience {})", tracker_.options().monitor,
                        tracker_.options().factor, tracker_.options().patience);
   }
+  std::string state() const override { return fmt::format("{} {}", exact_double(factor_), tracker_.state_text()); }
+  void load_state(const std::string& text) override {
+    const auto space = text.find(' ');
+    ACCRUE_CHECK(space != std::string::npos, "reduce_on_plateau: saved state '{}' is not 'factor tracker'", text);
+    const double factor = parse_double(text.substr(0, space), "reduce_on_plateau factor");
+    tracker_.load_state_text(text.substr(space + 1));
+    factor_ = factor;
+  }
 
  private:
   PlateauTracker tracker_;
@@ -181,6 +204,28 @@ PlateauTracker::PlateauTracker(const schedules::PlateauOptions& options) : optio
                options.factor);
   ACCRUE_CHECK(options.patience >= 0 && options.cooldown >= 0, "reduce on plateau: patience and cooldown must be >= 0");
   maximize_ = higher_is_better(options.monitor, options.mode, "reduce on plateau");
+}
+
+void PlateauTracker::load_state(const State& state) {
+  ACCRUE_CHECK(state.wait >= 0 && state.cooldown_left >= 0, "reduce on plateau: a saved wait ({}) or cooldown ({}) is negative",
+               state.wait, state.cooldown_left);
+  best_ = state.best;
+  wait_ = state.wait;
+  cooldown_left_ = state.cooldown_left;
+}
+
+std::string PlateauTracker::state_text() const {
+  return fmt::format("{} {} {}", best_ ? exact_double(*best_) : std::string{"-"}, wait_, cooldown_left_);
+}
+
+void PlateauTracker::load_state_text(const std::string& text) {
+  std::istringstream in(text);
+  std::string best;
+  State s;
+  ACCRUE_CHECK(static_cast<bool>(in >> best >> s.wait >> s.cooldown_left) && (in >> std::ws).eof(),
+               "reduce on plateau: saved state '{}' is not 'best wait cooldown'", text);
+  if (best != "-") s.best = parse_double(best, "reduce on plateau best value");
+  load_state(s);
 }
 
 bool PlateauTracker::better(double value) const {

@@ -55,6 +55,11 @@ class ScheduleImpl {
   /// Warmup length in steps, for the start-up banner (0 without warmup).
   virtual std::int64_t warmup_steps() const { return 0; }
   virtual std::string str() const = 0;
+  /// What a checkpoint keeps beyond the step count, as text handed back to load_state; schedules
+  /// that are a function of the step keep nothing.
+  virtual std::string state() const { return {}; }
+  /// Throws ValueError for text that state() would not have written.
+  virtual void load_state(const std::string& /*state*/) {}
 };
 
 /// Any learning-rate schedule, held by value.
@@ -76,6 +81,8 @@ class LrSchedule {
   void on_epoch_end(const Logs& logs) { impl_->on_epoch_end(logs); }
   std::int64_t warmup_steps() const { return impl_->warmup_steps(); }
   std::string str() const { return impl_->str(); }
+  std::string state() const { return impl_->state(); }
+  void load_state(const std::string& state) { impl_->load_state(state); }
 
  private:
   std::unique_ptr<ScheduleImpl> impl_;
@@ -156,6 +163,18 @@ class PlateauTracker {
   /// Feeds an epoch's value; returns true when the rate should be cut now.
   bool update(double value);
   const schedules::PlateauOptions& options() const { return options_; }
+
+  /// The bookkeeping a checkpoint keeps.
+  struct State {
+    std::optional<double> best;
+    int wait = 0;
+    int cooldown_left = 0;
+  };
+  State state() const { return {best_, wait_, cooldown_left_}; }
+  void load_state(const State& state);
+  /// "best wait cooldown_left" ("- 0 0" before the first value), and back; parse throws ValueError.
+  std::string state_text() const;
+  void load_state_text(const std::string& text);
 
  private:
   bool better(double value) const;

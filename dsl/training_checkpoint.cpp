@@ -1,0 +1,439 @@
+#include "accrue/dsl/training_checkpoint.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <regex>
+#include <typeinfo>
+
+#include "accrue/framework/autograd.hpp"
+#include "accrue/framework/log.hpp"
+#include "accrue/framework/optim/optimizer.hpp"
+#include "accrue/framework/random.hpp"
+#include "accrue/framework/serialization/checkpoint.hpp"
+
+namespace accrue::detail {
+namespace {
+
+using json = nlohmann::json;
+
+// JSON has no inf or NaN (a logged loss can be either): those go as strings.
+json number(double v) {
+  if (std::isfinite(v)) return v;
+  return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
+}
+
+double to_double(const json& j) {
+  if (j.is_number()) return j.get<double>();
+  const std::string s = j.get<std::string>();
+  if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
+  if (s == "inf") return std::numeric_limits<double>::infinity();
+  if (s == "-inf") return -std::numeric_limits<double>::infinity();
+  throw ValueError(fmt::format("'{}' is not a number", s));
+}
+
+json memory_json(const MemoryStats& m) {
+  return {{"live", m.live}, {"peak", m.peak}, {"live_total", m.live_total}, {"peak_total", m.peak_total},
+          {"reserved", m.reserved}, {"limit", m.limit}};
+}
+
+MemoryStats memory_from(const json& j) {
+  MemoryStats m;
+  const auto live = j.at("live").get<std::vector<std::size_t>>();
+  const auto peak = j.at("peak").get<std::vector<std::size_t>>();
+  ACCRUE_CHECK(live.size() == m.live.size() && peak.size() == m.peak.size(), "memory statistics of {} categories, not {}",
+               live.size(), m.live.size());
+  std::copy(live.begin(), live.end(), m.live.begin());
+  std::copy(peak.begin(), peak.end(), m.peak.begin());
+  m.live_total = j.at("live_total").get<std::size_t>();
+  m.peak_total = j.at("peak_total").get<std::size_t>();
+  m.reserved = j.at("reserved").get<std::size_t>();
+  m.limit = j.at("limit").get<std::size_t>();
+  return m;
+}
+
+std::string callback_type(const Callback& c) { return typeid(c).name(); }
+
+const Tensor* find(const serialization::NamedTensors& tensors, const std::string& name) {
+  const auto it = std::find_if(tensors.begin(), tensors.end(), [&](const auto& e) { return e.first == name; });
+  return it == tensors.end() ? nullptr : &it->second;
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+}  // namespace
+
+std::string checkpoint_name(std::int64_t micro_batches) {
+  return fmt::format("checkpoint-{:010}.safetensors", micro_batches);
+}
+
+std::vector<std::string> checkpoints_in(const std::string& dir) {
+  static const std::regex pattern{R"(checkpoint-(\d{1,18})\.safetensors)"};
+  std::vector<std::pair<std::int64_t, std::string>> found;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::smatch m;
+    const std::string name = entry.path().filename().string();
+    if (entry.is_regular_file(ec) && std::regex_match(name, m, pattern))
+      found.emplace_back(std::stoll(m[1].str()), entry.path().string());
+  }
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<std::string> paths;
+  for (auto& f : found) paths.push_back(std::move(f.second));
+  return paths;
+}
+
+void write_training_checkpoint(const std::string& path, const RunParts& parts, const RunSignature& signature,
+                               const std::vector<Callback*>& callbacks) {
+  serialization::NamedTensors tensors;
+  json state;
+  json run = json::object();
+  for (const auto& [name, value] : signature) run[name] = value;
+  state["run"] = run;
+
+  for (const auto& [name, t] : parts.model.named_state()) tensors.emplace_back("model." + name, t);
+  for (const auto& [name, p] : parts.model.named_parameters())
+    if (p.grad().defined()) tensors.emplace_back("grad." + name, p.grad());
+  const optim::OptimizerState optimizer = parts.optimizer.state();
+  for (const auto& [name, t] : optimizer.tensors)
+    if (t.defined()) tensors.emplace_back("optimizer." + name, t);
+  state["optimizer"] = optimizer.counters;
+  if (parts.scaler != nullptr) {
+    const GradScaler::State s = parts.scaler->state();
+    state["scaler"] = {{"scale", s.scale}, {"growth_tracker", s.growth_tracker}, {"skipped_steps", s.skipped_steps}};
+  }
+  state["schedule"] = parts.schedule.state();
+  const Generator& g = parts.model.generator();
+  const Generator& d = default_generator();
+  state["generators"] = {{"model", {g.seed(), g.offset()}}, {"default", {d.seed(), d.offset()}}};
+
+  const RunState& r = parts.run;
+  const TrainingContext& c = parts.context;
+  state["position"] = {{"epoch", r.epoch},
+                       {"next_slot", r.next_slot},
+                       {"micro_batches", r.micro_batches},
+                       {"optimizer_steps", c.optimizer_steps},
+                       {"window_poisoned", r.window_poisoned},
+                       {"stop_requested", c.stop_requested}};
+  state["loader_seed"] = r.loader_seed;
+  state["batch_size"] = r.batch_size;
+  state["accumulation_factor"] = r.accumulation_factor;
+  state["lr_factor"] = c.lr_factor;
+  state["epoch_loss"] = r.epoch_loss.state();
+  json metrics = json::array();
+  for (const Metric& m : parts.metrics) {
+    const auto s = m.state();
+    metrics.push_back(s ? json{{"name", m.name()}, {"state", *s}} : json{{"name", m.name()}, {"state", nullptr}});
+  }
+  state["metrics"] = metrics;
+  json pending = json::array();
+  for (std::size_t i = 0; i < r.pending.size(); ++i) {
+    tensors.emplace_back(fmt::format("pending.{}.prediction", i), r.pending[i].prediction);
+    tensors.emplace_back(fmt::format("pending.{}.targets", i), r.pending[i].targets);
+    pending.push_back(number(r.pending[i].loss));
+  }
+  state["pending_losses"] = pending;
+  json history = json::array();
+  for (std::size_t e = 0; e < r.history.epochs(); ++e) {
+    json logs = json::array();
+    for (const auto& [name, value] : r.history.logs()[e].items()) logs.push_back({name, number(value)});
+    history.push_back({{"logs", logs}, {"memory", memory_json(r.history.memory()[e])}});
+  }
+  state["history"] = history;
+  json saved_callbacks = json::array();
+  for (std::size_t i = 0; i < callbacks.size(); ++i) {
+    const auto s = callbacks[i]->state();
+    json entry{{"type", callback_type(*callbacks[i])}};
+    if (s) {
+      entry["text"] = s->text;
+      json names = json::array();
+      for (const auto& [name, t] : s->tensors) {
+        tensors.emplace_back(fmt::format("callback.{}.{}", i, name), t);
+        names.push_back(name);
+      }
+      entry["tensors"] = names;
+    }
+    saved_callbacks.push_back(entry);
+  }
+  state["callbacks"] = saved_callbacks;
+  serialization::save_checkpoint(path, tensors, state.dump());
+}
+
+struct TrainingCheckpoint::Data {
+  serialization::NamedTensors tensors;
+  json state;
+};
+
+TrainingCheckpoint TrainingCheckpoint::read(const std::string& path) {
+  serialization::CheckpointFile file = serialization::load_checkpoint(path);
+  auto data = std::make_shared<Data>();
+  data->tensors = std::move(file.tensors);
+  try {
+    data->state = json::parse(file.state);
+  } catch (const json::exception& e) {
+    throw IoError(fmt::format("checkpoint {}: its state is not valid JSON ({}); it was not loaded", path, e.what()));
+  }
+  if (!data->state.is_object())
+    throw IoError(fmt::format("checkpoint {}: its state is not a JSON object; it was not loaded", path));
+  TrainingCheckpoint c;
+  c.path_ = path;
+  c.data_ = std::move(data);
+  return c;
+}
+
+namespace {
+
+// Runs `f`, turning a missing or mistyped entry of the state into an error naming the file.
+template <class F>
+decltype(auto) reading(const std::string& path, F&& f) {
+  try {
+    return f();
+  } catch (const json::exception& e) {
+    throw IoError(fmt::format("checkpoint {}: its state is incomplete or mistyped ({}); it was not loaded", path, e.what()));
+  } catch (const ValueError& e) {
+    throw IoError(fmt::format("checkpoint {}: {}; it was not loaded", path, e.what()));
+  }
+}
+
+}  // namespace
+
+void TrainingCheckpoint::check_signature(const RunSignature& now) const {
+  const json& run = reading(path_, [&]() -> const json& { return data_->state.at("run"); });
+  std::vector<std::string> differences;
+  for (const auto& [name, value] : now) {
+    const std::string saved = run.contains(name) && run[name].is_string() ? run[name].get<std::string>() : "(not saved)";
+    if (saved != value) differences.push_back(fmt::format("{}: {} in the checkpoint, {} now", name, saved, value));
+  }
+  if (differences.empty()) return;
+  std::string all;
+  for (const auto& d : differences) all += "\n  " + d;
+  throw ValueError(fmt::format("checkpoint {} was written by a run with other settings, so continuing from it would not "
+                               "repeat that run ({} difference{}); resume with the same model, data and options, or "
+                               "take only its weights with load_weights:{}",
+                               path_, differences.size(), differences.size() == 1 ? "" : "s", all));
+}
+
+std::int64_t TrainingCheckpoint::batch_size() const {
+  const auto b = reading(path_, [&] { return data_->state.at("batch_size").get<std::int64_t>(); });
+  if (b < 1) throw IoError(fmt::format("checkpoint {}: its micro-batch is {}; it was not loaded", path_, b));
+  return b;
+}
+
+int TrainingCheckpoint::accumulation_factor() const {
+  const int f = reading(path_, [&] { return data_->state.at("accumulation_factor").get<int>(); });
+  if (f < 1 || (f & (f - 1)) != 0)
+    throw IoError(fmt::format("checkpoint {}: its accumulation factor is {}, not a power of 2; it was not loaded", path_, f));
+  return f;
+}
+
+std::uint64_t TrainingCheckpoint::loader_seed() const {
+  return reading(path_, [&] { return data_->state.at("loader_seed").get<std::uint64_t>(); });
+}
+
+void TrainingCheckpoint::restore(RunParts& parts) const {
+  const json& s = data_->state;
+  const serialization::NamedTensors& tensors = data_->tensors;
+  std::vector<std::string> problems;
+  std::vector<std::string> claimed;
+
+  // What the tensors must be: the model's parameters and buffers, and the gradients.
+  std::vector<std::pair<Tensor, const Tensor*>> state_copies, grads;
+  for (const auto& [name, t] : parts.model.named_state()) {
+    const std::string key = "model." + name;
+    claimed.push_back(key);
+    const Tensor* saved = find(tensors, key);
+    if (saved == nullptr) problems.push_back(fmt::format("missing '{}' {}", key, t.shape()));
+    else if (!(saved->shape() == t.shape()) || saved->dtype() != t.dtype())
+      problems.push_back(fmt::format("'{}' is {} {} in the checkpoint but {} {} in the model", key,
+                                     dtype_name(saved->dtype()), saved->shape(), dtype_name(t.dtype()), t.shape()));
+    else state_copies.emplace_back(t, saved);
+  }
+  for (const auto& [name, p] : parts.model.named_parameters()) {
+    const std::string key = "grad." + name;
+    claimed.push_back(key);
+    const Tensor* saved = find(tensors, key);
+    if (saved == nullptr) continue;  // no gradient yet in this window
+    if (!(saved->shape() == p.shape()) || saved->dtype() != DType::f32)
+      problems.push_back(fmt::format("'{}' is {} {}; the parameter's gradient is float32 {}", key,
+                                     dtype_name(saved->dtype()), saved->shape(), p.shape()));
+    else grads.emplace_back(p, saved);
+  }
+  optim::OptimizerState optimizer;
+  for (const auto& [name, t] : tensors)
+    if (starts_with(name, "optimizer.")) {
+      optimizer.tensors.emplace_back(name.substr(10), t);
+      claimed.push_back(name);
+    }
+
+  // Everything else, parsed into values before anything changes.
+  struct Parsed {
+    std::map<std::string, std::int64_t> counters;
+    std::optional<GradScaler::State> scaler;
+    std::string schedule;
+    std::array<std::uint64_t, 2> model_generator{}, default_generator{};
+    int epoch = 0;
+    std::size_t next_slot = 0;
+    std::int64_t micro_batches = 0, optimizer_steps = 0;
+    bool window_poisoned = false, stop_requested = false;
+    double lr_factor = 1.0;
+    metrics::MeanLoss epoch_loss;
+    std::vector<Metric> metrics;
+    std::vector<PendingUpdate> pending;
+    History history;
+  } v;
+  reading(path_, [&] {
+    v.counters = s.at("optimizer").get<std::map<std::string, std::int64_t>>();
+    if (s.contains("scaler") && !s["scaler"].is_null()) {
+      const json& sc = s["scaler"];
+      v.scaler = GradScaler::State{sc.at("scale").get<double>(), sc.at("growth_tracker").get<std::int64_t>(),
+                                   sc.at("skipped_steps").get<std::int64_t>()};
+      ACCRUE_CHECK(std::isfinite(v.scaler->scale) && v.scaler->scale > 0 && v.scaler->growth_tracker >= 0 &&
+                       v.scaler->skipped_steps >= 0,
+                   "its loss scaler state (scale {}, growth tracker {}) is not valid", v.scaler->scale,
+                   v.scaler->growth_tracker);
+    }
+    v.schedule = s.at("schedule").get<std::string>();
+    const json& gens = s.at("generators");
+    v.model_generator = gens.at("model").get<std::array<std::uint64_t, 2>>();
+    v.default_generator = gens.at("default").get<std::array<std::uint64_t, 2>>();
+    const json& pos = s.at("position");
+    v.epoch = pos.at("epoch").get<int>();
+    v.next_slot = pos.at("next_slot").get<std::size_t>();
+    v.micro_batches = pos.at("micro_batches").get<std::int64_t>();
+    v.optimizer_steps = pos.at("optimizer_steps").get<std::int64_t>();
+    v.window_poisoned = pos.at("window_poisoned").get<bool>();
+    v.stop_requested = pos.at("stop_requested").get<bool>();
+    v.lr_factor = s.at("lr_factor").get<double>();
+    ACCRUE_CHECK(std::isfinite(v.lr_factor) && v.lr_factor >= 0.0, "its learning-rate factor {} is not finite and >= 0",
+                 v.lr_factor);
+    ACCRUE_CHECK(v.micro_batches >= 0 && v.optimizer_steps >= 0, "its counts of micro-batches ({}) and steps ({}) are negative",
+                 v.micro_batches, v.optimizer_steps);
+    const StepPlan& plan = *parts.context.plan;
+    ACCRUE_CHECK(v.epoch >= 0 && v.epoch <= plan.spec().epochs, "its epoch {} is outside the run's {} epochs", v.epoch + 1,
+                 plan.spec().epochs);
+    if (v.epoch < plan.spec().epochs) {
+      const std::size_t slots = plan.epoch_slots(v.epoch).size();
+      ACCRUE_CHECK(v.next_slot < slots, "its next micro-batch {} is past the {} of epoch {}", v.next_slot + 1, slots,
+                   v.epoch + 1);
+    }
+    v.epoch_loss.load_state(s.at("epoch_loss").get<std::vector<double>>());
+    const json& metrics = s.at("metrics");
+    ACCRUE_CHECK(metrics.size() == parts.metrics.size(), "it has {} metrics, the model {}", metrics.size(),
+                 parts.metrics.size());
+    v.metrics = parts.metrics;
+    for (std::size_t i = 0; i < metrics.size(); ++i) {
+      const std::string name = metrics[i].at("name").get<std::string>();
+      ACCRUE_CHECK(name == v.metrics[i].name(), "metric {} is '{}' in the checkpoint and '{}' in the model", i + 1, name,
+                   v.metrics[i].name());
+      const json& ms = metrics[i].at("state");
+      if (ms.is_null()) {
+        v.metrics[i].reset();
+        if (v.next_slot > 0)
+          log::warning("metric '{}' keeps no state (no state() member), so its value for epoch {} covers only the "
+                       "micro-batches after the resume",
+                       name, v.epoch + 1);
+      } else {
+        v.metrics[i].load_state(ms.get<std::vector<double>>());
+      }
+    }
+    const json& losses = s.at("pending_losses");
+    for (std::size_t i = 0; i < losses.size(); ++i) {
+      const Tensor* p = find(tensors, fmt::format("pending.{}.prediction", i));
+      const Tensor* t = find(tensors, fmt::format("pending.{}.targets", i));
+      ACCRUE_CHECK(p != nullptr && t != nullptr, "pending metric update {} has no prediction or targets", i);
+      v.pending.push_back({p->to(parts.model.device()), t->to(parts.model.device()), to_double(losses[i])});
+      claimed.push_back(fmt::format("pending.{}.prediction", i));
+      claimed.push_back(fmt::format("pending.{}.targets", i));
+    }
+    for (const json& e : s.at("history")) {
+      Logs logs;
+      for (const json& item : e.at("logs")) logs.set(item.at(0).get<std::string>(), to_double(item.at(1)));
+      v.history.append(std::move(logs), memory_from(e.at("memory")));
+    }
+    const json& cbs = s.at("callbacks");
+    for (std::size_t i = 0; i < cbs.size(); ++i)
+      if (cbs[i].contains("tensors"))
+        for (const json& n : cbs[i]["tensors"]) claimed.push_back(fmt::format("callback.{}.{}", i, n.get<std::string>()));
+    return 0;
+  });
+  if ((parts.scaler != nullptr) != v.scaler.has_value())
+    problems.push_back(v.scaler ? "the checkpoint has a loss scaler's state; this run scales no loss"
+                                : "this run scales its loss (float16), the checkpoint has no scaler state");
+  for (const auto& [name, t] : tensors)
+    if (std::find(claimed.begin(), claimed.end(), name) == claimed.end())
+      problems.push_back(fmt::format("unexpected '{}' {}", name, t.shape()));
+  if (!problems.empty()) {
+    std::string all;
+    for (const auto& p : problems) all += "\n  " + p;
+    throw ValueError(fmt::format("checkpoint {} does not fit model '{}' ({} problem{}); nothing was loaded:{}", path_,
+                                 parts.model.name(), problems.size(), problems.size() == 1 ? "" : "s", all));
+  }
+  LrSchedule schedule = parts.schedule;
+  reading(path_, [&] {
+    schedule.load_state(v.schedule);
+    return 0;
+  });
+  for (const auto& [name, value] : v.counters) optimizer.counters[name] = value;
+  // The optimizer checks its state before taking it; it is the last thing that can refuse.
+  parts.optimizer.load_state(optimizer);
+
+  const NoGradGuard no_grad;
+  for (auto& [t, saved] : state_copies) Tensor{t}.copy_(*saved);
+  for (auto& [p, saved] : grads) {
+    Tensor g = Tensor::empty(p.shape(), {.device = p.device(), .category = MemoryCategory::gradients});
+    g.copy_(*saved);
+    Tensor{p}.set_grad(g);
+  }
+  if (parts.scaler != nullptr) parts.scaler->load_state(*v.scaler);
+  parts.schedule = std::move(schedule);
+  parts.model.generator().set_state(v.model_generator[0], v.model_generator[1]);
+  default_generator().set_state(v.default_generator[0], v.default_generator[1]);
+  RunState& r = parts.run;
+  r.epoch = v.epoch;
+  r.next_slot = v.next_slot;
+  r.micro_batches = v.micro_batches;
+  r.window_poisoned = v.window_poisoned;
+  r.epoch_loss = v.epoch_loss;
+  r.pending = std::move(v.pending);
+  r.history = std::move(v.history);
+  parts.metrics = std::move(v.metrics);
+  parts.context.optimizer_steps = v.optimizer_steps;
+  parts.context.lr_factor = v.lr_factor;
+  parts.context.stop_requested = v.stop_requested;
+}
+
+void TrainingCheckpoint::restore_callbacks(const std::vector<Callback*>& callbacks) const {
+  const json& saved = reading(path_, [&]() -> const json& { return data_->state.at("callbacks"); });
+  for (std::size_t i = 0; i < callbacks.size(); ++i) {
+    if (i >= saved.size()) {
+      log::warning("checkpoint {} has no state for callback {} ({}); it starts afresh", path_, i + 1,
+                   callback_type(*callbacks[i]));
+      continue;
+    }
+    const json& entry = saved[i];
+    const std::string type = reading(path_, [&] { return entry.at("type").get<std::string>(); });
+    if (type != callback_type(*callbacks[i])) {
+      log::warning("callback {} is a {} but the checkpoint saved a {} there; it starts afresh", i + 1,
+                   callback_type(*callbacks[i]), type);
+      continue;
+    }
+    if (!entry.contains("text")) continue;
+    CallbackState state;
+    reading(path_, [&] {
+      state.text = entry.at("text").get<std::string>();
+      for (const json& n : entry.at("tensors")) {
+        const std::string name = n.get<std::string>();
+        const Tensor* t = find(data_->tensors, fmt::format("callback.{}.{}", i, name));
+        ACCRUE_CHECK(t != nullptr, "callback {}'s tensor '{}' is missing", i + 1, name);
+        state.tensors.emplace_back(name, *t);
+      }
+      return 0;
+    });
+    callbacks[i]->load_state(state);
+  }
+}
+
+}  // namespace accrue::detail

@@ -1,0 +1,100 @@
+#pragma once
+// Training checkpoints: everything the training loop needs to continue a run exactly where it
+// stood between two micro-batches (see FitOptions::checkpoint and resume_from). Used by the loop
+// in trainer.cpp; the file format is framework/serialization/checkpoint.hpp.
+//
+// A checkpoint holds the parameters and buffers, the gradients gathered so far in an open
+// accumulation window, the optimizer's state, the loss scaler, the schedule's state, both random
+// generators, the shuffling seed, the epoch and the next micro-batch in it, the current
+// micro-batch and accumulation (after any back-off), the epoch's running metrics, the history so
+// far and each callback's state.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "accrue/dsl/callbacks.hpp"
+#include "accrue/dsl/metrics.hpp"
+#include "accrue/dsl/sequential.hpp"
+
+namespace accrue::detail {
+
+/// A window's metric update held back until the window closes (backoff_on_oom).
+struct PendingUpdate {
+  Tensor prediction, targets;
+  double loss = 0.0;
+};
+
+/// The loop's own state between two micro-batches.
+struct RunState {
+  int epoch = 0;
+  /// Index into the epoch's slots of the next micro-batch to train.
+  std::size_t next_slot = 0;
+  /// Micro-batches trained over the run (numbers the checkpoint files).
+  std::int64_t micro_batches = 0;
+  bool window_poisoned = false;
+  std::uint64_t loader_seed = 0;
+  std::int64_t batch_size = 0;
+  int accumulation_factor = 1;
+  metrics::MeanLoss epoch_loss;
+  std::vector<PendingUpdate> pending;
+  History history;
+};
+
+/// What must be the same in a run that resumes a checkpoint, as (name, value) text.
+using RunSignature = std::vector<std::pair<std::string, std::string>>;
+
+/// The parts of a run a checkpoint reads and writes.
+struct RunParts {
+  Sequential& model;
+  optim::Optimizer& optimizer;
+  GradScaler* scaler;
+  LrSchedule& schedule;
+  TrainingContext& context;
+  std::vector<Metric>& metrics;
+  RunState& run;
+};
+
+/// Writes a checkpoint of `parts` to `path` atomically.
+void write_training_checkpoint(const std::string& path, const RunParts& parts, const RunSignature& signature,
+                               const std::vector<Callback*>& callbacks);
+
+/// A verified checkpoint file, read but not yet applied.
+class TrainingCheckpoint {
+ public:
+  /// Reads and verifies `path`; throws IoError for a damaged file.
+  static TrainingCheckpoint read(const std::string& path);
+  const std::string& path() const { return path_; }
+
+  /// Throws ValueError listing every way `now` differs from the run that wrote the checkpoint.
+  void check_signature(const RunSignature& now) const;
+  /// The micro-batch and accumulation factor the run had reached (after any back-off), and its
+  /// shuffling seed: needed before the plan and the loader are made.
+  std::int64_t batch_size() const;
+  int accumulation_factor() const;
+  std::uint64_t loader_seed() const;
+
+  /// Puts the model, gradients, optimizer, scaler, generators, schedule, metrics and loop state
+  /// back. Checks every tensor's name, shape and dtype first and throws listing all problems,
+  /// changing nothing then.
+  void restore(RunParts& parts) const;
+  /// Hands each callback its saved state (after on_train_begin); a callback whose type differs
+  /// from the one saved at its position starts afresh, with a warning.
+  void restore_callbacks(const std::vector<Callback*>& callbacks) const;
+
+ private:
+  struct Data;
+  std::string path_;
+  std::shared_ptr<const Data> data_;
+};
+
+/// The checkpoint files in `dir` named by fit ("checkpoint-<micro-batches>.safetensors"), newest
+/// first.
+std::vector<std::string> checkpoints_in(const std::string& dir);
+
+/// The file name fit gives the checkpoint taken after `micro_batches` micro-batches.
+std::string checkpoint_name(std::int64_t micro_batches);
+
+}  // namespace accrue::detail
