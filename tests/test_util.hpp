@@ -2,13 +2,17 @@
 // Helpers shared by the test suites: tensor comparisons with dtype-derived tolerances and checks
 // that an error names what it should.
 
+#include <unistd.h>
+
 #include <boost/test/unit_test.hpp>
 
 #include <accrue/accrue.hpp>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <initializer_list>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -112,5 +116,28 @@ inline Tensor leaf(Tensor t) {
   t.set_requires_grad(true);
   return t;
 }
+
+/// The bytes of a file ("" when it cannot be read).
+inline std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+/// A fresh folder under the system's temporary directory, removed with everything in it at scope
+/// exit; `name` and the process id keep parallel tests apart.
+struct TempDir {
+  std::filesystem::path path;
+  explicit TempDir(const std::string& name)
+      : path(std::filesystem::temp_directory_path() / ("accrue_" + name + "_" + std::to_string(::getpid()))) {
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string file(const std::string& name) const { return (path / name).string(); }
+};
 
 }  // namespace accrue::test

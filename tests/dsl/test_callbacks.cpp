@@ -8,6 +8,8 @@
 #include <sstream>
 
 using namespace accrue;
+using accrue::test::read_file;
+using accrue::test::TempDir;
 using accrue::test::check_close;
 using accrue::test::message_has;
 namespace fs = std::filesystem;
@@ -28,36 +30,23 @@ Sequential model() {
   return Sequential{layers::Input{6}, layers::Dense{8}, layers::ReLU{}, layers::Dense{2}};
 }
 
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / fmt::format("accrue_cb_{}", ::getpid());
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
-};
-
-std::string read(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(csv_logger_writes_a_row_per_epoch) {
-  TempDir dir;
+  TempDir dir{"callbacks"};
   const fs::path csv = dir.path / "log.csv";
   Sequential m = model();
   m.compile(optim::SGD{.lr = 0.1}, losses::CrossEntropy{}, {metrics::Accuracy{}});
   m.fit(two_classes(64, 1), {.epochs = 3, .batch_size = 16, .validation = two_classes(32, 2),
                        .callbacks = {callbacks::CSVLogger{csv.string()}}, .verbose = 0});
-  const std::string text = read(csv);
+  const std::string text = read_file(csv.string());
   BOOST_TEST_MESSAGE(text);
   BOOST_TEST(text.rfind("epoch,accuracy,loss,val_accuracy,val_loss\n0,", 0) == 0);
   BOOST_TEST(std::count(text.begin(), text.end(), '\n') == 4);
   // A resumed run appends without a second header.
   m.fit(two_classes(64, 1), {.batch_size = 16, .validation = two_classes(32, 2),
                        .callbacks = {callbacks::CSVLogger{csv.string(), {.append = true}}}, .verbose = 0});
-  const std::string appended = read(csv);
+  const std::string appended = read_file(csv.string());
   BOOST_TEST(std::count(appended.begin(), appended.end(), '\n') == 5);
   BOOST_TEST(appended.find("epoch", 10) == std::string::npos);
 }
@@ -110,7 +99,7 @@ BOOST_AUTO_TEST_CASE(reduce_lr_on_plateau_lowers_the_rate) {
 }
 
 BOOST_AUTO_TEST_CASE(model_checkpoint_keeps_last_and_best) {
-  TempDir dir;
+  TempDir dir{"callbacks"};
   Sequential m = model();
   m.compile(optim::SGD{.lr = 0.5}, losses::CrossEntropy{});
   auto ckpt = std::make_shared<callbacks::ModelCheckpoint>((dir.path / "ckpt").string(),

@@ -17,29 +17,13 @@
 #include "accrue/framework/serialization/checkpoint.hpp"
 
 using namespace accrue;
+using accrue::test::read_file;
+using accrue::test::TempDir;
 using accrue::test::blobs;
 using accrue::test::message_has;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name)
-      : path(fs::temp_directory_path() / fmt::format("accrue_ckpt_{}_{}", name, ::getpid())) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string operator/(const std::string& name) const { return (path / name).string(); }
-};
-
-std::string read_file(const std::string& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 void write_file(const std::string& p, const std::string& bytes) {
   std::ofstream f(p, std::ios::binary | std::ios::trunc);
@@ -144,6 +128,17 @@ Sequential made(const Config& c, std::uint64_t seed) {
   return m;
 }
 
+// Trains `c` from seed 1 with `options` (c's by default), writing a checkpoint every `every`
+// micro-batches into `dir`; returns the model.
+Sequential train_with_checkpoints(const Config& c, const Dataset& data, const std::string& dir, std::int64_t every,
+                                  int keep = 1000, std::optional<FitOptions> options = std::nullopt) {
+  Sequential m = made(c, 1);
+  FitOptions o = options ? *options : c.options();
+  o.checkpoint = {.dir = dir, .every_micro_batches = every, .keep = keep};
+  m.fit(data, o);
+  return m;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(resuming_from_every_checkpoint_repeats_the_run_bit_for_bit) {
@@ -190,22 +185,20 @@ BOOST_AUTO_TEST_CASE(callbacks_continue_their_files) {
   const Config c = configs()[0];
   const Dataset data = blobs(c.samples, 11);
   TempDir dir{"csv"};
-  Sequential reference = made(c, 1);
   FitOptions options = c.options();
-  options.callbacks = {callbacks::CSVLogger{dir / "log.csv"}, callbacks::ModelCheckpoint{dir / "weights"}};
-  options.checkpoint = {.dir = dir / "ckpt", .every_micro_batches = 5, .keep = 1000};
-  reference.fit(data, options);
-  const std::string full_log = read_file(dir / "log.csv");
+  options.callbacks = {callbacks::CSVLogger{dir.file("log.csv")}, callbacks::ModelCheckpoint{dir.file("weights")}};
+  const Sequential reference = train_with_checkpoints(c, data, dir.file("ckpt"), 5, 1000, options);
+  const std::string full_log = read_file(dir.file("log.csv"));
   BOOST_TEST(std::count(full_log.begin(), full_log.end(), '\n') == 4);  // header and 3 epochs
 
-  for (const std::string& file : detail::checkpoints_in(dir / "ckpt")) {
+  for (const std::string& file : detail::checkpoints_in(dir.file("ckpt"))) {
     Sequential resumed = made(c, 7);
     FitOptions again = options;
     again.checkpoint = {};
     again.resume_from = file;
-    write_file(dir / "log.csv", full_log);  // the file as a killed run left it: rows past the checkpoint
+    write_file(dir.file("log.csv"), full_log);  // the file as a killed run left it: rows past the checkpoint
     resumed.fit(data, again);
-    BOOST_TEST(read_file(dir / "log.csv") == full_log, "resumed from " << file);
+    BOOST_TEST(read_file(dir.file("log.csv")) == full_log, "resumed from " << file);
     BOOST_TEST(state_bytes(resumed) == state_bytes(reference));
   }
 }
@@ -242,17 +235,23 @@ BOOST_AUTO_TEST_CASE(checkpoint_folder_keeps_the_newest_and_a_finished_run_train
   BOOST_TEST(same_history(h, h3));
 }
 
+BOOST_AUTO_TEST_CASE(checkpoints_by_time) {
+  const Config c = configs()[0];
+  TempDir dir{"time"};
+  Sequential m = made(c, 1);
+  FitOptions options = c.options();
+  options.checkpoint = {.dir = dir.path.string(), .every_seconds = 1e-9, .keep = 1000};
+  m.fit(blobs(c.samples, 11), options);
+  // Due after every micro-batch: 12 inside each of the 3 epochs and one at each epoch's end.
+  BOOST_TEST(detail::checkpoints_in(dir.path.string()).size() == 39u);
+}
+
 BOOST_AUTO_TEST_CASE(damaged_checkpoints_are_refused_and_change_nothing) {
   const Config c = configs()[0];
   const Dataset data = blobs(c.samples, 11);
   TempDir dir{"damaged"};
-  {
-    Sequential m = made(c, 1);
-    FitOptions options = c.options();
-    options.checkpoint = {.dir = dir / "ok", .every_micro_batches = 5, .keep = 1000};
-    m.fit(data, options);
-  }
-  const auto files = detail::checkpoints_in(dir / "ok");
+  train_with_checkpoints(c, data, dir.file("ok"), 5);
+  const auto files = detail::checkpoints_in(dir.file("ok"));
   const std::string good = files[files.size() / 2];  // inside an epoch
   const std::string bytes = read_file(good);
   Sequential m = made(c, 42);
@@ -267,44 +266,44 @@ BOOST_AUTO_TEST_CASE(damaged_checkpoints_are_refused_and_change_nothing) {
   // Truncated anywhere: in the length, the header, the data, by one byte.
   for (std::size_t length : {std::size_t{0}, std::size_t{5}, std::size_t{8}, std::size_t{200}, bytes.size() / 2,
                              bytes.size() - 1}) {
-    write_file(dir / "bad.safetensors", bytes.substr(0, length));
-    BOOST_CHECK_EXCEPTION(resume_from(dir / "bad.safetensors"), IoError,
-                          message_has({dir / "bad.safetensors", "not loaded"}));
+    write_file(dir.file("bad.safetensors"), bytes.substr(0, length));
+    BOOST_CHECK_EXCEPTION(resume_from(dir.file("bad.safetensors")), IoError,
+                          message_has({dir.file("bad.safetensors"), "not loaded"}));
     BOOST_TEST(state_bytes(m) == before, "truncated to " << length);
   }
   // One bit flipped in the data, and in the state inside the header.
   std::string flipped = bytes;
   flipped[flipped.size() - 3] ^= 0x10;
-  write_file(dir / "bad.safetensors", flipped);
-  BOOST_CHECK_EXCEPTION(resume_from(dir / "bad.safetensors"), IoError,
+  write_file(dir.file("bad.safetensors"), flipped);
+  BOOST_CHECK_EXCEPTION(resume_from(dir.file("bad.safetensors")), IoError,
                         message_has({"is damaged: its checksum is", "not loaded"}));
   flipped = bytes;
   const auto at = flipped.find("micro_batches");
   BOOST_REQUIRE(at != std::string::npos);
   flipped[at + 16] = flipped[at + 16] == '1' ? '2' : '1';
-  write_file(dir / "bad.safetensors", flipped);
-  BOOST_CHECK_EXCEPTION(resume_from(dir / "bad.safetensors"), IoError, message_has({"is damaged", "not loaded"}));
+  write_file(dir.file("bad.safetensors"), flipped);
+  BOOST_CHECK_EXCEPTION(resume_from(dir.file("bad.safetensors")), IoError, message_has({"is damaged", "not loaded"}));
   BOOST_TEST(state_bytes(m) == before);
   // Weights alone are not a training checkpoint.
-  m.save_weights(dir / "weights.safetensors");
-  BOOST_CHECK_EXCEPTION(resume_from(dir / "weights.safetensors"), IoError,
+  m.save_weights(dir.file("weights.safetensors"));
+  BOOST_CHECK_EXCEPTION(resume_from(dir.file("weights.safetensors")), IoError,
                         message_has({"is not a training checkpoint", "load_weights"}));
 
   // In a folder, a damaged newest checkpoint is skipped for the one before it.
-  fs::create_directories(dir / "folder");
-  fs::copy_file(files[files.size() - 1], dir / "folder/checkpoint-0000000005.safetensors");
-  write_file(dir / "folder/checkpoint-0000000010.safetensors", bytes.substr(0, bytes.size() - 100));
+  fs::create_directories(dir.file("folder"));
+  fs::copy_file(files[files.size() - 1], dir.file("folder/checkpoint-0000000005.safetensors"));
+  write_file(dir.file("folder/checkpoint-0000000010.safetensors"), bytes.substr(0, bytes.size() - 100));
   Sequential reference = made(c, 1);
   reference.fit(data, c.options());
   Sequential recovered = made(c, 3);
   FitOptions options = c.options();
-  options.checkpoint = {.dir = dir / "folder"};
+  options.checkpoint = {.dir = dir.file("folder")};
   recovered.fit(data, options);
   BOOST_TEST(state_bytes(recovered) == state_bytes(reference));
   // A folder of damaged checkpoints only is an error, not a fresh start.
-  fs::create_directories(dir / "broken");
-  write_file(dir / "broken/checkpoint-0000000003.safetensors", bytes.substr(0, 50));
-  options.checkpoint = {.dir = dir / "broken"};
+  fs::create_directories(dir.file("broken"));
+  write_file(dir.file("broken/checkpoint-0000000003.safetensors"), bytes.substr(0, 50));
+  options.checkpoint = {.dir = dir.file("broken")};
   BOOST_CHECK_EXCEPTION(m.fit(data, options), IoError, message_has({"every training checkpoint in", "is damaged"}));
   BOOST_TEST(state_bytes(m) == before);
 }
@@ -313,12 +312,7 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_of_another_run_is_refused_with_every_differenc
   const Config c = configs()[0];
   const Dataset data = blobs(c.samples, 11);
   TempDir dir{"mismatch"};
-  {
-    Sequential m = made(c, 1);
-    FitOptions options = c.options();
-    options.checkpoint = {.dir = dir.path.string(), .every_micro_batches = 5};
-    m.fit(data, options);
-  }
+  train_with_checkpoints(c, data, dir.path.string(), 5, 2);
   const std::string file = detail::checkpoints_in(dir.path.string()).front();
 
   Sequential m = made(c, 2);

@@ -20,16 +20,10 @@
 #include "accrue/framework/serialization/safetensors.hpp"
 
 using namespace accrue;
+using accrue::test::read_file;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string read_file(const std::string& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 std::ptrdiff_t files_in(const fs::path& dir) {
   std::error_code ec;

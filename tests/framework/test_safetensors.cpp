@@ -6,18 +6,12 @@
 #include <fstream>
 
 using namespace accrue;
+using accrue::test::TempDir;
 using accrue::test::check_close;
 using accrue::test::message_has;
 namespace fs = std::filesystem;
 
 namespace {
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / fmt::format("accrue_st_{}", ::getpid());
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& n) const { return (path / n).string(); }
-};
-
 void write_raw(const std::string& path, const std::string& header, const std::vector<std::uint8_t>& data) {
   std::ofstream f(path, std::ios::binary);
   const std::uint64_t n = header.size();
@@ -28,7 +22,7 @@ void write_raw(const std::string& path, const std::string& header, const std::ve
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(round_trip_with_metadata) {
-  TempDir dir;
+  TempDir dir{"safetensors"};
   const Tensor a = accrue::test::random_tensor({3, 4}, 1);
   const Tensor b = Tensor::from(std::vector<std::int32_t>{7, -1}, {2});
   serialization::save_safetensors(dir.file("t.safetensors"), {{"a", a}, {"labels", b}}, {{"note", "hello"}});
@@ -46,7 +40,7 @@ BOOST_AUTO_TEST_CASE(round_trip_with_metadata) {
 }
 
 BOOST_AUTO_TEST_CASE(hostile_files_are_refused) {
-  TempDir dir;
+  TempDir dir{"safetensors"};
   const auto refuse = [&](const std::string& name, const std::string& header, const std::vector<std::uint8_t>& data,
                           std::initializer_list<std::string> parts) {
     write_raw(dir.file(name), header, data);
@@ -72,7 +66,7 @@ BOOST_AUTO_TEST_CASE(hostile_files_are_refused) {
 }
 
 BOOST_AUTO_TEST_CASE(load_weights_reports_every_mismatch_and_changes_nothing) {
-  TempDir dir;
+  TempDir dir{"safetensors"};
   manual_seed(1);
   Sequential a{layers::Input{4}, layers::Dense{3}, layers::ReLU{}, layers::Dense{2}};
   a.save_weights(dir.file("a.safetensors"));
