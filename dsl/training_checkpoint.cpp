@@ -357,7 +357,6 @@ void TrainingCheckpoint::restore(RunParts& parts) const {
     for (std::size_t i = 0; i < cbs.size(); ++i)
       if (cbs[i].contains("tensors"))
         for (const json& n : cbs[i]["tensors"]) claimed.push_back(fmt::format("callback.{}.{}", i, n.get<std::string>()));
-    return 0;
   });
   if ((parts.scaler != nullptr) != v.scaler.has_value())
     problems.push_back(v.scaler ? "the checkpoint has a loss scaler's state; this run scales no loss"
@@ -372,10 +371,7 @@ void TrainingCheckpoint::restore(RunParts& parts) const {
                                  parts.model.name(), problems.size(), problems.size() == 1 ? "" : "s", all));
   }
   LrSchedule schedule = parts.schedule;
-  reading(path_, [&] {
-    schedule.load_state(v.schedule);
-    return 0;
-  });
+  reading(path_, [&] { schedule.load_state(v.schedule); });
   for (const auto& [name, value] : v.counters) optimizer.counters[name] = value;
   // The optimizer checks its state before taking it; it is the last thing that can refuse.
   parts.optimizer.load_state(optimizer);
@@ -430,7 +426,6 @@ void TrainingCheckpoint::restore_callbacks(const std::vector<Callback*>& callbac
         ACCRUE_CHECK(t != nullptr, "callback {}'s tensor '{}' is missing", i + 1, name);
         state.tensors.emplace_back(name, *t);
       }
-      return 0;
     });
     callbacks[i]->load_state(state);
   }
