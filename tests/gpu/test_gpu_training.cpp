@@ -174,3 +174,36 @@ BOOST_AUTO_TEST_CASE(a_cnn_with_each_normalisation_trains_as_on_the_cpu) {
     for (std::size_t i = 0; i < gb.size(); ++i) check_gpu_close(gb[i].second, cb[i].second, 1e-4, 1e-4, gb[i].first);
   }
 }
+
+BOOST_AUTO_TEST_CASE(checkpoints_resume_on_the_gpu_and_move_between_devices) {
+  // A checkpoint taken inside a window on the GPU resumes there (the same kernels in the same order,
+  // so the same parameters up to the order-dependence of atomics), and one written on the CPU
+  // resumes on the GPU.
+  const Dataset data = blobs(256, 11);
+  const optim::Recipe recipe = optim::Adam{.lr = 1e-2}.accumulate(3).clip(1.0);
+  TempDir dir{"gpu_checkpoints"};
+  const auto options = [&](const std::string& ckpt, const std::string& resume) {
+    return FitOptions{.epochs = 2, .batch_size = 16, .seed = 4, .verbose = 0,
+                      .checkpoint = {.dir = ckpt, .every_micro_batches = ckpt.empty() ? 0 : 7, .keep = 100},
+                      .resume_from = resume};
+  };
+  Sequential reference = mlp(12, 0.2f);
+  reference.to(gpu());
+  reference.compile(recipe, losses::CrossEntropy{}, {metrics::Accuracy{}});
+  reference.fit(data, options(dir.file("gpu"), ""));
+  Sequential resumed = mlp(13, 0.2f);
+  resumed.to(gpu());
+  resumed.compile(recipe, losses::CrossEntropy{}, {metrics::Accuracy{}});
+  resumed.fit(data, options("", dir.file("gpu/checkpoint-0000000007.safetensors")));
+  check_same_parameters(resumed, reference, 1e-5, "resumed on the gpu");
+
+  Sequential on_cpu = mlp(12, 0.2f);
+  on_cpu.compile(recipe, losses::CrossEntropy{}, {metrics::Accuracy{}});
+  on_cpu.fit(data, options(dir.file("cpu"), ""));
+  Sequential moved = mlp(14, 0.2f);
+  moved.to(gpu());
+  moved.compile(recipe, losses::CrossEntropy{}, {metrics::Accuracy{}});
+  moved.fit(data, options("", dir.file("cpu/checkpoint-0000000007.safetensors")));
+  for (const Tensor& p : moved.parameters()) BOOST_TEST(p.device() == gpu());
+  check_same_parameters(moved, on_cpu, 1e-3, "cpu checkpoint resumed on the gpu");
+}
