@@ -9,6 +9,7 @@
 #include <regex>
 #include <typeinfo>
 
+#include "accrue/dsl/json_state.hpp"
 #include "accrue/framework/autograd.hpp"
 #include "accrue/framework/log.hpp"
 #include "accrue/framework/optim/optimizer.hpp"
@@ -42,16 +43,16 @@ json memory_json(const MemoryStats& m) {
 
 MemoryStats memory_from(const json& j) {
   MemoryStats m;
-  const auto live = j.at("live").get<std::vector<std::size_t>>();
-  const auto peak = j.at("peak").get<std::vector<std::size_t>>();
-  ACCRUE_CHECK(live.size() == m.live.size() && peak.size() == m.peak.size(), "memory statistics of {} categories, not {}",
-               live.size(), m.live.size());
-  std::copy(live.begin(), live.end(), m.live.begin());
-  std::copy(peak.begin(), peak.end(), m.peak.begin());
-  m.live_total = j.at("live_total").get<std::size_t>();
-  m.peak_total = j.at("peak_total").get<std::size_t>();
-  m.reserved = j.at("reserved").get<std::size_t>();
-  m.limit = j.at("limit").get<std::size_t>();
+  const auto sizes = [](const json& a, auto& out, const char* what) {
+    ACCRUE_CHECK(a.is_array() && a.size() == out.size(), "memory statistics '{}' are not {} values", what, out.size());
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = json_integer<std::size_t>(a[i], what);
+  };
+  sizes(j.at("live"), m.live, "live");
+  sizes(j.at("peak"), m.peak, "peak");
+  m.live_total = json_integer<std::size_t>(j.at("live_total"), "live_total");
+  m.peak_total = json_integer<std::size_t>(j.at("peak_total"), "peak_total");
+  m.reserved = json_integer<std::size_t>(j.at("reserved"), "reserved");
+  m.limit = json_integer<std::size_t>(j.at("limit"), "limit");
   return m;
 }
 
@@ -217,20 +218,20 @@ void TrainingCheckpoint::check_signature(const RunSignature& now) const {
 }
 
 std::int64_t TrainingCheckpoint::batch_size() const {
-  const auto b = reading(path_, [&] { return data_->state.at("batch_size").get<std::int64_t>(); });
+  const auto b = reading(path_, [&] { return json_integer<std::int64_t>(data_->state.at("batch_size"), "batch_size"); });
   if (b < 1) throw IoError(fmt::format("checkpoint {}: its micro-batch is {}; it was not loaded", path_, b));
   return b;
 }
 
 int TrainingCheckpoint::accumulation_factor() const {
-  const int f = reading(path_, [&] { return data_->state.at("accumulation_factor").get<int>(); });
+  const int f = reading(path_, [&] { return json_integer<int>(data_->state.at("accumulation_factor"), "accumulation_factor"); });
   if (f < 1 || (f & (f - 1)) != 0)
     throw IoError(fmt::format("checkpoint {}: its accumulation factor is {}, not a power of 2; it was not loaded", path_, f));
   return f;
 }
 
 std::uint64_t TrainingCheckpoint::loader_seed() const {
-  return reading(path_, [&] { return data_->state.at("loader_seed").get<std::uint64_t>(); });
+  return reading(path_, [&] { return json_integer<std::uint64_t>(data_->state.at("loader_seed"), "loader_seed"); });
 }
 
 void TrainingCheckpoint::restore(RunParts& parts) const {
@@ -285,11 +286,14 @@ void TrainingCheckpoint::restore(RunParts& parts) const {
     History history;
   } v;
   reading(path_, [&] {
-    v.counters = s.at("optimizer").get<std::map<std::string, std::int64_t>>();
+    const json& counters = s.at("optimizer");
+    ACCRUE_CHECK(counters.is_object(), "its optimizer counters are not an object");
+    for (auto it = counters.begin(); it != counters.end(); ++it)
+      v.counters[it.key()] = json_integer<std::int64_t>(*it, "an optimizer counter");
     if (s.contains("scaler") && !s["scaler"].is_null()) {
       const json& sc = s["scaler"];
-      v.scaler = GradScaler::State{sc.at("scale").get<double>(), sc.at("growth_tracker").get<std::int64_t>(),
-                                   sc.at("skipped_steps").get<std::int64_t>()};
+      v.scaler = GradScaler::State{sc.at("scale").get<double>(), json_integer<std::int64_t>(sc.at("growth_tracker"), "growth_tracker"),
+                                   json_integer<std::int64_t>(sc.at("skipped_steps"), "skipped_steps")};
       ACCRUE_CHECK(std::isfinite(v.scaler->scale) && v.scaler->scale > 0 && v.scaler->growth_tracker >= 0 &&
                        v.scaler->skipped_steps >= 0,
                    "its loss scaler state (scale {}, growth tracker {}) is not valid", v.scaler->scale,
@@ -297,13 +301,16 @@ void TrainingCheckpoint::restore(RunParts& parts) const {
     }
     v.schedule = s.at("schedule").get<std::string>();
     const json& gens = s.at("generators");
-    v.model_generator = gens.at("model").get<std::array<std::uint64_t, 2>>();
-    v.default_generator = gens.at("default").get<std::array<std::uint64_t, 2>>();
+    for (auto [key, out] : {std::pair{"model", &v.model_generator}, std::pair{"default", &v.default_generator}}) {
+      const json& g = gens.at(key);
+      ACCRUE_CHECK(g.is_array() && g.size() == 2, "its {} generator is not [seed, offset]", key);
+      *out = {json_integer<std::uint64_t>(g[0], "a generator seed"), json_integer<std::uint64_t>(g[1], "a generator offset")};
+    }
     const json& pos = s.at("position");
-    v.epoch = pos.at("epoch").get<int>();
-    v.next_slot = pos.at("next_slot").get<std::size_t>();
-    v.micro_batches = pos.at("micro_batches").get<std::int64_t>();
-    v.optimizer_steps = pos.at("optimizer_steps").get<std::int64_t>();
+    v.epoch = json_integer<int>(pos.at("epoch"), "epoch");
+    v.next_slot = json_integer<std::size_t>(pos.at("next_slot"), "next_slot");
+    v.micro_batches = json_integer<std::int64_t>(pos.at("micro_batches"), "micro_batches");
+    v.optimizer_steps = json_integer<std::int64_t>(pos.at("optimizer_steps"), "optimizer_steps");
     v.window_poisoned = pos.at("window_poisoned").get<bool>();
     v.stop_requested = pos.at("stop_requested").get<bool>();
     v.lr_factor = s.at("lr_factor").get<double>();

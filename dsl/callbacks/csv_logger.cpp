@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "accrue/dsl/json_state.hpp"
 #include "accrue/framework/error.hpp"
 #include "accrue/framework/log.hpp"
 
@@ -71,7 +72,7 @@ void CSVLogger::load_state(const CallbackState& state) {
   std::vector<std::string> columns;
   try {
     const nlohmann::json j = nlohmann::json::parse(state.text);
-    length = j.at("length").get<std::uint64_t>();
+    length = detail::json_integer<std::uint64_t>(j.at("length"), "CSVLogger: length");
     columns = j.at("columns").get<std::vector<std::string>>();
   } catch (const nlohmann::json::exception& e) {
     throw ValueError(fmt::format("CSVLogger: the saved state '{}' does not parse ({})", state.text, e.what()));

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "accrue/dsl/json_state.hpp"
 #include "accrue/dsl/sequential.hpp"
 #include "accrue/framework/autograd.hpp"
 #include "accrue/framework/log.hpp"
@@ -73,10 +74,10 @@ std::optional<CallbackState> EarlyStopping::state() const {
 void EarlyStopping::load_state(const CallbackState& state) {
   try {
     const nlohmann::json j = nlohmann::json::parse(state.text);
-    const int wait = j.at("wait").get<int>();
+    const int wait = detail::json_integer<int>(j.at("wait"), "EarlyStopping: wait");
     const auto best = j.contains("best") ? std::optional{j["best"].get<double>()} : std::nullopt;
-    const auto best_epoch = j.contains("best_epoch") ? std::optional{j["best_epoch"].get<int>()} : std::nullopt;
-    const auto stopped = j.contains("stopped_epoch") ? std::optional{j["stopped_epoch"].get<int>()} : std::nullopt;
+    const auto best_epoch = j.contains("best_epoch") ? std::optional{detail::json_integer<int>(j["best_epoch"], "EarlyStopping: best_epoch")} : std::nullopt;
+    const auto stopped = j.contains("stopped_epoch") ? std::optional{detail::json_integer<int>(j["stopped_epoch"], "EarlyStopping: stopped_epoch")} : std::nullopt;
     std::vector<Tensor> weights;
     const auto params = context_->model->parameters();
     if (!state.tensors.empty()) {

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "accrue/dsl/json_state.hpp"
 #include "accrue/dsl/sequential.hpp"
 
 namespace accrue::callbacks {
@@ -52,7 +53,7 @@ void ModelCheckpoint::load_state(const CallbackState& state) {
   try {
     const nlohmann::json j = nlohmann::json::parse(state.text);
     const auto best = j.contains("best") ? std::optional{j["best"].get<double>()} : std::nullopt;
-    const auto best_epoch = j.contains("best_epoch") ? std::optional{j["best_epoch"].get<int>()} : std::nullopt;
+    const auto best_epoch = j.contains("best_epoch") ? std::optional{detail::json_integer<int>(j["best_epoch"], "ModelCheckpoint: best_epoch")} : std::nullopt;
     best_ = best;
     best_epoch_ = best_epoch;
   } catch (const nlohmann::json::exception& e) {

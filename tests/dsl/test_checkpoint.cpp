@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <regex>
+#include <tuple>
 #include <fstream>
 #include <sstream>
 
@@ -284,6 +286,20 @@ BOOST_AUTO_TEST_CASE(damaged_checkpoints_are_refused_and_change_nothing) {
   write_file(dir.file("bad.safetensors"), flipped);
   BOOST_CHECK_EXCEPTION(resume_from(dir.file("bad.safetensors")), IoError, message_has({"is damaged", "not loaded"}));
   BOOST_TEST(state_bytes(m) == before);
+  // A state with a sound checksum but values that are not what they should be: a float where an
+  // integer belongs (casting it would be undefined), a position past the run.
+  for (const auto& [from, to, says] :
+       {std::tuple{std::string{R"("epoch":\d+)"}, std::string{R"("epoch":1e300)"}, std::string{"epoch is 1e+300, not an integer"}},
+        std::tuple{std::string{R"("next_slot":\d+)"}, std::string{R"("next_slot":99)"}, std::string{"next micro-batch 100 is past"}},
+        std::tuple{std::string{R"("batch_size":\d+)"}, std::string{R"("batch_size":-3)"}, std::string{"micro-batch is -3"}}}) {
+    serialization::CheckpointFile f = serialization::load_checkpoint(good);
+    const std::string edited = std::regex_replace(f.state, std::regex{from}, to);
+    BOOST_REQUIRE(edited != f.state);
+    serialization::save_checkpoint(dir.file("edited.safetensors"), f.tensors, edited);
+    BOOST_CHECK_EXCEPTION(resume_from(dir.file("edited.safetensors")), IoError,
+                          message_has({dir.file("edited.safetensors"), says, "not loaded"}));
+    BOOST_TEST(state_bytes(m) == before);
+  }
   // Weights alone are not a training checkpoint.
   m.save_weights(dir.file("weights.safetensors"));
   BOOST_CHECK_EXCEPTION(resume_from(dir.file("weights.safetensors")), IoError,
