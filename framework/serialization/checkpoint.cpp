@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "accrue/framework/error.hpp"
 
@@ -60,6 +61,10 @@ void save_checkpoint(const std::string& path, const NamedTensors& tensors, const
 }
 
 CheckpointFile load_checkpoint(const std::string& path, const SafetensorsLimits& limits) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
+    throw IoError(fmt::format("checkpoint {} does not exist ({})", path,
+                              ec ? ec.message() : std::string{"no such file"}));
   SafetensorsFile file;
   try {
     file = load_safetensors(path, limits);

@@ -300,6 +300,8 @@ BOOST_AUTO_TEST_CASE(damaged_checkpoints_are_refused_and_change_nothing) {
                           message_has({dir.file("edited.safetensors"), says, "not loaded"}));
     BOOST_TEST(state_bytes(m) == before);
   }
+  BOOST_CHECK_EXCEPTION(resume_from(dir.file("absent.safetensors")), IoError,
+                        message_has({"absent.safetensors does not exist"}));
   // Weights alone are not a training checkpoint.
   m.save_weights(dir.file("weights.safetensors"));
   BOOST_CHECK_EXCEPTION(resume_from(dir.file("weights.safetensors")), IoError,
