@@ -187,23 +187,19 @@ BOOST_AUTO_TEST_CASE(checkpoints_resume_on_the_gpu_and_move_between_devices) {
                       .checkpoint = {.dir = ckpt, .every_micro_batches = ckpt.empty() ? 0 : 7, .keep = 100},
                       .resume_from = resume};
   };
-  Sequential reference = mlp(12, 0.2f);
-  reference.to(gpu());
-  reference.compile(recipe, losses::CrossEntropy{}, {metrics::Accuracy{}});
-  reference.fit(data, options(dir.file("gpu"), ""));
-  Sequential resumed = mlp(13, 0.2f);
-  resumed.to(gpu());
-  resumed.compile(recipe, losses::CrossEntropy{}, {metrics::Accuracy{}});
-  resumed.fit(data, options("", dir.file("gpu/checkpoint-0000000007.safetensors")));
+  const auto trained = [&](std::uint64_t seed, bool on_gpu, const std::string& ckpt, const std::string& resume) {
+    Sequential m = mlp(seed, 0.2f);
+    if (on_gpu) m.to(gpu());
+    m.compile(recipe, losses::CrossEntropy{}, {metrics::Accuracy{}});
+    m.fit(data, options(ckpt, resume));
+    return m;
+  };
+  Sequential reference = trained(12, true, dir.file("gpu"), "");
+  Sequential resumed = trained(13, true, "", dir.file("gpu/checkpoint-0000000007.safetensors"));
   check_same_parameters(resumed, reference, 1e-5, "resumed on the gpu");
 
-  Sequential on_cpu = mlp(12, 0.2f);
-  on_cpu.compile(recipe, losses::CrossEntropy{}, {metrics::Accuracy{}});
-  on_cpu.fit(data, options(dir.file("cpu"), ""));
-  Sequential moved = mlp(14, 0.2f);
-  moved.to(gpu());
-  moved.compile(recipe, losses::CrossEntropy{}, {metrics::Accuracy{}});
-  moved.fit(data, options("", dir.file("cpu/checkpoint-0000000007.safetensors")));
+  Sequential on_cpu = trained(12, false, dir.file("cpu"), "");
+  Sequential moved = trained(14, true, "", dir.file("cpu/checkpoint-0000000007.safetensors"));
   for (const Tensor& p : moved.parameters()) BOOST_TEST(p.device() == gpu());
   check_same_parameters(moved, on_cpu, 1e-3, "cpu checkpoint resumed on the gpu");
 }
