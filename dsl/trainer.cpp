@@ -274,8 +274,8 @@ History Trainer::fit(Sequential& model, const Dataset& train, Run run_options) {
     context.resumed = true;
     context.initial_epoch = run.epoch;
     if (run.epoch >= options_.epochs || context.stop_requested)
-      log::info("{} is the checkpoint of a finished run ({} epochs trained); nothing is left to train", resume->path(),
-                run.history.epochs());
+      log::info("{} is the checkpoint of a finished run ({} epoch{} trained); nothing is left to train", resume->path(),
+                run.history.epochs(), run.history.epochs() == 1 ? "" : "s");
     else
       log::info("resuming from {}: epoch {}/{}, micro-batch {}/{}, {} optimizer steps done", resume->path(),
                 run.epoch + 1, options_.epochs, run.next_slot + 1, plan.epoch_slots(run.epoch).size(),
