@@ -135,7 +135,8 @@ class Callback {
   /// resume). Called between micro-batches and after on_epoch_end.
   virtual std::optional<CallbackState> state() const { return std::nullopt; }
   /// Hands back what state() returned, right after on_train_begin of the resumed run. Throw
-  /// ValueError for a state you cannot take; nothing of the run has changed then.
+  /// ValueError for a state you cannot take: fit stops with it (the model already holds the
+  /// checkpoint's weights then).
   virtual void load_state(const CallbackState& /*state*/) {}
 };
 

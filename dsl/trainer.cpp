@@ -266,8 +266,6 @@ History Trainer::fit(Sequential& model, const Dataset& train, Run run_options) {
   const bool per_micro_batch = accumulate.normalization == Normalization::per_micro_batch;
   std::vector<Metric>& metrics = model.metrics_;
   opt.zero_grad();
-  run.batch_size = options_.batch_size;
-  run.accumulation_factor = accumulation_factor_;
   detail::RunParts parts{model, opt, scaler, schedule, context, metrics, run};
   if (resume) {
     resume->restore(parts);
@@ -287,34 +285,27 @@ History Trainer::fit(Sequential& model, const Dataset& train, Run run_options) {
   // Checkpoints: at each epoch's end, and every so many micro-batches or seconds in between.
   const CheckpointOptions& checkpointing = options_.checkpoint;
   auto last_checkpoint = std::chrono::steady_clock::now();
-  if (!checkpointing.dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(checkpointing.dir, ec);
-    if (ec) throw IoError(fmt::format("checkpoint: cannot create the folder {} ({})", checkpointing.dir, ec.message()));
-    // Temporary files of a run killed while it wrote a checkpoint.
-    for (const auto& entry : std::filesystem::directory_iterator(checkpointing.dir, ec)) {
-      const std::string name = entry.path().filename().string();
-      if (name.rfind("checkpoint-", 0) == 0 && name.find(".safetensors.tmp-") != std::string::npos)
-        std::filesystem::remove(entry.path(), ec);
-    }
-  }
+  if (!checkpointing.dir.empty()) detail::prepare_checkpoint_dir(checkpointing.dir);
   const auto write_checkpoint = [&] {
-    const std::string path =
-        (std::filesystem::path(checkpointing.dir) / detail::checkpoint_name(run.micro_batches)).string();
-    detail::write_training_checkpoint(path, parts, signature, callbacks);
+    run.batch_size = options_.batch_size;  // after any back-off
+    run.accumulation_factor = accumulation_factor_;
+    detail::write_training_checkpoint(
+        (std::filesystem::path(checkpointing.dir) / detail::checkpoint_name(run.micro_batches)).string(), parts, signature,
+        callbacks);
+    detail::keep_newest_checkpoints(checkpointing.dir, checkpointing.keep);
     last_checkpoint = std::chrono::steady_clock::now();
-    const std::vector<std::string> all = detail::checkpoints_in(checkpointing.dir);
-    for (std::size_t i = static_cast<std::size_t>(checkpointing.keep); i < all.size(); ++i) {
-      std::error_code ec;
-      std::filesystem::remove(all[i], ec);
-    }
   };
-  const auto checkpoint_due = [&] {
-    if (checkpointing.dir.empty()) return false;
-    if (checkpointing.every_micro_batches > 0 && run.micro_batches % checkpointing.every_micro_batches == 0) return true;
-    return checkpointing.every_seconds > 0 &&
-           std::chrono::duration<double>(std::chrono::steady_clock::now() - last_checkpoint).count() >=
-               checkpointing.every_seconds;
+  // Between micro-batches k and k + 1 of an epoch (its end writes one anyway).
+  const auto checkpoint_if_due = [&](std::size_t k, std::size_t slot_count) {
+    if (checkpointing.dir.empty() || k + 1 >= slot_count) return;
+    const bool due =
+        (checkpointing.every_micro_batches > 0 && run.micro_batches % checkpointing.every_micro_batches == 0) ||
+        (checkpointing.every_seconds > 0 &&
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - last_checkpoint).count() >=
+             checkpointing.every_seconds);
+    if (!due) return;
+    run.next_slot = k + 1;
+    write_checkpoint();
   };
 
   const bool check_norm = recipe.clip_norm() || options_.track_grad_norm;
@@ -428,8 +419,6 @@ History Trainer::fit(Sequential& model, const Dataset& train, Run run_options) {
           const std::int64_t window_start = slots[k - static_cast<std::size_t>(slot.position)].index * micro;
           options_.batch_size = micro / 2;
           accumulation_factor_ *= 2;
-          run.batch_size = options_.batch_size;
-          run.accumulation_factor = accumulation_factor_;
           plan = this->plan(model, train.size());
           batches.reset();
           loader = make_loader();
@@ -468,10 +457,7 @@ History Trainer::fit(Sequential& model, const Dataset& train, Run run_options) {
       ++run.micro_batches;
       if (!slot.closes_window) {
         for (Callback* c : callbacks) c->on_micro_batch_end(record, running);
-        if (k + 1 < slots.size() && checkpoint_due()) {
-          run.next_slot = k + 1;
-          write_checkpoint();
-        }
+        checkpoint_if_due(k, slots.size());
         continue;
       }
 
@@ -509,10 +495,7 @@ History Trainer::fit(Sequential& model, const Dataset& train, Run run_options) {
       for (Callback* c : callbacks) c->on_micro_batch_end(record, running);
       for (Callback* c : callbacks) c->on_optimizer_step(record);
       if (context.stop_requested) break;
-      if (k + 1 < slots.size() && checkpoint_due()) {
-        run.next_slot = k + 1;
-        write_checkpoint();
-      }
+      checkpoint_if_due(k, slots.size());
     }
 
     Logs logs = metric_logs(epoch_loss, metrics);

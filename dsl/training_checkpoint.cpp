@@ -58,13 +58,6 @@ MemoryStats memory_from(const json& j) {
 
 std::string callback_type(const Callback& c) { return typeid(c).name(); }
 
-const Tensor* find(const serialization::NamedTensors& tensors, const std::string& name) {
-  const auto it = std::find_if(tensors.begin(), tensors.end(), [&](const auto& e) { return e.first == name; });
-  return it == tensors.end() ? nullptr : &it->second;
-}
-
-bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
-
 }  // namespace
 
 std::string checkpoint_name(std::int64_t micro_batches) {
@@ -85,6 +78,26 @@ std::vector<std::string> checkpoints_in(const std::string& dir) {
   std::vector<std::string> paths;
   for (auto& f : found) paths.push_back(std::move(f.second));
   return paths;
+}
+
+void prepare_checkpoint_dir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw IoError(fmt::format("checkpoint: cannot create the folder {} ({})", dir, ec.message()));
+  // save_safetensors writes "<name>.tmp-<pid>" and renames it; a kill in between leaves it behind.
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with("checkpoint-") && name.find(".safetensors.tmp-") != std::string::npos)
+      std::filesystem::remove(entry.path(), ec);
+  }
+}
+
+void keep_newest_checkpoints(const std::string& dir, int keep) {
+  const std::vector<std::string> all = checkpoints_in(dir);
+  for (std::size_t i = static_cast<std::size_t>(keep); i < all.size(); ++i) {
+    std::error_code ec;
+    std::filesystem::remove(all[i], ec);
+  }
 }
 
 void write_training_checkpoint(const std::string& path, const RunParts& parts, const RunSignature& signature,
@@ -237,41 +250,20 @@ std::uint64_t TrainingCheckpoint::loader_seed() const {
 void TrainingCheckpoint::restore(RunParts& parts) const {
   const json& s = data_->state;
   const serialization::NamedTensors& tensors = data_->tensors;
-  std::vector<std::string> problems;
-  std::vector<std::string> claimed;
-
-  // What the tensors must be: the model's parameters and buffers, and the gradients.
-  std::vector<std::pair<Tensor, const Tensor*>> state_copies, grads;
-  for (const auto& [name, t] : parts.model.named_state()) {
-    const std::string key = "model." + name;
-    claimed.push_back(key);
-    const Tensor* saved = find(tensors, key);
-    if (saved == nullptr) problems.push_back(fmt::format("missing '{}' {}", key, t.shape()));
-    else if (!(saved->shape() == t.shape()) || saved->dtype() != t.dtype())
-      problems.push_back(fmt::format("'{}' is {} {} in the checkpoint but {} {} in the model", key,
-                                     dtype_name(saved->dtype()), saved->shape(), dtype_name(t.dtype()), t.shape()));
-    else state_copies.emplace_back(t, saved);
-  }
-  for (const auto& [name, p] : parts.model.named_parameters()) {
-    const std::string key = "grad." + name;
-    claimed.push_back(key);
-    const Tensor* saved = find(tensors, key);
-    if (saved == nullptr) continue;  // no gradient yet in this window
-    if (!(saved->shape() == p.shape()) || saved->dtype() != DType::f32)
-      problems.push_back(fmt::format("'{}' is {} {}; the parameter's gradient is float32 {}", key,
-                                     dtype_name(saved->dtype()), saved->shape(), p.shape()));
-    else grads.emplace_back(p, saved);
-  }
+  // What the tensors must be: the model's parameters and buffers, the gradients of an open
+  // window (absent before a window's first backward), the optimizer's state.
+  serialization::TensorMatch found;
+  const auto state_copies = found.match(parts.model.named_state(), tensors, "model.", true, "the checkpoint");
+  const auto grads = found.match(parts.model.named_parameters(), tensors, "grad.", false, "the checkpoint");
   optim::OptimizerState optimizer;
   for (const auto& [name, t] : tensors)
-    if (starts_with(name, "optimizer.")) {
+    if (name.starts_with("optimizer.")) {
       optimizer.tensors.emplace_back(name.substr(10), t);
-      claimed.push_back(name);
+      found.claimed.push_back(name);
     }
 
   // Everything else, parsed into values before anything changes.
   struct Parsed {
-    std::map<std::string, std::int64_t> counters;
     std::optional<GradScaler::State> scaler;
     std::string schedule;
     std::array<std::uint64_t, 2> model_generator{}, default_generator{};
@@ -289,7 +281,7 @@ void TrainingCheckpoint::restore(RunParts& parts) const {
     const json& counters = s.at("optimizer");
     ACCRUE_CHECK(counters.is_object(), "its optimizer counters are not an object");
     for (auto it = counters.begin(); it != counters.end(); ++it)
-      v.counters[it.key()] = json_integer<std::int64_t>(*it, "an optimizer counter");
+      optimizer.counters[it.key()] = json_integer<std::int64_t>(*it, "an optimizer counter");
     if (s.contains("scaler") && !s["scaler"].is_null()) {
       const json& sc = s["scaler"];
       v.scaler = GradScaler::State{sc.at("scale").get<double>(), json_integer<std::int64_t>(sc.at("growth_tracker"), "growth_tracker"),
@@ -348,12 +340,12 @@ void TrainingCheckpoint::restore(RunParts& parts) const {
     }
     const json& losses = s.at("pending_losses");
     for (std::size_t i = 0; i < losses.size(); ++i) {
-      const Tensor* p = find(tensors, fmt::format("pending.{}.prediction", i));
-      const Tensor* t = find(tensors, fmt::format("pending.{}.targets", i));
+      const Tensor* p = serialization::find_tensor(tensors, fmt::format("pending.{}.prediction", i));
+      const Tensor* t = serialization::find_tensor(tensors, fmt::format("pending.{}.targets", i));
       ACCRUE_CHECK(p != nullptr && t != nullptr, "pending metric update {} has no prediction or targets", i);
       v.pending.push_back({p->to(parts.model.device()), t->to(parts.model.device()), to_double(losses[i])});
-      claimed.push_back(fmt::format("pending.{}.prediction", i));
-      claimed.push_back(fmt::format("pending.{}.targets", i));
+      found.claimed.push_back(fmt::format("pending.{}.prediction", i));
+      found.claimed.push_back(fmt::format("pending.{}.targets", i));
     }
     for (const json& e : s.at("history")) {
       Logs logs;
@@ -363,32 +355,27 @@ void TrainingCheckpoint::restore(RunParts& parts) const {
     const json& cbs = s.at("callbacks");
     for (std::size_t i = 0; i < cbs.size(); ++i)
       if (cbs[i].contains("tensors"))
-        for (const json& n : cbs[i]["tensors"]) claimed.push_back(fmt::format("callback.{}.{}", i, n.get<std::string>()));
+        for (const json& n : cbs[i]["tensors"]) found.claimed.push_back(fmt::format("callback.{}.{}", i, n.get<std::string>()));
   });
   if ((parts.scaler != nullptr) != v.scaler.has_value())
-    problems.push_back(v.scaler ? "the checkpoint has a loss scaler's state; this run scales no loss"
-                                : "this run scales its loss (float16), the checkpoint has no scaler state");
-  for (const auto& [name, t] : tensors)
-    if (std::find(claimed.begin(), claimed.end(), name) == claimed.end())
-      problems.push_back(fmt::format("unexpected '{}' {}", name, t.shape()));
-  if (!problems.empty()) {
-    std::string all;
-    for (const auto& p : problems) all += "\n  " + p;
+    found.problems.push_back(v.scaler ? "the checkpoint has a loss scaler's state; this run scales no loss"
+                                      : "this run scales its loss (float16), the checkpoint has no scaler state");
+  found.add_unexpected(tensors);
+  if (!found.problems.empty())
     throw ValueError(fmt::format("checkpoint {} does not fit model '{}' ({} problem{}); nothing was loaded:{}", path_,
-                                 parts.model.name(), problems.size(), problems.size() == 1 ? "" : "s", all));
-  }
+                                 parts.model.name(), found.problems.size(), found.problems.size() == 1 ? "" : "s",
+                                 found.problem_lines()));
   LrSchedule schedule = parts.schedule;
   reading(path_, [&] { schedule.load_state(v.schedule); });
-  for (const auto& [name, value] : v.counters) optimizer.counters[name] = value;
   // The optimizer checks its state before taking it; it is the last thing that can refuse.
   parts.optimizer.load_state(optimizer);
 
   const NoGradGuard no_grad;
-  for (auto& [t, saved] : state_copies) Tensor{t}.copy_(*saved);
-  for (auto& [p, saved] : grads) {
+  for (auto [t, saved] : state_copies) t.copy_(saved);
+  for (auto [p, saved] : grads) {
     Tensor g = Tensor::empty(p.shape(), {.device = p.device(), .category = MemoryCategory::gradients});
-    g.copy_(*saved);
-    Tensor{p}.set_grad(g);
+    g.copy_(saved);
+    p.set_grad(g);
   }
   if (parts.scaler != nullptr) parts.scaler->load_state(*v.scaler);
   parts.schedule = std::move(schedule);
@@ -429,7 +416,7 @@ void TrainingCheckpoint::restore_callbacks(const std::vector<Callback*>& callbac
       state.text = entry.at("text").get<std::string>();
       for (const json& n : entry.at("tensors")) {
         const std::string name = n.get<std::string>();
-        const Tensor* t = find(data_->tensors, fmt::format("callback.{}.{}", i, name));
+        const Tensor* t = serialization::find_tensor(data_->tensors, fmt::format("callback.{}.{}", i, name));
         ACCRUE_CHECK(t != nullptr, "callback {}'s tensor '{}' is missing", i + 1, name);
         state.tensors.emplace_back(name, *t);
       }

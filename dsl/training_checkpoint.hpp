@@ -97,4 +97,11 @@ std::vector<std::string> checkpoints_in(const std::string& dir);
 /// The file name fit gives the checkpoint taken after `micro_batches` micro-batches.
 std::string checkpoint_name(std::int64_t micro_batches);
 
+/// Creates `dir` when needed and removes the temporary files of a run killed while it wrote a
+/// checkpoint there. Throws IoError when the folder cannot be made.
+void prepare_checkpoint_dir(const std::string& dir);
+
+/// Deletes all but the newest `keep` checkpoints in `dir`.
+void keep_newest_checkpoints(const std::string& dir, int keep);
+
 }  // namespace accrue::detail

@@ -25,12 +25,13 @@ CSVLogger::~CSVLogger() {
 void CSVLogger::on_train_begin(TrainingContext& context) {
   // A resumed run keeps the rows so far (load_state cuts off any written after the checkpoint).
   const bool append = options_.append || context.resumed;
-  const bool had_rows = append && std::filesystem::exists(path_) && std::filesystem::file_size(path_) > 0;
+  std::error_code ec;
+  const std::uintmax_t size = append ? std::filesystem::file_size(path_, ec) : 0;
+  length_ = ec ? 0 : size;
   file_ = std::fopen(path_.c_str(), append ? "a" : "w");
   if (file_ == nullptr) throw IoError(fmt::format("CSVLogger: cannot write {} ({})", path_, std::strerror(errno)));
   columns_.clear();
-  if (had_rows) columns_.push_back("");  // the header is already there
-  length_ = had_rows ? std::filesystem::file_size(path_) : 0;
+  if (length_ > 0) columns_.push_back("");  // the header is already there
 }
 
 void CSVLogger::on_epoch_end(int epoch, Logs& logs) {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "accrue/framework/autograd.hpp"
+#include "accrue/framework/serialization/safetensors.hpp"
 
 namespace accrue::optim {
 
@@ -72,17 +73,17 @@ void Optimizer::restore_state(const OptimizerState&) {
 
 Tensor Optimizer::check_state_tensor(const OptimizerState& state, const std::string& name, const Tensor& like,
                                      bool required, std::vector<std::string>& problems) {
-  const auto it = std::find_if(state.tensors.begin(), state.tensors.end(), [&](const auto& e) { return e.first == name; });
-  if (it == state.tensors.end()) {
+  const Tensor* saved = serialization::find_tensor(state.tensors, name);
+  if (saved == nullptr) {
     if (required) problems.push_back(fmt::format("missing '{}' {}", name, like.shape()));
     return {};
   }
-  if (!(it->second.shape() == like.shape()) || it->second.dtype() != DType::f32) {
-    problems.push_back(fmt::format("'{}' is {} {}, the parameter needs float32 {}", name, dtype_name(it->second.dtype()),
-                                   it->second.shape(), like.shape()));
+  if (!(saved->shape() == like.shape()) || saved->dtype() != DType::f32) {
+    problems.push_back(fmt::format("'{}' is {} {}, the parameter needs float32 {}", name, dtype_name(saved->dtype()),
+                                   saved->shape(), like.shape()));
     return {};
   }
-  return it->second;
+  return *saved;
 }
 
 Tensor Optimizer::adopt_state_tensor(const Tensor& saved, const Tensor& like) {

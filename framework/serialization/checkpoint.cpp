@@ -71,6 +71,10 @@ CheckpointFile load_checkpoint(const std::string& path, const SafetensorsLimits&
   } catch (const IoError& e) {
     throw IoError(fmt::format("checkpoint {} is damaged or not a checkpoint, and was not loaded: {}", path, e.what()));
   }
+  return verify_checkpoint(path, std::move(file));
+}
+
+CheckpointFile verify_checkpoint(const std::string& path, SafetensorsFile file) {
   const auto meta = [&](const char* key) -> const std::string* {
     const auto it = file.metadata.find(key);
     return it == file.metadata.end() ? nullptr : &it->second;

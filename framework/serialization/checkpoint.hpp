@@ -24,6 +24,10 @@ void save_checkpoint(const std::string& path, const NamedTensors& tensors, const
 /// checksum mismatch, not a checkpoint, a newer format) without returning any part of it.
 CheckpointFile load_checkpoint(const std::string& path, const SafetensorsLimits& limits = {});
 
+/// The verification of load_checkpoint (format, version, checksum) for a file `path` already
+/// read by load_safetensors.
+CheckpointFile verify_checkpoint(const std::string& path, SafetensorsFile file);
+
 /// Whether a safetensors file's metadata marks it as a training checkpoint.
 bool is_training_checkpoint(const SafetensorsFile& file);
 

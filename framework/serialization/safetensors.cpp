@@ -36,6 +36,45 @@ bool from_safetensors_dtype(const std::string& s, DType* out) {
 
 }  // namespace
 
+const Tensor* find_tensor(const NamedTensors& tensors, const std::string& name) {
+  const auto it = std::find_if(tensors.begin(), tensors.end(), [&](const auto& e) { return e.first == name; });
+  return it == tensors.end() ? nullptr : &it->second;
+}
+
+std::vector<std::pair<Tensor, Tensor>> TensorMatch::match(const NamedTensors& into, const NamedTensors& file,
+                                                          const std::string& prefix, bool required,
+                                                          const std::string& file_kind) {
+  std::vector<std::pair<Tensor, Tensor>> copies;
+  for (const auto& entry : into) {
+    const std::string key = prefix + entry.first;
+    const Tensor& t = entry.second;
+    const Tensor* saved = find_tensor(file, key);
+    if (saved == nullptr) {
+      if (required) problems.push_back(fmt::format("missing '{}' {}", key, t.shape()));
+      continue;
+    }
+    claimed.push_back(key);
+    if (!(saved->shape() == t.shape()) || saved->dtype() != t.dtype())
+      problems.push_back(fmt::format("'{}' is {} {} in {} but {} {} in the model", key, dtype_name(saved->dtype()),
+                                     saved->shape(), file_kind, dtype_name(t.dtype()), t.shape()));
+    else
+      copies.emplace_back(t, *saved);
+  }
+  return copies;
+}
+
+void TensorMatch::add_unexpected(const NamedTensors& file) {
+  for (const auto& entry : file)
+    if (std::find(claimed.begin(), claimed.end(), entry.first) == claimed.end())
+      problems.push_back(fmt::format("unexpected '{}' {}", entry.first, entry.second.shape()));
+}
+
+std::string TensorMatch::problem_lines() const {
+  std::string all;
+  for (const auto& p : problems) all += "\n  " + p;
+  return all;
+}
+
 void save_safetensors(const std::string& path, const NamedTensors& tensors,
                       const std::map<std::string, std::string>& metadata) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();

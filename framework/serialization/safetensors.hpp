@@ -21,6 +21,28 @@ using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 void save_safetensors(const std::string& path, const NamedTensors& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 
+/// The tensor named `name` in `tensors`, or null.
+const Tensor* find_tensor(const NamedTensors& tensors, const std::string& name);
+
+/// Pairs tensors read from a file with the tensors they are to be copied into, collecting every
+/// problem first so that a caller can refuse the whole file before changing anything.
+struct TensorMatch {
+  /// "missing 'name' (3,)", "'name' is float32 (4,) in <file> but float32 (3,) in the model", ...
+  std::vector<std::string> problems;
+  /// Names in the file that found a tensor to go into (matching or not).
+  std::vector<std::string> claimed;
+
+  /// Finds `prefix` + name in `file` for each of `into` and returns the (into, from the file)
+  /// pairs of the same shape and dtype; a missing one is a problem when `required`. `file_kind`
+  /// names the file in the messages ("the file", "the checkpoint").
+  std::vector<std::pair<Tensor, Tensor>> match(const NamedTensors& into, const NamedTensors& file,
+                                               const std::string& prefix, bool required, const std::string& file_kind);
+  /// Adds "unexpected 'name' shape" for each tensor of `file` nobody claimed.
+  void add_unexpected(const NamedTensors& file);
+  /// The problems, one per line, each indented by two spaces.
+  std::string problem_lines() const;
+};
+
 struct SafetensorsFile {
   NamedTensors tensors;
   std::map<std::string, std::string> metadata;
