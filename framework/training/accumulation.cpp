@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <limits>
+
 #include "accrue/framework/error.hpp"
 
 namespace accrue {
@@ -51,6 +53,29 @@ int AccumulationSchedule::steps_at(int epoch, std::int64_t step, std::int64_t mi
   return 1;
 }
 
+AccumulationSchedule::Span AccumulationSchedule::span_at(int epoch, std::int64_t step, int epoch_limit) const {
+  constexpr std::int64_t never = std::numeric_limits<std::int64_t>::max();
+  const auto next_key = [&](std::int64_t at) {
+    for (const auto& entry : table_)
+      if (entry.first > at) return entry.first;
+    return never;
+  };
+  switch (kind_) {
+    case Kind::unset:
+    case Kind::constant:
+    case Kind::effective_batch: return {never, never};
+    case Kind::per_epoch: return {next_key(epoch), never};
+    case Kind::per_step: return {never, next_key(step)};
+    case Kind::callable: {
+      const int value = callable_(epoch);
+      int end = epoch + 1;
+      while (end < epoch_limit && callable_(end) == value) ++end;
+      return {end, never};
+    }
+  }
+  return {epoch + 1, never};
+}
+
 void AccumulationSchedule::validate() const {
   switch (kind_) {
     case Kind::unset: break;
@@ -85,26 +110,37 @@ void AccumulationSchedule::validate() const {
 void AccumulationSchedule::validate_for(std::int64_t micro_batch) const {
   validate();
   if (kind_ == Kind::effective_batch)
+  {
     ACCRUE_CHECK(samples_ % micro_batch == 0 && samples_ >= micro_batch,
                  "accumulate(effective_batch({})): a micro-batch of {} does not divide it; choose a batch_size that "
                  "divides {}, or another effective batch",
                  samples_, micro_batch, samples_);
+    ACCRUE_CHECK(samples_ / micro_batch <= std::numeric_limits<int>::max(),
+                 "accumulate(effective_batch({})): {} micro-batches of {} per optimizer step are more than {} can count",
+                 samples_, samples_ / micro_batch, micro_batch, std::numeric_limits<int>::max());
+  }
 }
 
 AccumulationSchedule AccumulationSchedule::scaled(int factor) const {
+  const auto times = [factor](int n) {
+    int product = 0;
+    ACCRUE_CHECK(!__builtin_mul_overflow(n, factor, &product),
+                 "accumulation {} x {} after backing off is more micro-batches per step than an int counts", n, factor);
+    return product;
+  };
   AccumulationSchedule s = *this;
   switch (kind_) {
     case Kind::unset:
       s.kind_ = Kind::constant;
       s.constant_ = factor;
       break;
-    case Kind::constant: s.constant_ *= factor; break;
+    case Kind::constant: s.constant_ = times(constant_); break;
     case Kind::per_epoch:
     case Kind::per_step:
-      for (auto& entry : s.table_) entry.second *= factor;
+      for (auto& entry : s.table_) entry.second = times(entry.second);
       break;
     case Kind::effective_batch: break;
-    case Kind::callable: s.callable_ = [f = callable_, factor](int epoch) { return f(epoch) * factor; }; break;
+    case Kind::callable: s.callable_ = [f = callable_, times](int epoch) { return times(f(epoch)); }; break;
   }
   return s;
 }

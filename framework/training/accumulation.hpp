@@ -48,6 +48,15 @@ class AccumulationSchedule {
   /// Micro-batches per window for a window that starts in `epoch` at applied optimizer step
   /// `step`, with micro-batches of `micro_batch` samples.
   int steps_at(int epoch, std::int64_t step, std::int64_t micro_batch) const;
+  /// Where the value steps_at(epoch, step, ...) gives stops being sure to hold: windows that start
+  /// in an epoch before `epoch_end` after fewer than `step_end` applied steps get it too. A function
+  /// of the epoch is called for each following epoch, up to `epoch_limit`, to find where it changes.
+  struct Span {
+    std::int64_t epoch_end;
+    std::int64_t step_end;
+    friend bool operator==(const Span&, const Span&) = default;
+  };
+  Span span_at(int epoch, std::int64_t step, int epoch_limit) const;
   /// Whether the value can change during training.
   bool is_constant() const { return kind_ == Kind::unset || kind_ == Kind::constant || kind_ == Kind::effective_batch; }
   /// Throws ValueError saying what to change: a value below 1, a negative or unordered key.
