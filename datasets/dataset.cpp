@@ -1,5 +1,7 @@
 #include "accrue/datasets/dataset.hpp"
 
+#include <zlib.h>
+
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -10,6 +12,18 @@
 #include "accrue/framework/random.hpp"
 
 namespace accrue {
+
+std::string Dataset::fingerprint() const {
+  uLong crc = crc32(0, nullptr, 0);
+  for (const Tensor* t : {&inputs_, &targets_}) {
+    if (!t->defined()) continue;
+    const Tensor host = t->to(Device::cpu());
+    const std::string layout = fmt::format("{} {};", dtype_name(host.dtype()), host.shape());
+    crc = crc32_z(crc, reinterpret_cast<const Bytef*>(layout.data()), layout.size());
+    crc = crc32_z(crc, static_cast<const Bytef*>(host.data_ptr()), host.nbytes());
+  }
+  return fmt::format("crc32 {:08x}", crc);
+}
 
 Dataset::Dataset(Tensor inputs, Tensor targets, std::string name)
     : inputs_(std::move(inputs)), targets_(std::move(targets)), name_(std::move(name)) {

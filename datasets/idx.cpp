@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <cstring>
-#include <filesystem>
 #include <memory>
 
 #include "accrue/framework/error.hpp"
+#include "accrue/framework/files.hpp"
 
 namespace accrue::datasets {
 namespace {
@@ -70,7 +70,7 @@ void to_host_order(std::vector<std::uint8_t>& bytes, std::size_t width) {
 }  // namespace
 
 IdxArray read_idx(const std::string& path, const IdxLimits& limits) {
-  if (!std::filesystem::exists(path)) throw IoError(fmt::format("{}: no such file", path));
+  require_readable_file(path, "IDX file");
   GzFile file{path};
   std::uint8_t magic[4];
   if (file.read(magic, 4) != 4) throw IoError(fmt::format("{}: too short for an IDX file (under 4 bytes)", path));

@@ -27,10 +27,13 @@ std::string resolve_folder(const Source& src, const std::string& folder) {
   return src.default_dir;
 }
 
-// The file `stem` in `folder`, gzipped or not.
+// The file `stem` in `folder`, gzipped or not. Something there that cannot be read (a folder, a
+// loop of links, a folder that cannot be searched) is returned for read_idx to say why.
 std::string find_file(const Source& src, const std::string& folder, const std::string& stem) {
-  for (const std::string& candidate : {folder + "/" + stem + ".gz", folder + "/" + stem})
-    if (std::filesystem::exists(candidate)) return candidate;
+  for (const std::string& candidate : {folder + "/" + stem + ".gz", folder + "/" + stem}) {
+    std::error_code ec;
+    if (std::filesystem::status(candidate, ec).type() != std::filesystem::file_type::not_found) return candidate;
+  }
   throw IoError(fmt::format("{} file {}/{}(.gz) not found; {}, set {} to the folder holding it, or pass the folder", src.dataset,
                             folder, stem, src.how_to_get, src.env));
 }

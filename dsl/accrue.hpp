@@ -38,6 +38,7 @@
 #include "accrue/framework/autograd.hpp"
 #include "accrue/framework/device.hpp"
 #include "accrue/framework/error.hpp"
+#include "accrue/framework/files.hpp"
 #include "accrue/framework/gradcheck.hpp"
 #include "accrue/framework/log.hpp"
 #include "accrue/framework/memory.hpp"
@@ -52,3 +53,4 @@
 #include "accrue/framework/training/gradients.hpp"
 #include "accrue/framework/training/lr_schedule.hpp"
 #include "accrue/framework/training/step_plan.hpp"
+#include "accrue/framework/training/stop_signal.hpp"

@@ -31,7 +31,6 @@
 
 namespace accrue {
 
-/// Options of fit() and of a Trainer, with Keras's defaults where Keras has them.
 /// Training checkpoints written during fit (see FitOptions::checkpoint).
 struct CheckpointOptions {
   /// Folder for the checkpoints ("checkpoint-<micro-batches>.safetensors"); none when empty.
@@ -48,6 +47,7 @@ struct CheckpointOptions {
   bool resume = true;
 };
 
+/// Options of fit() and of a Trainer, with Keras's defaults where Keras has them.
 struct FitOptions {
   int epochs = 1;
   /// Samples per forward pass: the micro-batch when accumulating.
@@ -84,6 +84,11 @@ struct FitOptions {
   /// The run must have the same model, data and options; on the CPU with the same thread count it
   /// then ends with the same parameters, bit for bit, as a run never interrupted.
   std::string resume_from = {};
+  /// While fit runs, SIGINT (Ctrl-C) and SIGTERM stop training after the current micro-batch: a
+  /// checkpoint is written when `checkpoint.dir` is set, and fit throws Interrupted saying where
+  /// it stopped and how to continue. A second signal ends the process at once. false leaves the
+  /// signals to the program.
+  bool stop_on_signal = true;
 };
 
 /// A Trainer takes the same options as fit().

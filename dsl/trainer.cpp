@@ -13,9 +13,11 @@
 #include "accrue/dsl/training_checkpoint.hpp"
 #include "accrue/framework/autocast.hpp"
 #include "accrue/framework/autograd.hpp"
+#include "accrue/framework/files.hpp"
 #include "accrue/framework/log.hpp"
 #include "accrue/framework/ops.hpp"
 #include "accrue/framework/training/gradients.hpp"
+#include "accrue/framework/training/stop_signal.hpp"
 
 namespace accrue {
 
@@ -137,6 +139,7 @@ detail::RunSignature run_signature(const Sequential& model, const Dataset& train
   for (const Metric& m : model.metrics()) metric_names += (metric_names.empty() ? "" : ", ") + m.name();
   return {{"training samples", std::to_string(train.size())},
           {"sample shape", train.sample_shape().str()},
+          {"training data", train.fingerprint()},
           {"epochs", std::to_string(options.epochs)},
           {"micro-batch", std::to_string(options.batch_size)},
           {"accumulation", fmt::format("{} (last window: {}, normalization: {})", accumulation.str(),
@@ -153,13 +156,14 @@ detail::RunSignature run_signature(const Sequential& model, const Dataset& train
 }
 
 // The checkpoint to continue from: `resume_from` (a file, or the newest in a folder), else the
-// newest in the checkpoint folder when resuming is on. A damaged newest one in a folder is skipped
-// with a warning; a named file that is damaged, or a folder of only damaged ones, is an error.
+// newest in the checkpoint folder when resuming is on. A newest one in a folder that is damaged or
+// cannot be read is skipped with a warning; a named file that is, or a folder of only such ones, is
+// an error.
 std::optional<detail::TrainingCheckpoint> find_checkpoint(const std::string& resume_from,
                                                           const CheckpointOptions& options) {
   std::string dir = options.resume ? options.dir : std::string{};
   if (!resume_from.empty()) {
-    if (!std::filesystem::is_directory(resume_from)) return detail::TrainingCheckpoint::read(resume_from);
+    if (!is_folder(resume_from, "resume_from")) return detail::TrainingCheckpoint::read(resume_from);
     dir = resume_from;
   }
   if (dir.empty()) return std::nullopt;
@@ -169,18 +173,18 @@ std::optional<detail::TrainingCheckpoint> find_checkpoint(const std::string& res
       throw IoError(fmt::format("resume_from: {} holds no training checkpoint (checkpoint-<n>.safetensors)", dir));
     return std::nullopt;
   }
-  std::string damaged;
+  std::string problems;
   for (const std::string& path : found) {
     try {
       return detail::TrainingCheckpoint::read(path);
     } catch (const IoError& e) {
       log::warning("{}; trying the one before it", e.what());
-      damaged += fmt::format("\n  {}", e.what());
+      problems += fmt::format("\n  {}", e.what());
     }
   }
-  throw IoError(fmt::format("every training checkpoint in {} is damaged, so the run cannot continue; move them away to "
+  throw IoError(fmt::format("no training checkpoint in {} can be used, so the run cannot continue; move them away to "
                             "start afresh:{}",
-                            dir, damaged));
+                            dir, problems));
 }
 
 }  // namespace
@@ -205,9 +209,16 @@ History Trainer::fit(Sequential& model, const Dataset& train, Run run_options) {
   const auto [accumulation, accumulate] = resolve_accumulation(model, options_);
   accumulation.validate_for(options_.batch_size);
   LrSchedule schedule = options_.schedule;
-  const detail::RunSignature signature = run_signature(model, train, options_, accumulation, accumulate, schedule);
-  const std::optional<detail::TrainingCheckpoint> resume = find_checkpoint(
-      run_options.resume_from.empty() ? options_.resume_from : run_options.resume_from, options_.checkpoint);
+  const std::string resume_from = run_options.resume_from.empty() ? options_.resume_from : run_options.resume_from;
+  const CheckpointOptions& checkpointing = options_.checkpoint;
+  // The folder is this run's from here on: a second run there is refused before it reads anything.
+  std::optional<detail::CheckpointFolderLock> folder_lock;
+  if (!checkpointing.dir.empty()) folder_lock.emplace(detail::prepare_checkpoint_dir(checkpointing.dir));
+  // Only runs that write or read checkpoints pay for reading the data's fingerprint.
+  const detail::RunSignature signature = !checkpointing.dir.empty() || !resume_from.empty()
+                                             ? run_signature(model, train, options_, accumulation, accumulate, schedule)
+                                             : detail::RunSignature{};
+  const std::optional<detail::TrainingCheckpoint> resume = find_checkpoint(resume_from, checkpointing);
   if (resume) {
     resume->check_signature(signature);
     // A run that backed off on out-of-memory goes on with the micro-batch it had reached.
@@ -283,17 +294,41 @@ History Trainer::fit(Sequential& model, const Dataset& train, Run run_options) {
   if (resume) resume->restore_callbacks(callbacks);
 
   // Checkpoints: at each epoch's end, and every so many micro-batches or seconds in between.
-  const CheckpointOptions& checkpointing = options_.checkpoint;
   auto last_checkpoint = std::chrono::steady_clock::now();
-  if (!checkpointing.dir.empty()) detail::prepare_checkpoint_dir(checkpointing.dir);
+  std::string last_checkpoint_path;
   const auto write_checkpoint = [&] {
     run.batch_size = options_.batch_size;  // after any back-off
     run.accumulation_factor = accumulation_factor_;
-    detail::write_training_checkpoint(
-        (std::filesystem::path(checkpointing.dir) / detail::checkpoint_name(run.micro_batches)).string(), parts, signature,
-        callbacks);
+    last_checkpoint_path =
+        (std::filesystem::path(checkpointing.dir) / detail::checkpoint_name(run.micro_batches)).string();
+    detail::write_training_checkpoint(last_checkpoint_path, parts, signature, callbacks);
     detail::keep_newest_checkpoints(checkpointing.dir, checkpointing.keep);
     last_checkpoint = std::chrono::steady_clock::now();
+  };
+  // SIGINT or SIGTERM: stop between micro-batches (or at an epoch's end), with a checkpoint when
+  // there is a folder for it.
+  std::optional<StopSignal> stop_signal;
+  if (options_.stop_on_signal) stop_signal.emplace();
+  // `next` is the epoch's next slot; the slot count at the epoch's end.
+  const auto stop_if_signalled = [&](int epoch, std::size_t next, std::size_t slot_count) {
+    const int signal = stop_signal ? stop_signal->received() : 0;
+    if (signal == 0) return;
+    const std::string where = next < slot_count ? fmt::format("after micro-batch {}/{} of epoch {}/{}", next, slot_count,
+                                                              epoch + 1, options_.epochs)
+                                                : fmt::format("at the end of epoch {}/{}", epoch + 1, options_.epochs);
+    if (checkpointing.dir.empty())
+      throw Interrupted(fmt::format("training stopped by {} {} ({} optimizer steps); no checkpoint folder is set "
+                                    "(checkpoint.dir), so this run cannot be continued",
+                                    signal_name(signal), where, context.optimizer_steps),
+                        signal);
+    if (next < slot_count) {
+      run.next_slot = next;
+      write_checkpoint();
+    }
+    throw Interrupted(fmt::format("training stopped by {} {} ({} optimizer steps); checkpoint {} holds it: run the "
+                                  "same training again to continue from there",
+                                  signal_name(signal), where, context.optimizer_steps, last_checkpoint_path),
+                      signal);
   };
   // Between micro-batches k and k + 1 of an epoch (its end writes one anyway).
   const auto checkpoint_if_due = [&](std::size_t k, std::size_t slot_count) {
@@ -458,6 +493,7 @@ History Trainer::fit(Sequential& model, const Dataset& train, Run run_options) {
       if (!slot.closes_window) {
         for (Callback* c : callbacks) c->on_micro_batch_end(record, running);
         checkpoint_if_due(k, slots.size());
+        if (k + 1 < slots.size()) stop_if_signalled(epoch, k + 1, slots.size());
         continue;
       }
 
@@ -496,6 +532,7 @@ History Trainer::fit(Sequential& model, const Dataset& train, Run run_options) {
       for (Callback* c : callbacks) c->on_optimizer_step(record);
       if (context.stop_requested) break;
       checkpoint_if_due(k, slots.size());
+      if (k + 1 < slots.size()) stop_if_signalled(epoch, k + 1, slots.size());
     }
 
     Logs logs = metric_logs(epoch_loss, metrics);
@@ -512,6 +549,7 @@ History Trainer::fit(Sequential& model, const Dataset& train, Run run_options) {
       run.next_slot = 0;
       write_checkpoint();
     }
+    stop_if_signalled(epoch, slots.size(), slots.size());
   }
   // Gradients of a window cut off by an early stop are not applied.
   opt.zero_grad();

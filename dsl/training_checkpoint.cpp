@@ -1,6 +1,12 @@
 #include "accrue/dsl/training_checkpoint.hpp"
 
+#include <fcntl.h>
 #include <nlohmann/json.hpp>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <algorithm>
 #include <cmath>
@@ -11,6 +17,7 @@
 
 #include "accrue/dsl/json_state.hpp"
 #include "accrue/framework/autograd.hpp"
+#include "accrue/framework/files.hpp"
 #include "accrue/framework/log.hpp"
 #include "accrue/framework/optim/optimizer.hpp"
 #include "accrue/framework/random.hpp"
@@ -67,12 +74,12 @@ std::string checkpoint_name(std::int64_t micro_batches) {
 std::vector<std::string> checkpoints_in(const std::string& dir) {
   static const std::regex pattern{R"(checkpoint-(\d{1,18})\.safetensors)"};
   std::vector<std::pair<std::int64_t, std::string>> found;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+  for (const std::string& path : list_folder(dir, "checkpoint folder")) {
     std::smatch m;
-    const std::string name = entry.path().filename().string();
-    if (entry.is_regular_file(ec) && std::regex_match(name, m, pattern))
-      found.emplace_back(std::stoll(m[1].str()), entry.path().string());
+    const std::string name = std::filesystem::path(path).filename().string();
+    std::error_code ec;
+    if (std::regex_match(name, m, pattern) && std::filesystem::is_regular_file(path, ec))
+      found.emplace_back(std::stoll(m[1].str()), path);
   }
   std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::vector<std::string> paths;
@@ -80,16 +87,46 @@ std::vector<std::string> checkpoints_in(const std::string& dir) {
   return paths;
 }
 
-void prepare_checkpoint_dir(const std::string& dir) {
+CheckpointFolderLock::CheckpointFolderLock(const std::string& dir) {
+  const std::string path = (std::filesystem::path(dir) / ".accrue-lock").string();
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw IoError(fmt::format("checkpoint folder {}: cannot open its lock file {} ({})", dir, path, std::strerror(errno)));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int error = errno;
+    char holder[32] = {};
+    const ssize_t n = ::pread(fd_, holder, sizeof holder - 1, 0);
+    ::close(fd_);
+    if (error == EWOULDBLOCK)
+      throw IoError(fmt::format("checkpoint folder {} is in use by another training run (process {}, which holds {}); "
+                                "two runs in one folder would take over each other's checkpoints: wait for it to end "
+                                "or give this run another folder",
+                                dir, n > 0 ? std::string(holder, static_cast<std::size_t>(n)) : std::string{"unknown"},
+                                path));
+    throw IoError(fmt::format("checkpoint folder {}: cannot lock {} ({})", dir, path, std::strerror(error)));
+  }
+  // The holder's process id, for the message of a run that finds the folder taken.
+  const std::string pid = std::to_string(::getpid());
+  if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size()))
+    log::warning("checkpoint folder {}: could not write this process's id into {} ({})", dir, path, std::strerror(errno));
+}
+
+CheckpointFolderLock::~CheckpointFolderLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing releases the lock
+}
+
+CheckpointFolderLock prepare_checkpoint_dir(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw IoError(fmt::format("checkpoint: cannot create the folder {} ({})", dir, ec.message()));
+  CheckpointFolderLock lock{dir};
   // save_safetensors writes "<name>.tmp-<pid>" and renames it; a kill in between leaves it behind.
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
+  // With the folder locked, no other run is writing one.
+  for (const std::string& path : list_folder(dir, "checkpoint folder")) {
+    const std::string name = std::filesystem::path(path).filename().string();
     if (name.starts_with("checkpoint-") && name.find(".safetensors.tmp-") != std::string::npos)
-      std::filesystem::remove(entry.path(), ec);
+      std::filesystem::remove(path, ec);
   }
+  return lock;
 }
 
 void keep_newest_checkpoints(const std::string& dir, int keep) {

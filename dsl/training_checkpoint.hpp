@@ -91,15 +91,31 @@ class TrainingCheckpoint {
 };
 
 /// The checkpoint files in `dir` named by fit ("checkpoint-<micro-batches>.safetensors"), newest
-/// first.
+/// first. Throws IoError when the folder cannot be listed (never taken for an empty one).
 std::vector<std::string> checkpoints_in(const std::string& dir);
 
 /// The file name fit gives the checkpoint taken after `micro_batches` micro-batches.
 std::string checkpoint_name(std::int64_t micro_batches);
 
-/// Creates `dir` when needed and removes the temporary files of a run killed while it wrote a
-/// checkpoint there. Throws IoError when the folder cannot be made.
-void prepare_checkpoint_dir(const std::string& dir);
+/// An advisory lock (flock) on a checkpoint folder, held while a run writes checkpoints there, so a
+/// second run is refused instead of taking over the first one's checkpoints. The lock file
+/// (".accrue-lock") holds the holder's process id. The lock goes with the process, even a killed one.
+class CheckpointFolderLock {
+ public:
+  /// Throws IoError naming the holder's process id when another run holds the folder.
+  explicit CheckpointFolderLock(const std::string& dir);
+  ~CheckpointFolderLock();
+  CheckpointFolderLock(CheckpointFolderLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  CheckpointFolderLock& operator=(CheckpointFolderLock&&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+/// Creates `dir` when needed, locks it for this run, and removes the temporary files of a run
+/// killed while it wrote a checkpoint there. Throws IoError when the folder cannot be made or
+/// listed, or another run holds it.
+[[nodiscard]] CheckpointFolderLock prepare_checkpoint_dir(const std::string& dir);
 
 /// Deletes all but the newest `keep` checkpoints in `dir`.
 void keep_newest_checkpoints(const std::string& dir, int keep);

@@ -11,55 +11,50 @@
 // --checkpoint-dir writes training checkpoints there (at each epoch's end and every
 // --checkpoint-every micro-batches) and, when the folder already holds one, continues from the
 // newest: a run killed at any moment and started again with the same flags ends as if never killed.
+// Ctrl-C stops after the current micro-batch, writes a checkpoint there, and exits with 130.
 //
 // After every epoch it prints the tutorial's line: "Test Results: Accuracy: 71.2%, Avg loss: 0.789".
 
-#include <CLI/CLI.hpp>
-#include <accrue/accrue.hpp>
+#include <limits>
+
+#include "example_options.hpp"
 
 using namespace accrue;
 
 int main(int argc, char** argv) {
   CLI::App app{"Train the FashionMNIST tutorial MLP"};
-  int epochs = 20;
+  examples::ExampleOptions common{.epochs = 20};
   std::int64_t batch_size = 64;
   double lr = 1e-3;
-  std::string data;
-  std::uint64_t seed = 0;
   int verbose = 1;
   int accumulate = 1;
   double clip = 0.0;
   int explain = 0;
-  std::string amp = "off";
-  std::string device = "best";
   std::string save, load, checkpoint_dir;
   std::int64_t checkpoint_every = 200;
-  app.add_option("--epochs", epochs, "Passes over the training set")->check(CLI::PositiveNumber);
-  app.add_option("--batch-size", batch_size, "Samples per optimizer step")->check(CLI::PositiveNumber);
-  app.add_option("--lr", lr, "SGD learning rate")->check(CLI::NonNegativeNumber);
-  app.add_option("--data", data, "Folder with the FashionMNIST IDX files (default: $ACCRUE_FASHION_MNIST_DIR or "
-                                 "/usr/share/datasets/fashion-mnist)");
-  app.add_option("--seed", seed, "Seed of initialisation and shuffling");
+  constexpr auto most_int = static_cast<std::uint64_t>(std::numeric_limits<int>::max());
+  constexpr auto most_int64 = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+  common.add_to(app);
+  app.add_option("--batch-size", batch_size, "Samples per optimizer step")->check(examples::whole_number(1, most_int64));
+  app.add_option("--lr", lr, "SGD learning rate")->check(examples::finite_number(0));
   app.add_option("--verbose", verbose, "0 silent, 1 progress bar on a terminal, 2 one line per epoch")
-      ->check(CLI::Range(0, 2));
+      ->check(examples::whole_number(0, 2));
   app.add_option("--accumulate", accumulate, "Micro-batches of --batch-size per optimizer step")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--clip", clip, "Clip the global gradient norm to this (0: off)")->check(CLI::NonNegativeNumber);
-  app.add_option("--explain", explain, "Explain the first N windows step by step")->check(CLI::NonNegativeNumber);
-  app.add_flag("--amp{auto}", amp, "Mixed precision: --amp (bfloat16 on the CPU, float16 on a GPU), --amp=f16, --amp=bf16")
-      ->check(CLI::IsMember({"off", "auto", "f16", "bf16"}));
-  app.add_option("--device", device, "Where to train: best (a GPU when there is one), cpu, cuda, cuda:N");
+      ->check(examples::whole_number(1, most_int));
+  app.add_option("--clip", clip, "Clip the global gradient norm to this (0: off)")->check(examples::finite_number(0));
+  app.add_option("--explain", explain, "Explain the first N windows step by step")->check(examples::whole_number(0, most_int));
   app.add_option("--save", save, "Write the weights after training to this safetensors file");
   app.add_option("--load", load, "Start from the weights in this safetensors file");
   app.add_option("--checkpoint-dir", checkpoint_dir,
                  "Write training checkpoints to this folder, and continue from the newest one there");
   app.add_option("--checkpoint-every", checkpoint_every, "Micro-batches between checkpoints (0: at epoch ends only)")
-      ->check(CLI::NonNegativeNumber);
-  CLI11_PARSE(app, argc, argv);
+      ->check(examples::whole_number(0, most_int64));
 
-  try {
-    manual_seed(seed);
-    auto [train, test] = datasets::fashion_mnist(data);
+  return examples::run_example(app, argc, argv, [&] {
+    // Found out now rather than after hours of training.
+    if (!save.empty()) require_writable_file(save, "--save");
+    manual_seed(common.seed);
+    auto [train, test] = datasets::fashion_mnist(common.data);
 
     Sequential model{
         layers::Input{1, 28, 28},
@@ -72,35 +67,28 @@ int main(int argc, char** argv) {
       model.load_weights(load);
       fmt::print("Loaded weights from {}\n", load);
     }
-    model.to(Device::parse(device));
+    model.to(common.target());
     optim::Recipe recipe = optim::SGD{.lr = lr};
     if (accumulate > 1) recipe = recipe.accumulate(accumulate);
     if (clip > 0.0) recipe = recipe.clip(clip);
-    if (amp == "auto") recipe = recipe.amp();
-    if (amp == "f16") recipe = recipe.amp(dtype::f16);
-    if (amp == "bf16") recipe = recipe.amp(dtype::bf16);
-    model.compile(recipe, losses::CrossEntropy{}, {metrics::Accuracy{}});
+    model.compile(common.with_amp(recipe), losses::CrossEntropy{}, {metrics::Accuracy{}});
     model.summary();
 
     auto report = callbacks::Lambda{{.epoch_end = [](int, Logs& logs) {
       fmt::print("Test Results: Accuracy: {:.1f}%, Avg loss: {:.6f}\n", 100.0 * logs.at("val_accuracy"),
                  logs.at("val_loss"));
     }}};
-    model.fit(train, {.epochs = epochs, .batch_size = batch_size, .validation = test, .callbacks = {report},
-                      .seed = seed, .verbose = verbose, .explain = explain,
+    model.fit(train, {.epochs = common.epochs, .batch_size = batch_size, .validation = test, .callbacks = {report},
+                      .seed = common.seed, .verbose = verbose, .explain = explain,
                       .checkpoint = {.dir = checkpoint_dir,
                                      .every_micro_batches = checkpoint_dir.empty() ? 0 : checkpoint_every}});
 
     auto [loss, accuracy] = model.evaluate(test);
-    fmt::print("Accuracy: {:.1f}%\n", 100.0 * accuracy);
     fmt::print("Avg loss: {:.6f}\n", loss);
     if (!save.empty()) {
       model.save_weights(save);
       fmt::print("Saved the weights to {}\n", save);
     }
-  } catch (const Error& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return 1;
-  }
-  return 0;
+    examples::print_accuracy(accuracy);
+  });
 }

@@ -2,13 +2,15 @@
 // directly, and as 16 x 4, 8 x 8 and 4 x 16 (micro-batch x accumulation, the same effective batch).
 // For each: the memory plan made before training, the peak measured while training by category,
 // and the time per epoch. Then a memory limit between the plans of 16 x 4 and 64: batch 64 fails
-// with the out-of-memory error, 16 x 4 trains.
+// with the out-of-memory error, 16 x 4 trains, and its accuracy is the last line.
 //
-//   memory_comparison [--epochs 1] [--data DIR] [--configs 64,16x4,8x8,4x16]
+//   memory_comparison [--epochs 1] [--data DIR] [--seed 0] [--amp[=f16|bf16]] [--device best|cpu|cuda]
+//                     [--configs 64,16x4,8x8,4x16]
 
-#include <CLI/CLI.hpp>
-#include <accrue/accrue.hpp>
 #include <chrono>
+#include <limits>
+
+#include "example_options.hpp"
 
 using namespace accrue;
 
@@ -25,47 +27,67 @@ struct Config {
   int accumulate;
 };
 
-Config parse(const std::string& c) {
-  const auto x = c.find('x');
-  return {c, std::stoll(c.substr(0, x)), x == std::string::npos ? 1 : std::stoi(c.substr(x + 1))};
-}
-
-Sequential compiled(const Config& c) {
-  manual_seed(0);
-  Sequential m = tutorial_model();
-  optim::Recipe recipe = optim::SGD{.lr = 1e-3};
-  if (c.accumulate > 1) recipe = recipe.accumulate(c.accumulate);
-  m.compile(recipe, losses::CrossEntropy{}, {metrics::Accuracy{}});
-  return m;
+// "16x4" (micro-batch x accumulation) or "64"; anything else is an error naming --configs.
+Config parse(const std::string& text) {
+  const auto bad = [&](const std::string& why) {
+    return ValueError(fmt::format("--configs: '{}' {}; write MICRO or MICROxACCUMULATION, e.g. 64 or 16x4", text, why));
+  };
+  const auto whole = [&](std::string_view part, std::int64_t high) {
+    std::int64_t value = 0;
+    const auto [stop, error] = std::from_chars(part.data(), part.data() + part.size(), value);
+    if (part.empty() || stop != part.data() + part.size() || error != std::errc{} || value < 1 || value > high)
+      throw bad(fmt::format("has '{}' where a whole number from 1 to {} belongs", part, high));
+    return value;
+  };
+  const std::string_view all{text};
+  const auto x = all.find('x');
+  const std::int64_t micro = whole(all.substr(0, x), std::numeric_limits<std::int64_t>::max());
+  const auto accumulate =
+      x == std::string_view::npos ? 1 : static_cast<int>(whole(all.substr(x + 1), std::numeric_limits<int>::max()));
+  std::int64_t effective = 0;
+  if (__builtin_mul_overflow(micro, std::int64_t{accumulate}, &effective)) throw bad("is a larger batch than 64 bits count");
+  return {text, micro, accumulate};
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Batch 64 against micro-batches with accumulation: memory and time"};
-  int epochs = 1;
-  std::string data;
-  std::vector<std::string> configs = {"64", "16x4", "8x8", "4x16"};
-  app.add_option("--epochs", epochs, "Epochs per configuration")->check(CLI::PositiveNumber);
-  app.add_option("--data", data, "Folder with the FashionMNIST IDX files");
-  app.add_option("--configs", configs, "Micro-batch x accumulation to compare")->delimiter(',');
-  CLI11_PARSE(app, argc, argv);
+  examples::ExampleOptions common{.epochs = 1};
+  std::vector<std::string> config_names = {"64", "16x4", "8x8", "4x16"};
+  common.add_to(app);
+  app.add_option("--configs", config_names, "Micro-batch x accumulation to compare")->delimiter(',');
 
-  try {
-    auto [train, test] = datasets::fashion_mnist(data);
-    const std::size_t dataset = memory_stats().live_of(MemoryCategory::data);
+  return examples::run_example(app, argc, argv, [&] {
+    std::vector<Config> configs;
+    for (const std::string& name : config_names) configs.push_back(parse(name));
+    ACCRUE_CHECK(!configs.empty(), "--configs: no configuration given");
+    const Device device = common.target();
+    const auto compiled = [&](const Config& c) {
+      manual_seed(common.seed);
+      Sequential m = tutorial_model();
+      m.to(device);
+      optim::Recipe recipe = optim::SGD{.lr = 1e-3};
+      if (c.accumulate > 1) recipe = recipe.accumulate(c.accumulate);
+      m.compile(common.with_amp(recipe), losses::CrossEntropy{}, {metrics::Accuracy{}});
+      return m;
+    };
+
+    auto [train, test] = datasets::fashion_mnist(common.data);
+    const std::size_t dataset = memory_stats(device).live_of(MemoryCategory::data);
     fmt::print("Tutorial MLP on {} training samples ({} of them in memory, not counted below).\n\n", train.size(),
                format_bytes(dataset));
     fmt::print("{:<6} {:>9} | {:>11} {:>11} | {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} | {:>8}\n", "config",
                "effective", "planned", "measured", "parameters", "gradients", "activations", "temporaries",
                "batch data", "opt. state", "s/epoch");
-    for (const std::string& name : configs) {
-      const Config c = parse(name);
+    for (const Config& c : configs) {
       Sequential model = compiled(c);
       const MemoryPlan plan = model.memory_plan(c.micro_batch);
       const auto start = std::chrono::steady_clock::now();
-      const History h = model.fit(train, {.epochs = epochs, .batch_size = c.micro_batch, .verbose = 0});
-      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / epochs;
+      const History h =
+          model.fit(train, {.epochs = common.epochs, .batch_size = c.micro_batch, .seed = common.seed, .verbose = 0});
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / common.epochs;
       MemoryStats m = h.memory().back();
       const std::size_t batch_data = m.peak_of(MemoryCategory::data) - dataset;
       fmt::print("{:<6} {:>9} | {:>11} {:>11} | {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} | {:>8.2f}\n", c.name,
@@ -80,24 +102,24 @@ int main(int argc, char** argv) {
     const Config big = parse("64"), small = parse("16x4");
     const std::size_t need_big = compiled(big).memory_plan(big.micro_batch).peak_total;
     const std::size_t need_small = compiled(small).memory_plan(small.micro_batch).peak_total;
-    const std::size_t besides = memory_stats().live_total;  // no model alive here
+    const std::size_t besides = memory_stats(device).live_total;  // no model alive here
     const std::size_t limit = besides + (need_small + need_big) / 2;
-    set_memory_limit(Device::cpu(), limit);
+    set_memory_limit(device, limit);
     fmt::print("\nWith a limit of {} ({} of it the dataset and what else is live):\n", format_bytes(limit),
                format_bytes(besides));
+    std::optional<double> accuracy;
     for (const Config& c : {big, small}) {
       Sequential model = compiled(c);
       try {
-        model.fit(train, {.epochs = 1, .batch_size = c.micro_batch, .verbose = 0});
-        fmt::print("  {} trains: test accuracy {:.1f}% after one epoch\n", c.name, 100.0 * model.evaluate(test).first_metric());
+        model.fit(train, {.epochs = 1, .batch_size = c.micro_batch, .seed = common.seed, .verbose = 0});
+        accuracy = model.evaluate(test).first_metric();
+        fmt::print("  {} trains: test accuracy {:.1f}% after one epoch\n", c.name, 100.0 * *accuracy);
       } catch (const OutOfMemory& e) {
         fmt::print("  {} fails:\n{}\n", c.name, e.what());
       }
     }
-    set_memory_limit(Device::cpu(), 0);
-  } catch (const Error& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return 1;
-  }
-  return 0;
+    set_memory_limit(device, 0);
+    if (!accuracy) throw OutOfMemory("neither batch 64 nor 16 x 4 trained within the limit");
+    examples::print_accuracy(*accuracy);
+  });
 }

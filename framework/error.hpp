@@ -73,6 +73,18 @@ class NonFiniteError : public Error {
 class OutOfMemory : public Error {
   using Error::Error;
 };
+/// Training stopped by SIGINT or SIGTERM (see FitOptions::stop_on_signal). The message says where
+/// it stopped and how to continue; a program ends with exit_status() (128 + the signal, as a shell
+/// reports a process that the signal ended).
+class Interrupted : public Error {
+ public:
+  Interrupted(std::string message, int signal) : Error(std::move(message)), signal_(signal) {}
+  int signal() const noexcept { return signal_; }
+  int exit_status() const noexcept { return 128 + signal_; }
+
+ private:
+  int signal_;
+};
 /// An invariant of Accrue itself failed: a bug to report, not a usage mistake.
 class InternalError : public Error {
   using Error::Error;

@@ -2,9 +2,11 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <algorithm>
 #include <array>
 #include <mutex>
 #include <string>
+#include <vector>
 #include <fmt/format.h>
 
 #include "accrue/config.hpp"
@@ -195,7 +197,9 @@ std::optional<std::size_t> env_memory_limit(std::string_view device) {
   const std::string_view text{env};
   try {
     if (text.find('=') == std::string_view::npos) return parse_byte_size(text);
-    std::optional<std::size_t> found;
+    // A device's own entry (cuda:1) wins over the one for every GPU (cuda), whatever the order.
+    std::optional<std::size_t> exact, every_gpu;
+    std::vector<std::string_view> named;
     std::size_t pos = 0;
     while (pos <= text.size()) {
       const std::size_t comma = std::min(text.find(',', pos), text.size());
@@ -205,11 +209,15 @@ std::optional<std::size_t> env_memory_limit(std::string_view device) {
       const std::string_view name = item.substr(0, eq);
       if (name != "cpu" && name != "cuda" && name.substr(0, 5) != "cuda:")
         throw ValueError(fmt::format("'{}' names no device (cpu, cuda, cuda:N)", name));
+      if (std::find(named.begin(), named.end(), name) != named.end())
+        throw ValueError(fmt::format("{} is given more than once; give each device one limit", name));
+      named.push_back(name);
       const std::size_t bytes = parse_byte_size(item.substr(eq + 1));
-      if (name == device || (name == "cuda" && device.substr(0, 5) == "cuda:")) found = bytes;
+      if (name == device) exact = bytes;
+      if (name == "cuda" && device.substr(0, 5) == "cuda:") every_gpu = bytes;
       pos = comma + 1;
     }
-    return found;
+    return exact ? exact : every_gpu;
   } catch (Error& e) {
     e.prepend(fmt::format("ACCRUE_MEMORY_LIMIT='{}': ", text));
     throw;

@@ -103,7 +103,7 @@ std::size_t parse_byte_size(std::string_view text);
 
 /// The limit ACCRUE_MEMORY_LIMIT sets for the device named `device` ("cpu", "cuda:0"), if any:
 /// one size for every device ("512MiB"), or a list of device=size ("cpu=512MiB,cuda:0=8GiB";
-/// "cuda=" for every GPU). The allocator of a device applies it when first used. Throws
+/// "cuda=" for every GPU, where "cuda:N=" wins for GPU N; a device named twice is an error). The allocator of a device applies it when first used. Throws
 /// ValueError naming the variable.
 std::optional<std::size_t> env_memory_limit(std::string_view device);
 

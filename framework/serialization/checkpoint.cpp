@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "accrue/framework/error.hpp"
+#include "accrue/framework/files.hpp"
 
 namespace accrue::serialization {
 namespace {
@@ -61,10 +62,7 @@ void save_checkpoint(const std::string& path, const NamedTensors& tensors, const
 }
 
 CheckpointFile load_checkpoint(const std::string& path, const SafetensorsLimits& limits) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec))
-    throw IoError(fmt::format("checkpoint {} does not exist ({})", path,
-                              ec ? ec.message() : std::string{"no such file"}));
+  require_readable_file(path, "checkpoint");  // outside the try: a file that cannot be read is not damaged
   SafetensorsFile file;
   try {
     file = load_safetensors(path, limits);

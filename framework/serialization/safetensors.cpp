@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "accrue/framework/error.hpp"
+#include "accrue/framework/files.hpp"
 
 namespace accrue::serialization {
 namespace {
@@ -120,9 +121,12 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
 }
 
 SafetensorsFile load_safetensors(const std::string& path, const SafetensorsLimits& limits) {
+  require_readable_file(path, "file");
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError(fmt::format("{}: cannot open ({})", path, std::filesystem::exists(path) ? "unreadable" : "no such file"));
-  const std::uint64_t file_size = std::filesystem::file_size(path);
+  if (!in) throw IoError(fmt::format("{}: cannot open ({})", path, std::strerror(errno)));
+  std::error_code ec;
+  const std::uint64_t file_size = std::filesystem::file_size(path, ec);
+  if (ec) throw IoError(fmt::format("{}: cannot find its size ({})", path, ec.message()));
   if (file_size > limits.max_file_bytes)
     throw IoError(fmt::format("{}: {} bytes is over the limit of {}", path, file_size, limits.max_file_bytes));
   std::uint8_t length[8];
@@ -194,9 +198,21 @@ SafetensorsFile load_safetensors(const std::string& path, const SafetensorsLimit
   std::vector<const Entry*> by_offset;
   for (const Entry& e : entries) by_offset.push_back(&e);
   std::sort(by_offset.begin(), by_offset.end(), [](const Entry* a, const Entry* b) { return a->begin < b->begin; });
-  for (std::size_t i = 1; i < by_offset.size(); ++i)
-    if (by_offset[i]->begin < by_offset[i - 1]->end)
-      throw IoError(fmt::format("{}: tensors '{}' and '{}' overlap", path, by_offset[i - 1]->name, by_offset[i]->name));
+  // The format asks the tensors to cover the data with no gap: bytes beyond them are damage
+  // (a file appended to, or two files run together), not something to ignore.
+  std::uint64_t covered = 0;
+  for (const Entry* e : by_offset) {
+    if (e->begin < covered)
+      throw IoError(fmt::format("{}: tensor '{}' overlaps the one before it", path, e->name));
+    if (e->begin > covered)
+      throw IoError(fmt::format("{}: data bytes [{}, {}) before tensor '{}' belong to no tensor", path, covered, e->begin,
+                                e->name));
+    covered = e->end;
+  }
+  if (covered != data_size)
+    throw IoError(fmt::format("{}: {} bytes after the last tensor's data belong to no tensor (the tensors end at byte "
+                              "{} of {} data bytes)",
+                              path, data_size - covered, covered, data_size));
 
   const std::streamoff data_start = static_cast<std::streamoff>(8 + header_size);
   for (const Entry& e : entries) {

@@ -7,6 +7,8 @@
 
 #include <unistd.h>
 
+#include <csignal>
+
 #include <filesystem>
 #include <regex>
 #include <tuple>
@@ -322,7 +324,7 @@ BOOST_AUTO_TEST_CASE(damaged_checkpoints_are_refused_and_change_nothing) {
   fs::create_directories(dir.file("broken"));
   write_file(dir.file("broken/checkpoint-0000000003.safetensors"), bytes.substr(0, 50));
   options.checkpoint = {.dir = dir.file("broken")};
-  BOOST_CHECK_EXCEPTION(m.fit(data, options), IoError, message_has({"every training checkpoint in", "is damaged"}));
+  BOOST_CHECK_EXCEPTION(m.fit(data, options), IoError, message_has({"no training checkpoint in", "can be used", "is damaged"}));
   BOOST_TEST(state_bytes(m) == before);
 }
 
@@ -359,6 +361,102 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_of_another_run_is_refused_with_every_differenc
                                      "'model.0.weight' is float32 (16, 6) in the checkpoint but float32 (12, 6)",
                                      "missing 'model.5.weight'", "missing 'model.5.bias'"}));
   BOOST_TEST(state_bytes(other) == other_before);
+}
+
+BOOST_AUTO_TEST_CASE(a_checkpoint_of_other_data_of_the_same_size_is_refused) {
+  const Config c = configs()[0];
+  const Dataset data = blobs(c.samples, 11);
+  const Dataset other = blobs(c.samples, 12);  // the same size and shape, other values
+  BOOST_TEST(data.fingerprint() == blobs(c.samples, 11).fingerprint());
+  BOOST_TEST(data.fingerprint() != other.fingerprint());
+  BOOST_TEST(data.fingerprint() != data.take(c.samples - 1).fingerprint());
+  TempDir dir{"other_data"};
+  train_with_checkpoints(c, data, dir.path.string(), 5, 2);
+  Sequential m = made(c, 2);
+  m.build(data.sample_shape());
+  const auto before = state_bytes(m);
+  FitOptions options = c.options();
+  options.resume_from = dir.path.string();
+  BOOST_CHECK_EXCEPTION(m.fit(other, options), ValueError,
+                        message_has({"1 difference", "training data: " + data.fingerprint() + " in the checkpoint, " +
+                                                         other.fingerprint() + " now"}));
+  BOOST_TEST(state_bytes(m) == before);
+}
+
+BOOST_AUTO_TEST_CASE(a_second_run_in_a_checkpoint_folder_is_refused) {
+  const Config c = configs()[0];
+  const Dataset data = blobs(c.samples, 11);
+  TempDir dir{"locked"};
+  FitOptions options = c.options();
+  options.checkpoint = {.dir = dir.path.string(), .every_micro_batches = 2};
+  {
+    // Another run holds the folder (here: this process through another open lock file).
+    const detail::CheckpointFolderLock other = detail::prepare_checkpoint_dir(dir.path.string());
+    Sequential m = made(c, 1);
+    BOOST_CHECK_EXCEPTION(m.fit(data, options), IoError,
+                          message_has({dir.path.string(), "is in use by another training run",
+                                       fmt::format("(process {},", ::getpid())}));
+    BOOST_TEST(detail::checkpoints_in(dir.path.string()).empty());
+  }
+  // Once it is let go, the folder is free.
+  Sequential m = made(c, 1);
+  m.fit(data, options);
+  BOOST_TEST(!detail::checkpoints_in(dir.path.string()).empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_signal_stops_training_with_a_checkpoint_that_continues_the_run) {
+  const Config c = configs()[0];
+  const Dataset data = blobs(c.samples, 11);  // 13 micro-batches an epoch, windows of 3
+  // The callbacks of every run below: one that may raise a signal after a given micro-batch.
+  int raise_after = 0, seen = 0, signal = SIGINT;
+  const auto with_raiser = [&](FitOptions o) {
+    o.callbacks.push_back(callbacks::Lambda{{.micro_batch_end = [&](const StepRecord&, const Logs&) {
+      if (++seen == raise_after) std::raise(signal);
+    }}});
+    return o;
+  };
+  Sequential reference = made(c, 1);
+  reference.fit(data, with_raiser(c.options()));
+  for (int after : {5, 13, 20}) {  // inside a window, at the first epoch's end, in the second epoch
+    TempDir dir{fmt::format("signal{}", after)};
+    FitOptions options = with_raiser(c.options());
+    options.checkpoint = {.dir = dir.path.string()};
+    Sequential m = made(c, 1);
+    raise_after = after;
+    seen = 0;
+    BOOST_CHECK_EXCEPTION(m.fit(data, options), Interrupted, [&](const Interrupted& e) {
+      return e.signal() == SIGINT && e.exit_status() == 130 &&
+             message_has({"stopped by SIGINT", after == 13 ? "at the end of epoch 1/3" : "after micro-batch",
+                          "checkpoint " + dir.path.string(), "run the same training again"})(e);
+    });
+    // The same training again continues where the signal stopped it, and ends as if never stopped.
+    raise_after = 0;
+    Sequential resumed = made(c, 42);
+    resumed.fit(data, options);
+    BOOST_TEST(state_bytes(resumed) == state_bytes(reference), "stopped after micro-batch " << after);
+  }
+  // SIGTERM without a checkpoint folder: stopped, and the message says nothing can be continued.
+  signal = SIGTERM;
+  raise_after = 4;
+  seen = 0;
+  Sequential m = made(c, 1);
+  BOOST_CHECK_EXCEPTION(m.fit(data, with_raiser(c.options())), Interrupted, [](const Interrupted& e) {
+    return e.exit_status() == 143 && message_has({"stopped by SIGTERM after micro-batch 4/13", "cannot be continued"})(e);
+  });
+  // Outside fit, the signals are the program's again.
+  struct sigaction now = {};
+  sigaction(SIGINT, nullptr, &now);
+  BOOST_TEST((now.sa_handler == SIG_DFL));
+  // stop_on_signal = false leaves them to the program: here a handler of the test's own.
+  static volatile std::sig_atomic_t own = 0;
+  std::signal(SIGTERM, [](int) { own = 1; });
+  FitOptions untouched = with_raiser(c.options());
+  untouched.stop_on_signal = false;
+  seen = 0;
+  Sequential n = made(c, 1);
+  n.fit(data, untouched);
+  BOOST_TEST(own == 1);
+  std::signal(SIGTERM, SIG_DFL);
 }
 
 BOOST_AUTO_TEST_CASE(optimizer_state_round_trips_and_mismatches_are_listed) {

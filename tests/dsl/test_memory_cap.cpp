@@ -53,6 +53,12 @@ BOOST_AUTO_TEST_CASE(the_environment_variable_names_devices) {
   BOOST_CHECK_EXCEPTION(env_memory_limit("cpu"), ValueError, message_has({"ACCRUE_MEMORY_LIMIT='cpu:512MiB'"}));
   ::setenv("ACCRUE_MEMORY_LIMIT", "gpu=1GiB", 1);
   BOOST_CHECK_EXCEPTION(env_memory_limit("cpu"), ValueError, message_has({"'gpu' names no device"}));
+  // A device named twice is refused, not settled by order; a GPU's own entry wins over "cuda".
+  ::setenv("ACCRUE_MEMORY_LIMIT", "cpu=1MiB,cpu=2GiB", 1);
+  BOOST_CHECK_EXCEPTION(env_memory_limit("cpu"), ValueError, message_has({"cpu is given more than once"}));
+  ::setenv("ACCRUE_MEMORY_LIMIT", "cuda:1=4GiB,cuda=2GiB", 1);
+  BOOST_TEST(env_memory_limit("cuda:1").value() == 4ull << 30);
+  BOOST_TEST(env_memory_limit("cuda:0").value() == 2u << 30);
   ::unsetenv("ACCRUE_MEMORY_LIMIT");
   BOOST_TEST(!env_memory_limit("cpu").has_value());
 }

@@ -59,10 +59,22 @@ BOOST_AUTO_TEST_CASE(hostile_files_are_refused) {
   refuse("overlap.st",
          R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"y":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
          std::vector<std::uint8_t>(12), {"overlap"});
+  // Data the tensors do not cover: appended bytes, a gap between tensors.
+  refuse("trailing.st", R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", std::vector<std::uint8_t>(11),
+         {"3 bytes after the last tensor's data belong to no tensor"});
+  refuse("gap.st",
+         R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"y":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+         std::vector<std::uint8_t>(12), {"bytes [4, 8) before tensor 'y' belong to no tensor"});
+  // Paths that are no file: each says what it is.
+  BOOST_CHECK_EXCEPTION(serialization::load_safetensors(dir.path.string()), IoError, message_has({"is a folder, not a file"}));
+  BOOST_CHECK_EXCEPTION(serialization::load_safetensors("/dev/null"), IoError, message_has({"/dev/null", "not a regular file"}));
+  fs::create_symlink(dir.file("loop.st"), dir.file("loop.st"));
+  BOOST_CHECK_EXCEPTION(serialization::load_safetensors(dir.file("loop.st")), IoError,
+                        message_has({"loop.st cannot be read", "symbolic links"}));
   // A header length beyond the file.
   std::ofstream(dir.file("long.st"), std::ios::binary) << std::string("\xff\xff\xff\xff\xff\xff\x00\x00{}", 10);
   BOOST_CHECK_EXCEPTION(serialization::load_safetensors(dir.file("long.st")), IoError, message_has({"header claims"}));
-  BOOST_CHECK_EXCEPTION(serialization::load_safetensors(dir.file("absent.st")), IoError, message_has({"no such file"}));
+  BOOST_CHECK_EXCEPTION(serialization::load_safetensors(dir.file("absent.st")), IoError, message_has({"absent.st does not exist"}));
 }
 
 BOOST_AUTO_TEST_CASE(load_weights_reports_every_mismatch_and_changes_nothing) {

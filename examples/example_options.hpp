@@ -1,0 +1,134 @@
+#pragma once
+// What every example shares, so that they cannot drift apart:
+//   - the flags --epochs, --data, --seed, --device and --amp, with the same meaning everywhere;
+//   - checks that make a bad value an error naming the flag and the range ("--epochs: 0 is not a
+//     whole number from 1 to 2147483647"), never a value silently clamped or ignored;
+//   - the last line, "Accuracy: X%";
+//   - the exit status: 0; 1 for any error, including output that could not be written (a full
+//     disk, a closed pipe, a broken stderr); 128 + the signal when SIGINT (Ctrl-C) or SIGTERM
+//     stopped training (130 for Ctrl-C, as a shell reports it).
+
+#include <CLI/CLI.hpp>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <accrue/accrue.hpp>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <string>
+
+namespace accrue::examples {
+
+/// A flag's value must be a whole number in [low, high], written in digits (no sign, no exponent,
+/// no fraction), so that "-1" or "1e23" is refused rather than wrapped or clamped.
+inline CLI::Validator whole_number(std::uint64_t low, std::uint64_t high) {
+  return CLI::Validator(
+      [low, high](std::string& text) -> std::string {
+        std::uint64_t value = 0;
+        const char* end = text.data() + text.size();
+        const auto [stop, error] = std::from_chars(text.data(), end, value);
+        if (text.empty() || stop != end || error != std::errc{} || value < low || value > high)
+          return fmt::format("{} is not a whole number from {} to {}", text, low, high);
+        return {};
+      },
+      fmt::format("INT in [{}, {}]", low, high));
+}
+
+/// A flag's value must be a finite number of at least `low` ("nan" and "inf" are refused).
+inline CLI::Validator finite_number(double low) {
+  return CLI::Validator(
+      [low](std::string& text) -> std::string {
+        char* stop = nullptr;
+        errno = 0;
+        const double value = std::strtod(text.c_str(), &stop);
+        if (text.empty() || *stop != '\0' || errno == ERANGE || !std::isfinite(value) || value < low)
+          return fmt::format("{} is not a finite number of at least {}", text, low);
+        return {};
+      },
+      fmt::format("NUMBER >= {}", low));
+}
+
+/// The flags every example takes.
+struct ExampleOptions {
+  int epochs = 1;
+  std::string data;
+  std::uint64_t seed = 0;
+  std::string device = "best";
+  std::string amp = "off";
+
+  /// Adds --epochs (with this object's value as the default), --data, --seed, --device and --amp.
+  void add_to(CLI::App& app) {
+    app.add_option("--epochs", epochs, "Passes over the training set")
+        ->check(whole_number(1, std::numeric_limits<int>::max()))
+        ->capture_default_str();
+    app.add_option("--data", data, "Folder with the FashionMNIST IDX files (default: $ACCRUE_FASHION_MNIST_DIR or "
+                                   "/usr/share/datasets/fashion-mnist)");
+    app.add_option("--seed", seed, "Seed of initialisation and shuffling")
+        ->check(whole_number(0, std::numeric_limits<std::uint64_t>::max()))
+        ->capture_default_str();
+    app.add_option("--device", device, "Where to train: best (a GPU when there is one), cpu, cuda, cuda:N")
+        ->capture_default_str();
+    app.add_flag("--amp{auto}", amp, "Mixed precision: --amp (bfloat16 on the CPU, float16 on a GPU), --amp=f16, --amp=bf16")
+        ->check(CLI::IsMember({"off", "auto", "f16", "bf16"}));
+  }
+
+  /// The device --device names (a clear error for a name that is none).
+  Device target() const { return Device::parse(device); }
+
+  /// `recipe` with the mixed precision --amp asks for.
+  optim::Recipe with_amp(optim::Recipe recipe) const {
+    if (amp == "auto") return recipe.amp();
+    if (amp == "f16") return recipe.amp(dtype::f16);
+    if (amp == "bf16") return recipe.amp(dtype::bf16);
+    return recipe;
+  }
+};
+
+/// The line every example ends with.
+inline void print_accuracy(double accuracy) { fmt::print("Accuracy: {:.1f}%\n", 100.0 * accuracy); }
+
+namespace detail {
+// A message on stderr when it can still be written; a failure to write it changes nothing else.
+inline void report(const std::string& message) {
+  std::fputs(message.c_str(), stderr);
+  std::fputc('\n', stderr);
+  std::fflush(stderr);
+}
+}  // namespace detail
+
+/// Parses the flags and runs `train`, returning the process's exit status as the header says.
+inline int run_example(CLI::App& app, int argc, char** argv, const std::function<void()>& train) {
+  // A closed stdin, stdout or stderr would let the next file opened take its number, and messages
+  // meant for the terminal would land in a checkpoint or weights file: point them at /dev/null.
+  for (int fd = 0; fd <= 2; ++fd)
+    if (::fcntl(fd, F_GETFD) == -1 && errno == EBADF) ::open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+  int status = 0;
+  try {
+    app.parse(argc, argv);
+    train();
+  } catch (const CLI::ParseError& e) {
+    // --help prints and ends well; any other mistake in the flags is an error.
+    status = app.exit(e) == 0 ? 0 : 1;
+  } catch (const Interrupted& e) {
+    detail::report(fmt::format("stopped: {}", e.what()));
+    status = e.exit_status();
+  } catch (const std::exception& e) {  // accrue::Error, and std::system_error from output that failed
+    detail::report(fmt::format("error: {}", e.what()));
+    status = 1;
+  }
+  const bool flushed = std::fflush(stdout) == 0;
+  const int flush_error = errno;
+  if (!flushed || std::ferror(stdout)) {
+    detail::report(fmt::format("error: the output could not be written ({})",
+                               flushed ? "an earlier write failed" : std::strerror(flush_error)));
+    if (status == 0) status = 1;
+  }
+  return status;
+}
+
+}  // namespace accrue::examples

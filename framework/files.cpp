@@ -1,0 +1,63 @@
+#include "accrue/framework/files.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "accrue/framework/error.hpp"
+
+namespace accrue {
+namespace fs = std::filesystem;
+
+void require_readable_file(const std::string& path, std::string_view what) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (status.type() == fs::file_type::not_found)
+    throw IoError(fmt::format("{} {} does not exist", what, path));
+  if (ec) throw IoError(fmt::format("{} {} cannot be read ({})", what, path, ec.message()));
+  if (status.type() == fs::file_type::directory)
+    throw IoError(fmt::format("{} {} is a folder, not a file", what, path));
+  if (status.type() != fs::file_type::regular)
+    throw IoError(fmt::format("{} {} is not a regular file (a device, pipe or socket)", what, path));
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw IoError(fmt::format("{} {} cannot be read ({})", what, path, std::strerror(errno)));
+  ::close(fd);
+}
+
+void require_writable_file(const std::string& path, std::string_view what) {
+  ACCRUE_CHECK(!path.empty(), "{}: the path is empty", what);
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (status.type() == fs::file_type::directory)
+    throw IoError(fmt::format("{} {} is a folder; name a file in it", what, path));
+  const fs::path folder = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+  const std::string probe = (folder / fmt::format(".accrue-write-check-{}", ::getpid())).string();
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0)
+    throw IoError(fmt::format("{} {} cannot be written: no new file can be made in {} ({})", what, path, folder.string(),
+                              std::strerror(errno)));
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+std::vector<std::string> list_folder(const std::string& dir, std::string_view what) {
+  std::vector<std::string> entries;
+  std::error_code ec;
+  fs::directory_iterator it{dir, ec};
+  for (; !ec && it != fs::directory_iterator{}; it.increment(ec)) entries.push_back(it->path().string());
+  if (ec) throw IoError(fmt::format("{} {} cannot be listed ({})", what, dir, ec.message()));
+  return entries;
+}
+
+bool is_folder(const std::string& path, std::string_view what) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (status.type() == fs::file_type::not_found) return false;
+  if (ec) throw IoError(fmt::format("{} {} cannot be reached ({})", what, path, ec.message()));
+  return status.type() == fs::file_type::directory;
+}
+
+}  // namespace accrue

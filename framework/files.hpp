@@ -1,0 +1,29 @@
+#pragma once
+// Checks on paths before Accrue reads or writes them, so that a missing file, a folder where a file
+// belongs, a loop of symbolic links or a permission is reported as an IoError naming the path and
+// the reason, instead of escaping as std::filesystem_error or showing up later as "damaged data".
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace accrue {
+
+/// Throws IoError unless `path` is a regular file this process can open for reading: "<what> <path>
+/// does not exist", "... is a folder, not a file", "... cannot be read (Permission denied)".
+/// `what` names the file for the user ("checkpoint", "weights file").
+void require_readable_file(const std::string& path, std::string_view what);
+
+/// Throws IoError unless a file can be written at `path`: its folder exists and takes a new file,
+/// and `path` is not a folder. Checked by creating and removing a file beside it, so nothing that
+/// is there already is touched. For checks before long work ("--save" before training).
+void require_writable_file(const std::string& path, std::string_view what);
+
+/// The entries of folder `dir` (full paths), or IoError with the reason when it cannot be listed.
+std::vector<std::string> list_folder(const std::string& dir, std::string_view what);
+
+/// Whether `path` is a folder; IoError when that cannot be found out (permissions, a loop of
+/// symbolic links), false when nothing is there.
+bool is_folder(const std::string& path, std::string_view what);
+
+}  // namespace accrue

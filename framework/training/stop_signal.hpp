@@ -1,0 +1,27 @@
+#pragma once
+// SIGINT (Ctrl-C) and SIGTERM during training: the first asks the loop to stop after the current
+// micro-batch (it writes a checkpoint when it has a folder for them, then throws Interrupted); a
+// second ends the process at once, as the signal would have without Accrue.
+
+#include <csignal>
+
+namespace accrue {
+
+/// While an instance lives, SIGINT and SIGTERM are caught and remembered instead of ending the
+/// process (the first one; a second ends it). The handlers before it come back when the last
+/// instance goes. Instances nest; the signal is shared.
+class StopSignal {
+ public:
+  StopSignal();
+  ~StopSignal();
+  StopSignal(const StopSignal&) = delete;
+  StopSignal& operator=(const StopSignal&) = delete;
+
+  /// The signal received since the first instance was made (SIGINT, SIGTERM), or 0.
+  int received() const;
+};
+
+/// "SIGINT", "SIGTERM", or "a signal".
+const char* signal_name(int signal);
+
+}  // namespace accrue
