@@ -24,7 +24,7 @@ DataLoader::DataLoader(Dataset dataset, LoaderOptions options) : dataset_(std::m
 
 std::int64_t DataLoader::size() const {
   const std::int64_t n = dataset_.size(), b = options_.batch_size;
-  return options_.drop_last ? n / b : (n + b - 1) / b;
+  return n / b + (!options_.drop_last && n % b != 0 ? 1 : 0);  // no n + b - 1: it overflows for a huge b
 }
 
 void DataLoader::set_epoch(std::int64_t epoch) {
@@ -39,7 +39,7 @@ void DataLoader::set_epoch(std::int64_t epoch) {
 Batch DataLoader::operator[](std::int64_t i) const {
   ACCRUE_CHECK(i >= 0 && i < size(), "DataLoader: batch {} is outside [0, {})", i, size());
   const std::int64_t begin = i * options_.batch_size;
-  const std::int64_t end = std::min(begin + options_.batch_size, dataset_.size());
+  const std::int64_t end = begin + std::min(options_.batch_size, dataset_.size() - begin);
   const Example e = options_.shuffle
                         ? dataset_.gather(std::span<const std::int64_t>(order_).subspan(
                               static_cast<std::size_t>(begin), static_cast<std::size_t>(end - begin)))

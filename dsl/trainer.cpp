@@ -117,7 +117,7 @@ std::string fitting_advice(const Sequential& model, std::int64_t micro_batch, st
   for (std::int64_t m = micro_batch / 2; m >= 1; m /= 2) {
     const MemoryPlan plan = model.memory_plan(m, /*accumulating=*/true);
     if (plan.peak_total + live_besides_model <= stats.limit) {
-      const std::int64_t k = (effective_batch + m - 1) / m;
+      const std::int64_t k = effective_batch / m + (effective_batch % m != 0 ? 1 : 0);
       return fmt::format("\nMicro-batches of {} with accumulate({}) keep the effective batch of {} and are planned to "
                          "peak at {} (model.memory_plan({}); {} more is live besides the model), within the limit of {}.",
                          m, k, m * k, format_bytes(plan.peak_total), m, format_bytes(live_besides_model),
@@ -447,7 +447,7 @@ History Trainer::fit(Sequential& model, const Dataset& train, Run run_options) {
                                           record.micro_batch_samples));
             if (options_.backoff_on_oom)
               e.append(fmt::format("\nbackoff_on_oom cannot halve a micro-batch of {}.", micro));
-            e.append(fitting_advice(model, micro, plan.max_effective_batch(), live_besides_model));
+            e.append(fitting_advice(model, std::min(micro, train.size()), plan.max_effective_batch(), live_besides_model));
             throw;
           }
           // Back off: the window starts again from its first sample with micro-batches half as large.

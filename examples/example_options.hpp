@@ -105,8 +105,16 @@ inline void report(const std::string& message) {
 inline int run_example(CLI::App& app, int argc, char** argv, const std::function<void()>& train) {
   // A closed stdin, stdout or stderr would let the next file opened take its number, and messages
   // meant for the terminal would land in a checkpoint or weights file: point them at /dev/null.
-  for (int fd = 0; fd <= 2; ++fd)
-    if (::fcntl(fd, F_GETFD) == -1 && errno == EBADF) ::open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+  // Output that has nowhere to go is an error found now, not after training.
+  bool closed[3] = {};
+  for (int fd = 0; fd <= 2; ++fd) {
+    closed[fd] = ::fcntl(fd, F_GETFD) == -1 && errno == EBADF;
+    if (closed[fd]) ::open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+  }
+  if (closed[1]) {
+    detail::report("error: the output could not be written (standard output is closed)");
+    return 1;
+  }
   int status = 0;
   try {
     app.parse(argc, argv);

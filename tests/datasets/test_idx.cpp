@@ -82,7 +82,13 @@ BOOST_AUTO_TEST_CASE(bad_files_are_refused_with_the_reason) {
     write_raw(dir.file(name), bytes);
     BOOST_CHECK_EXCEPTION(datasets::read_idx(dir.file(name)), IoError, message_has(parts));
   };
-  BOOST_CHECK_EXCEPTION(datasets::read_idx(dir.file("missing.idx")), IoError, message_has({"missing.idx", "no such file"}));
+  BOOST_CHECK_EXCEPTION(datasets::read_idx(dir.file("missing.idx")), IoError, message_has({"missing.idx does not exist"}));
+  // A folder, or a loop of symbolic links, where the file belongs: said so, not "corrupt data".
+  std::filesystem::create_directories(dir.file("folder.idx"));
+  BOOST_CHECK_EXCEPTION(datasets::read_idx(dir.file("folder.idx")), IoError, message_has({"folder.idx is a folder, not a file"}));
+  std::filesystem::create_symlink(dir.file("loop.idx"), dir.file("loop.idx"));
+  BOOST_CHECK_EXCEPTION(datasets::read_idx(dir.file("loop.idx")), IoError,
+                        message_has({"loop.idx cannot be read (Too many levels of symbolic links)"}));
   check("magic.idx", {0x1f, 0x00, 0x08, 0x01, 0, 0, 0, 1, 5}, {"magic.idx", "not an IDX file"});
   check("type.idx", {0, 0, 0x07, 1, 0, 0, 0, 1, 5}, {"type.idx", "unknown IDX element type"});
   check("rank.idx", {0, 0, 0x08, 9}, {"rank.idx", "9 dimensions"});

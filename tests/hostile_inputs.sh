@@ -1,0 +1,241 @@
+#!/usr/bin/env bash
+# Hostile but realistic use of the examples: broken datasets, flags, weights, checkpoints, memory
+# limits, signals and output that cannot be written. Each case runs an example as a subprocess and
+# checks its exit status and what it says; the table printed is the list of cases with their result.
+#
+#   tests/hostile_inputs.sh [BUILD_DIR]        (default ./build; ctest runs it as test_hostile_inputs)
+#
+# Cases about permissions need a user that permissions apply to: as root they run under the user
+# nobody (setpriv), and are skipped, saying so, where that is not possible.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "${1:-$root/build}" && pwd)
+mlp=$build/examples/fashion_mnist_mlp
+cnn=$build/examples/fashion_mnist_cnn
+memory=$build/examples/memory_comparison
+for program in "$mlp" "$cnn" "$memory"; do
+  [[ -x $program ]] || { echo "$program is not built"; exit 1; }
+done
+
+work=$(mktemp -d /tmp/accrue_hostile.XXXXXX)
+chmod 755 "$work"
+trap 'chmod -R u+rwx "$work" 2>/dev/null; rm -rf "$work"' EXIT
+export ACCRUE_LOG_LEVEL=warning
+unset ACCRUE_MEMORY_LIMIT ACCRUE_FASHION_MNIST_DIR
+
+# ---- small FashionMNIST-shaped data sets (IDX files written byte by byte) --------------------------
+be32() { printf "\\x$(printf %02x $(($1 >> 24 & 255)))\\x$(printf %02x $(($1 >> 16 & 255)))\\x$(printf %02x $(($1 >> 8 & 255)))\\x$(printf %02x $(($1 & 255)))"; }
+images() {  # FILE N: N random 28x28 images
+  { printf '\x00\x00\x08\x03'; be32 "$2"; be32 28; be32 28; head -c $(($2 * 784)) /dev/urandom; } > "$1"
+}
+labels() {  # FILE N [EXTRA_BYTE]: labels 0..9 in turn
+  { printf '\x00\x00\x08\x01'; be32 "$2"
+    for ((i = 0; i < $2 / 10; i++)); do printf '\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09'; done; } > "$1"
+}
+dataset() {  # DIR: 2000 training and 500 test samples, plain IDX
+  mkdir -p "$1"
+  images "$1/train-images-idx3-ubyte" 2000; labels "$1/train-labels-idx1-ubyte" 2000
+  images "$1/t10k-images-idx3-ubyte" 500; labels "$1/t10k-labels-idx1-ubyte" 500
+}
+data=$work/data
+dataset "$data"
+dataset "$work/other_data"  # the same sizes, other pixels
+big=$work/big_data  # 20,000 training samples, for micro-batches that take a while
+mkdir -p "$big"; images "$big/train-images-idx3-ubyte" 20000; labels "$big/train-labels-idx1-ubyte" 20000
+cp "$data"/t10k-* "$big/"
+chmod -R a+rX "$work"
+
+# ---- running cases ---------------------------------------------------------------------------------
+passed=0 failed=0 skipped=0
+nobody=()
+if [[ $(id -u) -ne 0 ]]; then nobody=(env)
+elif command -v setpriv >/dev/null; then nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+fi
+row() { printf '%-6s %-58s %s\n' "$1" "$2" "$3"; }
+row result case "exit status and message"
+
+# case NAME STATUS TEXT COMMAND...: runs COMMAND with its output in $out; passes when it exits with
+# STATUS and its output holds TEXT (an empty TEXT: when nothing could be said).
+case_() {
+  local name=$1 want=$2 text=$3; shift 3
+  out=$work/out.txt
+  timeout -s KILL 120 "$@" > "$out" 2>&1
+  local got=$?
+  local said="(no message could be written)"
+  [[ -n $text ]] && said=$(grep -F -m1 -- "$text" "$out" | cut -c1-150)
+  if [[ $got -eq $want && -n $said ]]; then
+    passed=$((passed + 1)); row PASS "$name" "$got: $said"
+  else
+    failed=$((failed + 1)); row FAIL "$name" "exit $got (wanted $want), wanted '$text' in:"
+    sed 's/^/         | /' "$out" | tail -n 8
+  fi
+}
+as_nobody() {  # case_ with COMMAND run as a user that permissions apply to
+  if [[ ${#nobody[@]} -eq 0 ]]; then
+    skipped=$((skipped + 1)); row SKIP "$1" "running as root without setpriv: no user to drop to"
+    return
+  fi
+  local name=$1 want=$2 text=$3; shift 3
+  case_ "$name" "$want" "$text" "${nobody[@]}" "$@"
+}
+fresh() { rm -rf "$1"; mkdir -p "$1"; chmod 777 "$1"; echo "$1"; }
+fast=(--epochs 1 --verbose 0 --data "$data")
+
+# ---- data sets -------------------------------------------------------------------------------------
+case_ "missing data folder" 1 "/nonexistent/train-images-idx3-ubyte(.gz) not found" "$mlp" --data /nonexistent
+d=$(fresh "$work/dir_for_idx"); cp -r "$data"/. "$d"; rm "$d/train-images-idx3-ubyte"; mkdir "$d/train-images-idx3-ubyte"
+case_ "a folder in place of an IDX file" 1 "train-images-idx3-ubyte is a folder, not a file" "$mlp" --data "$d"
+d=$(fresh "$work/loop"); cp -r "$data"/. "$d"; rm "$d/train-labels-idx1-ubyte"; ln -s "$d/train-labels-idx1-ubyte" "$d/train-labels-idx1-ubyte"
+case_ "a symbolic link loop in place of an IDX file" 1 "Too many levels of symbolic links" "$mlp" --data "$d"
+d=$(fresh "$work/truncated"); cp -r "$data"/. "$d"; truncate -s 100000 "$d/train-images-idx3-ubyte"
+case_ "a truncated IDX file" 1 "train-images-idx3-ubyte: truncated" "$mlp" --data "$d"
+d=$(fresh "$work/garbage"); cp -r "$data"/. "$d"; head -c 5000 /dev/urandom | { printf '\x01'; cat; } > "$d/t10k-images-idx3-ubyte"
+case_ "random bytes for an IDX file" 1 "t10k-images-idx3-ubyte: not an IDX file" "$mlp" --data "$d"
+d=$(fresh "$work/gzip"); cp -r "$data"/. "$d"; rm "$d/train-images-idx3-ubyte"; gzip -c "$data/train-images-idx3-ubyte" | head -c 30000 > "$d/train-images-idx3-ubyte.gz"
+case_ "a gzip file cut short" 1 "train-images-idx3-ubyte.gz" "$mlp" --data "$d"
+d=$(fresh "$work/counts"); cp -r "$data"/. "$d"; labels "$d/train-labels-idx1-ubyte" 1990
+case_ "fewer labels than images" 1 "holds 2000 images but" "$mlp" --data "$d"
+d=$(fresh "$work/label12"); cp -r "$data"/. "$d"; { printf '\x00\x00\x08\x01'; be32 500; head -c 499 /dev/zero; printf '\x0c'; } > "$d/t10k-labels-idx1-ubyte"
+case_ "a label that is no class" 1 "label 12 of sample 499 is not a class 0..9" "$mlp" --data "$d"
+d=$(fresh "$work/unsearchable"); cp -r "$data"/. "$d"; chmod 600 "$d"
+as_nobody "a data folder that cannot be searched" 1 "cannot be read (Permission denied)" "$mlp" --data "$d"
+d=$(fresh "$work/unreadable_idx"); cp -r "$data"/. "$d"; chmod 000 "$d/train-labels-idx1-ubyte"
+as_nobody "an IDX file that cannot be read" 1 "train-labels-idx1-ubyte cannot be read (Permission denied)" "$mlp" --data "$d"
+
+# ---- flags -------------------------------------------------------------------------------------------
+case_ "--epochs 0" 1 "--epochs: 0 is not a whole number from 1 to 2147483647" "$mlp" --epochs 0
+case_ "--epochs 1e10" 1 "--epochs: 1e10 is not a whole number" "$mlp" --epochs 1e10
+case_ "--epochs 2147483648" 1 "--epochs: 2147483648 is not a whole number from 1 to 2147483647" "$mlp" --epochs 2147483648
+case_ "--seed -1" 1 "--seed: -1 is not a whole number from 0 to 18446744073709551615" "$mlp" --seed -1
+case_ "--seed 1e23" 1 "--seed: 1e23 is not a whole number" "$cnn" --seed 1e23
+case_ "--clip nan" 1 "--clip: nan is not a finite number of at least 0" "$mlp" --clip nan
+case_ "--lr -1" 1 "--lr: -1 is not a finite number of at least 0" "$cnn" --lr -1
+case_ "--batch-size 0" 1 "--batch-size: 0 is not a whole number from 1 to" "$mlp" --batch-size 0
+case_ "--verbose 3" 1 "--verbose: 3 is not a whole number from 0 to 2" "$mlp" --verbose 3
+case_ "--device nonsense" 1 "device 'nonsense'" "$mlp" --device nonsense "${fast[@]}"
+case_ "--amp=fp8" 1 "--amp: fp8 not in {off,auto,f16,bf16}" "$cnn" --amp=fp8
+case_ "an unknown flag" 1 "--frobnicate" "$mlp" --frobnicate
+case_ "--help" 0 "--checkpoint-dir" "$mlp" --help
+case_ "--batch-size 9223372036854775807: one batch of all samples" 0 "Accuracy:" \
+  "$mlp" --batch-size 9223372036854775807 "${fast[@]}"
+case_ "memory_comparison --configs abc" 1 "--configs: 'abc'" "$memory" --configs abc
+case_ "memory_comparison --configs ''" 1 "--configs: ''" "$memory" --configs ""
+case_ "memory_comparison --configs 99999999999x99999999999" 1 "--configs: '99999999999x99999999999'" \
+  "$memory" --configs 99999999999x99999999999
+case_ "memory_comparison --configs 16x0" 1 "--configs: '16x0' has '0' where a whole number from 1" "$memory" --configs 16x0
+case_ "one epoch is one epoch, not 1 epochs" 0 "Trained 1 epoch in" "$cnn" "${fast[@]}" --batch-size 500 --accumulate 1
+if [[ $(tail -n 1 "$out") != Accuracy:* ]]; then failed=$((failed + 1)); row FAIL "  ... and Accuracy: last" "$(tail -n 1 "$out")"; fi
+
+# ---- weights ---------------------------------------------------------------------------------------
+"$mlp" "${fast[@]}" --save "$work/w.safetensors" > /dev/null 2>&1
+case_ "--load /dev/null" 1 "/dev/null is not a regular file" "$mlp" --load /dev/null "${fast[@]}"
+case_ "--load a folder" 1 "$work is a folder, not a file" "$mlp" --load "$work" "${fast[@]}"
+case_ "--load a file that does not exist" 1 "$work/absent.safetensors does not exist" "$mlp" --load "$work/absent.safetensors" "${fast[@]}"
+d=$(fresh "$work/locked_weights"); cp "$work/w.safetensors" "$d/"; chmod 600 "$d"
+as_nobody "--load in a folder that cannot be searched" 1 "cannot be read (Permission denied)" "$mlp" --load "$d/w.safetensors" "${fast[@]}"
+cp "$work/w.safetensors" "$work/trailing.safetensors"; printf 'garbage' >> "$work/trailing.safetensors"
+case_ "--load with bytes after the data" 1 "7 bytes after the last tensor's data belong to no tensor" "$mlp" --load "$work/trailing.safetensors" "${fast[@]}"
+head -c 100000 "$work/w.safetensors" > "$work/cut.safetensors"
+case_ "--load a file cut short" 1 "cut.safetensors" "$mlp" --load "$work/cut.safetensors" "${fast[@]}"
+case_ "--save into a folder that does not exist: before training" 1 "cannot be written: no new file can be made in /nonexistent" \
+  "$mlp" --save /nonexistent/w.safetensors "${fast[@]}"
+if grep -q "Test Results" "$out"; then failed=$((failed + 1)); row FAIL "  ... without training first" "it trained"; fi
+case_ "--save to a folder" 1 "is a folder; name a file in it" "$mlp" --save "$work" "${fast[@]}"
+
+# ---- checkpoints -----------------------------------------------------------------------------------
+ck=$(fresh "$work/ck")
+"$mlp" --epochs 2 --verbose 0 --data "$data" --checkpoint-dir "$ck" --checkpoint-every 10 > /dev/null 2>&1
+cp -r "$ck" "$work/ck_other"
+case_ "a resume on other data of the same size" 1 "training data: crc32" \
+  "$mlp" --epochs 2 --verbose 0 --data "$work/other_data" --checkpoint-dir "$work/ck_other"
+d=$(fresh "$work/ck_unlistable"); cp "$ck"/checkpoint-* "$d/"; chmod 333 "$d"
+as_nobody "a checkpoint folder that cannot be listed" 1 "checkpoint folder $d cannot be listed (Permission denied)" \
+  "$mlp" --epochs 2 --verbose 0 --data "$data" --checkpoint-dir "$d"
+d=$(fresh "$work/ck_unreadable"); cp "$ck"/checkpoint-* "$d/"; chmod 000 "$d"/checkpoint-*
+as_nobody "checkpoints that cannot be read are not called damaged" 1 "cannot be read (Permission denied)" \
+  "$mlp" --epochs 2 --verbose 0 --data "$data" --checkpoint-dir "$d"
+if grep -q "damaged" "$out"; then failed=$((failed + 1)); row FAIL "  ... and not damaged" "$(grep -m1 damaged "$out")"; fi
+d=$(fresh "$work/ck_damaged"); for f in "$ck"/checkpoint-*; do head -c 5000 "$f" > "$d/$(basename "$f")"; done
+case_ "damaged checkpoints" 1 "no training checkpoint in $d can be used" "$mlp" --epochs 2 --verbose 0 --data "$data" --checkpoint-dir "$d"
+printf 'a file' > "$work/ck_file"
+case_ "a file where the checkpoint folder belongs" 1 "cannot create the folder $work/ck_file" \
+  "$mlp" "${fast[@]}" --checkpoint-dir "$work/ck_file"
+d=$(fresh "$work/ck_shared")
+stdbuf -oL "$mlp" --epochs 1000 --verbose 2 --data "$data" --checkpoint-dir "$d" > "$work/first.txt" 2>&1 &
+first=$!
+for _ in $(seq 200); do grep -q "Test Results" "$work/first.txt" && break; sleep 0.05; done
+case_ "a second run in a checkpoint folder in use" 1 "is in use by another training run (process $first," \
+  "$mlp" --epochs 1000 --verbose 0 --data "$data" --checkpoint-dir "$d"
+
+# ---- signals ---------------------------------------------------------------------------------------
+kill -INT "$first"; wait "$first"; status=$?
+if [[ $status -eq 130 ]] && grep -q "stopped by SIGINT" "$work/first.txt" && grep -q "run the same training again" "$work/first.txt"; then
+  passed=$((passed + 1)); row PASS "Ctrl-C: a checkpoint, where to resume, exit 130" "$status: $(grep -m1 -o 'training stopped by SIGINT [^;]*' "$work/first.txt")"
+else
+  failed=$((failed + 1)); row FAIL "Ctrl-C: a checkpoint, where to resume, exit 130" "exit $status"; tail -n 5 "$work/first.txt" | sed 's/^/         | /'
+fi
+case_ "  ... and the same command continues" 130 "resuming from $d/checkpoint-" \
+  env ACCRUE_LOG_LEVEL=info timeout --preserve-status -s INT 3 "$mlp" --epochs 1000 --verbose 2 --data "$data" --checkpoint-dir "$d"
+stdbuf -oL "$mlp" --epochs 1000 --verbose 2 --data "$data" > "$work/term.txt" 2>&1 &
+pid=$!
+for _ in $(seq 200); do grep -q "Test Results" "$work/term.txt" && break; sleep 0.05; done
+kill -TERM "$pid"; wait "$pid"; status=$?
+if [[ $status -eq 143 ]] && grep -q "stopped by SIGTERM.*cannot be continued" "$work/term.txt"; then
+  passed=$((passed + 1)); row PASS "SIGTERM without a checkpoint folder" "$status: $(grep -m1 -o 'no checkpoint folder is set[^;]*' "$work/term.txt")"
+else
+  failed=$((failed + 1)); row FAIL "SIGTERM without a checkpoint folder" "exit $status"; tail -n 5 "$work/term.txt" | sed 's/^/         | /'
+fi
+# One micro-batch of 20,000 samples an epoch: the first signal's stop is most of a second away
+# when the second comes (sent apart, as two signals that are both pending count as one).
+stdbuf -oL "$mlp" --epochs 1000 --verbose 2 --batch-size 20000 --data "$big" > "$work/twice.txt" 2>&1 &
+pid=$!
+for _ in $(seq 400); do grep -q "Test Results" "$work/twice.txt" && break; sleep 0.05; done
+kill -INT "$pid"; sleep 0.1; kill -INT "$pid"; wait "$pid"; status=$?
+if [[ $status -eq 130 ]] && ! grep -q "^stopped:" "$work/twice.txt"; then
+  passed=$((passed + 1)); row PASS "a second Ctrl-C stops at once" "$status, killed by SIGINT before the micro-batch ended"
+else
+  failed=$((failed + 1)); row FAIL "a second Ctrl-C stops at once" "exit $status"; tail -n 5 "$work/twice.txt" | sed 's/^/         | /'
+fi
+
+# ---- output that cannot be written -----------------------------------------------------------------
+case_ "stdout on a full disk" 1 "the output could not be written (No space left on device)" \
+  bash -c '"$0" --epochs 3 --verbose 0 --data "$1" > /dev/full' "$mlp" "$data"
+case_ "an error with stderr on a full disk" 1 "" bash -c '"$0" --device nonsense 2>/dev/full' "$mlp"
+case_ "an error with stderr closed" 1 "" bash -c '"$0" --device nonsense 2>&-' "$mlp"
+case_ "stdout closed" 1 "the output could not be written" bash -c '"$0" --epochs 1 --verbose 0 --data "$1" >&-' "$mlp" "$data"
+
+# ---- memory limits ---------------------------------------------------------------------------------
+case_ "ACCRUE_MEMORY_LIMIT names a device twice" 1 "cpu is given more than once" \
+  env ACCRUE_MEMORY_LIMIT=cpu=1MiB,cpu=2GiB "$mlp" "${fast[@]}"
+case_ "ACCRUE_MEMORY_LIMIT=abc" 1 "'abc' is not a memory size" env ACCRUE_MEMORY_LIMIT=abc "$mlp" "${fast[@]}"
+case_ "ACCRUE_MEMORY_LIMIT below the data" 1 "limit" env ACCRUE_MEMORY_LIMIT=1MiB "$mlp" "${fast[@]}"
+
+# ---- --epochs 2147483647: starts at once, in the memory of one epoch ------------------------------
+# Peak resident memory and time when the first epoch's line appears, for 1 and for 2^31 - 1 epochs.
+first_epoch() {  # EPOCHS: prints "seconds peak_kib" (the peak read last before the line or the exit)
+  local start=$EPOCHREALTIME
+  stdbuf -oL "$mlp" --epochs "$1" --verbose 2 --data "$data" > "$work/epochs.txt" 2>&1 &
+  local pid=$! peak=0 read
+  for _ in $(seq 1000); do
+    read=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null) && [[ -n $read ]] && peak=$read
+    grep -q "^Epoch 1/" "$work/epochs.txt" && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.01
+  done
+  local now=$EPOCHREALTIME
+  read=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null) && [[ -n $read ]] && peak=$read
+  kill -KILL "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+  echo "$(awk -v a="$start" -v b="$now" 'BEGIN {printf "%.2f", b - a}') $peak"
+}
+read -r one_s one_kib < <(first_epoch 1)
+read -r many_s many_kib < <(first_epoch 2147483647)
+verdict=FAIL
+if [[ $many_kib -gt 0 && $many_kib -le $((one_kib + one_kib / 10 + 8192)) ]] && awk -v a="$many_s" -v b="$one_s" 'BEGIN {exit !(a <= b + 1.0)}'; then
+  verdict=PASS
+fi
+[[ $verdict == PASS ]] && passed=$((passed + 1)) || failed=$((failed + 1))
+row "$verdict" "--epochs 2147483647 trains like --epochs 1" \
+  "first epoch after ${many_s} s, peak ${many_kib} KiB (--epochs 1: ${one_s} s, ${one_kib} KiB)"
+
+echo "hostile inputs: $passed passed, $failed failed, $skipped skipped"
+[[ $failed -eq 0 ]]
