@@ -79,6 +79,25 @@ as_nobody() {  # case_ with COMMAND run as a user that permissions apply to
   case_ "$name" "$want" "$text" "${nobody[@]}" "$@"
 }
 fresh() { rm -rf "$1"; mkdir -p "$1"; chmod 777 "$1"; echo "$1"; }
+# in_background FILE COMMAND...: starts COMMAND with line-buffered output to FILE, sets $pid, and
+# waits for its first epoch's line.
+in_background() {
+  local file=$1; shift
+  stdbuf -oL "$@" > "$file" 2>&1 &
+  pid=$!
+  for _ in $(seq 400); do grep -q "Test Results" "$file" && break; sleep 0.05; done
+}
+# signalled NAME FILE STATUS PATTERN [ABSENT]: waits for $pid and records whether it exited with
+# STATUS, its output FILE matching PATTERN (grep -E) and not ABSENT.
+signalled() {
+  local name=$1 file=$2 want=$3 pattern=$4 absent=${5:-}
+  wait "$pid"; local got=$?
+  if [[ $got -eq $want ]] && grep -qE -- "$pattern" "$file" && { [[ -z $absent ]] || ! grep -qE -- "$absent" "$file"; }; then
+    passed=$((passed + 1)); row PASS "$name" "$got: $(grep -m1 -oE -- "$pattern" "$file" | cut -c1-140)"
+  else
+    failed=$((failed + 1)); row FAIL "$name" "exit $got (wanted $want), wanted /$pattern/ in:"; tail -n 5 "$file" | sed 's/^/         | /'
+  fi
+}
 fast=(--epochs 1 --verbose 0 --data "$data")
 
 # ---- data sets -------------------------------------------------------------------------------------
@@ -161,41 +180,24 @@ printf 'a file' > "$work/ck_file"
 case_ "a file where the checkpoint folder belongs" 1 "cannot create the folder $work/ck_file" \
   "$mlp" "${fast[@]}" --checkpoint-dir "$work/ck_file"
 d=$(fresh "$work/ck_shared")
-stdbuf -oL "$mlp" --epochs 1000 --verbose 2 --data "$data" --checkpoint-dir "$d" > "$work/first.txt" 2>&1 &
-first=$!
-for _ in $(seq 200); do grep -q "Test Results" "$work/first.txt" && break; sleep 0.05; done
-case_ "a second run in a checkpoint folder in use" 1 "is in use by another training run (process $first," \
+in_background "$work/first.txt" "$mlp" --epochs 1000 --verbose 2 --data "$data" --checkpoint-dir "$d"
+case_ "a second run in a checkpoint folder in use" 1 "is in use by another training run (process $pid," \
   "$mlp" --epochs 1000 --verbose 0 --data "$data" --checkpoint-dir "$d"
 
 # ---- signals ---------------------------------------------------------------------------------------
-kill -INT "$first"; wait "$first"; status=$?
-if [[ $status -eq 130 ]] && grep -q "stopped by SIGINT" "$work/first.txt" && grep -q "run the same training again" "$work/first.txt"; then
-  passed=$((passed + 1)); row PASS "Ctrl-C: a checkpoint, where to resume, exit 130" "$status: $(grep -m1 -o 'training stopped by SIGINT [^;]*' "$work/first.txt")"
-else
-  failed=$((failed + 1)); row FAIL "Ctrl-C: a checkpoint, where to resume, exit 130" "exit $status"; tail -n 5 "$work/first.txt" | sed 's/^/         | /'
-fi
+kill -INT "$pid"
+signalled "Ctrl-C: a checkpoint, where to resume, exit 130" "$work/first.txt" 130 \
+  "training stopped by SIGINT .*checkpoint $d/checkpoint-[0-9]+.safetensors holds it: run the same training again"
 case_ "  ... and the same command continues" 130 "resuming from $d/checkpoint-" \
   env ACCRUE_LOG_LEVEL=info timeout --preserve-status -s INT 3 "$mlp" --epochs 1000 --verbose 2 --data "$data" --checkpoint-dir "$d"
-stdbuf -oL "$mlp" --epochs 1000 --verbose 2 --data "$data" > "$work/term.txt" 2>&1 &
-pid=$!
-for _ in $(seq 200); do grep -q "Test Results" "$work/term.txt" && break; sleep 0.05; done
-kill -TERM "$pid"; wait "$pid"; status=$?
-if [[ $status -eq 143 ]] && grep -q "stopped by SIGTERM.*cannot be continued" "$work/term.txt"; then
-  passed=$((passed + 1)); row PASS "SIGTERM without a checkpoint folder" "$status: $(grep -m1 -o 'no checkpoint folder is set[^;]*' "$work/term.txt")"
-else
-  failed=$((failed + 1)); row FAIL "SIGTERM without a checkpoint folder" "exit $status"; tail -n 5 "$work/term.txt" | sed 's/^/         | /'
-fi
+in_background "$work/term.txt" "$mlp" --epochs 1000 --verbose 2 --data "$data"
+kill -TERM "$pid"
+signalled "SIGTERM without a checkpoint folder" "$work/term.txt" 143 "stopped by SIGTERM .*cannot be continued"
 # One micro-batch of 20,000 samples an epoch: the first signal's stop is most of a second away
 # when the second comes (sent apart, as two signals that are both pending count as one).
-stdbuf -oL "$mlp" --epochs 1000 --verbose 2 --batch-size 20000 --data "$big" > "$work/twice.txt" 2>&1 &
-pid=$!
-for _ in $(seq 400); do grep -q "Test Results" "$work/twice.txt" && break; sleep 0.05; done
-kill -INT "$pid"; sleep 0.1; kill -INT "$pid"; wait "$pid"; status=$?
-if [[ $status -eq 130 ]] && ! grep -q "^stopped:" "$work/twice.txt"; then
-  passed=$((passed + 1)); row PASS "a second Ctrl-C stops at once" "$status, killed by SIGINT before the micro-batch ended"
-else
-  failed=$((failed + 1)); row FAIL "a second Ctrl-C stops at once" "exit $status"; tail -n 5 "$work/twice.txt" | sed 's/^/         | /'
-fi
+in_background "$work/twice.txt" "$mlp" --epochs 1000 --verbose 2 --batch-size 20000 --data "$big"
+kill -INT "$pid"; sleep 0.1; kill -INT "$pid"
+signalled "a second Ctrl-C stops at once" "$work/twice.txt" 130 "stopping after this micro-batch" "^stopped:"
 
 # ---- output that cannot be written -----------------------------------------------------------------
 case_ "stdout on a full disk" 1 "the output could not be written (No space left on device)" \
