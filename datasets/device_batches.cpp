@@ -4,6 +4,8 @@
 #include <cstring>
 
 #include "accrue/config.hpp"
+#include "accrue/datasets/prefetch.hpp"
+#include "accrue/framework/log.hpp"
 #if ACCRUE_WITH_CUDA
 #include "accrue/kernels/cuda/context.hpp"
 #endif
@@ -39,39 +41,70 @@ class PinnedBuffer {
   std::size_t capacity_ = 0;
 };
 
-}  // namespace
+// Prefetch's copier: pinned staging memory, the copy stream, an event per slot.
+class CudaCopier {
+ public:
+  using Item = Batch;
+  explicit CudaCopier(Device device) : device_(device), slots_{Slot{device.index()}, Slot{device.index()}} {}
 
-struct DeviceBatches::Staging {
-  // Two slots: one may still be copying while the other is filled.
+  Batch start(const Batch& host, int slot) {
+    Slot& s = slots_[static_cast<std::size_t>(slot)];
+    Batch staged;
+    staged.index = host.index;
+    staged.inputs = stage(host.inputs, s.inputs.reserve(host.inputs.nbytes()), s.done);
+    staged.targets = stage(host.targets, s.targets.reserve(host.targets.nbytes()), s.done);
+    return staged;
+  }
+  void before_compute(int slot) noexcept {
+    guarded("ordering compute after a prefetch copy",
+            [&] { slots_[static_cast<std::size_t>(slot)].done.wait_on(kernels::cuda::compute_stream(device_.index())); });
+  }
+  void finish(int slot) noexcept {
+    guarded("waiting for a prefetch copy", [&] { slots_[static_cast<std::size_t>(slot)].done.synchronize(); });
+  }
+
+ private:
   struct Slot {
     explicit Slot(int device) : done(device) {}
     PinnedBuffer inputs, targets;
-    kernels::cuda::Event done;
-    bool used = false;
+    kernels::cuda::Event done;  // recorded after the slot's last copy
   };
-  explicit Staging(int device) : slots{Slot{device}, Slot{device}} {}
-  std::array<Slot, 2> slots;
-  int next_slot = 0;
-  std::optional<Batch> pending;  // on the device, its copy in flight
-  kernels::cuda::Event* pending_done = nullptr;
+
+  // Starts copying host tensor `host` into a new device tensor through `buffer`.
+  Tensor stage(const Tensor& host, void* buffer, kernels::cuda::Event& done) const {
+    std::memcpy(buffer, host.data_ptr(), host.nbytes());
+    Tensor out = Tensor::empty(host.shape(), {.dtype = host.dtype(), .device = device_, .category = MemoryCategory::data});
+    kernels::cuda::copy_host_to_device_async(device_.index(), out.data_ptr(), buffer, host.nbytes(), done);
+    return out;
+  }
+  // A CUDA error here leaves the device unusable; it is said, since these run in destructors too.
+  template <class F>
+  void guarded(const char* what, F&& f) const noexcept {
+    try {
+      f();
+    } catch (const std::exception& e) {
+      log::error("{} on {}: {}", what, device_.str(), e.what());
+    }
+  }
+
+  Device device_;
+  std::array<Slot, 2> slots_;
 };
 
-namespace {
-// Starts copying host tensor `host` into a new device tensor through `buffer`.
-Tensor stage(const Tensor& host, Device device, void* buffer_memory, kernels::cuda::Event& done) {
-  std::memcpy(buffer_memory, host.data_ptr(), host.nbytes());
-  Tensor out = Tensor::empty(host.shape(), {.dtype = host.dtype(), .device = device, .category = MemoryCategory::data});
-  kernels::cuda::copy_host_to_device_async(device.index(), out.data_ptr(), buffer_memory, host.nbytes(), done);
-  return out;
-}
 }  // namespace
+
+struct DeviceBatches::Staging {
+  explicit Staging(Device device) : prefetch(device) {}
+  Prefetch<CudaCopier> prefetch;
+};
 #else
 struct DeviceBatches::Staging {};
 #endif
 
 DeviceBatches::DeviceBatches(const DataLoader& loader, Device device) : loader_(loader), device_(device) {
 #if ACCRUE_WITH_CUDA
-  if (device.is_cuda()) staging_ = std::make_unique<Staging>(device.index());
+  // Data already on a device is handed over as it is (moved when on another); only host data is staged.
+  if (device.is_cuda() && loader.dataset().inputs().device().is_cpu()) staging_ = std::make_unique<Staging>(device);
 #endif
 }
 
@@ -79,45 +112,24 @@ DeviceBatches::~DeviceBatches() = default;
 
 void DeviceBatches::reset() {
 #if ACCRUE_WITH_CUDA
-  if (staging_) {
-    staging_->pending.reset();
-    staging_->pending_done = nullptr;
-  }
+  if (staging_) staging_->prefetch.drop();
 #endif
 }
 
 Batch DeviceBatches::get(std::int64_t index, std::optional<std::int64_t> next) {
-  if (device_.is_cpu()) return loader_[index];
+  if (!staging_) {
+    const Batch b = loader_[index];
+    return b.inputs.device() == device_ ? b : Batch{b.inputs.to(device_), b.targets.to(device_), b.index};
+  }
 #if ACCRUE_WITH_CUDA
-  Staging& s = *staging_;
-  Batch batch;
-  if (s.pending && s.pending->index == index) {
-    // Kernels that read the batch queue behind its copy.
-    s.pending_done->wait_on(kernels::cuda::compute_stream(device_.index()));
-    batch = std::move(*s.pending);
-  } else {
+  Prefetch<CudaCopier>& prefetch = staging_->prefetch;
+  std::optional<Batch> batch = prefetch.take(index);
+  if (!batch) {
     const Batch host = loader_[index];
     batch = Batch{host.inputs.to(device_), host.targets.to(device_), host.index};
   }
-  s.pending.reset();
-  s.pending_done = nullptr;
-  if (next && *next >= 0 && *next < loader_.size()) {
-    const Batch host = loader_[*next];
-    Staging::Slot& slot = s.slots[static_cast<std::size_t>(s.next_slot)];
-    s.next_slot ^= 1;
-    // The slot's pinned memory may still be the source of its previous copy.
-    if (slot.used) slot.done.synchronize();
-    slot.used = true;
-    void* in = slot.inputs.reserve(host.inputs.nbytes());
-    void* tg = slot.targets.reserve(host.targets.nbytes());
-    Batch staged;
-    staged.index = host.index;
-    staged.inputs = stage(host.inputs, device_, in, slot.done);
-    staged.targets = stage(host.targets, device_, tg, slot.done);
-    s.pending = std::move(staged);
-    s.pending_done = &slot.done;
-  }
-  return batch;
+  if (next && *next >= 0 && *next < loader_.size()) prefetch.start(loader_[*next]);
+  return std::move(*batch);
 #else
   (void)next;
   throw DeviceError(fmt::format("batches on {}: this build of Accrue has no CUDA backend", device_));

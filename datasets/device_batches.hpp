@@ -2,7 +2,8 @@
 // Batches of a DataLoader delivered on the device that trains. On the CPU that is the loader's
 // batch itself. On a GPU, while batch i trains, batch i + 1 is gathered on the host, staged in
 // pinned memory and copied on a side stream, so the copy overlaps the compute; the compute
-// stream waits for that copy only when it needs the batch.
+// stream waits for that copy when it needs the batch, or before the batch is dropped (see
+// prefetch.hpp for the order). A dataset already on a device is handed over without staging.
 
 #include <cstdint>
 #include <memory>
