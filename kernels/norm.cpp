@@ -78,7 +78,7 @@ void batch_norm_forward_training(const Tensor& x, const Tensor& gamma, const Ten
 
 void batch_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd,
                          const Tensor& dy, const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
-                         const NormShape& s) {
+                         const NormShape& s, float eps) {
   expect_tensors("batch_norm_backward", dx.device(), DType::f32, {&x, &mean, &rstd, &dy, &dx});
   expect_optional("batch_norm_backward", dx.device(), {&gamma, &dgamma, &dbeta});
   for (const Tensor* t : {&dx, &dgamma, &dbeta})
@@ -94,7 +94,7 @@ void batch_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mea
     const Tensor db = dbeta.defined() ? dbeta : Tensor::empty({s.C}, on);
     return cuda::batch_norm_backward(dx.device().index(), ptr<float>(x), ptr<float>(g), ptr<float>(mean),
                                      ptr<float>(rstd), ptr<float>(dy), ptr<float>(dx), ptr<float>(dg), ptr<float>(db),
-                                     s.N, s.C, s.L);
+                                     s.N, s.C, s.L, eps);
   }
 #endif
   unsupported_device("batch_norm_backward", dx.device());

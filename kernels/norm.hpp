@@ -28,10 +28,11 @@ void group_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mea
 void batch_norm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y,
                                  const Tensor& mean, const Tensor& rstd, const Tensor& running_mean,
                                  const Tensor& running_var, const NormShape& s, float momentum, float eps);
-/// dx, and dgamma and dbeta when defined, overwritten.
+/// dx, and dgamma and dbeta when defined, overwritten. `eps` is the forward pass's (cuDNN checks it
+/// against the saved statistics' use).
 void batch_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd,
                          const Tensor& dy, const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
-                         const NormShape& s);
+                         const NormShape& s, float eps);
 
 namespace cpu {
 void group_norm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean, float* rstd,

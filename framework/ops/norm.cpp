@@ -13,8 +13,8 @@ enum class Kind : std::uint8_t { batch, group };
 class NormNode final : public Node {
  public:
   NormNode(Kind kind, std::string_view name, const Tensor& x, const Tensor& gamma, const Tensor& mean,
-           const Tensor& rstd, const kernels::NormShape& s)
-      : kind_(kind), name_(name), x_(x), mean_(mean), rstd_(rstd), shape_(s) {
+           const Tensor& rstd, const kernels::NormShape& s, float eps)
+      : kind_(kind), name_(name), x_(x), mean_(mean), rstd_(rstd), shape_(s), eps_(eps) {
     if (gamma.defined()) gamma_ = SavedTensor{gamma};
     has_gamma_ = gamma.defined();
   }
@@ -29,7 +29,7 @@ class NormNode final : public Node {
     Tensor dbeta = edges.size() > 2 && sink.needs(2) ? Tensor::empty(gamma.defined() ? gamma.shape() : Shape{shape_.C}, on)
                                                            : Tensor();
     if (kind_ == Kind::batch)
-      kernels::batch_norm_backward(x, gamma, mean_.get(name_), rstd_.get(name_), grad, dx, dgamma, dbeta, shape_);
+      kernels::batch_norm_backward(x, gamma, mean_.get(name_), rstd_.get(name_), grad, dx, dgamma, dbeta, shape_, eps_);
     else
       kernels::group_norm_backward(x, gamma, mean_.get(name_), rstd_.get(name_), grad, dx, dgamma, dbeta, shape_);
     if (sink.needs(0)) sink.add(0, std::move(dx));
@@ -48,6 +48,7 @@ class NormNode final : public Node {
   std::string_view name_;
   SavedTensor x_, gamma_, mean_, rstd_;
   kernels::NormShape shape_;
+  float eps_;
   bool has_gamma_ = false;
 };
 
@@ -72,7 +73,7 @@ Tensor normalize(Kind kind, const char* name, const Tensor& x, const Tensor& gam
   else
     kernels::group_norm_forward(x, gamma, beta, y, mean, rstd, s, eps);
   if (needs_grad({&x, &gamma, &beta}))
-    record(std::make_shared<NormNode>(kind, name, x, gamma, mean, rstd, s), y, {&x, &gamma, &beta});
+    record(std::make_shared<NormNode>(kind, name, x, gamma, mean, rstd, s, eps), y, {&x, &gamma, &beta});
   return y;
 }
 

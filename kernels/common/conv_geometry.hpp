@@ -43,4 +43,22 @@ struct Window2d {
   }
 };
 
+enum class ConvPass { forward, backward_data, backward_filter, backward_bias };
+/// What a pass of a convolution has to do: nothing (its output has no element), or set its output
+/// to beta times itself (each output element sums no term: an empty batch, no channels, an output
+/// of no positions; forward then adds the bias), or convolve. Libraries such as cuDNN refuse the
+/// first two, so backends check this before calling them.
+enum class ConvWork { nothing, no_terms, convolve };
+inline ConvWork conv_work(ConvPass pass, const Window2d& g) {
+  std::int64_t outputs = 0, terms = 0;
+  switch (pass) {
+    case ConvPass::forward: outputs = g.N * g.K * g.P() * g.Q(); terms = g.patch_size(); break;
+    case ConvPass::backward_data: outputs = g.N * g.C * g.H * g.W; terms = g.filters_per_group() * g.P() * g.Q(); break;
+    case ConvPass::backward_filter: outputs = g.K * g.patch_size(); terms = g.N * g.P() * g.Q(); break;
+    case ConvPass::backward_bias: outputs = g.K; terms = g.N * g.P() * g.Q(); break;
+  }
+  if (outputs == 0) return ConvWork::nothing;
+  return terms == 0 ? ConvWork::no_terms : ConvWork::convolve;
+}
+
 }  // namespace accrue::kernels

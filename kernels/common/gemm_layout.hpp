@@ -19,6 +19,16 @@ struct ColumnMajorGemm {
   std::int64_t ldc;
 };
 
+/// What C = alpha op(A) op(B) + beta C comes to when a dimension is 0: nothing (C has no element,
+/// or K = 0 and beta = 1), C set to zero (K = 0, beta = 0), C scaled by beta (K = 0), or a GEMM.
+/// cuBLAS refuses k = 0, so the CUDA backend checks this first; the CPU's does the same.
+enum class GemmWork { nothing, zero_c, scale_c, gemm };
+inline GemmWork gemm_work(std::int64_t M, std::int64_t N, std::int64_t K, float beta) {
+  if (M == 0 || N == 0) return GemmWork::nothing;
+  if (K != 0) return GemmWork::gemm;
+  return beta == 1.0f ? GemmWork::nothing : beta == 0.0f ? GemmWork::zero_c : GemmWork::scale_c;
+}
+
 inline ColumnMajorGemm column_major_gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K,
                                          const void* A, std::int64_t lda, const void* B, std::int64_t ldb, void* C,
                                          std::int64_t ldc) {

@@ -1,12 +1,17 @@
 // Convolution over cuDNN. The algorithms come from cuDNN's heuristics (the *_v7 queries, what
-// PyTorch uses unless told to benchmark), the first one whose workspace fits under a cap, chosen
-// once per geometry; the workspace is a temporary tensor, so it is counted like any other memory.
+// PyTorch uses unless told to benchmark): the first one cuDNN supports here, in plain float32 math
+// (no TF32: the descriptors ask for FMA math), whose workspace as cuDNN reports it for our
+// descriptors fits under a cap, else the algorithm that needs none (common::choose_algorithm);
+// chosen once per geometry. The workspace is a temporary tensor, counted like any other memory.
 
 #include <array>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <tuple>
+#include <vector>
 
+#include "accrue/kernels/common/algorithm_choice.hpp"
 #include "accrue/framework/tensor.hpp"
 #include "accrue/kernels/cuda/check.hpp"
 #include "accrue/kernels/cuda/context.hpp"
@@ -35,11 +40,25 @@ Key key_of(int device, const Window2d& g) {
           g.stride_w, g.pad_h, g.pad_w, g.dilation_h, g.dilation_w, g.K, g.groups};
 }
 
-template <class Perf>
-auto pick(const Perf* perf, int count, const char* what) {
+// Math modes that keep float32 convolutions in float32 (the tensor-op modes would allow TF32).
+constexpr int plain_math[] = {CUDNN_DEFAULT_MATH, CUDNN_FMA_MATH};
+
+// The heuristics' ranked entries, then the choice; `workspace_of(algo)` asks cuDNN for the size.
+template <class Algo, class Perf, class WorkspaceOf>
+std::pair<Algo, std::size_t> pick(const Perf* perf, int count, Algo fallback, WorkspaceOf&& workspace_of,
+                                  const char* what) {
+  std::vector<common::AlgorithmCandidate> candidates;
   for (int i = 0; i < count; ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= max_workspace) return perf[i];
-  throw_error(CUDNN_STATUS_NOT_SUPPORTED, what, __FILE__, __LINE__);
+    candidates.push_back({static_cast<int>(perf[i].algo), perf[i].status == CUDNN_STATUS_SUCCESS,
+                          static_cast<int>(perf[i].mathType), perf[i].memory});
+  const auto choice = common::choose_algorithm(
+      candidates, plain_math, max_workspace, static_cast<int>(fallback), [&](int algo) -> std::optional<std::size_t> {
+        std::size_t bytes = 0;
+        if (workspace_of(static_cast<Algo>(algo), &bytes) != CUDNN_STATUS_SUCCESS) return std::nullopt;
+        return bytes;
+      });
+  if (!choice) throw_error(CUDNN_STATUS_NOT_SUPPORTED, what, __FILE__, __LINE__);
+  return {static_cast<Algo>(choice->algorithm), choice->workspace};
 }
 
 const Algorithms& algorithms(int device, const Window2d& g, const ConvolutionDescriptors& d) {
@@ -55,25 +74,34 @@ const Algorithms& algorithms(int device, const Window2d& g, const ConvolutionDes
     std::array<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT> perf{};
     ACCRUE_CUDA_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x.get(), d.w.get(), d.conv(), d.y.get(),
                                                              static_cast<int>(perf.size()), &count, perf.data()));
-    const auto best = pick(perf.data(), count, "no cuDNN forward convolution algorithm for this geometry");
-    a.forward = best.algo;
-    a.forward_bytes = best.memory;
+    std::tie(a.forward, a.forward_bytes) = pick(
+        perf.data(), count, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+        [&](cudnnConvolutionFwdAlgo_t algo, std::size_t* bytes) {
+          return cudnnGetConvolutionForwardWorkspaceSize(h, d.x.get(), d.w.get(), d.conv(), d.y.get(), algo, bytes);
+        },
+        "no cuDNN forward convolution algorithm for this geometry");
   }
   {
     std::array<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT> perf{};
     ACCRUE_CUDA_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w.get(), d.y.get(), d.conv(), d.x.get(),
                                                                   static_cast<int>(perf.size()), &count, perf.data()));
-    const auto best = pick(perf.data(), count, "no cuDNN backward-data convolution algorithm for this geometry");
-    a.backward_data = best.algo;
-    a.backward_data_bytes = best.memory;
+    std::tie(a.backward_data, a.backward_data_bytes) = pick(
+        perf.data(), count, CUDNN_CONVOLUTION_BWD_DATA_ALGO_0,
+        [&](cudnnConvolutionBwdDataAlgo_t algo, std::size_t* bytes) {
+          return cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w.get(), d.y.get(), d.conv(), d.x.get(), algo, bytes);
+        },
+        "no cuDNN backward-data convolution algorithm for this geometry");
   }
   {
     std::array<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT> perf{};
     ACCRUE_CUDA_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x.get(), d.y.get(), d.conv(), d.w.get(),
                                                                     static_cast<int>(perf.size()), &count, perf.data()));
-    const auto best = pick(perf.data(), count, "no cuDNN backward-filter convolution algorithm for this geometry");
-    a.backward_filter = best.algo;
-    a.backward_filter_bytes = best.memory;
+    std::tie(a.backward_filter, a.backward_filter_bytes) = pick(
+        perf.data(), count, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0,
+        [&](cudnnConvolutionBwdFilterAlgo_t algo, std::size_t* bytes) {
+          return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x.get(), d.y.get(), d.conv(), d.w.get(), algo, bytes);
+        },
+        "no cuDNN backward-filter convolution algorithm for this geometry");
   }
   return cache.emplace(key, a).first->second;
 }
@@ -87,10 +115,30 @@ Tensor workspace(int device, std::size_t bytes) {
 
 void* workspace_ptr(const Tensor& t) { return t.defined() ? t.device_data<float>() : nullptr; }
 
+// The passes cuDNN refuses (a batch, channel count or output size of 0): true when `out`, of
+// `count` floats, is done (left alone, or zeroed when not accumulating).
+bool without_terms(int device, ConvPass pass, const Window2d& g, float* out, std::int64_t count, bool accumulate) {
+  switch (conv_work(pass, g)) {
+    case ConvWork::convolve: return false;
+    case ConvWork::nothing: return true;
+    case ConvWork::no_terms:
+      if (!accumulate)
+        ACCRUE_CUDA_CHECK(cudaMemsetAsync(out, 0, static_cast<std::size_t>(count) * sizeof(float), compute_stream(device)));
+      return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 void conv2d_forward(int device, const float* x, const float* w, const float* bias, float* y, const Window2d& g) {
-  if (g.N * g.K * g.P() * g.Q() == 0) return;
+  if (without_terms(device, ConvPass::forward, g, y, g.N * g.K * g.P() * g.Q(), false)) {
+    if (bias == nullptr || conv_work(ConvPass::forward, g) == ConvWork::nothing) return;
+    const TensorDescriptor b{1, g.K, 1, 1}, yd{g.N, g.K, g.P(), g.Q()};
+    const float one = 1.0f;
+    ACCRUE_CUDA_CHECK(cudnnAddTensor(context(device).cudnn, &one, b.get(), bias, &one, yd.get(), y));
+    return;
+  }
   const ConvolutionDescriptors d{g};
   const Algorithms& a = algorithms(device, g, d);
   const Tensor ws = workspace(device, a.forward_bytes);
@@ -105,7 +153,7 @@ void conv2d_forward(int device, const float* x, const float* w, const float* bia
 }
 
 void conv2d_backward_data(int device, const float* dy, const float* w, float* dx, const Window2d& g, bool accumulate) {
-  if (g.N * g.C * g.H * g.W == 0) return;
+  if (without_terms(device, ConvPass::backward_data, g, dx, g.N * g.C * g.H * g.W, accumulate)) return;
   const ConvolutionDescriptors d{g};
   const Algorithms& a = algorithms(device, g, d);
   const Tensor ws = workspace(device, a.backward_data_bytes);
@@ -117,7 +165,7 @@ void conv2d_backward_data(int device, const float* dy, const float* w, float* dx
 
 void conv2d_backward_filter(int device, const float* dy, const float* x, float* dw, const Window2d& g,
                             bool accumulate) {
-  if (g.K * g.patch_size() == 0) return;
+  if (without_terms(device, ConvPass::backward_filter, g, dw, g.K * g.patch_size(), accumulate)) return;
   const ConvolutionDescriptors d{g};
   const Algorithms& a = algorithms(device, g, d);
   const Tensor ws = workspace(device, a.backward_filter_bytes);
@@ -128,7 +176,7 @@ void conv2d_backward_filter(int device, const float* dy, const float* x, float* 
 }
 
 void conv2d_backward_bias(int device, const float* dy, float* db, const Window2d& g, bool accumulate) {
-  if (g.K == 0) return;
+  if (without_terms(device, ConvPass::backward_bias, g, db, g.K, accumulate)) return;
   const TensorDescriptor y{g.N, g.K, g.P(), g.Q()}, b{1, g.K, 1, 1};
   const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   ACCRUE_CUDA_CHECK(cudnnConvolutionBackwardBias(context(device).cudnn, &one, y.get(), dy, &beta, b.get(), db));

@@ -77,7 +77,7 @@ std::int64_t first_bad_label(int device, const std::int32_t* labels, std::int64_
 void cross_entropy_forward(int device, const float* logits, const std::int32_t* labels, std::int64_t B, std::int64_t C,
                            float smoothing, float* loss, float* lse) {
   if (B == 0) return;
-  cross_entropy_forward_kernel<<<static_cast<unsigned>(B), row_threads, 0, compute_stream(device)>>>(logits, labels, C,
+  cross_entropy_forward_kernel<<<grid_size(B, "cross_entropy: more than 2^31 - 1 rows"), row_threads, 0, compute_stream(device)>>>(logits, labels, C,
                                                                                                      smoothing, loss, lse);
   check_launch("cross_entropy_forward_kernel", __FILE__, __LINE__);
 }

@@ -30,11 +30,36 @@ cudaDataType_t cuda_type(DType t) {
   throw_error(CUBLAS_STATUS_NOT_SUPPORTED, "gemm on int32 operands", __FILE__, __LINE__);
 }
 
+// The cases cuBLAS refuses (k = 0) or that need no call: true when C is done.
+bool without_products(int device, std::int64_t M, std::int64_t N, std::int64_t K, float beta, DType c_type, void* C,
+                      std::int64_t ldc) {
+  const std::size_t width = dtype_size(c_type);
+  switch (common::gemm_work(M, N, K, beta)) {
+    case common::GemmWork::gemm: return false;
+    case common::GemmWork::nothing: return true;
+    case common::GemmWork::zero_c:  // rows of N elements, ldc apart: zero bits are 0.0 in every float type
+      ACCRUE_CUDA_CHECK(cudaMemset2DAsync(C, static_cast<std::size_t>(ldc) * width, 0, static_cast<std::size_t>(N) * width,
+                                          static_cast<std::size_t>(M), compute_stream(device)));
+      return true;
+    case common::GemmWork::scale_c: {
+      if (c_type != DType::f32) throw_error(CUBLAS_STATUS_NOT_SUPPORTED, "gemm with K = 0 and beta other than 0 or 1 on a low-precision C", __FILE__, __LINE__);
+      // Column-major, C^T is (N, M) with leading dimension ldc; geam scales it in place.
+      const float zero = 0.0f;
+      float* c = static_cast<float*>(C);
+      const int n = as_int(N, "gemm with more than 2^31 columns"), m = as_int(M, "gemm with more than 2^31 rows"),
+                ld = as_int(ldc, "gemm leading dimension");
+      ACCRUE_CUDA_CHECK(cublasSgeam(context(device).cublas, CUBLAS_OP_N, CUBLAS_OP_N, n, m, &beta, c, ld, &zero, c, ld, c, ld));
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 void gemm_f32(int device, bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
               const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
-  if (M == 0 || N == 0) return;
+  if (without_products(device, M, N, K, beta, DType::f32, C, ldc)) return;
   const auto g = common::column_major_gemm(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc);
   ACCRUE_CUDA_CHECK(cublasSgemm(context(device).cublas, op(g.trans_first), op(g.trans_second),
                                 as_int(g.m, "gemm with more than 2^31 rows"), as_int(g.n, "gemm with more than 2^31 columns"),
@@ -47,7 +72,7 @@ void gemm_f32(int device, bool trans_a, bool trans_b, std::int64_t M, std::int64
 void gemm_low_precision(int device, bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K,
                         float alpha, DType low, const void* A, std::int64_t lda, const void* B, std::int64_t ldb,
                         float beta, DType out, void* C, std::int64_t ldc) {
-  if (M == 0 || N == 0) return;
+  if (without_products(device, M, N, K, beta, out, C, ldc)) return;
   const auto g = common::column_major_gemm(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc);
   ACCRUE_CUDA_CHECK(cublasGemmEx(context(device).cublas, op(g.trans_first), op(g.trans_second),
                                  as_int(g.m, "gemm with more than 2^31 rows"),

@@ -16,6 +16,13 @@ namespace accrue::kernels::cuda {
 
 inline constexpr int elementwise_threads = 256;
 
+/// `blocks` as a grid's x dimension, which CUDA caps at 2^31 - 1: more is an error naming `what`,
+/// never a grid silently cut short by a narrowing cast.
+inline unsigned grid_size(std::int64_t blocks, const char* what) {
+  if (blocks > 0x7fffffff) throw_error(cudaErrorInvalidConfiguration, what, __FILE__, __LINE__);
+  return static_cast<unsigned>(blocks);
+}
+
 template <class F>
 __global__ void elementwise_kernel(std::int64_t n, F f) {
   const std::int64_t stride = static_cast<std::int64_t>(blockDim.x) * gridDim.x;

@@ -87,13 +87,14 @@ void group_norm_forward(int device, const float* x, const float* gamma, const fl
 void group_norm_backward(int device, const float* x, const float* gamma, const float* mean, const float* rstd,
                          const float* dy, float* dx, float* dgamma, float* dbeta, std::int64_t N, std::int64_t C,
                          std::int64_t L, std::int64_t groups);
-/// running_mean and running_var may both be null; eps at least CUDNN_BN_MIN_EPSILON (1e-5).
+/// running_mean and running_var may both be null; eps at least CUDNN_BN_MIN_EPSILON (0 in cuDNN 9).
+/// Backward takes the forward's eps, as cuDNN asks.
 void batch_norm_forward_training(int device, const float* x, const float* gamma, const float* beta, float* y,
                                  float* mean, float* rstd, float* running_mean, float* running_var, std::int64_t N,
                                  std::int64_t C, std::int64_t L, float momentum, float eps);
 void batch_norm_backward(int device, const float* x, const float* gamma, const float* mean, const float* rstd,
                          const float* dy, float* dx, float* dgamma, float* dbeta, std::int64_t N, std::int64_t C,
-                         std::int64_t L);
+                         std::int64_t L, float eps);
 
 // ---- GEMM (gemm.cpp, over cuBLAS) ----
 void gemm_f32(int device, bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,

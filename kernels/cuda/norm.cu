@@ -74,17 +74,12 @@ __global__ void group_norm_param_grad_kernel(const float* x, const float* mean, 
   }
 }
 
-unsigned grid(std::int64_t blocks, const char* what) {
-  if (blocks > 0x7fffffff) throw_error(cudaErrorInvalidConfiguration, what, __FILE__, __LINE__);
-  return static_cast<unsigned>(blocks);
-}
-
 }  // namespace
 
 void group_norm_forward(int device, const float* x, const float* gamma, const float* beta, float* y, float* mean,
                         float* rstd, std::int64_t N, std::int64_t C, std::int64_t L, std::int64_t groups, float eps) {
   if (N * C * L == 0) return;
-  group_norm_forward_kernel<<<grid(N * groups, "group_norm_forward: too many groups"), norm_threads, 0,
+  group_norm_forward_kernel<<<grid_size(N * groups, "group_norm_forward: too many groups"), norm_threads, 0,
                               compute_stream(device)>>>(x, gamma, beta, y, mean, rstd, C, L, groups, eps);
   ACCRUE_CUDA_CHECK_LAUNCH("group_norm_forward");
 }
@@ -95,11 +90,11 @@ void group_norm_backward(int device, const float* x, const float* gamma, const f
   if (N * C * L == 0) return;
   const cudaStream_t stream = compute_stream(device);
   if (dgamma != nullptr || dbeta != nullptr) {
-    group_norm_param_grad_kernel<<<grid(C, "group_norm_backward: too many channels"), norm_threads, 0, stream>>>(
+    group_norm_param_grad_kernel<<<grid_size(C, "group_norm_backward: too many channels"), norm_threads, 0, stream>>>(
         x, mean, rstd, dy, dgamma, dbeta, N, C, L, groups);
     ACCRUE_CUDA_CHECK_LAUNCH("group_norm_param_grad");
   }
-  group_norm_input_grad_kernel<<<grid(N * groups, "group_norm_backward: too many groups"), norm_threads, 0, stream>>>(
+  group_norm_input_grad_kernel<<<grid_size(N * groups, "group_norm_backward: too many groups"), norm_threads, 0, stream>>>(
       x, gamma, mean, rstd, dy, dx, C, L, groups);
   ACCRUE_CUDA_CHECK_LAUNCH("group_norm_input_grad");
 }

@@ -107,7 +107,7 @@ void sum_dim(int device, DType x_type, const void* x, std::int64_t outer, std::i
     const T* xt = static_cast<const T*>(x);
     if (inner == 1) {
       if (outer == 0) return;
-      sum_rows_kernel<T><<<static_cast<unsigned>(outer), reduce_threads, 0, compute_stream(device)>>>(xt, D, scale, out,
+      sum_rows_kernel<T><<<grid_size(outer, "sum_dim: more than 2^31 - 1 rows"), reduce_threads, 0, compute_stream(device)>>>(xt, D, scale, out,
                                                                                                        accumulate);
       check_launch("sum_rows_kernel", __FILE__, __LINE__);
       return;
@@ -125,7 +125,7 @@ void sum_to_shape(int device, const float* dy, float* d, std::int64_t d_numel, c
                   float scale, bool accumulate) {
   if (d_numel == 0) return;
   if (d_numel < 4096 && index.reduced_count >= 1024) {
-    sum_to_shape_block_kernel<<<static_cast<unsigned>(d_numel), reduce_threads, 0, compute_stream(device)>>>(
+    sum_to_shape_block_kernel<<<grid_size(d_numel, "sum_to_shape: more than 2^31 - 1 outputs"), reduce_threads, 0, compute_stream(device)>>>(
         dy, d, index, scale, accumulate);
     check_launch("sum_to_shape_block_kernel", __FILE__, __LINE__);
     return;

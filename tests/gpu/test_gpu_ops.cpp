@@ -54,8 +54,9 @@ BOOST_AUTO_TEST_CASE(tensors_move_between_devices_exactly) {
 BOOST_AUTO_TEST_CASE(random_fills_match_the_cpu) {
   // Philox is counter-based: the same seed and offset give the same numbers on both devices.
   Generator a{5}, b{5};
+  // low + (high - low) u: nvcc may fuse it into one FMA, which rounds once where the CPU rounds twice.
   check_gpu_close(Tensor::uniform({1000}, -2.0f, 3.0f, &b, {.device = gpu()}), Tensor::uniform({1000}, -2.0f, 3.0f, &a),
-                  0.0, 0.0, "uniform");
+                  1e-6, 1e-6, "uniform");
   check_gpu_close(Tensor::normal({1001}, 1.0f, 2.0f, &b, {.device = gpu()}), Tensor::normal({1001}, 1.0f, 2.0f, &a), 1e-5,
                   1e-5, "normal");
 }
@@ -333,4 +334,46 @@ BOOST_AUTO_TEST_CASE(convolution_pooling_and_normalisation_match_the_cpu) {
   ops::batch_norm(x.to(gpu()), rm_g, rv_g, Tensor(), Tensor(), true, 0.1f);
   check_gpu_close(rm_g, rm, 1e-5, 1e-5, "running_mean");
   check_gpu_close(rv_g, rv, 1e-5, 1e-5, "running_var");
+}
+
+BOOST_AUTO_TEST_CASE(what_a_first_gpu_run_must_check) {
+  // The convolution algorithm cuDNN's heuristics give for the shapes the examples use, each pass.
+  compare("conv2d 3x3, a batch of 64", {random_tensor({64, 1, 28, 28}, 20), random_tensor({32, 1, 3, 3}, 21), random_tensor({32}, 22)},
+          [](const auto& in) { return ops::conv2d(in[0], in[1], in[2], {.padding = 1}); }, 1e-4);
+  compare("conv2d 1x1 stride 2", {random_tensor({4, 8, 9, 9}, 23), random_tensor({16, 8, 1, 1}, 24), random_tensor({16}, 25)},
+          [](const auto& in) { return ops::conv2d(in[0], in[1], in[2], {.stride = 2}); }, 1e-4);
+  compare("conv2d depthwise", {random_tensor({4, 8, 9, 9}, 26), random_tensor({8, 1, 3, 3}, 27), random_tensor({8}, 28)},
+          [](const auto& in) { return ops::conv2d(in[0], in[1], in[2], {.padding = 1, .groups = 8}); }, 1e-4);
+  // x feeding two convolutions: its gradient accumulates into the first's (cuDNN's beta = 1).
+  compare("conv2d gradients accumulated", {random_tensor({3, 4, 9, 8}, 29), random_tensor({6, 4, 3, 3}, 30), random_tensor({6, 4, 1, 1}, 31)},
+          [](const auto& in) {
+            return ops::add(ops::conv2d(in[0], in[1], Tensor(), {.padding = 1}), ops::conv2d(in[0], in[2], Tensor()));
+          }, 1e-4);
+  // Max pooling's ties: the CPU routes the gradient to the first maximum of a window; cuDNN must too.
+  compare("max_pool2d of a constant", {Tensor::full({2, 3, 6, 6}, 0.5f)}, [](const auto& in) { return ops::max_pool2d(in[0]); });
+  compare("max_pool2d of a negative constant, padded", {Tensor::full({2, 3, 7, 7}, -2.0f)},
+          [](const auto& in) { return ops::max_pool2d(in[0], {.kernel = 3, .stride = 2, .padding = 1}); });
+  // A constant channel: its variance is 0, and backward divides by sqrt(eps) (the forward's eps).
+  std::vector<float> values = random_tensor({4, 3, 5, 5}, 32).to_vector();
+  for (std::size_t i = 0; i < values.size(); ++i)
+    if ((i / 25) % 3 == 1) values[i] = 0.75f;
+  compare("batch_norm with a constant channel", {Tensor::from(values, {4, 3, 5, 5}), random_tensor({3}, 33), random_tensor({3}, 34)},
+          [](const auto& in) { return ops::batch_norm(in[0], Tensor(), Tensor(), in[1], in[2], true, 0.1f, 1e-3f); }, 1e-3);
+}
+
+BOOST_AUTO_TEST_CASE(empty_sizes_come_to_what_the_cpu_gives) {
+  // A batch of 0: no output, and weight and bias gradients of no term (zero), as on the CPU.
+  compare("conv2d of an empty batch", {Tensor::empty({0, 3, 5, 5}), random_tensor({4, 3, 3, 3}, 40), random_tensor({4}, 41)},
+          [](const auto& in) { return ops::conv2d(in[0], in[1], in[2], {.padding = 1}); });
+  compare("dense of an empty batch", {Tensor::empty({0, 6}), random_tensor({5, 6}, 42), random_tensor({5}, 43)},
+          [](const auto& in) { return ops::linear(in[0], in[1], in[2]); });
+  // K = 0: C = beta C (cuBLAS refuses k = 0).
+  for (float beta : {0.0f, 1.0f, 0.5f}) {
+    const Tensor c = random_tensor({4, 5}, 44);
+    const Tensor c_gpu = c.to(gpu());
+    kernels::gemm(false, false, 1.0f, Tensor::empty({4, 0}), Tensor::empty({0, 5}), beta, c);
+    kernels::gemm(false, false, 1.0f, Tensor::empty({4, 0}, {.device = gpu()}), Tensor::empty({0, 5}, {.device = gpu()}),
+                  beta, c_gpu);
+    check_gpu_close(c_gpu, c, 0, 0, fmt::format("gemm with K = 0, beta {}", beta));
+  }
 }

@@ -2,6 +2,7 @@
 // and a short FashionMNIST run.
 
 #include <accrue/framework/training/gradients.hpp>
+#include <limits>
 
 #include "gpu_test.hpp"
 
@@ -128,6 +129,47 @@ BOOST_AUTO_TEST_CASE(the_scaler_skips_overflowing_steps_on_the_gpu) {
   BOOST_TEST(g.scaler()->skipped_steps() >= 1);
   BOOST_TEST(g.scaler()->scale() < amp.scaler.init_scale);
   BOOST_TEST_MESSAGE("skipped " << g.scaler()->skipped_steps() << " steps, scale now " << g.scaler()->scale());
+}
+
+BOOST_AUTO_TEST_CASE(a_dataset_kept_on_the_gpu_trains_as_on_the_cpu) {
+  // Its batches are views of device memory: handed over, never read as host memory for staging.
+  const Dataset data = blobs(256, 17);
+  const Dataset on_device{data.inputs().to(gpu()), data.targets().to(gpu()), "blobs on cuda:0"};
+  Sequential g = mlp(18), c = mlp(18);
+  g.to(gpu());
+  for (Sequential* m : {&g, &c}) m->compile(optim::SGD{.lr = 0.05}.accumulate(2), losses::CrossEntropy{});
+  g.fit(on_device, {.epochs = 2, .batch_size = 16, .shuffle = false, .verbose = 0});
+  c.fit(data, {.epochs = 2, .batch_size = 16, .shuffle = false, .verbose = 0});
+  check_same_parameters(g, c, 1e-3, "a dataset on the GPU");
+}
+
+BOOST_AUTO_TEST_CASE(prefetched_batches_survive_skipped_windows_and_back_off) {
+  // A NaN input poisons its window: the window's other micro-batches are not asked for, so the
+  // batch prefetched for them is dropped while its copy may still run.
+  std::vector<float> x = blobs(256, 19).inputs().to_vector();
+  x[6 * 40] = std::numeric_limits<float>::quiet_NaN();  // sample 40: the third micro-batch of 16
+  const Dataset poisoned{Tensor::from(x, {256, 6}), blobs(256, 19).targets(), "blobs with a NaN"};
+  Sequential g = mlp(20), c = mlp(20);
+  g.to(gpu());
+  for (Sequential* m : {&g, &c}) m->compile(optim::SGD{.lr = 0.05}.accumulate(4), losses::CrossEntropy{});
+  g.fit(poisoned, {.epochs = 2, .batch_size = 16, .callbacks = {callbacks::NanGuard{}}, .seed = 5, .verbose = 0});
+  c.fit(poisoned, {.epochs = 2, .batch_size = 16, .callbacks = {callbacks::NanGuard{}}, .seed = 5, .verbose = 0});
+  check_same_parameters(g, c, 1e-3, "skipped windows");
+
+  // Out of memory at micro-batches of 64 under a limit that 32 fits: the window is redone with 32 x 2,
+  // the prefetch made for 64 dropped, and training matches 32 x 2 from the start on the CPU.
+  const Dataset data = blobs(512, 21);
+  Sequential backs_off = mlp(22), plain = mlp(22);
+  backs_off.to(gpu());
+  backs_off.compile(optim::SGD{.lr = 0.05}, losses::CrossEntropy{});
+  plain.compile(optim::SGD{.lr = 0.05}.accumulate(2), losses::CrossEntropy{});
+  const std::size_t live = memory_stats(gpu()).live_total;
+  const std::size_t limit = live + (backs_off.memory_plan(32, true).peak_total + backs_off.memory_plan(64).peak_total) / 2;
+  set_memory_limit(gpu(), limit);
+  backs_off.fit(data, {.epochs = 1, .batch_size = 64, .seed = 6, .verbose = 0, .backoff_on_oom = true});
+  set_memory_limit(gpu(), 0);
+  plain.fit(data, {.epochs = 1, .batch_size = 32, .seed = 6, .verbose = 0});
+  check_same_parameters(backs_off, plain, 1e-3, "after backing off");
 }
 
 BOOST_AUTO_TEST_CASE(fashion_mnist_trains_on_the_gpu, *boost::unit_test::precondition(requires_fashion_mnist)) {

@@ -6,6 +6,8 @@
 #include <accrue/kernels/amp_update.hpp>
 #include <accrue/kernels/common/broadcast.hpp>
 #include <accrue/kernels/common/cross_entropy.hpp>
+#include <accrue/kernels/common/algorithm_choice.hpp>
+#include <accrue/kernels/common/conv_geometry.hpp>
 #include <accrue/kernels/common/gemm_layout.hpp>
 #include <accrue/kernels/common/multi_tensor.hpp>
 #include <accrue/kernels/cross_entropy.hpp>
@@ -223,4 +225,93 @@ BOOST_AUTO_TEST_CASE(list_forms_equal_one_tensor_at_a_time) {
   kernels::unary_in_place(kernels::UnaryOp::clamp, {-0.5f, 0.5f}, g);
   for (const Tensor& t : g)
     for (float x : t.to_vector()) BOOST_TEST((x >= -0.5f && x <= 0.5f));
+}
+
+BOOST_AUTO_TEST_CASE(zero_sized_gemms_come_to_beta_c) {
+  using kernels::common::GemmWork;
+  using kernels::common::gemm_work;
+  BOOST_TEST((gemm_work(0, 4, 3, 0.0f) == GemmWork::nothing));
+  BOOST_TEST((gemm_work(4, 0, 3, 0.5f) == GemmWork::nothing));
+  BOOST_TEST((gemm_work(4, 5, 0, 1.0f) == GemmWork::nothing));
+  BOOST_TEST((gemm_work(4, 5, 0, 0.0f) == GemmWork::zero_c));
+  BOOST_TEST((gemm_work(4, 5, 0, 0.5f) == GemmWork::scale_c));
+  BOOST_TEST((gemm_work(4, 5, 3, 0.0f) == GemmWork::gemm));
+  // The CPU backend's answer, which the GPU suite compares the CUDA one with: C = beta C.
+  for (float beta : {0.0f, 1.0f, 0.5f}) {
+    const Tensor a = Tensor::empty({4, 0}), b = Tensor::empty({0, 5});
+    const Tensor c = random_tensor({4, 5}, 3);
+    const std::vector<float> before = c.to_vector();
+    kernels::gemm(false, false, 1.0f, a, b, beta, c);
+    std::vector<float> want = before;
+    for (float& v : want) v *= beta;
+    check_close(c, want, 0, 0, fmt::format("K = 0, beta {}", beta));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(zero_sized_convolutions_are_said_before_cudnn_is_called) {
+  using kernels::ConvPass;
+  using kernels::ConvWork;
+  using kernels::conv_work;
+  const kernels::Window2d base{.N = 2, .C = 3, .H = 5, .W = 5, .R = 3, .S = 3, .K = 4};
+  for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_filter, ConvPass::backward_bias})
+    BOOST_TEST((conv_work(pass, base) == ConvWork::convolve));
+  kernels::Window2d empty_batch = base;
+  empty_batch.N = 0;  // no output, no input gradient, and weight and bias gradients of no term: zero
+  BOOST_TEST((conv_work(ConvPass::forward, empty_batch) == ConvWork::nothing));
+  BOOST_TEST((conv_work(ConvPass::backward_data, empty_batch) == ConvWork::nothing));
+  BOOST_TEST((conv_work(ConvPass::backward_filter, empty_batch) == ConvWork::no_terms));
+  BOOST_TEST((conv_work(ConvPass::backward_bias, empty_batch) == ConvWork::no_terms));
+  kernels::Window2d small = base;
+  small.H = 2;  // a 3x3 window fits nowhere in 2 rows: no output positions
+  BOOST_TEST((conv_work(ConvPass::forward, small) == ConvWork::nothing));
+  BOOST_TEST((conv_work(ConvPass::backward_data, small) == ConvWork::no_terms));
+  BOOST_TEST((conv_work(ConvPass::backward_filter, small) == ConvWork::no_terms));
+  kernels::Window2d no_channels = base;
+  no_channels.C = 0;  // every output is the bias alone
+  BOOST_TEST((conv_work(ConvPass::forward, no_channels) == ConvWork::no_terms));
+  BOOST_TEST((conv_work(ConvPass::backward_filter, no_channels) == ConvWork::nothing));
+
+  // The CPU backend on an empty batch: an empty output, and zero weight and bias gradients.
+  const Tensor x = accrue::test::leaf(Tensor::empty({0, 3, 5, 5}));
+  const Tensor w = accrue::test::leaf(random_tensor({4, 3, 3, 3}, 1));
+  const Tensor bias = accrue::test::leaf(random_tensor({4}, 2));
+  const Tensor y = ops::conv2d(x, w, bias);
+  BOOST_TEST(y.shape() == (Shape{0, 4, 3, 3}));
+  ops::sum(y).backward();
+  check_close(w.grad(), std::vector<float>(4 * 27, 0.0f), 0, 0, "weight gradient of an empty batch");
+  check_close(bias.grad(), std::vector<float>(4, 0.0f), 0, 0, "bias gradient of an empty batch");
+}
+
+BOOST_AUTO_TEST_CASE(convolution_algorithms_are_chosen_by_real_workspace_and_plain_math) {
+  using kernels::common::AlgorithmCandidate;
+  using kernels::common::choose_algorithm;
+  constexpr int plain[] = {0, 1}, tensor_op = 2, fallback = 0;
+  const std::size_t cap = 1000;
+  // What the library answers when asked for an algorithm's workspace: 7 is refused.
+  const auto workspace = [](int algo) -> std::optional<std::size_t> {
+    switch (algo) {
+      case 0: return 0;
+      case 3: return 5000;  // estimated at 10, needs more than the cap
+      case 4: return 600;
+      case 7: return std::nullopt;
+      default: return 100;
+    }
+  };
+  const std::vector<AlgorithmCandidate> ranked = {
+      {5, false, 1, 0},          // not supported here
+      {6, true, tensor_op, 0},   // TF32 math
+      {3, true, 1, 10},          // the estimate fits, the real workspace does not
+      {7, true, 1, 0},           // the library refuses to size it
+      {4, true, 0, 2000},        // the estimate is over, the real one fits
+      {8, true, 1, 0}};
+  const auto choice = choose_algorithm(std::span{ranked}, std::span{plain}, cap, fallback, workspace);
+  BOOST_REQUIRE(choice.has_value());
+  BOOST_TEST(choice->algorithm == 4);
+  BOOST_TEST(choice->workspace == 600u);
+  // None fits: the algorithm without a workspace.
+  const std::vector<AlgorithmCandidate> none = {{6, true, tensor_op, 0}, {3, true, 1, 10}};
+  const auto fallen = choose_algorithm(std::span{none}, std::span{plain}, cap, fallback, workspace);
+  BOOST_REQUIRE(fallen.has_value());
+  BOOST_TEST(fallen->algorithm == fallback);
+  BOOST_TEST(!choose_algorithm(std::span{none}, std::span{plain}, cap, 7, workspace).has_value());
 }
