@@ -1,6 +1,9 @@
 #include "accrue/kernels/device_query.hpp"
 
 #include "accrue/config.hpp"
+#if ACCRUE_WITH_CUDA
+#include "accrue/kernels/cuda/context.hpp"
+#endif
 
 namespace accrue::kernels {
 
@@ -14,6 +17,22 @@ const CudaDeviceQuery& cuda_device_count() {
 #endif
   }();
   return answer;
+}
+
+std::vector<CudaLibrary> cuda_libraries() {
+#if ACCRUE_WITH_CUDA
+  return cuda::query_libraries();
+#else
+  return {};
+#endif
+}
+
+void synchronize(Device device) {
+#if ACCRUE_WITH_CUDA
+  if (device.is_cuda()) cuda::synchronize(device.index());
+#else
+  (void)device;
+#endif
 }
 
 }  // namespace accrue::kernels
