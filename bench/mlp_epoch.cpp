@@ -4,12 +4,15 @@
 // Adam lr 1e-3), Accrue against PyTorch in the same run.
 //
 //   mlp_epoch [--reps 5] [--configs 64,16,16x4,8x8,64amp,16x4amp,cnn64,cnn16x4] [--data DIR]
-//             [--python /usr/bin/python3] [--no-pytorch]
+//             [--python /usr/bin/python3] [--no-pytorch] [--device cpu|cuda|cuda:N]
 //
 // A configuration BxK is micro-batches of B accumulated K per optimizer step (Accrue's
 // accumulate(K); in PyTorch the tutorials' loop by hand: loss / K, step every K); a trailing "amp"
-// runs it with mixed precision (Accrue's .amp(), bfloat16 on the CPU; PyTorch's
-// torch.autocast("cpu", dtype=torch.bfloat16)); a leading "cnn" trains the CNN instead of the MLP.
+// runs it with mixed precision (Accrue's .amp(), bfloat16 on the CPU and float16 with loss scaling
+// on a GPU; PyTorch's torch.autocast with the same dtype, and a GradScaler on a GPU); a leading
+// "cnn" trains the CNN instead of the MLP. With --device cuda both train on the GPU, the data
+// staying in host memory for Accrue (fit moves each batch) and on the GPU for PyTorch, and the
+// floor is the GPU's 4096^3 sgemm rate.
 //
 // Accrue and PyTorch alternate (A B A B ...) so both see the same machine state; the table gives
 // min and median seconds per epoch, samples/s, the ratio PyTorch / Accrue and the ratio to the GEMM
@@ -22,8 +25,10 @@
 #include <accrue/kernels/cpu/openblas.hpp>
 #include <accrue/kernels/cpu/parallel.hpp>
 #include <accrue/kernels/gemm.hpp>
+#include <accrue/kernels/device_query.hpp>
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <cstdio>
 #include <map>
 #include <sys/wait.h>
@@ -37,7 +42,7 @@ namespace {
 // A Python process answering one line per request line.
 class PythonWorker {
  public:
-  PythonWorker(const std::string& python, const std::string& script, const std::string& data,
+  PythonWorker(const std::string& python, const std::string& script, const std::string& data, const std::string& device,
                const std::vector<std::pair<std::string, std::string>>& env) {
     int to_child[2], from_child[2];
     if (pipe(to_child) != 0 || pipe(from_child) != 0) throw Error("pipe() failed");
@@ -49,7 +54,7 @@ class PythonWorker {
       close(to_child[1]);
       close(from_child[0]);
       for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-      execl(python.c_str(), python.c_str(), script.c_str(), data.c_str(), static_cast<char*>(nullptr));
+      execl(python.c_str(), python.c_str(), script.c_str(), data.c_str(), device.c_str(), static_cast<char*>(nullptr));
       std::perror("exec python");
       _exit(127);
     }
@@ -99,15 +104,19 @@ double median(std::vector<double> v) {
 
 double min_of(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
 
-// GFLOP/s of a large square sgemm through Accrue's GEMM (both cores): the machine's GEMM rate.
-double large_gemm_rate() {
-  const std::int64_t n = 2048;
-  const Tensor a = Tensor::ones({n, n}), b = Tensor::ones({n, n}), c = Tensor::zeros({n, n});
+// GFLOP/s of a large square sgemm through Accrue's GEMM (all CPU cores, or the GPU): the
+// machine's GEMM rate.
+double large_gemm_rate(Device device) {
+  const std::int64_t n = device.is_cpu() ? 2048 : 4096;
+  const TensorOptions on{.device = device};
+  const Tensor a = Tensor::ones({n, n}, on), b = Tensor::ones({n, n}, on), c = Tensor::zeros({n, n}, on);
   kernels::gemm(false, false, 1.0f, a, b, 0.0f, c);
+  kernels::synchronize(device);
   double best = 1e9;
   for (int i = 0; i < 3; ++i) {
     const auto t = Clock::now();
     kernels::gemm(false, false, 1.0f, a, b, 0.0f, c);
+    kernels::synchronize(device);
     best = std::min(best, seconds_since(t));
   }
   return 2.0 * n * n * n / best / 1e9;
@@ -137,7 +146,7 @@ int main(int argc, char** argv) {
   CLI::App app{"One epoch of the FashionMNIST tutorial MLP: Accrue against PyTorch"};
   int reps = 5;
   std::vector<std::string> configs = {"64", "16", "16x4", "8x8", "64amp", "16x4amp", "cnn64", "cnn16x4"};
-  std::string data, python = "/usr/bin/python3";
+  std::string data, python = "/usr/bin/python3", device_name = "cpu";
   bool no_pytorch = false;
   std::vector<std::string> pytorch_env;
   app.add_option("--reps", reps, "Epochs timed per configuration and framework")->check(CLI::PositiveNumber);
@@ -146,7 +155,9 @@ int main(int argc, char** argv) {
   app.add_option("--python", python, "Python with torch (Debian's python3-torch)");
   app.add_flag("--no-pytorch", no_pytorch, "Time Accrue only");
   app.add_option("--pytorch-env", pytorch_env, "KEY=VALUE set for the PyTorch process (repeatable)");
+  app.add_option("--device", device_name, "Where both train: cpu, cuda, cuda:N");
   CLI11_PARSE(app, argc, argv);
+  const Device device = Device::parse(device_name);
 
   Dataset train;
   std::string data_note;
@@ -162,14 +173,17 @@ int main(int argc, char** argv) {
   }
 
   const auto& blas = kernels::cpu::openblas();
-  const double gemm_rate = large_gemm_rate();
+  const double gemm_rate = large_gemm_rate(device);
   const double mlp_gflop = mlp_flop_per_sample * 60000 / 1e9, cnn_gflop = cnn_flop_per_sample * 60000 / 1e9;
   const auto floor_s = [&](bool cnn) { return (cnn ? cnn_gflop : mlp_gflop) / gemm_rate; };
   fmt::print("One epoch of 60,000 samples ({}): tutorial MLP {:.1f} GFLOP, CNN {:.1f} GFLOP\n", data_note, mlp_gflop,
              cnn_gflop);
-  fmt::print("Accrue: {} CPU threads; OpenBLAS {} kernels ({})\n", kernels::cpu::num_threads(), blas.core, blas.how_chosen);
-  fmt::print("GEMM floor: 2048^3 sgemm at {:.0f} GFLOP/s -> MLP {:.2f} s, CNN {:.2f} s per epoch\n", gemm_rate,
-             floor_s(false), floor_s(true));
+  if (device.is_cpu())
+    fmt::print("Accrue: {} CPU threads; OpenBLAS {} kernels ({})\n", kernels::cpu::num_threads(), blas.core, blas.how_chosen);
+  else
+    fmt::print("Accrue: on {}\n", device.str());
+  fmt::print("GEMM floor: {}^3 sgemm at {:.0f} GFLOP/s -> MLP {:.2f} s, CNN {:.2f} s per epoch\n",
+             device.is_cpu() ? 2048 : 4096, gemm_rate, floor_s(false), floor_s(true));
 
   std::unique_ptr<PythonWorker> torch;
   if (!no_pytorch) {
@@ -184,10 +198,14 @@ int main(int argc, char** argv) {
     }
     const char* preset = std::getenv("OPENBLAS_CORETYPE");
     const std::string core = preset != nullptr ? preset : kernels::cpu::openblas_core_for_this_cpu();
-    if (!core.empty()) env.emplace_back("OPENBLAS_CORETYPE", core);
+    if (!core.empty() && device.is_cpu()) env.emplace_back("OPENBLAS_CORETYPE", core);
+    // The script beside this program (the GPU bundle carries both), else the source tree's.
+    const std::string here = std::filesystem::path(argv[0]).parent_path().string();
+    const std::string script = std::filesystem::exists(here + "/pytorch_mlp.py") ? here + "/pytorch_mlp.py"
+                                                                                 : std::string(ACCRUE_BENCH_DIR) + "/pytorch_mlp.py";
     try {
-      torch = std::make_unique<PythonWorker>(python, std::string(ACCRUE_BENCH_DIR) + "/pytorch_mlp.py",
-                                             data.empty() ? "/usr/share/datasets/fashion-mnist" : data, env);
+      torch = std::make_unique<PythonWorker>(python, script, data.empty() ? "/usr/share/datasets/fashion-mnist" : data,
+                                             device.str(), env);
       std::string settings;
       for (const auto& [k, v] : env) settings += fmt::format(" {}={}", k, v);
       fmt::print("PyTorch: torch {} with{}\n", torch->banner().substr(6), settings);
@@ -219,6 +237,7 @@ int main(int argc, char** argv) {
     manual_seed(0);
     models.emplace(c.name, c.cnn ? cnn_model() : tutorial_model());
     Sequential& m = models.at(c.name);
+    m.to(device);
     optim::Recipe recipe = c.cnn ? optim::Recipe{optim::Adam{.lr = 1e-3}} : optim::Recipe{optim::SGD{.lr = 1e-3}};
     if (c.accumulate > 1) recipe = recipe.accumulate(c.accumulate);
     if (c.amp) recipe = recipe.amp();
@@ -230,6 +249,7 @@ int main(int argc, char** argv) {
     for (const Config& c : runs) {
       const auto t = Clock::now();
       models.at(c.name).fit(train, {.batch_size = c.batch, .seed = static_cast<std::uint64_t>(r), .verbose = 0});
+      kernels::synchronize(device);
       ours[c.name].push_back(seconds_since(t));
       if (torch) theirs[c.name].push_back(torch->epoch(c.batch, c.accumulate, c.amp, c.cnn));
       fmt::print(stderr, "rep {} {}: accrue {:.3f} s{}\n", r + 1, c.name, ours[c.name].back(),

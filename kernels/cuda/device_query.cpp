@@ -43,7 +43,11 @@ std::string dotted(int v, int major_unit, int minor_unit) {
 }
 
 CudaLibrary library(std::string name, int built, int found, std::string path, int major_unit, int minor_unit) {
-  CudaLibrary l{std::move(name), built, found, std::move(path)};
+  CudaLibrary l;
+  l.name = std::move(name);
+  l.built = built;
+  l.found = found;
+  l.path = std::move(path);
   l.compatible = found != 0 && found / major_unit == built / major_unit;
   l.older_minor = l.compatible && found < built / minor_unit * minor_unit;
   l.built_version = dotted(built, major_unit, minor_unit);
