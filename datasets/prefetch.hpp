@@ -73,8 +73,6 @@ class Prefetch {
     pending_.reset();
   }
 
-  Copier& copier() { return copier_; }
-
  private:
   Copier copier_;
   std::optional<Item> pending_;
