@@ -74,6 +74,7 @@ std::string checkpoint_name(std::int64_t micro_batches) {
 std::vector<std::string> checkpoints_in(const std::string& dir) {
   static const std::regex pattern{R"(checkpoint-(\d{1,18})\.safetensors)"};
   std::vector<std::pair<std::int64_t, std::string>> found;
+  if (!is_folder(dir, "checkpoint folder")) return {};  // not made yet: no checkpoint
   for (const std::string& path : list_folder(dir, "checkpoint folder")) {
     std::smatch m;
     const std::string name = std::filesystem::path(path).filename().string();

@@ -91,7 +91,8 @@ class TrainingCheckpoint {
 };
 
 /// The checkpoint files in `dir` named by fit ("checkpoint-<micro-batches>.safetensors"), newest
-/// first. Throws IoError when the folder cannot be listed (never taken for an empty one).
+/// first; none when `dir` does not exist. Throws IoError when it exists but cannot be listed (never
+/// taken for an empty one).
 std::vector<std::string> checkpoints_in(const std::string& dir);
 
 /// The file name fit gives the checkpoint taken after `micro_batches` micro-batches.

@@ -383,6 +383,13 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_of_other_data_of_the_same_size_is_refused) {
   BOOST_TEST(state_bytes(m) == before);
 }
 
+BOOST_AUTO_TEST_CASE(a_folder_not_made_yet_holds_no_checkpoint) {
+  // A run killed before it made its folder left none: nothing to resume, not an error. (A folder
+  // that exists but cannot be listed is one: tests/hostile_inputs.sh, which can drop root.)
+  TempDir dir{"not_made"};
+  BOOST_TEST(detail::checkpoints_in(dir.file("never_made")).empty());
+}
+
 BOOST_AUTO_TEST_CASE(a_second_run_in_a_checkpoint_folder_is_refused) {
   const Config c = configs()[0];
   const Dataset data = blobs(c.samples, 11);
