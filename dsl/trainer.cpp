@@ -16,19 +16,10 @@
 #include "accrue/framework/files.hpp"
 #include "accrue/framework/log.hpp"
 #include "accrue/framework/ops.hpp"
-#include "accrue/framework/training/gradients.hpp"
 #include "accrue/framework/training/stop_signal.hpp"
+#include "accrue/framework/training/window_close.hpp"
 
 namespace accrue {
-
-std::string_view status_name(StepRecord::Status s) {
-  switch (s) {
-    case StepRecord::Status::accumulating: return "accumulating";
-    case StepRecord::Status::applied: return "applied";
-    case StepRecord::Status::skipped: return "skipped";
-  }
-  return "?";
-}
 
 std::pair<AccumulationSchedule, AccumulateOptions> resolve_accumulation(const Sequential& model,
                                                                         const TrainerOptions& options) {
@@ -343,7 +334,6 @@ History Trainer::fit(Sequential& model, const Dataset& train, Run run_options) {
     write_checkpoint();
   };
 
-  const bool check_norm = recipe.clip_norm() || options_.track_grad_norm;
   // Memory that is not the model's (datasets held in memory, the user's tensors), for advice when
   // an allocation passes a limit.
   const MemoryStats at_start = memory_stats(model.device());
@@ -497,36 +487,17 @@ History Trainer::fit(Sequential& model, const Dataset& train, Run run_options) {
         continue;
       }
 
-      // The window closes: unscale, clip, check, step, tick, zero, in this order.
-      record.status = StepRecord::Status::applied;
-      if (window_poisoned) {
-        record.status = StepRecord::Status::skipped;
-      } else if (scaler && scaler->unscale(parameters)) {
-        record.status = StepRecord::Status::skipped;  // inf or NaN in the gradients: the scale was too large
-      } else if (check_norm) {
-        const double norm = gradient_norm(parameters);
-        record.grad_norm_before = norm;
-        if (!std::isfinite(norm)) {
-          if (recipe.clip_options().error_if_nonfinite)
-            throw NonFiniteError(fmt::format("{}the gradient norm is {} (clip with error_if_nonfinite)",
-                                             micro_batch_context(epoch, options_.epochs, slot,
-                                                                 plan.micro_batches_per_epoch(), first_sample,
-                                                                 record.micro_batch_samples),
-                                             norm));
-          record.status = StepRecord::Status::skipped;
-        } else {
-          record.grad_norm_after = recipe.clip_norm() ? clip_gradients_by_norm(parameters, *recipe.clip_norm(), norm) : norm;
-        }
+      // The window closes (framework/training/window_close.hpp: the order, written once).
+      try {
+        close_window({.parameters = parameters, .optimizer = opt, .recipe = recipe, .scaler = scaler,
+                      .schedule = schedule, .base_lr = context.base_lr, .lr_factor = context.lr_factor,
+                      .track_norm = options_.track_grad_norm},
+                     window_poisoned, context.optimizer_steps, record);
+      } catch (Error& e) {
+        e.prepend(micro_batch_context(epoch, options_.epochs, slot, plan.micro_batches_per_epoch(), first_sample,
+                                      record.micro_batch_samples));
+        throw;
       }
-      if (record.status == StepRecord::Status::applied) {
-        if (recipe.clip_value_limit()) clip_gradients_by_value(parameters, *recipe.clip_value_limit());
-        record.lr = context.base_lr * schedule.factor(context.optimizer_steps) * context.lr_factor;
-        opt.set_lr(record.lr);
-        opt.step();
-        record.optimizer_step = ++context.optimizer_steps;
-      }
-      if (scaler) scaler->update(record.status == StepRecord::Status::skipped);
-      opt.zero_grad();
       window_poisoned = false;
       for (Callback* c : callbacks) c->on_micro_batch_end(record, running);
       for (Callback* c : callbacks) c->on_optimizer_step(record);

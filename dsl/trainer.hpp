@@ -12,9 +12,9 @@
 //
 // Each optimizer step closes a window of micro-batches (see framework/training/accumulation.hpp):
 // every micro-batch's summed loss is weighted by 1 / (samples in the window) before backward, so
-// the gradients that add up in .grad() are those of the window's mean loss; then, in this fixed
-// order: clip once (the whole accumulated gradient), check for inf and NaN, step with the
-// schedule's learning rate, tick the schedule, zero the gradients.
+// the gradients that add up in .grad() are those of the window's mean loss; then close_window
+// (framework/training/window_close.hpp) unscales, checks, clips, steps and zeroes, in the order it
+// documents.
 
 #include <optional>
 

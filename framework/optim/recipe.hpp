@@ -4,10 +4,8 @@
 //
 // The chain is a value: copies are independent, == compares them, str() prints
 // "SGD(lr=0.001) accumulate=4 clip=1.0". The order of every optimizer step is fixed by the
-// framework, whatever the order of the chain: backward over all micro-batches of the window
-// (gradients add up), unscale once (mixed precision), clip once on the whole accumulated gradient,
-// check for inf and NaN, step, tick the learning-rate schedule, zero the gradients. Clipping per
-// micro-batch or before unscaling cannot be expressed.
+// framework, whatever the order of the chain: close_window (framework/training/window_close.hpp)
+// is the one place it is written. Clipping per micro-batch or before unscaling cannot be expressed.
 
 #include <optional>
 #include <string>

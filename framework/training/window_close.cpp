@@ -1,0 +1,52 @@
+#include "accrue/framework/training/window_close.hpp"
+
+#include <cmath>
+
+#include "accrue/framework/amp/grad_scaler.hpp"
+#include "accrue/framework/error.hpp"
+#include "accrue/framework/optim/optimizer.hpp"
+#include "accrue/framework/optim/recipe.hpp"
+#include "accrue/framework/training/gradients.hpp"
+#include "accrue/framework/training/lr_schedule.hpp"
+
+namespace accrue {
+
+std::string_view status_name(StepRecord::Status s) {
+  switch (s) {
+    case StepRecord::Status::accumulating: return "accumulating";
+    case StepRecord::Status::applied: return "applied";
+    case StepRecord::Status::skipped: return "skipped";
+  }
+  return "?";
+}
+
+void close_window(const WindowClose& w, bool poisoned, std::int64_t& optimizer_steps, StepRecord& record) {
+  const optim::Recipe& recipe = w.recipe;
+  record.status = StepRecord::Status::applied;
+  if (poisoned) {
+    record.status = StepRecord::Status::skipped;
+  } else if (w.scaler != nullptr && w.scaler->unscale(w.parameters)) {
+    record.status = StepRecord::Status::skipped;  // inf or NaN in the gradients: the scale was too large
+  } else if (recipe.clip_norm() || w.track_norm) {
+    const double norm = gradient_norm(w.parameters);
+    record.grad_norm_before = norm;
+    if (!std::isfinite(norm)) {
+      if (recipe.clip_options().error_if_nonfinite)
+        throw NonFiniteError(fmt::format("the gradient norm is {} (clip with error_if_nonfinite)", norm));
+      record.status = StepRecord::Status::skipped;
+    } else {
+      record.grad_norm_after = recipe.clip_norm() ? clip_gradients_by_norm(w.parameters, *recipe.clip_norm(), norm) : norm;
+    }
+  }
+  if (record.status == StepRecord::Status::applied) {
+    if (recipe.clip_value_limit()) clip_gradients_by_value(w.parameters, *recipe.clip_value_limit());
+    record.lr = w.base_lr * w.schedule.factor(optimizer_steps) * w.lr_factor;
+    w.optimizer.set_lr(record.lr);
+    w.optimizer.step();
+    record.optimizer_step = ++optimizer_steps;
+  }
+  if (w.scaler != nullptr) w.scaler->update(record.status == StepRecord::Status::skipped);
+  w.optimizer.zero_grad();
+}
+
+}  // namespace accrue

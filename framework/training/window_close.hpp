@@ -1,0 +1,47 @@
+#pragma once
+// The close of an accumulation window: the one place where the order of what happens between the
+// window's last backward pass and the next window is written (see close_window).
+
+#include <cstdint>
+#include <vector>
+
+#include "accrue/framework/tensor.hpp"
+#include "accrue/framework/training/step_record.hpp"
+
+namespace accrue {
+
+class GradScaler;
+class LrSchedule;
+namespace optim {
+class Optimizer;
+class Recipe;
+}  // namespace optim
+
+/// What closing a window reads and changes.
+struct WindowClose {
+  const std::vector<Tensor>& parameters;
+  optim::Optimizer& optimizer;
+  const optim::Recipe& recipe;
+  GradScaler* scaler = nullptr;  // float16 loss scaling, when on
+  const LrSchedule& schedule;
+  double base_lr = 0.0;          // the optimizer's learning rate before any schedule
+  double lr_factor = 1.0;        // a factor on top of the schedule (ReduceLROnPlateau)
+  bool track_norm = false;       // the gradient norm also without clipping by norm
+};
+
+/// Closes a window whose gradients are all accumulated in the parameters' .grad(), in this order:
+///   1. (a data-parallel run reduces the gradients over its processes here; one process has none
+///      to reduce);
+///   2. a window `poisoned` by a non-finite loss (NanGuard, or float16 overflowing in the forward
+///      pass) is skipped;
+///   3. unscale the gradients once (float16 loss scaling); inf or NaN in them skips the step;
+///   4. the global L2 norm, when clipping by norm or tracking it; a non-finite norm skips the step,
+///      or throws NonFiniteError under clip(max_norm, {.error_if_nonfinite = true});
+///   5. clip by norm, then by value: once, on the whole accumulated and unscaled gradient;
+///   6. step the optimizer with the schedule's learning rate at `optimizer_steps` (times
+///      lr_factor), and count the step, which moves the schedule on;
+///   7. update the loss scale (it backs off after a skipped step), and zero the gradients.
+/// Sets record's status, norms, learning rate and optimizer_step.
+void close_window(const WindowClose& w, bool poisoned, std::int64_t& optimizer_steps, StepRecord& record);
+
+}  // namespace accrue
