@@ -116,18 +116,17 @@ void DeviceBatches::reset() {
 #endif
 }
 
+Batch DeviceBatches::load(std::int64_t index) const {
+  const Batch b = loader_[index];
+  return Batch{b.inputs.to(device_), b.targets.to(device_), b.index};  // to() keeps what is there already
+}
+
 Batch DeviceBatches::get(std::int64_t index, std::optional<std::int64_t> next) {
-  if (!staging_) {
-    const Batch b = loader_[index];
-    return b.inputs.device() == device_ ? b : Batch{b.inputs.to(device_), b.targets.to(device_), b.index};
-  }
+  if (!staging_) return load(index);
 #if ACCRUE_WITH_CUDA
   Prefetch<CudaCopier>& prefetch = staging_->prefetch;
   std::optional<Batch> batch = prefetch.take(index);
-  if (!batch) {
-    const Batch host = loader_[index];
-    batch = Batch{host.inputs.to(device_), host.targets.to(device_), host.index};
-  }
+  if (!batch) batch = load(index);
   if (next && *next >= 0 && *next < loader_.size()) prefetch.start(loader_[*next]);
   return std::move(*batch);
 #else

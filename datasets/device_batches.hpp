@@ -30,6 +30,8 @@ class DeviceBatches {
 
  private:
   struct Staging;
+  // Batch `index` of the loader, moved to the device without staging.
+  Batch load(std::int64_t index) const;
   const DataLoader& loader_;
   Device device_;
   std::unique_ptr<Staging> staging_;  // GPU only

@@ -24,7 +24,7 @@ DataLoader::DataLoader(Dataset dataset, LoaderOptions options) : dataset_(std::m
 
 std::int64_t DataLoader::size() const {
   const std::int64_t n = dataset_.size(), b = options_.batch_size;
-  return n / b + (!options_.drop_last && n % b != 0 ? 1 : 0);  // no n + b - 1: it overflows for a huge b
+  return options_.drop_last ? n / b : ceil_div(n, b);
 }
 
 void DataLoader::set_epoch(std::int64_t epoch) {

@@ -108,7 +108,7 @@ std::string fitting_advice(const Sequential& model, std::int64_t micro_batch, st
   for (std::int64_t m = micro_batch / 2; m >= 1; m /= 2) {
     const MemoryPlan plan = model.memory_plan(m, /*accumulating=*/true);
     if (plan.peak_total + live_besides_model <= stats.limit) {
-      const std::int64_t k = effective_batch / m + (effective_batch % m != 0 ? 1 : 0);
+      const std::int64_t k = ceil_div(effective_batch, m);
       return fmt::format("\nMicro-batches of {} with accumulate({}) keep the effective batch of {} and are planned to "
                          "peak at {} (model.memory_plan({}); {} more is live besides the model), within the limit of {}.",
                          m, k, m * k, format_bytes(plan.peak_total), m, format_bytes(live_besides_model),
@@ -321,17 +321,21 @@ History Trainer::fit(Sequential& model, const Dataset& train, Run run_options) {
                                   signal_name(signal), where, context.optimizer_steps, last_checkpoint_path),
                       signal);
   };
-  // Between micro-batches k and k + 1 of an epoch (its end writes one anyway).
-  const auto checkpoint_if_due = [&](std::size_t k, std::size_t slot_count) {
-    if (checkpointing.dir.empty() || k + 1 >= slot_count) return;
+  // Between micro-batches k and k + 1 of an epoch (its end has its own checkpoint and signal check):
+  // a checkpoint when one is due, then a stop when a signal came.
+  const auto between_micro_batches = [&](int epoch, std::size_t k, std::size_t slot_count) {
+    if (k + 1 >= slot_count) return;
     const bool due =
-        (checkpointing.every_micro_batches > 0 && run.micro_batches % checkpointing.every_micro_batches == 0) ||
-        (checkpointing.every_seconds > 0 &&
-         std::chrono::duration<double>(std::chrono::steady_clock::now() - last_checkpoint).count() >=
-             checkpointing.every_seconds);
-    if (!due) return;
-    run.next_slot = k + 1;
-    write_checkpoint();
+        !checkpointing.dir.empty() &&
+        ((checkpointing.every_micro_batches > 0 && run.micro_batches % checkpointing.every_micro_batches == 0) ||
+         (checkpointing.every_seconds > 0 &&
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - last_checkpoint).count() >=
+              checkpointing.every_seconds));
+    if (due) {
+      run.next_slot = k + 1;
+      write_checkpoint();
+    }
+    stop_if_signalled(epoch, k + 1, slot_count);
   };
 
   // Memory that is not the model's (datasets held in memory, the user's tensors), for advice when
@@ -482,8 +486,7 @@ History Trainer::fit(Sequential& model, const Dataset& train, Run run_options) {
       ++run.micro_batches;
       if (!slot.closes_window) {
         for (Callback* c : callbacks) c->on_micro_batch_end(record, running);
-        checkpoint_if_due(k, slots.size());
-        if (k + 1 < slots.size()) stop_if_signalled(epoch, k + 1, slots.size());
+        between_micro_batches(epoch, k, slots.size());
         continue;
       }
 
@@ -502,8 +505,7 @@ History Trainer::fit(Sequential& model, const Dataset& train, Run run_options) {
       for (Callback* c : callbacks) c->on_micro_batch_end(record, running);
       for (Callback* c : callbacks) c->on_optimizer_step(record);
       if (context.stop_requested) break;
-      checkpoint_if_due(k, slots.size());
-      if (k + 1 < slots.size()) stop_if_signalled(epoch, k + 1, slots.size());
+      between_micro_batches(epoch, k, slots.size());
     }
 
     Logs logs = metric_logs(epoch_loss, metrics);

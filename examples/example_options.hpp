@@ -20,20 +20,27 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace accrue::examples {
 
-/// A flag's value must be a whole number in [low, high], written in digits (no sign, no exponent,
-/// no fraction), so that "-1" or "1e23" is refused rather than wrapped or clamped.
+/// `text` as a whole number in [low, high], written in digits only (no sign, no exponent, no
+/// fraction), so that "-1" or "1e23" is refused rather than wrapped or clamped; none otherwise.
+inline std::optional<std::uint64_t> parse_whole_number(std::string_view text, std::uint64_t low, std::uint64_t high) {
+  std::uint64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (text.empty() || stop != end || error != std::errc{} || value < low || value > high) return std::nullopt;
+  return value;
+}
+
+/// A flag's value must be a whole number in [low, high] (parse_whole_number).
 inline CLI::Validator whole_number(std::uint64_t low, std::uint64_t high) {
   return CLI::Validator(
       [low, high](std::string& text) -> std::string {
-        std::uint64_t value = 0;
-        const char* end = text.data() + text.size();
-        const auto [stop, error] = std::from_chars(text.data(), end, value);
-        if (text.empty() || stop != end || error != std::errc{} || value < low || value > high)
-          return fmt::format("{} is not a whole number from {} to {}", text, low, high);
+        if (!parse_whole_number(text, low, high)) return fmt::format("{} is not a whole number from {} to {}", text, low, high);
         return {};
       },
       fmt::format("INT in [{}, {}]", low, high));

@@ -33,11 +33,9 @@ Config parse(const std::string& text) {
     return ValueError(fmt::format("--configs: '{}' {}; write MICRO or MICROxACCUMULATION, e.g. 64 or 16x4", text, why));
   };
   const auto whole = [&](std::string_view part, std::int64_t high) {
-    std::int64_t value = 0;
-    const auto [stop, error] = std::from_chars(part.data(), part.data() + part.size(), value);
-    if (part.empty() || stop != part.data() + part.size() || error != std::errc{} || value < 1 || value > high)
-      throw bad(fmt::format("has '{}' where a whole number from 1 to {} belongs", part, high));
-    return value;
+    const auto value = examples::parse_whole_number(part, 1, static_cast<std::uint64_t>(high));
+    if (!value) throw bad(fmt::format("has '{}' where a whole number from 1 to {} belongs", part, high));
+    return static_cast<std::int64_t>(*value);
   };
   const std::string_view all{text};
   const auto x = all.find('x');

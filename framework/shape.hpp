@@ -53,6 +53,10 @@ class Shape {
 
 inline std::ostream& operator<<(std::ostream& os, const Shape& s) { return os << s.str(); }
 
+/// n / d rounded up, for n >= 0 and d >= 1. Not (n + d - 1) / d, which overflows for a huge d (a
+/// batch size of 2^63 - 1 over a dataset is one batch).
+constexpr std::int64_t ceil_div(std::int64_t n, std::int64_t d) { return n / d + (n % d != 0 ? 1 : 0); }
+
 /// A size per axis of an image, (height, width): kernel sizes, strides, padding. `3` means (3, 3).
 struct Size2 {
   std::int64_t h = 0, w = 0;

@@ -35,22 +35,20 @@ strip --strip-unneeded "$stage"/bin/* 2>/dev/null || true
 # CUDA's (run.sh finds the machine's). OpenBLAS is loaded with dlopen, so it is named here.
 is_system() { [[ $1 =~ ^(linux-vdso|ld-linux|libc\.|libm\.|libdl\.|libpthread\.|librt\.|libstdc\+\+|libgcc_s) ]]; }
 is_cuda() { [[ $1 =~ ^(libcudart|libcublas|libcublasLt|libcudnn|libcuda\.) ]]; }
-pack_library() {  # PATH: copies it (under its soname) and what it needs
-  local name; name=$(basename "$1")
-  [[ -e $stage/lib/$name ]] && return
-  cp -L "$1" "$stage/lib/$name"
+pack_needs() {  # FILE: packs the libraries FILE loads
+  local dep path
   while read -r dep _ path _; do
     [[ -n ${path:-} && $path == /* ]] || continue
     is_system "$dep" || is_cuda "$dep" || pack_library "$path"
   done < <(ldd "$1")
 }
-for p in "$stage"/bin/*; do
-  [[ $p == *.py ]] && continue
-  while read -r dep _ path _; do
-    [[ -n ${path:-} && $path == /* ]] || continue
-    is_system "$dep" || is_cuda "$dep" || pack_library "$path"
-  done < <(ldd "$p")
-done
+pack_library() {  # PATH: copies it (under its soname) and what it needs
+  local name; name=$(basename "$1")
+  [[ -e $stage/lib/$name ]] && return
+  cp -L "$1" "$stage/lib/$name"
+  pack_needs "$1"
+}
+for p in "$stage"/bin/*; do [[ $p == *.py ]] || pack_needs "$p"; done
 pack_library "$(ldconfig -p | awk '$1 == "libopenblas.so.0" {print $NF; exit}')"
 
 rm -rf "$bundle"

@@ -109,16 +109,14 @@ void AccumulationSchedule::validate() const {
 
 void AccumulationSchedule::validate_for(std::int64_t micro_batch) const {
   validate();
-  if (kind_ == Kind::effective_batch)
-  {
-    ACCRUE_CHECK(samples_ % micro_batch == 0 && samples_ >= micro_batch,
-                 "accumulate(effective_batch({})): a micro-batch of {} does not divide it; choose a batch_size that "
-                 "divides {}, or another effective batch",
-                 samples_, micro_batch, samples_);
-    ACCRUE_CHECK(samples_ / micro_batch <= std::numeric_limits<int>::max(),
-                 "accumulate(effective_batch({})): {} micro-batches of {} per optimizer step are more than {} can count",
-                 samples_, samples_ / micro_batch, micro_batch, std::numeric_limits<int>::max());
-  }
+  if (kind_ != Kind::effective_batch) return;
+  ACCRUE_CHECK(samples_ % micro_batch == 0 && samples_ >= micro_batch,
+               "accumulate(effective_batch({})): a micro-batch of {} does not divide it; choose a batch_size that "
+               "divides {}, or another effective batch",
+               samples_, micro_batch, samples_);
+  ACCRUE_CHECK(samples_ / micro_batch <= std::numeric_limits<int>::max(),
+               "accumulate(effective_batch({})): {} micro-batches of {} per optimizer step are more than {} can count",
+               samples_, samples_ / micro_batch, micro_batch, std::numeric_limits<int>::max());
 }
 
 AccumulationSchedule AccumulationSchedule::scaled(int factor) const {

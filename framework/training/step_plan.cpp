@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "accrue/framework/error.hpp"
+#include "accrue/framework/shape.hpp"
 
 namespace accrue {
 
@@ -16,7 +17,7 @@ StepPlan::StepPlan(const Spec& spec) : spec_(spec) {
   ACCRUE_CHECK(spec.dataset_size >= 1, "the training set is empty");
   spec.schedule.validate_for(spec.micro_batch);
   const std::int64_t n = spec.dataset_size, b = spec.micro_batch;
-  per_epoch_ = n / b + (!spec.drop_last && n % b != 0 ? 1 : 0);  // no n + b - 1: it overflows for a huge b
+  per_epoch_ = spec.drop_last ? n / b : ceil_div(n, b);
   ACCRUE_CHECK(per_epoch_ >= 1, "{} samples make no batch of {} with drop_last", n, b);
   samples_per_epoch_ = spec.drop_last ? per_epoch_ * b : n;
   // Every count of the run (micro-batches, windows, steps, samples) is at most this, so no sum

@@ -9,12 +9,11 @@
 namespace accrue::kernels::common {
 
 /// One entry of a library's heuristics, in its order: the algorithm, whether the library can run
-/// it here, its math mode, and the workspace it estimates.
+/// it here, and its math mode. (Its own workspace estimate is not used: the size is asked for.)
 struct AlgorithmCandidate {
   int algorithm;
   bool supported;
   int math;
-  std::size_t estimated_workspace;
 };
 
 struct AlgorithmChoice {

@@ -50,7 +50,7 @@ std::pair<Algo, std::size_t> pick(const Perf* perf, int count, Algo fallback, Wo
   std::vector<common::AlgorithmCandidate> candidates;
   for (int i = 0; i < count; ++i)
     candidates.push_back({static_cast<int>(perf[i].algo), perf[i].status == CUDNN_STATUS_SUCCESS,
-                          static_cast<int>(perf[i].mathType), perf[i].memory});
+                          static_cast<int>(perf[i].mathType)});
   const auto choice = common::choose_algorithm(
       candidates, plain_math, max_workspace, static_cast<int>(fallback), [&](int algo) -> std::optional<std::size_t> {
         std::size_t bytes = 0;

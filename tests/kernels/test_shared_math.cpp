@@ -298,18 +298,18 @@ BOOST_AUTO_TEST_CASE(convolution_algorithms_are_chosen_by_real_workspace_and_pla
     }
   };
   const std::vector<AlgorithmCandidate> ranked = {
-      {5, false, 1, 0},          // not supported here
-      {6, true, tensor_op, 0},   // TF32 math
-      {3, true, 1, 10},          // the estimate fits, the real workspace does not
-      {7, true, 1, 0},           // the library refuses to size it
-      {4, true, 0, 2000},        // the estimate is over, the real one fits
-      {8, true, 1, 0}};
+      {5, false, 1},         // not supported here
+      {6, true, tensor_op},  // TF32 math
+      {3, true, 1},          // cuDNN estimates 10 bytes, but asked, needs more than the cap
+      {7, true, 1},          // the library refuses to size it
+      {4, true, 0},          // estimated at 2000, asked, fits
+      {8, true, 1}};
   const auto choice = choose_algorithm(std::span{ranked}, std::span{plain}, cap, fallback, workspace);
   BOOST_REQUIRE(choice.has_value());
   BOOST_TEST(choice->algorithm == 4);
   BOOST_TEST(choice->workspace == 600u);
   // None fits: the algorithm without a workspace.
-  const std::vector<AlgorithmCandidate> none = {{6, true, tensor_op, 0}, {3, true, 1, 10}};
+  const std::vector<AlgorithmCandidate> none = {{6, true, tensor_op}, {3, true, 1}};
   const auto fallen = choose_algorithm(std::span{none}, std::span{plain}, cap, fallback, workspace);
   BOOST_REQUIRE(fallen.has_value());
   BOOST_TEST(fallen->algorithm == fallback);
