@@ -14,10 +14,11 @@
 // every micro-batch's summed loss is weighted by 1 / (samples in the window) before backward, so
 // the gradients that add up in .grad() are those of the window's mean loss; then close_window
 // (framework/training/window_close.hpp) unscales, checks, clips, steps and zeroes, in the order it
-// documents.
+// documents. The loop itself is TrainingRun::fit (training_run.cpp).
 
 #include <optional>
 
+#include "accrue/dsl/fit_options.hpp"
 #include "accrue/dsl/sequential.hpp"
 #include "accrue/framework/training/step_plan.hpp"
 
@@ -43,7 +44,8 @@ class Trainer {
   History fit(Sequential& model, const Dataset& train, Run run);
 
   /// The run's plan for `model` (compiled) and a training set of `train_size` samples, before any
-  /// training: windows, total optimizer steps. Throws for conflicting or invalid settings.
+  /// training: windows, total optimizer steps. Throws for conflicting or invalid settings. (A
+  /// memory budget, or an out-of-memory back-off, gives the run itself other micro-batches.)
   StepPlan plan(const Sequential& model, std::int64_t train_size) const;
   std::int64_t total_optimizer_steps(const Sequential& model, std::int64_t train_size) const {
     return plan(model, train_size).total_optimizer_steps();
@@ -53,8 +55,6 @@ class Trainer {
 
  private:
   TrainerOptions options_;
-  // Micro-batches per window relative to the schedule, after backing off on out-of-memory.
-  int accumulation_factor_ = 1;
 };
 
 /// The accumulation that applies to `model` under `options`: the fit/Trainer options', else the

@@ -1,0 +1,79 @@
+#pragma once
+// The options of fit() and of a Trainer (trainer.hpp), and of the training checkpoints they write.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "accrue/datasets/dataset.hpp"
+#include "accrue/dsl/callbacks.hpp"
+#include "accrue/framework/training/accumulation.hpp"
+#include "accrue/framework/training/lr_schedule.hpp"
+
+namespace accrue {
+
+/// Training checkpoints written during fit (see FitOptions::checkpoint).
+struct CheckpointOptions {
+  /// Folder for the checkpoints ("checkpoint-<micro-batches>.safetensors"); none when empty.
+  std::string dir = {};
+  /// Also write one every this many micro-batches (0: at the end of each epoch only). It may fall
+  /// inside an accumulation window: the window's gradients so far are saved with it.
+  std::int64_t every_micro_batches = 0;
+  /// Also write one when this many seconds have passed since the last (0: off).
+  double every_seconds = 0.0;
+  /// How many to keep, newest first; older ones are deleted.
+  int keep = 2;
+  /// Continue from the newest readable checkpoint in `dir` when there is one (a damaged one is
+  /// skipped with a warning and the one before it used).
+  bool resume = true;
+};
+
+/// Options of fit() and of a Trainer, with Keras's defaults where Keras has them.
+struct FitOptions {
+  int epochs = 1;
+  /// Samples per forward pass: the micro-batch when accumulating.
+  std::int64_t batch_size = 32;
+  /// Evaluated after every epoch; its results are logged as val_loss, val_<metric>.
+  std::optional<Dataset> validation = {};
+  /// Micro-batches per optimizer step (an int, `{{0, 8}, {4, 2}}`, ...); or set it in compile()
+  /// with `opt.accumulate(...)`, not both.
+  AccumulationSchedule accumulate = {};
+  AccumulateOptions accumulate_options = {};
+  /// Learning-rate schedule over optimizer steps (constant by default).
+  LrSchedule schedule = {};
+  std::vector<CallbackHandle> callbacks = {};
+  /// Reshuffle the training data every epoch.
+  bool shuffle = true;
+  /// Seed of the shuffling; by default drawn from the model's generator.
+  std::optional<std::uint64_t> seed = {};
+  /// Leave out a short last batch.
+  bool drop_last = false;
+  /// 0: silent; 1: a live bar on a terminal, one line per epoch otherwise; 2: one line per epoch.
+  int verbose = 1;
+  /// Compute the gradient norm at every optimizer step even without clipping (StepRecord).
+  bool track_grad_norm = false;
+  /// Print what happens at each micro-batch and step of the first `explain` windows.
+  int explain = 0;
+  /// When a window runs out of memory (OutOfMemory in its forward or backward pass): halve the
+  /// micro-batch, double the accumulation (the effective batch, the samples of every window and
+  /// so the learning-rate schedule stay as they were), redo the window, and log the new plan once.
+  /// Repeats down to a micro-batch of 1. Metrics are then updated at each window's end.
+  bool backoff_on_oom = false;
+  /// Write training checkpoints, and resume from the newest one: `{.dir = "ckpt", .every_micro_batches = 500}`.
+  CheckpointOptions checkpoint = {};
+  /// A training checkpoint to continue from (a file, or a folder whose newest checkpoint is used).
+  /// The run must have the same model, data and options; on the CPU with the same thread count it
+  /// then ends with the same parameters, bit for bit, as a run never interrupted.
+  std::string resume_from = {};
+  /// While fit runs, SIGINT (Ctrl-C) and SIGTERM stop training after the current micro-batch: a
+  /// checkpoint is written when `checkpoint.dir` is set, and fit throws Interrupted saying where
+  /// it stopped and how to continue. A second signal ends the process at once. false leaves the
+  /// signals to the program.
+  bool stop_on_signal = true;
+};
+
+/// A Trainer takes the same options as fit().
+using TrainerOptions = FitOptions;
+
+}  // namespace accrue

@@ -1,0 +1,544 @@
+#include "accrue/dsl/training_run.hpp"
+
+#include <cmath>
+#include <filesystem>
+
+#include "accrue/dsl/trainer.hpp"
+#include "accrue/framework/autocast.hpp"
+#include "accrue/framework/autograd.hpp"
+#include "accrue/framework/files.hpp"
+#include "accrue/framework/log.hpp"
+#include "accrue/framework/ops.hpp"
+#include "accrue/framework/training/window_close.hpp"
+
+namespace accrue::detail {
+
+namespace {
+
+// Warns once per run for each layer that normalizes with batch statistics when windows hold more
+// than one micro-batch: the statistics are the micro-batch's, not the effective batch's.
+void warn_batch_statistics(const Sequential& model, const StepPlan& plan) {
+  const std::int64_t effective = plan.max_effective_batch();
+  if (effective <= plan.spec().micro_batch) return;
+  for (std::size_t i = 0; i < model.size(); ++i) {
+    const Layer& l = model.layer(i);
+    if (l.uses_batch_statistics())
+      log::warning("layer '{}' ({}) computes its statistics over each micro-batch of {} samples, not over the effective "
+                   "batch of {}: accumulation does not make its statistics those of a large batch. GroupNorm or "
+                   "LayerNorm normalize per sample and behave the same under accumulation",
+                   l.name(), l.type_name(), plan.spec().micro_batch, effective);
+  }
+}
+
+// The memory planner: the largest divisor of the effective batch whose plan fits the budget.
+std::int64_t planned_micro_batch(const Sequential& model, std::size_t budget) {
+  const std::int64_t effective = model.recipe().accumulation().effective_samples();
+  for (std::int64_t m = effective; m >= 1; --m) {
+    if (effective % m != 0) continue;
+    const MemoryPlan plan = model.memory_plan(m, m < effective);
+    if (plan.peak_total > budget) continue;
+    log::info("memory budget {}: micro-batch {} x accumulate {} = effective batch {}, planned peak {}\n{}",
+              format_bytes(budget), m, effective / m, effective, format_bytes(plan.peak_total), plan.str());
+    return m;
+  }
+  throw ValueError(fmt::format("memory_budget({}): even a micro-batch of 1 is planned to need more; raise the budget "
+                               "or use a smaller model:\n{}",
+                               format_bytes(budget), model.memory_plan(1, effective > 1).str()));
+}
+
+// For an out-of-memory error under a limit: the largest micro-batch below the current one that the
+// memory plan fits in the limit beside what else is live, with the accumulation that keeps the
+// effective batch.
+std::string fitting_advice(const Sequential& model, std::int64_t micro_batch, std::int64_t effective_batch,
+                           std::size_t live_besides_model) {
+  const MemoryStats stats = memory_stats(model.device());
+  if (stats.limit == 0) return {};
+  for (std::int64_t m = micro_batch / 2; m >= 1; m /= 2) {
+    const MemoryPlan plan = model.memory_plan(m, /*accumulating=*/true);
+    if (plan.peak_total + live_besides_model <= stats.limit) {
+      const std::int64_t k = ceil_div(effective_batch, m);
+      return fmt::format("\nMicro-batches of {} with accumulate({}) keep the effective batch of {} and are planned to "
+                         "peak at {} (model.memory_plan({}); {} more is live besides the model), within the limit of {}.",
+                         m, k, m * k, format_bytes(plan.peak_total), m, format_bytes(live_besides_model),
+                         format_bytes(stats.limit));
+    }
+  }
+  return fmt::format("\nEven a micro-batch of 1 is planned to peak at {} (model.memory_plan(1)) beside {} live: raise "
+                     "the limit of {} or use a smaller model.",
+                     format_bytes(model.memory_plan(1, true).peak_total), format_bytes(live_besides_model),
+                     format_bytes(stats.limit));
+}
+
+// What must be the same for a run to continue from a checkpoint and repeat the run that wrote it.
+RunSignature run_signature(const Sequential& model, const Dataset& train, const TrainerOptions& options,
+                           const AccumulationSchedule& accumulation, const AccumulateOptions& accumulate,
+                           const LrSchedule& schedule) {
+  std::string metric_names;
+  for (const Metric& m : model.metrics()) metric_names += (metric_names.empty() ? "" : ", ") + m.name();
+  return {{"training samples", std::to_string(train.size())},
+          {"sample shape", train.sample_shape().str()},
+          {"training data", train.fingerprint()},
+          {"epochs", std::to_string(options.epochs)},
+          {"micro-batch", std::to_string(options.batch_size)},
+          {"accumulation", fmt::format("{} (last window: {}, normalization: {})", accumulation.str(),
+                                       last_window_name(accumulate.last_window),
+                                       normalization_name(accumulate.normalization))},
+          {"recipe", model.recipe().str()},
+          {"loss", model.loss().name()},
+          {"metrics", metric_names.empty() ? "(none)" : metric_names},
+          {"schedule", schedule.str()},
+          {"shuffle", options.shuffle ? "true" : "false"},
+          {"seed", options.seed ? std::to_string(*options.seed) : "drawn from the model's generator"},
+          {"drop_last", options.drop_last ? "true" : "false"},
+          {"backoff_on_oom", options.backoff_on_oom ? "true" : "false"}};
+}
+
+// The checkpoint to continue from: `resume_from` (a file, or the newest in a folder), else the
+// newest in the checkpoint folder when resuming is on. A newest one in a folder that is damaged or
+// cannot be read is skipped with a warning; a named file that is, or a folder of only such ones, is
+// an error.
+std::optional<TrainingCheckpoint> find_checkpoint(const std::string& resume_from, const CheckpointOptions& options) {
+  std::string dir = options.resume ? options.dir : std::string{};
+  if (!resume_from.empty()) {
+    if (!is_folder(resume_from, "resume_from")) return TrainingCheckpoint::read(resume_from);
+    dir = resume_from;
+  }
+  if (dir.empty()) return std::nullopt;
+  const std::vector<std::string> found = checkpoints_in(dir);
+  if (found.empty()) {
+    if (!resume_from.empty())
+      throw IoError(fmt::format("resume_from: {} holds no training checkpoint (checkpoint-<n>.safetensors)", dir));
+    return std::nullopt;
+  }
+  std::string problems;
+  for (const std::string& path : found) {
+    try {
+      return TrainingCheckpoint::read(path);
+    } catch (const IoError& e) {
+      log::warning("{}; trying the one before it", e.what());
+      problems += fmt::format("\n  {}", e.what());
+    }
+  }
+  throw IoError(fmt::format("no training checkpoint in {} can be used, so the run cannot continue; move them away to "
+                            "start afresh:{}",
+                            dir, problems));
+}
+
+}  // namespace
+
+StepPlan plan_run(const Sequential& model, const TrainerOptions& options, std::int64_t train_size,
+                  std::int64_t micro_batch, int accumulation_factor) {
+  ACCRUE_CHECK(model.compiled(), "the model is not compiled: call model.compile(optimizer, loss, metrics) first");
+  const auto [schedule, accumulate] = resolve_accumulation(model, options);
+  return StepPlan{{.dataset_size = train_size,
+                   .micro_batch = micro_batch,
+                   .drop_last = options.drop_last,
+                   .epochs = options.epochs,
+                   .schedule = accumulation_factor > 1 ? schedule.scaled(accumulation_factor) : schedule,
+                   .last_window = accumulate.last_window}};
+}
+
+// The training loop: what the tutorials write, with each event a member function below.
+History TrainingRun::fit() {
+  begin();
+  for (int epoch = state_.epoch; epoch < options_.epochs && !context_.stop_requested; ++epoch) {
+    const TrainingModeGuard mode{model_, true};
+    for (std::size_t k = begin_epoch(epoch); k < slots_.size(); ++k) {
+      const MicroBatchSlot slot = slots_[k];
+      StepRecord record = start_record(slot);
+      // Forward, weighted loss, backward (not for the rest of a window a NanGuard or the loss
+      // scaler dropped); after an out-of-memory back-off, the window again from its start.
+      if (!state_.window_poisoned)
+        if (const std::optional<std::size_t> restart = train_micro_batch(k, record)) {
+          k = *restart - 1;  // unsigned wrap-around at 0 is defined: ++k lands on the restart
+          continue;
+        }
+      if (slot.closes_window) apply_held_back_updates();
+      const Logs running = metric_logs(state_.epoch_loss, model_.metrics_);
+      ++state_.micro_batches;
+      if (slot.closes_window) close_window(slot, record);
+      for (Callback* c : callbacks_) c->on_micro_batch_end(record, running);
+      if (slot.closes_window) {
+        for (Callback* c : callbacks_) c->on_optimizer_step(record);
+        if (context_.stop_requested) break;
+      }
+      between_micro_batches(k);
+    }
+    end_epoch(epoch);
+  }
+  return finish();
+}
+
+TrainingRun::TrainingRun(Sequential& model, const Dataset& train, std::optional<Dataset> validation,
+                         const TrainerOptions& options, const std::string& resume_from)
+    : model_(model),
+      train_(train),
+      validation_(std::move(validation)),
+      options_(options),
+      checkpointing_(options.checkpoint),
+      resume_from_(resume_from),
+      schedule_(options.schedule) {
+  model.check_compiled("fit()");
+  ACCRUE_CHECK(!train.empty(), "fit: the training set '{}' is empty", train.name());
+  model.build(train.sample_shape());
+  state_.batch_size = options.batch_size;
+  if (const auto budget = model.recipe().memory_budget()) state_.batch_size = planned_micro_batch(model, *budget);
+  if (validation_)
+    ACCRUE_CHECK_SHAPE(validation_->sample_shape() == train.sample_shape(),
+                       "fit: validation samples '{}' have shape {}, training samples {}", validation_->name(),
+                       validation_->sample_shape(), train.sample_shape());
+  model.ensure_optimizer();
+  optimizer_ = model.optimizer_.get();
+  std::tie(accumulation_, accumulate_) = resolve_accumulation(model, options);
+  accumulation_.validate_for(state_.batch_size);
+  // The folder is this run's from here on: a second run there is refused before it reads anything.
+  if (!checkpointing_.dir.empty()) folder_lock_.emplace(prepare_checkpoint_dir(checkpointing_.dir));
+  // Only runs that write or read checkpoints pay for reading the data's fingerprint.
+  if (!checkpointing_.dir.empty() || !resume_from_.empty())
+    signature_ = run_signature(model, train, options, accumulation_, accumulate_, schedule_);
+  checkpoint_ = find_checkpoint(resume_from_, checkpointing_);
+  if (checkpoint_) {
+    checkpoint_->check_signature(signature_);
+    // A run that backed off on out-of-memory goes on with the micro-batch it had reached.
+    state_.batch_size = checkpoint_->batch_size();
+    state_.accumulation_factor = checkpoint_->accumulation_factor();
+  }
+  plan_ = plan_run(model, options, train.size(), state_.batch_size, state_.accumulation_factor);
+  schedule_.prepare(*plan_);
+  warn_batch_statistics(model, *plan_);
+  state_.loader_seed = checkpoint_      ? checkpoint_->loader_seed()
+                       : options.seed ? *options.seed
+                                      : (static_cast<std::uint64_t>(model.generator().next_u32()) << 32);
+  make_loader();
+  make_callbacks();
+  make_context();
+  optimizer_->zero_grad();
+  if (checkpoint_) resume();
+}
+
+// The loader of the run's micro-batch and shuffling seed, and the batches it hands to the device.
+void TrainingRun::make_loader() {
+  batches_.reset();  // before the loader it reads from
+  loader_ = std::make_unique<DataLoader>(train_, LoaderOptions{.batch_size = state_.batch_size,
+                                                               .shuffle = options_.shuffle,
+                                                               .seed = state_.loader_seed,
+                                                               .drop_last = options_.drop_last});
+  batches_ = std::make_unique<DeviceBatches>(*loader_, model_.device());
+}
+
+void TrainingRun::make_callbacks() {
+  if (options_.verbose > 0) {
+    progress_.emplace(callbacks::ProgressBarOptions{
+        .mode = options_.verbose == 2 ? callbacks::ProgressBarOptions::Mode::lines
+                                      : callbacks::ProgressBarOptions::Mode::automatic});
+    callbacks_.push_back(&*progress_);
+  }
+  if (options_.explain > 0) {
+    explain_.emplace(callbacks::ExplainOptions{.windows = options_.explain});
+    callbacks_.push_back(&*explain_);
+  }
+  for (const CallbackHandle& c : options_.callbacks) callbacks_.push_back(c.get());
+}
+
+void TrainingRun::make_context() {
+  context_.model = &model_;
+  context_.optimizer = optimizer_;
+  context_.recipe = &model_.recipe();
+  context_.plan = &*plan_;
+  context_.schedule = &schedule_;
+  context_.epochs = options_.epochs;
+  context_.batch_size = state_.batch_size;
+  context_.samples_per_epoch =
+      options_.drop_last ? plan_->micro_batches_per_epoch() * state_.batch_size : train_.size();
+  context_.steps_per_epoch = plan_->micro_batches_per_epoch();
+  context_.base_lr = optimizer_->lr();
+  parameters_ = model_.parameters();
+  amp_ = model_.recipe().amp_dtype(model_.device());
+  scaler_ = model_.scaler();
+  context_.amp_dtype = amp_;
+  context_.scaler = scaler_;
+}
+
+RunParts TrainingRun::parts() {
+  return {model_, *optimizer_, scaler_, schedule_, context_, model_.metrics_, state_};
+}
+
+void TrainingRun::resume() {
+  RunParts p = parts();
+  checkpoint_->restore(p);
+  context_.resumed = true;
+  context_.initial_epoch = state_.epoch;
+  continue_epoch_ = state_.next_slot > 0;
+  if (state_.epoch >= options_.epochs || context_.stop_requested)
+    log::info("{} is the checkpoint of a finished run ({} epoch{} trained); nothing is left to train",
+              checkpoint_->path(), state_.history.epochs(), state_.history.epochs() == 1 ? "" : "s");
+  else
+    log::info("resuming from {}: epoch {}/{}, micro-batch {}/{}, {} optimizer steps done", checkpoint_->path(),
+              state_.epoch + 1, options_.epochs, state_.next_slot + 1, plan_->epoch_slots(state_.epoch).size(),
+              context_.optimizer_steps);
+}
+
+void TrainingRun::begin() {
+  for (Callback* c : callbacks_) c->on_train_begin(context_);
+  if (checkpoint_) checkpoint_->restore_callbacks(callbacks_);
+  last_checkpoint_ = std::chrono::steady_clock::now();
+  if (options_.stop_on_signal) stop_signal_.emplace();
+  const MemoryStats at_start = memory_stats(model_.device());
+  live_besides_model_ = at_start.live_total - at_start.live_of(MemoryCategory::parameters) -
+                        at_start.live_of(MemoryCategory::optimizer_state) -
+                        at_start.live_of(MemoryCategory::gradients);
+}
+
+std::size_t TrainingRun::begin_epoch(int epoch) {
+  state_.epoch = epoch;
+  loader_->set_epoch(epoch);
+  batches_->reset();
+  const bool continuing = std::exchange(continue_epoch_, false);
+  if (!continuing) {
+    state_.epoch_loss.reset();
+    for (Metric& m : model_.metrics_) m.reset();
+  }
+  reset_peak_memory(model_.device());
+  for (Callback* c : callbacks_) c->on_epoch_begin(epoch);
+  slots_ = plan_->epoch_slots(epoch);
+  return continuing ? state_.next_slot : 0;
+}
+
+StepRecord TrainingRun::start_record(const MicroBatchSlot& slot) const {
+  StepRecord record;
+  record.epoch = state_.epoch;
+  record.micro_batch = slot.index;
+  record.window = slot.window;
+  record.position = slot.position;
+  record.window_micro_batches = slot.window_micro_batches;
+  record.window_samples = slot.window_samples;
+  record.optimizer_step = context_.optimizer_steps;
+  return record;
+}
+
+// Forward, the weighted loss and backward of micro-batch `k`; the index to go on from when an
+// out-of-memory back-off restarts the window.
+std::optional<std::size_t> TrainingRun::train_micro_batch(std::size_t k, StepRecord& record) {
+  const MicroBatchSlot slot = slots_[k];
+  const Batch batch = batches_->get(slot.index, k + 1 < slots_.size() ? std::optional{slots_[k + 1].index} : std::nullopt);
+  record.micro_batch_samples = batch.size();
+  if (scaler_) record.loss_scale = scaler_->scale();
+  try {
+    Tensor prediction, loss_sum;
+    {
+      const AutocastGuard autocast{amp_};
+      prediction = model_.forward(batch.inputs);
+      loss_sum = model_.loss().batch_sum(prediction, batch.targets);
+    }
+    const double loss_value = loss_sum.item();
+    record.loss = loss_value / static_cast<double>(batch.size());
+    if (!std::isfinite(loss_value)) handle_nonfinite_loss(loss_value, record);
+    if (state_.window_poisoned) return std::nullopt;
+    // The weight that makes the window's accumulated gradient that of its mean loss (or,
+    // per_micro_batch, the tutorials' mean / N).
+    const bool mean = model_.loss().reduction() == Reduction::mean;
+    double weight = 1.0;
+    if (accumulate_.normalization == Normalization::per_micro_batch)
+      weight = (mean ? 1.0 / static_cast<double>(batch.size()) : 1.0) / slot.window_micro_batches;
+    else if (mean)
+      weight = 1.0 / static_cast<double>(slot.window_samples);
+    record.loss_weight = weight;
+    // With loss scaling the summed loss is also multiplied by the scale, undone once per step.
+    const double scale = scaler_ ? scaler_->scale() : 1.0;
+    (loss_sum * static_cast<float>(weight * scale)).backward();
+    if (std::isfinite(loss_value)) update_metrics(prediction, batch.targets, loss_value);
+  } catch (OutOfMemory& e) {
+    return back_off(e, k, record);
+  } catch (Error& e) {
+    e.prepend(where(slot, record.micro_batch_samples));
+    throw;
+  }
+  return std::nullopt;
+}
+
+// An inf or NaN loss: with float16 loss scaling the scaler's business (the window is dropped, as
+// for an overflow in backward); otherwise the first callback that answers decides.
+void TrainingRun::handle_nonfinite_loss(double loss, const StepRecord& record) {
+  if (scaler_) {
+    state_.window_poisoned = true;
+    return;
+  }
+  std::optional<NonFiniteAction> action;
+  for (Callback* c : callbacks_)
+    if ((action = c->on_nonfinite_loss(record))) break;
+  switch (action.value_or(NonFiniteAction::raise)) {
+    case NonFiniteAction::raise:
+      throw NonFiniteError(fmt::format("the loss is {}; lower the learning rate, check the inputs for inf and NaN, or "
+                                       "add callbacks::NanGuard to skip such windows",
+                                       loss));
+    case NonFiniteAction::skip_window: state_.window_poisoned = true; break;
+    case NonFiniteAction::warn:
+      log::warning("epoch {}, micro-batch {}: the loss is {}; going on", record.epoch + 1, record.micro_batch + 1, loss);
+      break;
+  }
+}
+
+// With back-off, a window's metric updates wait for its end, so that a redone window counts once.
+void TrainingRun::update_metrics(const Tensor& prediction, const Tensor& targets, double loss) {
+  if (options_.backoff_on_oom) {
+    state_.pending.push_back({prediction.detach(), targets, loss});
+    return;
+  }
+  const NoGradGuard no_grad;
+  state_.epoch_loss.update(prediction, targets, loss);
+  for (Metric& m : model_.metrics_) m.update(prediction, targets, loss);
+}
+
+void TrainingRun::apply_held_back_updates() {
+  if (state_.pending.empty()) return;
+  const NoGradGuard no_grad;
+  for (const PendingUpdate& u : state_.pending) {
+    state_.epoch_loss.update(u.prediction, u.targets, u.loss);
+    for (Metric& m : model_.metrics_) m.update(u.prediction, u.targets, u.loss);
+  }
+  state_.pending.clear();
+}
+
+// Out of memory in micro-batch `k`: the window's partial gradients go (parameters and optimizer
+// state are as before it). With backoff_on_oom the window starts again from its first sample with
+// micro-batches half as large and twice as many per window; returns the slot it starts at.
+// Otherwise rethrows with where it happened and the micro-batch the memory plan says would fit.
+std::size_t TrainingRun::back_off(OutOfMemory& e, std::size_t k, const StepRecord& record) {
+  optimizer_->zero_grad();
+  state_.pending.clear();
+  const MicroBatchSlot slot = slots_[k];
+  const std::int64_t micro = state_.batch_size;
+  if (!options_.backoff_on_oom || micro < 2 || micro % 2 != 0) {
+    e.prepend(where(slot, record.micro_batch_samples));
+    if (options_.backoff_on_oom) e.append(fmt::format("\nbackoff_on_oom cannot halve a micro-batch of {}.", micro));
+    e.append(fitting_advice(model_, std::min(micro, train_.size()), plan_->max_effective_batch(), live_besides_model_));
+    throw;
+  }
+  const std::int64_t window_start = slots_[k - static_cast<std::size_t>(slot.position)].index * micro;
+  state_.batch_size = micro / 2;
+  state_.accumulation_factor *= 2;
+  replan();
+  std::size_t restart = 0;
+  while (restart < slots_.size() && slots_[restart].index * state_.batch_size < window_start) ++restart;
+  log::warning("out of memory at a micro-batch of {} (epoch {}, optimizer step {}): backing off to micro-batches of {} "
+               "accumulated {} per step (effective batch {}); redoing the window",
+               micro, state_.epoch + 1, context_.optimizer_steps + 1, state_.batch_size,
+               slots_[restart].window_micro_batches, slots_[restart].window_samples);
+  return restart;
+}
+
+// The plan, the loader and the current epoch's slots for the run's micro-batch and accumulation.
+void TrainingRun::replan() {
+  plan_ = plan_run(model_, options_, train_.size(), state_.batch_size, state_.accumulation_factor);
+  make_loader();
+  loader_->set_epoch(state_.epoch);
+  slots_ = plan_->epoch_slots(state_.epoch);
+  context_.batch_size = state_.batch_size;
+  context_.steps_per_epoch = plan_->micro_batches_per_epoch();
+}
+
+// The order of a window's close is written once, in framework/training/window_close.hpp.
+void TrainingRun::close_window(const MicroBatchSlot& slot, StepRecord& record) {
+  try {
+    accrue::close_window({.parameters = parameters_,
+                          .optimizer = *optimizer_,
+                          .recipe = model_.recipe(),
+                          .scaler = scaler_,
+                          .schedule = schedule_,
+                          .base_lr = context_.base_lr,
+                          .lr_factor = context_.lr_factor,
+                          .track_norm = options_.track_grad_norm},
+                         state_.window_poisoned, context_.optimizer_steps, record);
+  } catch (Error& e) {
+    e.prepend(where(slot, record.micro_batch_samples));
+    throw;
+  }
+  state_.window_poisoned = false;
+}
+
+// Between micro-batches k and k + 1 of an epoch (its end has its own checkpoint and signal check):
+// a checkpoint when one is due, then a stop when a signal came.
+void TrainingRun::between_micro_batches(std::size_t k) {
+  if (k + 1 >= slots_.size()) return;
+  const bool due =
+      !checkpointing_.dir.empty() &&
+      ((checkpointing_.every_micro_batches > 0 && state_.micro_batches % checkpointing_.every_micro_batches == 0) ||
+       (checkpointing_.every_seconds > 0 &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - last_checkpoint_).count() >=
+            checkpointing_.every_seconds));
+  if (due) {
+    state_.next_slot = k + 1;
+    write_checkpoint();
+  }
+  stop_if_signalled(state_.epoch, k + 1);
+}
+
+void TrainingRun::end_epoch(int epoch) {
+  Logs logs = metric_logs(state_.epoch_loss, model_.metrics_);
+  context_.epoch_memory = memory_stats(model_.device());
+  if (validation_) {
+    const Evaluation val = model_.evaluate(*validation_, {.batch_size = state_.batch_size});
+    for (const auto& [name, value] : val.logs.items()) logs.set("val_" + name, value);
+  }
+  schedule_.on_epoch_end(logs);
+  for (Callback* c : callbacks_) c->on_epoch_end(epoch, logs);
+  state_.history.append(logs, context_.epoch_memory);
+  if (!checkpointing_.dir.empty()) {
+    state_.epoch = epoch + 1;
+    state_.next_slot = 0;
+    write_checkpoint();
+  }
+  stop_if_signalled(epoch, slots_.size());
+}
+
+History TrainingRun::finish() {
+  // Gradients of a window cut off by an early stop are not applied.
+  optimizer_->zero_grad();
+  optimizer_->set_lr(context_.base_lr);
+  const History& history = state_.history;
+  for (Callback* c : callbacks_) c->on_train_end(history.epochs() ? history.logs().back() : Logs{});
+  return history;
+}
+
+// Checkpoints: at each epoch's end, and every so many micro-batches or seconds in between.
+void TrainingRun::write_checkpoint() {
+  last_checkpoint_path_ =
+      (std::filesystem::path(checkpointing_.dir) / checkpoint_name(state_.micro_batches)).string();
+  write_training_checkpoint(last_checkpoint_path_, parts(), signature_, callbacks_);
+  keep_newest_checkpoints(checkpointing_.dir, checkpointing_.keep);
+  last_checkpoint_ = std::chrono::steady_clock::now();
+}
+
+// SIGINT or SIGTERM: stop between micro-batches (or at an epoch's end), with a checkpoint when
+// there is a folder for it. `next` is the epoch's next slot; the slot count at the epoch's end.
+void TrainingRun::stop_if_signalled(int epoch, std::size_t next) {
+  const int signal = stop_signal_ ? stop_signal_->received() : 0;
+  if (signal == 0) return;
+  const std::string at = next < slots_.size() ? fmt::format("after micro-batch {}/{} of epoch {}/{}", next,
+                                                             slots_.size(), epoch + 1, options_.epochs)
+                                              : fmt::format("at the end of epoch {}/{}", epoch + 1, options_.epochs);
+  if (checkpointing_.dir.empty())
+    throw Interrupted(fmt::format("training stopped by {} {} ({} optimizer steps); no checkpoint folder is set "
+                                  "(checkpoint.dir), so this run cannot be continued",
+                                  signal_name(signal), at, context_.optimizer_steps),
+                      signal);
+  if (next < slots_.size()) {
+    state_.next_slot = next;
+    write_checkpoint();
+  }
+  throw Interrupted(fmt::format("training stopped by {} {} ({} optimizer steps); checkpoint {} holds it: run the same "
+                                "training again to continue from there",
+                                signal_name(signal), at, context_.optimizer_steps, last_checkpoint_path_),
+                    signal);
+}
+
+// "epoch 2/5, batch 7/938 (samples ...; micro-batch 3/4 of optimizer step 12): ", put before an
+// error raised while training a micro-batch.
+std::string TrainingRun::where(const MicroBatchSlot& slot, std::int64_t samples) const {
+  const std::int64_t first = slot.index * state_.batch_size;
+  return fmt::format("epoch {}/{}, batch {}/{} (samples {}..{} of the epoch; micro-batch {}/{} of optimizer step {}): ",
+                     state_.epoch + 1, options_.epochs, slot.index + 1, plan_->micro_batches_per_epoch(), first,
+                     first + samples - 1, slot.position + 1, slot.window_micro_batches, slot.window + 1);
+}
+
+}  // namespace accrue::detail

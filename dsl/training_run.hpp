@@ -1,0 +1,107 @@
+#pragma once
+// One call of fit: the run's state and the training loop over it (Trainer::fit makes one and calls
+// fit()). TrainingRun::fit is the loop; each event of it is one member function below, so a reader
+// sees the loop on one screen and finds each event under its name.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "accrue/datasets/device_batches.hpp"
+#include "accrue/datasets/loader.hpp"
+#include "accrue/dsl/callbacks/explain.hpp"
+#include "accrue/dsl/callbacks/progress_bar.hpp"
+#include "accrue/dsl/fit_options.hpp"
+#include "accrue/dsl/sequential.hpp"
+#include "accrue/dsl/training_checkpoint.hpp"
+#include "accrue/framework/training/step_plan.hpp"
+#include "accrue/framework/training/stop_signal.hpp"
+
+namespace accrue::detail {
+
+/// The plan of a run of `model` (compiled) on `train_size` samples under `options`, with
+/// micro-batches of `micro_batch` and the accumulation schedule multiplied by
+/// `accumulation_factor` (both differ from the options' after an out-of-memory back-off).
+StepPlan plan_run(const Sequential& model, const TrainerOptions& options, std::int64_t train_size,
+                  std::int64_t micro_batch, int accumulation_factor);
+
+class TrainingRun {
+ public:
+  /// Prepares the run: builds the model, plans it (memory budget, accumulation, schedule), takes
+  /// the checkpoint folder, and restores the checkpoint to continue from when there is one.
+  /// `options` must outlive the run and is never changed.
+  TrainingRun(Sequential& model, const Dataset& train, std::optional<Dataset> validation,
+              const TrainerOptions& options, const std::string& resume_from);
+  TrainingRun(const TrainingRun&) = delete;  // the callbacks' context points into it
+  TrainingRun& operator=(const TrainingRun&) = delete;
+
+  /// Trains from where the run stands to its last epoch (or an early stop) and returns the history.
+  History fit();
+
+ private:
+  // The run's events, in the order fit calls them.
+  void begin();
+  std::size_t begin_epoch(int epoch);  // returns the first slot to train
+  StepRecord start_record(const MicroBatchSlot& slot) const;
+  std::optional<std::size_t> train_micro_batch(std::size_t k, StepRecord& record);
+  void handle_nonfinite_loss(double loss, const StepRecord& record);
+  void update_metrics(const Tensor& prediction, const Tensor& targets, double loss);
+  std::size_t back_off(OutOfMemory& e, std::size_t k, const StepRecord& record);
+  void apply_held_back_updates();
+  void close_window(const MicroBatchSlot& slot, StepRecord& record);
+  void between_micro_batches(std::size_t k);
+  void end_epoch(int epoch);
+  History finish();
+
+  // Setup, and what the events share.
+  void resume();
+  void make_loader();
+  void make_callbacks();
+  void make_context();
+  void replan();
+  void write_checkpoint();
+  void stop_if_signalled(int epoch, std::size_t next);
+  std::string where(const MicroBatchSlot& slot, std::int64_t samples) const;
+  RunParts parts();
+
+  Sequential& model_;
+  const Dataset& train_;
+  std::optional<Dataset> validation_;
+  const TrainerOptions& options_;
+  const CheckpointOptions& checkpointing_;
+  std::string resume_from_;
+  optim::Optimizer* optimizer_ = nullptr;
+  AccumulationSchedule accumulation_;
+  AccumulateOptions accumulate_;
+  LrSchedule schedule_;
+  std::optional<CheckpointFolderLock> folder_lock_;
+  RunSignature signature_;
+  std::optional<TrainingCheckpoint> checkpoint_;  // the one the run continues from
+  // The position, the micro-batch and accumulation factor (after any back-off), the epoch's
+  // running loss, held-back metric updates and the history: what a checkpoint saves besides the
+  // model, optimizer, scaler, schedule, metrics and callbacks.
+  RunState state_;
+  std::optional<StepPlan> plan_;
+  std::unique_ptr<DataLoader> loader_;
+  std::unique_ptr<DeviceBatches> batches_;
+  std::vector<MicroBatchSlot> slots_;  // the current epoch's
+  std::optional<callbacks::ProgressBar> progress_;
+  std::optional<callbacks::Explain> explain_;
+  std::vector<Callback*> callbacks_;
+  TrainingContext context_;
+  std::vector<Tensor> parameters_;
+  std::optional<DType> amp_;
+  GradScaler* scaler_ = nullptr;
+  bool continue_epoch_ = false;  // a checkpoint taken inside an epoch continues it
+  std::chrono::steady_clock::time_point last_checkpoint_;
+  std::string last_checkpoint_path_;
+  std::optional<StopSignal> stop_signal_;
+  // Memory that is not the model's (datasets held in memory, the user's tensors), for advice when
+  // an allocation passes a limit.
+  std::size_t live_besides_model_ = 0;
+};
+
+}  // namespace accrue::detail
