@@ -285,6 +285,127 @@ std::uint64_t TrainingCheckpoint::loader_seed() const {
   return reading(path_, [&] { return json_integer<std::uint64_t>(data_->state.at("loader_seed"), "loader_seed"); });
 }
 
+namespace {
+
+// A checkpoint's state parsed into values, before anything of the run changes.
+struct ParsedState {
+  optim::OptimizerState optimizer;
+  std::optional<GradScaler::State> scaler;
+  std::string schedule;
+  std::array<std::uint64_t, 2> model_generator{}, default_generator{};
+  int epoch = 0;
+  std::size_t next_slot = 0;
+  std::int64_t micro_batches = 0, optimizer_steps = 0;
+  bool window_poisoned = false, stop_requested = false;
+  double lr_factor = 1.0;
+  metrics::MeanLoss epoch_loss;
+  std::vector<Metric> metrics;
+  std::vector<PendingUpdate> pending;
+  History history;
+};
+
+// The optimizer's counters, the loss scaler, the schedule and the generators.
+void parse_counters(const json& s, ParsedState& v) {
+  const json& counters = s.at("optimizer");
+  ACCRUE_CHECK(counters.is_object(), "its optimizer counters are not an object");
+  for (auto it = counters.begin(); it != counters.end(); ++it)
+    v.optimizer.counters[it.key()] = json_integer<std::int64_t>(*it, "an optimizer counter");
+  if (s.contains("scaler") && !s["scaler"].is_null()) {
+    const json& sc = s["scaler"];
+    v.scaler = GradScaler::State{sc.at("scale").get<double>(), json_integer<std::int64_t>(sc.at("growth_tracker"), "growth_tracker"),
+                                 json_integer<std::int64_t>(sc.at("skipped_steps"), "skipped_steps")};
+    ACCRUE_CHECK(std::isfinite(v.scaler->scale) && v.scaler->scale > 0 && v.scaler->growth_tracker >= 0 &&
+                     v.scaler->skipped_steps >= 0,
+                 "its loss scaler state (scale {}, growth tracker {}) is not valid", v.scaler->scale,
+                 v.scaler->growth_tracker);
+  }
+  v.schedule = s.at("schedule").get<std::string>();
+  const json& gens = s.at("generators");
+  for (auto [key, out] : {std::pair{"model", &v.model_generator}, std::pair{"default", &v.default_generator}}) {
+    const json& g = gens.at(key);
+    ACCRUE_CHECK(g.is_array() && g.size() == 2, "its {} generator is not [seed, offset]", key);
+    *out = {json_integer<std::uint64_t>(g[0], "a generator seed"), json_integer<std::uint64_t>(g[1], "a generator offset")};
+  }
+}
+
+// Where the run stood, checked against the run's plan.
+void parse_position(const json& s, const StepPlan& plan, ParsedState& v) {
+  const json& pos = s.at("position");
+  v.epoch = json_integer<int>(pos.at("epoch"), "epoch");
+  v.next_slot = json_integer<std::size_t>(pos.at("next_slot"), "next_slot");
+  v.micro_batches = json_integer<std::int64_t>(pos.at("micro_batches"), "micro_batches");
+  v.optimizer_steps = json_integer<std::int64_t>(pos.at("optimizer_steps"), "optimizer_steps");
+  v.window_poisoned = pos.at("window_poisoned").get<bool>();
+  v.stop_requested = pos.at("stop_requested").get<bool>();
+  v.lr_factor = s.at("lr_factor").get<double>();
+  ACCRUE_CHECK(std::isfinite(v.lr_factor) && v.lr_factor >= 0.0, "its learning-rate factor {} is not finite and >= 0",
+               v.lr_factor);
+  ACCRUE_CHECK(v.micro_batches >= 0 && v.optimizer_steps >= 0, "its counts of micro-batches ({}) and steps ({}) are negative",
+               v.micro_batches, v.optimizer_steps);
+  ACCRUE_CHECK(v.epoch >= 0 && v.epoch <= plan.spec().epochs, "its epoch {} is outside the run's {} epochs", v.epoch + 1,
+               plan.spec().epochs);
+  if (v.epoch < plan.spec().epochs) {
+    const std::size_t slots = plan.epoch_slots(v.epoch).size();
+    ACCRUE_CHECK(v.next_slot < slots, "its next micro-batch {} is past the {} of epoch {}", v.next_slot + 1, slots,
+                 v.epoch + 1);
+  }
+}
+
+// The epoch's running loss and metrics (the model's, in its order), and the history so far.
+void parse_metrics(const json& s, const std::vector<Metric>& model_metrics, ParsedState& v) {
+  v.epoch_loss.load_state(s.at("epoch_loss").get<std::vector<double>>());
+  const json& metrics = s.at("metrics");
+  ACCRUE_CHECK(metrics.size() == model_metrics.size(), "it has {} metrics, the model {}", metrics.size(),
+               model_metrics.size());
+  v.metrics = model_metrics;
+  for (std::size_t i = 0; i < metrics.size(); ++i) {
+    const std::string name = metrics[i].at("name").get<std::string>();
+    ACCRUE_CHECK(name == v.metrics[i].name(), "metric {} is '{}' in the checkpoint and '{}' in the model", i + 1, name,
+                 v.metrics[i].name());
+    const json& ms = metrics[i].at("state");
+    if (ms.is_null()) {
+      v.metrics[i].reset();
+      if (v.next_slot > 0)
+        log::warning("metric '{}' keeps no state (no state() member), so its value for epoch {} covers only the "
+                     "micro-batches after the resume",
+                     name, v.epoch + 1);
+    } else {
+      v.metrics[i].load_state(ms.get<std::vector<double>>());
+    }
+  }
+  for (const json& e : s.at("history")) {
+    Logs logs;
+    for (const json& item : e.at("logs")) logs.set(item.at(0).get<std::string>(), to_double(item.at(1)));
+    v.history.append(std::move(logs), memory_from(e.at("memory")));
+  }
+}
+
+// The tensors besides the model's and the gradients: the optimizer's, the held-back metric
+// updates' and the callbacks'; each one taken is claimed in `found`.
+void parse_tensors(const json& s, const serialization::NamedTensors& tensors, Device device,
+                   serialization::TensorMatch& found, ParsedState& v) {
+  for (const auto& [name, t] : tensors)
+    if (name.starts_with("optimizer.")) {
+      v.optimizer.tensors.emplace_back(name.substr(10), t);
+      found.claimed.push_back(name);
+    }
+  const json& losses = s.at("pending_losses");
+  for (std::size_t i = 0; i < losses.size(); ++i) {
+    const Tensor* p = serialization::find_tensor(tensors, fmt::format("pending.{}.prediction", i));
+    const Tensor* t = serialization::find_tensor(tensors, fmt::format("pending.{}.targets", i));
+    ACCRUE_CHECK(p != nullptr && t != nullptr, "pending metric update {} has no prediction or targets", i);
+    v.pending.push_back({p->to(device), t->to(device), to_double(losses[i])});
+    found.claimed.push_back(fmt::format("pending.{}.prediction", i));
+    found.claimed.push_back(fmt::format("pending.{}.targets", i));
+  }
+  const json& cbs = s.at("callbacks");
+  for (std::size_t i = 0; i < cbs.size(); ++i)
+    if (cbs[i].contains("tensors"))
+      for (const json& n : cbs[i]["tensors"]) found.claimed.push_back(fmt::format("callback.{}.{}", i, n.get<std::string>()));
+}
+
+}  // namespace
+
 void TrainingCheckpoint::restore(RunParts& parts) const {
   const json& s = data_->state;
   const serialization::NamedTensors& tensors = data_->tensors;
@@ -293,107 +414,12 @@ void TrainingCheckpoint::restore(RunParts& parts) const {
   serialization::TensorMatch found;
   const auto state_copies = found.match(parts.model.named_state(), tensors, "model.", true, "the checkpoint");
   const auto grads = found.match(parts.model.named_parameters(), tensors, "grad.", false, "the checkpoint");
-  optim::OptimizerState optimizer;
-  for (const auto& [name, t] : tensors)
-    if (name.starts_with("optimizer.")) {
-      optimizer.tensors.emplace_back(name.substr(10), t);
-      found.claimed.push_back(name);
-    }
-
-  // Everything else, parsed into values before anything changes.
-  struct Parsed {
-    std::optional<GradScaler::State> scaler;
-    std::string schedule;
-    std::array<std::uint64_t, 2> model_generator{}, default_generator{};
-    int epoch = 0;
-    std::size_t next_slot = 0;
-    std::int64_t micro_batches = 0, optimizer_steps = 0;
-    bool window_poisoned = false, stop_requested = false;
-    double lr_factor = 1.0;
-    metrics::MeanLoss epoch_loss;
-    std::vector<Metric> metrics;
-    std::vector<PendingUpdate> pending;
-    History history;
-  } v;
+  ParsedState v;
   reading(path_, [&] {
-    const json& counters = s.at("optimizer");
-    ACCRUE_CHECK(counters.is_object(), "its optimizer counters are not an object");
-    for (auto it = counters.begin(); it != counters.end(); ++it)
-      optimizer.counters[it.key()] = json_integer<std::int64_t>(*it, "an optimizer counter");
-    if (s.contains("scaler") && !s["scaler"].is_null()) {
-      const json& sc = s["scaler"];
-      v.scaler = GradScaler::State{sc.at("scale").get<double>(), json_integer<std::int64_t>(sc.at("growth_tracker"), "growth_tracker"),
-                                   json_integer<std::int64_t>(sc.at("skipped_steps"), "skipped_steps")};
-      ACCRUE_CHECK(std::isfinite(v.scaler->scale) && v.scaler->scale > 0 && v.scaler->growth_tracker >= 0 &&
-                       v.scaler->skipped_steps >= 0,
-                   "its loss scaler state (scale {}, growth tracker {}) is not valid", v.scaler->scale,
-                   v.scaler->growth_tracker);
-    }
-    v.schedule = s.at("schedule").get<std::string>();
-    const json& gens = s.at("generators");
-    for (auto [key, out] : {std::pair{"model", &v.model_generator}, std::pair{"default", &v.default_generator}}) {
-      const json& g = gens.at(key);
-      ACCRUE_CHECK(g.is_array() && g.size() == 2, "its {} generator is not [seed, offset]", key);
-      *out = {json_integer<std::uint64_t>(g[0], "a generator seed"), json_integer<std::uint64_t>(g[1], "a generator offset")};
-    }
-    const json& pos = s.at("position");
-    v.epoch = json_integer<int>(pos.at("epoch"), "epoch");
-    v.next_slot = json_integer<std::size_t>(pos.at("next_slot"), "next_slot");
-    v.micro_batches = json_integer<std::int64_t>(pos.at("micro_batches"), "micro_batches");
-    v.optimizer_steps = json_integer<std::int64_t>(pos.at("optimizer_steps"), "optimizer_steps");
-    v.window_poisoned = pos.at("window_poisoned").get<bool>();
-    v.stop_requested = pos.at("stop_requested").get<bool>();
-    v.lr_factor = s.at("lr_factor").get<double>();
-    ACCRUE_CHECK(std::isfinite(v.lr_factor) && v.lr_factor >= 0.0, "its learning-rate factor {} is not finite and >= 0",
-                 v.lr_factor);
-    ACCRUE_CHECK(v.micro_batches >= 0 && v.optimizer_steps >= 0, "its counts of micro-batches ({}) and steps ({}) are negative",
-                 v.micro_batches, v.optimizer_steps);
-    const StepPlan& plan = *parts.context.plan;
-    ACCRUE_CHECK(v.epoch >= 0 && v.epoch <= plan.spec().epochs, "its epoch {} is outside the run's {} epochs", v.epoch + 1,
-                 plan.spec().epochs);
-    if (v.epoch < plan.spec().epochs) {
-      const std::size_t slots = plan.epoch_slots(v.epoch).size();
-      ACCRUE_CHECK(v.next_slot < slots, "its next micro-batch {} is past the {} of epoch {}", v.next_slot + 1, slots,
-                   v.epoch + 1);
-    }
-    v.epoch_loss.load_state(s.at("epoch_loss").get<std::vector<double>>());
-    const json& metrics = s.at("metrics");
-    ACCRUE_CHECK(metrics.size() == parts.metrics.size(), "it has {} metrics, the model {}", metrics.size(),
-                 parts.metrics.size());
-    v.metrics = parts.metrics;
-    for (std::size_t i = 0; i < metrics.size(); ++i) {
-      const std::string name = metrics[i].at("name").get<std::string>();
-      ACCRUE_CHECK(name == v.metrics[i].name(), "metric {} is '{}' in the checkpoint and '{}' in the model", i + 1, name,
-                   v.metrics[i].name());
-      const json& ms = metrics[i].at("state");
-      if (ms.is_null()) {
-        v.metrics[i].reset();
-        if (v.next_slot > 0)
-          log::warning("metric '{}' keeps no state (no state() member), so its value for epoch {} covers only the "
-                       "micro-batches after the resume",
-                       name, v.epoch + 1);
-      } else {
-        v.metrics[i].load_state(ms.get<std::vector<double>>());
-      }
-    }
-    const json& losses = s.at("pending_losses");
-    for (std::size_t i = 0; i < losses.size(); ++i) {
-      const Tensor* p = serialization::find_tensor(tensors, fmt::format("pending.{}.prediction", i));
-      const Tensor* t = serialization::find_tensor(tensors, fmt::format("pending.{}.targets", i));
-      ACCRUE_CHECK(p != nullptr && t != nullptr, "pending metric update {} has no prediction or targets", i);
-      v.pending.push_back({p->to(parts.model.device()), t->to(parts.model.device()), to_double(losses[i])});
-      found.claimed.push_back(fmt::format("pending.{}.prediction", i));
-      found.claimed.push_back(fmt::format("pending.{}.targets", i));
-    }
-    for (const json& e : s.at("history")) {
-      Logs logs;
-      for (const json& item : e.at("logs")) logs.set(item.at(0).get<std::string>(), to_double(item.at(1)));
-      v.history.append(std::move(logs), memory_from(e.at("memory")));
-    }
-    const json& cbs = s.at("callbacks");
-    for (std::size_t i = 0; i < cbs.size(); ++i)
-      if (cbs[i].contains("tensors"))
-        for (const json& n : cbs[i]["tensors"]) found.claimed.push_back(fmt::format("callback.{}.{}", i, n.get<std::string>()));
+    parse_counters(s, v);
+    parse_position(s, *parts.context.plan, v);
+    parse_metrics(s, parts.metrics, v);
+    parse_tensors(s, tensors, parts.model.device(), found, v);
   });
   if ((parts.scaler != nullptr) != v.scaler.has_value())
     found.problems.push_back(v.scaler ? "the checkpoint has a loss scaler's state; this run scales no loss"
@@ -406,7 +432,7 @@ void TrainingCheckpoint::restore(RunParts& parts) const {
   LrSchedule schedule = parts.schedule;
   reading(path_, [&] { schedule.load_state(v.schedule); });
   // The optimizer checks its state before taking it; it is the last thing that can refuse.
-  parts.optimizer.load_state(optimizer);
+  parts.optimizer.load_state(v.optimizer);
 
   const NoGradGuard no_grad;
   for (auto [t, saved] : state_copies) t.copy_(saved);

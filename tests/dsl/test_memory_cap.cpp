@@ -159,12 +159,16 @@ BOOST_AUTO_TEST_CASE(backing_off_ends_where_the_smaller_micro_batch_would) {
     if (level == log::Level::warning) warnings.emplace_back(line);
   });
   History got;
+  Trainer trainer{{.epochs = 2, .batch_size = 32, .seed = 5, .verbose = 0, .backoff_on_oom = true}};
   {
     // What is live besides this model (the reference model, the data), plus halfway between the plans.
     const std::size_t besides = memory_stats().live_total - model.memory_plan(1).peak_of(MemoryCategory::parameters);
     const LimitGuard limit{besides + (need16 + need32) / 2};
-    got = model.fit(data, {.epochs = 2, .batch_size = 32, .seed = 5, .verbose = 0, .backoff_on_oom = true});
+    got = trainer.fit(model, data);
   }
+  // The back-off belongs to that run: the options given stay as they were.
+  BOOST_TEST(trainer.options().batch_size == 32);
+  BOOST_TEST(trainer.plan(model, data.size()).spec().micro_batch == 32);
   log::set_sink({});
   for (const auto& w : warnings) BOOST_TEST_MESSAGE("warning: " << w);
   BOOST_REQUIRE_MESSAGE(warnings.size() == 1u, "one back-off, logged once; got " << warnings.size() << " warnings");
