@@ -55,6 +55,18 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 /// x W^T + b for x (B, in), W (out, in), b (out) or undefined: PyTorch's F.linear.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
 
+/// Memory an op takes for itself during one training step, beside its inputs, outputs and what it
+/// keeps for backward: the most at once in forward and in backward. Memory plans add it up.
+struct OpScratch {
+  std::size_t forward = 0;
+  std::size_t backward = 0;
+};
+/// linear of `rows` rows of `in` features into `out` multiplying in the low-precision `compute`
+/// type (autocast), x in `x_type`: the float32 accumulator of the output and GEMM's workspaces.
+/// In float32, linear takes none.
+OpScratch linear_scratch(Device device, DType compute, DType x_type, std::int64_t rows, std::int64_t in,
+                         std::int64_t out);
+
 // ---- convolution and pooling over NCHW images -----------------------------------------------
 /// Stride, zero padding, dilation and groups of a 2-D convolution, per axis as PyTorch's conv2d.
 struct Conv2dOptions {
@@ -66,6 +78,14 @@ struct Conv2dOptions {
 /// Cross-correlation of x (N, C, H, W) with weight (K, C / groups, R, S), plus bias (K) when
 /// defined: PyTorch's F.conv2d. Output (N, K, P, Q).
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dOptions& options = {});
+/// The output size (P, Q) of conv2d on an `image` (H, W) with a `kernel` (R, S); not positive when
+/// the kernel does not fit.
+Size2 conv2d_output_size(Size2 image, Size2 kernel, const Conv2dOptions& options);
+/// conv2d's scratch for `batch` samples (C, H, W) and `filters` kernels: on the CPU the im2col
+/// matrices (one per pool thread in use) and, in backward, a weight-sized partial sum per extra
+/// thread. cuDNN's workspaces depend on the algorithm it picks and are not counted.
+OpScratch conv2d_scratch(Device device, std::int64_t batch, const Shape& sample, std::int64_t filters, Size2 kernel,
+                         const Conv2dOptions& options);
 
 /// Window, stride (the window by default) and zero padding (at most half the window) of pooling.
 struct Pool2dOptions {
@@ -79,6 +99,8 @@ struct Pool2dOptions {
 Tensor max_pool2d(const Tensor& x, const Pool2dOptions& options = {});
 /// Mean over each window: F.avg_pool2d.
 Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& options = {});
+/// The output size (P, Q) of pooling an `image` (H, W); not positive when the window does not fit.
+Size2 pool2d_output_size(Size2 image, const Pool2dOptions& options);
 
 // ---- normalisation ---------------------------------------------------------------------------
 /// F.batch_norm over x (N, C, ...): in training (or without running statistics) each channel is

@@ -2,9 +2,6 @@
 
 #include <cmath>
 
-#include "accrue/kernels/common/conv_geometry.hpp"
-#include "accrue/kernels/conv.hpp"
-
 namespace accrue::layers {
 
 Conv2d::Conv2d(std::int64_t filters, Size2 kernel_size, Conv2dOptions options)
@@ -43,8 +40,7 @@ Shape Conv2d::build(const Shape& input_shape, Generator& generator) {
                      input_shape);
   const std::int64_t C = input_shape[0], H = input_shape[1], W = input_shape[2], groups = options_.groups;
   ACCRUE_CHECK_SHAPE(C % groups == 0, "Conv2d: {} input channels do not divide into {} groups", C, groups);
-  const std::int64_t P = kernels::window_output_size(H, kernel_.h, options_.stride.h, padding_.h, options_.dilation.h);
-  const std::int64_t Q = kernels::window_output_size(W, kernel_.w, options_.stride.w, padding_.w, options_.dilation.w);
+  const auto [P, Q] = ops::conv2d_output_size({H, W}, kernel_, op_options());
   ACCRUE_CHECK_SHAPE(P > 0 && Q > 0, "Conv2d: a {}x{} image is smaller than the {} kernel (dilation {}, padding {})", H,
                      W, kernel_.str(), options_.dilation.str(), padding_.str());
   const std::int64_t fan_in = C / groups * kernel_.h * kernel_.w;
@@ -58,24 +54,13 @@ Shape Conv2d::build(const Shape& input_shape, Generator& generator) {
 
 Tensor Conv2d::forward(const Tensor& x) { return ops::conv2d(x, weight(), bias(), op_options()); }
 
-// Keeps its input (converted to float32 first when it is not). On the CPU the im2col matrices are
-// a workspace of one matrix per pool thread in use, and backward adds one weight-sized partial
-// sum per extra thread; cuDNN's workspaces depend on the algorithm it picks and are not included.
+// Keeps its input (converted to float32 first when it is not), and takes conv2d's scratch.
 LayerMemoryUse Conv2d::memory_use(const LayerMemoryQuery& q) const {
   const bool converts = q.input_dtype != DType::f32;
-  LayerMemoryUse use{.output_dtype = DType::f32, .keeps_input = !converts, .keeps_output = false,
-                     .kept_other = converts ? q.bytes(q.input_shape, DType::f32) : 0};
-  if (q.device.is_cpu()) {
-    const Shape& in = q.input_shape;
-    kernels::Window2d g{.N = q.batch, .C = in[0], .H = in[1], .W = in[2], .R = kernel_.h, .S = kernel_.w,
-                        .stride_h = options_.stride.h, .stride_w = options_.stride.w, .pad_h = padding_.h,
-                        .pad_w = padding_.w, .dilation_h = options_.dilation.h, .dilation_w = options_.dilation.w,
-                        .K = filters_, .groups = options_.groups};
-    const std::size_t workspace = static_cast<std::size_t>(kernels::cpu::conv2d_workspace_floats(g)) * 4;
-    use.forward_scratch = workspace;
-    use.backward_scratch = workspace + static_cast<std::size_t>(kernels::cpu::conv2d_partial_floats(g)) * 4;
-  }
-  return use;
+  const ops::OpScratch scratch = ops::conv2d_scratch(q.device, q.batch, q.input_shape, filters_, kernel_, op_options());
+  return {.output_dtype = DType::f32, .keeps_input = !converts, .keeps_output = false,
+          .kept_other = converts ? q.bytes(q.input_shape, DType::f32) : 0,
+          .forward_scratch = scratch.forward, .backward_scratch = scratch.backward};
 }
 
 }  // namespace accrue::layers

@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include "accrue/framework/ops.hpp"
-#include "accrue/kernels/gemm.hpp"
 
 namespace accrue::layers {
 
@@ -42,15 +41,11 @@ LayerMemoryUse Dense::memory_use(const LayerMemoryQuery& q) const {
   const bool converts = q.input_dtype != DType::f32 && q.input_dtype != *low;
   const DType x_type = converts ? DType::f32 : q.input_dtype;
   const std::int64_t in = q.input_shape[-1], rows = q.batch * (q.input_shape.numel() / std::max<std::int64_t>(1, in));
-  // forward x W^T; backward dy W and dy^T x, one after the other.
-  const auto ws = [&](bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, DType a, DType b) {
-    return kernels::gemm_workspace_bytes(q.device, *low, ta, tb, M, N, K, a, b);
-  };
+  const ops::OpScratch scratch = ops::linear_scratch(q.device, *low, x_type, rows, in, units_);
   return {.output_dtype = *low, .keeps_input = !converts, .keeps_output = false,
           .kept_other = converts ? q.bytes(q.input_shape, DType::f32) : 0,
-          .forward_scratch = q.bytes(out, DType::f32) + ws(false, true, rows, units_, in, x_type, DType::f32),
-          .backward_scratch = std::max(ws(false, false, rows, in, units_, *low, DType::f32),
-                                       ws(true, false, units_, in, rows, *low, x_type))};
+          .forward_scratch = scratch.forward,
+          .backward_scratch = scratch.backward};
 }
 
 }  // namespace accrue::layers

@@ -1,7 +1,5 @@
 #include "accrue/dsl/layers/pooling.hpp"
 
-#include "accrue/kernels/common/conv_geometry.hpp"
-
 namespace accrue::layers {
 namespace {
 
@@ -17,8 +15,7 @@ Shape pooled_shape(const char* layer, const Shape& in, const ops::Pool2dOptions&
   ACCRUE_CHECK(o.padding.h >= 0 && o.padding.w >= 0 && 2 * o.padding.h <= o.kernel.h && 2 * o.padding.w <= o.kernel.w,
                "{}: padding must be at most half the window, got padding {} for window {}", layer, o.padding.str(),
                o.kernel.str());
-  const std::int64_t P = kernels::window_output_size(in[1], o.kernel.h, stride.h, o.padding.h, 1);
-  const std::int64_t Q = kernels::window_output_size(in[2], o.kernel.w, stride.w, o.padding.w, 1);
+  const auto [P, Q] = ops::pool2d_output_size({in[1], in[2]}, o);
   ACCRUE_CHECK_SHAPE(P > 0 && Q > 0, "{}: a {}x{} image is smaller than the {} window with padding {}", layer, in[1],
                      in[2], o.kernel.str(), o.padding.str());
   return Shape{in[0], P, Q};

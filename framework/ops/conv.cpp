@@ -82,4 +82,20 @@ Tensor conv2d(const Tensor& x_in, const Tensor& weight, const Tensor& bias, cons
   return y;
 }
 
+Size2 conv2d_output_size(Size2 image, Size2 kernel, const Conv2dOptions& o) {
+  return {kernels::window_output_size(image.h, kernel.h, o.stride.h, o.padding.h, o.dilation.h),
+          kernels::window_output_size(image.w, kernel.w, o.stride.w, o.padding.w, o.dilation.w)};
+}
+
+OpScratch conv2d_scratch(Device device, std::int64_t batch, const Shape& sample, std::int64_t filters, Size2 kernel,
+                         const Conv2dOptions& o) {
+  if (!device.is_cpu()) return {};
+  const kernels::Window2d g{.N = batch, .C = sample[0], .H = sample[1], .W = sample[2], .R = kernel.h, .S = kernel.w,
+                            .stride_h = o.stride.h, .stride_w = o.stride.w, .pad_h = o.padding.h, .pad_w = o.padding.w,
+                            .dilation_h = o.dilation.h, .dilation_w = o.dilation.w, .K = filters, .groups = o.groups};
+  const std::size_t workspace = static_cast<std::size_t>(kernels::cpu::conv2d_workspace_floats(g)) * 4;
+  return {.forward = workspace,
+          .backward = workspace + static_cast<std::size_t>(kernels::cpu::conv2d_partial_floats(g)) * 4};
+}
+
 }  // namespace accrue::ops

@@ -6,6 +6,8 @@
 // Backward writes straight into the gradient buffers with GEMM's beta: beta = 1 adds into a
 // .grad() that already holds earlier micro-batches' gradients, so accumulation costs no extra pass.
 
+#include <algorithm>
+
 #include "accrue/framework/autocast.hpp"
 #include "accrue/framework/autograd.hpp"
 #include "accrue/framework/ops.hpp"
@@ -184,6 +186,18 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   kernels::gemm(false, true, 1.0f, x, weight, has_bias ? 1.0f : 0.0f, out);
   if (needs_grad({&x, &weight, &bias})) record(std::make_shared<LinearNode>(x, weight, has_bias), out, {&x, &weight, &bias});
   return out;
+}
+
+OpScratch linear_scratch(Device device, DType compute, DType x_type, std::int64_t rows, std::int64_t in,
+                         std::int64_t out) {
+  const auto gemm = [&](bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, DType a, DType b) {
+    return kernels::gemm_workspace_bytes(device, compute, ta, tb, M, N, K, a, b);
+  };
+  // Forward x W^T into a float32 accumulator; backward dy W and dy^T x, one after the other.
+  return {.forward = static_cast<std::size_t>(rows * out) * dtype_size(DType::f32) +
+                     gemm(false, true, rows, out, in, x_type, DType::f32),
+          .backward = std::max(gemm(false, false, rows, in, out, compute, DType::f32),
+                               gemm(true, false, out, in, rows, compute, x_type))};
 }
 
 }  // namespace accrue::ops

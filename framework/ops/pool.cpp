@@ -57,4 +57,10 @@ Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& options) {
                 options.count_include_pad ? kernels::PoolMode::average_include_pad : kernels::PoolMode::average_exclude_pad);
 }
 
+Size2 pool2d_output_size(Size2 image, const Pool2dOptions& o) {
+  const Size2 stride = o.stride.value_or(o.kernel);
+  return {kernels::window_output_size(image.h, o.kernel.h, stride.h, o.padding.h, 1),
+          kernels::window_output_size(image.w, o.kernel.w, stride.w, o.padding.w, 1)};
+}
+
 }  // namespace accrue::ops
