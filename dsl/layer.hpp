@@ -89,11 +89,11 @@ class Layer {
   /// say exactly.
   virtual LayerMemoryUse memory_use(const LayerMemoryQuery& q) const;
 
-  /// True for layers whose output depends on statistics of the batch (batch normalisation): under
+  /// True for layers whose output depends on statistics of the batch (batch normalization): under
   /// gradient accumulation they see each micro-batch, not the effective batch, and training warns.
   virtual bool uses_batch_statistics() const { return false; }
 
-  /// Dropout and normalisation behave differently in training; the model sets this.
+  /// Dropout and normalization behave differently in training; the model sets this.
   bool training() const { return training_; }
   void set_training(bool training) { training_ = training; }
 

@@ -92,13 +92,13 @@ AccumulationCheck verify_accumulation(Sequential& model, const Dataset& data, co
                                                   "two runs drop different units (check in evaluation mode to compare)",
                                                   l.name()));
       if (l.uses_batch_statistics())
-        check.likely_causes.push_back(fmt::format("layer '{}' ({}) normalises with the statistics of each micro-batch, "
+        check.likely_causes.push_back(fmt::format("layer '{}' ({}) normalizes with the statistics of each micro-batch, "
                                                   "not of the whole window",
                                                   l.name(), l.type_name()));
     }
     if (options.normalization == Normalization::per_micro_batch &&
         std::adjacent_find(sizes.begin(), sizes.end(), std::not_equal_to<>()) != sizes.end())
-      check.likely_causes.push_back("per_micro_batch normalisation (loss / N) gives each micro-batch the same weight "
+      check.likely_causes.push_back("per_micro_batch normalization (loss / N) gives each micro-batch the same weight "
                                     "whatever its size, so samples of smaller micro-batches count more");
     if (check.likely_causes.empty())
       check.likely_causes.push_back("none of the known causes applies: a layer or loss that couples the samples of a "

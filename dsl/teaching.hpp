@@ -4,7 +4,7 @@
 // verify_accumulation() computes one window's gradient twice from the same parameters and data:
 // as N micro-batches accumulated the way training does, and as one batch of all their samples. It
 // reports the largest difference and what likely causes it: dropout (fresh masks in each run),
-// layers that normalise with batch statistics, or the per_micro_batch normalisation with uneven
+// layers that normalize with batch statistics, or the per_micro_batch normalization with uneven
 // micro-batches. Without those the two agree to float32 rounding. The model's parameters and
 // gradients are left as they were.
 

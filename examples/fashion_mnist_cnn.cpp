@@ -8,7 +8,7 @@
 //
 // --norm batch puts BatchNorm2d after each convolution: its statistics are those of each
 // micro-batch of 16, not of the effective batch of 64, and training says so. --norm group puts
-// GroupNorm there instead, which normalises each sample on its own and so behaves the same
+// GroupNorm there instead, which normalizes each sample on its own and so behaves the same
 // whatever the micro-batch.
 
 #include <chrono>
@@ -20,9 +20,9 @@ using namespace accrue;
 
 namespace {
 
-// A convolution block: 3x3 convolution (same size), the chosen normalisation, ReLU, 2x2 max-pool.
+// A convolution block: 3x3 convolution (same size), the chosen normalization, ReLU, 2x2 max-pool.
 void add_block(Sequential& model, std::int64_t channels, const std::string& norm) {
-  // A normalisation that follows supplies the shift, so the convolution needs no bias.
+  // A normalization that follows supplies the shift, so the convolution needs no bias.
   model.add(layers::Conv2d{channels, 3, {.padding = layers::same, .bias = norm == "none"}});
   if (norm == "batch") model.add(layers::BatchNorm2d{});
   if (norm == "group") model.add(layers::GroupNorm{8});
@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
   std::string norm = "none";
   int verbose = 1;
   common.add_to(app);
-  app.add_option("--norm", norm, "Normalisation after each convolution: none, batch (BatchNorm2d), group (GroupNorm, 8 groups)")
+  app.add_option("--norm", norm, "Normalization after each convolution: none, batch (BatchNorm2d), group (GroupNorm, 8 groups)")
       ->check(CLI::IsMember({"none", "batch", "group"}));
   app.add_option("--batch-size", batch_size, "Samples per micro-batch")
       ->check(examples::whole_number(1, std::numeric_limits<std::int64_t>::max()));

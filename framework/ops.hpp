@@ -102,17 +102,17 @@ Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& options = {});
 /// The output size (P, Q) of pooling an `image` (H, W); not positive when the window does not fit.
 Size2 pool2d_output_size(Size2 image, const Pool2dOptions& options);
 
-// ---- normalisation ---------------------------------------------------------------------------
+// ---- normalization ---------------------------------------------------------------------------
 /// F.batch_norm over x (N, C, ...): in training (or without running statistics) each channel is
-/// normalised by this batch's mean and biased variance, and running_mean / running_var, when
+/// normalized by this batch's mean and biased variance, and running_mean / running_var, when
 /// defined, move towards them by `momentum` (the weight of the new value; the variance unbiased);
-/// in evaluation the running statistics normalise. weight and bias (C) may be undefined.
+/// in evaluation the running statistics normalize. weight and bias (C) may be undefined.
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
                   const Tensor& bias, bool training, float momentum = 0.1f, float eps = 1e-5f);
-/// F.group_norm: x (N, C, ...) normalised per sample over each of `groups` groups of channels,
+/// F.group_norm: x (N, C, ...) normalized per sample over each of `groups` groups of channels,
 /// then scaled and shifted per channel by weight and bias (C) when defined.
 Tensor group_norm(const Tensor& x, std::int64_t groups, const Tensor& weight, const Tensor& bias, float eps = 1e-5f);
-/// F.layer_norm: normalised over the trailing dimensions `normalized_shape`, then scaled and
+/// F.layer_norm: normalized over the trailing dimensions `normalized_shape`, then scaled and
 /// shifted element-wise by weight and bias of that shape when defined.
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
                   float eps = 1e-5f);

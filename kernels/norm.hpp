@@ -1,8 +1,8 @@
 #pragma once
-// Normalisation kernels over float32 tensors seen as (N, C, L): L is H x W for images, 1 for
-// features. Batch normalisation takes statistics per channel over (N, L); group normalisation per
-// sample and group of C / G channels over (C / G, L); layer normalisation is group normalisation
-// with one group and the normalised elements as channels. gamma and beta (C) may be undefined.
+// Normalization kernels over float32 tensors seen as (N, C, L): L is H x W for images, 1 for
+// features. Batch normalization takes statistics per channel over (N, L); group normalization per
+// sample and group of C / G channels over (C / G, L); layer normalization is group normalization
+// with one group and the normalized elements as channels. gamma and beta (C) may be undefined.
 
 #include <cstdint>
 
@@ -12,10 +12,10 @@ namespace accrue::kernels {
 
 struct NormShape {
   std::int64_t N = 0, C = 0, L = 1;
-  std::int64_t groups = 1;  // group normalisation only
+  std::int64_t groups = 1;  // group normalization only
 };
 
-/// y = normalised x; mean and rstd (N groups) receive each set's statistics for backward.
+/// y = normalized x; mean and rstd (N groups) receive each set's statistics for backward.
 void group_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y, const Tensor& mean,
                         const Tensor& rstd, const NormShape& s, float eps);
 /// dx, and dgamma and dbeta when defined, overwritten.

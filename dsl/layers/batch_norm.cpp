@@ -1,6 +1,6 @@
 #include "accrue/dsl/layers/batch_norm.hpp"
 
-#include "accrue/dsl/layers/normalisation_memory.hpp"
+#include "accrue/dsl/layers/normalization_memory.hpp"
 #include "accrue/framework/ops.hpp"
 
 namespace accrue::layers {
@@ -61,7 +61,7 @@ void BatchNorm2d::check_sample_shape(const Shape& input_shape) const {
 
 
 LayerMemoryUse BatchNorm::memory_use(const LayerMemoryQuery& q) const {
-  return normalisation_memory_use(q, q.input_shape[0], q.input_shape[0]);
+  return normalization_memory_use(q, q.input_shape[0], q.input_shape[0]);
 }
 
 }  // namespace accrue::layers

@@ -1,6 +1,6 @@
 #pragma once
-// Batch normalisation, as PyTorch's nn.BatchNorm1d and nn.BatchNorm2d with the channels inferred
-// at build. In training each channel is normalised by the statistics of the batch the layer
+// Batch normalization, as PyTorch's nn.BatchNorm1d and nn.BatchNorm2d with the channels inferred
+// at build. In training each channel is normalized by the statistics of the batch the layer
 // sees, which under gradient accumulation is the micro-batch, not the effective batch: training
 // says so once (Layer::uses_batch_statistics). GroupNorm and LayerNorm do not depend on the batch.
 

@@ -1,6 +1,6 @@
 #include "accrue/dsl/layers/group_norm.hpp"
 
-#include "accrue/dsl/layers/normalisation_memory.hpp"
+#include "accrue/dsl/layers/normalization_memory.hpp"
 #include "accrue/framework/ops.hpp"
 
 namespace accrue::layers {
@@ -32,7 +32,7 @@ Tensor GroupNorm::forward(const Tensor& x) {
 
 
 LayerMemoryUse GroupNorm::memory_use(const LayerMemoryQuery& q) const {
-  return normalisation_memory_use(q, q.batch * groups_, q.input_shape[0]);
+  return normalization_memory_use(q, q.batch * groups_, q.input_shape[0]);
 }
 
 }  // namespace accrue::layers

@@ -1,5 +1,5 @@
 #pragma once
-// Group normalisation (nn.GroupNorm): each sample's channels, in groups, normalised by their own
+// Group normalization (nn.GroupNorm): each sample's channels, in groups, normalized by their own
 // statistics, so the result does not depend on the batch: the replacement for BatchNorm under
 // gradient accumulation with small micro-batches.
 

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 
-#include "accrue/dsl/layers/normalisation_memory.hpp"
+#include "accrue/dsl/layers/normalization_memory.hpp"
 #include "accrue/framework/ops.hpp"
 
 namespace accrue::layers {
 
 LayerNorm::LayerNorm(LayerNormOptions options) : options_(std::move(options)) {
-  ACCRUE_CHECK(options_.dims >= 1, "LayerNorm normalises at least one dimension, got dims = {}", options_.dims);
+  ACCRUE_CHECK(options_.dims >= 1, "LayerNorm normalizes at least one dimension, got dims = {}", options_.dims);
   ACCRUE_CHECK(options_.eps > 0.0f, "LayerNorm needs a positive eps, got {}", options_.eps);
   if (!options_.name.empty()) set_name(options_.name);
 }
@@ -35,7 +35,7 @@ Tensor LayerNorm::forward(const Tensor& x) {
 
 LayerMemoryUse LayerNorm::memory_use(const LayerMemoryQuery& q) const {
   const std::int64_t rows = q.batch * (q.input_shape.numel() / std::max<std::int64_t>(1, normalized_.numel()));
-  return normalisation_memory_use(q, rows, normalized_.numel());
+  return normalization_memory_use(q, rows, normalized_.numel());
 }
 
 }  // namespace accrue::layers

@@ -1,5 +1,5 @@
 #pragma once
-// Layer normalisation (nn.LayerNorm, Keras's LayerNormalization): each sample normalised over its
+// Layer normalization (nn.LayerNorm, Keras's LayerNormalization): each sample normalized over its
 // trailing dimensions, then scaled and shifted element-wise. Independent of the batch.
 
 #include "accrue/dsl/layer.hpp"
@@ -7,11 +7,11 @@
 namespace accrue::layers {
 
 struct LayerNormOptions {
-  /// How many trailing dimensions of a sample are normalised together: 1 (Keras's default, the
+  /// How many trailing dimensions of a sample are normalized together: 1 (Keras's default, the
   /// features), or the sample's rank for all of it (PyTorch's LayerNorm([C, H, W])).
   int dims = 1;
   float eps = 1e-5f;
-  /// Learnable element-wise scale (weight) and shift (bias) of the normalised shape.
+  /// Learnable element-wise scale (weight) and shift (bias) of the normalized shape.
   bool affine = true;
   std::string name = {};
 };
@@ -23,7 +23,7 @@ class LayerNorm final : public LayerBase<LayerNorm> {
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
-  /// The trailing shape normalised over (valid once built).
+  /// The trailing shape normalized over (valid once built).
   const Shape& normalized_shape() const { return normalized_; }
 
  private:

@@ -11,7 +11,7 @@ struct DimSplit {
   std::int64_t outer = 1, D = 1, inner = 1;
 };
 
-/// The split of `s` around dimension `dim` (already normalised).
+/// The split of `s` around dimension `dim` (already normalized).
 inline DimSplit split_at(const Shape& s, int dim) {
   DimSplit p;
   for (int i = 0; i < s.rank(); ++i) {

@@ -1,4 +1,4 @@
-// Batch, group and layer normalisation. Each computes in float32 (a low-precision input is
+// Batch, group and layer normalization. Each computes in float32 (a low-precision input is
 // converted, as autocast does) and keeps x with its per-set mean and 1/std for backward.
 
 #include "accrue/framework/autograd.hpp"
@@ -60,7 +60,7 @@ void check_affine(const char* op, const Tensor& t, const char* what, const Shape
                x.device().str());
 }
 
-// The normalised x, recorded with its node; `edges` of the node are x, gamma, beta.
+// The normalized x, recorded with its node; `edges` of the node are x, gamma, beta.
 Tensor normalize(Kind kind, const char* name, const Tensor& x, const Tensor& gamma, const Tensor& beta,
                  const kernels::NormShape& s, float eps, const Tensor& running_mean, const Tensor& running_var,
                  float momentum) {
@@ -132,12 +132,12 @@ Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tenso
   const int k = normalized_shape.rank();
   bool fits = k >= 1 && k <= x.rank();
   for (int i = 0; fits && i < k; ++i) fits = x.size(x.rank() - k + i) == normalized_shape[i];
-  ACCRUE_CHECK_SHAPE(fits, "layer_norm: input of shape {} does not end with the normalised shape {}", x.shape(),
+  ACCRUE_CHECK_SHAPE(fits, "layer_norm: input of shape {} does not end with the normalized shape {}", x.shape(),
                      normalized_shape);
   check_affine("layer_norm", weight, "weight", normalized_shape, x);
   check_affine("layer_norm", bias, "bias", normalized_shape, x);
   const std::int64_t D = normalized_shape.numel(), rows = D == 0 ? 0 : x.numel() / D;
-  // One group per row, with the normalised elements as its channels (each with its own gamma).
+  // One group per row, with the normalized elements as its channels (each with its own gamma).
   return normalize(Kind::group, "layer_norm", x, weight, bias, {.N = rows, .C = D, .L = 1, .groups = 1}, eps, Tensor(),
                    Tensor(), 0.0f);
 }

@@ -29,7 +29,7 @@ class Recipe {
 
   /// Micro-batches per optimizer step: an int, a per-epoch dictionary `{{0, 8}, {4, 2}}`,
   /// AccumulationSchedule::by_step(...), AccumulationSchedule::effective_batch(n) or a function of
-  /// the epoch; with the end-of-epoch policy and the loss normalisation.
+  /// the epoch; with the end-of-epoch policy and the loss normalization.
   Recipe accumulate(AccumulationSchedule schedule, AccumulateOptions options = {}) const;
   /// Micro-batches per optimizer step until `samples`: accumulate(AccumulationSchedule::effective_batch(samples)).
   Recipe effective_batch(std::int64_t samples) const;

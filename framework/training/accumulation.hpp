@@ -89,7 +89,7 @@ enum class LastWindow {
   /// Leave out the short window's micro-batches (as drop_last does for batches).
   drop,
   /// Keep accumulating into the first window of the next epoch; a window still open when training
-  /// ends is applied, normalised by its size.
+  /// ends is applied, normalized by its size.
   carry,
 };
 

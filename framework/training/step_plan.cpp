@@ -73,7 +73,7 @@ StepPlan::StepPlan(const Spec& spec) : spec_(spec) {
   }
   after_ = s;
   end_ = s;
-  if (s.carrying) {  // still open when training ends: applied, normalised by its size
+  if (s.carrying) {  // still open when training ends: applied, normalized by its size
     note(completed(s), 0, 0);
     ++end_.windows;
     ++end_.steps;

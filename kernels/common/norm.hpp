@@ -1,6 +1,6 @@
 #pragma once
-// The arithmetic of batch, group and layer normalisation, written once for both backends. Each
-// normalises a set of elements by its mean and variance (biased, as PyTorch normalises):
+// The arithmetic of batch, group and layer normalization, written once for both backends. Each
+// normalizes a set of elements by its mean and variance (biased, as PyTorch normalizes):
 // xhat = (x - mean) * rstd with rstd = 1 / sqrt(var + eps), then y = xhat * gamma + beta.
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// Normalisation on the CPU: statistics in double (two passes: mean, then squared deviations),
+// Normalization on the CPU: statistics in double (two passes: mean, then squared deviations),
 // the element-wise parts in float with the shared math of kernels/common/norm.hpp; sets (or
 // channels) split across the pool.
 

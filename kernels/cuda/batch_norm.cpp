@@ -1,4 +1,4 @@
-// Batch normalisation over cuDNN, in its spatial mode: an (N, C, L) tensor is NCHW (N, C, L, 1),
+// Batch normalization over cuDNN, in its spatial mode: an (N, C, L) tensor is NCHW (N, C, L, 1),
 // statistics per channel. cuDNN keeps the running variance unbiased and takes the momentum as
 // the weight of the new value, as PyTorch.
 
@@ -14,7 +14,7 @@ namespace {
 // cuDNN 9's minimum is 0 (CUDNN_BN_MIN_EPSILON); older ones had 1e-5.
 void check_epsilon(float eps) {
   if (!(eps >= CUDNN_BN_MIN_EPSILON)) {
-    static const std::string what = "batch normalisation with eps below cuDNN's minimum of " + std::to_string(CUDNN_BN_MIN_EPSILON);
+    static const std::string what = "batch normalization with eps below cuDNN's minimum of " + std::to_string(CUDNN_BN_MIN_EPSILON);
     throw_error(CUDNN_STATUS_BAD_PARAM, what.c_str(), __FILE__, __LINE__);
   }
 }

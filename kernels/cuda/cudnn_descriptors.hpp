@@ -1,6 +1,6 @@
 #pragma once
 // Owning wrappers of cuDNN descriptors for the layers with cuDNN forms (convolution, pooling,
-// batch normalisation). A descriptor is created per call: it costs about a microsecond, and
+// batch normalization). A descriptor is created per call: it costs about a microsecond, and
 // nothing is cached that could go stale.
 
 #include <cudnn.h>

@@ -80,7 +80,7 @@ void pool2d_forward(int device, const float* x, float* y, const Window2d& g, Poo
 void pool2d_backward(int device, const float* x, const float* y, const float* dy, float* dx, const Window2d& g,
                      PoolMode mode, bool accumulate);
 
-// ---- normalisation: group and layer (norm.cu), batch (batch_norm.cpp, over cuDNN) ----
+// ---- normalization: group and layer (norm.cu), batch (batch_norm.cpp, over cuDNN) ----
 // Tensors are (N, C, L); gamma, beta, dgamma and dbeta of group_norm may be null.
 void group_norm_forward(int device, const float* x, const float* gamma, const float* beta, float* y, float* mean,
                         float* rstd, std::int64_t N, std::int64_t C, std::int64_t L, std::int64_t groups, float eps);

@@ -1,4 +1,4 @@
-// Group (and layer) normalisation on the GPU: one block per set of elements sharing statistics,
+// Group (and layer) normalization on the GPU: one block per set of elements sharing statistics,
 // with the shared math of kernels/common/norm.hpp; the parameter gradients one block per channel.
 
 #include "accrue/kernels/common/norm.hpp"

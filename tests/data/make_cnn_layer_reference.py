@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Writes tests/data/pytorch_cnn_layers.json: Conv2d, pooling and normalisation layers of PyTorch
+"""Writes tests/data/pytorch_cnn_layers.json: Conv2d, pooling and normalization layers of PyTorch
 run forward and backward on fixed inputs and weights, for tests/dsl/test_cnn_layers.cpp.
 Each case: the layer's configuration, input x, parameters, the upstream gradient g, the output y,
-the gradients of sum(y * g) for x and every parameter, and for batch normalisation the running
+the gradients of sum(y * g) for x and every parameter, and for batch normalization the running
 statistics after the step and the evaluation-mode output.
 Run with Debian's python3-torch: /usr/bin/python3 this_file."""
 import json

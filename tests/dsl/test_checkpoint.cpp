@@ -89,7 +89,7 @@ std::vector<Config> configs() {
                },
                configs_base_options});
   // float16 compute with loss scaling (the scaler's state), SGD with Nesterov momentum, batch
-  // normalisation (running statistics are buffers), an accumulation schedule whose windows carry
+  // normalization (running statistics are buffers), an accumulation schedule whose windows carry
   // over epoch boundaries, a plateau schedule and early stopping (their bookkeeping).
   c.push_back({"sgd_f16_batchnorm_carry",
                [] {

@@ -1,6 +1,6 @@
-// Conv2d, pooling and normalisation layers against PyTorch: the same inputs and weights give the
+// Conv2d, pooling and normalization layers against PyTorch: the same inputs and weights give the
 // same outputs and gradients (tests/data/pytorch_cnn_layers.json, made by
-// tests/data/make_cnn_layer_reference.py), and batch normalisation the same running statistics
+// tests/data/make_cnn_layer_reference.py), and batch normalization the same running statistics
 // and evaluation output. Then what the layers add to a model: shapes, summary rows, the warning
 // under accumulation.
 

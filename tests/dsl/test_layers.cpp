@@ -27,7 +27,7 @@ BOOST_AUTO_TEST_CASE(every_layer_keeps_its_contract) {
   expect_contract(layers::Dropout{0.4f}, {10});
 }
 
-BOOST_AUTO_TEST_CASE(convolutional_and_normalisation_layers_keep_their_contract) {
+BOOST_AUTO_TEST_CASE(convolutional_and_normalization_layers_keep_their_contract) {
   expect_contract(layers::Conv2d{4, 3}, {2, 6, 5});
   expect_contract(layers::Conv2d{4, 3, {.padding = layers::same, .bias = false}}, {3, 5, 5});
   expect_contract(layers::Conv2d{2, {3, 2}, {.stride = 2, .padding = {1, 0}}}, {2, 7, 6});

@@ -14,7 +14,7 @@ namespace {
 
 void expect_gradients(const std::string& name, const std::function<Tensor(const std::vector<Tensor>&)>& f,
                       const std::vector<Tensor>& inputs) {
-  // Normalisation couples every element of a set: a looser absolute tolerance for the sums.
+  // Normalization couples every element of a set: a looser absolute tolerance for the sums.
   const GradcheckResult r = gradcheck(f, inputs, {.eps = 1e-2, .atol = 5e-3, .rtol = 2e-2, .max_elements = 300});
   BOOST_CHECK_MESSAGE(r.ok, name << ": gradients differ from finite differences (max error " << r.max_abs_error << ")\n"
                                  << r.report);
@@ -35,7 +35,7 @@ std::pair<double, double> moments(const std::vector<float>& v, F&& in_set) {
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(batch_norm_normalises_each_channel_over_the_batch) {
+BOOST_AUTO_TEST_CASE(batch_norm_normalizes_each_channel_over_the_batch) {
   const std::int64_t N = 3, C = 2, L = 4;
   const Tensor x = random_tensor({N, C, 2, 2}, 1, -2, 3);
   const Tensor g = random_tensor({C}, 2, 0.5f, 1.5f), b = random_tensor({C}, 3);
@@ -83,7 +83,7 @@ BOOST_AUTO_TEST_CASE(batch_norm_gradients) {
                    {leaf(random_tensor({2, 3, 2, 2}, 13)), leaf(random_tensor({3}, 14)), leaf(random_tensor({3}, 15))});
 }
 
-BOOST_AUTO_TEST_CASE(group_norm_normalises_each_sample_and_group) {
+BOOST_AUTO_TEST_CASE(group_norm_normalizes_each_sample_and_group) {
   const std::int64_t N = 2, C = 4, G = 2, L = 3;
   const Tensor x = random_tensor({N, C, L}, 20, -1, 4);
   const Tensor g = random_tensor({C}, 21, 0.5f, 1.5f), b = random_tensor({C}, 22);
@@ -124,7 +124,7 @@ BOOST_AUTO_TEST_CASE(layer_norm_is_per_row) {
   BOOST_TEST(y[7] == 3 / std::sqrt(3 + 1e-5), boost::test_tools::tolerance(1e-5));
 }
 
-BOOST_AUTO_TEST_CASE(bad_normalisation_input_is_named) {
+BOOST_AUTO_TEST_CASE(bad_normalization_input_is_named) {
   BOOST_CHECK_EXCEPTION(ops::group_norm(random_tensor({2, 6, 3}, 1), 4, Tensor(), Tensor()), ShapeError,
                         message_has({"6 channels", "4 groups"}));
   BOOST_CHECK_EXCEPTION(ops::layer_norm(random_tensor({2, 6}, 1), {5}, Tensor(), Tensor()), ShapeError,

@@ -300,8 +300,8 @@ BOOST_AUTO_TEST_CASE(device_memory_is_counted_and_capped) {
   a.set_limit(0);
 }
 
-BOOST_AUTO_TEST_CASE(convolution_pooling_and_normalisation_match_the_cpu) {
-  // cuDNN's convolution, pooling and batch normalisation, and the own group/layer-norm kernels.
+BOOST_AUTO_TEST_CASE(convolution_pooling_and_normalization_match_the_cpu) {
+  // cuDNN's convolution, pooling and batch normalization, and the own group/layer-norm kernels.
   const std::vector<std::pair<std::string, ops::Conv2dOptions>> convs = {
       {"3x3 padding 1", {.padding = 1}},
       {"stride 2 dilation 2", {.stride = 2, .padding = 2, .dilation = 2}},

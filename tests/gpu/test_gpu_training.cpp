@@ -189,7 +189,7 @@ BOOST_AUTO_TEST_CASE(fashion_mnist_trains_on_the_gpu, *boost::unit_test::precond
   BOOST_TEST(m.live_of(MemoryCategory::parameters) >= static_cast<std::size_t>(model.parameter_count()) * 4);
 }
 
-BOOST_AUTO_TEST_CASE(a_cnn_with_each_normalisation_trains_as_on_the_cpu) {
+BOOST_AUTO_TEST_CASE(a_cnn_with_each_normalization_trains_as_on_the_cpu) {
   Generator gen{21};
   std::vector<std::int32_t> labels(96);
   for (auto& l : labels) l = static_cast<std::int32_t>(gen.below(4));

@@ -1,5 +1,5 @@
 #pragma once
-// What batch, group and layer normalisation hold in training, for their Layer::memory_use.
+// What batch, group and layer normalization hold in training, for their Layer::memory_use.
 
 #include "accrue/dsl/layer.hpp"
 
@@ -8,7 +8,7 @@ namespace accrue::layers {
 /// They compute in float32 (a low-precision input is converted, and the copy is what they keep),
 /// keep their input and each of `sets` sets' mean and 1/std, and in backward allocate the
 /// gradients of their `affine_elements` scales and shifts.
-inline LayerMemoryUse normalisation_memory_use(const LayerMemoryQuery& q, std::int64_t sets,
+inline LayerMemoryUse normalization_memory_use(const LayerMemoryQuery& q, std::int64_t sets,
                                                std::int64_t affine_elements) {
   const bool converts = q.input_dtype != DType::f32;
   return {.output_dtype = DType::f32,
