@@ -9,24 +9,18 @@
 
 namespace accrue::callbacks {
 
-EarlyStopping::EarlyStopping(EarlyStoppingOptions options) : options_(std::move(options)) {
+EarlyStopping::EarlyStopping(EarlyStoppingOptions options)
+    : options_(std::move(options)), best_(options_.monitor, options_.mode, options_.min_delta, "EarlyStopping") {
   ACCRUE_CHECK(options_.patience >= 0, "EarlyStopping: patience must be >= 0, got {}", options_.patience);
-  maximize_ = higher_is_better(options_.monitor, options_.mode, "EarlyStopping");
 }
 
 void EarlyStopping::on_train_begin(TrainingContext& context) {
   context_ = &context;
-  best_ = options_.baseline;
+  best_.set_best(options_.baseline);
   best_epoch_.reset();
   stopped_epoch_.reset();
   wait_ = 0;
   best_weights_.clear();
-}
-
-bool EarlyStopping::improved(double value) const {
-  if (!best_) return true;
-  // Keras: min_delta counts towards improvement in the monitored direction.
-  return maximize_ ? value - options_.min_delta > *best_ : value + options_.min_delta < *best_;
 }
 
 void EarlyStopping::on_epoch_end(int epoch, Logs& logs) {
@@ -36,8 +30,8 @@ void EarlyStopping::on_epoch_end(int epoch, Logs& logs) {
                                   "validation data or monitor \"loss\"",
                options_.monitor, logs.str());
   ++wait_;
-  if (improved(*value)) {
-    best_ = *value;
+  if (best_.improves(*value)) {
+    best_.set_best(*value);
     best_epoch_ = epoch;
     wait_ = 0;
     if (options_.restore_best_weights) {
@@ -58,12 +52,12 @@ void EarlyStopping::on_train_end(const Logs&) {
   const NoGradGuard no_grad;
   const auto params = context_->model->parameters();
   for (std::size_t i = 0; i < params.size(); ++i) Tensor{params[i]}.copy_(best_weights_[i]);
-  log::info("EarlyStopping: restored the weights of epoch {} ({} = {:.4f})", *best_epoch_ + 1, options_.monitor, *best_);
+  log::info("EarlyStopping: restored the weights of epoch {} ({} = {:.4f})", *best_epoch_ + 1, options_.monitor, *best_.best());
 }
 
 std::optional<CallbackState> EarlyStopping::state() const {
   nlohmann::json j{{"wait", wait_}};
-  if (best_) j["best"] = *best_;
+  if (best_.best()) j["best"] = *best_.best();
   if (best_epoch_) j["best_epoch"] = *best_epoch_;
   if (stopped_epoch_) j["stopped_epoch"] = *stopped_epoch_;
   CallbackState state{j.dump(), {}};
@@ -91,7 +85,7 @@ void EarlyStopping::load_state(const CallbackState& state) {
       }
     }
     wait_ = wait;
-    best_ = best;
+    best_.set_best(best);
     best_epoch_ = best_epoch;
     stopped_epoch_ = stopped;
     best_weights_ = std::move(weights);

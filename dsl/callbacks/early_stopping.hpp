@@ -37,11 +37,9 @@ class EarlyStopping final : public Callback {
   std::optional<int> best_epoch() const { return best_epoch_; }
 
  private:
-  bool improved(double value) const;
   EarlyStoppingOptions options_;
-  bool maximize_ = false;
   TrainingContext* context_ = nullptr;
-  std::optional<double> best_;
+  BestValue best_;
   std::optional<int> best_epoch_, stopped_epoch_;
   int wait_ = 0;
   std::vector<Tensor> best_weights_;

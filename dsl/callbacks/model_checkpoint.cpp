@@ -10,10 +10,11 @@
 namespace accrue::callbacks {
 
 ModelCheckpoint::ModelCheckpoint(std::string folder, ModelCheckpointOptions options)
-    : folder_(std::move(folder)), options_(std::move(options)) {
+    : folder_(std::move(folder)),
+      options_(std::move(options)),
+      best_(options_.monitor, options_.mode, /*min_delta=*/0.0, "ModelCheckpoint") {
   ACCRUE_CHECK(!folder_.empty(), "ModelCheckpoint: the folder is empty");
   ACCRUE_CHECK(options_.every >= 1, "ModelCheckpoint: every must be at least 1, got {}", options_.every);
-  maximize_ = higher_is_better(options_.monitor, options_.mode, "ModelCheckpoint");
 }
 
 std::string ModelCheckpoint::last_path() const { return (std::filesystem::path(folder_) / "last.safetensors").string(); }
@@ -24,7 +25,7 @@ void ModelCheckpoint::on_train_begin(TrainingContext& context) {
   std::error_code ec;
   std::filesystem::create_directories(folder_, ec);
   if (ec) throw IoError(fmt::format("ModelCheckpoint: cannot create {} ({})", folder_, ec.message()));
-  best_.reset();
+  best_.set_best(std::nullopt);
   best_epoch_.reset();
 }
 
@@ -35,8 +36,8 @@ void ModelCheckpoint::on_epoch_end(int epoch, Logs& logs) {
   ACCRUE_CHECK(value.has_value(), "ModelCheckpoint keeps the best '{}', which the epoch's logs do not have ({}); pass "
                                   "validation data or monitor \"loss\"",
                options_.monitor, logs.str());
-  if (!best_ || (maximize_ ? *value > *best_ : *value < *best_)) {
-    best_ = *value;
+  if (best_.improves(*value)) {
+    best_.set_best(*value);
     best_epoch_ = epoch;
     context_->model->save_weights(best_path());
   }
@@ -44,7 +45,7 @@ void ModelCheckpoint::on_epoch_end(int epoch, Logs& logs) {
 
 std::optional<CallbackState> ModelCheckpoint::state() const {
   nlohmann::json j = nlohmann::json::object();
-  if (best_) j["best"] = *best_;
+  if (best_.best()) j["best"] = *best_.best();
   if (best_epoch_) j["best_epoch"] = *best_epoch_;
   return CallbackState{j.dump(), {}};
 }
@@ -54,7 +55,7 @@ void ModelCheckpoint::load_state(const CallbackState& state) {
     const nlohmann::json j = nlohmann::json::parse(state.text);
     const auto best = j.contains("best") ? std::optional{j["best"].get<double>()} : std::nullopt;
     const auto best_epoch = j.contains("best_epoch") ? std::optional{detail::json_integer<int>(j["best_epoch"], "ModelCheckpoint: best_epoch")} : std::nullopt;
-    best_ = best;
+    best_.set_best(best);
     best_epoch_ = best_epoch;
   } catch (const nlohmann::json::exception& e) {
     throw ValueError(fmt::format("ModelCheckpoint: the saved state '{}' does not parse ({})", state.text, e.what()));

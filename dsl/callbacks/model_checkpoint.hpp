@@ -32,9 +32,8 @@ class ModelCheckpoint final : public Callback {
  private:
   std::string folder_;
   ModelCheckpointOptions options_;
-  bool maximize_ = false;
   TrainingContext* context_ = nullptr;
-  std::optional<double> best_;
+  BestValue best_;
   std::optional<int> best_epoch_;
 };
 

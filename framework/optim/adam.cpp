@@ -3,19 +3,11 @@
 #include <cmath>
 #include <map>
 
+#include "accrue/framework/optim/recipe.hpp"
 #include "accrue/kernels/optimizer_update.hpp"
 
 namespace accrue::optim {
 namespace {
-
-void validate_adam(std::string_view name, double lr, const std::array<double, 2>& betas, double eps,
-                   double weight_decay) {
-  ACCRUE_CHECK(std::isfinite(lr) && lr >= 0.0, "{}: lr must be >= 0, got {}", name, lr);
-  ACCRUE_CHECK(betas[0] >= 0.0 && betas[0] < 1.0, "{}: betas[0] must be in [0, 1), got {}", name, betas[0]);
-  ACCRUE_CHECK(betas[1] >= 0.0 && betas[1] < 1.0, "{}: betas[1] must be in [0, 1), got {}", name, betas[1]);
-  ACCRUE_CHECK(eps >= 0.0, "{}: eps must be >= 0, got {}", name, eps);
-  ACCRUE_CHECK(weight_decay >= 0.0, "{}: weight_decay must be >= 0, got {}", name, weight_decay);
-}
 
 std::string adam_str(std::string_view name, double lr, const std::array<double, 2>& betas, double eps,
                      double weight_decay, double default_decay, bool amsgrad, bool maximize) {
@@ -30,23 +22,33 @@ std::string adam_str(std::string_view name, double lr, const std::array<double, 
 
 }  // namespace
 
-void Adam::validate() const { validate_adam("Adam", lr, betas, eps, weight_decay); }
-void AdamW::validate() const { validate_adam("AdamW", lr, betas, eps, weight_decay); }
-
-std::unique_ptr<Optimizer> Adam::create(std::vector<Tensor> parameters) const {
-  validate();
-  return std::make_unique<AdamOptimizer>(std::move(parameters), lr,
-                                         AdamOptimizer::Options{betas, eps, weight_decay, amsgrad, maximize, false});
+template <bool Decoupled>
+void AdamConfig<Decoupled>::validate() const {
+  const std::string_view name = Decoupled ? "AdamW" : "Adam";
+  ACCRUE_CHECK(std::isfinite(lr) && lr >= 0.0, "{}: lr must be >= 0, got {}", name, lr);
+  ACCRUE_CHECK(betas[0] >= 0.0 && betas[0] < 1.0, "{}: betas[0] must be in [0, 1), got {}", name, betas[0]);
+  ACCRUE_CHECK(betas[1] >= 0.0 && betas[1] < 1.0, "{}: betas[1] must be in [0, 1), got {}", name, betas[1]);
+  ACCRUE_CHECK(eps >= 0.0, "{}: eps must be >= 0, got {}", name, eps);
+  ACCRUE_CHECK(weight_decay >= 0.0, "{}: weight_decay must be >= 0, got {}", name, weight_decay);
 }
 
-std::unique_ptr<Optimizer> AdamW::create(std::vector<Tensor> parameters) const {
+template <bool Decoupled>
+std::unique_ptr<Optimizer> AdamConfig<Decoupled>::create(std::vector<Tensor> parameters) const {
   validate();
-  return std::make_unique<AdamOptimizer>(std::move(parameters), lr,
-                                         AdamOptimizer::Options{betas, eps, weight_decay, amsgrad, maximize, true});
+  return std::make_unique<AdamOptimizer>(
+      std::move(parameters), lr, AdamOptimizer::Options{betas, eps, weight_decay, amsgrad, maximize, Decoupled});
 }
 
-std::string Adam::str() const { return adam_str("Adam", lr, betas, eps, weight_decay, 0.0, amsgrad, maximize); }
-std::string AdamW::str() const { return adam_str("AdamW", lr, betas, eps, weight_decay, 1e-2, amsgrad, maximize); }
+template <bool Decoupled>
+std::string AdamConfig<Decoupled>::str() const {
+  return adam_str(Decoupled ? "AdamW" : "Adam", lr, betas, eps, weight_decay, AdamConfig{}.weight_decay, amsgrad,
+                  maximize);
+}
+
+ACCRUE_DEFINE_RECIPE_STEPS(template <bool Decoupled>, AdamConfig<Decoupled>)
+
+template struct AdamConfig<false>;
+template struct AdamConfig<true>;
 
 AdamOptimizer::AdamOptimizer(std::vector<Tensor> parameters, double lr, const Options& options)
     : Optimizer(std::move(parameters), lr), options_(options) {
@@ -55,8 +57,8 @@ AdamOptimizer::AdamOptimizer(std::vector<Tensor> parameters, double lr, const Op
 
 std::string AdamOptimizer::str() const {
   const auto& o = options_;
-  return o.decoupled ? adam_str("AdamW", lr_, o.betas, o.eps, o.weight_decay, 1e-2, o.amsgrad, o.maximize)
-                     : adam_str("Adam", lr_, o.betas, o.eps, o.weight_decay, 0.0, o.amsgrad, o.maximize);
+  return o.decoupled ? AdamW{lr_, o.betas, o.eps, o.weight_decay, o.amsgrad, o.maximize}.str()
+                     : Adam{lr_, o.betas, o.eps, o.weight_decay, o.amsgrad, o.maximize}.str();
 }
 
 AdamOptimizer::State& AdamOptimizer::begin_step(std::size_t index) {

@@ -10,11 +10,14 @@
 
 namespace accrue::optim {
 
-struct Adam {
+/// The options of Adam and AdamW, which differ only in how weight decay applies (AdamW's is
+/// `decoupled`: it decays the weights, not the gradient) and in its default.
+template <bool Decoupled>
+struct AdamConfig {
   double lr = 1e-3;
   std::array<double, 2> betas{0.9, 0.999};
   double eps = 1e-8;
-  double weight_decay = 0.0;
+  double weight_decay = Decoupled ? 1e-2 : 0.0;
   bool amsgrad = false;
   bool maximize = false;
 
@@ -24,25 +27,14 @@ struct Adam {
   /// First and second moments, and their running maximum with amsgrad.
   int state_tensors() const { return amsgrad ? 3 : 2; }
   ACCRUE_RECIPE_STEPS
-  friend bool operator==(const Adam&, const Adam&) = default;
+  friend bool operator==(const AdamConfig&, const AdamConfig&) = default;
 };
-
-struct AdamW {
-  double lr = 1e-3;
-  std::array<double, 2> betas{0.9, 0.999};
-  double eps = 1e-8;
-  double weight_decay = 1e-2;
-  bool amsgrad = false;
-  bool maximize = false;
-
-  void validate() const;
-  std::unique_ptr<Optimizer> create(std::vector<Tensor> parameters) const;
-  std::string str() const;
-  /// First and second moments, and their running maximum with amsgrad.
-  int state_tensors() const { return amsgrad ? 3 : 2; }
-  ACCRUE_RECIPE_STEPS
-  friend bool operator==(const AdamW&, const AdamW&) = default;
-};
+/// torch.optim.Adam: `optim::Adam{.lr = 1e-3}`.
+using Adam = AdamConfig<false>;
+/// torch.optim.AdamW: `optim::AdamW{.lr = 1e-3, .weight_decay = 0.05}`.
+using AdamW = AdamConfig<true>;
+extern template struct AdamConfig<false>;
+extern template struct AdamConfig<true>;
 
 class AdamOptimizer final : public Optimizer {
  public:

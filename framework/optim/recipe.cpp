@@ -111,23 +111,4 @@ bool operator==(const Recipe& a, const Recipe& b) {
          a.amp_ == b.amp_ && a.memory_budget_ == b.memory_budget_;
 }
 
-// The first links of the chain for each optimizer configuration (see recipe_steps.hpp).
-#define ACCRUE_DEFINE_RECIPE_STEPS(Config)                                                      \
-  Recipe Config::accumulate(AccumulationSchedule schedule, AccumulateOptions options) const {   \
-    return Recipe{*this}.accumulate(std::move(schedule), options);                              \
-  }                                                                                             \
-  Recipe Config::effective_batch(std::int64_t samples) const { return Recipe{*this}.effective_batch(samples); } \
-  Recipe Config::memory_budget(std::size_t bytes) const { return Recipe{*this}.memory_budget(bytes); }          \
-  Recipe Config::clip(double max_norm, ClipOptions options) const {                             \
-    return Recipe{*this}.clip(max_norm, options);                                               \
-  }                                                                                             \
-  Recipe Config::clip_value(double value) const { return Recipe{*this}.clip_value(value); }     \
-  Recipe Config::amp(bool enabled) const { return Recipe{*this}.amp(enabled); }                 \
-  Recipe Config::amp(DType dtype) const { return Recipe{*this}.amp(dtype); }                    \
-  Recipe Config::amp(AmpOptions options) const { return Recipe{*this}.amp(options); }
-
-ACCRUE_DEFINE_RECIPE_STEPS(SGD)
-ACCRUE_DEFINE_RECIPE_STEPS(Adam)
-ACCRUE_DEFINE_RECIPE_STEPS(AdamW)
-
 }  // namespace accrue::optim

@@ -1,8 +1,8 @@
 #pragma once
 // The chain that starts at an optimizer configuration: `optim::SGD{.lr = 1e-3}.accumulate(4).clip(1.0)`
-// is an optim::Recipe (recipe.hpp). Each configuration declares the first links with this macro,
-// defined once for all of them in recipe.cpp; a base class would cost users a
-// -Wmissing-field-initializers warning on every designated initialiser.
+// is an optim::Recipe (recipe.hpp). Each configuration declares the first links with
+// ACCRUE_RECIPE_STEPS and defines them with ACCRUE_DEFINE_RECIPE_STEPS in its .cpp; a base class
+// would cost users a -Wmissing-field-initializers warning on every designated initializer.
 
 #include <cstddef>
 #include <cstdint>
@@ -51,3 +51,30 @@ struct ClipOptions {
   ::accrue::optim::Recipe amp(bool enabled = true) const;                                                 \
   ::accrue::optim::Recipe amp(::accrue::DType dtype) const;                                               \
   ::accrue::optim::Recipe amp(::accrue::optim::AmpOptions options) const;
+
+/// Defines the first links for `Config` (in a .cpp that includes recipe.hpp); `Prefix` is empty, or
+/// the template head when Config is a template.
+#define ACCRUE_DEFINE_RECIPE_STEPS(Prefix, Config)                                                            \
+  Prefix ::accrue::optim::Recipe Config::accumulate(::accrue::AccumulationSchedule schedule,                 \
+                                                    ::accrue::AccumulateOptions options) const {             \
+    return ::accrue::optim::Recipe{*this}.accumulate(std::move(schedule), options);                          \
+  }                                                                                                          \
+  Prefix ::accrue::optim::Recipe Config::effective_batch(std::int64_t samples) const {                       \
+    return ::accrue::optim::Recipe{*this}.effective_batch(samples);                                          \
+  }                                                                                                          \
+  Prefix ::accrue::optim::Recipe Config::memory_budget(std::size_t bytes) const {                            \
+    return ::accrue::optim::Recipe{*this}.memory_budget(bytes);                                              \
+  }                                                                                                          \
+  Prefix ::accrue::optim::Recipe Config::clip(double max_norm, ::accrue::optim::ClipOptions options) const {  \
+    return ::accrue::optim::Recipe{*this}.clip(max_norm, options);                                           \
+  }                                                                                                          \
+  Prefix ::accrue::optim::Recipe Config::clip_value(double value) const {                                    \
+    return ::accrue::optim::Recipe{*this}.clip_value(value);                                                 \
+  }                                                                                                          \
+  Prefix ::accrue::optim::Recipe Config::amp(bool enabled) const { return ::accrue::optim::Recipe{*this}.amp(enabled); } \
+  Prefix ::accrue::optim::Recipe Config::amp(::accrue::DType dtype) const {                                  \
+    return ::accrue::optim::Recipe{*this}.amp(dtype);                                                        \
+  }                                                                                                          \
+  Prefix ::accrue::optim::Recipe Config::amp(::accrue::optim::AmpOptions options) const {                    \
+    return ::accrue::optim::Recipe{*this}.amp(options);                                                      \
+  }

@@ -35,10 +35,16 @@ std::string Logs::str() const {
   return s;
 }
 
-bool higher_is_better(const std::string& monitor, const std::string& mode, const std::string& who) {
+BestValue::BestValue(const std::string& monitor, const std::string& mode, double min_delta, const std::string& who)
+    : maximize_(mode == "max" || (mode == "auto" && monitor.find("acc") != std::string::npos)), min_delta_(min_delta) {
   ACCRUE_CHECK(mode == "min" || mode == "max" || mode == "auto", "{}: mode must be \"min\", \"max\" or \"auto\", got \"{}\"",
                who, mode);
-  return mode == "max" || (mode == "auto" && monitor.find("acc") != std::string::npos);
+}
+
+bool BestValue::improves(double value) const {
+  if (!best_) return true;
+  // Keras: min_delta counts towards improvement in the monitored direction.
+  return maximize_ ? value - min_delta_ > *best_ : value + min_delta_ < *best_;
 }
 
 std::vector<double> History::operator[](const std::string& name) const {

@@ -28,9 +28,23 @@ class Logs {
   std::vector<std::pair<std::string, double>> items_;
 };
 
-/// Whether a larger value of `monitor` is better, from `mode` ("min", "max", or "auto": max for
-/// names containing "acc", as Keras). Throws ValueError naming `who` for another mode.
-bool higher_is_better(const std::string& monitor, const std::string& mode, const std::string& who);
+/// The best value so far of a monitored log entry, as EarlyStopping and reduce-on-plateau keep it.
+class BestValue {
+ public:
+  /// Larger values of `monitor` are better for `mode` "max", smaller for "min", and "auto" takes
+  /// max for names containing "acc" (as Keras); a value must beat the best by more than
+  /// `min_delta`. Throws ValueError naming `who` for another mode.
+  BestValue(const std::string& monitor, const std::string& mode, double min_delta, const std::string& who);
+  /// Whether `value` beats the best (any value beats none).
+  bool improves(double value) const;
+  const std::optional<double>& best() const { return best_; }
+  void set_best(std::optional<double> best) { best_ = best; }
+
+ private:
+  bool maximize_;
+  double min_delta_;
+  std::optional<double> best_;
+};
 
 /// What fit() returns: the logs of every epoch.
 class History {

@@ -199,23 +199,23 @@ class Lambda final : public ScheduleImpl {
 
 LrSchedule::LrSchedule() : impl_(std::make_unique<Constant>()) {}
 
-PlateauTracker::PlateauTracker(const schedules::PlateauOptions& options) : options_(options) {
+PlateauTracker::PlateauTracker(const schedules::PlateauOptions& options)
+    : options_(options), best_(options.monitor, options.mode, options.min_delta, "reduce on plateau") {
   ACCRUE_CHECK(options.factor > 0.0 && options.factor < 1.0, "reduce on plateau: factor must be in (0, 1), got {}",
                options.factor);
   ACCRUE_CHECK(options.patience >= 0 && options.cooldown >= 0, "reduce on plateau: patience and cooldown must be >= 0");
-  maximize_ = higher_is_better(options.monitor, options.mode, "reduce on plateau");
 }
 
 void PlateauTracker::load_state(const State& state) {
   ACCRUE_CHECK(state.wait >= 0 && state.cooldown_left >= 0, "reduce on plateau: a saved wait ({}) or cooldown ({}) is negative",
                state.wait, state.cooldown_left);
-  best_ = state.best;
+  best_.set_best(state.best);
   wait_ = state.wait;
   cooldown_left_ = state.cooldown_left;
 }
 
 std::string PlateauTracker::state_text() const {
-  return fmt::format("{} {} {}", best_ ? exact_double(*best_) : std::string{"-"}, wait_, cooldown_left_);
+  return fmt::format("{} {} {}", best_.best() ? exact_double(*best_.best()) : std::string{"-"}, wait_, cooldown_left_);
 }
 
 void PlateauTracker::load_state_text(const std::string& text) {
@@ -228,18 +228,13 @@ void PlateauTracker::load_state_text(const std::string& text) {
   load_state(s);
 }
 
-bool PlateauTracker::better(double value) const {
-  if (!best_) return true;
-  return maximize_ ? value > *best_ + options_.min_delta : value < *best_ - options_.min_delta;
-}
-
 bool PlateauTracker::update(double value) {
   if (cooldown_left_ > 0) {
     --cooldown_left_;
     wait_ = 0;
   }
-  if (better(value)) {
-    best_ = value;
+  if (best_.improves(value)) {
+    best_.set_best(value);
     wait_ = 0;
     return false;
   }

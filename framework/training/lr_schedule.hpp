@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "accrue/framework/training/logs.hpp"
 #include "accrue/framework/training/step_plan.hpp"
 
 namespace accrue {
@@ -170,17 +171,15 @@ class PlateauTracker {
     int wait = 0;
     int cooldown_left = 0;
   };
-  State state() const { return {best_, wait_, cooldown_left_}; }
+  State state() const { return {best_.best(), wait_, cooldown_left_}; }
   void load_state(const State& state);
   /// "best wait cooldown_left" ("- 0 0" before the first value), and back; parse throws ValueError.
   std::string state_text() const;
   void load_state_text(const std::string& text);
 
  private:
-  bool better(double value) const;
   schedules::PlateauOptions options_;
-  bool maximize_;
-  std::optional<double> best_;
+  BestValue best_;
   int wait_ = 0;
   int cooldown_left_ = 0;
 };
