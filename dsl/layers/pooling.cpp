@@ -1,13 +1,18 @@
 #include "accrue/dsl/layers/pooling.hpp"
 
 namespace accrue::layers {
-namespace {
 
-ops::Pool2dOptions to_op(Size2 kernel, const Pool2dOptions& o) {
-  return {.kernel = kernel, .stride = o.stride, .padding = o.padding, .count_include_pad = o.count_include_pad};
+template <PoolKind Kind>
+Pool2d<Kind>::Pool2d(Size2 kernel_size, Pool2dOptions options)
+    : options_{.kernel = kernel_size, .stride = options.stride, .padding = options.padding,
+               .count_include_pad = options.count_include_pad} {
+  if (!options.name.empty()) this->set_name(options.name);
 }
 
-Shape pooled_shape(const char* layer, const Shape& in, const ops::Pool2dOptions& o) {
+template <PoolKind Kind>
+Shape Pool2d<Kind>::build(const Shape& in, Generator&) {
+  const std::string layer = type_name();
+  const ops::Pool2dOptions& o = options_;
   ACCRUE_CHECK_SHAPE(in.rank() == 3, "{} needs image samples (channels, height, width), got {}", layer, in);
   const Size2 stride = o.stride.value_or(o.kernel);
   ACCRUE_CHECK(o.kernel.h > 0 && o.kernel.w > 0 && stride.h > 0 && stride.w > 0,
@@ -21,19 +26,22 @@ Shape pooled_shape(const char* layer, const Shape& in, const ops::Pool2dOptions&
   return Shape{in[0], P, Q};
 }
 
-}  // namespace
-
-MaxPool2d::MaxPool2d(Size2 kernel_size, Pool2dOptions options) : options_(to_op(kernel_size, options)) {
-  if (!options.name.empty()) set_name(options.name);
+template <PoolKind Kind>
+Tensor Pool2d<Kind>::forward(const Tensor& x) {
+  return Kind == PoolKind::max ? ops::max_pool2d(x, options_) : ops::avg_pool2d(x, options_);
 }
-Shape MaxPool2d::build(const Shape& input_shape, Generator&) { return pooled_shape("MaxPool2d", input_shape, options_); }
-Tensor MaxPool2d::forward(const Tensor& x) { return ops::max_pool2d(x, options_); }
 
-AvgPool2d::AvgPool2d(Size2 kernel_size, Pool2dOptions options) : options_(to_op(kernel_size, options)) {
-  if (!options.name.empty()) set_name(options.name);
+// Pooling computes in float32 and keeps its input and output (max-pooling finds the winners again
+// in backward from them; cuDNN needs both).
+template <PoolKind Kind>
+LayerMemoryUse Pool2d<Kind>::memory_use(const LayerMemoryQuery& q) const {
+  const bool converts = q.input_dtype != DType::f32;
+  return {.output_dtype = DType::f32, .keeps_input = !converts, .keeps_output = true,
+          .kept_other = converts ? q.bytes(q.input_shape, DType::f32) : 0};
 }
-Shape AvgPool2d::build(const Shape& input_shape, Generator&) { return pooled_shape("AvgPool2d", input_shape, options_); }
-Tensor AvgPool2d::forward(const Tensor& x) { return ops::avg_pool2d(x, options_); }
+
+template class Pool2d<PoolKind::max>;
+template class Pool2d<PoolKind::average>;
 
 Shape GlobalAvgPool2d::build(const Shape& input_shape, Generator&) {
   ACCRUE_CHECK_SHAPE(input_shape.rank() == 3 && input_shape[1] * input_shape[2] > 0,
@@ -44,19 +52,6 @@ Shape GlobalAvgPool2d::build(const Shape& input_shape, Generator&) {
 Tensor GlobalAvgPool2d::forward(const Tensor& x) {
   return ops::mean(ops::reshape(x, {x.size(0), x.size(1), x.size(2) * x.size(3)}), 2);
 }
-
-// Pooling computes in float32 and keeps its input and output (max-pooling finds the winners again
-// in backward from them; cuDNN needs both).
-namespace {
-LayerMemoryUse pooling_use(const LayerMemoryQuery& q) {
-  const bool converts = q.input_dtype != DType::f32;
-  return {.output_dtype = DType::f32, .keeps_input = !converts, .keeps_output = true,
-          .kept_other = converts ? q.bytes(q.input_shape, DType::f32) : 0};
-}
-}  // namespace
-
-LayerMemoryUse MaxPool2d::memory_use(const LayerMemoryQuery& q) const { return pooling_use(q); }
-LayerMemoryUse AvgPool2d::memory_use(const LayerMemoryQuery& q) const { return pooling_use(q); }
 
 // A mean over a view: its backward needs only the shape.
 LayerMemoryUse GlobalAvgPool2d::memory_use(const LayerMemoryQuery& q) const {

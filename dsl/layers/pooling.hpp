@@ -17,11 +17,14 @@ struct Pool2dOptions {
   std::string name = {};
 };
 
-class MaxPool2d final : public LayerBase<MaxPool2d> {
+enum class PoolKind { max, average };
+
+/// MaxPool2d and AvgPool2d: one layer over two window functions.
+template <PoolKind Kind>
+class Pool2d final : public LayerBase<Pool2d<Kind>> {
  public:
-  /// Maximum over `kernel_size` windows: `MaxPool2d{2}`, `MaxPool2d{3, {.stride = 2, .padding = 1}}`.
-  explicit(false) MaxPool2d(Size2 kernel_size, Pool2dOptions options = {});
-  std::string type_name() const override { return "MaxPool2d"; }
+  explicit(false) Pool2d(Size2 kernel_size, Pool2dOptions options = {});
+  std::string type_name() const override { return Kind == PoolKind::max ? "MaxPool2d" : "AvgPool2d"; }
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
@@ -29,19 +32,12 @@ class MaxPool2d final : public LayerBase<MaxPool2d> {
  private:
   ops::Pool2dOptions options_;
 };
-
-class AvgPool2d final : public LayerBase<AvgPool2d> {
- public:
-  /// Mean over `kernel_size` windows.
-  explicit(false) AvgPool2d(Size2 kernel_size, Pool2dOptions options = {});
-  std::string type_name() const override { return "AvgPool2d"; }
-  Shape build(const Shape& input_shape, Generator& generator) override;
-  Tensor forward(const Tensor& x) override;
-  LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
-
- private:
-  ops::Pool2dOptions options_;
-};
+/// Maximum over `kernel_size` windows: `MaxPool2d{2}`, `MaxPool2d{3, {.stride = 2, .padding = 1}}`.
+using MaxPool2d = Pool2d<PoolKind::max>;
+/// Mean over `kernel_size` windows: `AvgPool2d{2}`.
+using AvgPool2d = Pool2d<PoolKind::average>;
+extern template class Pool2d<PoolKind::max>;
+extern template class Pool2d<PoolKind::average>;
 
 class GlobalAvgPool2d final : public LayerBase<GlobalAvgPool2d> {
  public:
