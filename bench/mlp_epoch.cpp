@@ -25,6 +25,7 @@
 #include <accrue/kernels/cpu/openblas.hpp>
 #include <accrue/kernels/cpu/parallel.hpp>
 #include <accrue/kernels/gemm.hpp>
+#include <accrue/framework/device_runtime.hpp>
 #include <accrue/kernels/device_query.hpp>
 #include <algorithm>
 #include <chrono>
@@ -111,12 +112,12 @@ double large_gemm_rate(Device device) {
   const TensorOptions on{.device = device};
   const Tensor a = Tensor::ones({n, n}, on), b = Tensor::ones({n, n}, on), c = Tensor::zeros({n, n}, on);
   kernels::gemm(false, false, 1.0f, a, b, 0.0f, c);
-  kernels::synchronize(device);
+  runtime::synchronize(device);
   double best = 1e9;
   for (int i = 0; i < 3; ++i) {
     const auto t = Clock::now();
     kernels::gemm(false, false, 1.0f, a, b, 0.0f, c);
-    kernels::synchronize(device);
+    runtime::synchronize(device);
     best = std::min(best, seconds_since(t));
   }
   return 2.0 * n * n * n / best / 1e9;
@@ -249,7 +250,7 @@ int main(int argc, char** argv) {
     for (const Config& c : runs) {
       const auto t = Clock::now();
       models.at(c.name).fit(train, {.batch_size = c.batch, .seed = static_cast<std::uint64_t>(r), .verbose = 0});
-      kernels::synchronize(device);
+      runtime::synchronize(device);
       ours[c.name].push_back(seconds_since(t));
       if (torch) theirs[c.name].push_back(torch->epoch(c.batch, c.accumulate, c.amp, c.cnn));
       fmt::print(stderr, "rep {} {}: accrue {:.3f} s{}\n", r + 1, c.name, ours[c.name].back(),

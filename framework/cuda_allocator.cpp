@@ -4,7 +4,7 @@
 #include <memory>
 #include <mutex>
 
-#include "accrue/kernels/cuda/context.hpp"
+#include "accrue/framework/device_runtime.hpp"
 
 namespace accrue {
 
@@ -15,9 +15,9 @@ std::size_t CudaAllocator::block_size(std::size_t bytes) {
   return (bytes + large - 1) / large * large;
 }
 
-void* CudaAllocator::system_allocate(std::size_t block) { return kernels::cuda::device_malloc(device().index(), block); }
+void* CudaAllocator::system_allocate(std::size_t block) { return runtime::device_malloc(device(), block); }
 
-void CudaAllocator::system_free(void* ptr) noexcept { kernels::cuda::device_free(device().index(), ptr); }
+void CudaAllocator::system_free(void* ptr) noexcept { runtime::device_free(device(), ptr); }
 
 Allocator& cuda_allocator(int index) {
   static std::mutex mutex;

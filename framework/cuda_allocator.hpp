@@ -2,7 +2,7 @@
 // GPU memory with the cache of freed blocks of CachingAllocator, counted like host memory.
 // cudaFree waits for the whole device, so blocks are kept. Every kernel on a device runs on one
 // stream, in order, so a block freed by a queued kernel can be reused at once: the next user's
-// kernels run after it. Built only with the CUDA backend.
+// kernels run after it. In a build without the CUDA backend no GPU device can be made, so none is used.
 
 #include "accrue/framework/caching_allocator.hpp"
 

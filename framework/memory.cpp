@@ -9,11 +9,8 @@
 #include <vector>
 #include <fmt/format.h>
 
-#include "accrue/config.hpp"
 #include "accrue/framework/cpu_allocator.hpp"
-#if ACCRUE_WITH_CUDA
 #include "accrue/framework/cuda_allocator.hpp"
-#endif
 #include "accrue/framework/error.hpp"
 
 namespace accrue {
@@ -143,12 +140,8 @@ Allocator& allocator(Device device) {
     static std::once_flag flag;
     return with_env_limit(cpu, flag);
   }
-#if ACCRUE_WITH_CUDA
   static std::array<std::once_flag, 64> flags;
   return with_env_limit(cuda_allocator(device.index()), flags.at(static_cast<std::size_t>(device.index())));
-#else
-  throw DeviceError(fmt::format("no allocator for {}: this build of Accrue has no CUDA backend", device));
-#endif
 }
 
 MemoryStats memory_stats(Device device) { return allocator(device).stats(); }

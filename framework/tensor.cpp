@@ -7,6 +7,7 @@
 #include "accrue/framework/ops.hpp"
 #include "accrue/framework/random.hpp"
 #include "accrue/kernels/cast.hpp"
+#include "accrue/kernels/cpu/cast.hpp"
 #include "accrue/kernels/elementwise.hpp"
 
 namespace accrue {

@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "accrue/kernels/cpu/amp_update.hpp"
+#include "accrue/kernels/cuda/amp_update.hpp"
 #include "accrue/kernels/dispatch.hpp"
 
 namespace accrue::kernels {
@@ -13,24 +15,23 @@ bool unscale_and_check(std::span<const Tensor> grads, float inverse_scale) {
     expect_tensors("unscale_and_check", device, DType::f32, {&g});
     g.bump_version();
   }
-  if (device.is_cpu()) {
-    bool found = false;
-    for (const Tensor& g : grads) found = cpu::unscale_and_check(g.data<float>(), g.numel(), inverse_scale) || found;
-    return found;
-  }
-#if ACCRUE_WITH_CUDA
-  if (device.is_cuda()) {
-    std::vector<float*> pointers;
-    std::vector<std::int64_t> sizes;
-    for (const Tensor& g : grads) {
-      pointers.push_back(ptr<float>(g));
-      sizes.push_back(g.numel());
-    }
-    const Storage flag{sizeof(int), device, MemoryCategory::temporaries};
-    return cuda::unscale_and_check(device.index(), pointers, sizes, inverse_scale, static_cast<int*>(flag.data()));
-  }
-#endif
-  unsupported_device("unscale_and_check", device);
+  return dispatch(
+      Op::unscale_and_check, device, DType::f32,
+      [&] {
+        bool found = false;
+        for (const Tensor& g : grads) found = cpu::unscale_and_check(g.data<float>(), g.numel(), inverse_scale) || found;
+        return found;
+      },
+      [&](int index) {
+        std::vector<float*> pointers;
+        std::vector<std::int64_t> sizes;
+        for (const Tensor& g : grads) {
+          pointers.push_back(ptr<float>(g));
+          sizes.push_back(g.numel());
+        }
+        const Storage flag{sizeof(int), device, MemoryCategory::temporaries};
+        return cuda::unscale_and_check(index, pointers, sizes, inverse_scale, static_cast<int*>(flag.data()));
+      });
 }
 
 bool unscale_and_check(const Tensor& g, float inverse_scale) {

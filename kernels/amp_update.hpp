@@ -13,8 +13,4 @@ bool unscale_and_check(std::span<const Tensor> grads, float inverse_scale);
 /// The same for one gradient.
 bool unscale_and_check(const Tensor& g, float inverse_scale);
 
-namespace cpu {
-bool unscale_and_check(float* g, std::int64_t n, float inverse_scale);
-}  // namespace cpu
-
 }  // namespace accrue::kernels

@@ -1,6 +1,7 @@
 #include "accrue/kernels/cast.hpp"
 
-#include "accrue/config.hpp"
+#include "accrue/kernels/cpu/cast.hpp"
+#include "accrue/kernels/cuda/cast.hpp"
 #include "accrue/kernels/dispatch.hpp"
 
 namespace accrue::kernels {
@@ -10,12 +11,14 @@ void cast(const Tensor& src, const Tensor& dst) {
   ACCRUE_CHECK(is_floating(src.dtype()) && is_floating(dst.dtype()), "cast between {} and {}: only floating-point dtypes convert",
                dtype_name(src.dtype()), dtype_name(dst.dtype()));
   dst.bump_version();
-  if (dst.device().is_cpu()) return cpu::cast(src.data_ptr(), src.dtype(), dst.data_ptr(), dst.dtype(), dst.numel());
-#if ACCRUE_WITH_CUDA
-  if (dst.device().is_cuda())
-    return cuda::cast(dst.device().index(), src.data_ptr(), src.dtype(), dst.data_ptr(), dst.dtype(), dst.numel());
-#endif
-  unsupported_device("cast", dst.device());
+  return dispatch(
+      Op::cast, dst.device(), src.dtype(),
+      [&] {
+        return cpu::cast(src.data_ptr(), src.dtype(), dst.data_ptr(), dst.dtype(), dst.numel());
+      },
+      [&](int index) {
+        return cuda::cast(index, src.data_ptr(), src.dtype(), dst.data_ptr(), dst.dtype(), dst.numel());
+      });
 }
 
 }  // namespace accrue::kernels

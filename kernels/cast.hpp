@@ -9,8 +9,4 @@ namespace accrue::kernels {
 /// dst = src converted element by element (same number of elements; float dtypes).
 void cast(const Tensor& src, const Tensor& dst);
 
-namespace cpu {
-void cast(const void* src, DType from, void* dst, DType to, std::int64_t n);
-}  // namespace cpu
-
 }  // namespace accrue::kernels

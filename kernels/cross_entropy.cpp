@@ -1,6 +1,7 @@
 #include "accrue/kernels/cross_entropy.hpp"
 
-#include "accrue/config.hpp"
+#include "accrue/kernels/cpu/cross_entropy.hpp"
+#include "accrue/kernels/cuda/cross_entropy.hpp"
 #include "accrue/kernels/dispatch.hpp"
 
 namespace accrue::kernels {
@@ -11,32 +12,31 @@ void cross_entropy_forward(const Tensor& logits, const Tensor& labels, float smo
   expect_tensors("cross_entropy_forward", logits.device(), DType::i32, {&labels});
   const std::int64_t B = logits.size(0), C = logits.size(1);
   ACCRUE_ASSERT(labels.numel() == B && loss.numel() == B && lse.numel() == B);
-  if (logits.device().is_cpu()) {
-    const std::int32_t* y = labels.data<std::int32_t>();
-    if (const std::int64_t bad = cpu::first_bad_label(y, B, C); bad >= 0)
-      throw ValueError(fmt::format("label {} of sample {} in the batch is outside [0, {}): the model has {} outputs",
-                                   y[bad], bad, C, C));
-    loss.bump_version();
-    lse.bump_version();
-    return cpu::cross_entropy_forward(logits.data<float>(), y, B, C, smoothing, loss.data<float>(), lse.data<float>());
-  }
-#if ACCRUE_WITH_CUDA
-  if (logits.device().is_cuda()) {
-    const int device = logits.device().index();
-    ACCRUE_CHECK(B < std::numeric_limits<int>::max(), "cross_entropy: a batch of {} rows is too large for the GPU kernel", B);
-    const Storage flag{sizeof(int), logits.device(), MemoryCategory::temporaries};
-    if (const std::int64_t bad =
-            cuda::first_bad_label(device, ptr<std::int32_t>(labels), B, C, static_cast<int*>(flag.data()));
-        bad >= 0)
-      throw ValueError(fmt::format("label {} of sample {} in the batch is outside [0, {}): the model has {} outputs",
-                                   labels.narrow(bad, bad + 1).item(), bad, C, C));
-    loss.bump_version();
-    lse.bump_version();
-    return cuda::cross_entropy_forward(device, ptr<float>(logits), ptr<std::int32_t>(labels), B, C, smoothing,
-                                       ptr<float>(loss), ptr<float>(lse));
-  }
-#endif
-  unsupported_device("cross_entropy_forward", logits.device());
+  return dispatch(
+      Op::cross_entropy, logits.device(), logits.dtype(),
+      [&] {
+        const std::int32_t* y = labels.data<std::int32_t>();
+        if (const std::int64_t bad = cpu::first_bad_label(y, B, C); bad >= 0)
+          throw ValueError(fmt::format("label {} of sample {} in the batch is outside [0, {}): the model has {} outputs",
+                                       y[bad], bad, C, C));
+        loss.bump_version();
+        lse.bump_version();
+        return cpu::cross_entropy_forward(logits.data<float>(), y, B, C, smoothing, loss.data<float>(), lse.data<float>());
+      },
+      [&](int index) {
+        const int device = index;
+        ACCRUE_CHECK(B < std::numeric_limits<int>::max(), "cross_entropy: a batch of {} rows is too large for the GPU kernel", B);
+        const Storage flag{sizeof(int), logits.device(), MemoryCategory::temporaries};
+        if (const std::int64_t bad =
+                cuda::first_bad_label(device, ptr<std::int32_t>(labels), B, C, static_cast<int*>(flag.data()));
+            bad >= 0)
+          throw ValueError(fmt::format("label {} of sample {} in the batch is outside [0, {}): the model has {} outputs",
+                                       labels.narrow(bad, bad + 1).item(), bad, C, C));
+        loss.bump_version();
+        lse.bump_version();
+        return cuda::cross_entropy_forward(device, ptr<float>(logits), ptr<std::int32_t>(labels), B, C, smoothing,
+                                           ptr<float>(loss), ptr<float>(lse));
+      });
 }
 
 void cross_entropy_backward(const Tensor& logits, const Tensor& labels, float smoothing, const Tensor& lse,
@@ -46,15 +46,16 @@ void cross_entropy_backward(const Tensor& logits, const Tensor& labels, float sm
   const std::int64_t B = logits.size(0), C = logits.size(1);
   ACCRUE_ASSERT(dlogits.numel() == B * C && g.numel() == B);
   dlogits.bump_version();
-  if (logits.device().is_cpu())
-    return cpu::cross_entropy_backward(logits.data<float>(), labels.data<std::int32_t>(), B, C, smoothing,
-                                       lse.data<float>(), g.data<float>(), dlogits.data<float>(), accumulate);
-#if ACCRUE_WITH_CUDA
-  if (logits.device().is_cuda())
-    return cuda::cross_entropy_backward(logits.device().index(), ptr<float>(logits), ptr<std::int32_t>(labels), B, C,
-                                        smoothing, ptr<float>(lse), ptr<float>(g), ptr<float>(dlogits), accumulate);
-#endif
-  unsupported_device("cross_entropy_backward", logits.device());
+  return dispatch(
+      Op::cross_entropy, logits.device(), logits.dtype(),
+      [&] {
+        return cpu::cross_entropy_backward(logits.data<float>(), labels.data<std::int32_t>(), B, C, smoothing,
+                                           lse.data<float>(), g.data<float>(), dlogits.data<float>(), accumulate);
+      },
+      [&](int index) {
+        return cuda::cross_entropy_backward(index, ptr<float>(logits), ptr<std::int32_t>(labels), B, C,
+                                            smoothing, ptr<float>(lse), ptr<float>(g), ptr<float>(dlogits), accumulate);
+      });
 }
 
 }  // namespace accrue::kernels

@@ -14,13 +14,4 @@ void cross_entropy_forward(const Tensor& logits, const Tensor& labels, float smo
 void cross_entropy_backward(const Tensor& logits, const Tensor& labels, float smoothing, const Tensor& lse,
                             const Tensor& g, const Tensor& dlogits, bool accumulate);
 
-namespace cpu {
-/// Index of the first label outside [0, C), or -1.
-std::int64_t first_bad_label(const std::int32_t* labels, std::int64_t B, std::int64_t C);
-void cross_entropy_forward(const float* logits, const std::int32_t* labels, std::int64_t B, std::int64_t C,
-                           float smoothing, float* loss, float* lse);
-void cross_entropy_backward(const float* logits, const std::int32_t* labels, std::int64_t B, std::int64_t C,
-                            float smoothing, const float* lse, const float* g, float* dlogits, bool accumulate);
-}  // namespace cpu
-
 }  // namespace accrue::kernels

@@ -27,12 +27,4 @@ std::vector<CudaLibrary> cuda_libraries() {
 #endif
 }
 
-void synchronize(Device device) {
-#if ACCRUE_WITH_CUDA
-  if (device.is_cuda()) cuda::synchronize(device.index());
-#else
-  (void)device;
-#endif
-}
-
 }  // namespace accrue::kernels

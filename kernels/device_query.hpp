@@ -36,9 +36,6 @@ struct CudaLibrary {
 /// without the CUDA backend. Needs no device.
 std::vector<CudaLibrary> cuda_libraries();
 
-/// Waits until the work queued on `device` has finished (nothing to wait for on the CPU).
-void synchronize(Device device);
-
 namespace cuda {
 /// Asks the CUDA runtime (only in builds with the CUDA backend).
 CudaDeviceQuery query_devices();

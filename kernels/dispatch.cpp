@@ -1,13 +1,77 @@
 #include "accrue/kernels/dispatch.hpp"
 
-#include "accrue/config.hpp"
+#include <array>
 
 namespace accrue::kernels {
 
-void unsupported_device(std::string_view kernel, Device device) {
+namespace {
+
+// The dtypes each backend takes for an op, as a bit per DType.
+using DTypes = unsigned;
+constexpr DTypes bit(DType t) { return 1u << static_cast<unsigned>(t); }
+constexpr DTypes f32 = bit(DType::f32);
+constexpr DTypes floating = bit(DType::f32) | bit(DType::f16) | bit(DType::bf16);
+constexpr DTypes any = floating | bit(DType::i32);
+
+struct OpSupport {
+  Op op;
+  std::string_view name;
+  DTypes cpu, cuda;
+};
+
+// One row per Op, in its order.
+constexpr std::array<OpSupport, 24> table{{
+    {Op::unary, "unary", floating, floating},
+    {Op::unary_in_place, "unary_in_place", f32, f32},
+    {Op::binary, "binary", f32, f32},
+    {Op::fill, "fill", f32, f32},
+    {Op::copy, "copy", any, any},
+    {Op::add_into, "add_into", floating, floating},
+    {Op::random_fill, "random_fill", f32, f32},
+    {Op::cast, "cast", floating, floating},
+    {Op::dropout, "dropout", floating, floating},
+    {Op::sum_dim, "sum_dim", floating, floating},
+    {Op::expand_dim, "expand_dim", f32, f32},
+    {Op::sum_to_shape, "sum_to_shape", f32, f32},
+    {Op::sum_of_squares, "sum_of_squares", f32, f32},
+    {Op::argmax_rows, "argmax_rows", f32, f32},
+    {Op::softmax, "softmax", f32, f32},
+    {Op::cross_entropy, "cross_entropy", f32, f32},
+    {Op::gemm, "gemm", floating, floating},
+    {Op::conv2d, "conv2d", f32, f32},
+    {Op::pool2d, "pool2d", f32, f32},
+    {Op::group_norm, "group_norm", f32, f32},
+    {Op::batch_norm, "batch_norm", f32, f32},
+    {Op::sgd_update, "sgd_update", f32, f32},
+    {Op::adam_update, "adam_update", f32, f32},
+    {Op::unscale_and_check, "unscale_and_check", f32, f32},
+}};
+
+constexpr bool in_order() {
+  for (std::size_t i = 0; i < table.size(); ++i)
+    if (static_cast<std::size_t>(table[i].op) != i) return false;
+  return true;
+}
+static_assert(in_order(), "the support table lists every Op once, in the enum's order");
+
+const OpSupport& row(Op op) { return table[static_cast<std::size_t>(op)]; }
+
+}  // namespace
+
+std::string_view op_name(Op op) { return row(op).name; }
+
+bool supports(Op op, Device device, DType dtype) {
+  if (device.is_cuda() && !ACCRUE_WITH_CUDA) return false;
+  const DTypes dtypes = device.is_cpu() ? row(op).cpu : row(op).cuda;
+  return (dtypes & bit(dtype)) != 0;
+}
+
+void unsupported(Op op, Device device, DType dtype) {
   if (device.is_cuda() && !ACCRUE_WITH_CUDA)
-    throw NotSupported(fmt::format("kernel {} was asked to run on {}, but this build has no CUDA backend", kernel, device));
-  throw NotSupported(fmt::format("kernel {} has no implementation for {} yet", kernel, device));
+    throw NotSupported(fmt::format("op {} was asked to run on {}, but this build has no CUDA backend", op_name(op),
+                                   device));
+  throw NotSupported(fmt::format("op {} has no implementation for {} tensors on {}", op_name(op), dtype_name(dtype),
+                                 device));
 }
 
 void expect_tensors(std::string_view kernel, Device device, DType dtype, std::initializer_list<const Tensor*> tensors) {

@@ -1,15 +1,66 @@
 #pragma once
-// Shared pieces of the per-device dispatch that every kernels/<op>.cpp does.
+// How every kernels/<op>.cpp runs an op on the backend of its tensors' device (dispatch), what
+// each backend runs (supports), and the helpers their bodies share. Each op's CPU body is declared
+// in kernels/cpu/<op>.hpp, its CUDA body in kernels/cuda/<op>.hpp; both headers compile in every
+// build, and only dispatch knows whether this one has the CUDA backend.
 
 #include <string_view>
 
 #include "accrue/config.hpp"
 #include "accrue/framework/tensor.hpp"
-#if ACCRUE_WITH_CUDA
-#include "accrue/kernels/cuda/launchers.hpp"
-#endif
 
 namespace accrue::kernels {
+
+/// The ops of the kernel layer, by the names supports() and the dispatch's errors use.
+enum class Op {
+  unary,           // unary_forward, unary_backward
+  unary_in_place,  // over many tensors (clipping)
+  binary,          // binary_forward, binary_backward
+  fill,
+  copy,            // copy and transfer
+  add_into,
+  random_fill,     // fill_uniform, fill_normal
+  cast,
+  dropout,
+  sum_dim,
+  expand_dim,
+  sum_to_shape,
+  sum_of_squares,  // over many tensors (the global norm)
+  argmax_rows,
+  softmax,
+  cross_entropy,
+  gemm,
+  conv2d,
+  pool2d,
+  group_norm,
+  batch_norm,
+  sgd_update,
+  adam_update,
+  unscale_and_check,
+};
+
+/// "conv2d", "softmax", ...
+std::string_view op_name(Op op);
+
+/// Whether this build runs `op` on `device` for tensors of `dtype` (the dtype of the op's data:
+/// its input, or its output where it has none; gemm's compute type). Needs no device.
+bool supports(Op op, Device device, DType dtype);
+
+/// Throws NotSupported naming the op, the device and the dtype, and why: no CUDA backend in this
+/// build, or no body for that combination.
+[[noreturn]] void unsupported(Op op, Device device, DType dtype);
+
+/// Runs `op`: `cpu()` on the CPU, `cuda(device_index)` on a GPU; a combination supports() denies
+/// throws NotSupported. The only place a kernel's choice of backend is written. In a build without
+/// the CUDA backend `cuda` is never called, so its body's calls need no definition.
+template <class Cpu, class Cuda>
+decltype(auto) dispatch(Op op, Device device, DType dtype, Cpu&& cpu, Cuda&& cuda) {
+  if (!supports(op, device, dtype)) unsupported(op, device, dtype);
+  if constexpr (ACCRUE_WITH_CUDA != 0) {
+    if (device.is_cuda()) return cuda(device.index());
+  }
+  return cpu();
+}
 
 /// t's elements in its device memory: the kernels' view (Tensor::data<T>() is the host's, and
 /// refuses GPU tensors).
@@ -22,9 +73,6 @@ T* ptr(const Tensor& t) {
 inline float* host_data_or_null(const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; }
 /// The same in device memory: ptr<float>(t), or nullptr when undefined.
 inline float* ptr_or_null(const Tensor& t) { return t.defined() ? ptr<float>(t) : nullptr; }
-
-/// Throws NotSupported naming the kernel and the device: the backend for `device` lacks it.
-[[noreturn]] void unsupported_device(std::string_view kernel, Device device);
 
 /// Internal precondition of a kernel: all tensors defined, on `device`, of `dtype`.
 void expect_tensors(std::string_view kernel, Device device, DType dtype, std::initializer_list<const Tensor*> tensors);

@@ -1,6 +1,7 @@
 #include "accrue/kernels/dropout.hpp"
 
-#include "accrue/config.hpp"
+#include "accrue/kernels/cpu/dropout.hpp"
+#include "accrue/kernels/cuda/dropout.hpp"
 #include "accrue/kernels/dispatch.hpp"
 
 namespace accrue::kernels {
@@ -9,14 +10,15 @@ void dropout_forward(const Tensor& x, const Tensor& y, float p, std::uint64_t se
   expect_tensors("dropout_forward", y.device(), x.dtype(), {&x, &y});
   ACCRUE_ASSERT(x.numel() == y.numel() && p >= 0.0f && p < 1.0f && is_floating(x.dtype()));
   y.bump_version();
-  if (y.device().is_cpu())
-    return cpu::dropout_apply(x.dtype(), x.data_ptr(), y.data_ptr(), y.numel(), p, seed, offset, false);
-#if ACCRUE_WITH_CUDA
-  if (y.device().is_cuda())
-    return cuda::dropout_apply(y.device().index(), x.dtype(), x.data_ptr(), y.data_ptr(), y.numel(), p, seed, offset,
-                               false);
-#endif
-  unsupported_device("dropout_forward", y.device());
+  return dispatch(
+      Op::dropout, y.device(), y.dtype(),
+      [&] {
+        return cpu::dropout_apply(x.dtype(), x.data_ptr(), y.data_ptr(), y.numel(), p, seed, offset, false);
+      },
+      [&](int index) {
+        return cuda::dropout_apply(index, x.dtype(), x.data_ptr(), y.data_ptr(), y.numel(), p, seed, offset,
+                                   false);
+      });
 }
 
 void dropout_backward(const Tensor& dy, const Tensor& dx, float p, std::uint64_t seed, std::uint64_t offset,
@@ -24,14 +26,15 @@ void dropout_backward(const Tensor& dy, const Tensor& dx, float p, std::uint64_t
   expect_tensors("dropout_backward", dx.device(), dx.dtype(), {&dy, &dx});
   ACCRUE_ASSERT(dy.numel() == dx.numel() && p >= 0.0f && p < 1.0f && is_floating(dx.dtype()));
   dx.bump_version();
-  if (dx.device().is_cpu())
-    return cpu::dropout_apply(dx.dtype(), dy.data_ptr(), dx.data_ptr(), dx.numel(), p, seed, offset, accumulate);
-#if ACCRUE_WITH_CUDA
-  if (dx.device().is_cuda())
-    return cuda::dropout_apply(dx.device().index(), dx.dtype(), dy.data_ptr(), dx.data_ptr(), dx.numel(), p, seed,
-                               offset, accumulate);
-#endif
-  unsupported_device("dropout_backward", dx.device());
+  return dispatch(
+      Op::dropout, dx.device(), dx.dtype(),
+      [&] {
+        return cpu::dropout_apply(dx.dtype(), dy.data_ptr(), dx.data_ptr(), dx.numel(), p, seed, offset, accumulate);
+      },
+      [&](int index) {
+        return cuda::dropout_apply(index, dx.dtype(), dy.data_ptr(), dx.data_ptr(), dx.numel(), p, seed,
+                                   offset, accumulate);
+      });
 }
 
 }  // namespace accrue::kernels

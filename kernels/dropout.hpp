@@ -13,10 +13,4 @@ void dropout_forward(const Tensor& x, const Tensor& y, float p, std::uint64_t se
 void dropout_backward(const Tensor& dy, const Tensor& dx, float p, std::uint64_t seed, std::uint64_t offset,
                       bool accumulate);
 
-namespace cpu {
-/// out (+)= in * mask over any float storage type.
-void dropout_apply(DType dtype, const void* in, void* out, std::int64_t n, float p, std::uint64_t seed,
-                   std::uint64_t offset, bool accumulate);
-}  // namespace cpu
-
 }  // namespace accrue::kernels

@@ -40,20 +40,6 @@ void add_into(const Tensor& dst, const Tensor& src, float alpha = 1.0f);
 void fill_uniform(const Tensor& t, float low, float high, std::uint64_t seed, std::uint64_t offset);
 void fill_normal(const Tensor& t, float mean, float stddev, std::uint64_t seed, std::uint64_t offset);
 
-namespace cpu {
-void unary_forward(UnaryOp op, UnaryParams params, DType dtype, const void* x, void* y, std::int64_t n);
-void unary_backward(UnaryOp op, UnaryParams params, DType dtype, const void* x, const void* y, const void* dy, void* dx,
-                    std::int64_t n, bool accumulate);
-void binary_forward(BinaryOp op, const float* a, const Shape& a_shape, const float* b, const Shape& b_shape, float* out,
-                    const Shape& out_shape);
-void binary_backward(BinaryOp op, const float* a, const Shape& a_shape, const float* b, const Shape& b_shape,
-                     const float* dy, const Shape& out_shape, int which, float* d, bool accumulate);
-void fill(float* t, std::int64_t n, float value);
-void add_into(DType dtype, void* dst, const void* src, std::int64_t n, float alpha);
-void fill_uniform(float* t, std::int64_t n, float low, float high, std::uint64_t seed, std::uint64_t offset);
-void fill_normal(float* t, std::int64_t n, float mean, float stddev, std::uint64_t seed, std::uint64_t offset);
-}  // namespace cpu
-
 /// The broadcast shape of a and b (NumPy rules), or ShapeError naming `op` and both shapes.
 Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op);
 /// Where each element of `out` (the broadcast of a and b) reads a and b.

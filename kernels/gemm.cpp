@@ -1,6 +1,8 @@
 #include "accrue/kernels/gemm.hpp"
 
 #include "accrue/kernels/cast.hpp"
+#include "accrue/kernels/cpu/gemm.hpp"
+#include "accrue/kernels/cuda/gemm.hpp"
 #include "accrue/kernels/dispatch.hpp"
 
 namespace accrue::kernels {
@@ -29,35 +31,34 @@ void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& A, const Tensor
     throw ShapeError(fmt::format("gemm: op(A) is ({}, {}), op(B) is ({}, {}) and C is ({}, {}); they do not multiply",
                                  M, K, Kb, N, c.rows, c.cols));
   C.bump_version();
-  if (C.device().is_cpu()) {
-    if (compute == DType::f32)
-      cpu::gemm(trans_a, trans_b, M, N, K, alpha, A.data<float>(), a.cols, B.data<float>(), b.cols, beta, C.data<float>(),
-                c.cols);
-    else
-      cpu::gemm_low_precision(trans_a, trans_b, M, N, K, alpha, compute, A.data_ptr(), A.dtype(), a.cols, B.data_ptr(),
-                              B.dtype(), b.cols, beta, C.dtype(), C.data_ptr(), c.cols);
-    return;
-  }
-#if ACCRUE_WITH_CUDA
-  if (C.device().is_cuda()) {
-    const int device = C.device().index();
-    if (compute == DType::f32)
-      return cuda::gemm_f32(device, trans_a, trans_b, M, N, K, alpha, ptr<float>(A), a.cols, ptr<float>(B), b.cols, beta,
-                            ptr<float>(C), c.cols);
-    // cuBLAS multiplies operands of one type: float32 ones (master weights) are rounded to the
-    // compute type first, as autocast does.
-    const auto low = [&](const Tensor& t) {
-      if (t.dtype() == compute) return t;
-      Tensor rounded = Tensor::empty(t.shape(), {.dtype = compute, .device = t.device()});
-      cast(t, rounded);
-      return rounded;
-    };
-    const Tensor a_low = low(A), b_low = low(B);
-    return cuda::gemm_low_precision(device, trans_a, trans_b, M, N, K, alpha, compute, a_low.data_ptr(), a.cols,
-                                    b_low.data_ptr(), b.cols, beta, C.dtype(), C.data_ptr(), c.cols);
-  }
-#endif
-  unsupported_device("gemm", C.device());
+  return dispatch(
+      Op::gemm, C.device(), compute,
+      [&] {
+        if (compute == DType::f32)
+          cpu::gemm(trans_a, trans_b, M, N, K, alpha, A.data<float>(), a.cols, B.data<float>(), b.cols, beta, C.data<float>(),
+                    c.cols);
+        else
+          cpu::gemm_low_precision(trans_a, trans_b, M, N, K, alpha, compute, A.data_ptr(), A.dtype(), a.cols, B.data_ptr(),
+                                  B.dtype(), b.cols, beta, C.dtype(), C.data_ptr(), c.cols);
+        return;
+      },
+      [&](int index) {
+        const int device = index;
+        if (compute == DType::f32)
+          return cuda::gemm_f32(device, trans_a, trans_b, M, N, K, alpha, ptr<float>(A), a.cols, ptr<float>(B), b.cols, beta,
+                                ptr<float>(C), c.cols);
+        // cuBLAS multiplies operands of one type: float32 ones (master weights) are rounded to the
+        // compute type first, as autocast does.
+        const auto low = [&](const Tensor& t) {
+          if (t.dtype() == compute) return t;
+          Tensor rounded = Tensor::empty(t.shape(), {.dtype = compute, .device = t.device()});
+          cast(t, rounded);
+          return rounded;
+        };
+        const Tensor a_low = low(A), b_low = low(B);
+        return cuda::gemm_low_precision(device, trans_a, trans_b, M, N, K, alpha, compute, a_low.data_ptr(), a.cols,
+                                        b_low.data_ptr(), b.cols, beta, C.dtype(), C.data_ptr(), c.cols);
+      });
 }
 
 std::size_t gemm_workspace_bytes(Device device, DType compute, bool trans_a, bool trans_b, std::int64_t M,

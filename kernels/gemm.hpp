@@ -23,18 +23,4 @@ void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& A, const Tensor
 std::size_t gemm_workspace_bytes(Device device, DType compute, bool trans_a, bool trans_b, std::int64_t M,
                                  std::int64_t N, std::int64_t K, DType a_type, DType b_type);
 
-namespace cpu {
-/// Row-major sgemm with leading dimensions, split across the CPU thread pool.
-void gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
-          std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc);
-/// The same computed in `low` (float16 or bfloat16): A and B each of type a_type / b_type (float32
-/// or `low`), C of type `out` (float32 or `low`).
-void gemm_low_precision(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
-                        DType low, const void* A, DType a_type, std::int64_t lda, const void* B, DType b_type,
-                        std::int64_t ldb, float beta, DType out, void* C, std::int64_t ldc);
-/// The temporaries gemm_low_precision allocates for these operands (0 when it widens to float32).
-std::size_t gemm_low_precision_workspace_bytes(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N,
-                                               std::int64_t K, DType low);
-}  // namespace cpu
-
 }  // namespace accrue::kernels

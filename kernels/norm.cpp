@@ -1,6 +1,7 @@
 #include "accrue/kernels/norm.hpp"
 
-#include "accrue/config.hpp"
+#include "accrue/kernels/cpu/norm.hpp"
+#include "accrue/kernels/cuda/norm.hpp"
 #include "accrue/kernels/dispatch.hpp"
 
 namespace accrue::kernels {
@@ -20,15 +21,16 @@ void group_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta
   ACCRUE_ASSERT(x.numel() == s.N * s.C * s.L && y.numel() == x.numel() && mean.numel() == s.N * s.groups &&
                 s.C % s.groups == 0);
   for (const Tensor* t : {&y, &mean, &rstd}) t->bump_version();
-  if (y.device().is_cpu())
-    return cpu::group_norm_forward(x.data<float>(), host_data_or_null(gamma), host_data_or_null(beta), y.data<float>(),
-                                   mean.data<float>(), rstd.data<float>(), s, eps);
-#if ACCRUE_WITH_CUDA
-  if (y.device().is_cuda())
-    return cuda::group_norm_forward(y.device().index(), ptr<float>(x), ptr_or_null(gamma), ptr_or_null(beta),
-                                    ptr<float>(y), ptr<float>(mean), ptr<float>(rstd), s.N, s.C, s.L, s.groups, eps);
-#endif
-  unsupported_device("group_norm_forward", y.device());
+  return dispatch(
+      Op::group_norm, y.device(), y.dtype(),
+      [&] {
+        return cpu::group_norm_forward(x.data<float>(), host_data_or_null(gamma), host_data_or_null(beta), y.data<float>(),
+                                       mean.data<float>(), rstd.data<float>(), s, eps);
+      },
+      [&](int index) {
+        return cuda::group_norm_forward(index, ptr<float>(x), ptr_or_null(gamma), ptr_or_null(beta),
+                                        ptr<float>(y), ptr<float>(mean), ptr<float>(rstd), s.N, s.C, s.L, s.groups, eps);
+      });
 }
 
 void group_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd,
@@ -38,16 +40,17 @@ void group_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mea
   expect_optional("group_norm_backward", dx.device(), {&gamma, &dgamma, &dbeta});
   for (const Tensor* t : {&dx, &dgamma, &dbeta})
     if (t->defined()) t->bump_version();
-  if (dx.device().is_cpu())
-    return cpu::group_norm_backward(x.data<float>(), host_data_or_null(gamma), mean.data<float>(), rstd.data<float>(),
-                                    dy.data<float>(), dx.data<float>(), host_data_or_null(dgamma), host_data_or_null(dbeta), s);
-#if ACCRUE_WITH_CUDA
-  if (dx.device().is_cuda())
-    return cuda::group_norm_backward(dx.device().index(), ptr<float>(x), ptr_or_null(gamma), ptr<float>(mean),
-                                     ptr<float>(rstd), ptr<float>(dy), ptr<float>(dx), ptr_or_null(dgamma),
-                                     ptr_or_null(dbeta), s.N, s.C, s.L, s.groups);
-#endif
-  unsupported_device("group_norm_backward", dx.device());
+  return dispatch(
+      Op::group_norm, dx.device(), dx.dtype(),
+      [&] {
+        return cpu::group_norm_backward(x.data<float>(), host_data_or_null(gamma), mean.data<float>(), rstd.data<float>(),
+                                        dy.data<float>(), dx.data<float>(), host_data_or_null(dgamma), host_data_or_null(dbeta), s);
+      },
+      [&](int index) {
+        return cuda::group_norm_backward(index, ptr<float>(x), ptr_or_null(gamma), ptr<float>(mean),
+                                         ptr<float>(rstd), ptr<float>(dy), ptr<float>(dx), ptr_or_null(dgamma),
+                                         ptr_or_null(dbeta), s.N, s.C, s.L, s.groups);
+      });
 }
 
 void batch_norm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y,
@@ -58,22 +61,22 @@ void batch_norm_forward_training(const Tensor& x, const Tensor& gamma, const Ten
   ACCRUE_ASSERT(x.numel() == s.N * s.C * s.L && y.numel() == x.numel() && mean.numel() == s.C);
   for (const Tensor* t : {&y, &mean, &rstd, &running_mean, &running_var})
     if (t->defined()) t->bump_version();
-  if (y.device().is_cpu())
-    return cpu::batch_norm_forward_training(x.data<float>(), host_data_or_null(gamma), host_data_or_null(beta), y.data<float>(),
-                                            mean.data<float>(), rstd.data<float>(), host_data_or_null(running_mean),
-                                            host_data_or_null(running_var), s, momentum, eps);
-#if ACCRUE_WITH_CUDA
-  if (y.device().is_cuda()) {
-    // cuDNN needs a scale and a shift: ones and zeros stand in for a layer without them.
-    const Tensor g = gamma.defined() ? gamma : Tensor::ones({s.C}, {.device = y.device()});
-    const Tensor b = beta.defined() ? beta : Tensor::zeros({s.C}, {.device = y.device()});
-    return cuda::batch_norm_forward_training(y.device().index(), ptr<float>(x), ptr<float>(g), ptr<float>(b),
-                                             ptr<float>(y), ptr<float>(mean), ptr<float>(rstd),
-                                             ptr_or_null(running_mean), ptr_or_null(running_var), s.N, s.C,
-                                             s.L, momentum, eps);
-  }
-#endif
-  unsupported_device("batch_norm_forward_training", y.device());
+  return dispatch(
+      Op::batch_norm, y.device(), y.dtype(),
+      [&] {
+        return cpu::batch_norm_forward_training(x.data<float>(), host_data_or_null(gamma), host_data_or_null(beta), y.data<float>(),
+                                                mean.data<float>(), rstd.data<float>(), host_data_or_null(running_mean),
+                                                host_data_or_null(running_var), s, momentum, eps);
+      },
+      [&](int index) {
+        // cuDNN needs a scale and a shift: ones and zeros stand in for a layer without them.
+        const Tensor g = gamma.defined() ? gamma : Tensor::ones({s.C}, {.device = y.device()});
+        const Tensor b = beta.defined() ? beta : Tensor::zeros({s.C}, {.device = y.device()});
+        return cuda::batch_norm_forward_training(index, ptr<float>(x), ptr<float>(g), ptr<float>(b),
+                                                 ptr<float>(y), ptr<float>(mean), ptr<float>(rstd),
+                                                 ptr_or_null(running_mean), ptr_or_null(running_var), s.N, s.C,
+                                                 s.L, momentum, eps);
+      });
 }
 
 void batch_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd,
@@ -83,21 +86,21 @@ void batch_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mea
   expect_optional("batch_norm_backward", dx.device(), {&gamma, &dgamma, &dbeta});
   for (const Tensor* t : {&dx, &dgamma, &dbeta})
     if (t->defined()) t->bump_version();
-  if (dx.device().is_cpu())
-    return cpu::batch_norm_backward(x.data<float>(), host_data_or_null(gamma), mean.data<float>(), rstd.data<float>(),
-                                    dy.data<float>(), dx.data<float>(), host_data_or_null(dgamma), host_data_or_null(dbeta), s);
-#if ACCRUE_WITH_CUDA
-  if (dx.device().is_cuda()) {
-    const TensorOptions on{.device = dx.device()};
-    const Tensor g = gamma.defined() ? gamma : Tensor::ones({s.C}, on);
-    const Tensor dg = dgamma.defined() ? dgamma : Tensor::empty({s.C}, on);
-    const Tensor db = dbeta.defined() ? dbeta : Tensor::empty({s.C}, on);
-    return cuda::batch_norm_backward(dx.device().index(), ptr<float>(x), ptr<float>(g), ptr<float>(mean),
-                                     ptr<float>(rstd), ptr<float>(dy), ptr<float>(dx), ptr<float>(dg), ptr<float>(db),
-                                     s.N, s.C, s.L, eps);
-  }
-#endif
-  unsupported_device("batch_norm_backward", dx.device());
+  return dispatch(
+      Op::batch_norm, dx.device(), dx.dtype(),
+      [&] {
+        return cpu::batch_norm_backward(x.data<float>(), host_data_or_null(gamma), mean.data<float>(), rstd.data<float>(),
+                                        dy.data<float>(), dx.data<float>(), host_data_or_null(dgamma), host_data_or_null(dbeta), s);
+      },
+      [&](int index) {
+        const TensorOptions on{.device = dx.device()};
+        const Tensor g = gamma.defined() ? gamma : Tensor::ones({s.C}, on);
+        const Tensor dg = dgamma.defined() ? dgamma : Tensor::empty({s.C}, on);
+        const Tensor db = dbeta.defined() ? dbeta : Tensor::empty({s.C}, on);
+        return cuda::batch_norm_backward(index, ptr<float>(x), ptr<float>(g), ptr<float>(mean),
+                                         ptr<float>(rstd), ptr<float>(dy), ptr<float>(dx), ptr<float>(dg), ptr<float>(db),
+                                         s.N, s.C, s.L, eps);
+      });
 }
 
 }  // namespace accrue::kernels

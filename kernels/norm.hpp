@@ -34,16 +34,4 @@ void batch_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mea
                          const Tensor& dy, const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
                          const NormShape& s, float eps);
 
-namespace cpu {
-void group_norm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean, float* rstd,
-                        const NormShape& s, float eps);
-void group_norm_backward(const float* x, const float* gamma, const float* mean, const float* rstd, const float* dy,
-                         float* dx, float* dgamma, float* dbeta, const NormShape& s);
-void batch_norm_forward_training(const float* x, const float* gamma, const float* beta, float* y, float* mean,
-                                 float* rstd, float* running_mean, float* running_var, const NormShape& s,
-                                 float momentum, float eps);
-void batch_norm_backward(const float* x, const float* gamma, const float* mean, const float* rstd, const float* dy,
-                         float* dx, float* dgamma, float* dbeta, const NormShape& s);
-}  // namespace cpu
-
 }  // namespace accrue::kernels

@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "accrue/kernels/cpu/optimizer_update.hpp"
+#include "accrue/kernels/cuda/optimizer_update.hpp"
 #include "accrue/kernels/dispatch.hpp"
 
 namespace accrue::kernels {
@@ -20,22 +22,21 @@ void sgd_update(std::span<const SgdSlot> slots, const common::SgdHyper& hyper) {
     }
     s.param.bump_version();
   }
-  if (device.is_cpu()) {
-    for (const SgdSlot& s : slots)
-      cpu::sgd_update(s.param.data<float>(), s.grad.data<float>(), momentum ? s.momentum_buffer.data<float>() : nullptr,
-                      s.param.numel(), hyper);
-    return;
-  }
-#if ACCRUE_WITH_CUDA
-  if (device.is_cuda()) {
-    std::vector<cuda::SgdPointers> pointers;
-    for (const SgdSlot& s : slots)
-      pointers.push_back({ptr<float>(s.param), ptr<float>(s.grad), momentum ? ptr<float>(s.momentum_buffer) : nullptr,
-                          s.param.numel()});
-    return cuda::sgd_update(device.index(), pointers, hyper);
-  }
-#endif
-  unsupported_device("sgd_update", device);
+  return dispatch(
+      Op::sgd_update, device, DType::f32,
+      [&] {
+        for (const SgdSlot& s : slots)
+          cpu::sgd_update(s.param.data<float>(), s.grad.data<float>(), momentum ? s.momentum_buffer.data<float>() : nullptr,
+                          s.param.numel(), hyper);
+        return;
+      },
+      [&](int index) {
+        std::vector<cuda::SgdPointers> pointers;
+        for (const SgdSlot& s : slots)
+          pointers.push_back({ptr<float>(s.param), ptr<float>(s.grad), momentum ? ptr<float>(s.momentum_buffer) : nullptr,
+                              s.param.numel()});
+        return cuda::sgd_update(index, pointers, hyper);
+      });
 }
 
 void adam_update(std::span<const AdamSlot> slots, const common::AdamHyper& hyper) {
@@ -48,22 +49,21 @@ void adam_update(std::span<const AdamSlot> slots, const common::AdamHyper& hyper
     for (const Tensor* t : {&s.param, &s.exp_avg, &s.exp_avg_sq}) t->bump_version();
     if (hyper.amsgrad) s.max_exp_avg_sq.bump_version();
   }
-  if (device.is_cpu()) {
-    for (const AdamSlot& s : slots)
-      cpu::adam_update(s.param.data<float>(), s.grad.data<float>(), s.exp_avg.data<float>(), s.exp_avg_sq.data<float>(),
-                       hyper.amsgrad ? s.max_exp_avg_sq.data<float>() : nullptr, s.param.numel(), hyper);
-    return;
-  }
-#if ACCRUE_WITH_CUDA
-  if (device.is_cuda()) {
-    std::vector<cuda::AdamPointers> pointers;
-    for (const AdamSlot& s : slots)
-      pointers.push_back({ptr<float>(s.param), ptr<float>(s.grad), ptr<float>(s.exp_avg), ptr<float>(s.exp_avg_sq),
-                          hyper.amsgrad ? ptr<float>(s.max_exp_avg_sq) : nullptr, s.param.numel()});
-    return cuda::adam_update(device.index(), pointers, hyper);
-  }
-#endif
-  unsupported_device("adam_update", device);
+  return dispatch(
+      Op::adam_update, device, DType::f32,
+      [&] {
+        for (const AdamSlot& s : slots)
+          cpu::adam_update(s.param.data<float>(), s.grad.data<float>(), s.exp_avg.data<float>(), s.exp_avg_sq.data<float>(),
+                           hyper.amsgrad ? s.max_exp_avg_sq.data<float>() : nullptr, s.param.numel(), hyper);
+        return;
+      },
+      [&](int index) {
+        std::vector<cuda::AdamPointers> pointers;
+        for (const AdamSlot& s : slots)
+          pointers.push_back({ptr<float>(s.param), ptr<float>(s.grad), ptr<float>(s.exp_avg), ptr<float>(s.exp_avg_sq),
+                              hyper.amsgrad ? ptr<float>(s.max_exp_avg_sq) : nullptr, s.param.numel()});
+        return cuda::adam_update(index, pointers, hyper);
+      });
 }
 
 void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const common::SgdHyper& hyper) {

@@ -29,10 +29,4 @@ void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_
 void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                  const Tensor& max_exp_avg_sq, const common::AdamHyper& hyper);
 
-namespace cpu {
-void sgd_update(float* param, const float* grad, float* momentum_buffer, std::int64_t n, const common::SgdHyper& hyper);
-void adam_update(float* param, const float* grad, float* exp_avg, float* exp_avg_sq, float* max_exp_avg_sq,
-                 std::int64_t n, const common::AdamHyper& hyper);
-}  // namespace cpu
-
 }  // namespace accrue::kernels

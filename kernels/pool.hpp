@@ -13,9 +13,4 @@ void pool2d_forward(const Tensor& x, const Tensor& y, const Window2d& g, PoolMod
 void pool2d_backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx, const Window2d& g,
                      PoolMode mode, bool accumulate);
 
-namespace cpu {
-void pool2d_forward(const float* x, float* y, const Window2d& g, PoolMode mode);
-void pool2d_backward(const float* x, const float* dy, float* dx, const Window2d& g, PoolMode mode, bool accumulate);
-}  // namespace cpu
-
 }  // namespace accrue::kernels

@@ -4,6 +4,9 @@
 #include <vector>
 
 #include "accrue/kernels/cast.hpp"
+#include "accrue/kernels/cpu/cast.hpp"
+#include "accrue/kernels/cpu/reduce.hpp"
+#include "accrue/kernels/cuda/reduce.hpp"
 #include "accrue/kernels/dispatch.hpp"
 
 namespace accrue::kernels {
@@ -41,18 +44,18 @@ void sum_dim(const Tensor& x, std::int64_t outer, std::int64_t D, std::int64_t i
   ACCRUE_ASSERT(is_floating(x.dtype()) && x.device() == out.device());
   ACCRUE_ASSERT(x.numel() == outer * D * inner && out.numel() == outer * inner);
   out.bump_version();
-  if (out.device().is_cpu()) {
-    if (x.dtype() == DType::f32) return cpu::sum_dim(x.data<float>(), outer, D, inner, scale, out.data<float>(), accumulate);
-    // Low precision: sum the float32 values (a copy the size of x; reductions of bias gradients only).
-    std::vector<float> values(static_cast<std::size_t>(x.numel()));
-    cpu::cast(x.data_ptr(), x.dtype(), values.data(), DType::f32, x.numel());
-    return cpu::sum_dim(values.data(), outer, D, inner, scale, out.data<float>(), accumulate);
-  }
-#if ACCRUE_WITH_CUDA
-  if (out.device().is_cuda())
-    return cuda::sum_dim(out.device().index(), x.dtype(), x.data_ptr(), outer, D, inner, scale, ptr<float>(out), accumulate);
-#endif
-  unsupported_device("sum_dim", out.device());
+  return dispatch(
+      Op::sum_dim, out.device(), x.dtype(),
+      [&] {
+        if (x.dtype() == DType::f32) return cpu::sum_dim(x.data<float>(), outer, D, inner, scale, out.data<float>(), accumulate);
+        // Low precision: sum the float32 values (a copy the size of x; reductions of bias gradients only).
+        std::vector<float> values(static_cast<std::size_t>(x.numel()));
+        cpu::cast(x.data_ptr(), x.dtype(), values.data(), DType::f32, x.numel());
+        return cpu::sum_dim(values.data(), outer, D, inner, scale, out.data<float>(), accumulate);
+      },
+      [&](int index) {
+        return cuda::sum_dim(index, x.dtype(), x.data_ptr(), outer, D, inner, scale, ptr<float>(out), accumulate);
+      });
 }
 
 void expand_dim(const Tensor& g, std::int64_t outer, std::int64_t D, std::int64_t inner, float scale, const Tensor& out,
@@ -60,26 +63,28 @@ void expand_dim(const Tensor& g, std::int64_t outer, std::int64_t D, std::int64_
   expect_tensors("expand_dim", out.device(), DType::f32, {&g, &out});
   ACCRUE_ASSERT(g.numel() == outer * inner && out.numel() == outer * D * inner);
   out.bump_version();
-  if (out.device().is_cpu())
-    return cpu::expand_dim(g.data<float>(), outer, D, inner, scale, out.data<float>(), accumulate);
-#if ACCRUE_WITH_CUDA
-  if (out.device().is_cuda())
-    return cuda::expand_dim(out.device().index(), ptr<float>(g), outer, D, inner, scale, ptr<float>(out), accumulate);
-#endif
-  unsupported_device("expand_dim", out.device());
+  return dispatch(
+      Op::expand_dim, out.device(), out.dtype(),
+      [&] {
+        return cpu::expand_dim(g.data<float>(), outer, D, inner, scale, out.data<float>(), accumulate);
+      },
+      [&](int index) {
+        return cuda::expand_dim(index, ptr<float>(g), outer, D, inner, scale, ptr<float>(out), accumulate);
+      });
 }
 
 void sum_to_shape(const Tensor& dy, const Tensor& d, float scale, bool accumulate) {
   expect_tensors("sum_to_shape", d.device(), DType::f32, {&dy, &d});
   d.bump_version();
-  if (d.device().is_cpu())
-    return cpu::sum_to_shape(dy.data<float>(), dy.shape(), d.data<float>(), d.shape(), scale, accumulate);
-#if ACCRUE_WITH_CUDA
-  if (d.device().is_cuda())
-    return cuda::sum_to_shape(d.device().index(), ptr<float>(dy), ptr<float>(d), d.numel(),
-                              sum_to_shape_index(dy.shape(), d.shape()), scale, accumulate);
-#endif
-  unsupported_device("sum_to_shape", d.device());
+  return dispatch(
+      Op::sum_to_shape, d.device(), d.dtype(),
+      [&] {
+        return cpu::sum_to_shape(dy.data<float>(), dy.shape(), d.data<float>(), d.shape(), scale, accumulate);
+      },
+      [&](int index) {
+        return cuda::sum_to_shape(index, ptr<float>(dy), ptr<float>(d), d.numel(),
+                                  sum_to_shape_index(dy.shape(), d.shape()), scale, accumulate);
+      });
 }
 
 double sum_of_squares(const Tensor& x) { return sum_of_squares(std::span<const Tensor>(&x, 1)); }
@@ -88,25 +93,24 @@ double sum_of_squares(std::span<const Tensor> tensors) {
   if (tensors.empty()) return 0.0;
   const Device device = tensors.front().device();
   for (const Tensor& t : tensors) expect_tensors("sum_of_squares", device, DType::f32, {&t});
-  if (device.is_cpu()) {
-    double total = 0.0;
-    for (const Tensor& t : tensors) total += cpu::sum_of_squares(t.data<float>(), t.numel());
-    return total;
-  }
-#if ACCRUE_WITH_CUDA
-  if (device.is_cuda()) {
-    std::vector<const float*> pointers;
-    std::vector<std::int64_t> sizes;
-    for (const Tensor& t : tensors) {
-      pointers.push_back(ptr<float>(t));
-      sizes.push_back(t.numel());
-    }
-    const Storage scratch{sizeof(double) * static_cast<std::size_t>(cuda::sum_of_squares_partials(sizes)), device,
-                          MemoryCategory::temporaries};
-    return cuda::sum_of_squares(device.index(), pointers, sizes, static_cast<double*>(scratch.data()));
-  }
-#endif
-  unsupported_device("sum_of_squares", device);
+  return dispatch(
+      Op::sum_of_squares, device, DType::f32,
+      [&] {
+        double total = 0.0;
+        for (const Tensor& t : tensors) total += cpu::sum_of_squares(t.data<float>(), t.numel());
+        return total;
+      },
+      [&](int index) {
+        std::vector<const float*> pointers;
+        std::vector<std::int64_t> sizes;
+        for (const Tensor& t : tensors) {
+          pointers.push_back(ptr<float>(t));
+          sizes.push_back(t.numel());
+        }
+        const Storage scratch{sizeof(double) * static_cast<std::size_t>(cuda::sum_of_squares_partials(sizes)), device,
+                              MemoryCategory::temporaries};
+        return cuda::sum_of_squares(index, pointers, sizes, static_cast<double*>(scratch.data()));
+      });
 }
 
 void argmax_rows(const Tensor& x, const Tensor& out) {
@@ -114,12 +118,14 @@ void argmax_rows(const Tensor& x, const Tensor& out) {
   expect_tensors("argmax_rows", out.device(), DType::i32, {&out});
   ACCRUE_ASSERT(x.rank() == 2 && out.numel() == x.size(0));
   out.bump_version();
-  if (out.device().is_cpu()) return cpu::argmax_rows(x.data<float>(), x.size(0), x.size(1), out.data<std::int32_t>());
-#if ACCRUE_WITH_CUDA
-  if (out.device().is_cuda())
-    return cuda::argmax_rows(out.device().index(), ptr<float>(x), x.size(0), x.size(1), ptr<std::int32_t>(out));
-#endif
-  unsupported_device("argmax_rows", out.device());
+  return dispatch(
+      Op::argmax_rows, out.device(), x.dtype(),
+      [&] {
+        return cpu::argmax_rows(x.data<float>(), x.size(0), x.size(1), out.data<std::int32_t>());
+      },
+      [&](int index) {
+        return cuda::argmax_rows(index, ptr<float>(x), x.size(0), x.size(1), ptr<std::int32_t>(out));
+      });
 }
 
 }  // namespace accrue::kernels

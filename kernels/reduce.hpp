@@ -31,14 +31,4 @@ double sum_of_squares(std::span<const Tensor> tensors);
 /// out[r] = index of the largest x[r, :] (the first on ties), as int32, for x of shape (rows, C).
 void argmax_rows(const Tensor& x, const Tensor& out);
 
-namespace cpu {
-void sum_dim(const float* x, std::int64_t outer, std::int64_t D, std::int64_t inner, float scale, float* out,
-             bool accumulate);
-void expand_dim(const float* g, std::int64_t outer, std::int64_t D, std::int64_t inner, float scale, float* out,
-                bool accumulate);
-void argmax_rows(const float* x, std::int64_t rows, std::int64_t C, std::int32_t* out);
-double sum_of_squares(const float* x, std::int64_t n);
-void sum_to_shape(const float* dy, const Shape& dy_shape, float* d, const Shape& d_shape, float scale, bool accumulate);
-}  // namespace cpu
-
 }  // namespace accrue::kernels

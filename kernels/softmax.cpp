@@ -1,6 +1,7 @@
 #include "accrue/kernels/softmax.hpp"
 
-#include "accrue/config.hpp"
+#include "accrue/kernels/cpu/softmax.hpp"
+#include "accrue/kernels/cuda/softmax.hpp"
 #include "accrue/kernels/dispatch.hpp"
 
 namespace accrue::kernels {
@@ -9,12 +10,14 @@ void softmax_forward(const Tensor& x, const Tensor& y, std::int64_t outer, std::
   expect_tensors("softmax_forward", y.device(), DType::f32, {&x, &y});
   ACCRUE_ASSERT(x.numel() == outer * D * inner && y.numel() == x.numel());
   y.bump_version();
-  if (y.device().is_cpu()) return cpu::softmax_forward(x.data<float>(), y.data<float>(), outer, D, inner, log);
-#if ACCRUE_WITH_CUDA
-  if (y.device().is_cuda())
-    return cuda::softmax_forward(y.device().index(), ptr<float>(x), ptr<float>(y), outer, D, inner, log);
-#endif
-  unsupported_device("softmax_forward", y.device());
+  return dispatch(
+      Op::softmax, y.device(), y.dtype(),
+      [&] {
+        return cpu::softmax_forward(x.data<float>(), y.data<float>(), outer, D, inner, log);
+      },
+      [&](int index) {
+        return cuda::softmax_forward(index, ptr<float>(x), ptr<float>(y), outer, D, inner, log);
+      });
 }
 
 void softmax_backward(const Tensor& y, const Tensor& dy, const Tensor& dx, std::int64_t outer, std::int64_t D,
@@ -22,14 +25,15 @@ void softmax_backward(const Tensor& y, const Tensor& dy, const Tensor& dx, std::
   expect_tensors("softmax_backward", dx.device(), DType::f32, {&y, &dy, &dx});
   ACCRUE_ASSERT(y.numel() == outer * D * inner && dy.numel() == y.numel() && dx.numel() == y.numel());
   dx.bump_version();
-  if (dx.device().is_cpu())
-    return cpu::softmax_backward(y.data<float>(), dy.data<float>(), dx.data<float>(), outer, D, inner, log, accumulate);
-#if ACCRUE_WITH_CUDA
-  if (dx.device().is_cuda())
-    return cuda::softmax_backward(dx.device().index(), ptr<float>(y), ptr<float>(dy), ptr<float>(dx), outer, D,
-                                  inner, log, accumulate);
-#endif
-  unsupported_device("softmax_backward", dx.device());
+  return dispatch(
+      Op::softmax, dx.device(), dx.dtype(),
+      [&] {
+        return cpu::softmax_backward(y.data<float>(), dy.data<float>(), dx.data<float>(), outer, D, inner, log, accumulate);
+      },
+      [&](int index) {
+        return cuda::softmax_backward(index, ptr<float>(y), ptr<float>(dy), ptr<float>(dx), outer, D,
+                                      inner, log, accumulate);
+      });
 }
 
 }  // namespace accrue::kernels

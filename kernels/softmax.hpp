@@ -12,10 +12,4 @@ void softmax_forward(const Tensor& x, const Tensor& y, std::int64_t outer, std::
 void softmax_backward(const Tensor& y, const Tensor& dy, const Tensor& dx, std::int64_t outer, std::int64_t D,
                       std::int64_t inner, bool log, bool accumulate);
 
-namespace cpu {
-void softmax_forward(const float* x, float* y, std::int64_t outer, std::int64_t D, std::int64_t inner, bool log);
-void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t outer, std::int64_t D, std::int64_t inner,
-                      bool log, bool accumulate);
-}  // namespace cpu
-
 }  // namespace accrue::kernels

@@ -4,6 +4,7 @@
 #include "accrue/framework/autograd.hpp"
 #include "accrue/framework/ops.hpp"
 #include "accrue/kernels/conv.hpp"
+#include "accrue/kernels/cpu/conv.hpp"
 
 namespace accrue::ops {
 namespace {

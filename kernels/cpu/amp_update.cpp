@@ -1,6 +1,6 @@
 #include <atomic>
 
-#include "accrue/kernels/amp_update.hpp"
+#include "accrue/kernels/cpu/amp_update.hpp"
 #include "accrue/kernels/common/amp_update.hpp"
 #include "accrue/kernels/cpu/parallel.hpp"
 

@@ -6,7 +6,7 @@
 #include <immintrin.h>
 #endif
 
-#include "accrue/kernels/cast.hpp"
+#include "accrue/kernels/cpu/cast.hpp"
 #include "accrue/kernels/common/half.hpp"
 #include "accrue/kernels/cpu/parallel.hpp"
 

@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <cstring>
 
-#include "accrue/kernels/conv.hpp"
+#include "accrue/kernels/cpu/conv.hpp"
 #include "accrue/kernels/cpu/openblas.hpp"
 #include "accrue/kernels/cpu/parallel.hpp"
-#include "accrue/kernels/gemm.hpp"
+#include "accrue/kernels/cpu/gemm.hpp"
 
 namespace accrue::kernels::cpu {
 namespace {

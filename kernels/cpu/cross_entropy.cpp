@@ -1,7 +1,7 @@
 #include "accrue/kernels/common/cross_entropy.hpp"
 
 #include "accrue/kernels/cpu/parallel.hpp"
-#include "accrue/kernels/cross_entropy.hpp"
+#include "accrue/kernels/cpu/cross_entropy.hpp"
 
 namespace accrue::kernels::cpu {
 

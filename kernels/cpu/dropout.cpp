@@ -2,7 +2,7 @@
 #include "accrue/kernels/common/half.hpp"
 
 #include "accrue/kernels/cpu/parallel.hpp"
-#include "accrue/kernels/dropout.hpp"
+#include "accrue/kernels/cpu/dropout.hpp"
 
 namespace accrue::kernels::cpu {
 

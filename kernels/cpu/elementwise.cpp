@@ -8,7 +8,7 @@
 #include "accrue/kernels/common/half.hpp"
 #include "accrue/kernels/common/philox.hpp"
 #include "accrue/kernels/cpu/parallel.hpp"
-#include "accrue/kernels/elementwise.hpp"
+#include "accrue/kernels/cpu/elementwise.hpp"
 
 namespace accrue::kernels::cpu {
 namespace {

@@ -5,13 +5,13 @@
 #include <algorithm>
 #include <vector>
 
-#include "accrue/kernels/cast.hpp"
+#include "accrue/kernels/cpu/cast.hpp"
 #include "accrue/kernels/common/half.hpp"
 #include "accrue/kernels/cpu/amx_gemm.hpp"
 #include "accrue/kernels/cpu/openblas.hpp"
 #include "accrue/kernels/cpu/parallel.hpp"
 #include "accrue/kernels/cpu/skinny_gemm.hpp"
-#include "accrue/kernels/gemm.hpp"
+#include "accrue/kernels/cpu/gemm.hpp"
 
 namespace accrue::kernels::cpu {
 namespace {

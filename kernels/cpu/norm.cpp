@@ -4,7 +4,7 @@
 
 #include "accrue/kernels/common/norm.hpp"
 #include "accrue/kernels/cpu/parallel.hpp"
-#include "accrue/kernels/norm.hpp"
+#include "accrue/kernels/cpu/norm.hpp"
 
 namespace accrue::kernels::cpu {
 namespace {

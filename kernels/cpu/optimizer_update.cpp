@@ -1,7 +1,7 @@
 #include <type_traits>
 
 #include "accrue/kernels/cpu/parallel.hpp"
-#include "accrue/kernels/optimizer_update.hpp"
+#include "accrue/kernels/cpu/optimizer_update.hpp"
 
 namespace accrue::kernels::cpu {
 namespace {

@@ -8,7 +8,7 @@
 #endif
 
 #include "accrue/kernels/cpu/parallel.hpp"
-#include "accrue/kernels/pool.hpp"
+#include "accrue/kernels/cpu/pool.hpp"
 
 namespace accrue::kernels::cpu {
 namespace {

@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "accrue/kernels/cpu/parallel.hpp"
-#include "accrue/kernels/reduce.hpp"
+#include "accrue/kernels/cpu/reduce.hpp"
 
 namespace accrue::kernels::cpu {
 namespace {

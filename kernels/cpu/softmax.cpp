@@ -1,7 +1,7 @@
 #include "accrue/kernels/common/softmax.hpp"
 
 #include "accrue/kernels/cpu/parallel.hpp"
-#include "accrue/kernels/softmax.hpp"
+#include "accrue/kernels/cpu/softmax.hpp"
 
 namespace accrue::kernels::cpu {
 

@@ -4,7 +4,7 @@
 // next allocation at once (as PyTorch's does); a side stream carries host-to-device copies of the
 // next batch while the current one trains, ordered against compute by events.
 //
-// fmt-free, so .cu files include it.
+// fmt-free, so .cu files include it. Outside kernels/cuda, framework/device_runtime.hpp wraps it.
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -12,7 +12,6 @@
 
 #include <cstddef>
 
-#include "accrue/kernels/cuda/launchers.hpp"
 
 namespace accrue::kernels::cuda {
 
@@ -36,6 +35,15 @@ void synchronize(int device);
 /// Blocks for grid-stride loops over n elements with `threads` per block: enough to fill the
 /// device a few times over, never more than the work needs.
 unsigned blocks_for(int device, long long n, int threads);
+
+void copy_host_to_device(int device, void* dst, const void* src, std::size_t bytes);
+void copy_device_to_host(int device, void* dst, const void* src, std::size_t bytes);
+void copy_device_to_device(int dst_device, void* dst, int src_device, const void* src, std::size_t bytes);
+
+// ---- device memory behind the caching allocator  ----
+/// cudaMalloc on `device`; nullptr when the device is out of memory (other failures throw).
+void* device_malloc(int device, std::size_t bytes);
+void device_free(int device, void* ptr) noexcept;
 
 // ---- pinned host memory and the copy stream, for prefetching batches ----
 void* pinned_malloc(std::size_t bytes);

@@ -6,7 +6,8 @@
 
 #include "accrue/kernels/common/cross_entropy.hpp"
 #include "accrue/kernels/cuda/launch.cuh"
-#include "accrue/kernels/cuda/launchers.hpp"
+#include "accrue/kernels/cuda/cross_entropy.hpp"
+#include "accrue/kernels/cuda/context.hpp"
 
 namespace accrue::kernels::cuda {
 namespace {

@@ -1,12 +1,12 @@
 // Element-wise kernels on the GPU: the math of kernels/common (unary.hpp, binary.hpp,
-// broadcast.hpp, half.hpp, philox.hpp, dropout.hpp) in grid-stride loops.
+// broadcast.hpp, half.hpp, philox.hpp) in grid-stride loops.
 
 #include "accrue/kernels/common/binary.hpp"
-#include "accrue/kernels/common/dropout.hpp"
 #include "accrue/kernels/common/philox.hpp"
 #include "accrue/kernels/common/unary.hpp"
 #include "accrue/kernels/cuda/launch.cuh"
-#include "accrue/kernels/cuda/launchers.hpp"
+#include "accrue/kernels/cuda/elementwise.hpp"
+#include "accrue/kernels/cuda/multi_tensor.cuh"
 
 namespace accrue::kernels::cuda {
 namespace {
@@ -105,26 +105,6 @@ struct FillNormal {
   }
 };
 
-template <class From, class To>
-struct Cast {
-  const From* src;
-  To* dst;
-  __device__ void operator()(std::int64_t i) const { dst[i] = common::store<To>(common::load(src[i])); }
-};
-
-template <class T>
-struct Dropout {
-  const T* in;
-  T* out;
-  float p, scale;
-  std::uint64_t seed, offset;
-  bool accumulate;
-  __device__ void operator()(std::int64_t i) const {
-    const float v = common::load(in[i]) * common::dropout_factor(seed, offset, static_cast<std::uint64_t>(i), p, scale);
-    out[i] = common::store<T>(accumulate ? common::load(out[i]) + v : v);
-  }
-};
-
 }  // namespace
 
 void unary_forward(int device, UnaryOp op, UnaryParams params, DType dtype, const void* x, void* y, std::int64_t n) {
@@ -192,24 +172,37 @@ void fill_normal(int device, float* t, std::int64_t n, float mean, float stddev,
   launch_elementwise(device, n, "fill_normal", FillNormal{t, mean, stddev, seed, offset});
 }
 
-void cast(int device, const void* src, DType from, void* dst, DType to, std::int64_t n) {
-  with_float_type(from, [&](auto* from_type) {
-    using From = std::remove_pointer_t<decltype(from_type)>;
-    with_float_type(to, [&](auto* to_type) {
-      using To = std::remove_pointer_t<decltype(to_type)>;
-      launch_elementwise(device, n, "cast", Cast<From, To>{static_cast<const From*>(src), static_cast<To*>(dst)});
-    });
-  });
+// ---- a unary op in place over many tensors (clipping), in few launches (multi_tensor.cuh) ----
+namespace {
+
+template <UnaryOp Op>
+__global__ void unary_in_place_kernel(TensorTable<1> t, UnaryParams params) {
+  std::int64_t begin, end;
+  int s;
+  chunk_range(t, &begin, &end, &s);
+  float* x = static_cast<float*>(t.ptr[0][s]);
+  for (std::int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) x[i] = common::unary_apply<Op>(x[i], params);
 }
 
-void dropout_apply(int device, DType dtype, const void* in, void* out, std::int64_t n, float p, std::uint64_t seed,
-                   std::uint64_t offset, bool accumulate) {
-  with_float_type(dtype, [&](auto* type) {
-    using T = std::remove_pointer_t<decltype(type)>;
-    launch_elementwise(device, n, "dropout",
-                       Dropout<T>{static_cast<const T*>(in), static_cast<T*>(out), p, 1.0f / (1.0f - p), seed, offset,
-                                  accumulate});
-  });
+}  // namespace
+
+void unary_in_place(int device, UnaryOp op, UnaryParams params, std::span<float* const> tensors,
+                    std::span<const std::int64_t> sizes) {
+  std::vector<std::array<void*, 1>> pointers;
+  for (float* t : tensors) pointers.push_back({t});
+  const cudaStream_t stream = compute_stream(device);
+  auto run = [&](auto tag) {
+    for_each_launch<1>(sizes, pointers, [&](const TensorTable<1>& table, unsigned n) {
+      unary_in_place_kernel<decltype(tag)::value><<<n, multi_threads, 0, stream>>>(table, params);
+      check_launch("unary_in_place_kernel", __FILE__, __LINE__);
+    });
+  };
+  // Clipping is all that needs it: scaling by a coefficient, and clamping to a range.
+  switch (op) {
+    case UnaryOp::affine: run(std::integral_constant<UnaryOp, UnaryOp::affine>{}); return;
+    case UnaryOp::clamp: run(std::integral_constant<UnaryOp, UnaryOp::clamp>{}); return;
+    default: throw_error(cudaErrorNotSupported, "unary_in_place(op other than affine or clamp)", __FILE__, __LINE__);
+  }
 }
 
 }  // namespace accrue::kernels::cuda

@@ -7,7 +7,7 @@
 #include "accrue/kernels/common/gemm_layout.hpp"
 #include "accrue/kernels/cuda/check.hpp"
 #include "accrue/kernels/cuda/context.hpp"
-#include "accrue/kernels/cuda/launchers.hpp"
+#include "accrue/kernels/cuda/gemm.hpp"
 
 namespace accrue::kernels::cuda {
 namespace {

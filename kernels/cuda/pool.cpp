@@ -4,7 +4,7 @@
 #include "accrue/kernels/cuda/check.hpp"
 #include "accrue/kernels/cuda/context.hpp"
 #include "accrue/kernels/cuda/cudnn_descriptors.hpp"
-#include "accrue/kernels/cuda/launchers.hpp"
+#include "accrue/kernels/cuda/pool.hpp"
 
 namespace accrue::kernels::cuda {
 namespace {

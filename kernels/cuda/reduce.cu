@@ -3,7 +3,9 @@
 // common::SumToShapeIndex.
 
 #include "accrue/kernels/cuda/launch.cuh"
-#include "accrue/kernels/cuda/launchers.hpp"
+#include "accrue/kernels/cuda/reduce.hpp"
+#include "accrue/kernels/cuda/context.hpp"
+#include "accrue/kernels/cuda/multi_tensor.cuh"
 
 namespace accrue::kernels::cuda {
 namespace {
@@ -135,6 +137,57 @@ void sum_to_shape(int device, const float* dy, float* d, std::int64_t d_numel, c
 
 void argmax_rows(int device, const float* x, std::int64_t rows, std::int64_t C, std::int32_t* out) {
   launch_elementwise(device, rows, "argmax_rows", ArgmaxRows{x, C, out});
+}
+
+// ---- the global L2 norm's sum of squares over many tensors (multi_tensor.cuh) ----
+namespace {
+
+// Block b writes its partial sum to partial[first_block + b]; a second kernel adds the partials
+// in order, so the result does not depend on scheduling.
+__global__ void sum_of_squares_kernel(TensorTable<1> t, double* partial, std::int64_t first_block) {
+  std::int64_t begin, end;
+  int s;
+  chunk_range(t, &begin, &end, &s);
+  const float* x = static_cast<const float*>(t.ptr[0][s]);
+  double sum = 0.0;
+  for (std::int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) sum += static_cast<double>(x[i]) * x[i];
+  sum = block_all_reduce(sum, 0.0, SumOp{});
+  if (threadIdx.x == 0) partial[first_block + blockIdx.x] = sum;
+}
+
+__global__ void sum_partials_kernel(const double* partial, std::int64_t count, double* out) {
+  double sum = 0.0;
+  for (std::int64_t i = threadIdx.x; i < count; i += blockDim.x) sum += partial[i];
+  sum = block_all_reduce(sum, 0.0, SumOp{});
+  if (threadIdx.x == 0) *out = sum;
+}
+
+}  // namespace
+
+std::int64_t sum_of_squares_partials(std::span<const std::int64_t> sizes) {
+  std::int64_t blocks = 0;
+  for (const auto& l : common::plan_multi_tensor(sizes, table_tensors, table_blocks, chunk_elements))
+    blocks += static_cast<std::int64_t>(l.block_slot.size());
+  return blocks + 1;  // the last slot holds the total
+}
+
+double sum_of_squares(int device, std::span<const float* const> tensors, std::span<const std::int64_t> sizes,
+                      double* scratch) {
+  std::vector<std::array<void*, 1>> pointers;
+  for (const float* t : tensors) pointers.push_back({const_cast<float*>(t)});
+  const cudaStream_t stream = compute_stream(device);
+  std::int64_t blocks = 0;
+  for_each_launch<1>(sizes, pointers, [&](const TensorTable<1>& table, unsigned n) {
+    sum_of_squares_kernel<<<n, multi_threads, 0, stream>>>(table, scratch, blocks);
+    check_launch("sum_of_squares_kernel", __FILE__, __LINE__);
+    blocks += n;
+  });
+  if (blocks == 0) return 0.0;
+  sum_partials_kernel<<<1, 1024, 0, stream>>>(scratch, blocks, scratch + blocks);
+  check_launch("sum_partials_kernel", __FILE__, __LINE__);
+  double total = 0.0;
+  copy_device_to_host(device, &total, scratch + blocks, sizeof total);
+  return total;
 }
 
 }  // namespace accrue::kernels::cuda

@@ -12,6 +12,7 @@
 #include <accrue/kernels/common/multi_tensor.hpp>
 #include <accrue/kernels/cross_entropy.hpp>
 #include <accrue/kernels/elementwise.hpp>
+#include <accrue/kernels/cpu/gemm.hpp>
 #include <accrue/kernels/gemm.hpp>
 #include <accrue/kernels/optimizer_update.hpp>
 #include <accrue/kernels/reduce.hpp>

@@ -1,0 +1,13 @@
+#pragma once
+// The CPU backend's amp update kernels over raw host memory, called by kernels/amp_update.cpp;
+// their bodies are kernels/cpu/amp_update.cpp.
+
+#include <span>
+#include "accrue/framework/tensor.hpp"
+#include "accrue/kernels/amp_update.hpp"
+
+namespace accrue::kernels::cpu {
+
+bool unscale_and_check(float* g, std::int64_t n, float inverse_scale);
+
+}  // namespace accrue::kernels::cpu

@@ -1,0 +1,17 @@
+#pragma once
+// The CPU backend's cross entropy kernels over raw host memory, called by kernels/cross_entropy.cpp;
+// their bodies are kernels/cpu/cross_entropy.cpp.
+
+#include "accrue/framework/tensor.hpp"
+#include "accrue/kernels/cross_entropy.hpp"
+
+namespace accrue::kernels::cpu {
+
+/// Index of the first label outside [0, C), or -1.
+std::int64_t first_bad_label(const std::int32_t* labels, std::int64_t B, std::int64_t C);
+void cross_entropy_forward(const float* logits, const std::int32_t* labels, std::int64_t B, std::int64_t C,
+                           float smoothing, float* loss, float* lse);
+void cross_entropy_backward(const float* logits, const std::int32_t* labels, std::int64_t B, std::int64_t C,
+                            float smoothing, const float* lse, const float* g, float* dlogits, bool accumulate);
+
+}  // namespace accrue::kernels::cpu

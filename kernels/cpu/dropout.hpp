@@ -1,0 +1,15 @@
+#pragma once
+// The CPU backend's dropout kernels over raw host memory, called by kernels/dropout.cpp;
+// their bodies are kernels/cpu/dropout.cpp.
+
+#include <cstdint>
+#include "accrue/framework/tensor.hpp"
+#include "accrue/kernels/dropout.hpp"
+
+namespace accrue::kernels::cpu {
+
+/// out (+)= in * mask over any float storage type.
+void dropout_apply(DType dtype, const void* in, void* out, std::int64_t n, float p, std::uint64_t seed,
+                   std::uint64_t offset, bool accumulate);
+
+}  // namespace accrue::kernels::cpu

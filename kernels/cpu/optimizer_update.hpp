@@ -1,0 +1,16 @@
+#pragma once
+// The CPU backend's optimizer update kernels over raw host memory, called by kernels/optimizer_update.cpp;
+// their bodies are kernels/cpu/optimizer_update.cpp.
+
+#include <span>
+#include "accrue/framework/tensor.hpp"
+#include "accrue/kernels/common/optimizer_updates.hpp"
+#include "accrue/kernels/optimizer_update.hpp"
+
+namespace accrue::kernels::cpu {
+
+void sgd_update(float* param, const float* grad, float* momentum_buffer, std::int64_t n, const common::SgdHyper& hyper);
+void adam_update(float* param, const float* grad, float* exp_avg, float* exp_avg_sq, float* max_exp_avg_sq,
+                 std::int64_t n, const common::AdamHyper& hyper);
+
+}  // namespace accrue::kernels::cpu

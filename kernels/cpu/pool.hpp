@@ -1,0 +1,14 @@
+#pragma once
+// The CPU backend's pool kernels over raw host memory, called by kernels/pool.cpp;
+// their bodies are kernels/cpu/pool.cpp.
+
+#include "accrue/framework/tensor.hpp"
+#include "accrue/kernels/common/pool.hpp"
+#include "accrue/kernels/pool.hpp"
+
+namespace accrue::kernels::cpu {
+
+void pool2d_forward(const float* x, float* y, const Window2d& g, PoolMode mode);
+void pool2d_backward(const float* x, const float* dy, float* dx, const Window2d& g, PoolMode mode, bool accumulate);
+
+}  // namespace accrue::kernels::cpu

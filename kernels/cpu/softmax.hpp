@@ -1,0 +1,15 @@
+#pragma once
+// The CPU backend's softmax kernels over raw host memory, called by kernels/softmax.cpp;
+// their bodies are kernels/cpu/softmax.cpp.
+
+#include <cstdint>
+#include "accrue/framework/tensor.hpp"
+#include "accrue/kernels/softmax.hpp"
+
+namespace accrue::kernels::cpu {
+
+void softmax_forward(const float* x, float* y, std::int64_t outer, std::int64_t D, std::int64_t inner, bool log);
+void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t outer, std::int64_t D, std::int64_t inner,
+                      bool log, bool accumulate);
+
+}  // namespace accrue::kernels::cpu
