@@ -56,13 +56,24 @@ static_assert(in_order(), "the support table lists every Op once, in the enum's 
 
 const OpSupport& row(Op op) { return table[static_cast<std::size_t>(op)]; }
 
+constexpr std::array<Op, table.size()> ops_in_order() {
+  std::array<Op, table.size()> ops{};
+  for (std::size_t i = 0; i < table.size(); ++i) ops[i] = table[i].op;
+  return ops;
+}
+
 }  // namespace
 
 std::string_view op_name(Op op) { return row(op).name; }
 
-bool supports(Op op, Device device, DType dtype) {
-  if (device.is_cuda() && !ACCRUE_WITH_CUDA) return false;
-  const DTypes dtypes = device.is_cpu() ? row(op).cpu : row(op).cuda;
+std::span<const Op> all_ops() {
+  static constexpr std::array<Op, table.size()> ops = ops_in_order();
+  return ops;
+}
+
+bool supports(Op op, DeviceKind kind, DType dtype) {
+  if (kind == DeviceKind::cuda && !ACCRUE_WITH_CUDA) return false;
+  const DTypes dtypes = kind == DeviceKind::cpu ? row(op).cpu : row(op).cuda;
   return (dtypes & bit(dtype)) != 0;
 }
 

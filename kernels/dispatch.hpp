@@ -4,6 +4,7 @@
 // in kernels/cpu/<op>.hpp, its CUDA body in kernels/cuda/<op>.hpp; both headers compile in every
 // build, and only dispatch knows whether this one has the CUDA backend.
 
+#include <span>
 #include <string_view>
 
 #include "accrue/config.hpp"
@@ -41,10 +42,13 @@ enum class Op {
 
 /// "conv2d", "softmax", ...
 std::string_view op_name(Op op);
+/// Every Op, in order.
+std::span<const Op> all_ops();
 
-/// Whether this build runs `op` on `device` for tensors of `dtype` (the dtype of the op's data:
-/// its input, or its output where it has none; gemm's compute type). Needs no device.
-bool supports(Op op, Device device, DType dtype);
+/// Whether this build runs `op` on devices of `kind` for tensors of `dtype` (the dtype of the op's
+/// data: its input, or its output where it has none; gemm's compute type). Needs no device.
+bool supports(Op op, DeviceKind kind, DType dtype);
+inline bool supports(Op op, Device device, DType dtype) { return supports(op, device.kind(), dtype); }
 
 /// Throws NotSupported naming the op, the device and the dtype, and why: no CUDA backend in this
 /// build, or no body for that combination.

@@ -1,5 +1,7 @@
 // What needs no device: the CUDA seam's errors, and which backend each tensor runs on.
 
+#include <accrue/kernels/dispatch.hpp>
+
 #include "test_util.hpp"
 
 using namespace accrue;
@@ -60,4 +62,24 @@ BOOST_AUTO_TEST_CASE(device_names) {
 BOOST_AUTO_TEST_CASE(build_reports_its_backends) {
   BOOST_TEST_MESSAGE("ACCRUE_WITH_CUDA=" << ACCRUE_WITH_CUDA);
   BOOST_TEST((ACCRUE_WITH_CUDA == 0 || ACCRUE_WITH_CUDA == 1));
+}
+
+BOOST_AUTO_TEST_CASE(the_support_table_answers_without_a_device) {
+  using kernels::Op;
+  using kernels::supports;
+  BOOST_TEST(supports(Op::conv2d, Device::cpu(), DType::f32));
+  BOOST_TEST(!supports(Op::conv2d, Device::cpu(), DType::f16));
+  BOOST_TEST(supports(Op::gemm, DeviceKind::cpu, DType::bf16));
+  BOOST_TEST(supports(Op::copy, DeviceKind::cpu, DType::i32));
+  BOOST_TEST(!supports(Op::softmax, DeviceKind::cpu, DType::i32));
+  // The backends mirror each other: a build with the CUDA backend runs on a GPU what it runs on the
+  // CPU, and a build without runs nothing there.
+  for (const Op op : kernels::all_ops())
+    for (const DType t : {DType::f32, DType::f16, DType::bf16, DType::i32})
+      BOOST_TEST(supports(op, DeviceKind::cuda, t) == (ACCRUE_WITH_CUDA && supports(op, DeviceKind::cpu, t)),
+                 kernels::op_name(op) << " in " << dtype_name(t));
+  BOOST_TEST(kernels::all_ops().size() == 24u);
+  BOOST_TEST(kernels::op_name(Op::unscale_and_check) == "unscale_and_check");
+  BOOST_CHECK_EXCEPTION(kernels::unsupported(Op::conv2d, Device::cpu(), DType::f16), NotSupported,
+                        message_has({"conv2d", "float16", "cpu"}));
 }
