@@ -1,8 +1,9 @@
 #pragma once
-// The CPU backend's amp update kernels over raw host memory, called by kernels/amp_update.cpp;
-// their bodies are kernels/cpu/amp_update.cpp.
+// The CPU backend's amp update functions over raw host memory, called by kernels/amp_update.cpp;
+// defined in kernels/cpu/amp_update.cpp.
 
 #include <span>
+
 #include "accrue/framework/tensor.hpp"
 #include "accrue/kernels/amp_update.hpp"
 

@@ -1,6 +1,6 @@
 #pragma once
-// The CPU backend's cast kernels over raw host memory, called by kernels/cast.cpp;
-// their bodies are kernels/cpu/cast.cpp.
+// The CPU backend's cast functions over raw host memory, called by kernels/cast.cpp;
+// defined in kernels/cpu/cast.cpp.
 
 #include "accrue/framework/tensor.hpp"
 #include "accrue/kernels/cast.hpp"

@@ -1,8 +1,9 @@
 #pragma once
-// The CPU backend's conv kernels over raw host memory, called by kernels/conv.cpp;
-// their bodies are kernels/cpu/conv.cpp.
+// The CPU backend's conv functions over raw host memory, called by kernels/conv.cpp;
+// defined in kernels/cpu/conv.cpp.
 
 #include <cstdint>
+
 #include "accrue/framework/tensor.hpp"
 #include "accrue/kernels/common/conv_geometry.hpp"
 #include "accrue/kernels/conv.hpp"

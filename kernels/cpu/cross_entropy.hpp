@@ -1,6 +1,6 @@
 #pragma once
-// The CPU backend's cross entropy kernels over raw host memory, called by kernels/cross_entropy.cpp;
-// their bodies are kernels/cpu/cross_entropy.cpp.
+// The CPU backend's cross entropy functions over raw host memory, called by kernels/cross_entropy.cpp;
+// defined in kernels/cpu/cross_entropy.cpp.
 
 #include "accrue/framework/tensor.hpp"
 #include "accrue/kernels/cross_entropy.hpp"

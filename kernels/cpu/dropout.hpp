@@ -1,8 +1,9 @@
 #pragma once
-// The CPU backend's dropout kernels over raw host memory, called by kernels/dropout.cpp;
-// their bodies are kernels/cpu/dropout.cpp.
+// The CPU backend's dropout functions over raw host memory, called by kernels/dropout.cpp;
+// defined in kernels/cpu/dropout.cpp.
 
 #include <cstdint>
+
 #include "accrue/framework/tensor.hpp"
 #include "accrue/kernels/dropout.hpp"
 

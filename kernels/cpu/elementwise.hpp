@@ -1,9 +1,10 @@
 #pragma once
-// The CPU backend's elementwise kernels over raw host memory, called by kernels/elementwise.cpp;
-// their bodies are kernels/cpu/elementwise.cpp.
+// The CPU backend's elementwise functions over raw host memory, called by kernels/elementwise.cpp;
+// defined in kernels/cpu/elementwise.cpp.
 
 #include <cstdint>
 #include <span>
+
 #include "accrue/framework/tensor.hpp"
 #include "accrue/kernels/common/binary.hpp"
 #include "accrue/kernels/common/broadcast.hpp"

@@ -1,6 +1,6 @@
 #pragma once
-// The CPU backend's gemm kernels over raw host memory, called by kernels/gemm.cpp;
-// their bodies are kernels/cpu/gemm.cpp.
+// The CPU backend's gemm functions over raw host memory, called by kernels/gemm.cpp;
+// defined in kernels/cpu/gemm.cpp.
 
 #include "accrue/framework/tensor.hpp"
 #include "accrue/kernels/gemm.hpp"

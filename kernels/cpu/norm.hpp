@@ -1,8 +1,9 @@
 #pragma once
-// The CPU backend's norm kernels over raw host memory, called by kernels/norm.cpp;
-// their bodies are kernels/cpu/norm.cpp.
+// The CPU backend's norm functions over raw host memory, called by kernels/norm.cpp;
+// defined in kernels/cpu/norm.cpp.
 
 #include <cstdint>
+
 #include "accrue/framework/tensor.hpp"
 #include "accrue/kernels/norm.hpp"
 

@@ -1,8 +1,9 @@
 #pragma once
-// The CPU backend's optimizer update kernels over raw host memory, called by kernels/optimizer_update.cpp;
-// their bodies are kernels/cpu/optimizer_update.cpp.
+// The CPU backend's optimizer update functions over raw host memory, called by kernels/optimizer_update.cpp;
+// defined in kernels/cpu/optimizer_update.cpp.
 
 #include <span>
+
 #include "accrue/framework/tensor.hpp"
 #include "accrue/kernels/common/optimizer_updates.hpp"
 #include "accrue/kernels/optimizer_update.hpp"

@@ -1,6 +1,6 @@
 #pragma once
-// The CPU backend's pool kernels over raw host memory, called by kernels/pool.cpp;
-// their bodies are kernels/cpu/pool.cpp.
+// The CPU backend's pool functions over raw host memory, called by kernels/pool.cpp;
+// defined in kernels/cpu/pool.cpp.
 
 #include "accrue/framework/tensor.hpp"
 #include "accrue/kernels/common/pool.hpp"

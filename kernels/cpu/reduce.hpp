@@ -1,9 +1,10 @@
 #pragma once
-// The CPU backend's reduce kernels over raw host memory, called by kernels/reduce.cpp;
-// their bodies are kernels/cpu/reduce.cpp.
+// The CPU backend's reduce functions over raw host memory, called by kernels/reduce.cpp;
+// defined in kernels/cpu/reduce.cpp.
 
 #include <cstdint>
 #include <span>
+
 #include "accrue/framework/tensor.hpp"
 #include "accrue/kernels/common/broadcast.hpp"
 #include "accrue/kernels/reduce.hpp"

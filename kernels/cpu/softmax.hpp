@@ -1,8 +1,9 @@
 #pragma once
-// The CPU backend's softmax kernels over raw host memory, called by kernels/softmax.cpp;
-// their bodies are kernels/cpu/softmax.cpp.
+// The CPU backend's softmax functions over raw host memory, called by kernels/softmax.cpp;
+// defined in kernels/cpu/softmax.cpp.
 
 #include <cstdint>
+
 #include "accrue/framework/tensor.hpp"
 #include "accrue/kernels/softmax.hpp"
 
