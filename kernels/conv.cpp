@@ -81,4 +81,11 @@ void conv2d_backward_bias(const Tensor& dy, const Tensor& db, const Window2d& g,
       });
 }
 
+ConvWorkspace conv2d_workspace_bytes(Device device, const Window2d& g) {
+  if (!device.is_cpu()) return {};
+  const std::size_t workspace = static_cast<std::size_t>(cpu::conv2d_workspace_floats(g)) * sizeof(float);
+  return {.forward = workspace,
+          .backward = workspace + static_cast<std::size_t>(cpu::conv2d_partial_floats(g)) * sizeof(float)};
+}
+
 }  // namespace accrue::kernels

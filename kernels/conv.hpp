@@ -19,4 +19,12 @@ void conv2d_backward_filter(const Tensor& dy, const Tensor& x, const Tensor& dw,
 /// db (+)= dy summed over N, P and Q.
 void conv2d_backward_bias(const Tensor& dy, const Tensor& db, const Window2d& g, bool accumulate);
 
+/// Bytes of temporaries these kernels allocate on `device` for `g`, for memory plans: on the CPU the
+/// im2col matrices (forward, backward data) and the filter gradient's partial sums; on a GPU none
+/// counted (cuDNN's workspaces depend on the algorithm it picks).
+struct ConvWorkspace {
+  std::size_t forward = 0, backward = 0;
+};
+ConvWorkspace conv2d_workspace_bytes(Device device, const Window2d& g);
+
 }  // namespace accrue::kernels

@@ -4,7 +4,6 @@
 #include "accrue/framework/autograd.hpp"
 #include "accrue/framework/ops.hpp"
 #include "accrue/kernels/conv.hpp"
-#include "accrue/kernels/cpu/conv.hpp"
 
 namespace accrue::ops {
 namespace {
@@ -90,13 +89,11 @@ Size2 conv2d_output_size(Size2 image, Size2 kernel, const Conv2dOptions& o) {
 
 OpScratch conv2d_scratch(Device device, std::int64_t batch, const Shape& sample, std::int64_t filters, Size2 kernel,
                          const Conv2dOptions& o) {
-  if (!device.is_cpu()) return {};
   const kernels::Window2d g{.N = batch, .C = sample[0], .H = sample[1], .W = sample[2], .R = kernel.h, .S = kernel.w,
                             .stride_h = o.stride.h, .stride_w = o.stride.w, .pad_h = o.padding.h, .pad_w = o.padding.w,
                             .dilation_h = o.dilation.h, .dilation_w = o.dilation.w, .K = filters, .groups = o.groups};
-  const std::size_t workspace = static_cast<std::size_t>(kernels::cpu::conv2d_workspace_floats(g)) * 4;
-  return {.forward = workspace,
-          .backward = workspace + static_cast<std::size_t>(kernels::cpu::conv2d_partial_floats(g)) * 4};
+  const kernels::ConvWorkspace w = kernels::conv2d_workspace_bytes(device, g);
+  return {.forward = w.forward, .backward = w.backward};
 }
 
 }  // namespace accrue::ops
