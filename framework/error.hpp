@@ -85,6 +85,11 @@ class Interrupted : public Error {
  private:
   int signal_;
 };
+/// A collective call between the processes of a data-parallel run failed (another rank died or
+/// reported an error); the message names the rank and the call.
+class CommunicationError : public Error {
+  using Error::Error;
+};
 /// An invariant of Accrue itself failed: a bug to report, not a usage mistake.
 class InternalError : public Error {
   using Error::Error;
