@@ -1,5 +1,6 @@
 #include "accrue/datasets/loader.hpp"
 
+#include <limits>
 #include <numeric>
 #include <span>
 
@@ -19,11 +20,15 @@ std::uint64_t mix(std::uint64_t x) {
 
 DataLoader::DataLoader(Dataset dataset, LoaderOptions options) : dataset_(std::move(dataset)), options_(options) {
   ACCRUE_CHECK(options_.batch_size >= 1, "DataLoader: batch_size must be at least 1, got {}", options_.batch_size);
+  ACCRUE_CHECK(options_.shards >= 1 && options_.shard >= 0 && options_.shard < options_.shards,
+               "DataLoader: shard {} of {} does not exist", options_.shard, options_.shards);
+  ACCRUE_CHECK(options_.batch_size <= std::numeric_limits<std::int64_t>::max() / options_.shards,
+               "DataLoader: batch_size {} x {} shards overflows", options_.batch_size, options_.shards);
   set_epoch(0);
 }
 
 std::int64_t DataLoader::size() const {
-  const std::int64_t n = dataset_.size(), b = options_.batch_size;
+  const std::int64_t n = dataset_.size(), b = options_.batch_size * options_.shards;
   return options_.drop_last ? n / b : ceil_div(n, b);
 }
 
@@ -38,8 +43,12 @@ void DataLoader::set_epoch(std::int64_t epoch) {
 
 Batch DataLoader::operator[](std::int64_t i) const {
   ACCRUE_CHECK(i >= 0 && i < size(), "DataLoader: batch {} is outside [0, {})", i, size());
-  const std::int64_t begin = i * options_.batch_size;
-  const std::int64_t end = begin + std::min(options_.batch_size, dataset_.size() - begin);
+  // This shard's part of global batch i: part `shard` of its samples split into `shards` parts.
+  const std::int64_t global = options_.batch_size * options_.shards;
+  const std::int64_t global_begin = i * global;
+  const std::int64_t count = std::min(global, dataset_.size() - global_begin);
+  const std::int64_t begin = global_begin + count * options_.shard / options_.shards;
+  const std::int64_t end = global_begin + count * (options_.shard + 1) / options_.shards;
   const Example e = options_.shuffle
                         ? dataset_.gather(std::span<const std::int64_t>(order_).subspan(
                               static_cast<std::size_t>(begin), static_cast<std::size_t>(end - begin)))

@@ -20,6 +20,12 @@ struct LoaderOptions {
   std::uint64_t seed = 0;
   /// Leave out the last batch when it is short.
   bool drop_last = false;
+  /// Data parallelism: batch i is this shard's part of the global batch i of batch_size x shards
+  /// samples. The epoch's shuffled order is the same for every shard; each global batch is split
+  /// into `shards` contiguous parts as evenly as possible (a short last one may leave a shard
+  /// none), so every sample is used once per epoch and none is repeated.
+  int shard = 0;
+  int shards = 1;
 };
 
 struct Batch {
@@ -35,7 +41,7 @@ class DataLoader {
   /// Throws ValueError for a batch size below 1.
   DataLoader(Dataset dataset, LoaderOptions options);
 
-  /// Batches per epoch: ceil(N / batch_size), or floor with drop_last.
+  /// Batches per epoch: ceil(N / (batch_size x shards)), or floor with drop_last.
   std::int64_t size() const;
   /// Chooses the sample order of `epoch` (the same for the same seed and epoch).
   void set_epoch(std::int64_t epoch);

@@ -71,6 +71,12 @@ struct FitOptions {
   /// it stopped and how to continue. A second signal ends the process at once. false leaves the
   /// signals to the program.
   bool stop_on_signal = true;
+  /// Data parallelism over the processes mpirun started (`mpirun -np 4 ./train`): each process
+  /// trains its share of every global micro-batch of batch_size x processes samples, the gradients
+  /// are summed over the processes once per optimizer step, and the epoch's metrics over all
+  /// samples. Effective batch = batch_size x accumulation x processes; the result is that of one
+  /// process with batch_size x processes. Alone (no mpirun) it changes nothing.
+  bool distributed = false;
 };
 
 /// A Trainer takes the same options as fit().

@@ -17,16 +17,16 @@ namespace {
 
 // Warns once per run for each layer that normalizes with batch statistics when windows hold more
 // than one micro-batch: the statistics are the micro-batch's, not the effective batch's.
-void warn_batch_statistics(const Sequential& model, const StepPlan& plan) {
+void warn_batch_statistics(const Sequential& model, const StepPlan& plan, std::int64_t micro_batch) {
   const std::int64_t effective = plan.max_effective_batch();
-  if (effective <= plan.spec().micro_batch) return;
+  if (effective <= micro_batch) return;
   for (std::size_t i = 0; i < model.size(); ++i) {
     const Layer& l = model.layer(i);
     if (l.uses_batch_statistics())
       log::warning("layer '{}' ({}) computes its statistics over each micro-batch of {} samples, not over the effective "
                    "batch of {}: accumulation does not make its statistics those of a large batch. GroupNorm or "
                    "LayerNorm normalize per sample and behave the same under accumulation",
-                   l.name(), l.type_name(), plan.spec().micro_batch, effective);
+                   l.name(), l.type_name(), micro_batch, effective);
   }
 }
 
@@ -130,8 +130,9 @@ StepPlan plan_run(const Sequential& model, const TrainerOptions& options, std::i
                   std::int64_t micro_batch, int accumulation_factor) {
   ACCRUE_CHECK(model.compiled(), "the model is not compiled: call model.compile(optimizer, loss, metrics) first");
   const auto [schedule, accumulate] = resolve_accumulation(model, options);
+  const int processes = options.distributed ? distributed::world().size() : 1;
   return StepPlan{{.dataset_size = train_size,
-                   .micro_batch = micro_batch,
+                   .micro_batch = micro_batch * processes,
                    .drop_last = options.drop_last,
                    .epochs = options.epochs,
                    .schedule = accumulation_factor > 1 ? schedule.scaled(accumulation_factor) : schedule,
@@ -180,6 +181,16 @@ TrainingRun::TrainingRun(Sequential& model, const Dataset& train, std::optional<
       schedule_(options.schedule) {
   model.check_compiled("fit()");
   ACCRUE_CHECK(!train.empty(), "fit: the training set '{}' is empty", train.name());
+  if (options.distributed) {
+    communicator_ = &distributed::world();
+    const bool checkpoints = !checkpointing_.dir.empty() || !resume_from_.empty();
+    ACCRUE_CHECK(!checkpoints && !options.backoff_on_oom && !model.recipe().memory_budget(),
+                 "fit: distributed training does not yet combine with training checkpoints, backoff_on_oom or a "
+                 "memory budget; leave those out for a distributed run");
+  } else {
+    own_communicator_ = distributed::single_process();
+    communicator_ = own_communicator_.get();
+  }
   model.build(train.sample_shape());
   state_.batch_size = options.batch_size;
   if (const auto budget = model.recipe().memory_budget()) state_.batch_size = planned_micro_batch(model, *budget);
@@ -190,7 +201,7 @@ TrainingRun::TrainingRun(Sequential& model, const Dataset& train, std::optional<
   model.ensure_optimizer();
   optimizer_ = model.optimizer_.get();
   std::tie(accumulation_, accumulate_) = resolve_accumulation(model, options);
-  accumulation_.validate_for(state_.batch_size);
+  accumulation_.validate_for(state_.batch_size * communicator_->size());
   // The folder is this run's from here on: a second run there is refused before it reads anything.
   if (!checkpointing_.dir.empty()) folder_lock_.emplace(prepare_checkpoint_dir(checkpointing_.dir));
   // Only runs that write or read checkpoints pay for reading the data's fingerprint.
@@ -205,7 +216,7 @@ TrainingRun::TrainingRun(Sequential& model, const Dataset& train, std::optional<
   }
   plan_ = plan_run(model, options, train.size(), state_.batch_size, state_.accumulation_factor);
   schedule_.prepare(*plan_);
-  warn_batch_statistics(model, *plan_);
+  warn_batch_statistics(model, *plan_, state_.batch_size);
   state_.loader_seed = checkpoint_      ? checkpoint_->loader_seed()
                        : options.seed ? *options.seed
                                       : (static_cast<std::uint64_t>(model.generator().next_u32()) << 32);
@@ -222,18 +233,22 @@ void TrainingRun::make_loader() {
   loader_ = std::make_unique<DataLoader>(train_, LoaderOptions{.batch_size = state_.batch_size,
                                                                .shuffle = options_.shuffle,
                                                                .seed = state_.loader_seed,
-                                                               .drop_last = options_.drop_last});
+                                                               .drop_last = options_.drop_last,
+                                                               .shard = communicator_->rank(),
+                                                               .shards = communicator_->size()});
   batches_ = std::make_unique<DeviceBatches>(*loader_, model_.device());
 }
 
 void TrainingRun::make_callbacks() {
-  if (options_.verbose > 0) {
+  // One process speaks for a distributed run.
+  const bool speaks = communicator_->rank() == 0;
+  if (options_.verbose > 0 && speaks) {
     progress_.emplace(callbacks::ProgressBarOptions{
         .mode = options_.verbose == 2 ? callbacks::ProgressBarOptions::Mode::lines
                                       : callbacks::ProgressBarOptions::Mode::automatic});
     callbacks_.push_back(&*progress_);
   }
-  if (options_.explain > 0) {
+  if (options_.explain > 0 && speaks) {
     explain_.emplace(callbacks::ExplainOptions{.windows = options_.explain});
     callbacks_.push_back(&*explain_);
   }
@@ -323,6 +338,7 @@ std::optional<std::size_t> TrainingRun::train_micro_batch(std::size_t k, StepRec
   const Batch batch = batches_->get(slot.index, k + 1 < slots_.size() ? std::optional{slots_[k + 1].index} : std::nullopt);
   record.micro_batch_samples = batch.size();
   if (scaler_) record.loss_scale = scaler_->scale();
+  if (batch.size() == 0) return std::nullopt;  // this process's share of a short last micro-batch
   try {
     Tensor prediction, loss_sum;
     {
@@ -334,12 +350,14 @@ std::optional<std::size_t> TrainingRun::train_micro_batch(std::size_t k, StepRec
     record.loss = loss_value / static_cast<double>(batch.size());
     if (!std::isfinite(loss_value)) handle_nonfinite_loss(loss_value, record);
     if (state_.window_poisoned) return std::nullopt;
-    // The weight that makes the window's accumulated gradient that of its mean loss (or,
-    // per_micro_batch, the tutorials' mean / N).
+    // The weight that makes the window's accumulated gradient that of its mean loss over all
+    // processes' samples (or, per_micro_batch, the tutorials' mean / N, averaged over processes
+    // as PyTorch's DDP averages).
     const bool mean = model_.loss().reduction() == Reduction::mean;
     double weight = 1.0;
     if (accumulate_.normalization == Normalization::per_micro_batch)
-      weight = (mean ? 1.0 / static_cast<double>(batch.size()) : 1.0) / slot.window_micro_batches;
+      weight = (mean ? 1.0 / static_cast<double>(batch.size()) : 1.0) / slot.window_micro_batches /
+               communicator_->size();
     else if (mean)
       weight = 1.0 / static_cast<double>(slot.window_samples);
     record.loss_weight = weight;
@@ -447,7 +465,8 @@ void TrainingRun::close_window(const MicroBatchSlot& slot, StepRecord& record) {
                           .schedule = schedule_,
                           .base_lr = context_.base_lr,
                           .lr_factor = context_.lr_factor,
-                          .track_norm = options_.track_grad_norm},
+                          .track_norm = options_.track_grad_norm,
+                          .communicator = communicator_},
                          state_.window_poisoned, context_.optimizer_steps, record);
   } catch (Error& e) {
     e.prepend(where(slot, record.micro_batch_samples));
@@ -475,6 +494,7 @@ void TrainingRun::between_micro_batches(std::size_t k) {
 
 void TrainingRun::end_epoch(int epoch) {
   Logs logs = metric_logs(state_.epoch_loss, model_.metrics_);
+  aggregate_metrics(logs);
   context_.epoch_memory = memory_stats(model_.device());
   if (validation_) {
     const Evaluation val = model_.evaluate(*validation_, {.batch_size = state_.batch_size});
@@ -489,6 +509,31 @@ void TrainingRun::end_epoch(int epoch) {
     write_checkpoint();
   }
   stop_if_signalled(epoch, slots_.size());
+}
+
+// A distributed run's epoch logs count every process's samples: the loss's and each metric's sums
+// and counts are added over the processes (not a mean of means). A metric that keeps no state
+// (no state() member) reports this process's samples only.
+void TrainingRun::aggregate_metrics(Logs& logs) {
+  if (communicator_->size() == 1) return;
+  metrics::MeanLoss loss = state_.epoch_loss;
+  std::vector<Metric> metrics = model_.metrics_;
+  std::vector<double> sums = loss.state();
+  for (const Metric& m : metrics)
+    if (const auto s = m.state()) sums.insert(sums.end(), s->begin(), s->end());
+  communicator_->allreduce_sum(sums);
+  std::size_t at = 0;
+  const auto take = [&](std::size_t n) {
+    std::vector<double> part(sums.begin() + static_cast<std::ptrdiff_t>(at),
+                             sums.begin() + static_cast<std::ptrdiff_t>(at + n));
+    at += n;
+    return part;
+  };
+  loss.load_state(take(loss.state().size()));
+  for (Metric& m : metrics)
+    if (const auto s = m.state()) m.load_state(take(s->size()));
+  const Logs all = metric_logs(loss, metrics);
+  for (const auto& [name, value] : all.items()) logs.set(name, value);
 }
 
 History TrainingRun::finish() {

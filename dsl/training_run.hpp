@@ -17,14 +17,16 @@
 #include "accrue/dsl/fit_options.hpp"
 #include "accrue/dsl/sequential.hpp"
 #include "accrue/dsl/training_checkpoint.hpp"
+#include "accrue/framework/distributed/communicator.hpp"
 #include "accrue/framework/training/step_plan.hpp"
 #include "accrue/framework/training/stop_signal.hpp"
 
 namespace accrue::detail {
 
 /// The plan of a run of `model` (compiled) on `train_size` samples under `options`, with
-/// micro-batches of `micro_batch` and the accumulation schedule multiplied by
-/// `accumulation_factor` (both differ from the options' after an out-of-memory back-off).
+/// micro-batches of `micro_batch` on each process and the accumulation schedule multiplied by
+/// `accumulation_factor` (both differ from the options' after an out-of-memory back-off). A
+/// distributed run plans global micro-batches of micro_batch x processes.
 StepPlan plan_run(const Sequential& model, const TrainerOptions& options, std::int64_t train_size,
                   std::int64_t micro_batch, int accumulation_factor);
 
@@ -58,6 +60,7 @@ class TrainingRun {
 
   // Setup, and what the events share.
   void resume();
+  void aggregate_metrics(Logs& logs);
   void make_loader();
   void make_callbacks();
   void make_context();
@@ -72,6 +75,9 @@ class TrainingRun {
   std::optional<Dataset> validation_;
   const TrainerOptions& options_;
   const CheckpointOptions& checkpointing_;
+  // The processes of the run: distributed::world() when options.distributed, else this one.
+  std::unique_ptr<distributed::Communicator> own_communicator_;
+  distributed::Communicator* communicator_ = nullptr;
   std::string resume_from_;
   optim::Optimizer* optimizer_ = nullptr;
   AccumulationSchedule accumulation_;

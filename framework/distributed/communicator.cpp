@@ -24,6 +24,7 @@ class SingleProcess final : public Communicator {
   void broadcast(const Tensor&, int root) override {
     ACCRUE_CHECK(root == 0, "broadcast from rank {}: the run has ranks 0..0 (one process)", root);
   }
+  void allreduce_sum(std::span<double>) override {}
   void barrier() override {}
   std::vector<std::int64_t> allgather(std::int64_t value) override { return {value}; }
 

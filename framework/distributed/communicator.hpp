@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -32,6 +33,8 @@ class Communicator {
   virtual void broadcast(const Tensor& t, int root) = 0;
   /// Returns once every rank has called it.
   virtual void barrier() = 0;
+  /// The same for host values (metric counts and sums), in double.
+  virtual void allreduce_sum(std::span<double> values) = 0;
   /// Every rank's `value`, in rank order: counts, flags and hashes, not tensors.
   virtual std::vector<std::int64_t> allgather(std::int64_t value) = 0;
 

@@ -47,6 +47,17 @@ class Mpi final : public Communicator {
     check(MPI_Bcast(data, n, MPI_FLOAT, 0, MPI_COMM_WORLD), "MPI_Bcast (allreduce_sum)", rank());
   }
 
+  void allreduce_sum(std::span<double> values) override {
+    ACCRUE_CHECK(values.size() <= static_cast<std::size_t>(std::numeric_limits<int>::max()),
+                 "allreduce_sum: {} values exceed one MPI call", values.size());
+    if (values.empty()) return;
+    const int n = static_cast<int>(values.size());
+    check(MPI_Reduce(rank() == 0 ? MPI_IN_PLACE : values.data(), values.data(), n, MPI_DOUBLE, MPI_SUM, 0,
+                     MPI_COMM_WORLD),
+          "MPI_Reduce (allreduce_sum)", rank());
+    check(MPI_Bcast(values.data(), n, MPI_DOUBLE, 0, MPI_COMM_WORLD), "MPI_Bcast (allreduce_sum)", rank());
+  }
+
   void broadcast(const Tensor& t, int root) override {
     ACCRUE_CHECK(root >= 0 && root < size(), "broadcast from rank {}: the run has ranks 0..{}", root, size() - 1);
     ACCRUE_CHECK(t.device().is_cpu(), "broadcast: expects a CPU tensor, got one on {}", t.device());

@@ -16,6 +16,9 @@ namespace optim {
 class Optimizer;
 class Recipe;
 }  // namespace optim
+namespace distributed {
+class Communicator;
+}  // namespace distributed
 
 /// What closing a window reads and changes.
 struct WindowClose {
@@ -27,11 +30,13 @@ struct WindowClose {
   double base_lr = 0.0;          // the optimizer's learning rate before any schedule
   double lr_factor = 1.0;        // a factor on top of the schedule (ReduceLROnPlateau)
   bool track_norm = false;       // the gradient norm also without clipping by norm
+  /// The processes of a data-parallel run (null: this one alone).
+  distributed::Communicator* communicator = nullptr;
 };
 
 /// Closes a window whose gradients are all accumulated in the parameters' .grad(), in this order:
-///   1. (a data-parallel run reduces the gradients over its processes here; one process has none
-///      to reduce);
+///   1. a data-parallel run sums the gradients over its processes (every rank then holds the
+///      gradient of the whole global window) and agrees on `poisoned`: one rank's is every rank's;
 ///   2. a window `poisoned` by a non-finite loss (NanGuard, or float16 overflowing in the forward
 ///      pass) is skipped;
 ///   3. unscale the gradients once (float16 loss scaling); inf or NaN in them skips the step;

@@ -1,0 +1,69 @@
+// Data-parallel training against one process: ctest runs this under mpirun with 2 and 3 processes
+// (label mpi), and alone. In each process a distributed run over all processes and a run of this
+// process alone with their global micro-batch (batch_size x processes) start from the same
+// weights and the same shuffled order; they must end with the same parameters and logs, to
+// float32 rounding, also when the last micro-batch leaves a process no samples.
+
+#include <accrue/framework/distributed/communicator.hpp>
+
+#include "test_util.hpp"
+
+using namespace accrue;
+
+namespace {
+
+struct Case {
+  std::string name;
+  std::int64_t samples, batch;  // batch: per process
+  int accumulate;
+  bool adamw;
+  bool clip;
+};
+
+Sequential mlp() {
+  return Sequential{layers::Input{6}, layers::Dense{16}, layers::ReLU{}, layers::Dense{4}};
+}
+
+optim::Recipe recipe(const Case& c) {
+  const optim::Recipe r = c.adamw ? optim::Recipe{optim::AdamW{.lr = 1e-2}} : optim::Recipe{optim::SGD{.lr = 0.1, .momentum = 0.9}};
+  return c.clip ? r.clip(0.5) : r;
+}
+
+History train(const Case& c, bool distributed, std::int64_t batch, Sequential& model) {
+  manual_seed(11);
+  model = mlp();
+  model.compile(recipe(c), losses::CrossEntropy{}, {metrics::Accuracy{}});
+  return model.fit(test::blobs(c.samples, 5), {.epochs = 2,
+                                               .batch_size = batch,
+                                               .accumulate = c.accumulate,
+                                               .seed = 3,
+                                               .verbose = 0,
+                                               .distributed = distributed});
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(n_processes_train_as_one_process_with_n_times_the_batch) {
+  const distributed::Communicator& world = distributed::world();
+  const int n = world.size();
+  BOOST_TEST_MESSAGE(n << " processes");
+  // 98 samples in global micro-batches of 8 x n: the last one is short and, for 3 processes,
+  // leaves one of them no sample (98 = 4 x 24 + 2); accumulation 3 leaves a short last window.
+  const std::vector<Case> cases{
+      {"sgd", 98, 8, 1, false, false},
+      {"sgd accumulate 3", 98, 8, 3, false, false},
+      {"adamw accumulate 2 clipped", 98, 4, 2, true, true},
+  };
+  for (const Case& c : cases) {
+    Sequential dp, one;
+    const History h_dp = train(c, true, c.batch, dp);
+    const History h_one = train(c, false, c.batch * n, one);
+    const auto a = dp.named_parameters(), b = one.named_parameters();
+    for (std::size_t i = 0; i < a.size(); ++i)
+      test::check_close(a[i].second, b[i].second, 1e-5, 1e-4, c.name + ": " + a[i].first);
+    for (std::size_t e = 0; e < 2; ++e) {
+      BOOST_TEST(h_dp.logs()[e].at("loss") == h_one.logs()[e].at("loss"), boost::test_tools::tolerance(1e-5));
+      BOOST_TEST(h_dp.logs()[e].at("accuracy") == h_one.logs()[e].at("accuracy"), boost::test_tools::tolerance(1e-9));
+    }
+  }
+}
