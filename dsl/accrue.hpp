@@ -37,6 +37,7 @@
 #include "accrue/framework/autocast.hpp"
 #include "accrue/framework/autograd.hpp"
 #include "accrue/framework/device.hpp"
+#include "accrue/framework/distributed/communicator.hpp"
 #include "accrue/framework/error.hpp"
 #include "accrue/framework/files.hpp"
 #include "accrue/framework/gradcheck.hpp"

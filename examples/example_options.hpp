@@ -67,8 +67,10 @@ struct ExampleOptions {
   std::uint64_t seed = 0;
   std::string device = "best";
   std::string amp = "off";
+  bool distributed = false;
 
-  /// Adds --epochs (with this object's value as the default), --data, --seed, --device and --amp.
+  /// Adds --epochs (with this object's value as the default), --data, --seed, --device, --amp and
+  /// --distributed.
   void add_to(CLI::App& app) {
     app.add_option("--epochs", epochs, "Passes over the training set")
         ->check(whole_number(1, std::numeric_limits<int>::max()))
@@ -82,7 +84,12 @@ struct ExampleOptions {
         ->capture_default_str();
     app.add_flag("--amp{auto}", amp, "Mixed precision: --amp (bfloat16 on the CPU, float16 on a GPU), --amp=f16, --amp=bf16")
         ->check(CLI::IsMember({"off", "auto", "f16", "bf16"}));
+    app.add_flag("--distributed", distributed,
+                 "Train over the processes mpirun started (mpirun -np 2 ...): each trains its share of every batch");
   }
+
+  /// Whether this process prints and writes files: the first of a distributed run, or the only one.
+  bool speaks() const { return !distributed || distributed::world().rank() == 0; }
 
   /// The device --device names (a clear error for a name that is none).
   Device target() const { return Device::parse(device); }

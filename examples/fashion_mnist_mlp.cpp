@@ -72,18 +72,21 @@ int main(int argc, char** argv) {
     if (accumulate > 1) recipe = recipe.accumulate(accumulate);
     if (clip > 0.0) recipe = recipe.clip(clip);
     model.compile(common.with_amp(recipe), losses::CrossEntropy{}, {metrics::Accuracy{}});
-    model.summary();
+    if (common.speaks()) model.summary();
 
-    auto report = callbacks::Lambda{{.epoch_end = [](int, Logs& logs) {
-      fmt::print("Test Results: Accuracy: {:.1f}%, Avg loss: {:.6f}\n", 100.0 * logs.at("val_accuracy"),
-                 logs.at("val_loss"));
+    auto report = callbacks::Lambda{{.epoch_end = [&](int, Logs& logs) {
+      if (common.speaks())
+        fmt::print("Test Results: Accuracy: {:.1f}%, Avg loss: {:.6f}\n", 100.0 * logs.at("val_accuracy"),
+                   logs.at("val_loss"));
     }}};
     model.fit(train, {.epochs = common.epochs, .batch_size = batch_size, .validation = test, .callbacks = {report},
                       .seed = common.seed, .verbose = verbose, .explain = explain,
                       .checkpoint = {.dir = checkpoint_dir,
-                                     .every_micro_batches = checkpoint_dir.empty() ? 0 : checkpoint_every}});
+                                     .every_micro_batches = checkpoint_dir.empty() ? 0 : checkpoint_every},
+                      .distributed = common.distributed});
 
     auto [loss, accuracy] = model.evaluate(test);
+    if (!common.speaks()) return;
     fmt::print("Avg loss: {:.6f}\n", loss);
     if (!save.empty()) {
       model.save_weights(save);
