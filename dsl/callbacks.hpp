@@ -39,7 +39,10 @@ struct TrainingContext {
   const StepPlan* plan = nullptr;
   const LrSchedule* schedule = nullptr;
   int epochs = 0;
-  std::int64_t batch_size = 0;   // the micro-batch
+  std::int64_t batch_size = 0;   // the micro-batch (of each process)
+  /// The processes of a distributed run (1 otherwise); the plan's micro-batches are global:
+  /// batch_size x processes samples.
+  int processes = 1;
   std::int64_t samples_per_epoch = 0;
   std::int64_t steps_per_epoch = 0;  // micro-batches per epoch
   /// The optimizer's learning rate before any schedule.

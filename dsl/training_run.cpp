@@ -263,6 +263,7 @@ void TrainingRun::make_context() {
   context_.schedule = &schedule_;
   context_.epochs = options_.epochs;
   context_.batch_size = state_.batch_size;
+  context_.processes = communicator_->size();
   context_.samples_per_epoch =
       options_.drop_last ? plan_->micro_batches_per_epoch() * state_.batch_size : train_.size();
   context_.steps_per_epoch = plan_->micro_batches_per_epoch();

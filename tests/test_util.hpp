@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <cstdio>
 #include <fstream>
 #include <initializer_list>
 #include <sstream>
@@ -115,6 +116,15 @@ inline Dataset blobs(std::int64_t n, std::uint64_t seed) {
 inline Tensor leaf(Tensor t) {
   t.set_requires_grad(true);
   return t;
+}
+
+/// What was written to an open file (a tmpfile a progress bar wrote to), from its start.
+inline std::string read_file(std::FILE* f) {
+  std::rewind(f);
+  std::string s;
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, f)) s.append(buf, n);
+  return s;
 }
 
 /// The bytes of a file ("" when it cannot be read).

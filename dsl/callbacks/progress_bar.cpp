@@ -29,8 +29,12 @@ std::string training_banner(const TrainingContext& c) {
   const auto& spec = plan.spec();
   std::string accumulation = spec.schedule.str();
   const std::int64_t effective = plan.max_effective_batch();
+  // A distributed run's effective batch has three factors: micro-batch x processes x accumulation.
+  const std::string micro_batch =
+      c.processes > 1 ? fmt::format("{} x {} processes", spec.micro_batch / c.processes, c.processes)
+                      : fmt::format("{}", spec.micro_batch);
   std::string out = fmt::format("Training on {} samples for {} epoch{}: micro-batch {}, accumulation {}",
-                                format_count(spec.dataset_size), c.epochs, c.epochs == 1 ? "" : "s", spec.micro_batch,
+                                format_count(spec.dataset_size), c.epochs, c.epochs == 1 ? "" : "s", micro_batch,
                                 accumulation);
   out += spec.schedule.is_constant() ? fmt::format(" (effective batch {})", effective)
                                      : fmt::format(" (effective batch up to {})", effective);

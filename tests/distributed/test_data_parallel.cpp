@@ -67,3 +67,22 @@ BOOST_AUTO_TEST_CASE(n_processes_train_as_one_process_with_n_times_the_batch) {
     }
   }
 }
+
+BOOST_AUTO_TEST_CASE(the_banner_names_the_three_factors_of_the_effective_batch) {
+  const int n = distributed::world().size();
+  manual_seed(11);
+  Sequential model = mlp();
+  model.compile(optim::SGD{.lr = 0.1}, losses::CrossEntropy{});
+  std::FILE* out = std::tmpfile();
+  model.fit(test::blobs(96, 5), {.batch_size = 8, .accumulate = 2,
+                                 .callbacks = {callbacks::ProgressBar{{.mode = callbacks::ProgressBarOptions::Mode::lines,
+                                                                       .stream = out}}},
+                                 .verbose = 0, .distributed = true});
+  const std::string text = test::read_file(out);
+  std::fclose(out);
+  const std::string expected =
+      n > 1 ? fmt::format("micro-batch 8 x {} processes, accumulation 2 (effective batch {})", n, 16 * n)
+            : std::string{"micro-batch 8, accumulation 2 (effective batch 16)"};
+  BOOST_TEST_MESSAGE(text);
+  BOOST_TEST(text.find(expected) != std::string::npos, "the banner lacks '" << expected << "'");
+}

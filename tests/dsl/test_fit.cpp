@@ -10,20 +10,13 @@ using namespace accrue;
 using accrue::test::blobs;
 using accrue::test::check_close;
 using accrue::test::message_has;
+using accrue::test::read_file;
 
 namespace {
 
 
 Sequential small_model() {
   return Sequential{layers::Input{6}, layers::Dense{16}, layers::ReLU{}, layers::Dense{4}};
-}
-
-std::string read_file(std::FILE* f) {
-  std::rewind(f);
-  std::string s;
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, f)) s.append(buf, n);
-  return s;
 }
 
 }  // namespace
