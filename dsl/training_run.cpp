@@ -264,8 +264,7 @@ void TrainingRun::make_context() {
   context_.epochs = options_.epochs;
   context_.batch_size = state_.batch_size;
   context_.processes = communicator_->size();
-  context_.samples_per_epoch =
-      options_.drop_last ? plan_->micro_batches_per_epoch() * state_.batch_size : train_.size();
+  context_.samples_per_epoch = plan_->samples_per_epoch();
   context_.steps_per_epoch = plan_->micro_batches_per_epoch();
   context_.base_lr = optimizer_->lr();
   parameters_ = model_.parameters();
@@ -453,6 +452,7 @@ void TrainingRun::replan() {
   loader_->set_epoch(state_.epoch);
   slots_ = plan_->epoch_slots(state_.epoch);
   context_.batch_size = state_.batch_size;
+  context_.samples_per_epoch = plan_->samples_per_epoch();
   context_.steps_per_epoch = plan_->micro_batches_per_epoch();
 }
 

@@ -63,6 +63,8 @@ class StepPlan {
   /// Optimizer steps the run will apply (dropped windows do not count).
   std::int64_t total_optimizer_steps() const { return end_.steps; }
   std::int64_t micro_batches_per_epoch() const { return per_epoch_; }
+  /// Samples each epoch trains: all of them, or those of the whole micro-batches with drop_last.
+  std::int64_t samples_per_epoch() const { return samples_per_epoch_; }
   /// Samples in micro-batch `index` of an epoch (the last may be short).
   std::int64_t micro_batch_samples(std::int64_t index) const;
   /// The windows that close in `epoch`, in order, dropped ones included; for the last epoch also a

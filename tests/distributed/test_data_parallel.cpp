@@ -86,3 +86,19 @@ BOOST_AUTO_TEST_CASE(the_banner_names_the_three_factors_of_the_effective_batch) 
   BOOST_TEST_MESSAGE(text);
   BOOST_TEST(text.find(expected) != std::string::npos, "the banner lacks '" << expected << "'");
 }
+
+BOOST_AUTO_TEST_CASE(callbacks_see_the_samples_every_process_trains_together) {
+  const std::int64_t n = distributed::world().size();
+  manual_seed(11);
+  Sequential model = mlp();
+  model.compile(optim::SGD{.lr = 0.1}, losses::CrossEntropy{});
+  std::int64_t seen = 0;
+  // 98 samples in global micro-batches of 8 x n, the short last one dropped.
+  model.fit(test::blobs(98, 5),
+            {.batch_size = 8,
+             .callbacks = {callbacks::Lambda{{.train_begin = [&](TrainingContext& c) { seen = c.samples_per_epoch; }}}},
+             .drop_last = true,
+             .verbose = 0,
+             .distributed = true});
+  BOOST_TEST(seen == 98 / (8 * n) * 8 * n);
+}
