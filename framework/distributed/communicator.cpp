@@ -20,23 +20,21 @@ class SingleProcess final : public Communicator {
  public:
   SingleProcess() : Communicator(0, 1) {}
   std::string_view backend() const override { return "single process"; }
-  void allreduce_sum(const Tensor& t) override { check_float32(t); }
+  void allreduce_sum(const Tensor& t) override { require_float32_cpu(t); }
   void broadcast(const Tensor&, int root) override {
     ACCRUE_CHECK(root == 0, "broadcast from rank {}: the run has ranks 0..0 (one process)", root);
   }
   void allreduce_sum(std::span<double>) override {}
   void barrier() override {}
   std::vector<std::int64_t> allgather(std::int64_t value) override { return {value}; }
-
- private:
-  // The same contract as the MPI backend, so a program that runs alone runs under mpirun too.
-  static void check_float32(const Tensor& t) {
-    ACCRUE_CHECK(t.dtype() == DType::f32 && t.device().is_cpu(),
-                 "allreduce_sum: expects a float32 CPU tensor, got {} on {}", dtype_name(t.dtype()), t.device());
-  }
 };
 
 }  // namespace
+
+void Communicator::require_float32_cpu(const Tensor& t) {
+  ACCRUE_CHECK(t.dtype() == DType::f32 && t.device().is_cpu(), "allreduce_sum: expects a float32 CPU tensor, got {} on {}",
+               dtype_name(t.dtype()), t.device());
+}
 
 bool launched_by_mpi() {
   // Open MPI's launcher sets OMPI_COMM_WORLD_SIZE; MPICH's and the PMI ones PMI_SIZE.

@@ -40,6 +40,8 @@ class Communicator {
 
  protected:
   Communicator(int rank, int size) : rank_(rank), size_(size) {}
+  /// What allreduce_sum takes on every backend, so a program that runs alone runs under mpirun too.
+  static void require_float32_cpu(const Tensor& t);
 
  private:
   int rank_, size_;

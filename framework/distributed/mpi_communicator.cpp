@@ -34,8 +34,7 @@ class Mpi final : public Communicator {
   // Reduced on rank 0 and broadcast from it, so every rank holds the same bits (an allreduce may
   // add in a different order on each rank, and the replicas would drift apart).
   void allreduce_sum(const Tensor& t) override {
-    ACCRUE_CHECK(t.dtype() == DType::f32 && t.device().is_cpu(),
-                 "allreduce_sum: expects a float32 CPU tensor, got {} on {}", dtype_name(t.dtype()), t.device());
+    require_float32_cpu(t);
     ACCRUE_CHECK(t.numel() <= std::numeric_limits<int>::max(), "allreduce_sum: {} elements exceed one MPI call",
                  t.numel());
     if (t.numel() == 0) return;

@@ -42,6 +42,14 @@ class Conv2dNode final : public Node {
   SavedTensor x_, weight_;
 };
 
+// The kernels' geometry of a convolution of `batch` samples (C, H, W) with `filters` kernels.
+kernels::Window2d window(std::int64_t batch, const Shape& sample, std::int64_t filters, Size2 kernel,
+                         const Conv2dOptions& o) {
+  return {.N = batch, .C = sample[0], .H = sample[1], .W = sample[2], .R = kernel.h, .S = kernel.w,
+          .stride_h = o.stride.h, .stride_w = o.stride.w, .pad_h = o.padding.h, .pad_w = o.padding.w,
+          .dilation_h = o.dilation.h, .dilation_w = o.dilation.w, .K = filters, .groups = o.groups};
+}
+
 }  // namespace
 
 Tensor conv2d(const Tensor& x_in, const Tensor& weight, const Tensor& bias, const Conv2dOptions& o) {
@@ -57,10 +65,8 @@ Tensor conv2d(const Tensor& x_in, const Tensor& weight, const Tensor& bias, cons
                o.stride.str(), o.padding.str(), o.dilation.str());
   ACCRUE_CHECK(weight.dtype() == DType::f32, "conv2d: expects a float32 weight, got {}", dtype_name(weight.dtype()));
   const Tensor x = float32(x_in);
-  kernels::Window2d g{.N = x.size(0), .C = x.size(1), .H = x.size(2), .W = x.size(3), .R = weight.size(2),
-                      .S = weight.size(3), .stride_h = o.stride.h, .stride_w = o.stride.w, .pad_h = o.padding.h,
-                      .pad_w = o.padding.w, .dilation_h = o.dilation.h, .dilation_w = o.dilation.w,
-                      .K = weight.size(0), .groups = o.groups};
+  const kernels::Window2d g = window(x.size(0), Shape{x.size(1), x.size(2), x.size(3)}, weight.size(0),
+                                     {weight.size(2), weight.size(3)}, o);
   ACCRUE_CHECK_SHAPE(g.C % g.groups == 0 && g.K % g.groups == 0,
                      "conv2d: {} input channels and {} filters must both divide into {} groups", g.C, g.K, g.groups);
   ACCRUE_CHECK_SHAPE(weight.size(1) * g.groups == g.C,
@@ -89,10 +95,7 @@ Size2 conv2d_output_size(Size2 image, Size2 kernel, const Conv2dOptions& o) {
 
 OpScratch conv2d_scratch(Device device, std::int64_t batch, const Shape& sample, std::int64_t filters, Size2 kernel,
                          const Conv2dOptions& o) {
-  const kernels::Window2d g{.N = batch, .C = sample[0], .H = sample[1], .W = sample[2], .R = kernel.h, .S = kernel.w,
-                            .stride_h = o.stride.h, .stride_w = o.stride.w, .pad_h = o.padding.h, .pad_w = o.padding.w,
-                            .dilation_h = o.dilation.h, .dilation_w = o.dilation.w, .K = filters, .groups = o.groups};
-  const kernels::ConvWorkspace w = kernels::conv2d_workspace_bytes(device, g);
+  const kernels::ConvWorkspace w = kernels::conv2d_workspace_bytes(device, window(batch, sample, filters, kernel, o));
   return {.forward = w.forward, .backward = w.backward};
 }
 
