@@ -25,6 +25,9 @@ namespace accrue {
 
 class Sequential;
 class StepPlan;
+namespace distributed {
+struct ReducerStats;
+}  // namespace distributed
 class LrSchedule;
 namespace optim {
 class Optimizer;
@@ -41,8 +44,12 @@ struct TrainingContext {
   int epochs = 0;
   std::int64_t batch_size = 0;   // the micro-batch (of each process)
   /// The processes of a distributed run (1 otherwise); the plan's micro-batches are global:
-  /// batch_size x processes samples.
+  /// batch_size x processes samples. Callbacks that write files do so on rank 0 only.
   int processes = 1;
+  int rank = 0;
+  /// A distributed run's gradient reduction: windows, buckets started during backward, and the
+  /// time the training thread waited for them (null alone).
+  const distributed::ReducerStats* reduction = nullptr;
   std::int64_t samples_per_epoch = 0;
   std::int64_t steps_per_epoch = 0;  // micro-batches per epoch
   /// The optimizer's learning rate before any schedule.

@@ -5,6 +5,7 @@
 #include "accrue/datasets/loader.hpp"
 #include "accrue/dsl/sequential.hpp"
 #include "accrue/framework/autograd.hpp"
+#include "accrue/framework/distributed/communicator.hpp"
 #include "accrue/framework/ops.hpp"
 
 namespace accrue {
@@ -16,12 +17,15 @@ Evaluation Sequential::evaluate(const Dataset& data, const EvaluateOptions& opti
   ACCRUE_CHECK(!data.empty(), "evaluate: the dataset '{}' is empty", data.name());
   const NoGradGuard no_grad;
   const TrainingModeGuard mode{*this, false};
+  const std::unique_ptr<distributed::Communicator> alone = distributed::single_process();
   metrics::MeanLoss loss;
   std::vector<Metric> metrics = metrics_;  // copies: evaluation leaves the training metrics alone
   for (Metric& m : metrics) m.reset();
-  const DataLoader loader{data, {.batch_size = options.batch_size}};
+  distributed::Communicator& processes = options.distributed ? distributed::world() : *alone;
+  const DataLoader loader{data, {.batch_size = options.batch_size, .shard = processes.rank(), .shards = processes.size()}};
   for (std::int64_t b = 0; b < loader.size(); ++b) {
     const Batch host = loader[b];
+    if (host.size() == 0) continue;  // this process's share of a short last batch
     const Batch batch{host.inputs.to(device_), host.targets.to(device_), host.index};
     try {
       const Tensor prediction = forward(batch.inputs);
@@ -33,6 +37,7 @@ Evaluation Sequential::evaluate(const Dataset& data, const EvaluateOptions& opti
       throw;
     }
   }
+  sum_over_processes(processes, loss, metrics);
   Evaluation result;
   result.loss = loss.result();
   result.logs = metric_logs(loss, metrics);

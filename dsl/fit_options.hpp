@@ -77,6 +77,9 @@ struct FitOptions {
   /// samples. Effective batch = batch_size x accumulation x processes; the result is that of one
   /// process with batch_size x processes. Alone (no mpirun) it changes nothing.
   bool distributed = false;
+  /// A distributed run's gradient buckets: each starts its reduction as soon as backward has
+  /// completed its gradients, overlapping the rest of backward (PyTorch DDP's bucket_cap_mb).
+  std::size_t bucket_bytes = 25u << 20;
 };
 
 /// A Trainer takes the same options as fit().

@@ -1,5 +1,7 @@
 #include "accrue/dsl/metrics.hpp"
 
+#include "accrue/framework/distributed/communicator.hpp"
+
 #include "accrue/framework/autograd.hpp"
 #include "accrue/framework/ops.hpp"
 
@@ -61,6 +63,24 @@ Logs metric_logs(const metrics::MeanLoss& loss, const std::vector<Metric>& metri
   logs.set(prefix + "loss", loss.result());
   for (const Metric& m : metrics) logs.set(prefix + m.name(), m.result());
   return logs;
+}
+
+void sum_over_processes(distributed::Communicator& communicator, metrics::MeanLoss& loss, std::vector<Metric>& metrics) {
+  if (communicator.size() == 1) return;
+  std::vector<double> sums = loss.state();
+  for (const Metric& m : metrics)
+    if (const auto s = m.state()) sums.insert(sums.end(), s->begin(), s->end());
+  communicator.allreduce_sum(sums);
+  std::size_t at = 0;
+  const auto take = [&](std::size_t n) {
+    std::vector<double> part(sums.begin() + static_cast<std::ptrdiff_t>(at),
+                             sums.begin() + static_cast<std::ptrdiff_t>(at + n));
+    at += n;
+    return part;
+  };
+  loss.load_state(take(loss.state().size()));
+  for (Metric& m : metrics)
+    if (const auto s = m.state()) m.load_state(take(s->size()));
 }
 
 }  // namespace accrue

@@ -15,6 +15,10 @@
 
 namespace accrue {
 
+namespace distributed {
+class Communicator;
+}  // namespace distributed
+
 namespace metrics {
 
 /// Fraction of samples whose largest logit is at their label (Keras's "accuracy" for int labels).
@@ -124,5 +128,10 @@ class Metric {
 
 /// The logs of a loss tracker and metrics: "loss" then each metric by name, each behind `prefix`.
 Logs metric_logs(const metrics::MeanLoss& loss, const std::vector<Metric>& metrics, const std::string& prefix = "");
+
+/// Adds the loss tracker's and each metric's sums and counts over all processes of `communicator`,
+/// so every rank's results are those of all ranks' samples together (not a mean of means). A
+/// metric that keeps no state (no state() member) keeps this process's samples only.
+void sum_over_processes(distributed::Communicator& communicator, metrics::MeanLoss& loss, std::vector<Metric>& metrics);
 
 }  // namespace accrue

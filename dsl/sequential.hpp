@@ -38,6 +38,9 @@ class TrainingRun;
 
 struct EvaluateOptions {
   std::int64_t batch_size = 32;
+  /// Under mpirun: each process evaluates its share of the data (every sample once, none
+  /// repeated or padded) and every process returns the results over all of it.
+  bool distributed = false;
 };
 
 /// The result of evaluate(): the mean loss and every metric. `auto [loss, accuracy] =

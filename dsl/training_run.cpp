@@ -191,6 +191,24 @@ TrainingRun::TrainingRun(Sequential& model, const Dataset& train, std::optional<
     own_communicator_ = distributed::single_process();
     communicator_ = own_communicator_.get();
   }
+  if (communicator_->size() == 1) {
+    prepare();
+    return;
+  }
+  // Every rank prepares; a rank that cannot must not leave the others waiting for it.
+  std::exception_ptr failed;
+  try {
+    prepare();
+  } catch (const Error&) {
+    failed = std::current_exception();
+  }
+  agree_to_start(failed);
+}
+
+void TrainingRun::prepare() {
+  Sequential& model = model_;
+  const Dataset& train = train_;
+  const TrainerOptions& options = options_;
   model.build(train.sample_shape());
   state_.batch_size = options.batch_size;
   if (const auto budget = model.recipe().memory_budget()) state_.batch_size = planned_micro_batch(model, *budget);
@@ -204,8 +222,9 @@ TrainingRun::TrainingRun(Sequential& model, const Dataset& train, std::optional<
   accumulation_.validate_for(state_.batch_size * communicator_->size());
   // The folder is this run's from here on: a second run there is refused before it reads anything.
   if (!checkpointing_.dir.empty()) folder_lock_.emplace(prepare_checkpoint_dir(checkpointing_.dir));
-  // Only runs that write or read checkpoints pay for reading the data's fingerprint.
-  if (!checkpointing_.dir.empty() || !resume_from_.empty())
+  // Only runs that write or read checkpoints, or compare their processes, pay for reading the
+  // data's fingerprint.
+  if (!checkpointing_.dir.empty() || !resume_from_.empty() || communicator_->size() > 1)
     signature_ = run_signature(model, train, options, accumulation_, accumulate_, schedule_);
   checkpoint_ = find_checkpoint(resume_from_, checkpointing_);
   if (checkpoint_) {
@@ -225,6 +244,46 @@ TrainingRun::TrainingRun(Sequential& model, const Dataset& train, std::optional<
   make_context();
   optimizer_->zero_grad();
   if (checkpoint_) resume();
+}
+
+// A distributed run starts only when every rank prepared the same run: otherwise every rank throws
+// the same error, naming the rank and what differs. Then the ranks take rank 0's parameters and
+// buffers (a broadcast: the replicas start equal whatever each initialised) and shuffling seed.
+void TrainingRun::agree_to_start(std::exception_ptr failed) {
+  distributed::Communicator& c = *communicator_;
+  const std::vector<std::int64_t> failures = c.allgather(failed ? 1 : 0);
+  for (std::size_t r = 0; r < failures.size(); ++r) {
+    if (failures[r] == 0) continue;
+    std::string message;
+    if (failed) try {
+        std::rethrow_exception(failed);
+      } catch (const Error& e) {
+        message = e.what();
+      }
+    message = c.broadcast(message, static_cast<int>(r));
+    if (failed) std::rethrow_exception(failed);
+    throw CommunicationError(fmt::format("rank {} could not start training: {}", r, message));
+  }
+  RunSignature mine = signature_;
+  std::string layout;
+  for (const auto& [name, t] : model_.named_state()) layout += fmt::format("{} {} {}; ", name, t.shape(), dtype_name(t.dtype()));
+  mine.emplace_back("model", layout);
+  mine.emplace_back("device", model_.device().is_cpu() ? "cpu" : "a GPU");
+  mine.emplace_back("processes", std::to_string(c.size()));
+  for (const auto& [what, value] : mine) {
+    const std::vector<std::int64_t> hashes = c.allgather(static_cast<std::int64_t>(std::hash<std::string>{}(value)));
+    for (std::size_t r = 1; r < hashes.size(); ++r) {
+      if (hashes[r] == hashes[0]) continue;
+      const std::string first = c.broadcast(value, 0), other = c.broadcast(value, static_cast<int>(r));
+      throw ValueError(fmt::format("the processes of a distributed run must train the same run, but the {} is '{}' "
+                                   "on rank 0 and '{}' on rank {}",
+                                   what, first, other, r));
+    }
+  }
+  const NoGradGuard no_grad;
+  for (const auto& [name, t] : model_.named_state()) c.broadcast(t, 0);
+  state_.loader_seed = static_cast<std::uint64_t>(c.allgather(static_cast<std::int64_t>(state_.loader_seed))[0]);
+  make_loader();
 }
 
 // The loader of the run's micro-batch and shuffling seed, and the batches it hands to the device.
@@ -264,10 +323,15 @@ void TrainingRun::make_context() {
   context_.epochs = options_.epochs;
   context_.batch_size = state_.batch_size;
   context_.processes = communicator_->size();
+  context_.rank = communicator_->rank();
   context_.samples_per_epoch = plan_->samples_per_epoch();
   context_.steps_per_epoch = plan_->micro_batches_per_epoch();
   context_.base_lr = optimizer_->lr();
   parameters_ = model_.parameters();
+  if (communicator_->size() > 1)
+    reducer_ = std::make_unique<distributed::Reducer>(*communicator_, parameters_,
+                                                      distributed::ReducerOptions{.bucket_bytes = options_.bucket_bytes});
+  context_.reduction = reducer_ ? &reducer_->stats() : nullptr;
   amp_ = model_.recipe().amp_dtype(model_.device());
   scaler_ = model_.scaler();
   context_.amp_dtype = amp_;
@@ -363,7 +427,12 @@ std::optional<std::size_t> TrainingRun::train_micro_batch(std::size_t k, StepRec
     record.loss_weight = weight;
     // With loss scaling the summed loss is also multiplied by the scale, undone once per step.
     const double scale = scaler_ ? scaler_->scale() : 1.0;
-    (loss_sum * static_cast<float>(weight * scale)).backward();
+    {
+      // A distributed run's window-closing backward pass starts reducing gradients as they complete.
+      std::optional<ObserveLeafGradients> reducing;
+      if (reducer_ && slot.closes_window) reducing.emplace(*reducer_);
+      (loss_sum * static_cast<float>(weight * scale)).backward();
+    }
     if (std::isfinite(loss_value)) update_metrics(prediction, batch.targets, loss_value);
   } catch (OutOfMemory& e) {
     return back_off(e, k, record);
@@ -467,7 +536,7 @@ void TrainingRun::close_window(const MicroBatchSlot& slot, StepRecord& record) {
                           .base_lr = context_.base_lr,
                           .lr_factor = context_.lr_factor,
                           .track_norm = options_.track_grad_norm,
-                          .communicator = communicator_},
+                          .reducer = reducer_.get()},
                          state_.window_poisoned, context_.optimizer_steps, record);
   } catch (Error& e) {
     e.prepend(where(slot, record.micro_batch_samples));
@@ -496,9 +565,11 @@ void TrainingRun::between_micro_batches(std::size_t k) {
 void TrainingRun::end_epoch(int epoch) {
   Logs logs = metric_logs(state_.epoch_loss, model_.metrics_);
   aggregate_metrics(logs);
+  check_replicas(epoch);
   context_.epoch_memory = memory_stats(model_.device());
   if (validation_) {
-    const Evaluation val = model_.evaluate(*validation_, {.batch_size = state_.batch_size});
+    const Evaluation val =
+        model_.evaluate(*validation_, {.batch_size = state_.batch_size, .distributed = options_.distributed});
     for (const auto& [name, value] : val.logs.items()) logs.set("val_" + name, value);
   }
   schedule_.on_epoch_end(logs);
@@ -512,29 +583,32 @@ void TrainingRun::end_epoch(int epoch) {
   stop_if_signalled(epoch, slots_.size());
 }
 
-// A distributed run's epoch logs count every process's samples: the loss's and each metric's sums
-// and counts are added over the processes (not a mean of means). A metric that keeps no state
-// (no state() member) reports this process's samples only.
+// A distributed run's epoch logs count every process's samples.
 void TrainingRun::aggregate_metrics(Logs& logs) {
   if (communicator_->size() == 1) return;
   metrics::MeanLoss loss = state_.epoch_loss;
   std::vector<Metric> metrics = model_.metrics_;
-  std::vector<double> sums = loss.state();
-  for (const Metric& m : metrics)
-    if (const auto s = m.state()) sums.insert(sums.end(), s->begin(), s->end());
-  communicator_->allreduce_sum(sums);
-  std::size_t at = 0;
-  const auto take = [&](std::size_t n) {
-    std::vector<double> part(sums.begin() + static_cast<std::ptrdiff_t>(at),
-                             sums.begin() + static_cast<std::ptrdiff_t>(at + n));
-    at += n;
-    return part;
-  };
-  loss.load_state(take(loss.state().size()));
-  for (Metric& m : metrics)
-    if (const auto s = m.state()) m.load_state(take(s->size()));
+  sum_over_processes(*communicator_, loss, metrics);
   const Logs all = metric_logs(loss, metrics);
   for (const auto& [name, value] : all.items()) logs.set(name, value);
+}
+
+// The replicas' parameters and buffers must be the same bits on every rank after each epoch; a
+// difference means the ranks no longer train one model, and is reported rather than trained on.
+void TrainingRun::check_replicas(int epoch) {
+  if (communicator_->size() == 1) return;
+  std::uint64_t hash = 1469598103934665603ull;  // FNV-1a
+  for (const auto& [name, t] : model_.named_state()) {
+    const Tensor host = t.to(Device::cpu());
+    const auto* bytes = static_cast<const unsigned char*>(host.data_ptr());
+    for (std::size_t i = 0; i < host.nbytes(); ++i) hash = (hash ^ bytes[i]) * 1099511628211ull;
+  }
+  const std::vector<std::int64_t> all = communicator_->allgather(static_cast<std::int64_t>(hash));
+  for (std::size_t r = 1; r < all.size(); ++r)
+    if (all[r] != all[0])
+      throw CommunicationError(fmt::format("after epoch {} the parameters on rank {} differ from rank 0's: the "
+                                           "processes no longer train one model",
+                                           epoch + 1, r));
 }
 
 History TrainingRun::finish() {

@@ -4,6 +4,7 @@
 // sees the loop on one screen and finds each event under its name.
 
 #include <chrono>
+#include <exception>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -17,7 +18,7 @@
 #include "accrue/dsl/fit_options.hpp"
 #include "accrue/dsl/sequential.hpp"
 #include "accrue/dsl/training_checkpoint.hpp"
-#include "accrue/framework/distributed/communicator.hpp"
+#include "accrue/framework/distributed/reducer.hpp"
 #include "accrue/framework/training/step_plan.hpp"
 #include "accrue/framework/training/stop_signal.hpp"
 
@@ -59,8 +60,11 @@ class TrainingRun {
   History finish();
 
   // Setup, and what the events share.
+  void prepare();
+  void agree_to_start(std::exception_ptr failed);
   void resume();
   void aggregate_metrics(Logs& logs);
+  void check_replicas(int epoch);
   void make_loader();
   void make_callbacks();
   void make_context();
@@ -78,6 +82,8 @@ class TrainingRun {
   // The processes of the run: distributed::world() when options.distributed, else this one.
   std::unique_ptr<distributed::Communicator> own_communicator_;
   distributed::Communicator* communicator_ = nullptr;
+  // Sums the gradients over the processes at each window's close (distributed runs only).
+  std::unique_ptr<distributed::Reducer> reducer_;
   std::string resume_from_;
   optim::Optimizer* optimizer_ = nullptr;
   AccumulationSchedule accumulation_;

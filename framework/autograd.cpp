@@ -9,7 +9,13 @@ namespace accrue {
 
 namespace {
 thread_local bool grad_enabled = true;
+thread_local LeafGradientObserver* leaf_observer = nullptr;
+}  // namespace
+
+ObserveLeafGradients::ObserveLeafGradients(LeafGradientObserver& observer) : previous_(leaf_observer) {
+  leaf_observer = &observer;
 }
+ObserveLeafGradients::~ObserveLeafGradients() { leaf_observer = previous_; }
 
 bool GradMode::enabled() { return grad_enabled; }
 void GradMode::set_enabled(bool enabled) { grad_enabled = enabled; }
@@ -166,14 +172,30 @@ void run_backward(const Tensor& root, const Tensor& grad_root, bool retain_graph
     else
       impl.grad = adopt(grad_root.clone(), Edge{nullptr, nullptr, root.shape(), root.dtype()}, MemoryCategory::gradients)
                       .impl();
+    if (leaf_observer != nullptr) leaf_observer->on_leaf_gradient_ready(impl);
     return;
   }
   Node* root_node = root.grad_fn().get();
   Pending pending;
   pending[root_node] = grad_root;
-  for (Node* node : topological_order(root_node)) {
+  const std::vector<Node*> order = topological_order(root_node);
+  // For the observer: how many nodes still to run feed each leaf.
+  std::unordered_map<const detail::TensorImpl*, int> feeding;
+  if (leaf_observer != nullptr)
+    for (const Node* node : order)
+      for (const Edge& e : node->edges)
+        if (e.leaf) ++feeding[e.leaf.get()];
+  const auto node_done = [&](const Node& node) {
+    if (leaf_observer == nullptr) return;
+    for (const Edge& e : node.edges)
+      if (e.leaf && --feeding[e.leaf.get()] == 0 && e.leaf->grad) leaf_observer->on_leaf_gradient_ready(*e.leaf);
+  };
+  for (Node* node : order) {
     auto it = pending.find(node);
-    if (it == pending.end()) continue;  // no gradient flowed into this node
+    if (it == pending.end()) {  // no gradient flowed into this node
+      node_done(*node);
+      continue;
+    }
     if (node->released)
       throw ValueError(fmt::format("backward through the graph a second time (at {}): its saved tensors were freed by "
                                    "the first backward(); call backward(/*retain_graph=*/true) the first time",
@@ -191,6 +213,7 @@ void run_backward(const Tensor& root, const Tensor& grad_root, bool retain_graph
       node->release();
       node->released = true;
     }
+    node_done(*node);
   }
 }
 

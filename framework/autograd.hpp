@@ -108,4 +108,27 @@ void record(const std::shared_ptr<Node>& node, const Tensor& output, std::initia
 /// Runs backward from `root` with `grad_root` as its gradient (see Tensor::backward).
 void run_backward(const Tensor& root, const Tensor& grad_root, bool retain_graph);
 
+/// Told during a backward pass on this thread as soon as a leaf (a parameter) has received every
+/// gradient that pass gives it, while backward goes on through the layers before it: data-parallel
+/// training starts reducing those gradients then, as PyTorch's DDP does from its autograd hooks.
+class LeafGradientObserver {
+ public:
+  virtual ~LeafGradientObserver() = default;
+  /// `leaf`'s .grad() holds its final value for this pass (leaves the pass does not reach are not
+  /// reported).
+  virtual void on_leaf_gradient_ready(const detail::TensorImpl& leaf) = 0;
+};
+
+/// Makes `observer` watch this thread's backward passes while in scope.
+class ObserveLeafGradients {
+ public:
+  explicit ObserveLeafGradients(LeafGradientObserver& observer);
+  ~ObserveLeafGradients();
+  ObserveLeafGradients(const ObserveLeafGradients&) = delete;
+  ObserveLeafGradients& operator=(const ObserveLeafGradients&) = delete;
+
+ private:
+  LeafGradientObserver* previous_;
+};
+
 }  // namespace accrue

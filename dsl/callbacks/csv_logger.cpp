@@ -23,6 +23,8 @@ CSVLogger::~CSVLogger() {
 }
 
 void CSVLogger::on_train_begin(TrainingContext& context) {
+  writes_ = context.rank == 0;  // one process writes a distributed run's log
+  if (!writes_) return;
   // A resumed run keeps the rows so far (load_state cuts off any written after the checkpoint).
   const bool append = options_.append || context.resumed;
   std::error_code ec;
@@ -35,6 +37,7 @@ void CSVLogger::on_train_begin(TrainingContext& context) {
 }
 
 void CSVLogger::on_epoch_end(int epoch, Logs& logs) {
+  if (!writes_) return;
   // Keras sorts the columns by name; the header comes with the first row.
   std::vector<std::string> names;
   for (const auto& [name, value] : logs.items()) names.push_back(name);
@@ -78,6 +81,7 @@ void CSVLogger::load_state(const CallbackState& state) {
   } catch (const nlohmann::json::exception& e) {
     throw ValueError(fmt::format("CSVLogger: the saved state '{}' does not parse ({})", state.text, e.what()));
   }
+  if (!writes_) return;
   ACCRUE_CHECK(file_ != nullptr, "CSVLogger: load_state before on_train_begin");
   std::fflush(file_);
   std::error_code ec;

@@ -2,6 +2,7 @@
 // CSVLogger: one row per epoch with every logged value, as Keras's CSVLogger writes it:
 //   epoch,accuracy,loss,val_accuracy,val_loss
 //   0,0.8123,0.5234,0.8400,0.4400
+// In a distributed run rank 0 writes it (every rank's logs are the same).
 
 #include <cstdint>
 #include <cstdio>
@@ -37,6 +38,7 @@ class CSVLogger final : public Callback {
   std::FILE* file_ = nullptr;
   std::vector<std::string> columns_;
   std::uint64_t length_ = 0;
+  bool writes_ = true;
 };
 
 }  // namespace accrue::callbacks

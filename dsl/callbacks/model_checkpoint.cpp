@@ -22,15 +22,19 @@ std::string ModelCheckpoint::best_path() const { return (std::filesystem::path(f
 
 void ModelCheckpoint::on_train_begin(TrainingContext& context) {
   context_ = &context;
+  best_.set_best(std::nullopt);
+  best_epoch_.reset();
+  // Every process tracks the best epoch (their logs are the same); one writes the files.
+  if (context.rank != 0) return;
   std::error_code ec;
   std::filesystem::create_directories(folder_, ec);
   if (ec) throw IoError(fmt::format("ModelCheckpoint: cannot create {} ({})", folder_, ec.message()));
-  best_.set_best(std::nullopt);
-  best_epoch_.reset();
 }
 
 void ModelCheckpoint::on_epoch_end(int epoch, Logs& logs) {
-  if ((epoch + 1) % options_.every == 0 || epoch + 1 == context_->epochs) context_->model->save_weights(last_path());
+  const bool writes = context_->rank == 0;
+  if (writes && ((epoch + 1) % options_.every == 0 || epoch + 1 == context_->epochs))
+    context_->model->save_weights(last_path());
   if (!options_.keep_best) return;
   const auto value = logs.get(options_.monitor);
   ACCRUE_CHECK(value.has_value(), "ModelCheckpoint keeps the best '{}', which the epoch's logs do not have ({}); pass "
@@ -39,7 +43,7 @@ void ModelCheckpoint::on_epoch_end(int epoch, Logs& logs) {
   if (best_.improves(*value)) {
     best_.set_best(*value);
     best_epoch_ = epoch;
-    context_->model->save_weights(best_path());
+    if (writes) context_->model->save_weights(best_path());
   }
 }
 

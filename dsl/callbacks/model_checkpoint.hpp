@@ -1,6 +1,7 @@
 #pragma once
 // ModelCheckpoint: saves the model's weights (safetensors) into a folder after each epoch, as
-// last.safetensors, and, with keep_best, best.safetensors whenever `monitor` improves.
+// last.safetensors, and, with keep_best, best.safetensors whenever `monitor` improves. In a
+// distributed run rank 0 writes them.
 
 #include <optional>
 #include <string>

@@ -1,6 +1,8 @@
 #include "accrue/framework/distributed/communicator.hpp"
 
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "accrue/config.hpp"
 #include "accrue/framework/error.hpp"
@@ -16,11 +18,21 @@ std::unique_ptr<Communicator> make_mpi_world();
 
 namespace {
 
+class Done final : public Work {
+ public:
+  void wait() override {}
+};
+
 class SingleProcess final : public Communicator {
  public:
   SingleProcess() : Communicator(0, 1) {}
   std::string_view backend() const override { return "single process"; }
-  void allreduce_sum(const Tensor& t) override { require_float32_cpu(t); }
+  std::unique_ptr<Work> start_allreduce_sum(const Tensor& t) override {
+    require_float32_cpu(t);
+    ++stats_.tensor_allreduces;
+    stats_.tensor_allreduce_bytes += static_cast<std::int64_t>(t.nbytes());
+    return std::make_unique<Done>();
+  }
   void broadcast(const Tensor&, int root) override {
     ACCRUE_CHECK(root == 0, "broadcast from rank {}: the run has ranks 0..0 (one process)", root);
   }
@@ -34,6 +46,28 @@ class SingleProcess final : public Communicator {
 void Communicator::require_float32_cpu(const Tensor& t) {
   ACCRUE_CHECK(t.dtype() == DType::f32 && t.device().is_cpu(), "allreduce_sum: expects a float32 CPU tensor, got {} on {}",
                dtype_name(t.dtype()), t.device());
+}
+
+std::string Communicator::broadcast(const std::string& text, int root) {
+  const std::vector<std::int64_t> lengths = allgather(static_cast<std::int64_t>(text.size()));
+  ACCRUE_CHECK(root >= 0 && root < size(), "broadcast from rank {}: the run has ranks 0..{}", root, size() - 1);
+  const std::int64_t length = lengths[static_cast<std::size_t>(root)];
+  // Bytes carried in int32 elements (tensors have no byte dtype).
+  const Tensor words = Tensor::zeros({(length + 3) / 4}, {.dtype = DType::i32});
+  if (rank() == root) std::memcpy(words.data_ptr(), text.data(), text.size());
+  broadcast(words, root);
+  return {static_cast<const char*>(words.data_ptr()), static_cast<std::size_t>(length)};
+}
+
+void Communicator::abort(std::string_view message) {
+  std::fprintf(stderr, "rank %d of %d: %.*s\n", rank(), size(), static_cast<int>(message.size()), message.data());
+  std::fflush(stderr);
+  std::_Exit(1);
+}
+
+void Communicator::set_timeout_seconds(double seconds) {
+  ACCRUE_CHECK(seconds > 0, "set_timeout_seconds({}): the watchdog's limit must be positive", seconds);
+  timeout_seconds_ = seconds;
 }
 
 bool launched_by_mpi() {

@@ -1,8 +1,10 @@
 #pragma once
 // The processes of a data-parallel run and the collective calls between them: the one seam through
 // which Accrue communicates. Every rank calls the same collectives in the same order; each call
-// returns once this rank's part is done. Backends: MPI (Open MPI, CPU tensors) and, in one process
-// started without mpirun, a single-process communicator for which every collective is the identity.
+// returns once this rank's part is done (start_allreduce_sum returns at once and is waited for
+// later, so gradients travel while backward goes on). Backends: MPI (Open MPI, CPU tensors) and, in
+// one process started without mpirun, a single-process communicator for which every collective is
+// the identity.
 //
 //   mpirun -np 4 ./train        // world().size() == 4 in each process
 //   ./train                     // world().size() == 1, as without data parallelism
@@ -10,12 +12,30 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "accrue/framework/tensor.hpp"
 
 namespace accrue::distributed {
+
+/// A collective call that was started and not yet waited for.
+class Work {
+ public:
+  virtual ~Work() = default;
+  /// Returns once this rank's part is done. Throws CommunicationError when the call failed, or when
+  /// it did not finish within the communicator's timeout (a process of the run stopped or hangs).
+  virtual void wait() = 0;
+};
+
+/// What a rank's collective calls have cost, counted when they are waited for.
+struct CommunicationStats {
+  std::int64_t tensor_allreduces = 0;    // allreduce_sum and start_allreduce_sum of tensors
+  std::int64_t tensor_allreduce_bytes = 0;
+  double tensor_allreduce_seconds = 0;   // from the call's start on the backend to its end
+  std::int64_t other_calls = 0;          // broadcasts, barriers, allgathers, host allreduces
+};
 
 class Communicator {
  public:
@@ -26,9 +46,13 @@ class Communicator {
   /// "mpi" or "single process".
   virtual std::string_view backend() const = 0;
 
-  /// Sums `t` element-wise over all ranks, in place: every rank ends with the same sum, added in
-  /// the same order. float32, contiguous, on the CPU.
-  virtual void allreduce_sum(const Tensor& t) = 0;
+  /// Starts summing `t` element-wise over all ranks, in place, and returns at once: every rank ends
+  /// with the same sum, added in the same order. float32, contiguous, on the CPU. `t` must be left
+  /// alone until wait() returns. Calls run in the order they were started (so every rank must
+  /// start the same ones in the same order), before any collective started after them.
+  virtual std::unique_ptr<Work> start_allreduce_sum(const Tensor& t) = 0;
+  /// start_allreduce_sum, waited for.
+  void allreduce_sum(const Tensor& t) { start_allreduce_sum(t)->wait(); }
   /// Makes every rank's `t` a copy of rank `root`'s (same shape and dtype everywhere).
   virtual void broadcast(const Tensor& t, int root) = 0;
   /// Returns once every rank has called it.
@@ -37,14 +61,27 @@ class Communicator {
   virtual void allreduce_sum(std::span<double> values) = 0;
   /// Every rank's `value`, in rank order: counts, flags and hashes, not tensors.
   virtual std::vector<std::int64_t> allgather(std::int64_t value) = 0;
+  /// Rank `root`'s `text` on every rank (messages, descriptions of options).
+  std::string broadcast(const std::string& text, int root);
+
+  /// Stops every process of the run after writing `message` to stderr with this rank's name: for
+  /// an error on one rank while the others wait in a collective call for it.
+  [[noreturn]] virtual void abort(std::string_view message);
+
+  /// How long one collective call may take before wait() gives up (the watchdog), in seconds.
+  double timeout_seconds() const { return timeout_seconds_; }
+  void set_timeout_seconds(double seconds);
+  const CommunicationStats& stats() const { return stats_; }
 
  protected:
   Communicator(int rank, int size) : rank_(rank), size_(size) {}
   /// What allreduce_sum takes on every backend, so a program that runs alone runs under mpirun too.
   static void require_float32_cpu(const Tensor& t);
+  CommunicationStats stats_;
 
  private:
   int rank_, size_;
+  double timeout_seconds_ = 600;
 };
 
 /// Whether this process was started by an MPI launcher (mpirun, mpiexec), from its environment.

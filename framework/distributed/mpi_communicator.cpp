@@ -1,10 +1,21 @@
 // The MPI backend of Communicator (built when CMake finds MPI). Errors are returned, not fatal
 // (MPI_ERRORS_RETURN), so a failed collective becomes a CommunicationError naming the rank.
+//
+// One thread of the process makes every MPI call, in the order the calls were started: gradient
+// buckets started during backward travel while the training thread goes on, MPI needs only
+// MPI_THREAD_FUNNELED, and a wait can give up after the timeout (the watchdog) even though the
+// MPI call itself cannot be interrupted.
 
 #include <mpi.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
 #include <limits>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "accrue/framework/distributed/communicator.hpp"
 #include "accrue/framework/error.hpp"
@@ -21,40 +32,148 @@ void check(int code, const char* call, int rank) {
   throw CommunicationError(fmt::format("rank {}: {} failed: {}", rank, call, std::string(text, static_cast<std::size_t>(length))));
 }
 
+// One MPI call (or a few in a row) on the MPI thread, and its outcome.
+struct Call {
+  std::string what;  // "MPI_Allgather", for the watchdog's message
+  std::function<void()> body;
+  std::mutex mutex;
+  std::condition_variable finished;
+  bool done = false;
+  std::exception_ptr error;
+  double seconds = 0;
+};
+
+// The thread that makes the process's MPI calls, one after the other.
+class MpiThread {
+ public:
+  MpiThread() : thread_([this] { run(); }) {}
+  ~MpiThread() {
+    {
+      const std::lock_guard lock{mutex_};
+      stopping_ = true;
+    }
+    queued_.notify_one();
+    thread_.join();
+  }
+
+  std::shared_ptr<Call> start(std::string what, std::function<void()> body) {
+    auto call = std::make_shared<Call>();
+    call->what = std::move(what);
+    call->body = std::move(body);
+    {
+      const std::lock_guard lock{mutex_};
+      calls_.push_back(call);
+    }
+    queued_.notify_one();
+    return call;
+  }
+
+  // Waits for `call` for at most `timeout` seconds (the watchdog); rethrows its error.
+  static void wait(Call& call, double timeout, int rank) {
+    std::unique_lock lock{call.mutex};
+    if (!call.finished.wait_for(lock, std::chrono::duration<double>(timeout), [&] { return call.done; }))
+      throw CommunicationError(fmt::format(
+          "rank {}: {} did not finish within {} s; another process of the run has stopped, hangs, or called a "
+          "different collective (distributed::world().set_timeout_seconds changes the limit)",
+          rank, call.what, timeout));
+    if (call.error) std::rethrow_exception(call.error);
+  }
+
+ private:
+  void run() {
+    for (;;) {
+      std::shared_ptr<Call> call;
+      {
+        std::unique_lock lock{mutex_};
+        queued_.wait(lock, [&] { return stopping_ || !calls_.empty(); });
+        if (calls_.empty()) return;
+        call = std::move(calls_.front());
+        calls_.pop_front();
+      }
+      const auto start = std::chrono::steady_clock::now();
+      std::exception_ptr error;
+      try {
+        call->body();
+      } catch (...) {
+        error = std::current_exception();
+      }
+      {
+        const std::lock_guard lock{call->mutex};
+        call->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        call->error = error;
+        call->done = true;
+      }
+      call->finished.notify_all();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable queued_;
+  std::deque<std::shared_ptr<Call>> calls_;
+  bool stopping_ = false;
+  std::thread thread_;  // last: starts once the queue exists
+};
+
+class Mpi;
+
+class MpiWork final : public Work {
+ public:
+  MpiWork(Mpi& owner, std::shared_ptr<Call> call, std::size_t bytes)
+      : owner_(owner), call_(std::move(call)), bytes_(bytes) {}
+  ~MpiWork() override;
+  void wait() override;
+
+ private:
+  Mpi& owner_;
+  std::shared_ptr<Call> call_;
+  std::size_t bytes_;
+  bool waited_ = false;
+};
+
 class Mpi final : public Communicator {
  public:
-  Mpi(int rank, int size) : Communicator(rank, size) {}
+  Mpi(std::unique_ptr<MpiThread> thread, int rank, int size) : Communicator(rank, size), thread_(std::move(thread)) {}
   ~Mpi() override {
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (!finalized) MPI_Finalize();
+    try {
+      run("MPI_Finalize", [] {
+        int finalized = 0;
+        MPI_Finalized(&finalized);
+        if (!finalized) MPI_Finalize();
+      });
+    } catch (const Error& e) {
+      std::fprintf(stderr, "%s\n", e.what());
+    }
   }
   std::string_view backend() const override { return "mpi"; }
 
-  // Reduced on rank 0 and broadcast from it, so every rank holds the same bits (an allreduce may
-  // add in a different order on each rank, and the replicas would drift apart).
-  void allreduce_sum(const Tensor& t) override {
+  // MPI_Allreduce: Open MPI's algorithms compute each element's sum in one place and send it on, or
+  // add pairs on both sides in the same order (float addition commutes), so every rank holds the
+  // same bits; tests/distributed/test_communicator.cpp checks it, and a training run compares its
+  // replicas' parameters at every epoch's end.
+  std::unique_ptr<Work> start_allreduce_sum(const Tensor& t) override {
     require_float32_cpu(t);
     ACCRUE_CHECK(t.numel() <= std::numeric_limits<int>::max(), "allreduce_sum: {} elements exceed one MPI call",
                  t.numel());
-    if (t.numel() == 0) return;
     t.bump_version();
     const int n = static_cast<int>(t.numel());
     float* data = t.data<float>();
-    check(MPI_Reduce(rank() == 0 ? MPI_IN_PLACE : data, data, n, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD),
-          "MPI_Reduce (allreduce_sum)", rank());
-    check(MPI_Bcast(data, n, MPI_FLOAT, 0, MPI_COMM_WORLD), "MPI_Bcast (allreduce_sum)", rank());
+    const int me = rank();
+    auto call = thread_->start("allreduce_sum (MPI_Allreduce)", [=] {
+      if (n == 0) return;
+      check(MPI_Allreduce(MPI_IN_PLACE, data, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce (allreduce_sum)", me);
+    });
+    return std::make_unique<MpiWork>(*this, std::move(call), t.nbytes());
   }
 
   void allreduce_sum(std::span<double> values) override {
     ACCRUE_CHECK(values.size() <= static_cast<std::size_t>(std::numeric_limits<int>::max()),
                  "allreduce_sum: {} values exceed one MPI call", values.size());
     if (values.empty()) return;
-    const int n = static_cast<int>(values.size());
-    check(MPI_Reduce(rank() == 0 ? MPI_IN_PLACE : values.data(), values.data(), n, MPI_DOUBLE, MPI_SUM, 0,
-                     MPI_COMM_WORLD),
-          "MPI_Reduce (allreduce_sum)", rank());
-    check(MPI_Bcast(values.data(), n, MPI_DOUBLE, 0, MPI_COMM_WORLD), "MPI_Bcast (allreduce_sum)", rank());
+    const int n = static_cast<int>(values.size()), me = rank();
+    double* data = values.data();
+    run("allreduce_sum of host values (MPI_Allreduce)", [=] {
+      check(MPI_Allreduce(MPI_IN_PLACE, data, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce (allreduce_sum)", me);
+    });
   }
 
   void broadcast(const Tensor& t, int root) override {
@@ -64,33 +183,87 @@ class Mpi final : public Communicator {
                  "broadcast: {} bytes exceed one MPI call", t.nbytes());
     if (t.nbytes() == 0) return;
     t.bump_version();
-    check(MPI_Bcast(t.data_ptr(), static_cast<int>(t.nbytes()), MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast", rank());
+    void* data = t.data_ptr();
+    const int bytes = static_cast<int>(t.nbytes()), me = rank();
+    run("broadcast (MPI_Bcast)", [=] { check(MPI_Bcast(data, bytes, MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast", me); });
   }
 
-  void barrier() override { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier", rank()); }
+  void barrier() override {
+    const int me = rank();
+    run("barrier (MPI_Barrier)", [=] { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier", me); });
+  }
 
   std::vector<std::int64_t> allgather(std::int64_t value) override {
     std::vector<std::int64_t> all(static_cast<std::size_t>(size()));
-    check(MPI_Allgather(&value, 1, MPI_INT64_T, all.data(), 1, MPI_INT64_T, MPI_COMM_WORLD), "MPI_Allgather", rank());
+    std::int64_t* out = all.data();
+    const int me = rank();
+    run("allgather (MPI_Allgather)", [=, &value] {
+      check(MPI_Allgather(&value, 1, MPI_INT64_T, out, 1, MPI_INT64_T, MPI_COMM_WORLD), "MPI_Allgather", me);
+    });
     return all;
   }
+
+  [[noreturn]] void abort(std::string_view message) override {
+    std::fprintf(stderr, "rank %d of %d: %.*s\nrank %d: stopping all %d processes of the run\n", rank(), size(),
+                 static_cast<int>(message.size()), message.data(), rank(), size());
+    std::fflush(stderr);
+    // From this thread while the MPI thread may be inside a collective: MPI_Abort only asks the
+    // launcher to end the job, which is what is wanted.
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    std::_Exit(1);
+  }
+
+  // A tensor allreduce's cost, once it was waited for.
+  void count(const Call& call, std::size_t tensor_bytes) {
+    ++stats_.tensor_allreduces;
+    stats_.tensor_allreduce_bytes += static_cast<std::int64_t>(tensor_bytes);
+    stats_.tensor_allreduce_seconds += call.seconds;
+  }
+
+ private:
+  // A blocking collective: started on the MPI thread after everything started before it.
+  void run(std::string what, std::function<void()> body) {
+    const std::shared_ptr<Call> call = thread_->start(std::move(what), std::move(body));
+    MpiThread::wait(*call, timeout_seconds(), rank());
+    ++stats_.other_calls;
+  }
+
+  std::unique_ptr<MpiThread> thread_;
 };
+
+MpiWork::~MpiWork() {
+  // A call that was started must finish before the tensor it writes into may go.
+  if (!waited_) {
+    std::unique_lock lock{call_->mutex};
+    call_->finished.wait(lock, [&] { return call_->done; });
+  }
+}
+
+void MpiWork::wait() {
+  if (waited_) return;
+  MpiThread::wait(*call_, owner_.timeout_seconds(), owner_.rank());
+  waited_ = true;
+  owner_.count(*call_, bytes_);
+}
 
 }  // namespace
 
 std::unique_ptr<Communicator> make_mpi_world() {
-  int initialized = 0;
-  MPI_Initialized(&initialized);
-  if (!initialized) {
-    // Only the thread that trains calls MPI.
-    int provided = 0;
-    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread", -1);
-  }
-  check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", -1);
-  int rank = 0, size = 1;
-  check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank", -1);
-  check(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size", rank);
-  return std::make_unique<Mpi>(rank, size);
+  auto thread = std::make_unique<MpiThread>();
+  int rank = -1, size = 1;
+  const std::shared_ptr<Call> init = thread->start("MPI_Init_thread", [&] {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) {
+      int provided = 0;
+      check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread", -1);
+    }
+    check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", -1);
+    check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank", -1);
+    check(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size", rank);
+  });
+  MpiThread::wait(*init, 600, -1);
+  return std::make_unique<Mpi>(std::move(thread), rank, size);
 }
 
 }  // namespace accrue::distributed::detail

@@ -4,7 +4,7 @@
 
 #include "accrue/framework/amp/grad_scaler.hpp"
 #include "accrue/framework/autograd.hpp"
-#include "accrue/framework/distributed/communicator.hpp"
+#include "accrue/framework/distributed/reducer.hpp"
 #include "accrue/framework/error.hpp"
 #include "accrue/framework/optim/optimizer.hpp"
 #include "accrue/framework/optim/recipe.hpp"
@@ -22,29 +22,9 @@ std::string_view status_name(StepRecord::Status s) {
   return "?";
 }
 
-namespace {
-
-// Step 1: the sum of every rank's gradients in every rank's .grad() (a rank whose share of the
-// window was empty adds zeros), and whether any rank's window is poisoned.
-bool reduce_over_ranks(const WindowClose& w, bool poisoned) {
-  distributed::Communicator& c = *w.communicator;
-  std::int64_t poisoned_anywhere = 0;
-  for (const std::int64_t p : c.allgather(poisoned ? 1 : 0)) poisoned_anywhere += p;
-  if (poisoned_anywhere > 0) return true;
-  const NoGradGuard no_grad;
-  for (const Tensor& p : w.parameters) {
-    if (!p.grad().defined())
-      Tensor{p}.set_grad(Tensor::zeros(p.shape(), {.device = p.device(), .category = MemoryCategory::gradients}));
-    c.allreduce_sum(p.grad());
-  }
-  return false;
-}
-
-}  // namespace
-
 void close_window(const WindowClose& w, bool poisoned, std::int64_t& optimizer_steps, StepRecord& record) {
   const optim::Recipe& recipe = w.recipe;
-  if (w.communicator != nullptr && w.communicator->size() > 1) poisoned = reduce_over_ranks(w, poisoned);
+  if (w.reducer != nullptr) poisoned = w.reducer->finish(poisoned);
   record.status = StepRecord::Status::applied;
   if (poisoned) {
     record.status = StepRecord::Status::skipped;

@@ -17,7 +17,7 @@ class Optimizer;
 class Recipe;
 }  // namespace optim
 namespace distributed {
-class Communicator;
+class Reducer;
 }  // namespace distributed
 
 /// What closing a window reads and changes.
@@ -30,13 +30,14 @@ struct WindowClose {
   double base_lr = 0.0;          // the optimizer's learning rate before any schedule
   double lr_factor = 1.0;        // a factor on top of the schedule (ReduceLROnPlateau)
   bool track_norm = false;       // the gradient norm also without clipping by norm
-  /// The processes of a data-parallel run (null: this one alone).
-  distributed::Communicator* communicator = nullptr;
+  /// The gradient reduction of a data-parallel run (null: this process alone).
+  distributed::Reducer* reducer = nullptr;
 };
 
 /// Closes a window whose gradients are all accumulated in the parameters' .grad(), in this order:
-///   1. a data-parallel run sums the gradients over its processes (every rank then holds the
-///      gradient of the whole global window) and agrees on `poisoned`: one rank's is every rank's;
+///   1. a data-parallel run finishes summing the gradients over its processes (buckets started
+///      during the last backward pass; every rank then holds the gradient of the whole global
+///      window) and agrees on `poisoned` in the same reduction: one rank's is every rank's;
 ///   2. a window `poisoned` by a non-finite loss (NanGuard, or float16 overflowing in the forward
 ///      pass) is skipped;
 ///   3. unscale the gradients once (float16 loss scaling); inf or NaN in them skips the step;

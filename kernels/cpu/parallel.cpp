@@ -1,6 +1,8 @@
 #include "accrue/kernels/cpu/parallel.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <sched.h>
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
@@ -31,8 +33,18 @@ int threads_from_env() {
     if (end != env && *end == '\0' && n >= 1 && n <= 1024) return static_cast<int>(n);
     throw ValueError(fmt::format("ACCRUE_NUM_THREADS={} is not a thread count between 1 and 1024", env));
   }
-  const unsigned hw = std::thread::hardware_concurrency();
-  return hw == 0 ? 1 : static_cast<int>(hw);
+  // The cores this process may run on (mpirun binds each process to its own, taskset and cgroups
+  // restrict them), shared with the other processes mpirun started on this machine when they are
+  // not bound (Open MPI's and MPICH's names for their count).
+  cpu_set_t allowed;
+  const int cores = sched_getaffinity(0, sizeof allowed, &allowed) == 0
+                        ? CPU_COUNT(&allowed)
+                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int local_processes = 1;
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
+    if (const char* env = std::getenv(name)) local_processes = std::max(1, std::atoi(env));
+  const int machine = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, std::min(cores, machine / local_processes));
 }
 
 thread_local bool inside_task = false;

@@ -10,7 +10,7 @@
 namespace accrue::kernels::cpu {
 
 /// Threads used by CPU kernels, the calling thread included: ACCRUE_NUM_THREADS when set, else
-/// the number of cores.
+/// the number of cores divided among the processes mpirun started on this machine.
 int num_threads();
 /// Changes the thread count (1 runs everything on the calling thread).
 void set_num_threads(int threads);

@@ -1,0 +1,187 @@
+// Data-parallel training on this machine: one process with 2 threads against 2 processes with one
+// thread each (mpirun -np 2 ... --distributed), at the same effective batch, for the tutorial MLP
+// (784-512-512-10, SGD 1e-3) and the CNN of examples/fashion_mnist_cnn.cpp (Adam 1e-3), at
+// accumulation 1 and 4; beside PyTorch's DistributedDataParallel over gloo doing the same
+// (bench/pytorch_ddp.py), when Debian's python3-torch is installed.
+//
+//   data_parallel [--reps 3] [--models mlp,cnn] [--accumulate 1,4] [--batch 64] [--data DIR]
+//                 [--mlp-samples 60000] [--cnn-samples 12000] [--python /usr/bin/python3]
+//                 [--no-pytorch] [--mpirun mpirun]
+//
+// Each measurement is a fresh process (or mpirun of two) training one epoch on `samples` samples
+// already in memory; the time is the epoch's, from the first micro-batch to the last step, without
+// start-up and data loading. The four runs of a configuration alternate, so all see the same machine
+// state; the table gives medians. For Accrue's 2-process runs it also gives the time the gradient
+// allreduces took on the MPI thread and how much of it the training thread did not wait for
+// (hidden behind backward).
+//
+// Worker mode (what the driver starts): data_parallel --worker mlp|cnn --batch B --accumulate K
+// --samples N [--distributed], printing one "result" line.
+
+#include <CLI/CLI.hpp>
+#include <accrue/accrue.hpp>
+#include <accrue/framework/distributed/reducer.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <sstream>
+#include <unistd.h>
+
+using namespace accrue;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+Sequential make_model(const std::string& name) {
+  if (name == "cnn")
+    return Sequential{layers::Input{1, 28, 28},
+                      layers::Conv2d{32, 3, {.padding = 1}}, layers::ReLU{}, layers::MaxPool2d{2},
+                      layers::Conv2d{64, 3, {.padding = 1}}, layers::ReLU{}, layers::MaxPool2d{2},
+                      layers::Flatten{}, layers::Dense{128}, layers::ReLU{}, layers::Dense{10}};
+  return Sequential{layers::Input{1, 28, 28}, layers::Flatten{}, layers::Dense{512}, layers::ReLU{},
+                    layers::Dense{512},       layers::ReLU{},    layers::Dense{10}};
+}
+
+// One epoch in this process (one of a distributed run under mpirun); rank 0 prints
+// "result SECONDS ALLREDUCE_SECONDS WAITED_SECONDS ALLREDUCES BUCKETS_DURING_BACKWARD".
+int worker(const std::string& model_name, std::int64_t batch, int accumulate, std::int64_t samples,
+           const std::string& data, bool distributed) {
+  const Dataset train = datasets::fashion_mnist(data).train.take(samples);
+  manual_seed(0);
+  Sequential model = make_model(model_name);
+  const optim::Recipe recipe = model_name == "cnn" ? optim::Recipe{optim::Adam{.lr = 1e-3}}
+                                                   : optim::Recipe{optim::SGD{.lr = 1e-3}};
+  model.compile(recipe.accumulate(accumulate), losses::CrossEntropy{});
+  Clock::time_point start;
+  double seconds = 0;
+  const TrainingContext* context = nullptr;
+  model.fit(train, {.epochs = 1,
+                    .batch_size = batch,
+                    .callbacks = {callbacks::Lambda{{
+                        .train_begin = [&](TrainingContext& c) { context = &c; },
+                        .epoch_begin = [&](int) { start = Clock::now(); },
+                        .epoch_end = [&](int, Logs&) {
+                          seconds = std::chrono::duration<double>(Clock::now() - start).count();
+                        }}}},
+                    .verbose = 0,
+                    .distributed = distributed});
+  const distributed::Communicator& world = distributed::world();
+  if (world.rank() != 0) return 0;
+  const distributed::CommunicationStats& comm = world.stats();
+  const double waited = context && context->reduction ? context->reduction->waited_seconds : 0.0;
+  const std::int64_t early = context && context->reduction ? context->reduction->buckets_started_during_backward : 0;
+  std::printf("result %.6f %.6f %.6f %ld %ld\n", seconds, comm.tensor_allreduce_seconds, waited,
+              static_cast<long>(comm.tensor_allreduces), static_cast<long>(early));
+  return 0;
+}
+
+struct Result {
+  double seconds = 0, allreduce = 0, waited = 0;
+  long allreduces = 0, early = 0;
+};
+
+// Runs `command` and parses its "result" line.
+Result run(const std::string& command) {
+  std::FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) throw Error("popen failed: " + command);
+  std::string output;
+  char line[4096];
+  while (std::fgets(line, sizeof line, pipe) != nullptr) output += line;
+  const int status = pclose(pipe);
+  const std::size_t at = output.find("result ");
+  if (status != 0 || at == std::string::npos)
+    throw Error(fmt::format("`{}` failed (status {}):\n{}", command, status, output));
+  Result r;
+  std::istringstream in(output.substr(at + 7));
+  in >> r.seconds >> r.allreduce >> r.waited >> r.allreduces >> r.early;
+  return r;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+std::string self_path() {
+  char buffer[4096];
+  const ssize_t n = readlink("/proc/self/exe", buffer, sizeof buffer - 1);
+  if (n <= 0) throw Error("cannot find this program's path (/proc/self/exe)");
+  return {buffer, static_cast<std::size_t>(n)};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Data-parallel training: 1 process x 2 threads against 2 processes x 1 thread"};
+  int reps = 3;
+  std::vector<std::string> models{"mlp", "cnn"};
+  std::vector<int> accumulations{1, 4};
+  std::int64_t batch = 64, mlp_samples = 60000, cnn_samples = 12000;
+  std::string data, python = "/usr/bin/python3", mpirun = "mpirun", worker_model;
+  bool no_pytorch = false, distributed = false;
+  app.add_option("--reps", reps, "measurements of each run (medians)")->check(CLI::PositiveNumber);
+  app.add_option("--models", models, "mlp, cnn")->delimiter(',');
+  app.add_option("--accumulate", accumulations, "accumulation factors")->delimiter(',');
+  app.add_option("--batch", batch, "effective batch (worker: the micro-batch)")->check(CLI::PositiveNumber);
+  app.add_option("--mlp-samples", mlp_samples, "samples of the MLP's epoch")->check(CLI::PositiveNumber);
+  app.add_option("--cnn-samples", cnn_samples, "samples of the CNN's epoch")->check(CLI::PositiveNumber);
+  app.add_option("--data", data, "FashionMNIST folder");
+  app.add_option("--python", python, "Python with PyTorch");
+  app.add_option("--mpirun", mpirun, "the MPI launcher");
+  app.add_flag("--no-pytorch", no_pytorch, "Accrue only");
+  std::int64_t samples = 0;
+  int accumulate = 1;
+  app.add_option("--worker", worker_model, "(internal) train one epoch of this model and print the time");
+  app.add_option("--samples", samples, "(internal)");
+  app.add_option("--k", accumulate, "(internal)");
+  app.add_flag("--distributed", distributed, "(internal)");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (!worker_model.empty()) return worker(worker_model, batch, accumulate, samples, data, distributed);
+
+    const std::string self = self_path();
+    const std::string root = geteuid() == 0 ? " --allow-run-as-root" : "";
+    const bool torch = !no_pytorch && std::system((python + " -c 'import torch' >/dev/null 2>&1").c_str()) == 0;
+    if (!no_pytorch && !torch) std::printf("PyTorch: not found (%s -c 'import torch' failed); Accrue only\n", python.c_str());
+    const std::string data_arg = data.empty() ? "" : " --data " + data;
+    const std::string torch_data = data.empty() ? "/usr/share/datasets/fashion-mnist" : data;
+    std::printf("effective batch %ld; %d measurements of each, alternating; seconds per epoch (medians)\n\n",
+                static_cast<long>(batch), reps);
+    std::printf("%-5s %3s %10s %10s %7s %12s %9s %10s %10s %7s\n", "model", "K", "1p x 2t", "2p x 1t", "2p/1p",
+                "allreduce s", "hidden", "torch 1p", "torch DDP", "DDP/1p");
+    for (const std::string& model : models)
+      for (const int k : accumulations) {
+        const std::int64_t n = model == "cnn" ? cnn_samples : mlp_samples;
+        ACCRUE_CHECK(batch % (2 * k) == 0, "--batch {}: must divide into 2 processes x accumulation {}", batch, k);
+        const std::string args = fmt::format(" --worker {} --k {} --samples {}{}", model, k, n, data_arg);
+        const std::string one = fmt::format("ACCRUE_NUM_THREADS=2 {}{} --batch {}", self, args, batch / k);
+        const std::string two =
+            fmt::format("{} -np 2{} {}{} --batch {} --distributed", mpirun, root, self, args, batch / k / 2);
+        const std::string torch_cmd = fmt::format("{} {}/pytorch_ddp.py --model {} --batch {} --accumulate {} --samples {} --data {}",
+                                                  python, ACCRUE_BENCH_DIR, model, batch, k, n, torch_data);
+        std::vector<double> t1, t2, ar, hidden, p1, p2;
+        for (int r = 0; r < reps; ++r) {
+          const Result a = run(one);
+          const Result b = run(two);
+          t1.push_back(a.seconds);
+          t2.push_back(b.seconds);
+          ar.push_back(b.allreduce);
+          hidden.push_back(b.allreduce > 0 ? std::max(0.0, 1.0 - b.waited / b.allreduce) : 0.0);
+          if (torch) {
+            p1.push_back(run(torch_cmd + " --processes 1").seconds);
+            p2.push_back(run(torch_cmd + " --processes 2").seconds);
+          }
+        }
+        const auto cell = [&](const std::vector<double>& v) { return v.empty() ? std::string("-") : fmt::format("{:.2f}", median(v)); };
+        std::printf("%-5s %3d %10s %10s %6.2fx %12.2f %8.0f%% %10s %10s %7s\n", model.c_str(), k, cell(t1).c_str(),
+                    cell(t2).c_str(), median(t2) / median(t1), median(ar), 100 * median(hidden), cell(p1).c_str(),
+                    cell(p2).c_str(), p1.empty() ? "-" : fmt::format("{:.2f}x", median(p2) / median(p1)).c_str());
+        std::fflush(stdout);
+      }
+    return 0;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "data_parallel: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,151 @@
+#include "accrue/framework/distributed/reducer.hpp"
+
+#include <chrono>
+
+#include "accrue/framework/error.hpp"
+#include "accrue/kernels/elementwise.hpp"
+
+namespace accrue::distributed {
+
+BucketPlan::BucketPlan(std::span<const std::int64_t> parameter_elements, std::size_t element_bytes,
+                       std::size_t bucket_bytes)
+    : place_(parameter_elements.size()) {
+  ACCRUE_CHECK(bucket_bytes > 0, "bucket_bytes must be positive");
+  for (std::size_t i = parameter_elements.size(); i-- > 0;) {
+    const std::int64_t n = parameter_elements[i];
+    const auto bytes = [&](std::int64_t elements) { return static_cast<std::size_t>(elements) * element_bytes; };
+    if (buckets_.empty() || (!buckets_.back().parameters.empty() && bytes(buckets_.back().elements + n) > bucket_bytes))
+      buckets_.emplace_back();
+    Bucket& b = buckets_.back();
+    place_[i] = {buckets_.size() - 1, b.parameters.size()};
+    b.parameters.push_back(i);
+    b.offsets.push_back(b.elements);
+    b.elements += n;
+  }
+}
+
+BucketReadiness::BucketReadiness(const BucketPlan& plan) : plan_(plan) { reset(); }
+
+void BucketReadiness::reset() {
+  std::size_t parameters = 0;
+  missing_.clear();
+  for (const BucketPlan::Bucket& b : plan_.buckets()) {
+    missing_.push_back(b.parameters.size());
+    parameters += b.parameters.size();
+  }
+  ready_.assign(parameters, false);
+  next_ = 0;
+}
+
+std::vector<std::size_t> BucketReadiness::mark_ready(std::size_t p) {
+  ACCRUE_CHECK(p < ready_.size(), "mark_ready({}): there are {} parameters", p, ready_.size());
+  if (ready_[p]) return {};
+  ready_[p] = true;
+  --missing_[plan_.bucket_of(p)];
+  std::vector<std::size_t> now;
+  while (next_ < missing_.size() && missing_[next_] == 0) now.push_back(next_++);
+  return now;
+}
+
+namespace {
+
+std::vector<std::int64_t> element_counts(const std::vector<Tensor>& parameters) {
+  std::vector<std::int64_t> n;
+  n.reserve(parameters.size());
+  for (const Tensor& p : parameters) n.push_back(p.numel());
+  return n;
+}
+
+}  // namespace
+
+Reducer::Reducer(Communicator& communicator, std::vector<Tensor> parameters, ReducerOptions options)
+    : communicator_(communicator),
+      parameters_(std::move(parameters)),
+      options_(options),
+      plan_(element_counts(parameters_), sizeof(float), options.bucket_bytes),
+      readiness_(plan_) {
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    const Tensor& p = parameters_[i];
+    ACCRUE_CHECK(p.dtype() == DType::f32, "data-parallel training reduces float32 gradients; parameter {} is {}", i,
+                 dtype_name(p.dtype()));
+    ACCRUE_CHECK(p.device() == parameters_.front().device(), "parameter {} is on {}, parameter 0 on {}", i, p.device(),
+                 parameters_.front().device());
+    index_.emplace(p.impl().get(), i);
+  }
+  const Device device = parameters_.empty() ? Device::cpu() : parameters_.front().device();
+  for (std::size_t b = 0; b < plan_.buckets().size(); ++b) {
+    // The last bucket also carries each rank's "skip this window" flag.
+    const std::int64_t extra = b + 1 == plan_.buckets().size() ? 1 : 0;
+    buffers_.push_back(
+        Tensor::zeros({plan_.buckets()[b].elements + extra}, {.device = device, .category = MemoryCategory::gradients}));
+  }
+  if (buffers_.empty()) buffers_.push_back(Tensor::zeros({1}, {.device = device, .category = MemoryCategory::gradients}));
+}
+
+std::size_t Reducer::buffer_bytes() const {
+  std::size_t bytes = 0;
+  for (const Tensor& b : buffers_) bytes += b.nbytes();
+  return bytes;
+}
+
+// Starts the buckets this parameter completes, in order, unless an earlier one waits for finish().
+// The last bucket always waits: it carries the skip flag, known only at the window's end (and
+// backward is over by the time the first layers' gradients that fill it are complete).
+void Reducer::on_leaf_gradient_ready(const detail::TensorImpl& leaf) {
+  const auto it = index_.find(&leaf);
+  if (it == index_.end()) return;  // not a parameter of this model
+  copy_in(it->second);
+  for (const std::size_t b : readiness_.mark_ready(it->second))
+    if (options_.overlap && b + 1 < plan_.buckets().size() && b == started_.size()) {
+      start(b);
+      ++stats_.buckets_started_during_backward;
+    }
+}
+
+void Reducer::copy_in(std::size_t p) {
+  const Tensor grad = parameters_[p].grad();
+  if (grad.defined())
+    kernels::copy(grad, slot(p));
+  else
+    kernels::fill(slot(p), 0.0f);  // a parameter this window did not reach
+}
+
+void Reducer::start(std::size_t bucket) {
+  started_.push_back(communicator_.start_allreduce_sum(buffers_[bucket]));
+  ++stats_.buckets_started;
+}
+
+bool Reducer::finish(bool skip_window) {
+  const NoGradGuard no_grad;
+  float* flag = buffers_.back().data<float>() + buffers_.back().numel() - 1;
+  *flag = skip_window ? 1.0f : 0.0f;
+  for (std::size_t b = started_.size(); b < buffers_.size(); ++b) {
+    if (b < plan_.buckets().size())
+      for (const std::size_t p : plan_.buckets()[b].parameters)
+        if (!readiness_.is_ready(p)) copy_in(p);  // the rank's backward did not run, or did not reach it
+    start(b);
+  }
+  const auto waiting = std::chrono::steady_clock::now();
+  for (const std::unique_ptr<Work>& w : started_) w->wait();
+  stats_.waited_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - waiting).count();
+  started_.clear();
+  readiness_.reset();
+  ++stats_.windows;
+  if (*flag > 0.0f) return true;
+  for (std::size_t p = 0; p < parameters_.size(); ++p) {
+    const Tensor& param = parameters_[p];
+    if (!param.grad().defined())
+      Tensor{param}.set_grad(Tensor::empty(param.shape(), {.device = param.device(), .category = MemoryCategory::gradients}));
+    kernels::copy(slot(p), param.grad());
+  }
+  return false;
+}
+
+Tensor Reducer::slot(std::size_t p) const {
+  const std::size_t b = plan_.bucket_of(p);
+  const std::int64_t offset = plan_.buckets()[b].offsets[plan_.slot_of(p)];
+  const Tensor& param = parameters_[p];
+  return buffers_[b].narrow(offset, offset + param.numel()).reshape(param.shape());
+}
+
+}  // namespace accrue::distributed
