@@ -56,6 +56,7 @@ int worker(const std::string& model_name, std::int64_t batch, int accumulate, st
   Clock::time_point start;
   double seconds = 0;
   const TrainingContext* context = nullptr;
+  distributed::ReducerStats reduction;  // copied before the run (and its reducer) ends
   model.fit(train, {.epochs = 1,
                     .batch_size = batch,
                     .callbacks = {callbacks::Lambda{{
@@ -63,14 +64,15 @@ int worker(const std::string& model_name, std::int64_t batch, int accumulate, st
                         .epoch_begin = [&](int) { start = Clock::now(); },
                         .epoch_end = [&](int, Logs&) {
                           seconds = std::chrono::duration<double>(Clock::now() - start).count();
+                          if (context->reduction) reduction = *context->reduction;
                         }}}},
                     .verbose = 0,
                     .distributed = distributed});
   const distributed::Communicator& world = distributed::world();
   if (world.rank() != 0) return 0;
   const distributed::CommunicationStats& comm = world.stats();
-  const double waited = context && context->reduction ? context->reduction->waited_seconds : 0.0;
-  const std::int64_t early = context && context->reduction ? context->reduction->buckets_started_during_backward : 0;
+  const double waited = reduction.waited_seconds;
+  const std::int64_t early = reduction.buckets_started_during_backward;
   std::printf("result %.6f %.6f %.6f %ld %ld\n", seconds, comm.tensor_allreduce_seconds, waited,
               static_cast<long>(comm.tensor_allreduces), static_cast<long>(early));
   return 0;

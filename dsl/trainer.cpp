@@ -45,7 +45,15 @@ History Trainer::fit(Sequential& model, const Dataset& train, std::optional<Data
 History Trainer::fit(Sequential& model, const Dataset& train, Run run) {
   detail::TrainingRun training{model, train, run.validation ? run.validation : options_.validation, options_,
                                run.resume_from.empty() ? options_.resume_from : run.resume_from};
-  return training.fit();
+  distributed::Communicator& processes = training.communicator();
+  if (processes.size() == 1) return training.fit();
+  // An error on one rank of a distributed run would leave the others waiting in a collective call
+  // for ever: it ends every process of the run, with this rank's message.
+  try {
+    return training.fit();
+  } catch (const std::exception& e) {
+    processes.abort(e.what());
+  }
 }
 
 History Sequential::fit(const Dataset& train, const FitOptions& options) {

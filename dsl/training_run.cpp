@@ -261,7 +261,12 @@ void TrainingRun::agree_to_start(std::exception_ptr failed) {
         message = e.what();
       }
     message = c.broadcast(message, static_cast<int>(r));
-    if (failed) std::rethrow_exception(failed);
+    if (failed) try {
+        std::rethrow_exception(failed);
+      } catch (Error& e) {
+        e.prepend(fmt::format("rank {}: ", c.rank()));
+        throw;
+      }
     throw CommunicationError(fmt::format("rank {} could not start training: {}", r, message));
   }
   RunSignature mine = signature_;

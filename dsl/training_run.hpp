@@ -43,6 +43,8 @@ class TrainingRun {
 
   /// Trains from where the run stands to its last epoch (or an early stop) and returns the history.
   History fit();
+  /// The processes of the run (this one alone unless distributed).
+  distributed::Communicator& communicator() { return *communicator_; }
 
  private:
   // The run's events, in the order fit calls them.

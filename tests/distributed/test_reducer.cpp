@@ -1,0 +1,77 @@
+// The bucket logic of the gradient reduction (distributed/reducer.hpp), which does not depend on
+// the backend: which parameters share a bucket, and that buckets start in the same order whatever
+// order backward completes their gradients in. And the Reducer on a single-process communicator.
+
+#include <accrue/framework/distributed/reducer.hpp>
+
+#include "test_util.hpp"
+
+using namespace accrue;
+using distributed::BucketPlan;
+using distributed::BucketReadiness;
+
+BOOST_AUTO_TEST_CASE(buckets_take_parameters_in_reverse_order_up_to_the_size) {
+  // 4-byte elements, buckets of 100 bytes (25 elements).
+  const BucketPlan plan{std::vector<std::int64_t>{10, 30, 5, 5, 20}, 4, 100};
+  // Reverse order: 20 and 5 (parameters 4, 3) fill one | 5 (2), and 30 does not fit | 30 alone
+  // (larger than a bucket) | 10.
+  const auto& b = plan.buckets();
+  BOOST_REQUIRE_EQUAL(b.size(), 4u);
+  BOOST_TEST(b[0].parameters == (std::vector<std::size_t>{4, 3}), boost::test_tools::per_element());
+  BOOST_TEST(b[0].offsets == (std::vector<std::int64_t>{0, 20}), boost::test_tools::per_element());
+  BOOST_TEST(b[1].parameters == (std::vector<std::size_t>{2}), boost::test_tools::per_element());
+  BOOST_TEST(b[2].parameters == (std::vector<std::size_t>{1}), boost::test_tools::per_element());
+  BOOST_TEST(b[2].elements == 30);
+  BOOST_TEST(b[3].parameters == (std::vector<std::size_t>{0}), boost::test_tools::per_element());
+  BOOST_TEST(plan.bucket_of(3) == 0u);
+  BOOST_TEST(plan.slot_of(3) == 1u);
+  // One large bucket holds everything.
+  BOOST_TEST(BucketPlan(std::vector<std::int64_t>{10, 30, 5}, 4, 25u << 20).buckets().size() == 1u);
+  BOOST_CHECK_THROW(BucketPlan(std::vector<std::int64_t>{1}, 4, 0), ValueError);
+}
+
+BOOST_AUTO_TEST_CASE(buckets_start_in_order_whatever_order_gradients_complete) {
+  const BucketPlan plan{std::vector<std::int64_t>{10, 30, 5, 5, 20}, 4, 100};
+  BucketReadiness ready{plan};
+  // Bucket 1 completes first, but waits for bucket 0.
+  BOOST_TEST(ready.mark_ready(3).empty());
+  BOOST_TEST(ready.mark_ready(2).empty());
+  BOOST_TEST(ready.mark_ready(2).empty());  // twice: no effect
+  BOOST_TEST(ready.mark_ready(4) == (std::vector<std::size_t>{0, 1}), boost::test_tools::per_element());
+  // Bucket 3 completes before bucket 2.
+  BOOST_TEST(ready.mark_ready(0).empty());
+  BOOST_TEST(ready.mark_ready(1) == (std::vector<std::size_t>{2, 3}), boost::test_tools::per_element());
+  BOOST_TEST(ready.is_ready(1));
+  ready.reset();
+  BOOST_TEST(!ready.is_ready(1));
+  BOOST_TEST(ready.mark_ready(4).empty());
+  BOOST_TEST(ready.mark_ready(3) == (std::vector<std::size_t>{0}), boost::test_tools::per_element());
+  BOOST_CHECK_THROW(ready.mark_ready(5), ValueError);
+}
+
+BOOST_AUTO_TEST_CASE(a_reducer_alone_leaves_gradients_as_they_are_and_counts_its_buckets) {
+  const auto alone = distributed::single_process();
+  manual_seed(3);
+  Sequential model{layers::Input{6}, layers::Dense{16}, layers::ReLU{}, layers::Dense{4}};
+  model.build(Shape{6});
+  const std::vector<Tensor> params = model.parameters();
+  // Buckets of 100 bytes: the four parameters (96, 16, 64 and 4 floats) in four buckets.
+  distributed::Reducer reducer{*alone, params, {.bucket_bytes = 100}};
+  BOOST_TEST(reducer.plan().buckets().size() == 4u);
+  BOOST_TEST(reducer.buffer_bytes() == (96 + 16 + 64 + 4 + 1) * sizeof(float));  // and the skip flag
+  const Tensor x = test::random_tensor({5, 6}, 1);
+  {
+    const ObserveLeafGradients watching{reducer};
+    ops::sum(model.forward(x)).backward();
+  }
+  std::vector<Tensor> before;
+  for (const Tensor& p : params) before.push_back(p.grad().clone());
+  BOOST_TEST(!reducer.finish(false));
+  for (std::size_t i = 0; i < params.size(); ++i) test::check_close(params[i].grad(), before[i], 0, 0, "gradient");
+  // The output layer's buckets start during backward; the last one (the first layer's weight,
+  // which carries the skip flag) at finish.
+  BOOST_TEST(reducer.stats().buckets_started_during_backward == 3);
+  BOOST_TEST(reducer.stats().buckets_started == 4);
+  BOOST_TEST(reducer.finish(true));  // a skipped window, without a backward pass
+  BOOST_TEST(reducer.stats().windows == 2);
+}
