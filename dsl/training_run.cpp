@@ -219,7 +219,7 @@ void TrainingRun::prepare() {
   model.ensure_optimizer();
   optimizer_ = model.optimizer_.get();
   std::tie(accumulation_, accumulate_) = resolve_accumulation(model, options);
-  accumulation_.validate_for(state_.batch_size * communicator_->size());
+  accumulation_.validate_for(state_.batch_size, communicator_->size());
   // The folder is this run's from here on: a second run there is refused before it reads anything.
   if (!checkpointing_.dir.empty()) folder_lock_.emplace(prepare_checkpoint_dir(checkpointing_.dir));
   // Only runs that write or read checkpoints, or compare their processes, pay for reading the

@@ -107,16 +107,24 @@ void AccumulationSchedule::validate() const {
   }
 }
 
-void AccumulationSchedule::validate_for(std::int64_t micro_batch) const {
+void AccumulationSchedule::validate_for(std::int64_t micro_batch, int processes) const {
   validate();
   if (kind_ != Kind::effective_batch) return;
-  ACCRUE_CHECK(samples_ % micro_batch == 0 && samples_ >= micro_batch,
-               "accumulate(effective_batch({})): a micro-batch of {} does not divide it; choose a batch_size that "
-               "divides {}, or another effective batch",
-               samples_, micro_batch, samples_);
-  ACCRUE_CHECK(samples_ / micro_batch <= std::numeric_limits<int>::max(),
+  const std::int64_t global = micro_batch * processes;
+  if (samples_ % global != 0 || samples_ < global) {
+    std::string valid;
+    for (std::int64_t m = 1; m * processes <= samples_ && valid.size() < 200; ++m)
+      if (samples_ % (m * processes) == 0) valid += fmt::format("{}{}", valid.empty() ? "" : ", ", m);
+    const std::string on = processes > 1 ? fmt::format(" on each of {} processes", processes) : "";
+    throw ValueError(fmt::format("accumulate(effective_batch({})): micro-batches of {}{} do not divide it; {}",
+                                 samples_, micro_batch, on,
+                                 valid.empty() ? fmt::format("no micro-batch does{}: choose an effective batch that "
+                                                             "is a multiple of {}", on, processes)
+                                               : fmt::format("micro-batches that do{}: {}", on, valid)));
+  }
+  ACCRUE_CHECK(samples_ / global <= std::numeric_limits<int>::max(),
                "accumulate(effective_batch({})): {} micro-batches of {} per optimizer step are more than {} can count",
-               samples_, samples_ / micro_batch, micro_batch, std::numeric_limits<int>::max());
+               samples_, samples_ / global, global, std::numeric_limits<int>::max());
 }
 
 AccumulationSchedule AccumulationSchedule::scaled(int factor) const {

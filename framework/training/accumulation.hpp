@@ -61,8 +61,9 @@ class AccumulationSchedule {
   bool is_constant() const { return kind_ == Kind::unset || kind_ == Kind::constant || kind_ == Kind::effective_batch; }
   /// Throws ValueError saying what to change: a value below 1, a negative or unordered key.
   void validate() const;
-  /// Validation that needs the micro-batch: an effective batch it does not divide.
-  void validate_for(std::int64_t micro_batch) const;
+  /// Validation that needs the micro-batch: an effective batch that micro-batches of `micro_batch`
+  /// on each of `processes` do not divide (the message lists the micro-batches that would).
+  void validate_for(std::int64_t micro_batch, int processes = 1) const;
 
   /// The same schedule with `factor` times the micro-batches per window (for micro-batches
   /// `factor` times smaller: the windows keep their samples). effective_batch is unchanged.

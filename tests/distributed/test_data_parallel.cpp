@@ -236,3 +236,26 @@ BOOST_AUTO_TEST_CASE(callbacks_see_the_samples_every_process_trains_together) {
              .distributed = true});
   BOOST_TEST(seen == 98 / (8 * n) * 8 * n);
 }
+
+BOOST_AUTO_TEST_CASE(an_effective_batch_is_solved_with_the_number_of_processes) {
+  const int n = distributed::world().size();
+  manual_seed(11);
+  Sequential model = mlp();
+  model.compile(optim::SGD{.lr = 0.1}, losses::CrossEntropy{});
+  std::int64_t steps = 0;
+  // 2 windows of micro-batch 8 x n processes x accumulation 2.
+  model.fit(test::blobs(32 * n, 5),
+            {.batch_size = 8,
+             .accumulate = AccumulationSchedule::effective_batch(16 * n),
+             .callbacks = {callbacks::Lambda{{.optimizer_step = [&](const StepRecord&) { ++steps; }}}},
+             .verbose = 0,
+             .distributed = true});
+  BOOST_TEST(steps == 2);
+  if (n == 1) return;
+  // 16n + 8 samples per window: global micro-batches of 8n do not divide it.
+  BOOST_CHECK_EXCEPTION(model.fit(test::blobs(96, 5), {.batch_size = 8,
+                                                       .accumulate = AccumulationSchedule::effective_batch(16 * n + 8),
+                                                       .verbose = 0,
+                                                       .distributed = true}),
+                        ValueError, test::message_has({fmt::format("on each of {} processes", n), "micro-batch"}));
+}
