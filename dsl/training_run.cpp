@@ -286,7 +286,7 @@ void TrainingRun::agree_to_start(std::exception_ptr failed) {
     }
   }
   const NoGradGuard no_grad;
-  for (const auto& [name, t] : model_.named_state()) c.broadcast(t, 0);
+  for (const auto& [name, t] : model_.named_state()) distributed::for_device(t.device()).broadcast(t, 0);
   state_.loader_seed = static_cast<std::uint64_t>(c.allgather(static_cast<std::int64_t>(state_.loader_seed))[0]);
   make_loader();
 }
@@ -334,7 +334,7 @@ void TrainingRun::make_context() {
   context_.base_lr = optimizer_->lr();
   parameters_ = model_.parameters();
   if (communicator_->size() > 1)
-    reducer_ = std::make_unique<distributed::Reducer>(*communicator_, parameters_,
+    reducer_ = std::make_unique<distributed::Reducer>(distributed::for_device(model_.device()), parameters_,
                                                       distributed::ReducerOptions{.bucket_bytes = options_.bucket_bytes});
   context_.reduction = reducer_ ? &reducer_->stats() : nullptr;
   amp_ = model_.recipe().amp_dtype(model_.device());

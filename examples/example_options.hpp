@@ -91,8 +91,13 @@ struct ExampleOptions {
   /// Whether this process prints and writes files: the first of a distributed run, or the only one.
   bool speaks() const { return !distributed || distributed::world().rank() == 0; }
 
-  /// The device --device names (a clear error for a name that is none).
-  Device target() const { return Device::parse(device); }
+  /// The device --device names (a clear error for a name that is none); in a distributed run
+  /// "best" and "cuda" give each process on a machine its own GPU, cuda:local_rank.
+  Device target() const {
+    const Device d = Device::parse(device);
+    if (!distributed || d.is_cpu() || (device != "best" && device != "cuda")) return d;
+    return Device::cuda(distributed::local_rank() % std::max(1, Device::cuda_device_count()));
+  }
 
   /// `recipe` with the mixed precision --amp asks for.
   optim::Recipe with_amp(optim::Recipe recipe) const {

@@ -1,7 +1,9 @@
 #include "accrue/framework/distributed/communicator.hpp"
 
 #include <cstdio>
+#include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <cstring>
 
 #include "accrue/config.hpp"
@@ -9,12 +11,16 @@
 
 namespace accrue::distributed {
 
-#if ACCRUE_WITH_MPI
 namespace detail {
+#if ACCRUE_WITH_MPI
 // Starts MPI (mpi_communicator.cpp).
 std::unique_ptr<Communicator> make_mpi_world();
-}  // namespace detail
 #endif
+#if ACCRUE_WITH_NCCL
+// An NCCL communicator of world's processes on `device` (nccl_communicator.cpp).
+std::unique_ptr<Communicator> make_nccl(Communicator& world, int device);
+#endif
+}  // namespace detail
 
 namespace {
 
@@ -89,6 +95,28 @@ Communicator& world() {
 #endif
   }();
   return *world;
+}
+
+Communicator& for_device(Device device) {
+  Communicator& all = world();
+  if (device.is_cpu() || all.size() == 1) return all;
+#if ACCRUE_WITH_NCCL
+  // One per GPU, made on first use by every rank in the same order, as collectives are.
+  static std::map<int, std::unique_ptr<Communicator>> nccl;
+  std::unique_ptr<Communicator>& c = nccl[device.index()];
+  if (!c) c = detail::make_nccl(all, device.index());
+  return *c;
+#else
+  throw NotSupported(fmt::format("data-parallel training of tensors on {} needs the NCCL backend, which this build of "
+                                 "Accrue lacks (configured without CUDA, MPI or NCCL); train on the CPU",
+                                 device));
+#endif
+}
+
+int local_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"})
+    if (const char* env = std::getenv(name)) return std::max(0, std::atoi(env));
+  return 0;
 }
 
 }  // namespace accrue::distributed

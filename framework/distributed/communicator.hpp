@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "accrue/framework/device.hpp"
 #include "accrue/framework/tensor.hpp"
 
 namespace accrue::distributed {
@@ -91,6 +92,16 @@ bool launched_by_mpi();
 /// the first call and finishes at exit), else this process alone. Throws CommunicationError when
 /// launched by mpirun in a build without MPI.
 Communicator& world();
+
+/// The communicator for tensors on `device`: world() for the CPU (and for a run of one process);
+/// for a GPU, an NCCL communicator of the same processes, made on first use from an ncclUniqueId
+/// that rank 0 creates and broadcasts over world(), with its collectives on their own stream.
+/// Throws NotSupported in a build without NCCL.
+Communicator& for_device(Device device);
+
+/// This process's place among the processes mpirun started on this machine (0 without mpirun):
+/// a distributed run on GPUs gives each process cuda:local_rank().
+int local_rank();
 
 /// A communicator of this process alone, whatever launched it (tests, and runs that do not train
 /// data-parallel).

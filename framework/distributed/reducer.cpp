@@ -117,8 +117,9 @@ void Reducer::start(std::size_t bucket) {
 
 bool Reducer::finish(bool skip_window) {
   const NoGradGuard no_grad;
-  float* flag = buffers_.back().data<float>() + buffers_.back().numel() - 1;
-  *flag = skip_window ? 1.0f : 0.0f;
+  const std::int64_t last = buffers_.back().numel();
+  const Tensor flag = buffers_.back().narrow(last - 1, last);  // on the buffers' device
+  kernels::fill(flag, skip_window ? 1.0f : 0.0f);
   for (std::size_t b = started_.size(); b < buffers_.size(); ++b) {
     if (b < plan_.buckets().size())
       for (const std::size_t p : plan_.buckets()[b].parameters)
@@ -131,7 +132,7 @@ bool Reducer::finish(bool skip_window) {
   started_.clear();
   readiness_.reset();
   ++stats_.windows;
-  if (*flag > 0.0f) return true;
+  if (flag.item() > 0.0f) return true;
   for (std::size_t p = 0; p < parameters_.size(); ++p) {
     const Tensor& param = parameters_[p];
     if (!param.grad().defined())
