@@ -102,7 +102,23 @@ void Reducer::on_leaf_gradient_ready(const detail::TensorImpl& leaf) {
     }
 }
 
+void Reducer::attach_gradients() {
+  const NoGradGuard no_grad;
+  for (std::size_t p = 0; p < parameters_.size(); ++p) {
+    if (parameters_[p].grad().defined()) continue;  // someone else's: copied in when ready
+    const Tensor s = slot(p);
+    kernels::fill(s, 0.0f);
+    Tensor{parameters_[p]}.set_grad(s);
+  }
+}
+
+bool Reducer::in_bucket(std::size_t p) const {
+  const Tensor grad = parameters_[p].grad();
+  return grad.defined() && grad.data_ptr() == slot(p).data_ptr();
+}
+
 void Reducer::copy_in(std::size_t p) {
+  if (in_bucket(p)) return;  // backward accumulated into the bucket itself
   const Tensor grad = parameters_[p].grad();
   if (grad.defined())
     kernels::copy(grad, slot(p));
@@ -134,6 +150,7 @@ bool Reducer::finish(bool skip_window) {
   ++stats_.windows;
   if (flag.item() > 0.0f) return true;
   for (std::size_t p = 0; p < parameters_.size(); ++p) {
+    if (in_bucket(p)) continue;  // the sum is already where the optimizer reads it
     const Tensor& param = parameters_[p];
     if (!param.grad().defined())
       Tensor{param}.set_grad(Tensor::empty(param.shape(), {.device = param.device(), .category = MemoryCategory::gradients}));

@@ -1,9 +1,10 @@
 #pragma once
 // The gradient reduction of a data-parallel window, in buckets that start while backward goes on
-// (as PyTorch DDP's Reducer does). Non-final micro-batches of a window communicate nothing; during
-// the backward pass of the window's last micro-batch each parameter's gradient is copied into its
-// bucket as soon as it is complete, and a full bucket starts its allreduce at once while backward
-// works on the layers before it. finish() starts the rest, waits, and writes the sums back.
+// (as PyTorch DDP's Reducer does). The parameters' gradients are views into the buckets, so the
+// window's micro-batches accumulate there and communicate nothing; during the backward pass of the
+// window's last micro-batch a bucket starts its allreduce as soon as all its gradients are
+// complete, while backward works on the layers before it. finish() starts the rest and waits: the
+// sums are then in every .grad().
 //
 // The bucket logic (BucketPlan, BucketReadiness) does not depend on the backend and is tested on
 // the CPU; only the Communicator moves the bytes.
@@ -89,6 +90,11 @@ class Reducer final : public LeafGradientObserver {
   Reducer(const Reducer&) = delete;
   Reducer& operator=(const Reducer&) = delete;
 
+  /// At a window's start: makes every parameter without a gradient take a zeroed view into its
+  /// bucket as its .grad(), so that backward accumulates there and nothing is copied in or out
+  /// (PyTorch DDP's gradient_as_bucket_view). A gradient set otherwise is copied in when ready.
+  void attach_gradients();
+
   /// At the window's end: starts the buckets not started yet (a parameter without a gradient adds
   /// zeros), waits for all, and leaves every rank's summed gradient in each .grad(). Also agrees on
   /// `skip_window` through the last bucket: returns true on every rank when any rank skips.
@@ -102,8 +108,9 @@ class Reducer final : public LeafGradientObserver {
   void on_leaf_gradient_ready(const detail::TensorImpl& leaf) override;
 
  private:
-  // Parameter p's place in its bucket's buffer.
+  // Parameter p's place in its bucket's buffer, and whether its .grad() is that place.
   Tensor slot(std::size_t p) const;
+  bool in_bucket(std::size_t p) const;
   void copy_in(std::size_t p);
   void start(std::size_t bucket);
 

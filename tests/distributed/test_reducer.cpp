@@ -75,3 +75,30 @@ BOOST_AUTO_TEST_CASE(a_reducer_alone_leaves_gradients_as_they_are_and_counts_its
   BOOST_TEST(reducer.finish(true));  // a skipped window, without a backward pass
   BOOST_TEST(reducer.stats().windows == 2);
 }
+
+BOOST_AUTO_TEST_CASE(gradients_accumulate_in_the_buckets_themselves) {
+  const auto alone = distributed::single_process();
+  const auto make = [] {
+    manual_seed(3);
+    Sequential m{layers::Input{6}, layers::Dense{16}, layers::ReLU{}, layers::Dense{4}};
+    m.build(Shape{6});
+    return m;
+  };
+  Sequential plain = make(), bucketed = make();
+  const std::vector<Tensor> params = bucketed.parameters();
+  distributed::Reducer reducer{*alone, params, {.bucket_bytes = 100}};
+  reducer.attach_gradients();
+  for (const Tensor& p : params) BOOST_TEST(p.grad().defined());
+  // Two micro-batches accumulated, the second one watched.
+  for (int k = 0; k < 2; ++k) {
+    const Tensor x = test::random_tensor({5, 6}, 10 + static_cast<std::uint64_t>(k));
+    ops::sum(plain.forward(x)).backward();
+    std::optional<ObserveLeafGradients> watching;
+    if (k == 1) watching.emplace(reducer);
+    ops::sum(bucketed.forward(x)).backward();
+  }
+  BOOST_TEST(!reducer.finish(false));
+  const auto a = bucketed.named_parameters(), b = plain.named_parameters();
+  for (std::size_t i = 0; i < a.size(); ++i)
+    test::check_close(a[i].second.grad(), b[i].second.grad(), 1e-6, 1e-6, a[i].first);
+}
