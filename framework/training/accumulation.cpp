@@ -116,7 +116,7 @@ void AccumulationSchedule::validate_for(std::int64_t micro_batch, int processes)
     for (std::int64_t m = 1; m * processes <= samples_ && valid.size() < 200; ++m)
       if (samples_ % (m * processes) == 0) valid += fmt::format("{}{}", valid.empty() ? "" : ", ", m);
     const std::string on = processes > 1 ? fmt::format(" on each of {} processes", processes) : "";
-    throw ValueError(fmt::format("accumulate(effective_batch({})): micro-batches of {}{} do not divide it; {}",
+    throw ValueError(fmt::format("accumulate(effective_batch({})): a micro-batch of {}{} does not divide it; {}",
                                  samples_, micro_batch, on,
                                  valid.empty() ? fmt::format("no micro-batch does{}: choose an effective batch that "
                                                              "is a multiple of {}", on, processes)
