@@ -9,6 +9,7 @@
 #include "accrue/framework/files.hpp"
 #include "accrue/framework/log.hpp"
 #include "accrue/framework/ops.hpp"
+#include "accrue/framework/serialization/checkpoint.hpp"
 #include "accrue/framework/training/window_close.hpp"
 
 namespace accrue::detail {
@@ -603,13 +604,8 @@ void TrainingRun::aggregate_metrics(Logs& logs) {
 // difference means the ranks no longer train one model, and is reported rather than trained on.
 void TrainingRun::check_replicas(int epoch) {
   if (communicator_->size() == 1) return;
-  std::uint64_t hash = 1469598103934665603ull;  // FNV-1a
-  for (const auto& [name, t] : model_.named_state()) {
-    const Tensor host = t.to(Device::cpu());
-    const auto* bytes = static_cast<const unsigned char*>(host.data_ptr());
-    for (std::size_t i = 0; i < host.nbytes(); ++i) hash = (hash ^ bytes[i]) * 1099511628211ull;
-  }
-  const std::vector<std::int64_t> all = communicator_->allgather(static_cast<std::int64_t>(hash));
+  const std::uint32_t checksum = serialization::checkpoint_checksum(model_.named_state(), {});
+  const std::vector<std::int64_t> all = communicator_->allgather(checksum);
   for (std::size_t r = 1; r < all.size(); ++r)
     if (all[r] != all[0])
       throw CommunicationError(fmt::format("after epoch {} the parameters on rank {} differ from rank 0's: the "
