@@ -1,10 +1,10 @@
 #include "accrue/framework/distributed/communicator.hpp"
 
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
-#include <map>
 #include <cstring>
+#include <map>
 
 #include "accrue/config.hpp"
 #include "accrue/framework/error.hpp"
@@ -67,7 +67,9 @@ std::string Communicator::broadcast(const std::string& text, int root) {
 
 void Communicator::abort(std::string_view message) {
   std::fprintf(stderr, "rank %d of %d: %.*s\n", rank(), size(), static_cast<int>(message.size()), message.data());
+  if (size() > 1) std::fprintf(stderr, "rank %d: stopping all %d processes of the run\n", rank(), size());
   std::fflush(stderr);
+  stop_all();
   std::_Exit(1);
 }
 

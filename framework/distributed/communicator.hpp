@@ -67,7 +67,10 @@ class Communicator {
 
   /// Stops every process of the run after writing `message` to stderr with this rank's name: for
   /// an error on one rank while the others wait in a collective call for it.
-  [[noreturn]] virtual void abort(std::string_view message);
+  [[noreturn]] void abort(std::string_view message);
+  /// What abort() does after its message: ends the other processes too (MPI_Abort), where this
+  /// backend can; this process then exits with status 1.
+  virtual void stop_all() {}
 
   /// How long one collective call may take before wait() gives up (the watchdog), in seconds.
   double timeout_seconds() const { return timeout_seconds_; }

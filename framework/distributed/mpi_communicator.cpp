@@ -203,15 +203,9 @@ class Mpi final : public Communicator {
     return all;
   }
 
-  [[noreturn]] void abort(std::string_view message) override {
-    std::fprintf(stderr, "rank %d of %d: %.*s\nrank %d: stopping all %d processes of the run\n", rank(), size(),
-                 static_cast<int>(message.size()), message.data(), rank(), size());
-    std::fflush(stderr);
-    // From this thread while the MPI thread may be inside a collective: MPI_Abort only asks the
-    // launcher to end the job, which is what is wanted.
-    MPI_Abort(MPI_COMM_WORLD, 1);
-    std::_Exit(1);
-  }
+  // From this thread while the MPI thread may be inside a collective: MPI_Abort only asks the
+  // launcher to end the job, which is what is wanted.
+  void stop_all() override { MPI_Abort(MPI_COMM_WORLD, 1); }
 
   // A tensor allreduce's cost, once it was waited for.
   void count(const Call& call, std::size_t tensor_bytes) {

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <string>
 #include <thread>
 
 #include "accrue/framework/distributed/communicator.hpp"
@@ -51,12 +52,13 @@ class Nccl final : public Communicator {
  public:
   Nccl(Communicator& world, int device) : Communicator(world.rank(), world.size()), world_(world), device_(device) {
     ncclUniqueId id;
-    if (rank() == 0) check(ncclGetUniqueId(&id), "ncclGetUniqueId", rank());
-    static_assert(sizeof id % 4 == 0);
-    const Tensor carrier = Tensor::zeros({static_cast<std::int64_t>(sizeof id / 4)}, {.dtype = DType::i32});
-    if (rank() == 0) std::memcpy(carrier.data_ptr(), &id, sizeof id);
-    world_.broadcast(carrier, 0);
-    std::memcpy(&id, carrier.data_ptr(), sizeof id);
+    std::string bytes;
+    if (rank() == 0) {
+      check(ncclGetUniqueId(&id), "ncclGetUniqueId", rank());
+      bytes.assign(reinterpret_cast<const char*>(&id), sizeof id);
+    }
+    bytes = world_.broadcast(bytes, 0);
+    std::memcpy(&id, bytes.data(), sizeof id);
     kernels::cuda::context(device_);  // makes the device current
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", rank());
     check(ncclCommInitRank(&comm_, size(), id, rank()), "ncclCommInitRank", rank());
@@ -92,10 +94,10 @@ class Nccl final : public Communicator {
   void allreduce_sum(std::span<double> values) override { world_.allreduce_sum(values); }
   std::vector<std::int64_t> allgather(std::int64_t value) override { return world_.allgather(value); }
 
-  [[noreturn]] void abort(std::string_view message) override {
-    ncclCommAbort(comm_);
+  void stop_all() override {
+    if (comm_ != nullptr) ncclCommAbort(comm_);
     comm_ = nullptr;
-    world_.abort(message);
+    world_.stop_all();
   }
 
   // The watchdog: a collective whose peers never come would block for ever in a host wait, so the
