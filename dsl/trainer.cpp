@@ -51,6 +51,8 @@ History Trainer::fit(Sequential& model, const Dataset& train, Run run) {
   // for ever: it ends every process of the run, with this rank's message.
   try {
     return training.fit();
+  } catch (const Interrupted&) {
+    throw;  // every process stops at the same window, as they agreed
   } catch (const std::exception& e) {
     processes.abort(e.what());
   }

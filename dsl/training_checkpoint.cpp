@@ -138,8 +138,29 @@ void keep_newest_checkpoints(const std::string& dir, int keep) {
   }
 }
 
+namespace {
+
+// What differs between the processes of a distributed run: the random generators (dropout draws
+// from each process's own) and each process's share of the epoch's running loss and metrics.
+json own_state(const RunParts& parts) {
+  const Generator& g = parts.model.generator();
+  const Generator& d = default_generator();
+  json metrics = json::array();
+  for (const Metric& m : parts.metrics) {
+    const auto s = m.state();
+    metrics.push_back(s ? json{{"name", m.name()}, {"state", *s}} : json{{"name", m.name()}, {"state", nullptr}});
+  }
+  return {{"generators", {{"model", {g.seed(), g.offset()}}, {"default", {d.seed(), d.offset()}}}},
+          {"epoch_loss", parts.run.epoch_loss.state()},
+          {"metrics", metrics}};
+}
+
+}  // namespace
+
+std::string rank_state(const RunParts& parts) { return own_state(parts).dump(); }
+
 void write_training_checkpoint(const std::string& path, const RunParts& parts, const RunSignature& signature,
-                               const std::vector<Callback*>& callbacks) {
+                               const std::vector<Callback*>& callbacks, const std::vector<std::string>& rank_states) {
   serialization::NamedTensors tensors;
   json state;
   json run = json::object();
@@ -158,9 +179,6 @@ void write_training_checkpoint(const std::string& path, const RunParts& parts, c
     state["scaler"] = {{"scale", s.scale}, {"growth_tracker", s.growth_tracker}, {"skipped_steps", s.skipped_steps}};
   }
   state["schedule"] = parts.schedule.state();
-  const Generator& g = parts.model.generator();
-  const Generator& d = default_generator();
-  state["generators"] = {{"model", {g.seed(), g.offset()}}, {"default", {d.seed(), d.offset()}}};
 
   const RunState& r = parts.run;
   const TrainingContext& c = parts.context;
@@ -174,13 +192,13 @@ void write_training_checkpoint(const std::string& path, const RunParts& parts, c
   state["batch_size"] = r.batch_size;
   state["accumulation_factor"] = r.accumulation_factor;
   state["lr_factor"] = c.lr_factor;
-  state["epoch_loss"] = r.epoch_loss.state();
-  json metrics = json::array();
-  for (const Metric& m : parts.metrics) {
-    const auto s = m.state();
-    metrics.push_back(s ? json{{"name", m.name()}, {"state", *s}} : json{{"name", m.name()}, {"state", nullptr}});
+  state.update(own_state(parts));
+  state["processes"] = std::max<std::size_t>(1, rank_states.size());
+  if (!rank_states.empty()) {
+    json ranks = json::array();
+    for (const std::string& text : rank_states) ranks.push_back(json::parse(text));
+    state["ranks"] = ranks;
   }
-  state["metrics"] = metrics;
   json pending = json::array();
   for (std::size_t i = 0; i < r.pending.size(); ++i) {
     tensors.emplace_back(fmt::format("pending.{}.prediction", i), r.pending[i].prediction);
@@ -304,7 +322,50 @@ struct ParsedState {
   History history;
 };
 
-// The optimizer's counters, the loss scaler, the schedule and the generators.
+// This process's part of the checkpoint's own_state: with as many processes as wrote it, the one
+// its rank wrote. With another number, process 0 takes the sum of every writer's running counts and
+// the others start from zero (so the counts summed over the processes at the epoch's end are the
+// writers'), and each process takes the generators of writer `rank` modulo their number.
+json share_of(const json& s, int rank, int processes) {
+  std::vector<const json*> writers;
+  if (s.contains("ranks"))
+    for (const json& w : s.at("ranks")) writers.push_back(&w);
+  else
+    writers.push_back(&s);
+  const int n = static_cast<int>(writers.size());
+  ACCRUE_CHECK(n >= 1 && n == json_integer<int>(s.value("processes", json(1)), "processes"),
+               "it holds the state of {} processes but says {} wrote it", n, s.value("processes", json(1)).dump());
+  if (n == processes) return *writers[static_cast<std::size_t>(rank)];
+  // The writers' counts at `of` summed for process 0, zero for the others.
+  const auto counts = [&](auto of) {
+    std::vector<double> sum = of(*writers[0]).template get<std::vector<double>>();
+    for (std::size_t w = 1; w < writers.size(); ++w) {
+      const std::vector<double> more = of(*writers[w]).template get<std::vector<double>>();
+      ACCRUE_CHECK(more.size() == sum.size(), "its processes' running counts differ in length");
+      for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += more[i];
+    }
+    if (rank != 0) std::fill(sum.begin(), sum.end(), 0.0);
+    return sum;
+  };
+  json own = *writers[static_cast<std::size_t>(rank % n)];
+  own["epoch_loss"] = counts([](const json& w) -> const json& { return w.at("epoch_loss"); });
+  for (std::size_t m = 0; m < own.at("metrics").size(); ++m)
+    if (!own["metrics"][m].at("state").is_null())
+      own["metrics"][m]["state"] = counts([m](const json& w) -> const json& { return w.at("metrics").at(m).at("state"); });
+  return own;
+}
+
+// The random generators of this process.
+void parse_generators(const json& own, ParsedState& v) {
+  const json& gens = own.at("generators");
+  for (auto [key, out] : {std::pair{"model", &v.model_generator}, std::pair{"default", &v.default_generator}}) {
+    const json& g = gens.at(key);
+    ACCRUE_CHECK(g.is_array() && g.size() == 2, "its {} generator is not [seed, offset]", key);
+    *out = {json_integer<std::uint64_t>(g[0], "a generator seed"), json_integer<std::uint64_t>(g[1], "a generator offset")};
+  }
+}
+
+// The optimizer's counters, the loss scaler and the schedule.
 void parse_counters(const json& s, ParsedState& v) {
   const json& counters = s.at("optimizer");
   ACCRUE_CHECK(counters.is_object(), "its optimizer counters are not an object");
@@ -320,12 +381,6 @@ void parse_counters(const json& s, ParsedState& v) {
                  v.scaler->growth_tracker);
   }
   v.schedule = s.at("schedule").get<std::string>();
-  const json& gens = s.at("generators");
-  for (auto [key, out] : {std::pair{"model", &v.model_generator}, std::pair{"default", &v.default_generator}}) {
-    const json& g = gens.at(key);
-    ACCRUE_CHECK(g.is_array() && g.size() == 2, "its {} generator is not [seed, offset]", key);
-    *out = {json_integer<std::uint64_t>(g[0], "a generator seed"), json_integer<std::uint64_t>(g[1], "a generator offset")};
-  }
 }
 
 // Where the run stood, checked against the run's plan.
@@ -352,9 +407,9 @@ void parse_position(const json& s, const StepPlan& plan, ParsedState& v) {
 }
 
 // The epoch's running loss and metrics (the model's, in its order), and the history so far.
-void parse_metrics(const json& s, const std::vector<Metric>& model_metrics, ParsedState& v) {
-  v.epoch_loss.load_state(s.at("epoch_loss").get<std::vector<double>>());
-  const json& metrics = s.at("metrics");
+void parse_metrics(const json& s, const json& own, const std::vector<Metric>& model_metrics, ParsedState& v) {
+  v.epoch_loss.load_state(own.at("epoch_loss").get<std::vector<double>>());
+  const json& metrics = own.at("metrics");
   ACCRUE_CHECK(metrics.size() == model_metrics.size(), "it has {} metrics, the model {}", metrics.size(),
                model_metrics.size());
   v.metrics = model_metrics;
@@ -406,19 +461,27 @@ void parse_tensors(const json& s, const serialization::NamedTensors& tensors, De
 
 }  // namespace
 
-void TrainingCheckpoint::restore(RunParts& parts) const {
+int TrainingCheckpoint::processes() const {
+  const int n = reading(path_, [&] { return json_integer<int>(data_->state.value("processes", json(1)), "processes"); });
+  if (n < 1) throw IoError(fmt::format("checkpoint {}: it says {} processes wrote it; it was not loaded", path_, n));
+  return n;
+}
+
+void TrainingCheckpoint::restore(RunParts& parts, int rank, int processes) const {
   const json& s = data_->state;
   const serialization::NamedTensors& tensors = data_->tensors;
   // What the tensors must be: the model's parameters and buffers, the gradients of an open
   // window (absent before a window's first backward), the optimizer's state.
   serialization::TensorMatch found;
   const auto state_copies = found.match(parts.model.named_state(), tensors, "model.", true, "the checkpoint");
-  const auto grads = found.match(parts.model.named_parameters(), tensors, "grad.", false, "the checkpoint");
+  auto grads = found.match(parts.model.named_parameters(), tensors, "grad.", false, "the checkpoint");
   ParsedState v;
   reading(path_, [&] {
+    const json own = share_of(s, rank, processes);
     parse_counters(s, v);
+    parse_generators(own, v);
     parse_position(s, *parts.context.plan, v);
-    parse_metrics(s, parts.metrics, v);
+    parse_metrics(s, own, parts.metrics, v);
     parse_tensors(s, tensors, parts.model.device(), found, v);
   });
   if ((parts.scaler != nullptr) != v.scaler.has_value())
@@ -436,6 +499,9 @@ void TrainingCheckpoint::restore(RunParts& parts) const {
 
   const NoGradGuard no_grad;
   for (auto [t, saved] : state_copies) t.copy_(saved);
+  // An open window's gradients (a one-process checkpoint) go to process 0 alone: the reduction
+  // at the window's close sums them over the processes.
+  if (rank != 0) grads.clear();
   for (auto [p, saved] : grads) {
     Tensor g = Tensor::empty(p.shape(), {.device = p.device(), .category = MemoryCategory::gradients});
     g.copy_(saved);
@@ -451,7 +517,7 @@ void TrainingCheckpoint::restore(RunParts& parts) const {
   r.micro_batches = v.micro_batches;
   r.window_poisoned = v.window_poisoned;
   r.epoch_loss = v.epoch_loss;
-  r.pending = std::move(v.pending);
+  if (rank == 0) r.pending = std::move(v.pending);
   r.history = std::move(v.history);
   parts.metrics = std::move(v.metrics);
   parts.context.optimizer_steps = v.optimizer_steps;

@@ -7,7 +7,8 @@
 // accumulation window, the optimizer's state, the loss scaler, the schedule's state, both random
 // generators, the shuffling seed, the epoch and the next micro-batch in it, the current
 // micro-batch and accumulation (after any back-off), the epoch's running metrics, the history so
-// far and each callback's state.
+// far and each callback's state; for a distributed run also the number of processes and each
+// one's generators and running metrics.
 
 #include <cstdint>
 #include <memory>
@@ -57,9 +58,15 @@ struct RunParts {
   RunState& run;
 };
 
-/// Writes a checkpoint of `parts` to `path` atomically.
+/// This process's own part of a distributed run's state, as text for write_training_checkpoint:
+/// its random generators and its share of the epoch's running loss and metrics.
+std::string rank_state(const RunParts& parts);
+
+/// Writes a checkpoint of `parts` to `path` atomically. A distributed run's process 0 writes it
+/// with every process's rank_state, in rank order, in `rank_states` (empty: one process).
 void write_training_checkpoint(const std::string& path, const RunParts& parts, const RunSignature& signature,
-                               const std::vector<Callback*>& callbacks);
+                               const std::vector<Callback*>& callbacks,
+                               const std::vector<std::string>& rank_states = {});
 
 /// A verified checkpoint file, read but not yet applied.
 class TrainingCheckpoint {
@@ -75,11 +82,15 @@ class TrainingCheckpoint {
   std::int64_t batch_size() const;
   int accumulation_factor() const;
   std::uint64_t loader_seed() const;
+  /// The number of processes of the run that wrote it.
+  int processes() const;
 
   /// Puts the model, gradients, optimizer, scaler, generators, schedule, metrics and loop state
-  /// back. Checks every tensor's name, shape and dtype first and throws listing all problems,
-  /// changing nothing then.
-  void restore(RunParts& parts) const;
+  /// back into process `rank` of `processes`. Checks every tensor's name, shape and dtype first and
+  /// throws listing all problems, changing nothing then. With as many processes as wrote it, each
+  /// takes back its own generators and running metrics; with another number, process 0 takes the
+  /// sum of the writers' running metrics and the others start from zero.
+  void restore(RunParts& parts, int rank = 0, int processes = 1) const;
   /// Hands each callback its saved state (after on_train_begin); a callback whose type differs
   /// from the one saved at its position starts afresh, with a warning.
   void restore_callbacks(const std::vector<Callback*>& callbacks) const;

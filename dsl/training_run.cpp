@@ -1,6 +1,7 @@
 #include "accrue/dsl/training_run.hpp"
 
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 
 #include "accrue/dsl/trainer.hpp"
@@ -31,15 +32,19 @@ void warn_batch_statistics(const Sequential& model, const StepPlan& plan, std::i
   }
 }
 
-// The memory planner: the largest divisor of the effective batch whose plan fits the budget.
-std::int64_t planned_micro_batch(const Sequential& model, std::size_t budget) {
+// The memory planner: the largest micro-batch per process whose plan fits the budget and that,
+// times the processes, divides the effective batch.
+std::int64_t planned_micro_batch(const Sequential& model, std::size_t budget, const distributed::Communicator& processes) {
   const std::int64_t effective = model.recipe().accumulation().effective_samples();
-  for (std::int64_t m = effective; m >= 1; --m) {
-    if (effective % m != 0) continue;
-    const MemoryPlan plan = model.memory_plan(m, m < effective);
+  const int n = processes.size();
+  for (std::int64_t m = effective / n; m >= 1; --m) {
+    if (effective % (m * n) != 0) continue;
+    const MemoryPlan plan = model.memory_plan(m, m * n < effective);
     if (plan.peak_total > budget) continue;
-    log::info("memory budget {}: micro-batch {} x accumulate {} = effective batch {}, planned peak {}\n{}",
-              format_bytes(budget), m, effective / m, effective, format_bytes(plan.peak_total), plan.str());
+    if (processes.rank() == 0)
+      log::info("memory budget {}: micro-batch {}{} x accumulate {} = effective batch {}, planned peak {}{}\n{}",
+                format_bytes(budget), m, n > 1 ? fmt::format(" x {} processes", n) : "", effective / (m * n), effective,
+                format_bytes(plan.peak_total), n > 1 ? " per process" : "", plan.str());
     return m;
   }
   throw ValueError(fmt::format("memory_budget({}): even a micro-batch of 1 is planned to need more; raise the budget "
@@ -125,6 +130,39 @@ std::optional<TrainingCheckpoint> find_checkpoint(const std::string& resume_from
                             dir, problems));
 }
 
+// The micro-batch of each process that continues `checkpoint`. On another number of processes
+// than wrote it, the global micro-batch stays the writers' and is shared out anew, so that the plan
+// (windows, their samples and order, the effective batch) is the run's own.
+std::int64_t resumed_micro_batch(const TrainingCheckpoint& checkpoint, const distributed::Communicator& processes) {
+  const int writers = checkpoint.processes(), n = processes.size();
+  if (writers == n) return checkpoint.batch_size();
+  const std::int64_t global = checkpoint.batch_size() * writers;
+  if (global % n != 0) {
+    std::string valid;
+    for (std::int64_t d = 1; d <= global && valid.size() < 200; ++d)
+      if (global % d == 0) valid += fmt::format("{}{}", valid.empty() ? "" : ", ", d);
+    throw ValueError(fmt::format("checkpoint {} was written by {} processes with micro-batches of {}: {} processes "
+                                 "cannot share their global micro-batch of {} evenly; continue it on {} processes",
+                                 checkpoint.path(), writers, checkpoint.batch_size(), n, global, valid));
+  }
+  if (processes.rank() == 0)
+    log::info("continuing a run of {} process{} on {}: micro-batches of {} per process instead of {}, so that the "
+              "global micro-batch stays {} and the run keeps its windows, samples and order",
+              writers, writers == 1 ? "" : "es", n, global / n, checkpoint.batch_size(), global);
+  return global / n;
+}
+
+// Runs `f`; the error it threw, if any, for agree_on_failure.
+template <class F>
+std::exception_ptr attempt(F&& f) {
+  try {
+    f();
+  } catch (const Error&) {
+    return std::current_exception();
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 StepPlan plan_run(const Sequential& model, const TrainerOptions& options, std::int64_t train_size,
@@ -184,35 +222,37 @@ TrainingRun::TrainingRun(Sequential& model, const Dataset& train, std::optional<
   ACCRUE_CHECK(!train.empty(), "fit: the training set '{}' is empty", train.name());
   if (options.distributed) {
     communicator_ = &distributed::world();
-    const bool checkpoints = !checkpointing_.dir.empty() || !resume_from_.empty();
-    ACCRUE_CHECK(!checkpoints && !options.backoff_on_oom && !model.recipe().memory_budget(),
-                 "fit: distributed training does not yet combine with training checkpoints, backoff_on_oom or a "
-                 "memory budget; leave those out for a distributed run");
+    // Backing off changes one process's micro-batch when that process runs out of memory.
+    ACCRUE_CHECK(!options.backoff_on_oom,
+                 "fit: backoff_on_oom does not combine with distributed training yet (every process would have to back "
+                 "off together); set the micro-batch with memory_budget or batch_size instead");
   } else {
     own_communicator_ = distributed::single_process();
     communicator_ = own_communicator_.get();
   }
   if (communicator_->size() == 1) {
-    prepare();
+    prepare_model();
+    prepare_run();
     return;
   }
   // Every rank prepares; a rank that cannot must not leave the others waiting for it.
-  std::exception_ptr failed;
-  try {
-    prepare();
-  } catch (const Error&) {
-    failed = std::current_exception();
-  }
-  agree_to_start(failed);
+  agree_on_failure(attempt([this] { prepare_model(); }));
+  share_checkpoint();
+  agree_on_failure(attempt([this] { prepare_run(); }));
+  agree_to_start();
 }
 
-void TrainingRun::prepare() {
+// The model, the micro-batch, the optimizer and accumulation, the checkpoint folder and the
+// checkpoint to continue from (process 0's choice in a distributed run).
+void TrainingRun::prepare_model() {
   Sequential& model = model_;
   const Dataset& train = train_;
   const TrainerOptions& options = options_;
+  const bool first = communicator_->rank() == 0;
   model.build(train.sample_shape());
   state_.batch_size = options.batch_size;
-  if (const auto budget = model.recipe().memory_budget()) state_.batch_size = planned_micro_batch(model, *budget);
+  if (const auto budget = model.recipe().memory_budget())
+    state_.batch_size = planned_micro_batch(model, *budget, *communicator_);
   if (validation_)
     ACCRUE_CHECK_SHAPE(validation_->sample_shape() == train.sample_shape(),
                        "fit: validation samples '{}' have shape {}, training samples {}", validation_->name(),
@@ -222,24 +262,29 @@ void TrainingRun::prepare() {
   std::tie(accumulation_, accumulate_) = resolve_accumulation(model, options);
   accumulation_.validate_for(state_.batch_size, communicator_->size());
   // The folder is this run's from here on: a second run there is refused before it reads anything.
-  if (!checkpointing_.dir.empty()) folder_lock_.emplace(prepare_checkpoint_dir(checkpointing_.dir));
+  // In a distributed run process 0 writes the checkpoints.
+  if (!checkpointing_.dir.empty() && first) folder_lock_.emplace(prepare_checkpoint_dir(checkpointing_.dir));
   // Only runs that write or read checkpoints, or compare their processes, pay for reading the
   // data's fingerprint.
   if (!checkpointing_.dir.empty() || !resume_from_.empty() || communicator_->size() > 1)
     signature_ = run_signature(model, train, options, accumulation_, accumulate_, schedule_);
-  checkpoint_ = find_checkpoint(resume_from_, checkpointing_);
+  if (first) checkpoint_ = find_checkpoint(resume_from_, checkpointing_);
+}
+
+// The plan, the loader, the callbacks and the context, and the checkpoint's state put back.
+void TrainingRun::prepare_run() {
   if (checkpoint_) {
     checkpoint_->check_signature(signature_);
     // A run that backed off on out-of-memory goes on with the micro-batch it had reached.
-    state_.batch_size = checkpoint_->batch_size();
+    state_.batch_size = resumed_micro_batch(*checkpoint_, *communicator_);
     state_.accumulation_factor = checkpoint_->accumulation_factor();
   }
-  plan_ = plan_run(model, options, train.size(), state_.batch_size, state_.accumulation_factor);
+  plan_ = plan_run(model_, options_, train_.size(), state_.batch_size, state_.accumulation_factor);
   schedule_.prepare(*plan_);
-  warn_batch_statistics(model, *plan_, state_.batch_size);
+  if (communicator_->rank() == 0) warn_batch_statistics(model_, *plan_, state_.batch_size);
   state_.loader_seed = checkpoint_      ? checkpoint_->loader_seed()
-                       : options.seed ? *options.seed
-                                      : (static_cast<std::uint64_t>(model.generator().next_u32()) << 32);
+                       : options_.seed ? *options_.seed
+                                       : (static_cast<std::uint64_t>(model_.generator().next_u32()) << 32);
   make_loader();
   make_callbacks();
   make_context();
@@ -247,10 +292,18 @@ void TrainingRun::prepare() {
   if (checkpoint_) resume();
 }
 
-// A distributed run starts only when every rank prepared the same run: otherwise every rank throws
-// the same error, naming the rank and what differs. Then the ranks take rank 0's parameters and
-// buffers (a broadcast: the replicas start equal whatever each initialised) and shuffling seed.
-void TrainingRun::agree_to_start(std::exception_ptr failed) {
+// A distributed run continues from the checkpoint process 0 chose, which every process reads: the
+// checkpoint folder must be one they all reach (on several machines, a shared file system).
+void TrainingRun::share_checkpoint() {
+  const std::string path = communicator_->broadcast(checkpoint_ ? checkpoint_->path() : std::string{}, 0);
+  std::exception_ptr failed;
+  if (communicator_->rank() != 0 && !path.empty()) failed = attempt([&] { checkpoint_ = TrainingCheckpoint::read(path); });
+  agree_on_failure(failed);
+}
+
+// When a process failed to prepare, every process throws: the failed ones their own error, the
+// others one naming the first failed rank and its message.
+void TrainingRun::agree_on_failure(std::exception_ptr failed) {
   distributed::Communicator& c = *communicator_;
   const std::vector<std::int64_t> failures = c.allgather(failed ? 1 : 0);
   for (std::size_t r = 0; r < failures.size(); ++r) {
@@ -270,6 +323,13 @@ void TrainingRun::agree_to_start(std::exception_ptr failed) {
       }
     throw CommunicationError(fmt::format("rank {} could not start training: {}", r, message));
   }
+}
+
+// A distributed run starts only when every rank prepared the same run: otherwise every rank throws
+// the same error, naming the rank and what differs. Then the ranks take rank 0's parameters and
+// buffers (a broadcast: the replicas start equal whatever each initialised) and shuffling seed.
+void TrainingRun::agree_to_start() {
+  distributed::Communicator& c = *communicator_;
   RunSignature mine = signature_;
   std::string layout;
   for (const auto& [name, t] : model_.named_state()) layout += fmt::format("{} {} {}; ", name, t.shape(), dtype_name(t.dtype()));
@@ -350,10 +410,11 @@ RunParts TrainingRun::parts() {
 
 void TrainingRun::resume() {
   RunParts p = parts();
-  checkpoint_->restore(p);
+  checkpoint_->restore(p, communicator_->rank(), communicator_->size());
   context_.resumed = true;
   context_.initial_epoch = state_.epoch;
   continue_epoch_ = state_.next_slot > 0;
+  if (communicator_->rank() != 0) return;
   if (state_.epoch >= options_.epochs || context_.stop_requested)
     log::info("{} is the checkpoint of a finished run ({} epoch{} trained); nothing is left to train",
               checkpoint_->path(), state_.history.epochs(), state_.history.epochs() == 1 ? "" : "s");
@@ -365,7 +426,7 @@ void TrainingRun::resume() {
 
 void TrainingRun::begin() {
   for (Callback* c : callbacks_) c->on_train_begin(context_);
-  if (checkpoint_) checkpoint_->restore_callbacks(callbacks_);
+  if (checkpoint_) checkpoint_->restore_callbacks(saved_callbacks());
   last_checkpoint_ = std::chrono::steady_clock::now();
   if (options_.stop_on_signal) stop_signal_.emplace();
   const MemoryStats at_start = memory_stats(model_.device());
@@ -534,6 +595,8 @@ void TrainingRun::replan() {
 
 // The order of a window's close is written once, in framework/training/window_close.hpp.
 void TrainingRun::close_window(const MicroBatchSlot& slot, StepRecord& record) {
+  if (reducer_)
+    reducer_->request({.stop = stop_signal_ && stop_signal_->received() != 0, .checkpoint = checkpoint_due_by_clock()});
   try {
     accrue::close_window({.parameters = parameters_,
                           .optimizer = *optimizer_,
@@ -553,20 +616,25 @@ void TrainingRun::close_window(const MicroBatchSlot& slot, StepRecord& record) {
 }
 
 // Between micro-batches k and k + 1 of an epoch (its end has its own checkpoint and signal check):
-// a checkpoint when one is due, then a stop when a signal came.
+// a checkpoint when one is due, then a stop when a signal came. A distributed run does both only at
+// a window's close, where its gradients are summed and cleared and its processes agreed on them.
 void TrainingRun::between_micro_batches(std::size_t k) {
   if (k + 1 >= slots_.size()) return;
-  const bool due =
-      !checkpointing_.dir.empty() &&
-      ((checkpointing_.every_micro_batches > 0 && state_.micro_batches % checkpointing_.every_micro_batches == 0) ||
-       (checkpointing_.every_seconds > 0 &&
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - last_checkpoint_).count() >=
-            checkpointing_.every_seconds));
-  if (due) {
+  checkpoint_owed_ = checkpoint_owed_ || (!checkpointing_.dir.empty() && checkpointing_.every_micro_batches > 0 &&
+                                          state_.micro_batches % checkpointing_.every_micro_batches == 0);
+  if (reducer_ && !slots_[k].closes_window) return;
+  const bool by_clock = reducer_ ? reducer_->agreed().checkpoint : checkpoint_due_by_clock();
+  if (checkpoint_owed_ || by_clock) {
     state_.next_slot = k + 1;
     write_checkpoint();
   }
   stop_if_signalled(state_.epoch, k + 1);
+}
+
+bool TrainingRun::checkpoint_due_by_clock() const {
+  return !checkpointing_.dir.empty() && checkpointing_.every_seconds > 0 &&
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - last_checkpoint_).count() >=
+             checkpointing_.every_seconds;
 }
 
 void TrainingRun::end_epoch(int epoch) {
@@ -622,19 +690,44 @@ History TrainingRun::finish() {
   return history;
 }
 
-// Checkpoints: at each epoch's end, and every so many micro-batches or seconds in between.
+// Checkpoints: at each epoch's end, and every so many micro-batches or seconds in between. Process
+// 0 writes a distributed run's, with every process's own generators and running metrics.
 void TrainingRun::write_checkpoint() {
   last_checkpoint_path_ =
       (std::filesystem::path(checkpointing_.dir) / checkpoint_name(state_.micro_batches)).string();
-  write_training_checkpoint(last_checkpoint_path_, parts(), signature_, callbacks_);
-  keep_newest_checkpoints(checkpointing_.dir, checkpointing_.keep);
+  std::vector<std::string> rank_states;
+  if (communicator_->size() > 1) {
+    const std::string mine = rank_state(parts());
+    for (int r = 0; r < communicator_->size(); ++r) rank_states.push_back(communicator_->broadcast(mine, r));
+  }
+  if (communicator_->rank() == 0) {
+    write_training_checkpoint(last_checkpoint_path_, parts(), signature_, saved_callbacks(), rank_states);
+    keep_newest_checkpoints(checkpointing_.dir, checkpointing_.keep);
+  }
+  checkpoint_owed_ = false;
   last_checkpoint_ = std::chrono::steady_clock::now();
+}
+
+// The callbacks whose state a checkpoint keeps: the user's (the progress bar and explanations keep
+// none, and only process 0 of a distributed run has them).
+std::vector<Callback*> TrainingRun::saved_callbacks() const {
+  std::vector<Callback*> user;
+  for (const CallbackHandle& c : options_.callbacks) user.push_back(c.get());
+  return user;
+}
+
+// The signal that stops the run, or 0. A distributed run stops when any process received one: they
+// agreed on it at the last window's close.
+int TrainingRun::stop_signal() const {
+  const int mine = stop_signal_ ? stop_signal_->received() : 0;
+  if (!reducer_) return mine;
+  return reducer_->agreed().stop ? (mine != 0 ? mine : SIGTERM) : 0;
 }
 
 // SIGINT or SIGTERM: stop between micro-batches (or at an epoch's end), with a checkpoint when
 // there is a folder for it. `next` is the epoch's next slot; the slot count at the epoch's end.
 void TrainingRun::stop_if_signalled(int epoch, std::size_t next) {
-  const int signal = stop_signal_ ? stop_signal_->received() : 0;
+  const int signal = stop_signal();
   if (signal == 0) return;
   const std::string at = next < slots_.size() ? fmt::format("after micro-batch {}/{} of epoch {}/{}", next,
                                                              slots_.size(), epoch + 1, options_.epochs)

@@ -62,8 +62,11 @@ class TrainingRun {
   History finish();
 
   // Setup, and what the events share.
-  void prepare();
-  void agree_to_start(std::exception_ptr failed);
+  void prepare_model();
+  void prepare_run();
+  void share_checkpoint();
+  void agree_on_failure(std::exception_ptr failed);
+  void agree_to_start();
   void resume();
   void aggregate_metrics(Logs& logs);
   void check_replicas(int epoch);
@@ -72,6 +75,9 @@ class TrainingRun {
   void make_context();
   void replan();
   void write_checkpoint();
+  bool checkpoint_due_by_clock() const;
+  std::vector<Callback*> saved_callbacks() const;
+  int stop_signal() const;
   void stop_if_signalled(int epoch, std::size_t next);
   std::string where(const MicroBatchSlot& slot, std::int64_t samples) const;
   RunParts parts();
@@ -111,6 +117,7 @@ class TrainingRun {
   GradScaler* scaler_ = nullptr;
   bool continue_epoch_ = false;  // a checkpoint taken inside an epoch continues it
   std::chrono::steady_clock::time_point last_checkpoint_;
+  bool checkpoint_owed_ = false;  // every_micro_batches came due inside a distributed run's window
   std::string last_checkpoint_path_;
   std::optional<StopSignal> stop_signal_;
   // Memory that is not the model's (datasets held in memory, the user's tensors), for advice when

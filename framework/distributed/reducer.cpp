@@ -49,6 +49,9 @@ std::vector<std::size_t> BucketReadiness::mark_ready(std::size_t p) {
 
 namespace {
 
+// The skip flag and the two requests, after the last bucket's gradients.
+constexpr std::int64_t kFlags = 3;
+
 std::vector<std::int64_t> element_counts(const std::vector<Tensor>& parameters) {
   std::vector<std::int64_t> n;
   n.reserve(parameters.size());
@@ -74,12 +77,12 @@ Reducer::Reducer(Communicator& communicator, std::vector<Tensor> parameters, Red
   }
   const Device device = parameters_.empty() ? Device::cpu() : parameters_.front().device();
   for (std::size_t b = 0; b < plan_.buckets().size(); ++b) {
-    // The last bucket also carries each rank's "skip this window" flag.
-    const std::int64_t extra = b + 1 == plan_.buckets().size() ? 1 : 0;
+    // The last bucket also carries each rank's "skip this window" flag and requests.
+    const std::int64_t extra = b + 1 == plan_.buckets().size() ? kFlags : 0;
     buffers_.push_back(
         Tensor::zeros({plan_.buckets()[b].elements + extra}, {.device = device, .category = MemoryCategory::gradients}));
   }
-  if (buffers_.empty()) buffers_.push_back(Tensor::zeros({1}, {.device = device, .category = MemoryCategory::gradients}));
+  if (buffers_.empty()) buffers_.push_back(Tensor::zeros({kFlags}, {.device = device, .category = MemoryCategory::gradients}));
 }
 
 std::size_t Reducer::buffer_bytes() const {
@@ -133,9 +136,12 @@ void Reducer::start(std::size_t bucket) {
 
 bool Reducer::finish(bool skip_window) {
   const NoGradGuard no_grad;
-  const std::int64_t last = buffers_.back().numel();
-  const Tensor flag = buffers_.back().narrow(last - 1, last);  // on the buffers' device
-  kernels::fill(flag, skip_window ? 1.0f : 0.0f);
+  const std::int64_t end = buffers_.back().numel();
+  const Tensor flags = buffers_.back().narrow(end - kFlags, end);  // on the buffers' device
+  Tensor{flags}.copy_(Tensor::from({skip_window ? 1.0f : 0.0f, requested_.stop ? 1.0f : 0.0f,
+                                    requested_.checkpoint ? 1.0f : 0.0f},
+                                   {kFlags}));
+  requested_ = {};
   for (std::size_t b = started_.size(); b < buffers_.size(); ++b) {
     if (b < plan_.buckets().size())
       for (const std::size_t p : plan_.buckets()[b].parameters)
@@ -148,7 +154,9 @@ bool Reducer::finish(bool skip_window) {
   started_.clear();
   readiness_.reset();
   ++stats_.windows;
-  if (flag.item() > 0.0f) return true;
+  const std::vector<float> raised = flags.to_vector<float>();
+  agreed_ = {.stop = raised[1] > 0.0f, .checkpoint = raised[2] > 0.0f};
+  if (raised[0] > 0.0f) return true;
   for (std::size_t p = 0; p < parameters_.size(); ++p) {
     if (in_bucket(p)) continue;  // the sum is already where the optimizer reads it
     const Tensor& param = parameters_[p];

@@ -100,6 +100,17 @@ class Reducer final : public LeafGradientObserver {
   /// `skip_window` through the last bucket: returns true on every rank when any rank skips.
   bool finish(bool skip_window);
 
+  /// What a rank may ask of every rank at a window's end. Like the skip flag, requests travel in the
+  /// last bucket: set them before finish(); after it, agreed() holds each one raised on every rank
+  /// when any rank raised it. So a signal that reached one rank, or a clock that says a checkpoint
+  /// is due on one rank, acts on all ranks at the same window.
+  struct Requests {
+    bool stop = false;
+    bool checkpoint = false;
+  };
+  void request(Requests mine) { requested_ = mine; }
+  Requests agreed() const { return agreed_; }
+
   const BucketPlan& plan() const { return plan_; }
   /// The bucket buffers' bytes on this rank.
   std::size_t buffer_bytes() const;
@@ -120,9 +131,10 @@ class Reducer final : public LeafGradientObserver {
   BucketPlan plan_;
   BucketReadiness readiness_;
   std::unordered_map<const detail::TensorImpl*, std::size_t> index_;
-  std::vector<Tensor> buffers_;  // one flat float32 tensor per bucket; the last has one more element
+  std::vector<Tensor> buffers_;  // one flat float32 tensor per bucket; the last has kFlags more elements
   std::vector<std::unique_ptr<Work>> started_;  // buckets 0, 1, ... that started this window
   ReducerStats stats_;
+  Requests requested_, agreed_;
 };
 
 }  // namespace accrue::distributed

@@ -3,6 +3,10 @@
 //   failing_rank raise|kill|hang   rank 1 throws an error / is killed with SIGKILL / stops calling
 //                                  collectives (the others' watchdog, set to 5 s, must notice)
 // Every other rank trains on; the run must end on every rank within a bounded time.
+//   failing_rank signal DIR        rank 1 alone gets SIGTERM inside a window of 4 micro-batches;
+//                                  every rank must stop at that window's close, with a checkpoint
+//                                  in DIR
+//   failing_rank resume DIR        the same run, continued from DIR
 
 #include <accrue/accrue.hpp>
 #include <csignal>
@@ -22,7 +26,11 @@ int main(int argc, char** argv) {
   Sequential model{layers::Input{6}, layers::Dense{16}, layers::ReLU{}, layers::Dense{4}};
   model.compile(optim::SGD{.lr = 0.1}, losses::CrossEntropy{});
   const auto fail = [&](const StepRecord& r, const Logs&) {
-    if (world.rank() != 1 || r.micro_batch != 5) return;
+    if (world.rank() != 1 || r.micro_batch != 5 || mode == "resume") return;
+    if (mode == "signal") {
+      std::raise(SIGTERM);
+      return;
+    }
     if (mode == "kill") std::raise(SIGKILL);
     if (mode == "hang") std::this_thread::sleep_for(std::chrono::hours(1));
     throw ValueError("an error injected on rank 1 at micro-batch 6");
@@ -30,10 +38,15 @@ int main(int argc, char** argv) {
   std::vector<std::int32_t> labels(4000);
   for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<std::int32_t>(i % 4);
   const Dataset data{Tensor::uniform({4000, 6}, -1, 1), Tensor::from(labels, {4000}), "noise"};
+  const bool checkpoints = mode == "signal" || mode == "resume";
   try {
-    model.fit(data, {.epochs = 1000, .batch_size = 4,
-                                     .callbacks = {callbacks::Lambda{{.micro_batch_end = fail}}},
-                                     .verbose = 0, .distributed = true});
+    model.fit(data, {.epochs = checkpoints ? 1 : 1000,
+                     .batch_size = 4,
+                     .accumulate = checkpoints ? 4 : 1,
+                     .callbacks = {callbacks::Lambda{{.micro_batch_end = fail}}},
+                     .verbose = 0,
+                     .checkpoint = {.dir = checkpoints && argc > 2 ? argv[2] : ""},
+                     .distributed = true});
   } catch (const Error& e) {
     std::fprintf(stderr, "rank %d: %s\n", world.rank(), e.what());
     return 1;

@@ -4,7 +4,9 @@
 // weights and the same shuffled order; they must end with the same parameters and logs, to
 // float32 rounding, also when the last micro-batch leaves a process no samples.
 
+#include <accrue/dsl/training_checkpoint.hpp>
 #include <accrue/framework/distributed/reducer.hpp>
+#include <accrue/framework/serialization/checkpoint.hpp>
 #include <filesystem>
 #include <unistd.h>
 
@@ -258,4 +260,167 @@ BOOST_AUTO_TEST_CASE(an_effective_batch_is_solved_with_the_number_of_processes) 
                                                        .verbose = 0,
                                                        .distributed = true}),
                         ValueError, test::message_has({fmt::format("on each of {} processes", n), "micro-batch"}));
+}
+
+namespace {
+
+// Parameters and buffers as raw bytes: equal means equal bit for bit.
+std::vector<std::string> state_bytes(const Sequential& m) {
+  std::vector<std::string> out;
+  for (const auto& [name, t] : m.named_state())
+    out.push_back(name + std::string(static_cast<const char*>(t.data_ptr()), t.nbytes()));
+  return out;
+}
+
+std::string history_bits(const History& h) {
+  std::string text;
+  for (const Logs& logs : h.logs())
+    for (const auto& [name, value] : logs.items()) text += fmt::format("{}={:a};", name, value);
+  return text;
+}
+
+// A run of the checkpoint tests: AdamW, clipping, accumulation 3 (so that every epoch ends with a
+// short window), dropout when `dropout` (each process then draws its own masks). `seed` initialises
+// the weights and generators, which a resumed run takes from the checkpoint instead.
+History checkpointed_run(Sequential& model, bool dropout, std::uint64_t seed, bool distributed, std::int64_t batch,
+                         const CheckpointOptions& checkpoint, const std::string& resume_from = {}) {
+  manual_seed(seed);
+  model = dropout ? Sequential{layers::Input{6}, layers::Dense{16}, layers::ReLU{}, layers::Dropout{0.25f}, layers::Dense{4}}
+                  : mlp();
+  model.compile(optim::Recipe{optim::AdamW{.lr = 1e-2}}.clip(0.5).accumulate(3), losses::CrossEntropy{},
+                {metrics::Accuracy{}});
+  return model.fit(test::blobs(98, 5), {.epochs = 2,
+                                        .batch_size = batch,
+                                        .seed = 3,
+                                        .verbose = 0,
+                                        .checkpoint = checkpoint,
+                                        .resume_from = resume_from,
+                                        .distributed = distributed});
+}
+
+}  // namespace
+
+// Process 0 writes a distributed run's checkpoints, with the number of processes and each one's
+// generators and running metrics; a checkpoint due inside a window is taken at the window's close.
+// The same number of processes resumes any of them to the same bits as the run never interrupted.
+BOOST_AUTO_TEST_CASE(checkpoints_resume_bit_for_bit_on_the_same_processes) {
+  distributed::Communicator& world = distributed::world();
+  const std::optional<test::TempDir> made = world.rank() == 0 ? std::make_optional<test::TempDir>("dp_checkpoints") : std::nullopt;
+  const std::string dir = world.broadcast(made ? made->path.string() : std::string{}, 0);
+  for (const bool dropout : {false, true}) {
+    Sequential plain, reference;
+    // Each process its own generators: dropout draws differ between processes.
+    const History plain_history = checkpointed_run(plain, dropout, 11 + world.rank(), true, 4, {});
+    const History history =
+        checkpointed_run(reference, dropout, 11 + world.rank(), true, 4, {.dir = dir, .every_micro_batches = 1, .keep = 1000});
+    BOOST_TEST((state_bytes(plain) == state_bytes(reference)), "writing checkpoints changed the run");
+    BOOST_TEST(history_bits(plain_history) == history_bits(history));
+    world.barrier();  // process 0 has written the last one
+    const std::vector<std::string> files = detail::checkpoints_in(dir);
+    // 98 samples in global micro-batches of 4n, windows of 3: a checkpoint at each window's close
+    // (one process alone: after every micro-batch).
+    const std::int64_t micro_batches = (98 + 4 * world.size() - 1) / (4 * world.size());
+    const std::int64_t due = world.size() > 1 ? (micro_batches + 2) / 3 : micro_batches;
+    BOOST_TEST(files.size() == static_cast<std::size_t>(2 * due));
+    for (const std::string& file : files) {
+      BOOST_TEST(serialization::load_checkpoint(file).tensors.size() > 0u);
+      Sequential resumed;
+      const History resumed_history = checkpointed_run(resumed, dropout, 99, true, 4, {}, file);
+      BOOST_TEST((state_bytes(resumed) == state_bytes(reference)), "resumed from " << file);
+      BOOST_TEST(history_bits(resumed_history) == history_bits(history), "resumed from " << file);
+    }
+    world.barrier();
+    if (world.rank() == 0)
+      for (const std::string& file : files) std::filesystem::remove(file);
+    world.barrier();
+  }
+}
+
+// On another number of processes a checkpoint continues with the same global micro-batch, windows
+// and sample order: a distributed run's checkpoints resumed by one process, and one process's
+// (also from inside a window, with its gradients) resumed by all, end where the uninterrupted run
+// ends, to float32 rounding.
+BOOST_AUTO_TEST_CASE(checkpoints_resume_on_another_number_of_processes) {
+  distributed::Communicator& world = distributed::world();
+  const int n = world.size();
+  if (n == 1) {
+    BOOST_TEST_MESSAGE("skipped: needs mpirun with 2 or more processes");
+    return;
+  }
+  const std::optional<test::TempDir> made = world.rank() == 0 ? std::make_optional<test::TempDir>("dp_resize") : std::nullopt;
+  const std::string root = world.broadcast(made ? made->path.string() : std::string{}, 0);
+  const std::string of_all = root + "/all", of_one = root + "/one";
+  Sequential all, one;
+  const History all_history = checkpointed_run(all, false, 11, true, 4, {.dir = of_all, .every_micro_batches = 1, .keep = 1000});
+  // One process with the global micro-batch as its own: every process runs it, process 0 with
+  // checkpoints.
+  const History one_history = checkpointed_run(
+      one, false, 11, false, 4 * n,
+      world.rank() == 0 ? CheckpointOptions{.dir = of_one, .every_micro_batches = 1, .keep = 1000} : CheckpointOptions{});
+  world.barrier();
+  const auto near = [](const Sequential& a, const Sequential& b, const std::string& what) {
+    const auto x = a.named_parameters(), y = b.named_parameters();
+    for (std::size_t i = 0; i < x.size(); ++i) test::check_close(x[i].second, y[i].second, 1e-5, 1e-4, what + ": " + x[i].first);
+  };
+  // Every process continues the distributed run's checkpoints alone (the same micro-batch option:
+  // the global micro-batch of 4n becomes each one's own).
+  for (const std::string& file : detail::checkpoints_in(of_all)) {
+    Sequential resumed;
+    const History h = checkpointed_run(resumed, false, 99, false, 4, {}, file);
+    near(resumed, all, "one process resuming " + file);
+    BOOST_TEST(h.logs().back().at("loss") == all_history.logs().back().at("loss"), boost::test_tools::tolerance(1e-5));
+    BOOST_TEST(h.logs().back().at("accuracy") == all_history.logs().back().at("accuracy"), boost::test_tools::tolerance(1e-9));
+  }
+  // All processes continue the one-process run's checkpoints, inside windows too.
+  const std::vector<std::int64_t> counts = world.allgather(static_cast<std::int64_t>(detail::checkpoints_in(of_one).size()));
+  // One after each of the 2 x ceil(98 / 4n) micro-batches.
+  BOOST_TEST(counts[0] == 2 * ((98 + 4 * n - 1) / (4 * n)));
+  for (const std::string& file : detail::checkpoints_in(of_one)) {
+    Sequential resumed;
+    const History h = checkpointed_run(resumed, false, 99, true, 4 * n, {}, file);
+    near(resumed, one, fmt::format("{} processes resuming {}", n, file));
+    BOOST_TEST(h.logs().back().at("loss") == one_history.logs().back().at("loss"), boost::test_tools::tolerance(1e-5));
+    BOOST_TEST(h.logs().back().at("accuracy") == one_history.logs().back().at("accuracy"), boost::test_tools::tolerance(1e-9));
+  }
+  // A global micro-batch the processes cannot share evenly is refused, naming the counts that can:
+  // one process's micro-batches of 5.
+  const std::string of_five = root + "/five";
+  if (world.rank() == 0) {
+    Sequential five;
+    checkpointed_run(five, false, 11, false, 5, {.dir = of_five});
+  }
+  world.barrier();
+  Sequential resumed;
+  BOOST_CHECK_EXCEPTION(checkpointed_run(resumed, false, 11, true, 5, {}, of_five), ValueError,
+                        test::message_has({fmt::format("{} processes cannot share their global micro-batch of 5", n),
+                                           "continue it on 1, 5 processes"}));
+  world.barrier();
+}
+
+// A memory budget plans each process's micro-batch: the largest whose plan fits and that, times
+// the processes, divides the effective batch.
+BOOST_AUTO_TEST_CASE(a_memory_budget_plans_each_process_micro_batch) {
+  const std::int64_t n = distributed::world().size();
+  Sequential probe = mlp();
+  probe.build(Shape{6});
+  const std::size_t budget = probe.memory_plan(3, true).peak_total;
+  std::int64_t expected = 0;
+  for (std::int64_t m = 12; m >= 1 && expected == 0; --m)
+    if (12 % m == 0 && probe.memory_plan(m, m < 12).peak_total <= budget) expected = m;
+  manual_seed(11);
+  Sequential model = mlp();
+  model.compile(optim::Recipe{optim::SGD{.lr = 0.1}}.effective_batch(12 * n).memory_budget(budget), losses::CrossEntropy{});
+  std::int64_t micro = 0, window = 0;
+  model.fit(test::blobs(24 * n, 5), {.batch_size = 5,
+                                     .callbacks = {callbacks::Lambda{{.micro_batch_end = [&](const StepRecord& r, const Logs&) {
+                                       micro = std::max(micro, r.micro_batch_samples);
+                                       window = std::max<std::int64_t>(window, r.window_micro_batches);
+                                     }}}},
+                                     .verbose = 0,
+                                     .distributed = true});
+  BOOST_TEST_MESSAGE("budget " << format_bytes(budget) << ": micro-batch " << micro << " x " << n << " processes x "
+                               << window);
+  BOOST_TEST(expected < 12);
+  BOOST_TEST(micro == expected);
+  BOOST_TEST(window == 12 / expected);
 }

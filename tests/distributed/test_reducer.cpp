@@ -58,7 +58,7 @@ BOOST_AUTO_TEST_CASE(a_reducer_alone_leaves_gradients_as_they_are_and_counts_its
   // Buckets of 100 bytes: the four parameters (96, 16, 64 and 4 floats) in four buckets.
   distributed::Reducer reducer{*alone, params, {.bucket_bytes = 100}};
   BOOST_TEST(reducer.plan().buckets().size() == 4u);
-  BOOST_TEST(reducer.buffer_bytes() == (96 + 16 + 64 + 4 + 1) * sizeof(float));  // and the skip flag
+  BOOST_TEST(reducer.buffer_bytes() == (96 + 16 + 64 + 4 + 3) * sizeof(float));  // and the skip and request flags
   const Tensor x = test::random_tensor({5, 6}, 1);
   {
     const ObserveLeafGradients watching{reducer};
