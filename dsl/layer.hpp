@@ -92,6 +92,9 @@ class Layer {
   /// True for layers whose output depends on statistics of the batch (batch normalization): under
   /// gradient accumulation they see each micro-batch, not the effective batch, and training warns.
   virtual bool uses_batch_statistics() const { return false; }
+  /// True for layers that, in a distributed run, compute those statistics over every process's
+  /// share of the micro-batch together (BatchNorm{{.sync = true}}).
+  virtual bool shares_batch_statistics() const { return false; }
 
   /// Dropout and normalization behave differently in training; the model sets this.
   bool training() const { return training_; }

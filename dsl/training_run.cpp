@@ -7,6 +7,7 @@
 #include "accrue/dsl/trainer.hpp"
 #include "accrue/framework/autocast.hpp"
 #include "accrue/framework/autograd.hpp"
+#include "accrue/framework/distributed/sync_batch_norm.hpp"
 #include "accrue/framework/files.hpp"
 #include "accrue/framework/log.hpp"
 #include "accrue/framework/ops.hpp"
@@ -17,18 +18,28 @@ namespace accrue::detail {
 
 namespace {
 
-// Warns once per run for each layer that normalizes with batch statistics when windows hold more
-// than one micro-batch: the statistics are the micro-batch's, not the effective batch's.
-void warn_batch_statistics(const Sequential& model, const StepPlan& plan, std::int64_t micro_batch) {
+// Warns once per run for each layer that normalizes with batch statistics over fewer samples than
+// a window's: with accumulation the statistics are the micro-batch's, not the effective batch's, and
+// in a distributed run this process's share of it unless the layer shares them (.sync = true).
+void warn_batch_statistics(const Sequential& model, const StepPlan& plan, std::int64_t micro_batch, int processes) {
   const std::int64_t effective = plan.max_effective_batch();
-  if (effective <= micro_batch) return;
   for (std::size_t i = 0; i < model.size(); ++i) {
     const Layer& l = model.layer(i);
-    if (l.uses_batch_statistics())
-      log::warning("layer '{}' ({}) computes its statistics over each micro-batch of {} samples, not over the effective "
-                   "batch of {}: accumulation does not make its statistics those of a large batch. GroupNorm or "
-                   "LayerNorm normalize per sample and behave the same under accumulation",
-                   l.name(), l.type_name(), micro_batch, effective);
+    if (!l.uses_batch_statistics()) continue;
+    const bool shared = processes > 1 && l.shares_batch_statistics();
+    const std::int64_t covered = shared ? micro_batch * processes : micro_batch;
+    if (covered >= effective) continue;
+    const std::string samples =
+        shared ? fmt::format("the global micro-batch of {} samples ({} from each of {} processes, .sync = true)", covered,
+                             micro_batch, processes)
+        : processes > 1 ? fmt::format("this process's {} samples of each micro-batch (not the {} of all {} processes: "
+                                      "set .sync = true to share them)",
+                                      micro_batch, micro_batch * processes, processes)
+                        : fmt::format("each micro-batch of {} samples", micro_batch);
+    log::warning("layer '{}' ({}) computes its statistics over {}, not over the effective batch of {}: accumulation "
+                 "does not make its statistics those of a large batch. GroupNorm or LayerNorm normalize per sample "
+                 "and behave the same under accumulation",
+                 l.name(), l.type_name(), samples, effective);
   }
 }
 
@@ -39,7 +50,8 @@ std::int64_t planned_micro_batch(const Sequential& model, std::size_t budget, co
   const int n = processes.size();
   for (std::int64_t m = effective / n; m >= 1; --m) {
     if (effective % (m * n) != 0) continue;
-    const MemoryPlan plan = model.memory_plan(m, m * n < effective);
+    // A distributed run's gradients are its buckets, there for the whole run as when accumulating.
+    const MemoryPlan plan = model.memory_plan(m, m * n < effective || n > 1);
     if (plan.peak_total > budget) continue;
     if (processes.rank() == 0)
       log::info("memory budget {}: micro-batch {}{} x accumulate {} = effective batch {}, planned peak {}{}\n{}",
@@ -186,13 +198,12 @@ History TrainingRun::fit() {
     for (std::size_t k = begin_epoch(epoch); k < slots_.size(); ++k) {
       const MicroBatchSlot slot = slots_[k];
       StepRecord record = start_record(slot);
-      // Forward, weighted loss, backward (not for the rest of a window a NanGuard or the loss
-      // scaler dropped); after an out-of-memory back-off, the window again from its start.
-      if (!state_.window_poisoned)
-        if (const std::optional<std::size_t> restart = train_micro_batch(k, record)) {
-          k = *restart - 1;  // unsigned wrap-around at 0 is defined: ++k lands on the restart
-          continue;
-        }
+      // Forward, weighted loss, backward; after an out-of-memory back-off, the window again
+      // from its start.
+      if (const std::optional<std::size_t> restart = train_micro_batch(k, record)) {
+        k = *restart - 1;  // unsigned wrap-around at 0 is defined: ++k lands on the restart
+        continue;
+      }
       if (slot.closes_window) apply_held_back_updates();
       const Logs running = metric_logs(state_.epoch_loss, model_.metrics_);
       ++state_.micro_batches;
@@ -281,7 +292,7 @@ void TrainingRun::prepare_run() {
   }
   plan_ = plan_run(model_, options_, train_.size(), state_.batch_size, state_.accumulation_factor);
   schedule_.prepare(*plan_);
-  if (communicator_->rank() == 0) warn_batch_statistics(model_, *plan_, state_.batch_size);
+  if (communicator_->rank() == 0) warn_batch_statistics(model_, *plan_, state_.batch_size, communicator_->size());
   state_.loader_seed = checkpoint_      ? checkpoint_->loader_seed()
                        : options_.seed ? *options_.seed
                                        : (static_cast<std::uint64_t>(model_.generator().next_u32()) << 32);
@@ -394,9 +405,13 @@ void TrainingRun::make_context() {
   context_.steps_per_epoch = plan_->micro_batches_per_epoch();
   context_.base_lr = optimizer_->lr();
   parameters_ = model_.parameters();
-  if (communicator_->size() > 1)
-    reducer_ = std::make_unique<distributed::Reducer>(distributed::for_device(model_.device()), parameters_,
+  if (communicator_->size() > 1) {
+    distributed::Communicator& on_device = distributed::for_device(model_.device());
+    reducer_ = std::make_unique<distributed::Reducer>(on_device, parameters_,
                                                       distributed::ReducerOptions{.bucket_bytes = options_.bucket_bytes});
+    for (std::size_t i = 0; i < model_.size(); ++i)
+      if (model_.layer(i).shares_batch_statistics()) statistics_group_ = &on_device;
+  }
   context_.reduction = reducer_ ? &reducer_->stats() : nullptr;
   amp_ = model_.recipe().amp_dtype(model_.device());
   scaler_ = model_.scaler();
@@ -465,12 +480,17 @@ StepRecord TrainingRun::start_record(const MicroBatchSlot& slot) const {
 // Forward, the weighted loss and backward of micro-batch `k`; the index to go on from when an
 // out-of-memory back-off restarts the window.
 std::optional<std::size_t> TrainingRun::train_micro_batch(std::size_t k, StepRecord& record) {
+  // The rest of a window a NanGuard or the loss scaler dropped is not trained, except where layers
+  // share batch statistics over the processes: then every process runs every micro-batch, also an
+  // empty share or a dropped window's, so that all make the same collective calls.
+  if (state_.window_poisoned && !statistics_group_) return std::nullopt;
   const MicroBatchSlot slot = slots_[k];
   const Batch batch = batches_->get(slot.index, k + 1 < slots_.size() ? std::optional{slots_[k + 1].index} : std::nullopt);
   record.micro_batch_samples = batch.size();
   if (scaler_) record.loss_scale = scaler_->scale();
-  if (batch.size() == 0) return std::nullopt;  // this process's share of a short last micro-batch
+  if (batch.size() == 0 && !statistics_group_) return std::nullopt;  // this process's share of a short last micro-batch
   try {
+    const distributed::ShareBatchStatistics sharing{statistics_group_};
     Tensor prediction, loss_sum;
     {
       const AutocastGuard autocast{amp_};
@@ -478,18 +498,18 @@ std::optional<std::size_t> TrainingRun::train_micro_batch(std::size_t k, StepRec
       loss_sum = model_.loss().batch_sum(prediction, batch.targets);
     }
     const double loss_value = loss_sum.item();
-    record.loss = loss_value / static_cast<double>(batch.size());
-    if (!std::isfinite(loss_value)) handle_nonfinite_loss(loss_value, record);
-    if (state_.window_poisoned) return std::nullopt;
+    if (batch.size() > 0) record.loss = loss_value / static_cast<double>(batch.size());
+    if (!std::isfinite(loss_value) && !state_.window_poisoned) handle_nonfinite_loss(loss_value, record);
+    if (state_.window_poisoned && !statistics_group_) return std::nullopt;
     // The weight that makes the window's accumulated gradient that of its mean loss over all
     // processes' samples (or, per_micro_batch, the tutorials' mean / N, averaged over processes
     // as PyTorch's DDP averages).
     const bool mean = model_.loss().reduction() == Reduction::mean;
-    double weight = 1.0;
-    if (accumulate_.normalization == Normalization::per_micro_batch)
+    double weight = batch.size() == 0 ? 0.0 : 1.0;
+    if (accumulate_.normalization == Normalization::per_micro_batch && batch.size() > 0)
       weight = (mean ? 1.0 / static_cast<double>(batch.size()) : 1.0) / slot.window_micro_batches /
                communicator_->size();
-    else if (mean)
+    else if (mean && batch.size() > 0)
       weight = 1.0 / static_cast<double>(slot.window_samples);
     record.loss_weight = weight;
     // With loss scaling the summed loss is also multiplied by the scale, undone once per step.
@@ -501,7 +521,8 @@ std::optional<std::size_t> TrainingRun::train_micro_batch(std::size_t k, StepRec
       if (reducer_ && slot.closes_window) reducing.emplace(*reducer_);
       (loss_sum * static_cast<float>(weight * scale)).backward();
     }
-    if (std::isfinite(loss_value)) update_metrics(prediction, batch.targets, loss_value);
+    if (std::isfinite(loss_value) && !state_.window_poisoned && batch.size() > 0)
+      update_metrics(prediction, batch.targets, loss_value);
   } catch (OutOfMemory& e) {
     return back_off(e, k, record);
   } catch (Error& e) {
@@ -640,6 +661,7 @@ bool TrainingRun::checkpoint_due_by_clock() const {
 void TrainingRun::end_epoch(int epoch) {
   Logs logs = metric_logs(state_.epoch_loss, model_.metrics_);
   aggregate_metrics(logs);
+  share_buffers();
   check_replicas(epoch);
   context_.epoch_memory = memory_stats(model_.device());
   if (validation_) {
@@ -666,6 +688,15 @@ void TrainingRun::aggregate_metrics(Logs& logs) {
   sum_over_processes(*communicator_, loss, metrics);
   const Logs all = metric_logs(loss, metrics);
   for (const auto& [name, value] : all.items()) logs.set(name, value);
+}
+
+// Buffers that each process updates from its own share of the samples (the running statistics of a
+// BatchNorm without .sync) end each epoch as rank 0's on every process, as PyTorch's DDP
+// broadcasts them, so that every process validates and checkpoints one model.
+void TrainingRun::share_buffers() {
+  if (communicator_->size() == 1) return;
+  const NoGradGuard no_grad;
+  for (const auto& [name, t] : model_.named_buffers()) distributed::for_device(t.device()).broadcast(t, 0);
 }
 
 // The replicas' parameters and buffers must be the same bits on every rank after each epoch; a

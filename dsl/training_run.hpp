@@ -69,6 +69,7 @@ class TrainingRun {
   void agree_to_start();
   void resume();
   void aggregate_metrics(Logs& logs);
+  void share_buffers();
   void check_replicas(int epoch);
   void make_loader();
   void make_callbacks();
@@ -92,6 +93,8 @@ class TrainingRun {
   distributed::Communicator* communicator_ = nullptr;
   // Sums the gradients over the processes at each window's close (distributed runs only).
   std::unique_ptr<distributed::Reducer> reducer_;
+  // The processes layers with .sync = true share batch statistics with (null: none do, or alone).
+  distributed::Communicator* statistics_group_ = nullptr;
   std::string resume_from_;
   optim::Optimizer* optimizer_ = nullptr;
   AccumulationSchedule accumulation_;

@@ -1,6 +1,7 @@
 #include "accrue/dsl/layers/batch_norm.hpp"
 
 #include "accrue/dsl/layers/normalization_memory.hpp"
+#include "accrue/framework/distributed/sync_batch_norm.hpp"
 #include "accrue/framework/ops.hpp"
 
 namespace accrue::layers {
@@ -43,6 +44,9 @@ Tensor BatchNorm::forward(const Tensor& x) {
     ++batches_tracked_;
     momentum = options_.momentum ? *options_.momentum : 1.0f / static_cast<float>(batches_tracked_);
   }
+  if (options_.sync && training())
+    if (distributed::Communicator* group = distributed::statistics_group(); group != nullptr && group->size() > 1)
+      return distributed::sync_batch_norm(x, running_mean(), running_var(), weight, bias, momentum, options_.eps, *group);
   return ops::batch_norm(x, running_mean(), running_var(), weight, bias, training(), momentum, options_.eps);
 }
 

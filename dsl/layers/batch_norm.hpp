@@ -1,8 +1,9 @@
 #pragma once
 // Batch normalization, as PyTorch's nn.BatchNorm1d and nn.BatchNorm2d with the channels inferred
 // at build. In training each channel is normalized by the statistics of the batch the layer
-// sees, which under gradient accumulation is the micro-batch, not the effective batch: training
-// says so once (Layer::uses_batch_statistics). GroupNorm and LayerNorm do not depend on the batch.
+// sees, which under gradient accumulation is the micro-batch, not the effective batch, and in a
+// distributed run this process's share of it unless `.sync = true`: training says so once
+// (Layer::uses_batch_statistics). GroupNorm and LayerNorm do not depend on the batch.
 
 #include <optional>
 
@@ -19,6 +20,11 @@ struct BatchNormOptions {
   bool affine = true;
   /// Keep running statistics for evaluation; without them evaluation uses the batch's own.
   bool track_running_stats = true;
+  /// In a distributed fit, statistics over every process's micro-batch together (PyTorch's
+  /// SyncBatchNorm), as one process would compute them on the global micro-batch; alone, the same
+  /// as without. Costs five small collective calls per layer and micro-batch (three in forward,
+  /// two in backward).
+  bool sync = false;
   std::string name = {};
 };
 
@@ -29,6 +35,7 @@ class BatchNorm : public Layer {
   Tensor forward(const Tensor& x) override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
   bool uses_batch_statistics() const override { return true; }
+  bool shares_batch_statistics() const override { return options_.sync; }
 
   const BatchNormOptions& options() const { return options_; }
   /// Undefined without track_running_stats.

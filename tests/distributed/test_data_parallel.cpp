@@ -406,12 +406,12 @@ BOOST_AUTO_TEST_CASE(a_memory_budget_plans_each_process_micro_batch) {
   const std::size_t budget = probe.memory_plan(3, true).peak_total;
   std::int64_t expected = 0;
   for (std::int64_t m = 12; m >= 1 && expected == 0; --m)
-    if (12 % m == 0 && probe.memory_plan(m, m < 12).peak_total <= budget) expected = m;
+    if (12 % m == 0 && probe.memory_plan(m, m < 12 || n > 1).peak_total <= budget) expected = m;
   manual_seed(11);
   Sequential model = mlp();
   model.compile(optim::Recipe{optim::SGD{.lr = 0.1}}.effective_batch(12 * n).memory_budget(budget), losses::CrossEntropy{});
   std::int64_t micro = 0, window = 0;
-  model.fit(test::blobs(24 * n, 5), {.batch_size = 5,
+  const History h = model.fit(test::blobs(24 * n, 5), {.batch_size = 5,
                                      .callbacks = {callbacks::Lambda{{.micro_batch_end = [&](const StepRecord& r, const Logs&) {
                                        micro = std::max(micro, r.micro_batch_samples);
                                        window = std::max<std::int64_t>(window, r.window_micro_batches);
@@ -423,4 +423,59 @@ BOOST_AUTO_TEST_CASE(a_memory_budget_plans_each_process_micro_batch) {
   BOOST_TEST(expected < 12);
   BOOST_TEST(micro == expected);
   BOOST_TEST(window == 12 / expected);
+  // The gradients' memory is the buckets': every parameter's float32 gradient and, in a
+  // distributed run, the 3 flags of the last bucket.
+  const std::size_t gradients = probe.memory_plan(3, true).peak_of(MemoryCategory::gradients);
+  BOOST_TEST(h.memory().back().peak_of(MemoryCategory::gradients) == gradients + (n > 1 ? 3 * sizeof(float) : 0));
+}
+
+// BatchNorm1d{{.sync = true}} normalizes over the global micro-batch: N processes with micro-batch
+// B train as one process with N x B, parameters and running statistics alike, also when the last
+// micro-batch leaves a process no sample (it still runs, contributing nothing). Without .sync each
+// process normalizes its own share, the running statistics end each epoch as rank 0's, and the
+// warning says which samples the statistics cover.
+BOOST_AUTO_TEST_CASE(batch_norm_statistics_over_all_processes_with_sync) {
+  const distributed::Communicator& world = distributed::world();
+  const int n = world.size();
+  std::vector<std::string> warnings;
+  log::set_sink([&](log::Level level, std::string_view line) {
+    if (level == log::Level::warning) warnings.emplace_back(line);
+  });
+  const auto run = [&](bool sync, bool distributed, std::int64_t batch, int accumulate, std::int64_t samples = 98) {
+    manual_seed(11);
+    Sequential model{layers::Input{6}, layers::Dense{16}, layers::BatchNorm1d{{.sync = sync, .name = "bn"}},
+                     layers::ReLU{}, layers::Dense{4}};
+    model.compile(optim::Recipe{optim::SGD{.lr = 0.1, .momentum = 0.9}}.accumulate(accumulate), losses::CrossEntropy{},
+                  {metrics::Accuracy{}});
+    // 98 samples in global micro-batches of 4n: the last one holds 2 (one process none for n = 3).
+    const History h = model.fit(test::blobs(samples, 5), {.epochs = 2, .batch_size = batch, .seed = 3, .verbose = 0,
+                                                     .distributed = distributed});
+    return std::pair{std::move(model), h};
+  };
+  for (const int accumulate : {1, 3}) {
+    const auto [dp, h_dp] = run(true, true, 4, accumulate);
+    const auto [one, h_one] = run(true, false, 4 * n, accumulate);
+    const auto a = dp.named_state(), b = one.named_state();
+    for (std::size_t i = 0; i < a.size(); ++i)
+      test::check_close(a[i].second, b[i].second, 1e-5, 1e-4, fmt::format("sync, accumulate {}: {}", accumulate, a[i].first));
+    for (std::size_t e = 0; e < 2; ++e)
+      BOOST_TEST(h_dp.logs()[e].at("loss") == h_one.logs()[e].at("loss"), boost::test_tools::tolerance(1e-5));
+  }
+  if (n > 1) {
+    const auto has = [&](const std::string& part) {
+      return std::any_of(warnings.begin(), warnings.end(), [&](const std::string& l) { return l.find(part) != std::string::npos; });
+    };
+    // Rank 0 warns: with sync the statistics cover the global micro-batch, not the window of 3.
+    BOOST_TEST(has(fmt::format("the global micro-batch of {} samples (4 from each of {} processes, .sync = true)", 4 * n, n)) ==
+               (world.rank() == 0));
+    warnings.clear();
+    // Without sync: every process ends each epoch with rank 0's running statistics (the replica
+    // check after each epoch would stop the run otherwise). 96 samples: no share of one sample,
+    // which BatchNorm cannot normalize alone.
+    const auto [own, h_own] = run(false, true, 4, 1, 96);
+    BOOST_TEST(h_own.epochs() == 2u);
+    BOOST_TEST(has(fmt::format("this process's 4 samples of each micro-batch (not the {} of all {} processes", 4 * n, n)) ==
+               (world.rank() == 0));
+  }
+  log::set_sink({});
 }
