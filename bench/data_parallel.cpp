@@ -10,8 +10,10 @@
 //
 // Each measurement is a fresh process (or mpirun of two) training one epoch on `samples` samples
 // already in memory; the time is the epoch's, from the first micro-batch to the last step, without
-// start-up and data loading. The four runs of a configuration alternate, so all see the same machine
-// state; the table gives medians. For Accrue's 2-process runs it also gives the time the gradient
+// start-up and data loading. The runs of a configuration alternate, so all see the same machine
+// state; the table gives medians. "2 alone" is two single-thread processes, one per core, each
+// training half the samples with half the micro-batch and no communication at all (the slower one's
+// time): what two processes cost before any gradient crosses between them. For Accrue's 2-process runs it also gives the time the gradient
 // allreduces took on rank 0's MPI thread (from the call to its return, waiting for the other rank
 // included) and the time rank 0's training thread waited for them at windows' ends.
 //
@@ -83,22 +85,27 @@ struct Result {
   long allreduces = 0, early = 0;
 };
 
-// Runs `command` and parses its "result" line.
-Result run(const std::string& command) {
+// Runs `command` and parses its "result" lines (one per worker it started).
+std::vector<Result> run_all(const std::string& command) {
   std::FILE* pipe = popen((command + " 2>&1").c_str(), "r");
   if (pipe == nullptr) throw Error("popen failed: " + command);
   std::string output;
   char line[4096];
   while (std::fgets(line, sizeof line, pipe) != nullptr) output += line;
   const int status = pclose(pipe);
-  const std::size_t at = output.find("result ");
-  if (status != 0 || at == std::string::npos)
+  std::vector<Result> results;
+  for (std::size_t at = output.find("result "); at != std::string::npos; at = output.find("result ", at + 7)) {
+    Result r;
+    std::istringstream in(output.substr(at + 7));
+    in >> r.seconds >> r.allreduce >> r.waited >> r.allreduces >> r.early;
+    results.push_back(r);
+  }
+  if (status != 0 || results.empty())
     throw Error(fmt::format("`{}` failed (status {}):\n{}", command, status, output));
-  Result r;
-  std::istringstream in(output.substr(at + 7));
-  in >> r.seconds >> r.allreduce >> r.waited >> r.allreduces >> r.early;
-  return r;
+  return results;
 }
+
+Result run(const std::string& command) { return run_all(command).front(); }
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -150,8 +157,8 @@ int main(int argc, char** argv) {
     const std::string torch_data = data.empty() ? "/usr/share/datasets/fashion-mnist" : data;
     std::printf("effective batch %ld; %d measurements of each, alternating; seconds per epoch (medians)\n\n",
                 static_cast<long>(batch), reps);
-    std::printf("%-5s %3s %10s %10s %7s %12s %9s %10s %10s %7s\n", "model", "K", "1p x 2t", "2p x 1t", "2p/1p",
-                "allreduce s", "waited s", "torch 1p", "torch DDP", "DDP/1p");
+    std::printf("%-5s %3s %10s %10s %7s %8s %12s %9s %10s %10s %7s\n", "model", "K", "1p x 2t", "2p x 1t", "2p/1p",
+                "2 alone", "allreduce s", "waited s", "torch 1p", "torch DDP", "DDP/1p");
     for (const std::string& model : models)
       for (const int k : accumulations) {
         const std::int64_t n = model == "cnn" ? cnn_samples : mlp_samples;
@@ -160,14 +167,23 @@ int main(int argc, char** argv) {
         const std::string one = fmt::format("ACCRUE_NUM_THREADS=2 {}{} --batch {}", self, args, batch / k);
         const std::string two =
             fmt::format("{} -np 2{} {}{} --batch {} --distributed", mpirun, root, self, args, batch / k / 2);
+        const std::string half = fmt::format(" --worker {} --k {} --samples {}{} --batch {}", model, k, n / 2, data_arg,
+                                             batch / k / 2);
+        const std::string alone = fmt::format("ACCRUE_NUM_THREADS=1 taskset -c 0 {0}{1} & ACCRUE_NUM_THREADS=1 taskset -c 1 "
+                                              "{0}{1}; wait",
+                                              self, half);
         const std::string torch_cmd = fmt::format("{} {}/pytorch_ddp.py --model {} --batch {} --accumulate {} --samples {} --data {}",
                                                   python, ACCRUE_BENCH_DIR, model, batch, k, n, torch_data);
-        std::vector<double> t1, t2, ar, waited, p1, p2;
+        std::vector<double> t1, t2, apart, ar, waited, p1, p2;
         for (int r = 0; r < reps; ++r) {
           const Result a = run(one);
           const Result b = run(two);
           t1.push_back(a.seconds);
           t2.push_back(b.seconds);
+          const std::vector<Result> both = run_all(alone);
+          apart.push_back(std::max_element(both.begin(), both.end(), [](const Result& x, const Result& y) {
+                            return x.seconds < y.seconds;
+                          })->seconds);
           ar.push_back(b.allreduce);
           waited.push_back(b.waited);
           if (torch) {
@@ -176,8 +192,8 @@ int main(int argc, char** argv) {
           }
         }
         const auto cell = [&](const std::vector<double>& v) { return v.empty() ? std::string("-") : fmt::format("{:.2f}", median(v)); };
-        std::printf("%-5s %3d %10s %10s %6.2fx %12.2f %9.2f %10s %10s %7s\n", model.c_str(), k, cell(t1).c_str(),
-                    cell(t2).c_str(), median(t2) / median(t1), median(ar), median(waited), cell(p1).c_str(),
+        std::printf("%-5s %3d %10s %10s %6.2fx %8s %12.2f %9.2f %10s %10s %7s\n", model.c_str(), k, cell(t1).c_str(),
+                    cell(t2).c_str(), median(t2) / median(t1), cell(apart).c_str(), median(ar), median(waited), cell(p1).c_str(),
                     cell(p2).c_str(), p1.empty() ? "-" : fmt::format("{:.2f}x", median(p2) / median(p1)).c_str());
         std::fflush(stdout);
       }
