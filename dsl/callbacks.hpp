@@ -104,6 +104,9 @@ class Callback {
   virtual void on_train_end(const Logs& /*last_epoch*/) {}
   /// A micro-batch's loss is inf or NaN: the first callback that answers decides; none means raise.
   virtual std::optional<NonFiniteAction> on_nonfinite_loss(const StepRecord& /*record*/) { return std::nullopt; }
+  /// True when this callback needs every step's gradient norm (StepRecord::grad_norm_before and
+  /// grad_norm_after) even without clipping: fit then computes it, as track_grad_norm asks.
+  virtual bool needs_grad_norm() const { return false; }
 
   /// What a training checkpoint keeps of this callback (nullopt: nothing, it starts afresh on
   /// resume). Called between micro-batches and after on_epoch_end.

@@ -1,5 +1,6 @@
 #include "accrue/dsl/training_run.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <filesystem>
@@ -389,6 +390,8 @@ void TrainingRun::make_callbacks() {
     callbacks_.push_back(&*explain_);
   }
   for (const CallbackHandle& c : options_.callbacks) callbacks_.push_back(c.get());
+  track_grad_norm_ = options_.track_grad_norm ||
+                     std::any_of(callbacks_.begin(), callbacks_.end(), [](const Callback* c) { return c->needs_grad_norm(); });
 }
 
 void TrainingRun::make_context() {
@@ -626,7 +629,7 @@ void TrainingRun::close_window(const MicroBatchSlot& slot, StepRecord& record) {
                           .schedule = schedule_,
                           .base_lr = context_.base_lr,
                           .lr_factor = context_.lr_factor,
-                          .track_norm = options_.track_grad_norm,
+                          .track_norm = track_grad_norm_,
                           .reducer = reducer_.get()},
                          state_.window_poisoned, context_.optimizer_steps, record);
   } catch (Error& e) {

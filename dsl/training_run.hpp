@@ -114,6 +114,7 @@ class TrainingRun {
   std::optional<callbacks::ProgressBar> progress_;
   std::optional<callbacks::Explain> explain_;
   std::vector<Callback*> callbacks_;
+  bool track_grad_norm_ = false;  // asked by the options or a callback
   TrainingContext context_;
   std::vector<Tensor> parameters_;
   std::optional<DType> amp_;

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   CLI::App app{"A per-epoch accumulation schedule with warmup-cosine and clipping"};
   examples::ExampleOptions common{.epochs = 6};
   common.add_to(app);
+  common.add_report_flag(app);
 
   return examples::run_example(app, argc, argv, [&] {
     auto [train, test] = datasets::fashion_mnist(common.data);
@@ -27,7 +28,7 @@ int main(int argc, char** argv) {
         .batch_size = 16,
         .accumulate = {{0, 8}, {2, 4}, {4, 2}},
         .schedule = schedules::warmup_cosine({.warmup_ratio = 0.05, .min_lr_ratio = 0.05}),
-        .callbacks = {lr_monitor},
+        .callbacks = common.callbacks({lr_monitor}),
         .seed = common.seed,
         .verbose = 2,
     }};

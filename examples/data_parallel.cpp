@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   int accumulate = 1;
   int verbose = 1;
   common.add_to(app);
+  common.add_report_flag(app);
   app.add_option("--batch-size", batch_size, "Samples per micro-batch on each process")
       ->check(examples::whole_number(1, std::numeric_limits<std::int64_t>::max()));
   app.add_option("--accumulate", accumulate, "Micro-batches per optimizer step")
@@ -47,7 +48,8 @@ int main(int argc, char** argv) {
 
     const auto start = std::chrono::steady_clock::now();
     const History history = model.fit(train, {.epochs = common.epochs, .batch_size = batch_size, .validation = test,
-                                              .seed = common.seed, .verbose = verbose, .distributed = true});
+                                              .callbacks = common.callbacks(), .seed = common.seed,
+                                              .verbose = verbose, .distributed = true});
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     // The last epoch's validation, over the whole test set shared by every process.
     const double accuracy = history.logs().back().at("val_accuracy");

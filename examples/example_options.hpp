@@ -68,6 +68,7 @@ struct ExampleOptions {
   std::string device = "best";
   std::string amp = "off";
   bool distributed = false;
+  std::string report;
 
   /// Adds --epochs (with this object's value as the default), --data, --seed, --device, --amp and
   /// --distributed.
@@ -86,6 +87,19 @@ struct ExampleOptions {
         ->check(CLI::IsMember({"off", "auto", "f16", "bf16"}));
     app.add_flag("--distributed", distributed,
                  "Train over the processes mpirun started (mpirun -np 2 ...): each trains its share of every batch");
+  }
+
+  /// Adds --report PATH (the examples that train one model take it).
+  void add_report_flag(CLI::App& app) {
+    app.add_option("--report", report,
+                   "Write an HTML report of the training to PATH (and its data as JSON lines beside it), rewritten at "
+                   "every epoch's end");
+  }
+
+  /// The callbacks these flags ask for (callbacks::Report for --report), with `more` after them.
+  std::vector<CallbackHandle> callbacks(std::vector<CallbackHandle> more = {}) const {
+    if (!report.empty()) more.insert(more.begin(), callbacks::Report{report});
+    return more;
   }
 
   /// Whether this process prints and writes files: the first of a distributed run, or the only one.

@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   std::string norm = "none";
   int verbose = 1;
   common.add_to(app);
+  common.add_report_flag(app);
   app.add_option("--norm", norm, "Normalization after each convolution: none, batch (BatchNorm2d), group (GroupNorm, 8 groups)")
       ->check(CLI::IsMember({"none", "batch", "group"}));
   app.add_option("--batch-size", batch_size, "Samples per micro-batch")
@@ -70,8 +71,8 @@ int main(int argc, char** argv) {
     model.summary();
 
     const auto start = std::chrono::steady_clock::now();
-    model.fit(train, {.epochs = common.epochs, .batch_size = batch_size, .validation = test, .seed = common.seed,
-                      .verbose = verbose});
+    model.fit(train, {.epochs = common.epochs, .batch_size = batch_size, .validation = test,
+                      .callbacks = common.callbacks(), .seed = common.seed, .verbose = verbose});
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
     auto [loss, accuracy] = model.evaluate(test);

@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   constexpr auto most_int = static_cast<std::uint64_t>(std::numeric_limits<int>::max());
   constexpr auto most_int64 = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
   common.add_to(app);
+  common.add_report_flag(app);
   app.add_option("--batch-size", batch_size, "Samples per optimizer step")->check(examples::whole_number(1, most_int64));
   app.add_option("--lr", lr, "SGD learning rate")->check(examples::finite_number(0));
   app.add_option("--verbose", verbose, "0 silent, 1 progress bar on a terminal, 2 one line per epoch")
@@ -79,7 +80,7 @@ int main(int argc, char** argv) {
         fmt::print("Test Results: Accuracy: {:.1f}%, Avg loss: {:.6f}\n", 100.0 * logs.at("val_accuracy"),
                    logs.at("val_loss"));
     }}};
-    model.fit(train, {.epochs = common.epochs, .batch_size = batch_size, .validation = test, .callbacks = {report},
+    model.fit(train, {.epochs = common.epochs, .batch_size = batch_size, .validation = test, .callbacks = common.callbacks({report}),
                       .seed = common.seed, .verbose = verbose, .explain = explain,
                       .checkpoint = {.dir = checkpoint_dir,
                                      .every_micro_batches = checkpoint_dir.empty() ? 0 : checkpoint_every},

@@ -60,4 +60,29 @@ bool is_folder(const std::string& path, std::string_view what) {
   return status.type() == fs::file_type::directory;
 }
 
+void write_atomically(const std::string& path, const std::function<bool(std::FILE*)>& write) {
+  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (f == nullptr) throw IoError(fmt::format("{}: cannot write ({})", tmp, std::strerror(errno)));
+  bool ok = write(f);
+  ok = ok && std::fflush(f) == 0 && ::fsync(fileno(f)) == 0;
+  ok = std::fclose(f) == 0 && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string reason = std::strerror(errno);
+    std::remove(tmp.c_str());
+    throw IoError(fmt::format("{}: writing failed ({}); the previous file, if any, is unchanged", path, reason));
+  }
+  // The rename lives in the folder's entry: flush it too, so the new file survives a power loss.
+  fs::path folder = fs::path(path).parent_path();
+  if (folder.empty()) folder = ".";
+  if (const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY); dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+}
+
+void write_text_atomically(const std::string& path, std::string_view text) {
+  write_atomically(path, [&](std::FILE* f) { return std::fwrite(text.data(), 1, text.size(), f) == text.size(); });
+}
+
 }  // namespace accrue

@@ -1,8 +1,11 @@
 #pragma once
 // Checks on paths before Accrue reads or writes them, so that a missing file, a folder where a file
 // belongs, a loop of symbolic links or a permission is reported as an IoError naming the path and
-// the reason, instead of escaping as std::filesystem_error or showing up later as "damaged data".
+// the reason, instead of escaping as std::filesystem_error or showing up later as "damaged data";
+// and the one way Accrue replaces a file, atomically.
 
+#include <cstdio>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,5 +28,13 @@ std::vector<std::string> list_folder(const std::string& dir, std::string_view wh
 /// Whether `path` is a folder; IoError when that cannot be found out (permissions, a loop of
 /// symbolic links), false when nothing is there.
 bool is_folder(const std::string& path, std::string_view what);
+
+/// Replaces `path` atomically: `write` fills a temporary file beside it ("<path>.tmp-<pid>") and
+/// returns false when a write failed; the file is flushed to disk, renamed over `path`, and the
+/// folder's entry flushed too. A crash or an error at any moment leaves the previous file intact;
+/// throws IoError naming `path` and the reason then.
+void write_atomically(const std::string& path, const std::function<bool(std::FILE*)>& write);
+/// write_atomically of `text`.
+void write_text_atomically(const std::string& path, std::string_view text);
 
 }  // namespace accrue

@@ -1,5 +1,7 @@
 #include "accrue/framework/memory.hpp"
 
+#include <utility>
+
 #include <cctype>
 #include <cstdlib>
 #include <algorithm>
@@ -65,6 +67,7 @@ void Allocator::add_live(MemoryCategory c, std::size_t bytes) {
   stats_.live_total += bytes;
   if (stats_.live[i] > stats_.peak[i]) stats_.peak[i] = stats_.live[i];
   if (stats_.live_total > stats_.peak_total) stats_.peak_total = stats_.live_total;
+  if (stats_.live_total > interval_.total) interval_ = {stats_.live_total, stats_.live};
 }
 
 void* Allocator::allocate(std::size_t bytes, MemoryCategory category) {
@@ -110,6 +113,11 @@ void Allocator::reset_peak() {
   std::lock_guard lock{mutex_};
   stats_.peak = stats_.live;
   stats_.peak_total = stats_.live_total;
+}
+
+MemoryPeak Allocator::take_interval_peak() {
+  std::lock_guard lock{mutex_};
+  return std::exchange(interval_, MemoryPeak{stats_.live_total, stats_.live});
 }
 
 void Allocator::empty_cache() {

@@ -42,6 +42,13 @@ struct MemoryStats {
 
 inline std::ostream& operator<<(std::ostream& os, MemoryCategory c) { return os << category_name(c); }
 
+/// The highest point of live memory over an interval, and what each category held then: the
+/// parts sum to the total, so they stack (a memory timeline).
+struct MemoryPeak {
+  std::size_t total = 0;
+  std::array<std::size_t, memory_category_count> parts{};
+};
+
 /// "1.53 MiB": bytes in binary units, as summary() and the memory reports print them.
 std::string format_bytes(std::size_t bytes);
 /// "669,706": a count with thousands separators, as summary() and the progress banner print them.
@@ -68,6 +75,10 @@ class Allocator {
   MemoryStats stats() const;
   /// Starts the peaks again from the live values.
   void reset_peak();
+  /// The highest point since the previous call (or since the allocator began), then starts the
+  /// next interval from what is live now. Independent of reset_peak(); for one observer per device
+  /// (callbacks::Report samples it at every micro-batch).
+  MemoryPeak take_interval_peak();
   /// Caps the live total at `bytes` (0 removes the cap).
   void set_limit(std::size_t bytes);
   /// Returns cached, unused blocks to the system.
@@ -86,6 +97,7 @@ class Allocator {
   Device device_;
   mutable std::mutex mutex_;
   MemoryStats stats_;
+  MemoryPeak interval_;
 };
 
 /// The allocator of `device`. Throws DeviceError for a device without a backend in this build.

@@ -3,7 +3,8 @@
 # runs the test suite. Tests that need something absent (a GPU) are reported as skipped.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-"$root/examples/install_deps.sh"
+# chromium: only the browser tests (label browser) use it, headless.
+"$root/examples/install_deps.sh" chromium
 build=${ACCRUE_BUILD_DIR:-$root/build}
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build "$build"

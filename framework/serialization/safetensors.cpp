@@ -91,33 +91,19 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
   std::string text = header.dump();
   text.resize((text.size() + 7) / 8 * 8, ' ');  // pad so the data starts 8-byte aligned
 
-  const std::string tmp = fmt::format("{}.tmp-{}", path, ::getpid());
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr) throw IoError(fmt::format("{}: cannot write ({})", tmp, std::strerror(errno)));
-  bool ok = true;
-  std::uint8_t length[8];
-  const std::uint64_t n = text.size();
-  for (int i = 0; i < 8; ++i) length[i] = static_cast<std::uint8_t>(n >> (8 * i));
-  ok = ok && std::fwrite(length, 1, 8, f) == 8;
-  ok = ok && std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  for (const auto& [name, t] : tensors) {
-    const Tensor host = t.to(Device::cpu());
-    ok = ok && std::fwrite(host.data_ptr(), 1, host.nbytes(), f) == host.nbytes();
-  }
-  ok = ok && std::fflush(f) == 0 && ::fsync(fileno(f)) == 0;
-  ok = std::fclose(f) == 0 && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string reason = std::strerror(errno);
-    std::remove(tmp.c_str());
-    throw IoError(fmt::format("{}: writing failed ({}); the previous file, if any, is unchanged", path, reason));
-  }
-  // The rename lives in the folder's entry: flush it too, so the new file survives a power loss.
-  std::filesystem::path folder = std::filesystem::path(path).parent_path();
-  if (folder.empty()) folder = ".";
-  if (const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY); dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
-  }
+  write_atomically(path, [&](std::FILE* f) {
+    bool ok = true;
+    std::uint8_t length[8];
+    const std::uint64_t n = text.size();
+    for (int i = 0; i < 8; ++i) length[i] = static_cast<std::uint8_t>(n >> (8 * i));
+    ok = ok && std::fwrite(length, 1, 8, f) == 8;
+    ok = ok && std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    for (const auto& [name, t] : tensors) {
+      const Tensor host = t.to(Device::cpu());
+      ok = ok && std::fwrite(host.data_ptr(), 1, host.nbytes(), f) == host.nbytes();
+    }
+    return ok;
+  });
 }
 
 SafetensorsFile load_safetensors(const std::string& path, const SafetensorsLimits& limits) {

@@ -1,0 +1,301 @@
+#include "accrue/dsl/callbacks/report.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <iterator>
+
+#include "accrue/dsl/callbacks/progress_bar.hpp"
+#include "accrue/dsl/sequential.hpp"
+#include "accrue/framework/files.hpp"
+#include "accrue/framework/log.hpp"
+
+namespace accrue::detail {
+// The page's template and the vendored uPlot, compiled in (CMake generates them from
+// dsl/callbacks/report/).
+std::string_view report_template();
+std::string_view uplot_js();
+std::string_view uplot_css();
+}  // namespace accrue::detail
+
+namespace accrue::callbacks {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+// A number in JSON with `digits` significant digits; null for inf and NaN, which JSON lacks.
+void put(std::string& out, double v, int digits = 5) {
+  if (!std::isfinite(v)) {
+    out += "null";
+    return;
+  }
+  fmt::format_to(std::back_inserter(out), "{:.{}g}", v, digits);
+}
+
+template <class Values>
+void put_array(std::string& out, const Values& values, int digits = 5) {
+  out += '[';
+  bool first = true;
+  for (const auto v : values) {
+    if (!first) out += ',';
+    first = false;
+    put(out, static_cast<double>(v), digits);
+  }
+  out += ']';
+}
+
+// Runs of equal values as [value, count, value, count, ...].
+template <class Values>
+void put_runs(std::string& out, const Values& values) {
+  out += '[';
+  for (std::size_t i = 0; i < values.size();) {
+    std::size_t j = i;
+    while (j < values.size() && values[j] == values[i]) ++j;
+    if (i > 0) out += ',';
+    put(out, static_cast<double>(values[i]), 12);
+    fmt::format_to(std::back_inserter(out), ",{}", j - i);
+    i = j;
+  }
+  out += ']';
+}
+
+json logs_json(const Logs& logs) {
+  json j = json::object();
+  for (const auto& [name, value] : logs.items()) j[name] = std::isfinite(value) ? json(value) : json(nullptr);
+  return j;
+}
+
+// JSON text inside <script>: "</" would end the element.
+std::string script_safe(std::string text) {
+  for (std::size_t at = text.find("</"); at != std::string::npos; at = text.find("</", at + 3)) text.replace(at, 2, "<\\/");
+  return text;
+}
+
+std::string default_json_lines(const std::string& path) {
+  return std::filesystem::path(path).replace_extension(".jsonl").string();
+}
+
+}  // namespace
+
+Report::Report(std::string path, ReportOptions options)
+    : path_(std::move(path)),
+      json_lines_(options.json_lines.empty() ? default_json_lines(path_) : options.json_lines),
+      title_(std::move(options.title)) {
+  ACCRUE_CHECK(!path_.empty(), "callbacks::Report: the page's path is empty");
+  ACCRUE_CHECK(json_lines_ != path_, "callbacks::Report: the JSON lines would overwrite the page {}", path_);
+}
+
+void Report::on_train_begin(TrainingContext& context) {
+  context_ = &context;
+  writes_ = context.rank == 0;
+  if (!writes_) return;
+  require_writable_file(path_, "report");
+  require_writable_file(json_lines_, "report's JSON lines");
+  start_ = last_step_ = Clock::now();
+  const Sequential& model = *context.model;
+  if (title_.empty()) title_ = model.name();
+  banner_ = training_banner(context);
+  summary_ = model.summary_str();
+  const MemoryStats memory = memory_stats(model.device());
+  limit_ = memory.limit;
+  // Datasets held in memory are data from before the run; the plan leaves them out, and so does the
+  // chart (it would dwarf the rest).
+  datasets_ = memory.live_of(MemoryCategory::data);
+  try {
+    const MemoryPlan plan = model.memory_plan(context.batch_size);
+    plan_peak_ = plan.peak_total;
+    plan_parts_.assign(plan.peak.begin(), plan.peak.end());
+  } catch (const Error& e) {
+    log::warning("callbacks::Report: no memory plan for this run ({}); the memory chart shows measurements only",
+                 e.what());
+  }
+  allocator(model.device()).take_interval_peak();  // the next interval starts with training
+}
+
+void Report::on_epoch_begin(int /*epoch*/) { last_step_ = Clock::now(); }
+
+void Report::on_micro_batch_end(const StepRecord& record, const Logs& running) {
+  if (!writes_) return;
+  micro_loss_.push_back(record.micro_batch_samples > 0 ? record.loss : NAN);
+  micro_samples_.push_back(record.micro_batch_samples);
+  micro_position_.push_back(record.position);
+  const MemoryPeak peak = allocator(context_->model->device()).take_interval_peak();
+  std::vector<std::size_t> parts(peak.parts.begin(), peak.parts.end());
+  std::size_t& data = parts[static_cast<int>(MemoryCategory::data)];
+  const std::size_t held = std::min(data, datasets_);
+  data -= held;
+  if (memory_.empty() || memory_.back().total != peak.total || memory_.back().parts != parts)
+    memory_.push_back({micro_loss_.size() - 1, peak.total - held, std::move(parts)});
+  last_running_ = running;
+}
+
+void Report::on_optimizer_step(const StepRecord& record) {
+  if (!writes_) return;
+  const Clock::time_point now = Clock::now();
+  // The window's loss: its micro-batches' mean losses weighted by their samples.
+  double sum = 0, samples = 0;
+  const std::size_t n = std::min<std::size_t>(static_cast<std::size_t>(record.window_micro_batches), micro_loss_.size());
+  for (std::size_t i = micro_loss_.size() - n; i < micro_loss_.size(); ++i)
+    if (micro_samples_[i] > 0) {
+      sum += micro_loss_[i] * static_cast<double>(micro_samples_[i]);
+      samples += static_cast<double>(micro_samples_[i]);
+    }
+  step_micro_.push_back(static_cast<std::int64_t>(micro_loss_.size()) - 1);
+  step_epoch_.push_back(record.epoch);
+  step_micro_batches_.push_back(record.window_micro_batches);
+  step_applied_.push_back(record.status == StepRecord::Status::applied);
+  step_time_.push_back(std::chrono::duration<double>(now - last_step_).count());
+  last_step_ = now;
+  step_loss_.push_back(samples > 0 ? sum / samples : NAN);
+  step_lr_.push_back(record.lr);
+  step_norm_before_.push_back(record.grad_norm_before.value_or(NAN));
+  step_norm_after_.push_back(record.grad_norm_after.value_or(NAN));
+  step_scale_.push_back(record.loss_scale.value_or(NAN));
+  const std::size_t steps = step_lr_.size();
+  for (const auto& [name, value] : last_running_.items()) {
+    std::vector<double>& column = step_running_[name];
+    column.resize(steps - 1, NAN);  // a metric that appears late
+    column.push_back(value);
+  }
+  for (auto& [name, column] : step_running_) column.resize(steps, NAN);
+}
+
+void Report::on_epoch_end(int /*epoch*/, Logs& logs) {
+  if (!writes_) return;
+  epoch_logs_.push_back(logs);
+  epoch_steps_.push_back(step_lr_.size());
+  epoch_time_.push_back(seconds());
+  write();
+}
+
+void Report::on_train_end(const Logs& /*logs*/) {
+  if (!writes_) return;
+  finished_ = true;
+  write();
+}
+
+double Report::seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+
+std::string Report::data_json() const {
+  json head;
+  head["format"] = 1;
+  head["title"] = title_;
+  head["finished"] = finished_;
+  head["seconds"] = seconds();
+  head["banner"] = banner_;
+  head["summary"] = summary_;
+  head["categories"] = json::array();
+  for (int c = 0; c < memory_category_count; ++c) head["categories"].push_back(category_name(static_cast<MemoryCategory>(c)));
+  head["plan"] = {{"micro_batch", context_ ? context_->batch_size : 0}, {"peak", plan_peak_}, {"parts", plan_parts_}};
+  head["limit"] = limit_;
+  head["datasets"] = datasets_;
+  head["clipping"] = context_ != nullptr && (context_->recipe->clip_norm().has_value());
+  json epochs = json::array();
+  for (std::size_t e = 0; e < epoch_logs_.size(); ++e)
+    epochs.push_back({{"steps", epoch_steps_[e]}, {"seconds", epoch_time_[e]}, {"logs", logs_json(epoch_logs_[e])}});
+  head["epochs"] = epochs;
+  std::string out = head.dump();
+  out.pop_back();  // the closing brace: the columns follow
+  // What the page can derive is left out (windows give each micro-batch's place and each step's
+  // micro-batch, the epochs each step's epoch), and runs of equal values are (value, count) pairs:
+  // 20 epochs of the tutorial stay under 2 MB.
+  const bool one_per_window = std::all_of(step_micro_batches_.begin(), step_micro_batches_.end(), [](int k) { return k == 1; });
+  out += ",\"micro\":{\"loss\":";
+  if (one_per_window) out += "null";  // the steps' losses
+  else put_array(out, micro_loss_);
+  out += ",\"samples\":";
+  put_runs(out, micro_samples_);
+  out += "},\"memory\":{\"at\":";
+  std::vector<double> at, total;
+  for (const MemorySample& m : memory_) at.push_back(static_cast<double>(m.micro_batch)), total.push_back(static_cast<double>(m.total));
+  put_array(out, at, 12);
+  out += ",\"total\":";
+  put_array(out, total, 12);
+  out += ",\"parts\":[";
+  for (std::size_t i = 0; i < memory_.size(); ++i) {
+    if (i > 0) out += ',';
+    put_array(out, memory_[i].parts, 12);
+  }
+  out += "]},\"steps\":{\"micro_batches\":";
+  put_runs(out, step_micro_batches_);
+  out += ",\"skipped\":";
+  std::vector<std::size_t> skipped;
+  for (std::size_t k = 0; k < step_applied_.size(); ++k)
+    if (!step_applied_[k]) skipped.push_back(k);
+  put_array(out, skipped, 12);
+  out += ",\"seconds\":";
+  put_array(out, step_time_, 4);
+  out += ",\"loss\":";
+  put_array(out, step_loss_);
+  out += ",\"lr\":";
+  put_array(out, step_lr_);
+  out += ",\"norm_before\":";
+  put_array(out, step_norm_before_);
+  out += ",\"norm_after\":";
+  put_array(out, step_norm_after_);
+  out += ",\"scale\":";
+  if (std::none_of(step_scale_.begin(), step_scale_.end(), [](double v) { return std::isfinite(v); })) out += "null";
+  else put_array(out, step_scale_);
+  out += ",\"running\":{";
+  bool first = true;
+  for (const auto& [name, column] : step_running_) {
+    if (!first) out += ',';
+    first = false;
+    out += json(name).dump() + ":";
+    put_array(out, column);
+  }
+  out += "}}}";
+  return out;
+}
+
+std::string Report::html() const {
+  std::string page{detail::report_template()};
+  const auto fill = [&](std::string_view marker, const std::string& with) {
+    const std::size_t at = page.find(marker);
+    ACCRUE_CHECK(at != std::string::npos, "callbacks::Report: the page template lacks {}", marker);
+    page.replace(at, marker.size(), with);
+  };
+  fill("/*UPLOT_CSS*/", std::string{detail::uplot_css()});
+  fill("/*UPLOT_JS*/", script_safe(std::string{detail::uplot_js()}));
+  fill("/*TITLE*/", script_safe(json(title_).dump()));
+  fill("/*DATA*/", script_safe(data_json()));
+  return page;
+}
+
+std::string Report::json_lines() const {
+  std::string out;
+  json run{{"type", "run"}, {"title", title_}, {"banner", banner_}, {"summary", summary_},
+           {"plan_peak", plan_peak_}, {"plan_parts", plan_parts_}, {"limit", limit_}, {"datasets", datasets_}};
+  out += run.dump() + "\n";
+  std::size_t memory = 0, step = 0, epoch = 0;
+  for (std::size_t i = 0; i < micro_loss_.size(); ++i) {
+    while (memory + 1 < memory_.size() && memory_[memory + 1].micro_batch <= i) ++memory;
+    json mb{{"type", "micro_batch"}, {"index", i}, {"position", micro_position_[i]}, {"samples", micro_samples_[i]},
+            {"loss", std::isfinite(micro_loss_[i]) ? json(micro_loss_[i]) : json(nullptr)}};
+    if (!memory_.empty()) mb["memory"] = {{"total", memory_[memory].total}, {"parts", memory_[memory].parts}};
+    out += mb.dump() + "\n";
+    for (; step < step_micro_.size() && step_micro_[step] == static_cast<std::int64_t>(i); ++step) {
+      const auto number = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
+      json s{{"type", "step"}, {"index", step}, {"epoch", step_epoch_[step]}, {"micro_batches", step_micro_batches_[step]},
+             {"applied", static_cast<bool>(step_applied_[step])}, {"seconds", step_time_[step]},
+             {"loss", number(step_loss_[step])}, {"lr", step_lr_[step]}, {"norm_before", number(step_norm_before_[step])},
+             {"norm_after", number(step_norm_after_[step])}, {"loss_scale", number(step_scale_[step])}};
+      for (const auto& [name, column] : step_running_) s["running_" + name] = number(column[step]);
+      out += s.dump() + "\n";
+      for (; epoch < epoch_steps_.size() && epoch_steps_[epoch] == step + 1; ++epoch)
+        out += json{{"type", "epoch"}, {"epoch", epoch}, {"steps", epoch_steps_[epoch]}, {"seconds", epoch_time_[epoch]},
+                    {"logs", logs_json(epoch_logs_[epoch])}}.dump() +
+               "\n";
+    }
+  }
+  return out;
+}
+
+void Report::write() const {
+  write_text_atomically(path_, html());
+  write_text_atomically(json_lines_, json_lines());
+}
+
+}  // namespace accrue::callbacks

@@ -1,0 +1,94 @@
+#pragma once
+// Report: one self-contained HTML page of a run, rewritten atomically at every epoch's end (refresh
+// it during training) and at the end:
+//   - the banner (data, effective batch, accumulation, optimizer steps, schedule, device,
+//     precision, clipping), the model summary and its memory plan;
+//   - loss and the metrics per optimizer step and per epoch, training and validation;
+//   - the learning rate of every optimizer step (warmup included) and the gradient's global norm
+//     before and after clipping;
+//   - the accumulation strip: each micro-batch's place in its window, the steps applied and
+//     skipped, the loss scale;
+//   - memory over the run by category, stacked (each micro-batch's highest point; datasets held in
+//     memory left out, as the plan leaves them out), against the plan's peak and the memory cap;
+//   - the time of every optimizer step.
+// Charts are drawn by uPlot (MIT), vendored in dsl/callbacks/report/uplot and inlined into the
+// file: the page needs no network. The same data is written as JSON lines beside the page
+// ("run.jsonl" for "run.html"): one "run" line, then "micro_batch", "step" and "epoch" lines.
+// In a distributed run rank 0 writes both. A resumed run reports from where it resumed.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "accrue/dsl/callbacks.hpp"
+
+namespace accrue::callbacks {
+
+struct ReportOptions {
+  /// The JSON lines file; empty: the page's path with ".jsonl" for its extension.
+  std::string json_lines = {};
+  /// The page's title; empty: the model's name.
+  std::string title = {};
+};
+
+class Report final : public Callback {
+ public:
+  /// `callbacks::Report{"run.html"}`. Checks that the page and the JSON lines can be written
+  /// before training starts.
+  explicit Report(std::string path, ReportOptions options = {});
+  void on_train_begin(TrainingContext& context) override;
+  void on_epoch_begin(int epoch) override;
+  void on_micro_batch_end(const StepRecord& record, const Logs& running) override;
+  void on_optimizer_step(const StepRecord& record) override;
+  void on_epoch_end(int epoch, Logs& logs) override;
+  void on_train_end(const Logs& logs) override;
+  bool needs_grad_norm() const override { return true; }
+
+  const std::string& path() const { return path_; }
+  const std::string& json_lines_path() const { return json_lines_; }
+  /// The page as it would be written now.
+  std::string html() const;
+  /// The JSON lines as they would be written now.
+  std::string json_lines() const;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  void write() const;
+  std::string data_json() const;
+  double seconds() const;
+
+  std::string path_, json_lines_, title_;
+  const TrainingContext* context_ = nullptr;
+  bool writes_ = true;
+  bool finished_ = false;
+  Clock::time_point start_, last_step_;
+  std::string banner_, summary_;
+  // The memory plan at the run's micro-batch: its peak, each category's part, and the cap.
+  std::size_t plan_peak_ = 0, limit_ = 0, datasets_ = 0;
+  std::vector<std::size_t> plan_parts_;
+  // Per micro-batch.
+  std::vector<double> micro_loss_;
+  std::vector<std::int64_t> micro_samples_, micro_window_;
+  std::vector<int> micro_position_;
+  // Memory at each micro-batch's highest point, kept where it changes: (micro-batch, total, parts).
+  struct MemorySample {
+    std::size_t micro_batch, total;
+    std::vector<std::size_t> parts;
+  };
+  std::vector<MemorySample> memory_;
+  // Per window closed: the micro-batch that closed it, applied or not, and its numbers.
+  std::vector<std::int64_t> step_micro_;
+  std::vector<int> step_epoch_, step_micro_batches_;
+  std::vector<bool> step_applied_;
+  std::vector<double> step_time_, step_loss_, step_lr_, step_norm_before_, step_norm_after_, step_scale_;
+  std::map<std::string, std::vector<double>> step_running_;  // the epoch's running metrics at the step
+  Logs last_running_;
+  // Per epoch: its logs and the number of windows closed by its end.
+  std::vector<Logs> epoch_logs_;
+  std::vector<std::size_t> epoch_steps_;
+  std::vector<double> epoch_time_;
+};
+
+}  // namespace accrue::callbacks

@@ -1,0 +1,90 @@
+// callbacks::Report: the page and its JSON lines after a short run (one step line per optimizer
+// step, one epoch line per epoch, everything inlined, rewritten at each epoch's end), and the size
+// of a run as long as 20 epochs of the tutorial (18,760 optimizer steps) stays under 2 MB.
+// tests/browser/test_report.sh opens such pages in Chromium.
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "test_util.hpp"
+
+using namespace accrue;
+
+namespace {
+
+std::string read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::size_t count(const std::string& text, const std::string& part) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_short_run_writes_the_page_and_its_json_lines) {
+  test::TempDir dir{"report"};
+  const std::string page = dir.file("run.html");
+  manual_seed(1);
+  Sequential model{layers::Input{6}, layers::Dense{16}, layers::ReLU{}, layers::Dense{4}};
+  model.compile(optim::Recipe{optim::SGD{.lr = 0.1}}.accumulate(3).clip(0.5), losses::CrossEntropy{}, {metrics::Accuracy{}});
+  std::int64_t steps = 0;
+  std::size_t written_after_first_epoch = 0;
+  model.fit(test::blobs(100, 3),
+            {.epochs = 2, .batch_size = 8, .validation = test::blobs(30, 4),
+             .callbacks = {callbacks::Report{page, {.title = "blobs </script>"}},
+                           callbacks::Lambda{{.optimizer_step = [&](const StepRecord&) { ++steps; },
+                                              .epoch_end = [&](int epoch, Logs&) {
+                                                if (epoch == 0) written_after_first_epoch = read(page).size();
+                                              }}}},
+             .verbose = 0});
+  BOOST_TEST(written_after_first_epoch > 0u, "the page is written at each epoch's end");
+  const std::string html = read(page), lines = read(dir.file("run.jsonl"));
+  // 100 samples in micro-batches of 8: 13 per epoch, windows of 3 with a short last one.
+  BOOST_TEST(steps == 2 * 5);
+  BOOST_TEST(count(lines, "{\"type\":\"step\"") == static_cast<std::size_t>(steps));
+  BOOST_TEST(count(lines, "{\"type\":\"micro_batch\"") == 26u);
+  BOOST_TEST(count(lines, "{\"type\":\"epoch\"") == 2u);
+  BOOST_TEST(count(lines, "{\"type\":\"run\"") == 1u);
+  // Clipping on: the norms before and after are there for every step.
+  BOOST_TEST(count(lines, "\"norm_before\":null") == 0u);
+  // Self-contained: uPlot inlined, nothing fetched, and the title cannot end the script element.
+  BOOST_TEST(html.find("uPlot") != std::string::npos);
+  BOOST_TEST(html.find("<script src") == std::string::npos);
+  BOOST_TEST(html.find("<link") == std::string::npos);
+  BOOST_TEST(html.find("blobs </script>") == std::string::npos);
+  BOOST_TEST(html.find("\"finished\":true") != std::string::npos);
+  BOOST_TEST(html.find("val_accuracy") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_folder_that_does_not_exist_is_refused_before_training) {
+  Sequential model{layers::Input{6}, layers::Dense{4}};
+  model.compile(optim::SGD{.lr = 0.1}, losses::CrossEntropy{});
+  BOOST_CHECK_EXCEPTION(model.fit(test::blobs(16, 3), {.batch_size = 8, .callbacks = {callbacks::Report{"/nonexistent/run.html"}},
+                                                       .verbose = 0}),
+                        IoError, test::message_has({"report /nonexistent/run.html"}));
+}
+
+// As many steps as 20 epochs of the tutorial (938 per epoch at micro-batch 64), with validation,
+// metrics and clipping: the page stays under 2 MB. ACCRUE_REPORT_OUT keeps it there (for the
+// browser test).
+BOOST_AUTO_TEST_CASE(twenty_tutorial_epochs_of_steps_stay_under_2_mb) {
+  test::TempDir dir{"report_large"};
+  const char* out = std::getenv("ACCRUE_REPORT_OUT");
+  const std::string page = out != nullptr ? std::string{out} : dir.file("large.html");
+  manual_seed(1);
+  Sequential model{layers::Input{6}, layers::Dense{8}, layers::ReLU{}, layers::Dense{4}};
+  model.compile(optim::Recipe{optim::SGD{.lr = 0.05}}.clip(1.0), losses::CrossEntropy{}, {metrics::Accuracy{}});
+  model.fit(test::blobs(938, 3), {.epochs = 20, .batch_size = 1, .validation = test::blobs(50, 4),
+                                  .callbacks = {callbacks::Report{page}}, .verbose = 0});
+  const std::size_t bytes = std::filesystem::file_size(page);
+  BOOST_TEST_MESSAGE("18,760 steps: " << format_bytes(bytes));
+  BOOST_TEST(bytes < std::size_t{2} << 20);
+}
