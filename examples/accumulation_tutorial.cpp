@@ -3,7 +3,10 @@
 // initial weights and on the same sample order. The two runs agree to float32 rounding, epoch
 // after epoch, while the second keeps a quarter of the activations in memory.
 //
+// --report PATH writes the report of the accumulated run.
+//
 //   accumulation_tutorial [--epochs 5] [--data DIR] [--seed 0] [--lr 1e-3] [--amp[=f16|bf16]] [--device best|cpu|cuda]
+//                         [--report PATH]
 
 #include <cmath>
 
@@ -23,6 +26,7 @@ int main(int argc, char** argv) {
   examples::ExampleOptions common{.epochs = 5};
   double lr = 1e-3;
   common.add_to(app);
+  common.add_report_flag(app);
   app.add_option("--lr", lr, "SGD learning rate")->check(examples::finite_number(0));
 
   return examples::run_example(app, argc, argv, [&] {
@@ -38,24 +42,47 @@ int main(int argc, char** argv) {
     accumulated.compile(common.with_amp(optim::SGD{.lr = lr}.accumulate(4)), losses::CrossEntropy{},
                         {metrics::Accuracy{}});
 
+    // One run each over all epochs with the same seed, so the same sample order: windows of 4 x 16
+    // hold the samples of each batch of 64. The first run keeps its weights and test results at
+    // every epoch's end; the second prints them beside its own.
+    struct Epoch {
+      Logs logs;
+      std::vector<std::vector<float>> weights;
+    };
+    std::vector<Epoch> first;
+    const auto weights = [](Sequential& model) {
+      std::vector<std::vector<float>> out;
+      for (auto& p : model.parameters()) out.push_back(p.to_vector());
+      return out;
+    };
+    large.fit(train, {.epochs = common.epochs,
+                      .batch_size = 64,
+                      .validation = test,
+                      .callbacks = {callbacks::Lambda{{.epoch_end = [&](int, Logs& logs) {
+                        first.push_back({logs, weights(large)});
+                      }}}},
+                      .seed = common.seed,
+                      .verbose = 0});
+
     fmt::print("{:>5} | {:^22} | {:^22} | {}\n", "", "batch 64", "16 x 4 accumulated", "largest");
     fmt::print("{:>5} | {:>10} {:>11} | {:>10} {:>11} | {}\n", "epoch", "accuracy", "loss", "accuracy", "loss",
                "weight difference");
-    for (int epoch = 0; epoch < common.epochs; ++epoch) {
-      // The same sample order for both runs: windows of 4 x 16 hold the samples of each batch of 64.
-      const std::uint64_t order = common.seed + static_cast<std::uint64_t>(epoch);
-      large.fit(train, {.batch_size = 64, .seed = order, .verbose = 0});
-      accumulated.fit(train, {.batch_size = 16, .seed = order, .verbose = 0});
-      const auto a = large.evaluate(test, {.batch_size = 1000});
-      const auto b = accumulated.evaluate(test, {.batch_size = 1000});
+    const auto print_row = [&](int epoch, Logs& b) {
+      const Epoch& a = first.at(static_cast<std::size_t>(epoch));
+      const auto w = weights(accumulated);
       float diff = 0;
-      for (std::size_t i = 0; i < large.parameters().size(); ++i) {
-        const auto pa = large.parameters()[i].to_vector(), pb = accumulated.parameters()[i].to_vector();
-        for (std::size_t j = 0; j < pa.size(); ++j) diff = std::max(diff, std::abs(pa[j] - pb[j]));
-      }
-      fmt::print("{:>5} | {:>9.1f}% {:>11.6f} | {:>9.1f}% {:>11.6f} | {:.2g}\n", epoch + 1, 100 * a["accuracy"], a.loss,
-                 100 * b["accuracy"], b.loss, diff);
-    }
+      for (std::size_t i = 0; i < w.size(); ++i)
+        for (std::size_t j = 0; j < w[i].size(); ++j) diff = std::max(diff, std::abs(a.weights[i][j] - w[i][j]));
+      fmt::print("{:>5} | {:>9.1f}% {:>11.6f} | {:>9.1f}% {:>11.6f} | {:.2g}\n", epoch + 1,
+                 100 * a.logs.at("val_accuracy"), a.logs.at("val_loss"), 100 * b.at("val_accuracy"), b.at("val_loss"),
+                 diff);
+    };
+    accumulated.fit(train, {.epochs = common.epochs,
+                            .batch_size = 16,
+                            .validation = test,
+                            .callbacks = common.callbacks({callbacks::Lambda{{.epoch_end = print_row}}}),
+                            .seed = common.seed,
+                            .verbose = 0});
     examples::print_accuracy(accumulated.evaluate(test, {.batch_size = 1000})["accuracy"]);
   });
 }
