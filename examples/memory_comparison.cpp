@@ -2,10 +2,13 @@
 // directly, and as 16 x 4, 8 x 8 and 4 x 16 (micro-batch x accumulation, the same effective batch).
 // For each: the memory plan made before training, the peak measured while training by category,
 // and the time per epoch. Then a memory limit between the plans of 16 x 4 and 64: batch 64 fails
-// with the out-of-memory error, 16 x 4 trains, and its accuracy is the last line.
+// with the out-of-memory error, 16 x 4 trains, and its accuracy is the last line. --report PATH draws
+// the same as a page: planned and measured peaks as grouped bars, with the time per epoch.
 //
 //   memory_comparison [--epochs 1] [--data DIR] [--seed 0] [--amp[=f16|bf16]] [--device best|cpu|cuda]
-//                     [--configs 64,16x4,8x8,4x16]
+//                     [--configs 64,16x4,8x8,4x16] [--report PATH]
+
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <limits>
@@ -13,6 +16,10 @@
 #include "example_options.hpp"
 
 using namespace accrue;
+
+namespace accrue::detail {
+std::string_view memory_comparison_page();  // memory_comparison.html, compiled in by CMake
+}
 
 namespace {
 
@@ -54,12 +61,14 @@ int main(int argc, char** argv) {
   examples::ExampleOptions common{.epochs = 1};
   std::vector<std::string> config_names = {"64", "16x4", "8x8", "4x16"};
   common.add_to(app);
+  common.add_report_flag(app);
   app.add_option("--configs", config_names, "Micro-batch x accumulation to compare")->delimiter(',');
 
   return examples::run_example(app, argc, argv, [&] {
     std::vector<Config> configs;
     for (const std::string& name : config_names) configs.push_back(parse(name));
     ACCRUE_CHECK(!configs.empty(), "--configs: no configuration given");
+    if (!common.report.empty()) require_writable_file(common.report, "--report");
     const Device device = common.target();
     const auto compiled = [&](const Config& c) {
       manual_seed(common.seed);
@@ -75,6 +84,15 @@ int main(int argc, char** argv) {
     const std::size_t dataset = memory_stats(device).live_of(MemoryCategory::data);
     fmt::print("Tutorial MLP on {} training samples ({} of them in memory, not counted below).\n\n", train.size(),
                format_bytes(dataset));
+    nlohmann::ordered_json page{{"device", device.str()},
+                                {"precision", ""},
+                                {"samples", train.size()},
+                                {"epochs", common.epochs},
+                                {"dataset_bytes", dataset},
+                                {"categories", nlohmann::json::array()},
+                                {"configs", nlohmann::json::array()}};
+    for (int k = 0; k < memory_category_count; ++k)
+      page["categories"].push_back(category_name(static_cast<MemoryCategory>(k)));
     fmt::print("{:<6} {:>9} | {:>11} {:>11} | {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} | {:>8}\n", "config",
                "effective", "planned", "measured", "parameters", "gradients", "activations", "temporaries",
                "batch data", "opt. state", "s/epoch");
@@ -94,6 +112,18 @@ int main(int argc, char** argv) {
                  format_bytes(m.peak_of(MemoryCategory::activations)),
                  format_bytes(m.peak_of(MemoryCategory::temporaries)), format_bytes(batch_data),
                  format_bytes(m.peak_of(MemoryCategory::optimizer_state)), seconds);
+      page["precision"] = plan.precision;
+      auto measured_parts = m.peak;
+      measured_parts[static_cast<int>(MemoryCategory::data)] = batch_data;
+      page["configs"].push_back({{"name", c.name},
+                                 {"micro_batch", c.micro_batch},
+                                 {"accumulate", c.accumulate},
+                                 {"effective", c.micro_batch * c.accumulate},
+                                 {"planned", plan.peak_total},
+                                 {"measured", m.peak_total - dataset},
+                                 {"planned_parts", plan.peak},
+                                 {"measured_parts", measured_parts},
+                                 {"seconds", seconds}});
     }
 
     // A limit between what 16 x 4 and batch 64 need, beside what is live already.
@@ -106,17 +136,25 @@ int main(int argc, char** argv) {
     fmt::print("\nWith a limit of {} ({} of it the dataset and what else is live):\n", format_bytes(limit),
                format_bytes(besides));
     std::optional<double> accuracy;
+    page["limit"] = {{"bytes", limit}, {"besides", besides}, {"results", nlohmann::json::array()}};
     for (const Config& c : {big, small}) {
       Sequential model = compiled(c);
       try {
         model.fit(train, {.epochs = 1, .batch_size = c.micro_batch, .seed = common.seed, .verbose = 0});
         accuracy = model.evaluate(test).first_metric();
         fmt::print("  {} trains: test accuracy {:.1f}% after one epoch\n", c.name, 100.0 * *accuracy);
+        page["limit"]["results"].push_back({{"name", c.name}, {"trained", true}, {"accuracy", *accuracy}});
       } catch (const OutOfMemory& e) {
         fmt::print("  {} fails:\n{}\n", c.name, e.what());
+        page["limit"]["results"].push_back({{"name", c.name}, {"trained", false}, {"message", e.what()}});
       }
     }
     set_memory_limit(device, 0);
+    if (!common.report.empty()) {
+      write_text_atomically(common.report, callbacks::fill_report_page(detail::memory_comparison_page(),
+                                                                      "Memory at equal effective batch", page.dump()));
+      fmt::print("\nThe page: {}\n", common.report);
+    }
     if (!accuracy) throw OutOfMemory("neither batch 64 nor 16 x 4 trained within the limit");
     examples::print_accuracy(*accuracy);
   });

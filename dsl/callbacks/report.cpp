@@ -251,17 +251,7 @@ std::string Report::data_json() const {
 }
 
 std::string Report::html() const {
-  std::string page{detail::report_template()};
-  const auto fill = [&](std::string_view marker, const std::string& with) {
-    const std::size_t at = page.find(marker);
-    ACCRUE_CHECK(at != std::string::npos, "callbacks::Report: the page template lacks {}", marker);
-    page.replace(at, marker.size(), with);
-  };
-  fill("/*UPLOT_CSS*/", std::string{detail::uplot_css()});
-  fill("/*UPLOT_JS*/", script_safe(std::string{detail::uplot_js()}));
-  fill("/*TITLE*/", script_safe(json(title_).dump()));
-  fill("/*DATA*/", script_safe(data_json()));
-  return page;
+  return fill_report_page(detail::report_template(), title_, data_json());
 }
 
 std::string Report::json_lines() const {
@@ -296,6 +286,20 @@ std::string Report::json_lines() const {
 void Report::write() const {
   write_text_atomically(path_, html());
   write_text_atomically(json_lines_, json_lines());
+}
+
+std::string fill_report_page(std::string_view page_template, std::string_view title, std::string_view data_json) {
+  std::string page{page_template};
+  const auto fill = [&](std::string_view marker, const std::string& with) {
+    const std::size_t at = page.find(marker);
+    ACCRUE_CHECK(at != std::string::npos, "a report page's template lacks {}", marker);
+    page.replace(at, marker.size(), with);
+  };
+  fill("/*UPLOT_CSS*/", std::string{detail::uplot_css()});
+  fill("/*UPLOT_JS*/", script_safe(std::string{detail::uplot_js()}));
+  fill("/*TITLE*/", script_safe(json(std::string{title}).dump()));
+  fill("/*DATA*/", script_safe(std::string{data_json}));
+  return page;
 }
 
 }  // namespace accrue::callbacks

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "accrue/dsl/callbacks.hpp"
@@ -90,5 +91,11 @@ class Report final : public Callback {
   std::vector<std::size_t> epoch_steps_;
   std::vector<double> epoch_time_;
 };
+
+/// A self-contained page from `page_template` (HTML): its markers /*UPLOT_CSS*/ and /*UPLOT_JS*/
+/// become the vendored uPlot, /*TITLE*/ `title` as a JSON string and /*DATA*/ `data_json` (JSON),
+/// each made safe inside <script>. Report's page is made with it, and so can a program's own page
+/// (memory_comparison's, the playground's). Throws when a marker is missing.
+std::string fill_report_page(std::string_view page_template, std::string_view title, std::string_view data_json);
 
 }  // namespace accrue::callbacks

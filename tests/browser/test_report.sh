@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The report page in a real browser (Debian's chromium, headless): a short run (accumulation_schedule:
 # accumulation 8 then 4, warmup-cosine, clipping) opens with no errors and one point per optimizer
-# step in the LR chart, and a report as long as 20 tutorial epochs renders in under a second.
-# Screenshots go to SHOTS.
+# step in the LR chart, a report as long as 20 tutorial epochs renders in under a second, and
+# memory_comparison's page draws its bars. Screenshots go to SHOTS.
 #   test_report.sh BUILD_DIR SHOTS_DIR
 # Exits 77 (skipped, with the reason) without chromium or the FashionMNIST files.
 set -uo pipefail
@@ -50,4 +50,15 @@ ms=$(attribute "$b" data-render-ms)
 echo "20 epochs: $(stat -c %s "$work/large.html") bytes, $(attribute "$b" data-lr-points) steps, rendered ${ms:-?} ms after navigation"
 check "the long report opens without errors" '[[ -n "$b" && -z "$(attribute "$b" data-errors)" ]]'
 check "the long report renders in under a second" '[[ -n "$ms" && "$ms" -lt 1000 ]]'
+if "$build/examples/memory_comparison" --configs 64,16x4 --report "$work/memory.html" >"$work/memory.log" 2>&1; then
+  b=$(body "$work/memory.html")
+  echo "memory comparison: $b"
+  check "the memory comparison page opens without errors" '[[ -n "$b" && -z "$(attribute "$b" data-errors)" ]]'
+  check "it draws both configurations" '[[ "$(attribute "$b" data-bars)" == 2 ]]'
+  timeout 60 "$chromium" "${flags[@]}" --window-size=1280,1100 --screenshot="$shots/memory_comparison.png" \
+    "file://$work/memory.html" >/dev/null 2>&1
+else
+  cat "$work/memory.log"
+  check "memory_comparison writes its page" false
+fi
 exit $failed
