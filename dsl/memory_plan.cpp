@@ -60,6 +60,13 @@ MemoryPlan Sequential::memory_plan(std::int64_t micro_batch) const {
   return memory_plan(micro_batch, compiled() && recipe_.accumulates());
 }
 
+std::optional<std::int64_t> Sequential::fitting_micro_batch(std::int64_t micro_batch, std::size_t limit,
+                                                            std::size_t live_besides) const {
+  for (std::int64_t m = micro_batch / 2; m >= 1; m /= 2)
+    if (memory_plan(m, /*accumulating=*/true).peak_total + live_besides <= limit) return m;
+  return std::nullopt;
+}
+
 MemoryPlan Sequential::memory_plan(std::int64_t micro_batch, bool accumulates) const {
   ACCRUE_CHECK(micro_batch > 0, "memory_plan: the micro-batch must be positive, got {}", micro_batch);
   ACCRUE_CHECK(built_, "memory_plan: model '{}' is not built yet; declare layers::Input or call build(shape) first",

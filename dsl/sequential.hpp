@@ -154,6 +154,11 @@ class Sequential {
   /// The same, saying whether windows hold more than one micro-batch (the gradients then live
   /// through the whole window) instead of taking it from the compiled recipe.
   MemoryPlan memory_plan(std::int64_t micro_batch, bool accumulating) const;
+  /// The micro-batch an out-of-memory error advises: the largest of micro_batch / 2, / 4, ... down
+  /// to 1 whose plan (accumulating) fits in `limit` beside `live_besides` bytes that are not the
+  /// model's; none when even 1 does not.
+  std::optional<std::int64_t> fitting_micro_batch(std::int64_t micro_batch, std::size_t limit,
+                                                  std::size_t live_besides) const;
 
   /// Prints the layers with output shapes, parameter counts and parameter memory; with a batch
   /// size, also what each layer keeps for backward at that micro-batch and the memory plan.

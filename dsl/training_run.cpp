@@ -72,15 +72,12 @@ std::string fitting_advice(const Sequential& model, std::int64_t micro_batch, st
                            std::size_t live_besides_model) {
   const MemoryStats stats = memory_stats(model.device());
   if (stats.limit == 0) return {};
-  for (std::int64_t m = micro_batch / 2; m >= 1; m /= 2) {
-    const MemoryPlan plan = model.memory_plan(m, /*accumulating=*/true);
-    if (plan.peak_total + live_besides_model <= stats.limit) {
-      const std::int64_t k = ceil_div(effective_batch, m);
-      return fmt::format("\nMicro-batches of {} with accumulate({}) keep the effective batch of {} and are planned to "
-                         "peak at {} (model.memory_plan({}); {} more is live besides the model), within the limit of {}.",
-                         m, k, m * k, format_bytes(plan.peak_total), m, format_bytes(live_besides_model),
-                         format_bytes(stats.limit));
-    }
+  if (const std::optional<std::int64_t> m = model.fitting_micro_batch(micro_batch, stats.limit, live_besides_model)) {
+    const std::int64_t k = ceil_div(effective_batch, *m);
+    return fmt::format("\nMicro-batches of {} with accumulate({}) keep the effective batch of {} and are planned to "
+                       "peak at {} (model.memory_plan({}); {} more is live besides the model), within the limit of {}.",
+                       *m, k, *m * k, format_bytes(model.memory_plan(*m, true).peak_total), *m,
+                       format_bytes(live_besides_model), format_bytes(stats.limit));
   }
   return fmt::format("\nEven a micro-batch of 1 is planned to peak at {} (model.memory_plan(1)) beside {} live: raise "
                      "the limit of {} or use a smaller model.",

@@ -14,13 +14,6 @@
 
 using namespace accrue;
 
-namespace {
-Sequential tutorial_model() {
-  return Sequential{layers::Input{1, 28, 28}, layers::Flatten{}, layers::Dense{512}, layers::ReLU{},
-                    layers::Dense{512},       layers::ReLU{},    layers::Dense{10}};
-}
-}  // namespace
-
 int main(int argc, char** argv) {
   CLI::App app{"Batch 64 against 16 x 4 with gradient accumulation"};
   examples::ExampleOptions common{.epochs = 5};
@@ -32,8 +25,8 @@ int main(int argc, char** argv) {
   return examples::run_example(app, argc, argv, [&] {
     auto [train, test] = datasets::fashion_mnist(common.data);
     manual_seed(common.seed);
-    Sequential large = tutorial_model();
-    Sequential accumulated = tutorial_model();
+    Sequential large = examples::tutorial_mlp();
+    Sequential accumulated = examples::tutorial_mlp();
     // Same initial weights for both.
     for (std::size_t i = 0; i < large.parameters().size(); ++i) accumulated.parameters()[i].copy_(large.parameters()[i]);
     large.to(common.target());

@@ -37,10 +37,7 @@ int main(int argc, char** argv) {
     const distributed::Communicator& world = distributed::world();
     manual_seed(common.seed);
     auto [train, test] = datasets::fashion_mnist(common.data);
-    Sequential model{layers::Input{1, 28, 28},
-                     layers::Conv2d{32, 3, {.padding = layers::same}}, layers::ReLU{}, layers::MaxPool2d{2},
-                     layers::Conv2d{64, 3, {.padding = layers::same}}, layers::ReLU{}, layers::MaxPool2d{2},
-                     layers::Flatten{}, layers::Dense{128}, layers::ReLU{}, layers::Dense{10}};
+    Sequential model = examples::tutorial_cnn();
     model.to(common.target());
     model.compile(common.with_amp(optim::Recipe{optim::Adam{.lr = 1e-3}}.accumulate(accumulate)),
                   losses::CrossEntropy{}, {metrics::Accuracy{}});

@@ -60,6 +60,21 @@ inline CLI::Validator finite_number(double low) {
       fmt::format("NUMBER >= {}", low));
 }
 
+/// The tutorial's MLP: 784 -> 512 -> 512 -> 10 with ReLU between.
+inline Sequential tutorial_mlp() {
+  return Sequential{layers::Input{1, 28, 28}, layers::Flatten{}, layers::Dense{512}, layers::ReLU{},
+                    layers::Dense{512},       layers::ReLU{},    layers::Dense{10}};
+}
+
+/// The CNN of data_parallel and the playground: two blocks of 3x3 convolution (same size), ReLU and
+/// 2x2 max-pooling, then 128 -> 10.
+inline Sequential tutorial_cnn() {
+  return Sequential{layers::Input{1, 28, 28},
+                    layers::Conv2d{32, 3, {.padding = layers::same}}, layers::ReLU{}, layers::MaxPool2d{2},
+                    layers::Conv2d{64, 3, {.padding = layers::same}}, layers::ReLU{}, layers::MaxPool2d{2},
+                    layers::Flatten{}, layers::Dense{128}, layers::ReLU{}, layers::Dense{10}};
+}
+
 /// The flags every example takes.
 struct ExampleOptions {
   int epochs = 1;

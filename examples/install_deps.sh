@@ -12,10 +12,12 @@
 #   nlohmann-json3-dev        the PyTorch reference data of the parity test
 #   dataset-fashion-mnist     the FashionMNIST files the tutorial trains on
 #   libopenmpi-dev openmpi-bin  data-parallel training over several processes (mpirun)
+#   libcpp-httplib-dev        the playground's HTTP server (examples/playground)
 set -euo pipefail
 
 packages=(cmake ninja-build g++ libopenblas-dev librange-v3-dev libfmt-dev zlib1g-dev libcli11-dev
-          libboost-test-dev nlohmann-json3-dev dataset-fashion-mnist libopenmpi-dev openmpi-bin "$@")
+          libboost-test-dev nlohmann-json3-dev dataset-fashion-mnist libopenmpi-dev openmpi-bin
+          libcpp-httplib-dev "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

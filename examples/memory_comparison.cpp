@@ -23,11 +23,6 @@ std::string_view memory_comparison_page();  // memory_comparison.html, compiled 
 
 namespace {
 
-Sequential tutorial_model() {
-  return Sequential{layers::Input{1, 28, 28}, layers::Flatten{}, layers::Dense{512}, layers::ReLU{},
-                    layers::Dense{512},       layers::ReLU{},    layers::Dense{10}};
-}
-
 struct Config {
   std::string name;
   std::int64_t micro_batch;
@@ -72,7 +67,7 @@ int main(int argc, char** argv) {
     const Device device = common.target();
     const auto compiled = [&](const Config& c) {
       manual_seed(common.seed);
-      Sequential m = tutorial_model();
+      Sequential m = examples::tutorial_mlp();
       m.to(device);
       optim::Recipe recipe = optim::SGD{.lr = 1e-3};
       if (c.accumulate > 1) recipe = recipe.accumulate(c.accumulate);

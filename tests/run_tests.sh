@@ -3,8 +3,11 @@
 # runs the test suite. Tests that need something absent (a GPU) are reported as skipped.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-# chromium: only the browser tests (label browser) use it, headless.
-"$root/examples/install_deps.sh" chromium
+# Only the browser tests (label browser) use these: chromium, headless; node and npm to install and
+# run puppeteer-core (a node that came without Debian's package brings its own npm).
+browser=(chromium)
+command -v node >/dev/null && command -v npm >/dev/null || browser+=(nodejs npm)
+"$root/examples/install_deps.sh" "${browser[@]}"
 build=${ACCRUE_BUILD_DIR:-$root/build}
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build "$build"
