@@ -18,6 +18,8 @@ namespace accrue::detail {
 std::string_view report_template();
 std::string_view uplot_js();
 std::string_view uplot_css();
+std::string_view page_css();
+std::string_view page_js();
 }  // namespace accrue::detail
 
 namespace accrue::callbacks {
@@ -296,6 +298,8 @@ std::string fill_report_page(std::string_view page_template, std::string_view ti
     page.replace(at, marker.size(), with);
   };
   fill("/*UPLOT_CSS*/", std::string{detail::uplot_css()});
+  fill("/*PAGE_CSS*/", std::string{detail::page_css()});
+  fill("/*PAGE_JS*/", script_safe(std::string{detail::page_js()}));
   fill("/*UPLOT_JS*/", script_safe(std::string{detail::uplot_js()}));
   fill("/*TITLE*/", script_safe(json(std::string{title}).dump()));
   fill("/*DATA*/", script_safe(std::string{data_json}));
