@@ -4,7 +4,9 @@
 // Errors name the op and the shapes involved.
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
+#include <span>
 
 #include "accrue/framework/tensor.hpp"
 
@@ -126,6 +128,12 @@ Tensor flatten(const Tensor& x, int start_dim = 1);
 Tensor narrow(const Tensor& x, std::int64_t begin, std::int64_t end);
 /// A copy with its own storage.
 Tensor clone(const Tensor& x);
+/// A contiguous copy of x with its dimensions in the order `dims` (negative counts from the end):
+/// the result's dimension d is x's dimension dims[d], as torch.permute(...).contiguous().
+Tensor permute(const Tensor& x, std::span<const int> dims);
+Tensor permute(const Tensor& x, std::initializer_list<int> dims);
+/// permute swapping two dimensions, as torch.transpose(...).contiguous().
+Tensor transpose(const Tensor& x, int dim0, int dim1);
 /// x converted to `dtype` (float32, float16, bfloat16; rounding to nearest even); x itself when it
 /// already has that dtype. The gradient converts back.
 Tensor cast(const Tensor& x, DType dtype);

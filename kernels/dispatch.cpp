@@ -20,7 +20,7 @@ struct OpSupport {
 };
 
 // One row per Op, in its order.
-constexpr std::array<OpSupport, 24> table{{
+constexpr std::array<OpSupport, 25> table{{
     {Op::unary, "unary", floating, floating},
     {Op::unary_in_place, "unary_in_place", f32, f32},
     {Op::binary, "binary", f32, f32},
@@ -45,6 +45,7 @@ constexpr std::array<OpSupport, 24> table{{
     {Op::sgd_update, "sgd_update", f32, f32},
     {Op::adam_update, "adam_update", f32, f32},
     {Op::unscale_and_check, "unscale_and_check", f32, f32},
+    {Op::permute, "permute", any, any},
 }};
 
 constexpr bool in_order() {

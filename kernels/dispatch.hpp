@@ -38,6 +38,7 @@ enum class Op {
   sgd_update,
   adam_update,
   unscale_and_check,
+  permute,
 };
 
 /// "conv2d", "softmax", ...

@@ -1,8 +1,9 @@
-// Views and copies: reshape, flatten, narrow, clone.
+// Views and copies: reshape, flatten, narrow, clone, permute and transpose.
 
 #include "accrue/framework/autograd.hpp"
 #include "accrue/framework/ops.hpp"
 #include "accrue/kernels/elementwise.hpp"
+#include "accrue/kernels/permute.hpp"
 
 namespace accrue::ops {
 namespace {
@@ -45,6 +46,20 @@ class CloneNode final : public Node {
   void backward(Tensor grad, GradSink& sink) override { sink.add(0, std::move(grad)); }
 };
 
+// The gradient of a permute is its output's gradient permuted back by the inverse order.
+class PermuteNode final : public Node {
+ public:
+  explicit PermuteNode(std::vector<int> inverse) : inverse_(std::move(inverse)) {}
+  std::string_view name() const override { return "permute"; }
+  void backward(Tensor grad, GradSink& sink) override {
+    auto [dx, accumulate] = sink.target(0);
+    kernels::permute(grad, dx, inverse_, accumulate);
+  }
+
+ private:
+  std::vector<int> inverse_;
+};
+
 }  // namespace
 
 Tensor reshape(const Tensor& x, const Shape& shape) {
@@ -81,6 +96,40 @@ Tensor narrow(const Tensor& x, std::int64_t begin, std::int64_t end) {
   out.impl()->shape[0] = end - begin;
   if (needs_grad({&x})) record(std::make_shared<NarrowNode>(begin, end), out, {&x});
   return out;
+}
+
+Tensor permute(const Tensor& x, std::span<const int> dims) {
+  ACCRUE_CHECK(x.defined(), "permute: the input tensor is undefined");
+  const int rank = x.rank();
+  ACCRUE_CHECK_SHAPE(static_cast<int>(dims.size()) == rank, "permute: {} dimensions given for shape {} of rank {}",
+                     dims.size(), x.shape(), rank);
+  std::vector<int> order(dims.size()), inverse(dims.size(), -1);
+  Shape shape;
+  for (int d = 0; d < rank; ++d) {
+    const int from = x.shape().normalize(dims[static_cast<std::size_t>(d)]);
+    ACCRUE_CHECK_SHAPE(inverse[static_cast<std::size_t>(from)] < 0, "permute: dimension {} is named twice in the order for shape {}",
+                       from, x.shape());
+    order[static_cast<std::size_t>(d)] = from;
+    inverse[static_cast<std::size_t>(from)] = d;
+    shape.push_back(x.size(from));
+  }
+  Tensor out = Tensor::empty(shape, {.dtype = x.dtype(), .device = x.device()});
+  kernels::permute(x, out, order);
+  if (needs_grad({&x})) record(std::make_shared<PermuteNode>(std::move(inverse)), out, {&x});
+  return out;
+}
+
+Tensor permute(const Tensor& x, std::initializer_list<int> dims) {
+  return permute(x, std::span<const int>{dims.begin(), dims.size()});
+}
+
+Tensor transpose(const Tensor& x, int dim0, int dim1) {
+  ACCRUE_CHECK(x.defined(), "transpose: the input tensor is undefined");
+  std::vector<int> order(static_cast<std::size_t>(x.rank()));
+  for (int d = 0; d < x.rank(); ++d) order[static_cast<std::size_t>(d)] = d;
+  std::swap(order.at(static_cast<std::size_t>(x.shape().normalize(dim0))),
+            order.at(static_cast<std::size_t>(x.shape().normalize(dim1))));
+  return permute(x, order);
 }
 
 Tensor clone(const Tensor& x) {

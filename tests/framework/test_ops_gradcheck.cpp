@@ -95,6 +95,33 @@ BOOST_AUTO_TEST_CASE(shape_ops) {
   expect_gradients("flatten", [](const auto& in) { return ops::flatten(in[0]) * 2.0f; }, {leaf(x.clone())});
   expect_gradients("narrow", [](const auto& in) { return ops::narrow(in[0], 1, 3) * 2.0f; }, {leaf(x.clone())});
   expect_gradients("clone", [](const auto& in) { return ops::clone(in[0]) * 2.0f; }, {leaf(x.clone())});
+  expect_gradients("permute", [](const auto& in) { return ops::permute(in[0], {2, 0, 1}) * 2.0f; }, {leaf(x.clone())});
+  expect_gradients("transpose", [](const auto& in) { return ops::transpose(in[0], 0, -1) * 2.0f; }, {leaf(x.clone())});
+  // Used twice: the second gradient adds into the first (the kernel's accumulate path).
+  expect_gradients("permute used twice", [](const auto& in) { return ops::permute(in[0], {1, 2, 0}) + ops::permute(in[0], {1, 2, 0}); },
+                   {leaf(x.clone())});
+}
+
+BOOST_AUTO_TEST_CASE(permute_moves_elements_as_torch_permute) {
+  // x[i][j][k] = 100 i + 10 j + k; y = x.permute(2, 0, 1): y[k][i][j] = x[i][j][k].
+  std::vector<float> v;
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 4; ++k) v.push_back(static_cast<float>(100 * i + 10 * j + k));
+  const Tensor x = Tensor::from(v, {2, 3, 4});
+  const Tensor y = ops::permute(x, {2, 0, 1});
+  BOOST_TEST(y.shape() == Shape({4, 2, 3}));
+  const std::vector<float> out = y.to_vector();
+  for (int k = 0; k < 4; ++k)
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 3; ++j) BOOST_TEST(out[static_cast<std::size_t>((k * 2 + i) * 3 + j)] == 100 * i + 10 * j + k);
+  BOOST_TEST(ops::transpose(ops::transpose(x, 0, 2), 0, 2).to_vector() == v, boost::test_tools::per_element());
+  const Tensor labels = Tensor::from(std::vector<std::int32_t>{1, 2, 3, 4, 5, 6}, {2, 3});
+  BOOST_TEST(ops::transpose(labels, 0, 1).to_vector<std::int32_t>() == std::vector<std::int32_t>({1, 4, 2, 5, 3, 6}),
+             boost::test_tools::per_element());
+  BOOST_CHECK_THROW(ops::permute(x, {0, 1}), ShapeError);
+  BOOST_CHECK_THROW(ops::permute(x, {0, 0, 1}), ShapeError);
+  BOOST_CHECK_THROW(ops::permute(x, {0, 1, 3}), Error);
 }
 
 BOOST_AUTO_TEST_CASE(softmax_family) {

@@ -147,6 +147,9 @@ BOOST_AUTO_TEST_CASE(shape_ops_and_matmul) {
           [](auto& v) { return ops::linear(ops::reshape(v[0], {4, 15}), v[1], v[2]); }, 1e-4);
   compare("narrow", {x}, [](auto& v) { return ops::narrow(v[0], 1, 3); });
   compare("flatten", {x}, [](auto& v) { return ops::flatten(v[0]); });
+  compare("permute", {x}, [](auto& v) { return ops::permute(v[0], {2, 0, 1}); });
+  compare("transpose used twice", {x},
+          [](auto& v) { return ops::add(ops::transpose(v[0], 0, 1), ops::transpose(v[0], 0, 1)); });
   const Tensor a = random_tensor({33, 17}, 33), c = random_tensor({17, 9}, 34);
   compare("matmul", {a, c}, [](auto& v) { return ops::matmul(v[0], v[1]); }, 1e-4);
 }

@@ -1,0 +1,34 @@
+#include "accrue/kernels/cpu/permute.hpp"
+
+#include "accrue/kernels/common/half.hpp"
+#include "accrue/kernels/cpu/parallel.hpp"
+
+namespace accrue::kernels::cpu {
+
+namespace {
+template <class T>
+void apply(const T* x, T* y, std::int64_t n, const common::PermuteIndex& index, bool accumulate) {
+  parallel_for(n, 1 << 14, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) {
+      const T v = x[index.source(i)];
+      if constexpr (std::is_same_v<T, std::int32_t>) {
+        y[i] = v;
+      } else {
+        y[i] = accumulate ? common::store<T>(common::load(y[i]) + common::load(v)) : v;
+      }
+    }
+  });
+}
+}  // namespace
+
+void permute(DType dtype, const void* x, void* y, std::int64_t n, const common::PermuteIndex& index, bool accumulate) {
+  switch (dtype) {
+    case DType::f32: return apply(static_cast<const float*>(x), static_cast<float*>(y), n, index, accumulate);
+    case DType::bf16: return apply(static_cast<const bfloat16*>(x), static_cast<bfloat16*>(y), n, index, accumulate);
+    case DType::f16: return apply(static_cast<const float16*>(x), static_cast<float16*>(y), n, index, accumulate);
+    case DType::i32:
+      return apply(static_cast<const std::int32_t*>(x), static_cast<std::int32_t*>(y), n, index, accumulate);
+  }
+}
+
+}  // namespace accrue::kernels::cpu
