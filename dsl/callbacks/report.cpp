@@ -128,8 +128,9 @@ void Report::on_micro_batch_end(const StepRecord& record, const Logs& running) {
   std::size_t& data = parts[static_cast<int>(MemoryCategory::data)];
   const std::size_t held = std::min(data, datasets_);
   data -= held;
-  if (memory_.empty() || memory_.back().total != peak.total || memory_.back().parts != parts)
-    memory_.push_back({micro_loss_.size() - 1, peak.total - held, std::move(parts)});
+  const std::size_t total = peak.total - held;
+  if (memory_.empty() || memory_.back().total != total || memory_.back().parts != parts)
+    memory_.push_back({micro_loss_.size() - 1, total, std::move(parts)});
   last_running_ = running;
 }
 
