@@ -54,6 +54,16 @@ Tensor mean(const Tensor& x, int dim, bool keepdim = false);
 // ---- linear algebra ------------------------------------------------------------------------
 /// (M, K) @ (K, N) -> (M, N).
 Tensor matmul(const Tensor& a, const Tensor& b);
+/// Which operands of bmm are read transposed.
+struct BmmOptions {
+  bool transpose_a = false;
+  bool transpose_b = false;
+};
+/// Batched matrix products over the leading dimensions, as torch.matmul of two tensors of rank 3
+/// or more: a (..., M, K) and b (..., K, N) with the same leading dimensions give (..., M, N).
+/// transpose_a reads a as (..., K, M), transpose_b reads b as (..., N, K), without a copy
+/// (attention's Q K^T). In float32, or under autocast in its type with float32 accumulation.
+Tensor bmm(const Tensor& a, const Tensor& b, BmmOptions options = {});
 /// x W^T + b for x (B, in), W (out, in), b (out) or undefined: PyTorch's F.linear.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
 

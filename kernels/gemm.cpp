@@ -61,6 +61,29 @@ void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& A, const Tensor
       });
 }
 
+namespace {
+// Matrix i of t's `batch` (rows, cols) matrices, as a 2-D view.
+Tensor matrix(const Tensor& t, std::int64_t i, std::int64_t batch) {
+  const std::int64_t rows = t.rank() >= 2 ? t.size(-2) : 1, cols = t.rank() >= 1 ? t.size(-1) : 1;
+  ACCRUE_ASSERT(rows * cols * batch == t.numel());
+  Tensor m = t.detach();
+  m.impl()->offset += i * rows * cols;
+  m.impl()->shape = Shape{rows, cols};
+  return m;
+}
+}  // namespace
+
+// One gemm per matrix: each runs on the whole thread pool (or one cuBLAS call), which suits
+// attention's matrices of a sequence's length; a strided-batched call is the next step for many
+// small ones.
+void gemm_batched(bool trans_a, bool trans_b, float alpha, const Tensor& A, const Tensor& B, float beta, const Tensor& C,
+                  std::int64_t batch, DType compute) {
+  ACCRUE_ASSERT(batch >= 0);
+  for (std::int64_t i = 0; i < batch; ++i)
+    gemm(trans_a, trans_b, alpha, matrix(A, i, batch), matrix(B, i, batch), beta, matrix(C, i, batch), compute);
+  if (batch == 0) C.bump_version();
+}
+
 std::size_t gemm_workspace_bytes(Device device, DType compute, bool trans_a, bool trans_b, std::int64_t M,
                                  std::int64_t N, std::int64_t K, DType a_type, DType b_type) {
   if (compute == DType::f32 || M == 0 || N == 0 || K == 0) return 0;

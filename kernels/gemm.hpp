@@ -17,6 +17,12 @@ namespace accrue::kernels {
 void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& A, const Tensor& B, float beta, const Tensor& C,
           DType compute = DType::f32);
 
+/// gemm over `batch` matrices: A, B and C each hold `batch` matrices one after another (their
+/// leading dimensions folded), and C[i] = alpha op(A[i]) op(B[i]) + beta C[i] with each matrix's
+/// shape taken from the tensors' last two dimensions. Operands' dtypes as gemm.
+void gemm_batched(bool trans_a, bool trans_b, float alpha, const Tensor& A, const Tensor& B, float beta, const Tensor& C,
+                  std::int64_t batch, DType compute = DType::f32);
+
 /// Bytes of temporaries gemm() allocates on `device` for operands of types a_type and b_type
 /// computed in `compute`: the packed operands and float32 result of the CPU's AMX tiles, the
 /// rounded copies of float32 operands for cuBLAS; 0 for float32. For memory plans.

@@ -1,4 +1,4 @@
-// Matrix products: matmul and the fused linear map of Dense layers.
+// Matrix products: matmul, bmm and the fused linear map of Dense layers.
 //
 // Under autocast (or with low-precision inputs) both multiply in float16 or bfloat16 with float32
 // accumulation.
@@ -119,6 +119,37 @@ class LowPrecisionLinearNode final : public Node {
   SavedTensor x_, w_;
 };
 
+// C = op(A) op(B) for each matrix of a batch; `compute` float32 or the autocast type.
+class BmmNode final : public Node {
+ public:
+  BmmNode(const Tensor& a, const Tensor& b, BmmOptions options, std::int64_t batch, DType compute)
+      : a_(a), b_(b), options_(options), batch_(batch), compute_(compute) {}
+  std::string_view name() const override { return "bmm"; }
+  void backward(Tensor grad, GradSink& sink) override {
+    const bool ta = options_.transpose_a, tb = options_.transpose_b;
+    if (sink.needs(0)) {  // dA = dC op(B)^T, or op(B) dC^T when A is read transposed
+      auto [da, accumulate] = sink.target(0);
+      if (!ta) kernels::gemm_batched(false, !tb, 1.0f, grad, b_.get(name()), accumulate ? 1.0f : 0.0f, da, batch_, compute_);
+      else kernels::gemm_batched(tb, true, 1.0f, b_.get(name()), grad, accumulate ? 1.0f : 0.0f, da, batch_, compute_);
+    }
+    if (sink.needs(1)) {  // dB = op(A)^T dC, or dC^T op(A) when B is read transposed
+      auto [db, accumulate] = sink.target(1);
+      if (!tb) kernels::gemm_batched(!ta, false, 1.0f, a_.get(name()), grad, accumulate ? 1.0f : 0.0f, db, batch_, compute_);
+      else kernels::gemm_batched(true, ta, 1.0f, grad, a_.get(name()), accumulate ? 1.0f : 0.0f, db, batch_, compute_);
+    }
+  }
+  void release() override {
+    a_.reset();
+    b_.reset();
+  }
+
+ private:
+  SavedTensor a_, b_;
+  BmmOptions options_;
+  std::int64_t batch_;
+  DType compute_;
+};
+
 // The low-precision type a multiply of a and b runs in, or nothing for float32.
 std::optional<DType> multiply_dtype(const Tensor& a, const Tensor& b) {
   if (const auto autocast = Autocast::dtype()) return autocast;
@@ -163,6 +194,33 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   Tensor out = Tensor::empty({a.size(0), b.size(1)}, {.device = a.device()});
   kernels::gemm(false, false, 1.0f, a, b, 0.0f, out);
   if (needs_grad({&a, &b})) record(std::make_shared<MatmulNode>(a, b), out, {&a, &b});
+  return out;
+}
+
+Tensor bmm(const Tensor& a_in, const Tensor& b_in, BmmOptions options) {
+  ACCRUE_CHECK(a_in.defined() && b_in.defined(), "bmm: an operand is undefined");
+  const Shape& sa = a_in.shape();
+  const Shape& sb = b_in.shape();
+  bool leading_equal = sa.rank() == sb.rank() && sa.rank() >= 3;
+  for (int d = 0; leading_equal && d + 2 < sa.rank(); ++d) leading_equal = sa[d] == sb[d];
+  ACCRUE_CHECK_SHAPE(leading_equal, "bmm: shapes {} and {} need the same leading dimensions and rank 3 or more", sa, sb);
+  const std::int64_t M = options.transpose_a ? sa[-1] : sa[-2], K = options.transpose_a ? sa[-2] : sa[-1];
+  const std::int64_t Kb = options.transpose_b ? sb[-1] : sb[-2], N = options.transpose_b ? sb[-2] : sb[-1];
+  ACCRUE_CHECK_SHAPE(K == Kb, "bmm: {}{} and {}{} do not multiply: ({}, {}) by ({}, {})", sa,
+                     options.transpose_a ? " read transposed" : "", sb, options.transpose_b ? " read transposed" : "", M, K,
+                     Kb, N);
+  Shape out_shape = sa;
+  out_shape[-2] = M;
+  out_shape[-1] = N;
+  std::int64_t batch = 1;
+  for (int d = 0; d + 2 < sa.rank(); ++d) batch *= sa[d];
+  const DType compute = multiply_dtype(a_in, b_in).value_or(DType::f32);
+  const Tensor a = float32_or(a_in, compute), b = float32_or(b_in, compute);
+  Tensor out = Tensor::empty(out_shape, {.dtype = compute, .device = a.device()});
+  kernels::gemm_batched(options.transpose_a, options.transpose_b, 1.0f, a, b, 0.0f, out, batch, compute);
+  // The graph runs to the operands as given; backward multiplies the converted ones it saved.
+  if (needs_grad({&a_in, &b_in}))
+    record(std::make_shared<BmmNode>(a, b, options, batch, compute), out, {&a_in, &b_in});
   return out;
 }
 
