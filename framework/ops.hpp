@@ -54,6 +54,10 @@ Tensor mean(const Tensor& x, int dim, bool keepdim = false);
 // ---- linear algebra ------------------------------------------------------------------------
 /// (M, K) @ (K, N) -> (M, N).
 Tensor matmul(const Tensor& a, const Tensor& b);
+/// The rows of `weight` (V, D) at int32 `indices` of any shape: (indices..., D), as F.embedding.
+/// The gradient adds each output row back into its weight row, except at `padding_idx` (-1:
+/// none), whose row gets no gradient. An index outside [0, V) throws naming its position.
+Tensor embedding(const Tensor& weight, const Tensor& indices, std::int64_t padding_idx = -1);
 /// Which operands of bmm are read transposed.
 struct BmmOptions {
   bool transpose_a = false;

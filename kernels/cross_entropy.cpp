@@ -16,7 +16,7 @@ void cross_entropy_forward(const Tensor& logits, const Tensor& labels, float smo
       Op::cross_entropy, logits.device(), logits.dtype(),
       [&] {
         const std::int32_t* y = labels.data<std::int32_t>();
-        if (const std::int64_t bad = cpu::first_bad_label(y, B, C); bad >= 0)
+        if (const std::int64_t bad = cpu::first_out_of_range(y, B, C); bad >= 0)
           throw ValueError(fmt::format("label {} of sample {} in the batch is outside [0, {}): the model has {} outputs",
                                        y[bad], bad, C, C));
         loss.bump_version();
@@ -28,7 +28,7 @@ void cross_entropy_forward(const Tensor& logits, const Tensor& labels, float smo
         ACCRUE_CHECK(B < std::numeric_limits<int>::max(), "cross_entropy: a batch of {} rows is too large for the GPU kernel", B);
         const Storage flag{sizeof(int), logits.device(), MemoryCategory::temporaries};
         if (const std::int64_t bad =
-                cuda::first_bad_label(device, ptr<std::int32_t>(labels), B, C, static_cast<int*>(flag.data()));
+                cuda::first_out_of_range(device, ptr<std::int32_t>(labels), B, C, static_cast<int*>(flag.data()));
             bad >= 0)
           throw ValueError(fmt::format("label {} of sample {} in the batch is outside [0, {}): the model has {} outputs",
                                        labels.narrow(bad, bad + 1).item(), bad, C, C));

@@ -20,7 +20,7 @@ struct OpSupport {
 };
 
 // One row per Op, in its order.
-constexpr std::array<OpSupport, 25> table{{
+constexpr std::array<OpSupport, 27> table{{
     {Op::unary, "unary", floating, floating},
     {Op::unary_in_place, "unary_in_place", f32, f32},
     {Op::binary, "binary", f32, f32},
@@ -46,6 +46,8 @@ constexpr std::array<OpSupport, 25> table{{
     {Op::adam_update, "adam_update", f32, f32},
     {Op::unscale_and_check, "unscale_and_check", f32, f32},
     {Op::permute, "permute", any, any},
+    {Op::gather_rows, "gather_rows", floating, floating},
+    {Op::scatter_add_rows, "scatter_add_rows", f32, f32},
 }};
 
 constexpr bool in_order() {

@@ -39,6 +39,8 @@ enum class Op {
   adam_update,
   unscale_and_check,
   permute,
+  gather_rows,
+  scatter_add_rows,
 };
 
 /// "conv2d", "softmax", ...

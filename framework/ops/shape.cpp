@@ -1,8 +1,10 @@
-// Views and copies: reshape, flatten, narrow, clone, permute and transpose.
+// Views and copies: reshape, flatten, narrow, clone, permute and transpose; rows picked by index
+// (embedding).
 
 #include "accrue/framework/autograd.hpp"
 #include "accrue/framework/ops.hpp"
 #include "accrue/kernels/elementwise.hpp"
+#include "accrue/kernels/gather.hpp"
 #include "accrue/kernels/permute.hpp"
 
 namespace accrue::ops {
@@ -58,6 +60,22 @@ class PermuteNode final : public Node {
 
  private:
   std::vector<int> inverse_;
+};
+
+class EmbeddingNode final : public Node {
+ public:
+  EmbeddingNode(const Tensor& indices, std::int64_t padding_idx) : indices_(indices), padding_idx_(padding_idx) {}
+  std::string_view name() const override { return "embedding"; }
+  void backward(Tensor grad, GradSink& sink) override {
+    auto [dw, accumulate] = sink.target(0);
+    if (!accumulate) dw.zero_();
+    kernels::scatter_add_rows(float32(grad), indices_.get(name()), dw, padding_idx_);
+  }
+  void release() override { indices_.reset(); }
+
+ private:
+  SavedTensor indices_;
+  std::int64_t padding_idx_;
 };
 
 }  // namespace
@@ -130,6 +148,21 @@ Tensor transpose(const Tensor& x, int dim0, int dim1) {
   std::swap(order.at(static_cast<std::size_t>(x.shape().normalize(dim0))),
             order.at(static_cast<std::size_t>(x.shape().normalize(dim1))));
   return permute(x, order);
+}
+
+Tensor embedding(const Tensor& weight, const Tensor& indices, std::int64_t padding_idx) {
+  ACCRUE_CHECK(weight.defined() && indices.defined(), "embedding: the weight or the indices are undefined");
+  ACCRUE_CHECK_SHAPE(weight.rank() == 2, "embedding: the weight must be (num_embeddings, embedding_dim), got {}",
+                     weight.shape());
+  ACCRUE_CHECK(indices.dtype() == DType::i32, "embedding: indices must be int32, got {}", dtype_name(indices.dtype()));
+  ACCRUE_CHECK(padding_idx >= -1 && padding_idx < weight.size(0), "embedding: padding_idx {} is outside [0, {}) (or -1 for none)",
+               padding_idx, weight.size(0));
+  Shape shape = indices.shape();
+  shape.push_back(weight.size(1));
+  Tensor out = Tensor::empty(shape, {.dtype = weight.dtype(), .device = weight.device()});
+  kernels::gather_rows(weight, indices, out);
+  if (needs_grad({&weight})) record(std::make_shared<EmbeddingNode>(indices, padding_idx), out, {&weight});
+  return out;
 }
 
 Tensor clone(const Tensor& x) {

@@ -5,7 +5,7 @@
 
 namespace accrue::kernels::cpu {
 
-std::int64_t first_bad_label(const std::int32_t* labels, std::int64_t B, std::int64_t C) {
+std::int64_t first_out_of_range(const std::int32_t* labels, std::int64_t B, std::int64_t C) {
   for (std::int64_t b = 0; b < B; ++b)
     if (labels[b] < 0 || labels[b] >= C) return b;
   return -1;

@@ -7,8 +7,8 @@
 
 namespace accrue::kernels::cpu {
 
-/// Index of the first label outside [0, C), or -1.
-std::int64_t first_bad_label(const std::int32_t* labels, std::int64_t B, std::int64_t C);
+/// Position of the first of B labels (or embedding indices) outside [0, C), or -1.
+std::int64_t first_out_of_range(const std::int32_t* labels, std::int64_t B, std::int64_t C);
 void cross_entropy_forward(const float* logits, const std::int32_t* labels, std::int64_t B, std::int64_t C,
                            float smoothing, float* loss, float* lse);
 void cross_entropy_backward(const float* logits, const std::int32_t* labels, std::int64_t B, std::int64_t C,

@@ -67,9 +67,9 @@ struct CrossEntropyBackward {
 
 }  // namespace
 
-std::int64_t first_bad_label(int device, const std::int32_t* labels, std::int64_t B, std::int64_t C, int* scratch) {
-  launch_elementwise(device, 1, "first_bad_label(init)", StoreInt{scratch, INT_MAX});
-  launch_elementwise(device, B, "first_bad_label", FindBadLabel{labels, C, scratch});
+std::int64_t first_out_of_range(int device, const std::int32_t* labels, std::int64_t B, std::int64_t C, int* scratch) {
+  launch_elementwise(device, 1, "first_out_of_range(init)", StoreInt{scratch, INT_MAX});
+  launch_elementwise(device, B, "first_out_of_range", FindBadLabel{labels, C, scratch});
   int first = INT_MAX;
   copy_device_to_host(device, &first, scratch, sizeof first);
   return first == INT_MAX ? -1 : first;

@@ -7,8 +7,8 @@
 
 namespace accrue::kernels::cuda {
 
-/// Index of the first label outside [0, C), or -1; `scratch` is one device int. Waits for the device.
-std::int64_t first_bad_label(int device, const std::int32_t* labels, std::int64_t B, std::int64_t C, int* scratch);
+/// Position of the first of B labels (or embedding indices) outside [0, C), or -1; `scratch` is one device int. Waits for the device.
+std::int64_t first_out_of_range(int device, const std::int32_t* labels, std::int64_t B, std::int64_t C, int* scratch);
 void cross_entropy_forward(int device, const float* logits, const std::int32_t* labels, std::int64_t B, std::int64_t C,
                            float smoothing, float* loss, float* lse);
 void cross_entropy_backward(int device, const float* logits, const std::int32_t* labels, std::int64_t B,

@@ -89,6 +89,30 @@ BOOST_AUTO_TEST_CASE(matrix_products) {
                    {.max_elements = 64});
 }
 
+BOOST_AUTO_TEST_CASE(embedding_rows_and_their_gradient) {
+  // Repeated indices add up; the padding row gets nothing.
+  const Tensor indices = Tensor::from(std::vector<std::int32_t>{3, 0, 3, 4, 1, 3}, {2, 3});
+  expect_gradients("embedding", [indices](const auto& in) { return ops::embedding(in[0], indices) * 2.0f; },
+                   {leaf(random_tensor({5, 4}, 80))});
+  const Tensor w = leaf(random_tensor({5, 4}, 81));
+  const Tensor y = ops::embedding(w, indices, /*padding_idx=*/3);
+  BOOST_TEST(y.shape() == Shape({2, 3, 4}));
+  const std::vector<float> wv = w.to_vector(), yv = y.to_vector();
+  const std::vector<int> at = {3, 0, 3, 4, 1, 3};
+  for (std::size_t i = 0; i < at.size(); ++i)
+    for (std::size_t d = 0; d < 4; ++d) BOOST_TEST(yv[i * 4 + d] == wv[static_cast<std::size_t>(at[i]) * 4 + d]);
+  ops::sum(y).backward();
+  const std::vector<float> g = w.grad().to_vector();
+  const std::vector<float> rows = {1, 1, 0, 0, 1};  // row 3 is padding, row 2 unused
+  for (std::size_t r = 0; r < 5; ++r)
+    for (std::size_t d = 0; d < 4; ++d) BOOST_TEST(g[r * 4 + d] == rows[r]);
+  BOOST_CHECK_EXCEPTION(ops::embedding(w, Tensor::from(std::vector<std::int32_t>{1, 7}, {2})), ValueError,
+                        test::message_has({"index 7 at position 1", "[0, 5)"}));
+  BOOST_CHECK_EXCEPTION(ops::embedding(w, Tensor::from(std::vector<std::int32_t>{-1}, {1})), ValueError,
+                        test::message_has({"index -1 at position 0"}));
+  BOOST_CHECK_THROW(ops::embedding(w, random_tensor({2}, 1)), ValueError);  // float indices
+}
+
 BOOST_AUTO_TEST_CASE(batched_matrix_products) {
   // (2, 3) matrices of each shape; every reading of the operands, transposed or not.
   std::uint64_t seed = 63;

@@ -152,6 +152,9 @@ BOOST_AUTO_TEST_CASE(shape_ops_and_matmul) {
           [](auto& v) { return ops::add(ops::transpose(v[0], 0, 1), ops::transpose(v[0], 0, 1)); });
   const Tensor a = random_tensor({33, 17}, 33), c = random_tensor({17, 9}, 34);
   compare("matmul", {a, c}, [](auto& v) { return ops::matmul(v[0], v[1]); }, 1e-4);
+  const Tensor tokens = Tensor::from(std::vector<std::int32_t>{5, 0, 5, 9, 2, 5, 7, 0}, {2, 4});
+  compare("embedding", {random_tensor({10, 6}, 37)},
+          [&](auto& v) { return ops::embedding(v[0], tokens.to(v[0].device()), 2); });
   const Tensor q = random_tensor({2, 3, 17, 8}, 35), k = random_tensor({2, 3, 19, 8}, 36);
   compare("bmm q k^T", {q, k}, [](auto& v) { return ops::bmm(v[0], v[1], {.transpose_b = true}); }, 1e-4);
   compare("bmm q^T k^T", {ops::transpose(q, -1, -2), k},

@@ -1,0 +1,62 @@
+#include "accrue/kernels/gather.hpp"
+
+#include <limits>
+
+#include "accrue/framework/storage.hpp"
+#include "accrue/kernels/cpu/cross_entropy.hpp"
+#include "accrue/kernels/cpu/gather.hpp"
+#include "accrue/kernels/cuda/cross_entropy.hpp"
+#include "accrue/kernels/cuda/gather.hpp"
+#include "accrue/kernels/dispatch.hpp"
+
+namespace accrue::kernels {
+
+void gather_rows(const Tensor& table, const Tensor& indices, const Tensor& out) {
+  expect_tensors("gather_rows", out.device(), table.dtype(), {&table, &out});
+  expect_tensors("gather_rows", out.device(), DType::i32, {&indices});
+  ACCRUE_ASSERT(table.rank() == 2);
+  const std::int64_t V = table.size(0), D = table.size(1), n = indices.numel();
+  ACCRUE_ASSERT(out.numel() == n * D);
+  const auto bad_index = [&](std::int64_t at) {
+    return ValueError(fmt::format("index {} at position {} is outside [0, {}): the table has {} rows",
+                                  indices.detach().view_as_shape({n}).narrow(at, at + 1).to(Device::cpu()).to_vector<std::int32_t>()[0],
+                                  at, V, V));
+  };
+  out.bump_version();
+  if (n == 0 || D == 0) return;
+  return dispatch(
+      Op::gather_rows, out.device(), out.dtype(),
+      [&] {
+        const std::int32_t* idx = indices.data<std::int32_t>();
+        if (const std::int64_t bad = cpu::first_out_of_range(idx, n, V); bad >= 0) throw bad_index(bad);
+        cpu::gather_rows(out.dtype(), table.data_ptr(), idx, out.data_ptr(), n, D);
+      },
+      [&](int device) {
+        ACCRUE_CHECK(n < std::numeric_limits<int>::max(), "gather_rows: {} indices are too many for the GPU kernel", n);
+        const Storage flag{sizeof(int), out.device(), MemoryCategory::temporaries};
+        const std::int32_t* idx = ptr<std::int32_t>(indices);
+        if (const std::int64_t bad = cuda::first_out_of_range(device, idx, n, V, static_cast<int*>(flag.data())); bad >= 0)
+          throw bad_index(bad);
+        cuda::gather_rows(device, out.dtype(), table.data_ptr(), idx, out.data_ptr(), n, D);
+      });
+}
+
+void scatter_add_rows(const Tensor& grad, const Tensor& indices, const Tensor& table_grad, std::int64_t skip) {
+  expect_tensors("scatter_add_rows", table_grad.device(), DType::f32, {&grad, &table_grad});
+  expect_tensors("scatter_add_rows", table_grad.device(), DType::i32, {&indices});
+  ACCRUE_ASSERT(table_grad.rank() == 2);
+  const std::int64_t D = table_grad.size(1), n = indices.numel();
+  ACCRUE_ASSERT(grad.numel() == n * D);
+  table_grad.bump_version();
+  if (n == 0 || D == 0) return;
+  return dispatch(
+      Op::scatter_add_rows, table_grad.device(), table_grad.dtype(),
+      [&] {
+        cpu::scatter_add_rows(grad.data<float>(), indices.data<std::int32_t>(), table_grad.data<float>(), n, D, skip);
+      },
+      [&](int device) {
+        cuda::scatter_add_rows(device, ptr<float>(grad), ptr<std::int32_t>(indices), ptr<float>(table_grad), n, D, skip);
+      });
+}
+
+}  // namespace accrue::kernels
