@@ -39,14 +39,14 @@ const Tensor& SavedTensor::get(std::string_view op) const {
   return tensor_;
 }
 
-bool needs_grad(std::initializer_list<const Tensor*> inputs) {
+bool needs_grad(std::span<const Tensor* const> inputs) {
   if (!GradMode::enabled()) return false;
   for (const Tensor* t : inputs)
     if (t->defined() && t->requires_grad()) return true;
   return false;
 }
 
-void record(const std::shared_ptr<Node>& node, const Tensor& output, std::initializer_list<const Tensor*> inputs) {
+void record(const std::shared_ptr<Node>& node, const Tensor& output, std::span<const Tensor* const> inputs) {
   node->edges.reserve(inputs.size());
   for (const Tensor* t : inputs) {
     Edge e;

@@ -12,6 +12,7 @@
 // primitive op derives from Node (see ops/*.cpp for examples).
 
 #include <memory>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -100,10 +101,14 @@ class NoGradGuard {
 };
 
 /// True when an op with these inputs must record a node.
-bool needs_grad(std::initializer_list<const Tensor*> inputs);
+bool needs_grad(std::span<const Tensor* const> inputs);
+inline bool needs_grad(std::initializer_list<const Tensor*> inputs) { return needs_grad(std::span{inputs.begin(), inputs.size()}); }
 
 /// Connects `node` to `inputs` and makes it the grad_fn of `output`, which then requires grad.
-void record(const std::shared_ptr<Node>& node, const Tensor& output, std::initializer_list<const Tensor*> inputs);
+void record(const std::shared_ptr<Node>& node, const Tensor& output, std::span<const Tensor* const> inputs);
+inline void record(const std::shared_ptr<Node>& node, const Tensor& output, std::initializer_list<const Tensor*> inputs) {
+  record(node, output, std::span{inputs.begin(), inputs.size()});
+}
 
 /// Runs backward from `root` with `grad_root` as its gradient (see Tensor::backward).
 void run_backward(const Tensor& root, const Tensor& grad_root, bool retain_graph);

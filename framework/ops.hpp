@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <optional>
 #include <span>
+#include <vector>
 
 #include "accrue/framework/tensor.hpp"
 
@@ -54,6 +55,12 @@ Tensor mean(const Tensor& x, int dim, bool keepdim = false);
 // ---- linear algebra ------------------------------------------------------------------------
 /// (M, K) @ (K, N) -> (M, N).
 Tensor matmul(const Tensor& a, const Tensor& b);
+/// A contiguous copy of entries [begin, end) along `dim`: torch's x.narrow(dim, begin, end - begin).
+Tensor slice(const Tensor& x, int dim, std::int64_t begin, std::int64_t end);
+/// x cut along `dim` into pieces of `sizes` entries (adding up to its size there), as torch.split.
+std::vector<Tensor> split(const Tensor& x, std::span<const std::int64_t> sizes, int dim);
+/// The tensors joined along `dim` (the same shape elsewhere, dtype and device), as torch.cat.
+Tensor cat(std::span<const Tensor> xs, int dim);
 /// The rows of `weight` (V, D) at int32 `indices` of any shape: (indices..., D), as F.embedding.
 /// The gradient adds each output row back into its weight row, except at `padding_idx` (-1:
 /// none), whose row gets no gradient. An index outside [0, V) throws naming its position.

@@ -41,6 +41,7 @@ enum class Op {
   permute,
   gather_rows,
   scatter_add_rows,
+  copy_columns,    // concatenation and slicing
 };
 
 /// "conv2d", "softmax", ...

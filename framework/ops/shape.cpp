@@ -1,8 +1,9 @@
-// Views and copies: reshape, flatten, narrow, clone, permute and transpose; rows picked by index
-// (embedding).
+// Views and copies: reshape, flatten, narrow, clone, permute and transpose, slice, split and cat;
+// rows picked by index (embedding).
 
 #include "accrue/framework/autograd.hpp"
 #include "accrue/framework/ops.hpp"
+#include "accrue/kernels/concat.hpp"
 #include "accrue/kernels/elementwise.hpp"
 #include "accrue/kernels/gather.hpp"
 #include "accrue/kernels/permute.hpp"
@@ -78,6 +79,57 @@ class EmbeddingNode final : public Node {
   std::int64_t padding_idx_;
 };
 
+// A tensor seen around dimension d: (outer, size along d, inner).
+struct AroundDim {
+  std::int64_t outer = 1, size = 1, inner = 1;
+};
+AroundDim around(const Shape& shape, int d) {
+  AroundDim a;
+  for (int i = 0; i < shape.rank(); ++i) {
+    if (i < d) a.outer *= shape[i];
+    else if (i > d) a.inner *= shape[i];
+  }
+  a.size = shape[d];
+  return a;
+}
+
+// x's gradient is zero but for the block its slice's gradient goes back to.
+class SliceNode final : public Node {
+ public:
+  SliceNode(AroundDim x, std::int64_t begin, std::int64_t end) : x_(x), begin_(begin), end_(end) {}
+  std::string_view name() const override { return "slice"; }
+  void backward(Tensor grad, GradSink& sink) override {
+    auto [dx, accumulate] = sink.target(0);
+    if (!accumulate) dx.zero_();
+    const std::int64_t width = (end_ - begin_) * x_.inner;
+    kernels::copy_columns(grad, width, 0, dx, x_.size * x_.inner, begin_ * x_.inner, x_.outer, width, true);
+  }
+
+ private:
+  AroundDim x_;
+  std::int64_t begin_, end_;
+};
+
+// Each input's gradient is its block of the output's.
+class CatNode final : public Node {
+ public:
+  CatNode(std::int64_t outer, std::int64_t out_cols, std::vector<std::int64_t> widths)
+      : outer_(outer), out_cols_(out_cols), widths_(std::move(widths)) {}
+  std::string_view name() const override { return "cat"; }
+  void backward(Tensor grad, GradSink& sink) override {
+    std::int64_t offset = 0;
+    for (std::size_t i = 0; i < widths_.size(); offset += widths_[i], ++i) {
+      if (!sink.needs(i)) continue;
+      auto [dx, accumulate] = sink.target(i);
+      kernels::copy_columns(grad, out_cols_, offset, dx, widths_[i], 0, outer_, widths_[i], accumulate);
+    }
+  }
+
+ private:
+  std::int64_t outer_, out_cols_;
+  std::vector<std::int64_t> widths_;
+};
+
 }  // namespace
 
 Tensor reshape(const Tensor& x, const Shape& shape) {
@@ -148,6 +200,75 @@ Tensor transpose(const Tensor& x, int dim0, int dim1) {
   std::swap(order.at(static_cast<std::size_t>(x.shape().normalize(dim0))),
             order.at(static_cast<std::size_t>(x.shape().normalize(dim1))));
   return permute(x, order);
+}
+
+Tensor slice(const Tensor& x, int dim, std::int64_t begin, std::int64_t end) {
+  ACCRUE_CHECK(x.defined(), "slice: the input tensor is undefined");
+  ACCRUE_CHECK_SHAPE(x.rank() >= 1, "slice: needs at least one dimension, got shape {}", x.shape());
+  const int d = x.shape().normalize(dim);
+  ACCRUE_CHECK_SHAPE(0 <= begin && begin <= end && end <= x.size(d),
+                     "slice: [{}, {}) is outside the {} entries of dimension {} of shape {}", begin, end, x.size(d), d,
+                     x.shape());
+  const AroundDim a = around(x.shape(), d);
+  Shape shape = x.shape();
+  shape[d] = end - begin;
+  Tensor out = Tensor::empty(shape, {.dtype = x.dtype(), .device = x.device()});
+  const std::int64_t width = (end - begin) * a.inner;
+  kernels::copy_columns(x, a.size * a.inner, begin * a.inner, out, width, 0, a.outer, width);
+  if (needs_grad({&x})) record(std::make_shared<SliceNode>(a, begin, end), out, {&x});
+  return out;
+}
+
+std::vector<Tensor> split(const Tensor& x, std::span<const std::int64_t> sizes, int dim) {
+  ACCRUE_CHECK(x.defined(), "split: the input tensor is undefined");
+  const int d = x.shape().normalize(dim);
+  std::int64_t total = 0;
+  for (const std::int64_t s : sizes) {
+    ACCRUE_CHECK_SHAPE(s >= 0, "split: a negative size {}", s);
+    total += s;
+  }
+  ACCRUE_CHECK_SHAPE(total == x.size(d), "split: sizes adding up to {} for the {} entries of dimension {} of shape {}",
+                     total, x.size(d), d, x.shape());
+  std::vector<Tensor> pieces;
+  std::int64_t begin = 0;
+  for (const std::int64_t s : sizes) {
+    pieces.push_back(slice(x, d, begin, begin + s));
+    begin += s;
+  }
+  return pieces;
+}
+
+Tensor cat(std::span<const Tensor> xs, int dim) {
+  ACCRUE_CHECK(!xs.empty(), "cat: no tensors to concatenate");
+  const Tensor& first = xs.front();
+  ACCRUE_CHECK(first.defined(), "cat: tensor 0 is undefined");
+  const int d = first.shape().normalize(dim);
+  Shape shape = first.shape();
+  shape[d] = 0;
+  std::vector<std::int64_t> widths;
+  std::vector<const Tensor*> inputs;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const Tensor& x = xs[i];
+    ACCRUE_CHECK(x.defined(), "cat: tensor {} is undefined", i);
+    ACCRUE_CHECK(x.dtype() == first.dtype() && x.device() == first.device(),
+                 "cat: tensor {} is {} on {}, tensor 0 {} on {}", i, dtype_name(x.dtype()), x.device().str(),
+                 dtype_name(first.dtype()), first.device().str());
+    bool fits = x.rank() == first.rank();
+    for (int k = 0; fits && k < x.rank(); ++k) fits = k == d || x.size(k) == first.size(k);
+    ACCRUE_CHECK_SHAPE(fits, "cat: tensor {} of shape {} does not match tensor 0's {} but along dimension {}", i,
+                       x.shape(), first.shape(), d);
+    shape[d] += x.size(d);
+    widths.push_back(around(x.shape(), d).size * around(x.shape(), d).inner);
+    inputs.push_back(&x);
+  }
+  const AroundDim a = around(shape, d);
+  const std::int64_t out_cols = a.size * a.inner;
+  Tensor out = Tensor::empty(shape, {.dtype = first.dtype(), .device = first.device()});
+  std::int64_t offset = 0;
+  for (std::size_t i = 0; i < xs.size(); offset += widths[i], ++i)
+    kernels::copy_columns(xs[i], widths[i], 0, out, out_cols, offset, a.outer, widths[i]);
+  if (needs_grad(inputs)) record(std::make_shared<CatNode>(a.outer, out_cols, std::move(widths)), out, inputs);
+  return out;
 }
 
 Tensor embedding(const Tensor& weight, const Tensor& indices, std::int64_t padding_idx) {

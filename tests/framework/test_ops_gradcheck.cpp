@@ -89,6 +89,40 @@ BOOST_AUTO_TEST_CASE(matrix_products) {
                    {.max_elements = 64});
 }
 
+BOOST_AUTO_TEST_CASE(slice_split_and_cat) {
+  const Tensor x = random_tensor({3, 5, 4}, 90);
+  for (const int d : {0, 1, 2, -1})
+    expect_gradients(fmt::format("slice along {}", d), [d](const auto& in) { return ops::slice(in[0], d, 1, 3) * 2.0f; },
+                     {leaf(x.clone())});
+  expect_gradients("split into three, used unevenly", [](const auto& in) {
+    const std::vector<std::int64_t> sizes = {1, 3, 1};
+    const std::vector<Tensor> p = ops::split(in[0], sizes, 1);
+    return ops::add(ops::mul(p[0], p[2]), ops::sum(p[1], 1, true));
+  }, {leaf(x.clone())});
+  expect_gradients("cat along the middle", [](const auto& in) {
+    const std::vector<Tensor> parts = {in[0], in[1], in[0]};
+    return ops::cat(parts, 1) * 2.0f;
+  }, {leaf(random_tensor({3, 2, 4}, 91)), leaf(random_tensor({3, 5, 4}, 92))});
+
+  // Values: cat undoes split, along every dimension, for int32 too.
+  for (const int d : {0, 1, 2}) {
+    const std::vector<std::int64_t> sizes = {1, x.size(d) - 1};
+    const std::vector<Tensor> pieces = ops::split(x, sizes, d);
+    BOOST_TEST(ops::cat(pieces, d).to_vector() == x.to_vector(), boost::test_tools::per_element());
+  }
+  const Tensor ints = Tensor::from(std::vector<std::int32_t>{1, 2, 3, 4, 5, 6}, {2, 3});
+  const std::vector<Tensor> both = {ints, ints};
+  BOOST_TEST(ops::cat(both, 1).to_vector<std::int32_t>() == std::vector<std::int32_t>({1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 5, 6}),
+             boost::test_tools::per_element());
+  BOOST_TEST(ops::slice(ints, 1, 1, 3).to_vector<std::int32_t>() == std::vector<std::int32_t>({2, 3, 5, 6}),
+             boost::test_tools::per_element());
+  const std::vector<Tensor> mismatched = {x, random_tensor({3, 5, 2}, 1)};
+  BOOST_CHECK_EXCEPTION(ops::cat(mismatched, 1), ShapeError, test::message_has({"tensor 1", "dimension 1"}));
+  BOOST_CHECK_THROW(ops::slice(x, 1, 2, 6), ShapeError);
+  const std::vector<std::int64_t> wrong = {2, 2};
+  BOOST_CHECK_THROW(ops::split(x, wrong, 1), ShapeError);
+}
+
 BOOST_AUTO_TEST_CASE(embedding_rows_and_their_gradient) {
   // Repeated indices add up; the padding row gets nothing.
   const Tensor indices = Tensor::from(std::vector<std::int32_t>{3, 0, 3, 4, 1, 3}, {2, 3});

@@ -152,6 +152,11 @@ BOOST_AUTO_TEST_CASE(shape_ops_and_matmul) {
           [](auto& v) { return ops::add(ops::transpose(v[0], 0, 1), ops::transpose(v[0], 0, 1)); });
   const Tensor a = random_tensor({33, 17}, 33), c = random_tensor({17, 9}, 34);
   compare("matmul", {a, c}, [](auto& v) { return ops::matmul(v[0], v[1]); }, 1e-4);
+  compare("slice", {x}, [](auto& v) { return ops::slice(v[0], 1, 1, 3); });
+  compare("cat", {x, random_tensor({4, 2, 5}, 38)}, [](auto& v) {
+    const std::vector<Tensor> parts = {v[0], v[1], v[0]};
+    return ops::cat(parts, 1);
+  });
   const Tensor tokens = Tensor::from(std::vector<std::int32_t>{5, 0, 5, 9, 2, 5, 7, 0}, {2, 4});
   compare("embedding", {random_tensor({10, 6}, 37)},
           [&](auto& v) { return ops::embedding(v[0], tokens.to(v[0].device()), 2); });

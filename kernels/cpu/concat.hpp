@@ -1,0 +1,14 @@
+#pragma once
+// copy_columns on the CPU (concat.cpp), called by kernels/concat.cpp.
+
+#include <cstdint>
+
+#include "accrue/framework/dtype.hpp"
+#include "accrue/kernels/common/concat.hpp"
+
+namespace accrue::kernels::cpu {
+
+void copy_columns(DType dtype, const void* src, void* dst, std::int64_t rows, const common::ColumnBlock& block,
+                  bool accumulate);
+
+}  // namespace accrue::kernels::cpu

@@ -1,0 +1,47 @@
+// copy_columns on the GPU: one thread per element of the block, placed by common/concat.hpp.
+
+#include <cstdint>
+#include <type_traits>
+
+#include "accrue/kernels/common/concat.hpp"
+#include "accrue/kernels/cuda/concat.hpp"
+#include "accrue/kernels/cuda/launch.cuh"
+
+namespace accrue::kernels::cuda {
+namespace {
+
+template <class T>
+struct CopyColumns {
+  const T* src;
+  T* dst;
+  common::ColumnBlock block;
+  bool accumulate;
+  __device__ void operator()(std::int64_t e) const {
+    const T v = src[block.src(e)];
+    T& d = dst[block.dst(e)];
+    if constexpr (std::is_same_v<T, std::int32_t>) {
+      d = v;
+    } else {
+      d = accumulate ? common::store<T>(common::load(d) + common::load(v)) : v;
+    }
+  }
+};
+
+template <class T>
+void run(int device, const void* src, void* dst, std::int64_t rows, const common::ColumnBlock& block, bool accumulate) {
+  launch_elementwise(device, rows * block.width, "copy_columns",
+                     CopyColumns<T>{static_cast<const T*>(src), static_cast<T*>(dst), block, accumulate});
+}
+
+}  // namespace
+
+void copy_columns(int device, DType dtype, const void* src, void* dst, std::int64_t rows, const common::ColumnBlock& block,
+                  bool accumulate) {
+  if (dtype == DType::i32) return run<std::int32_t>(device, src, dst, rows, block, accumulate);
+  with_float_type(dtype, [&](auto* type) {
+    using T = std::remove_pointer_t<decltype(type)>;
+    run<T>(device, src, dst, rows, block, accumulate);
+  });
+}
+
+}  // namespace accrue::kernels::cuda
