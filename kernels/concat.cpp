@@ -19,7 +19,9 @@ void copy_columns(const Tensor& src, std::int64_t src_cols, std::int64_t src_off
   return dispatch(
       Op::copy_columns, dst.device(), dst.dtype(),
       [&] { cpu::copy_columns(dst.dtype(), src.data_ptr(), dst.data_ptr(), rows, block, accumulate); },
-      [&](int device) { cuda::copy_columns(device, dst.dtype(), src.data_ptr(), dst.data_ptr(), rows, block, accumulate); });
+      [&](int device) {
+        cuda::copy_columns(device, dst.dtype(), src.data_ptr(), dst.data_ptr(), rows, block, accumulate);
+      });
 }
 
 }  // namespace accrue::kernels

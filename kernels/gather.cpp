@@ -18,9 +18,10 @@ void gather_rows(const Tensor& table, const Tensor& indices, const Tensor& out) 
   const std::int64_t V = table.size(0), D = table.size(1), n = indices.numel();
   ACCRUE_ASSERT(out.numel() == n * D);
   const auto bad_index = [&](std::int64_t at) {
-    return ValueError(fmt::format("index {} at position {} is outside [0, {}): the table has {} rows",
-                                  indices.detach().view_as_shape({n}).narrow(at, at + 1).to(Device::cpu()).to_vector<std::int32_t>()[0],
-                                  at, V, V));
+    return ValueError(fmt::format(
+        "index {} at position {} is outside [0, {}): the table has {} rows",
+        indices.detach().view_as_shape({n}).narrow(at, at + 1).to(Device::cpu()).to_vector<std::int32_t>()[0], at, V,
+        V));
   };
   out.bump_version();
   if (n == 0 || D == 0) return;
@@ -35,7 +36,8 @@ void gather_rows(const Tensor& table, const Tensor& indices, const Tensor& out) 
         ACCRUE_CHECK(n < std::numeric_limits<int>::max(), "gather_rows: {} indices are too many for the GPU kernel", n);
         const Storage flag{sizeof(int), out.device(), MemoryCategory::temporaries};
         const std::int32_t* idx = ptr<std::int32_t>(indices);
-        if (const std::int64_t bad = cuda::first_out_of_range(device, idx, n, V, static_cast<int*>(flag.data())); bad >= 0)
+        if (const std::int64_t bad = cuda::first_out_of_range(device, idx, n, V, static_cast<int*>(flag.data()));
+            bad >= 0)
           throw bad_index(bad);
         cuda::gather_rows(device, out.dtype(), table.data_ptr(), idx, out.data_ptr(), n, D);
       });
@@ -55,7 +57,8 @@ void scatter_add_rows(const Tensor& grad, const Tensor& indices, const Tensor& t
         cpu::scatter_add_rows(grad.data<float>(), indices.data<std::int32_t>(), table_grad.data<float>(), n, D, skip);
       },
       [&](int device) {
-        cuda::scatter_add_rows(device, ptr<float>(grad), ptr<std::int32_t>(indices), ptr<float>(table_grad), n, D, skip);
+        cuda::scatter_add_rows(device, ptr<float>(grad), ptr<std::int32_t>(indices), ptr<float>(table_grad), n, D,
+                               skip);
       });
 }
 

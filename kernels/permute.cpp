@@ -30,9 +30,7 @@ void permute(const Tensor& x, const Tensor& y, std::span<const int> order, bool 
   return dispatch(
       Op::permute, y.device(), y.dtype(),
       [&] { return cpu::permute(y.dtype(), x.data_ptr(), y.data_ptr(), n, index, accumulate); },
-      [&](int device) {
-        return cuda::permute(device, y.dtype(), x.data_ptr(), y.data_ptr(), n, index, accumulate);
-      });
+      [&](int device) { return cuda::permute(device, y.dtype(), x.data_ptr(), y.data_ptr(), n, index, accumulate); });
 }
 
 }  // namespace accrue::kernels

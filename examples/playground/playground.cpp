@@ -35,8 +35,9 @@ int main(int argc, char** argv) {
   app.add_option("--port", port, "Port to listen on (0: a free one)")
       ->check(examples::whole_number(0, 65535))
       ->capture_default_str();
-  app.add_option("--data", data, "Folder with the FashionMNIST IDX files (default: $ACCRUE_FASHION_MNIST_DIR or "
-                                 "/usr/share/datasets/fashion-mnist)");
+  app.add_option("--data", data,
+                 "Folder with the FashionMNIST IDX files (default: $ACCRUE_FASHION_MNIST_DIR or "
+                 "/usr/share/datasets/fashion-mnist)");
   app.add_option("--device", device, "Where to train: best, cpu, cuda, cuda:N")->capture_default_str();
 
   return examples::run_example(app, argc, argv, [&] {
@@ -47,17 +48,21 @@ int main(int argc, char** argv) {
     sigaddset(&signals, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-    auto [train, test] = datasets::fashion_mnist(data);
+    const Dataset train = datasets::fashion_mnist(data).train;
+    const Device target = Device::parse(device);
     const bool loopback_only = host == "127.0.0.1" || host == "localhost" || host == "::1";
-    playground::Playground playground{train, Device::parse(device), !loopback_only};
+    playground::Playground playground{train, target, !loopback_only};
     httplib::Server server;
-    const nlohmann::json page_data{{"defaults", playground::Settings{}.to_json()},
-                                   {"samples", train.size()},
-                                   {"device", Device::parse(device).str()}};
-    playground.serve(server, callbacks::fill_report_page(detail::playground_page(), "Accrue playground", page_data.dump()));
+    const nlohmann::json page_data{
+        {"defaults", playground::Settings{}.to_json()}, {"samples", train.size()}, {"device", target.str()}};
+    playground.serve(server,
+                     callbacks::fill_report_page(detail::playground_page(), "Accrue playground", page_data.dump()));
     const int bound = port == 0 ? server.bind_to_any_port(host) : (server.bind_to_port(host, port) ? port : -1);
-    if (bound < 0) throw IoError(fmt::format("--host {} --port {}: cannot listen there (in use, or not an address of this machine)", host, port));
-    fmt::print("Playground: http://{}:{}/ ({} training samples on {}; Ctrl-C stops)\n", host.find(':') != std::string::npos ? "[" + host + "]" : host, bound, train.size(), Device::parse(device).str());
+    if (bound < 0)
+      throw IoError(fmt::format("--host {} --port {}: cannot listen there (in use, or not an address of this machine)",
+                                host, port));
+    fmt::print("Playground: http://{}:{}/ ({} training samples on {}; Ctrl-C stops)\n",
+               host.find(':') != std::string::npos ? "[" + host + "]" : host, bound, train.size(), target.str());
     std::fflush(stdout);
 
     std::atomic<bool> signalled{false};

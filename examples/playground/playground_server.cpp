@@ -72,9 +72,18 @@ struct Stopped {};
 }  // namespace
 
 json Settings::to_json() const {
-  return {{"model", model},   {"micro_batch", micro_batch}, {"accumulate", accumulate}, {"memory_cap_mib", memory_cap_mib},
-          {"amp", amp},       {"normalization", normalization}, {"lr", lr}, {"schedule", schedule},         {"epochs", epochs},
-          {"max_steps", max_steps}, {"pace_ms", pace_ms},   {"seed", seed}};
+  return {{"model", model},
+          {"micro_batch", micro_batch},
+          {"accumulate", accumulate},
+          {"memory_cap_mib", memory_cap_mib},
+          {"amp", amp},
+          {"normalization", normalization},
+          {"lr", lr},
+          {"schedule", schedule},
+          {"epochs", epochs},
+          {"max_steps", max_steps},
+          {"pace_ms", pace_ms},
+          {"seed", seed}};
 }
 
 Settings parse_settings(std::string_view body, std::int64_t training_samples) {
@@ -86,24 +95,37 @@ Settings parse_settings(std::string_view body, std::int64_t training_samples) {
   }
   if (!j.is_object()) throw SettingsError(fmt::format("the settings must be a JSON object, got {}", j.dump()));
   Settings s;
-  const std::string known = "model, micro_batch, accumulate, memory_cap_mib, amp, normalization, lr, schedule, epochs, "
-                            "max_steps, pace_ms, seed";
+  const std::string known =
+      "model, micro_batch, accumulate, memory_cap_mib, amp, normalization, lr, schedule, epochs, "
+      "max_steps, pace_ms, seed";
   for (const auto& [key, value] : j.items()) {
-    if (key == "model") s.model = one_of(value, key, {"mlp", "cnn"});
-    else if (key == "micro_batch") s.micro_batch = whole(value, key, 1, std::min(largest_micro_batch, training_samples));
-    else if (key == "accumulate") s.accumulate = whole(value, key, 1, largest_accumulation);
-    else if (key == "memory_cap_mib") s.memory_cap_mib = number(value, key, 0, 1 << 20, true);
+    if (key == "model")
+      s.model = one_of(value, key, {"mlp", "cnn"});
+    else if (key == "micro_batch")
+      s.micro_batch = whole(value, key, 1, std::min(largest_micro_batch, training_samples));
+    else if (key == "accumulate")
+      s.accumulate = whole(value, key, 1, largest_accumulation);
+    else if (key == "memory_cap_mib")
+      s.memory_cap_mib = number(value, key, 0, 1 << 20, true);
     else if (key == "amp") {
       if (!value.is_boolean()) throw SettingsError(fmt::format("amp: {} is not true or false", value.dump()));
       s.amp = value.get<bool>();
-    } else if (key == "normalization") s.normalization = one_of(value, key, {"per_window", "per_micro_batch"});
-    else if (key == "lr") s.lr = number(value, key, 0, 10, false);
-    else if (key == "schedule") s.schedule = one_of(value, key, {"constant", "warmup_cosine"});
-    else if (key == "epochs") s.epochs = whole(value, key, 1, 20);
-    else if (key == "max_steps") s.max_steps = whole(value, key, 0, 1'000'000);
-    else if (key == "pace_ms") s.pace_ms = whole(value, key, 0, 2000);
-    else if (key == "seed") s.seed = static_cast<std::uint64_t>(whole(value, key, 0, std::int64_t{1} << 53));
-    else throw SettingsError(fmt::format("unknown setting '{}'; the settings are {}", key, known));
+    } else if (key == "normalization")
+      s.normalization = one_of(value, key, {"per_window", "per_micro_batch"});
+    else if (key == "lr")
+      s.lr = number(value, key, 0, 10, false);
+    else if (key == "schedule")
+      s.schedule = one_of(value, key, {"constant", "warmup_cosine"});
+    else if (key == "epochs")
+      s.epochs = whole(value, key, 1, 20);
+    else if (key == "max_steps")
+      s.max_steps = whole(value, key, 0, 1'000'000);
+    else if (key == "pace_ms")
+      s.pace_ms = whole(value, key, 0, 2000);
+    else if (key == "seed")
+      s.seed = static_cast<std::uint64_t>(whole(value, key, 0, std::int64_t{1} << 53));
+    else
+      throw SettingsError(fmt::format("unknown setting '{}'; the settings are {}", key, known));
   }
   if (s.micro_batch * s.accumulate > training_samples)
     throw SettingsError(fmt::format("micro_batch x accumulate = {} x {} = {} is more than the {} training samples",
@@ -156,8 +178,10 @@ void EventLog::close() {
 // stop() asks, and stops it at max_steps.
 class Playground::Stream final : public Callback {
  public:
-  Stream(Playground& owner, std::int64_t run, Settings settings, std::size_t datasets)
-      : owner_(owner), run_(run), settings_(std::move(settings)), datasets_(datasets) {}
+  // `datasets`: the data held in memory before the run, left out of the measurements as the plan
+  // leaves it out; `cap`: the cap on the model's memory (0: none).
+  Stream(Playground& owner, std::int64_t run, Settings settings, std::size_t datasets, std::size_t cap)
+      : owner_(owner), run_(run), settings_(std::move(settings)), datasets_(datasets), cap_(cap) {}
 
   bool needs_grad_norm() const override { return true; }
 
@@ -165,19 +189,18 @@ class Playground::Stream final : public Callback {
     context_ = &context;
     const Sequential& model = *context.model;
     const MemoryPlan plan = model.memory_plan(context.batch_size);
-    const std::size_t limit = memory_stats(model.device()).limit;
-    owner_.events_.publish(json{{"type", "run"},
-                                {"run", run_},
-                                {"settings", settings_.to_json()},
-                                {"banner", callbacks::training_banner(context)},
-                                {"categories", categories()},
-                                {"plan", plan.peak},
-                                {"plan_peak", plan.peak_total},
-                                {"cap", limit > 0 ? limit - datasets_ : 0},
-                                {"total_steps", settings_.max_steps > 0
-                                                    ? std::min(settings_.max_steps, context.plan->total_optimizer_steps())
-                                                    : context.plan->total_optimizer_steps()},
-                                {"micro_batches_per_epoch", context.steps_per_epoch}}
+    owner_.events_.publish(json{
+        {"type", "run"},
+        {"run", run_},
+        {"settings", settings_.to_json()},
+        {"banner", callbacks::training_banner(context)},
+        {"categories", categories()},
+        {"plan", plan.peak},
+        {"plan_peak", plan.peak_total},
+        {"cap", cap_},
+        {"total_steps", settings_.max_steps > 0 ? std::min(settings_.max_steps, context.plan->total_optimizer_steps())
+                                                : context.plan->total_optimizer_steps()},
+        {"micro_batches_per_epoch", context.steps_per_epoch}}
                                .dump());
     allocator(model.device()).take_interval_peak();
     last_publish_ = Clock::time_point{};
@@ -254,7 +277,7 @@ class Playground::Stream final : public Callback {
   Playground& owner_;
   std::int64_t run_;
   Settings settings_;
-  std::size_t datasets_;
+  std::size_t datasets_, cap_;
   TrainingContext* context_ = nullptr;
   WindowLoss window_;
   json last_, steps_ = json::array();
@@ -291,22 +314,30 @@ json Playground::plan(const Settings& s) const {
   const Sequential model = build(s);
   const MemoryPlan plan = model.memory_plan(s.micro_batch);
   const std::size_t cap = static_cast<std::size_t>(s.memory_cap_mib * 1024 * 1024);
-  json out{{"categories", categories()}, {"micro_batch", s.micro_batch}, {"accumulate", s.accumulate},
-           {"effective_batch", s.micro_batch * s.accumulate}, {"plan", plan.peak}, {"peak", plan.peak_total},
-           {"precision", plan.precision}, {"cap", cap}, {"fits", cap == 0 || plan.peak_total <= cap},
-           {"advice", nullptr}, {"message", ""}};
+  json out{{"categories", categories()},
+           {"micro_batch", s.micro_batch},
+           {"accumulate", s.accumulate},
+           {"effective_batch", s.micro_batch * s.accumulate},
+           {"plan", plan.peak},
+           {"peak", plan.peak_total},
+           {"precision", plan.precision},
+           {"cap", cap},
+           {"fits", cap == 0 || plan.peak_total <= cap},
+           {"advice", nullptr},
+           {"message", ""}};
   if (out["fits"]) return out;
-  std::string message =
-      fmt::format("model.memory_plan({}) peaks at {}, past the cap of {}: training would stop with OutOfMemory in its "
-                  "first window.",
-                  s.micro_batch, format_bytes(plan.peak_total), format_bytes(cap));
+  std::string message = fmt::format(
+      "model.memory_plan({}) peaks at {}, past the cap of {}: training would stop with OutOfMemory in its "
+      "first window.",
+      s.micro_batch, format_bytes(plan.peak_total), format_bytes(cap));
   if (const std::optional<std::int64_t> m = model.fitting_micro_batch(s.micro_batch, cap, 0)) {
     const std::int64_t effective = s.micro_batch * s.accumulate, k = ceil_div(effective, *m);
     const std::size_t peak = model.memory_plan(*m, true).peak_total;
     out["advice"] = {{"micro_batch", *m}, {"accumulate", k}, {"peak", peak}};
-    message += fmt::format(" Micro-batches of {} with accumulate({}) keep the effective batch of {} and are planned to "
-                           "peak at {}, within the cap.",
-                           *m, k, *m * k, format_bytes(peak));
+    message += fmt::format(
+        " Micro-batches of {} with accumulate({}) keep the effective batch of {} and are planned to "
+        "peak at {}, within the cap.",
+        *m, k, *m * k, format_bytes(peak));
   } else {
     message += fmt::format(" Even a micro-batch of 1 is planned to peak at {}: raise the cap.",
                            format_bytes(model.memory_plan(1, true).peak_total));
@@ -355,10 +386,11 @@ bool Playground::stop() {
 
 void Playground::train(std::int64_t run, Settings s) {
   json end{{"type", "end"}, {"run", run}, {"outcome", "finished"}, {"message", ""}, {"oom", false}};
-  const std::size_t datasets = memory_stats(device_).live_total;
+  // The cap is on the model's memory: the limit adds what is live before the run (the datasets).
+  const MemoryStats before = memory_stats(device_);
+  const std::size_t cap = static_cast<std::size_t>(s.memory_cap_mib * 1024 * 1024);
   try {
-    const std::size_t cap = static_cast<std::size_t>(s.memory_cap_mib * 1024 * 1024);
-    set_memory_limit(device_, cap > 0 ? datasets + cap : 0);
+    set_memory_limit(device_, cap > 0 ? before.live_total + cap : 0);
     Sequential model = build(s);
     model.fit(train_, {.epochs = static_cast<int>(s.epochs),
                        .batch_size = s.micro_batch,
@@ -366,7 +398,7 @@ void Playground::train(std::int64_t run, Settings s) {
                        .schedule = s.schedule == "warmup_cosine"
                                        ? schedules::warmup_cosine({.warmup_ratio = 0.1, .min_lr_ratio = 0.05})
                                        : LrSchedule{},
-                       .callbacks = {Stream{*this, run, s, datasets}},
+                       .callbacks = {Stream{*this, run, s, before.live_of(MemoryCategory::data), cap}},
                        .seed = s.seed,
                        .verbose = 0,
                        .stop_on_signal = false});
@@ -421,7 +453,8 @@ void refuse(httplib::Response& res, int status, const std::string& message) {
 }
 
 bool loopback(const std::string& address) {
-  return address == "127.0.0.1" || address == "::1" || address.starts_with("::ffff:127.") || address.starts_with("127.");
+  return address == "127.0.0.1" || address == "::1" || address.starts_with("::ffff:127.") ||
+         address.starts_with("127.");
 }
 
 }  // namespace
@@ -433,9 +466,10 @@ void Playground::serve(httplib::Server& server, std::string page) {
   server.set_payload_max_length(1 << 16);
   server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (!remote_allowed_ && !loopback(req.remote_addr)) {
-      refuse(res, 403, fmt::format("the playground answers loopback only (this request came from {}); start it with "
-                                   "--host 0.0.0.0 to open it to other machines",
-                                   req.remote_addr));
+      refuse(res, 403,
+             fmt::format("the playground answers loopback only (this request came from {}); start it with "
+                         "--host 0.0.0.0 to open it to other machines",
+                         req.remote_addr));
       return httplib::Server::HandlerResponse::Handled;
     }
     // A page of another site may not start or stop runs (browsers send Origin with cross-site POSTs).
@@ -456,7 +490,8 @@ void Playground::serve(httplib::Server& server, std::string page) {
     }
   });
   server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (res.body.empty()) refuse(res, res.status, fmt::format("{} {}: no such page or method here", req.method, req.path));
+    if (res.body.empty())
+      refuse(res, res.status, fmt::format("{} {}: no such page or method here", req.method, req.path));
   });
 
   server.Get("/", [page = std::move(page)](const httplib::Request&, httplib::Response& res) {
@@ -475,9 +510,11 @@ void Playground::serve(httplib::Server& server, std::string page) {
   server.Post("/api/runs", [this](const httplib::Request& req, httplib::Response& res) {
     try {
       const Settings s = parse_settings(req.body, static_cast<std::int64_t>(train_.size()));
-      if (const std::optional<std::int64_t> run = start(s)) return answer(res, 201, json{{"run", *run}, {"settings", s.to_json()}});
-      answer(res, 409, json{{"error", "a run is going: watch it (GET /api/events) or stop it (POST /api/stop) first"},
-                            {"status", status()}});
+      if (const std::optional<std::int64_t> run = start(s))
+        return answer(res, 201, json{{"run", *run}, {"settings", s.to_json()}});
+      answer(res, 409,
+             json{{"error", "a run is going: watch it (GET /api/events) or stop it (POST /api/stop) first"},
+                  {"status", status()}});
     } catch (const SettingsError& e) {
       refuse(res, 400, e.what());
     }
@@ -506,7 +543,8 @@ void Playground::serve(httplib::Server& server, std::string page) {
             hello["type"] = "hello";
             frames += "data: " + hello.dump() + "\n\n";
           }
-          for (const std::string& e : events_.wait(*cursor, std::chrono::milliseconds{1000})) frames += "data: " + e + "\n\n";
+          for (const std::string& e : events_.wait(*cursor, std::chrono::milliseconds{1000}))
+            frames += "data: " + e + "\n\n";
           // A comment when there is nothing new: a page that went away is found out within a second.
           if (frames.empty()) frames = ":\n\n";
           return sink.write(frames.data(), frames.size());

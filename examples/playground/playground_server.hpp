@@ -38,17 +38,17 @@ using json = nlohmann::ordered_json;
 
 /// What a run trains and how: the JSON keys are the member names.
 struct Settings {
-  std::string model = "mlp";       // "mlp" (the tutorial's) or "cnn"
-  std::int64_t micro_batch = 16;   // samples per forward pass
-  std::int64_t accumulate = 4;     // micro-batches per optimizer step
-  double memory_cap_mib = 0;       // the model's memory (datasets not counted); 0: no cap
-  bool amp = false;                // .amp(): bfloat16 on the CPU
+  std::string model = "mlp";                 // "mlp" (the tutorial's) or "cnn"
+  std::int64_t micro_batch = 16;             // samples per forward pass
+  std::int64_t accumulate = 4;               // micro-batches per optimizer step
+  double memory_cap_mib = 0;                 // the model's memory (datasets not counted); 0: no cap
+  bool amp = false;                          // .amp(): bfloat16 on the CPU
   std::string normalization = "per_window";  // or the tutorials' "per_micro_batch"
-  double lr = 0.2;                 // SGD's learning rate
-  std::string schedule = "constant";  // or "warmup_cosine" (10% warmup) over the epochs' optimizer steps
+  double lr = 0.2;                           // SGD's learning rate
+  std::string schedule = "constant";         // or "warmup_cosine" (10% warmup) over the epochs' optimizer steps
   std::int64_t epochs = 1;
-  std::int64_t max_steps = 0;      // stop after this many optimizer steps; 0: run the epochs
-  std::int64_t pace_ms = 0;        // a pause after each micro-batch, to watch it happen
+  std::int64_t max_steps = 0;  // stop after this many optimizer steps; 0: run the epochs
+  std::int64_t pace_ms = 0;    // a pause after each micro-batch, to watch it happen
   std::uint64_t seed = 0;
 
   json to_json() const;
@@ -120,7 +120,7 @@ class Playground {
   accrue::Device device_;
   bool remote_allowed_;
   EventLog events_;
-  std::mutex control_;  // start and stop, one at a time (held while a stop waits for the thread)
+  std::mutex control_;        // start and stop, one at a time (held while a stop waits for the thread)
   mutable std::mutex mutex_;  // what the training thread shares with the server's threads
   std::condition_variable stop_requested_;
   std::thread worker_;

@@ -21,7 +21,8 @@ void apply(const T* src, T* dst, std::int64_t rows, const common::ColumnBlock& b
                    } else if (!accumulate) {
                      std::memcpy(d, s, static_cast<std::size_t>(b.width) * sizeof(T));
                    } else {
-                     for (std::int64_t c = 0; c < b.width; ++c) d[c] = common::store<T>(common::load(d[c]) + common::load(s[c]));
+                     for (std::int64_t c = 0; c < b.width; ++c)
+                       d[c] = common::store<T>(common::load(d[c]) + common::load(s[c]));
                    }
                  }
                });
@@ -31,9 +32,12 @@ void apply(const T* src, T* dst, std::int64_t rows, const common::ColumnBlock& b
 void copy_columns(DType dtype, const void* src, void* dst, std::int64_t rows, const common::ColumnBlock& block,
                   bool accumulate) {
   switch (dtype) {
-    case DType::f32: return apply(static_cast<const float*>(src), static_cast<float*>(dst), rows, block, accumulate);
-    case DType::bf16: return apply(static_cast<const bfloat16*>(src), static_cast<bfloat16*>(dst), rows, block, accumulate);
-    case DType::f16: return apply(static_cast<const float16*>(src), static_cast<float16*>(dst), rows, block, accumulate);
+    case DType::f32:
+      return apply(static_cast<const float*>(src), static_cast<float*>(dst), rows, block, accumulate);
+    case DType::bf16:
+      return apply(static_cast<const bfloat16*>(src), static_cast<bfloat16*>(dst), rows, block, accumulate);
+    case DType::f16:
+      return apply(static_cast<const float16*>(src), static_cast<float16*>(dst), rows, block, accumulate);
     case DType::i32:
       return apply(static_cast<const std::int32_t*>(src), static_cast<std::int32_t*>(dst), rows, block, accumulate);
   }

@@ -7,14 +7,17 @@
 
 namespace accrue::kernels::cpu {
 
-void gather_rows(DType dtype, const void* table, const std::int32_t* indices, void* out, std::int64_t n, std::int64_t D) {
+void gather_rows(DType dtype, const void* table, const std::int32_t* indices, void* out, std::int64_t n,
+                 std::int64_t D) {
   const std::size_t row = static_cast<std::size_t>(D) * dtype_size(dtype);
   const auto* from = static_cast<const unsigned char*>(table);
   auto* to = static_cast<unsigned char*>(out);
-  parallel_for(n, std::max<std::int64_t>(1, (1 << 16) / std::max<std::int64_t>(1, D)), [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t i = begin; i < end; ++i)
-      std::memcpy(to + static_cast<std::size_t>(i) * row, from + static_cast<std::size_t>(indices[i]) * row, row);
-  });
+  parallel_for(n, std::max<std::int64_t>(1, (1 << 16) / std::max<std::int64_t>(1, D)),
+               [&](std::int64_t begin, std::int64_t end) {
+                 for (std::int64_t i = begin; i < end; ++i)
+                   std::memcpy(to + static_cast<std::size_t>(i) * row,
+                               from + static_cast<std::size_t>(indices[i]) * row, row);
+               });
 }
 
 // Threads split the columns, not the rows: two rows with one index then never race, and each

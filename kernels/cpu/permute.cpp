@@ -23,9 +23,12 @@ void apply(const T* x, T* y, std::int64_t n, const common::PermuteIndex& index, 
 
 void permute(DType dtype, const void* x, void* y, std::int64_t n, const common::PermuteIndex& index, bool accumulate) {
   switch (dtype) {
-    case DType::f32: return apply(static_cast<const float*>(x), static_cast<float*>(y), n, index, accumulate);
-    case DType::bf16: return apply(static_cast<const bfloat16*>(x), static_cast<bfloat16*>(y), n, index, accumulate);
-    case DType::f16: return apply(static_cast<const float16*>(x), static_cast<float16*>(y), n, index, accumulate);
+    case DType::f32:
+      return apply(static_cast<const float*>(x), static_cast<float*>(y), n, index, accumulate);
+    case DType::bf16:
+      return apply(static_cast<const bfloat16*>(x), static_cast<bfloat16*>(y), n, index, accumulate);
+    case DType::f16:
+      return apply(static_cast<const float16*>(x), static_cast<float16*>(y), n, index, accumulate);
     case DType::i32:
       return apply(static_cast<const std::int32_t*>(x), static_cast<std::int32_t*>(y), n, index, accumulate);
   }

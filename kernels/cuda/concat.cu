@@ -35,8 +35,8 @@ void run(int device, const void* src, void* dst, std::int64_t rows, const common
 
 }  // namespace
 
-void copy_columns(int device, DType dtype, const void* src, void* dst, std::int64_t rows, const common::ColumnBlock& block,
-                  bool accumulate) {
+void copy_columns(int device, DType dtype, const void* src, void* dst, std::int64_t rows,
+                  const common::ColumnBlock& block, bool accumulate) {
   if (dtype == DType::i32) return run<std::int32_t>(device, src, dst, rows, block, accumulate);
   with_float_type(dtype, [&](auto* type) {
     using T = std::remove_pointer_t<decltype(type)>;

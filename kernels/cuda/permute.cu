@@ -29,8 +29,7 @@ struct Permute {
 
 template <class T>
 void run(int device, const void* x, void* y, std::int64_t n, const common::PermuteIndex& index, bool accumulate) {
-  launch_elementwise(device, n, "permute",
-                     Permute<T>{static_cast<const T*>(x), static_cast<T*>(y), index, accumulate});
+  launch_elementwise(device, n, "permute", Permute<T>{static_cast<const T*>(x), static_cast<T*>(y), index, accumulate});
 }
 
 }  // namespace

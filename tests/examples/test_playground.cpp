@@ -133,7 +133,8 @@ BOOST_AUTO_TEST_CASE(a_run_streams_micro_batches_steps_and_its_end) {
   std::vector<json> seen;
   watcher = std::thread([&] { seen = events(s, [](const json& e) { return e.at("type") == "end"; }); });
   std::this_thread::sleep_for(std::chrono::milliseconds{200});
-  const auto [status, started] = s.post("/api/runs", R"({"micro_batch": 16, "accumulate": 4, "max_steps": 2, "pace_ms": 20})");
+  const auto [status, started] =
+      s.post("/api/runs", R"({"micro_batch": 16, "accumulate": 4, "max_steps": 2, "pace_ms": 20})");
   BOOST_TEST(status == 201);
   watcher.join();
   BOOST_REQUIRE(seen.size() >= 4);
