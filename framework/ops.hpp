@@ -164,6 +164,19 @@ Tensor float32(const Tensor& x);
 // ---- softmax ----------------------------------------------------------------------------------
 Tensor softmax(const Tensor& x, int dim = -1);
 Tensor log_softmax(const Tensor& x, int dim = -1);
+/// How masked_softmax scales and masks the scores.
+struct MaskedSoftmaxOptions {
+  float scale = 1.0f;
+  /// Query i keeps key j only when j <= i + T_k - T_q (a decoder's causal attention).
+  bool causal = false;
+  /// Added to the scores, (T_q, T_k) float32, -inf where an entry is masked; undefined: none. Not
+  /// differentiated.
+  Tensor mask = {};
+};
+/// Attention's softmax over the last dimension of scores (..., T_q, T_k): softmax(scale x + mask)
+/// over the entries the causal rule keeps, fused in one pass. A query that keeps no key gets
+/// zeros, where PyTorch gives NaN.
+Tensor masked_softmax(const Tensor& scores, const MaskedSoftmaxOptions& options = {});
 
 // ---- losses -----------------------------------------------------------------------------------
 /// Softmax cross-entropy of logits (B, C) against int32 labels (B), fused and numerically

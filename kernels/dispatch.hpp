@@ -42,6 +42,7 @@ enum class Op {
   gather_rows,
   scatter_add_rows,
   copy_columns,    // concatenation and slicing
+  masked_softmax,  // attention's scaled, causal or masked softmax
 };
 
 /// "conv2d", "softmax", ...

@@ -36,4 +36,46 @@ ACCRUE_HD void softmax_slice_backward(const float* y, const float* dy, float* dx
   }
 }
 
+/// Attention's softmax of one row of D scores: y_j = softmax over the kept entries of
+/// (scale x_j + mask_j), 0 at the others. Entries j > last_kept are masked (causal attention keeps
+/// j <= i + D - T_q for query i), and so are those whose mask is -inf; `mask` (one row of D
+/// additive values) may be null. A row with nothing kept comes out all zeros, not NaN.
+ACCRUE_HD void masked_softmax_row(const float* x, const float* mask, float* y, std::int64_t D, std::int64_t last_kept,
+                                  float scale) {
+  const auto score = [&](std::int64_t j) { return scale * x[j] + (mask != nullptr ? mask[j] : 0.0f); };
+  float m = -INFINITY;
+  for (std::int64_t j = 0; j <= last_kept && j < D; ++j) m = score(j) > m ? score(j) : m;
+  if (m == -INFINITY) {
+    for (std::int64_t j = 0; j < D; ++j) y[j] = 0.0f;
+    return;
+  }
+  float s = 0.0f;
+  for (std::int64_t j = 0; j < D; ++j) {
+    y[j] = j <= last_kept ? expf(score(j) - m) : 0.0f;
+    s += y[j];
+  }
+  const float inv = 1.0f / s;
+  for (std::int64_t j = 0; j < D; ++j) y[j] *= inv;
+}
+
+/// The gradient of masked_softmax_row: dx = scale y (dy - sum(dy y)); masked entries (y = 0) get
+/// none. Adds into dx when `accumulate`.
+ACCRUE_HD void masked_softmax_row_backward(const float* y, const float* dy, float* dx, std::int64_t D, float scale,
+                                           bool accumulate) {
+  float s = 0.0f;
+  for (std::int64_t j = 0; j < D; ++j) s += dy[j] * y[j];
+  for (std::int64_t j = 0; j < D; ++j) {
+    const float g = scale * y[j] * (dy[j] - s);
+    dx[j] = accumulate ? dx[j] + g : g;
+  }
+}
+
+/// The last entry query row r of (rows, T_q, D) scores keeps: all of them, or under the causal rule
+/// those up to its position plus the keys before the queries (D - T_q); -1 keeps none.
+ACCRUE_HD std::int64_t last_kept_entry(std::int64_t r, std::int64_t T_q, std::int64_t D, bool causal) {
+  if (!causal) return D - 1;
+  const std::int64_t last = r % T_q + D - T_q;
+  return last < D - 1 ? (last < -1 ? -1 : last) : D - 1;
+}
+
 }  // namespace accrue::kernels::common

@@ -13,4 +13,9 @@ void softmax_forward(const float* x, float* y, std::int64_t outer, std::int64_t 
 void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t outer, std::int64_t D, std::int64_t inner,
                       bool log, bool accumulate);
 
+void masked_softmax_forward(const float* x, const float* mask, float* y, std::int64_t rows, std::int64_t D,
+                            std::int64_t T_q, float scale, bool causal);
+void masked_softmax_backward(const float* y, const float* dy, float* dx, std::int64_t rows, std::int64_t D, float scale,
+                             bool accumulate);
+
 }  // namespace accrue::kernels::cpu

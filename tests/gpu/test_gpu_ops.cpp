@@ -197,6 +197,14 @@ BOOST_AUTO_TEST_CASE(softmax_and_log_softmax_over_cudnn) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(masked_softmax_matches_the_cpu) {
+  const Tensor scores = random_tensor({2, 4, 7, 9}, 60, -3, 3);
+  const Tensor mask = random_tensor({7, 9}, 61);
+  compare("masked_softmax causal", {scores}, [](auto& v) { return ops::masked_softmax(v[0], {.scale = 0.5f, .causal = true}); });
+  compare("masked_softmax with a mask", {scores},
+          [&](auto& v) { return ops::masked_softmax(v[0], {.scale = 0.5f, .mask = mask.to(v[0].device())}); });
+}
+
 BOOST_AUTO_TEST_CASE(cross_entropy_fused) {
   const Tensor logits = random_tensor({64, 10}, 60, -5.0f, 5.0f);
   Generator gen{61};
