@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "accrue/kernels/common/macros.hpp"
 
@@ -109,6 +110,17 @@ ACCRUE_HD bfloat16 store<bfloat16>(float x) {
 template <>
 ACCRUE_HD float16 store<float16>(float x) {
   return float16{f16_bits_from_float(x)};
+}
+
+/// d = v, or d + v (in float32, rounded once) when `accumulate`: how data-movement kernels
+/// (permute, copy_columns) write. int32 is only ever copied.
+template <class T>
+ACCRUE_HD void store_or_add(T& d, T v, bool accumulate) {
+  if constexpr (std::is_same_v<T, std::int32_t>) {
+    d = v;
+  } else {
+    d = accumulate ? store<T>(load(d) + load(v)) : v;
+  }
 }
 
 }  // namespace kernels::common

@@ -16,13 +16,10 @@ void apply(const T* src, T* dst, std::int64_t rows, const common::ColumnBlock& b
                  for (std::int64_t r = begin; r < end; ++r) {
                    const T* s = src + r * b.src_cols + b.src_offset;
                    T* d = dst + r * b.dst_cols + b.dst_offset;
-                   if constexpr (std::is_same_v<T, std::int32_t>) {
-                     std::memcpy(d, s, static_cast<std::size_t>(b.width) * sizeof(T));
-                   } else if (!accumulate) {
+                   if (!accumulate) {
                      std::memcpy(d, s, static_cast<std::size_t>(b.width) * sizeof(T));
                    } else {
-                     for (std::int64_t c = 0; c < b.width; ++c)
-                       d[c] = common::store<T>(common::load(d[c]) + common::load(s[c]));
+                     for (std::int64_t c = 0; c < b.width; ++c) common::store_or_add(d[c], s[c], true);
                    }
                  }
                });

@@ -10,12 +10,7 @@ template <class T>
 void apply(const T* x, T* y, std::int64_t n, const common::PermuteIndex& index, bool accumulate) {
   parallel_for(n, 1 << 14, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t i = begin; i < end; ++i) {
-      const T v = x[index.source(i)];
-      if constexpr (std::is_same_v<T, std::int32_t>) {
-        y[i] = v;
-      } else {
-        y[i] = accumulate ? common::store<T>(common::load(y[i]) + common::load(v)) : v;
-      }
+      common::store_or_add(y[i], x[index.source(i)], accumulate);
     }
   });
 }

@@ -17,13 +17,7 @@ struct CopyColumns {
   common::ColumnBlock block;
   bool accumulate;
   __device__ void operator()(std::int64_t e) const {
-    const T v = src[block.src(e)];
-    T& d = dst[block.dst(e)];
-    if constexpr (std::is_same_v<T, std::int32_t>) {
-      d = v;
-    } else {
-      d = accumulate ? common::store<T>(common::load(d) + common::load(v)) : v;
-    }
+    common::store_or_add(dst[block.dst(e)], src[block.src(e)], accumulate);
   }
 };
 

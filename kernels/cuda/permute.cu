@@ -18,12 +18,7 @@ struct Permute {
   common::PermuteIndex index;
   bool accumulate;
   __device__ void operator()(std::int64_t i) const {
-    const T v = x[index.source(i)];
-    if constexpr (std::is_same_v<T, std::int32_t>) {
-      y[i] = v;
-    } else {
-      y[i] = accumulate ? common::store<T>(common::load(y[i]) + common::load(v)) : v;
-    }
+    common::store_or_add(y[i], x[index.source(i)], accumulate);
   }
 };
 
