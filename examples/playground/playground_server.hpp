@@ -100,7 +100,7 @@ class Playground {
 
   /// The memory plan of `settings` against its cap (POST /api/plan).
   json plan(const Settings& settings) const;
-  /// Starts a run in its own thread; the current run's status instead when one is going.
+  /// Starts a run in its own thread and gives its id; none while a run is going or the server closes.
   std::optional<std::int64_t> start(const Settings& settings);
   /// Ends the run after its current micro-batch and waits for its thread; false when none was going.
   bool stop();
