@@ -84,10 +84,8 @@ int main(int argc, char** argv) {
                                 {"samples", train.size()},
                                 {"epochs", common.epochs},
                                 {"dataset_bytes", dataset},
-                                {"categories", nlohmann::json::array()},
+                                {"categories", category_names()},
                                 {"configs", nlohmann::json::array()}};
-    for (int k = 0; k < memory_category_count; ++k)
-      page["categories"].push_back(category_name(static_cast<MemoryCategory>(k)));
     fmt::print("{:<6} {:>9} | {:>11} {:>11} | {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} | {:>8}\n", "config",
                "effective", "planned", "measured", "parameters", "gradients", "activations", "temporaries",
                "batch data", "opt. state", "s/epoch");

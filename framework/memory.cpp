@@ -29,6 +29,13 @@ std::string_view category_name(MemoryCategory c) {
   return "?";
 }
 
+std::array<std::string_view, memory_category_count> category_names() {
+  std::array<std::string_view, memory_category_count> names{};
+  for (int c = 0; c < memory_category_count; ++c)
+    names[static_cast<std::size_t>(c)] = category_name(static_cast<MemoryCategory>(c));
+  return names;
+}
+
 std::string format_bytes(std::size_t bytes) {
   static constexpr const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double value = static_cast<double>(bytes);

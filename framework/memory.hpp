@@ -21,6 +21,8 @@ inline constexpr int memory_category_count = 6;
 
 /// "parameters", "gradients", "optimizer_state", "activations", "temporaries", "data".
 std::string_view category_name(MemoryCategory c);
+/// Every category's name, in the order of MemoryCategory (and of MemoryStats' arrays).
+std::array<std::string_view, memory_category_count> category_names();
 
 struct MemoryStats {
   std::array<std::size_t, memory_category_count> live{};

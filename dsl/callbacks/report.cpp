@@ -189,8 +189,7 @@ std::string Report::data_json() const {
   head["seconds"] = seconds();
   head["banner"] = banner_;
   head["summary"] = summary_;
-  head["categories"] = json::array();
-  for (int c = 0; c < memory_category_count; ++c) head["categories"].push_back(category_name(static_cast<MemoryCategory>(c)));
+  head["categories"] = category_names();
   head["plan"] = {{"micro_batch", context_ ? context_->batch_size : 0}, {"peak", plan_peak_}, {"parts", plan_parts_}};
   head["limit"] = limit_;
   head["datasets"] = datasets_;

@@ -60,12 +60,6 @@ struct WindowLoss {
 
 json finite(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
-json categories() {
-  json names = json::array();
-  for (int c = 0; c < memory_category_count; ++c) names.push_back(category_name(static_cast<MemoryCategory>(c)));
-  return names;
-}
-
 // Thrown by Stream at a micro-batch's end to end fit when the run is stopped.
 struct Stopped {};
 
@@ -194,7 +188,7 @@ class Playground::Stream final : public Callback {
         {"run", run_},
         {"settings", settings_.to_json()},
         {"banner", callbacks::training_banner(context)},
-        {"categories", categories()},
+        {"categories", category_names()},
         {"plan", plan.peak},
         {"plan_peak", plan.peak_total},
         {"cap", cap_},
@@ -314,7 +308,7 @@ json Playground::plan(const Settings& s) const {
   const Sequential model = build(s);
   const MemoryPlan plan = model.memory_plan(s.micro_batch);
   const std::size_t cap = static_cast<std::size_t>(s.memory_cap_mib * 1024 * 1024);
-  json out{{"categories", categories()},
+  json out{{"categories", category_names()},
            {"micro_batch", s.micro_batch},
            {"accumulate", s.accumulate},
            {"effective_batch", s.micro_batch * s.accumulate},

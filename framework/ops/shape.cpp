@@ -3,6 +3,7 @@
 
 #include "accrue/framework/autograd.hpp"
 #include "accrue/framework/ops.hpp"
+#include "accrue/framework/ops/dim_split.hpp"
 #include "accrue/kernels/concat.hpp"
 #include "accrue/kernels/elementwise.hpp"
 #include "accrue/kernels/gather.hpp"
@@ -79,34 +80,20 @@ class EmbeddingNode final : public Node {
   std::int64_t padding_idx_;
 };
 
-// A tensor seen around dimension d: (outer, size along d, inner).
-struct AroundDim {
-  std::int64_t outer = 1, size = 1, inner = 1;
-};
-AroundDim around(const Shape& shape, int d) {
-  AroundDim a;
-  for (int i = 0; i < shape.rank(); ++i) {
-    if (i < d) a.outer *= shape[i];
-    else if (i > d) a.inner *= shape[i];
-  }
-  a.size = shape[d];
-  return a;
-}
-
 // x's gradient is zero but for the block its slice's gradient goes back to.
 class SliceNode final : public Node {
  public:
-  SliceNode(AroundDim x, std::int64_t begin, std::int64_t end) : x_(x), begin_(begin), end_(end) {}
+  SliceNode(DimSplit x, std::int64_t begin, std::int64_t end) : x_(x), begin_(begin), end_(end) {}
   std::string_view name() const override { return "slice"; }
   void backward(Tensor grad, GradSink& sink) override {
     auto [dx, accumulate] = sink.target(0);
     if (!accumulate) dx.zero_();
     const std::int64_t width = (end_ - begin_) * x_.inner;
-    kernels::copy_columns(grad, width, 0, dx, x_.size * x_.inner, begin_ * x_.inner, x_.outer, width, true);
+    kernels::copy_columns(grad, width, 0, dx, x_.D * x_.inner, begin_ * x_.inner, x_.outer, width, true);
   }
 
  private:
-  AroundDim x_;
+  DimSplit x_;
   std::int64_t begin_, end_;
 };
 
@@ -209,12 +196,12 @@ Tensor slice(const Tensor& x, int dim, std::int64_t begin, std::int64_t end) {
   ACCRUE_CHECK_SHAPE(0 <= begin && begin <= end && end <= x.size(d),
                      "slice: [{}, {}) is outside the {} entries of dimension {} of shape {}", begin, end, x.size(d), d,
                      x.shape());
-  const AroundDim a = around(x.shape(), d);
+  const DimSplit a = split_at(x.shape(), d);
   Shape shape = x.shape();
   shape[d] = end - begin;
   Tensor out = Tensor::empty(shape, {.dtype = x.dtype(), .device = x.device()});
   const std::int64_t width = (end - begin) * a.inner;
-  kernels::copy_columns(x, a.size * a.inner, begin * a.inner, out, width, 0, a.outer, width);
+  kernels::copy_columns(x, a.D * a.inner, begin * a.inner, out, width, 0, a.outer, width);
   if (needs_grad({&x})) record(std::make_shared<SliceNode>(a, begin, end), out, {&x});
   return out;
 }
@@ -258,11 +245,12 @@ Tensor cat(std::span<const Tensor> xs, int dim) {
     ACCRUE_CHECK_SHAPE(fits, "cat: tensor {} of shape {} does not match tensor 0's {} but along dimension {}", i,
                        x.shape(), first.shape(), d);
     shape[d] += x.size(d);
-    widths.push_back(around(x.shape(), d).size * around(x.shape(), d).inner);
+    const DimSplit piece = split_at(x.shape(), d);
+    widths.push_back(piece.D * piece.inner);
     inputs.push_back(&x);
   }
-  const AroundDim a = around(shape, d);
-  const std::int64_t out_cols = a.size * a.inner;
+  const DimSplit a = split_at(shape, d);
+  const std::int64_t out_cols = a.D * a.inner;
   Tensor out = Tensor::empty(shape, {.dtype = first.dtype(), .device = first.device()});
   std::int64_t offset = 0;
   for (std::size_t i = 0; i < xs.size(); offset += widths[i], ++i)
