@@ -178,6 +178,34 @@ struct MaskedSoftmaxOptions {
 /// zeros, where PyTorch gives NaN.
 Tensor masked_softmax(const Tensor& scores, const MaskedSoftmaxOptions& options = {});
 
+/// How scaled_dot_product_attention masks, drops and lays out.
+struct AttentionOptions {
+  /// Query i attends to keys j <= i + T_k - T_q only (a decoder).
+  bool causal = false;
+  /// Added to the scores, (T_q, T_k) float32, -inf where an entry is masked; undefined: none. Not
+  /// differentiated.
+  Tensor mask = {};
+  /// int32 (batch, T_k), non-zero where a key is padding that no query attends to, as
+  /// nn.MultiheadAttention's key_padding_mask; undefined: none.
+  Tensor key_padding = {};
+  /// Dropout on the attention probabilities (pass 0 in evaluation), from `generator` (the default
+  /// generator when null).
+  float dropout = 0.0f;
+  Generator* generator = nullptr;
+  /// The scores' factor; 1 / sqrt(d) when not set.
+  std::optional<float> scale = std::nullopt;
+  /// Operands (batch, T, heads, d), as a projection's (batch, T, heads x d) output reshaped,
+  /// instead of PyTorch's (batch, heads, T, d); the output is laid out the same way.
+  bool token_major = false;
+};
+/// softmax(scale q k^T + mask) v per head, with the causal rule, key padding and dropout, as
+/// F.scaled_dot_product_attention: q (batch, heads, T_q, d), k (batch, heads, T_k, d), v (batch,
+/// heads, T_k, d_v) give (batch, heads, T_q, d_v). Float32. Fused: the probabilities are not kept
+/// for backward but recomputed, and the CPU holds one head's scores per thread at a time. A query
+/// that keeps no key gets zeros, where PyTorch gives NaN.
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const AttentionOptions& options = {});
+
 // ---- losses -----------------------------------------------------------------------------------
 /// Softmax cross-entropy of logits (B, C) against int32 labels (B), fused and numerically
 /// stable, as PyTorch's F.cross_entropy (with optional label smoothing). Reduction::none gives

@@ -20,7 +20,7 @@ struct OpSupport {
 };
 
 // One row per Op, in its order.
-constexpr std::array<OpSupport, 29> table{{
+constexpr std::array<OpSupport, 30> table{{
     {Op::unary, "unary", floating, floating},
     {Op::unary_in_place, "unary_in_place", f32, f32},
     {Op::binary, "binary", f32, f32},
@@ -50,6 +50,7 @@ constexpr std::array<OpSupport, 29> table{{
     {Op::scatter_add_rows, "scatter_add_rows", f32, f32},
     {Op::copy_columns, "copy_columns", any, any},
     {Op::masked_softmax, "masked_softmax", f32, f32},
+    {Op::attention, "attention", f32, f32},
 }};
 
 constexpr bool in_order() {

@@ -43,6 +43,7 @@ enum class Op {
   scatter_add_rows,
   copy_columns,    // concatenation and slicing
   masked_softmax,  // attention's scaled, causal or masked softmax
+  attention,       // fused scaled dot-product attention
 };
 
 /// "conv2d", "softmax", ...

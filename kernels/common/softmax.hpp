@@ -38,11 +38,15 @@ ACCRUE_HD void softmax_slice_backward(const float* y, const float* dy, float* dx
 
 /// Attention's softmax of one row of D scores: y_j = softmax over the kept entries of
 /// (scale x_j + mask_j), 0 at the others. Entries j > last_kept are masked (causal attention keeps
-/// j <= i + D - T_q for query i), and so are those whose mask is -inf; `mask` (one row of D
-/// additive values) may be null. A row with nothing kept comes out all zeros, not NaN.
+/// j <= i + D - T_q for query i), and so are those whose mask is -inf or whose `padding` is not 0;
+/// `mask` (one row of D additive values) and `padding` (D int32 flags: a padded key) may be null.
+/// A row with nothing kept comes out all zeros, not NaN. x and y may be the same row.
 ACCRUE_HD void masked_softmax_row(const float* x, const float* mask, float* y, std::int64_t D, std::int64_t last_kept,
-                                  float scale) {
-  const auto score = [&](std::int64_t j) { return scale * x[j] + (mask != nullptr ? mask[j] : 0.0f); };
+                                  float scale, const std::int32_t* padding = nullptr) {
+  const auto score = [&](std::int64_t j) {
+    if (padding != nullptr && padding[j] != 0) return -INFINITY;
+    return scale * x[j] + (mask != nullptr ? mask[j] : 0.0f);
+  };
   float m = -INFINITY;
   for (std::int64_t j = 0; j <= last_kept && j < D; ++j) m = score(j) > m ? score(j) : m;
   if (m == -INFINITY) {
@@ -59,7 +63,7 @@ ACCRUE_HD void masked_softmax_row(const float* x, const float* mask, float* y, s
 }
 
 /// The gradient of masked_softmax_row: dx = scale y (dy - sum(dy y)); masked entries (y = 0) get
-/// none. Adds into dx when `accumulate`.
+/// none. Adds into dx when `accumulate`. dy and dx may be the same row.
 ACCRUE_HD void masked_softmax_row_backward(const float* y, const float* dy, float* dx, std::int64_t D, float scale,
                                            bool accumulate) {
   float s = 0.0f;

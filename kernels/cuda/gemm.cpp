@@ -69,6 +69,27 @@ void gemm_f32(int device, bool trans_a, bool trans_b, std::int64_t M, std::int64
                                 static_cast<float*>(g.c), as_int(g.ldc, "gemm leading dimension")));
 }
 
+void gemm_f32_strided_batched(int device, bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K,
+                              float alpha, const float* A, std::int64_t lda, std::int64_t stride_a, const float* B,
+                              std::int64_t ldb, std::int64_t stride_b, float beta, float* C, std::int64_t ldc,
+                              std::int64_t stride_c, std::int64_t batch) {
+  if (batch == 0) return;
+  if (common::gemm_work(M, N, K, beta) != common::GemmWork::gemm) {
+    for (std::int64_t i = 0; i < batch; ++i)
+      without_products(device, M, N, K, beta, DType::f32, C + i * stride_c, ldc);
+    return;
+  }
+  // The operands swap for the column-major call (see gemm_layout.hpp), and so do their strides.
+  const auto g = common::column_major_gemm(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc);
+  ACCRUE_CUDA_CHECK(cublasSgemmStridedBatched(
+      context(device).cublas, op(g.trans_first), op(g.trans_second), as_int(g.m, "gemm with more than 2^31 rows"),
+      as_int(g.n, "gemm with more than 2^31 columns"), as_int(g.k, "gemm with an inner dimension above 2^31"), &alpha,
+      static_cast<const float*>(g.first), as_int(g.ld_first, "gemm leading dimension"), stride_b,
+      static_cast<const float*>(g.second), as_int(g.ld_second, "gemm leading dimension"), stride_a, &beta,
+      static_cast<float*>(g.c), as_int(g.ldc, "gemm leading dimension"), stride_c,
+      as_int(batch, "a batched gemm of more than 2^31 matrices")));
+}
+
 void gemm_low_precision(int device, bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K,
                         float alpha, DType low, const void* A, std::int64_t lda, const void* B, std::int64_t ldb,
                         float beta, DType out, void* C, std::int64_t ldc) {

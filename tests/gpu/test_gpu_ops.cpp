@@ -205,6 +205,26 @@ BOOST_AUTO_TEST_CASE(masked_softmax_matches_the_cpu) {
           [&](auto& v) { return ops::masked_softmax(v[0], {.scale = 0.5f, .mask = mask.to(v[0].device())}); });
 }
 
+BOOST_AUTO_TEST_CASE(attention_matches_the_cpu) {
+  const Tensor q = random_tensor({2, 4, 7, 8}, 62, -1, 1), k = random_tensor({2, 4, 9, 8}, 63, -1, 1);
+  const Tensor v = random_tensor({2, 4, 9, 5}, 64, -1, 1), mask = random_tensor({7, 9}, 65);
+  const Tensor padding = Tensor::from(std::vector<std::int32_t>(18, 0), {2, 9});
+  compare("attention causal", {q, k, v},
+          [](auto& in) { return ops::scaled_dot_product_attention(in[0], in[1], in[2], {.causal = true}); });
+  compare("attention masked, padded", {q, k, v}, [&](auto& in) {
+    return ops::scaled_dot_product_attention(
+        in[0], in[1], in[2], {.mask = mask.to(in[0].device()), .key_padding = padding.to(in[0].device())});
+  });
+  compare("attention dropout", {q, k, v}, [](auto& in) {
+    Generator generator{5};
+    return ops::scaled_dot_product_attention(in[0], in[1], in[2], {.dropout = 0.25f, .generator = &generator});
+  });
+  compare("attention token-major", {ops::transpose(q, 1, 2), ops::transpose(k, 1, 2), ops::transpose(v, 1, 2)},
+          [](auto& in) {
+            return ops::scaled_dot_product_attention(in[0], in[1], in[2], {.causal = true, .token_major = true});
+          });
+}
+
 BOOST_AUTO_TEST_CASE(cross_entropy_fused) {
   const Tensor logits = random_tensor({64, 10}, 60, -5.0f, 5.0f);
   Generator gen{61};

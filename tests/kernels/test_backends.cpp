@@ -78,7 +78,7 @@ BOOST_AUTO_TEST_CASE(the_support_table_answers_without_a_device) {
     for (const DType t : {DType::f32, DType::f16, DType::bf16, DType::i32})
       BOOST_TEST(supports(op, DeviceKind::cuda, t) == (ACCRUE_WITH_CUDA && supports(op, DeviceKind::cpu, t)),
                  kernels::op_name(op) << " in " << dtype_name(t));
-  BOOST_TEST(kernels::all_ops().size() == 29u);
+  BOOST_TEST(kernels::all_ops().size() == 30u);
   BOOST_TEST(kernels::op_name(Op::permute) == "permute");
   BOOST_TEST(kernels::op_name(Op::unscale_and_check) == "unscale_and_check");
   BOOST_CHECK_EXCEPTION(kernels::unsupported(Op::conv2d, Device::cpu(), DType::f16), NotSupported,
