@@ -10,18 +10,62 @@ Layer::Layer(const Layer& other)
       output_shape_(other.output_shape_),
       built_(other.built_),
       training_(other.training_) {
-  // Parameters are deep-copied: a copied layer shares nothing with the original.
-  for (const auto& [name, value] : other.parameters_) {
-    Tensor copy = value.detach().clone();
-    copy.storage()->set_category(MemoryCategory::parameters);
-    copy.set_requires_grad(value.requires_grad());
-    parameters_.emplace_back(name, std::move(copy));
+  // Parameters are deep-copied: a copied layer shares nothing with the original. A child's are
+  // the copied child's own.
+  for (const auto& [name, c] : other.children_) children_.emplace_back(name, c->clone());
+  const auto copy_list = [&](const auto& from, const auto& origins, auto& to, bool parameters) {
+    for (std::size_t i = 0; i < from.size(); ++i) {
+      const Origin o = origins[i];
+      Tensor copy;
+      if (o.child >= 0) {
+        const Layer& c = *children_[static_cast<std::size_t>(o.child)].second;
+        copy = (parameters ? c.parameters_ : c.buffers_)[o.index].second;
+      } else {
+        copy = from[i].second.detach().clone();
+        copy.storage()->set_category(MemoryCategory::parameters);
+        if (parameters) copy.set_requires_grad(from[i].second.requires_grad());
+      }
+      to.emplace_back(from[i].first, std::move(copy));
+    }
+  };
+  copy_list(other.parameters_, other.parameter_origins_, parameters_, true);
+  copy_list(other.buffers_, other.buffer_origins_, buffers_, false);
+  parameter_origins_ = other.parameter_origins_;
+  buffer_origins_ = other.buffer_origins_;
+}
+
+void Layer::set_training(bool training) {
+  training_ = training;
+  for (auto& [name, c] : children_) c->set_training(training);
+}
+
+void Layer::set_generator(Generator* generator) {
+  generator_ = generator;
+  for (auto& [name, c] : children_) c->set_generator(generator);
+}
+
+std::size_t Layer::add_child(std::string name, std::unique_ptr<Layer> child) {
+  for (const auto& [existing, c] : children_)
+    ACCRUE_CHECK(existing != name, "{}: a second sub-layer named '{}'", describe(), name);
+  child->set_name(name);
+  child->set_training(training_);
+  child->set_generator(generator_);
+  children_.emplace_back(std::move(name), std::move(child));
+  return children_.size() - 1;
+}
+
+Shape Layer::build_child(std::size_t i, const Shape& input_shape, Generator& generator) {
+  auto& [name, c] = children_.at(i);
+  c->ensure_built(input_shape, generator);
+  for (std::size_t k = 0; k < c->parameters_.size(); ++k) {
+    parameters_.emplace_back(fmt::format("{}.{}", name, c->parameters_[k].first), c->parameters_[k].second);
+    parameter_origins_.push_back({static_cast<int>(i), k});
   }
-  for (const auto& [name, value] : other.buffers_) {
-    Tensor copy = value.detach().clone();
-    copy.storage()->set_category(MemoryCategory::parameters);
-    buffers_.emplace_back(name, std::move(copy));
+  for (std::size_t k = 0; k < c->buffers_.size(); ++k) {
+    buffers_.emplace_back(fmt::format("{}.{}", name, c->buffers_[k].first), c->buffers_[k].second);
+    buffer_origins_.push_back({static_cast<int>(i), k});
   }
+  return c->output_shape();
 }
 
 Shape Layer::build(const Shape& input_shape, Generator& /*generator*/) { return input_shape; }
@@ -59,12 +103,14 @@ Tensor& Layer::add_parameter(std::string name, Tensor value) {
   if (value.category() != MemoryCategory::parameters) value.storage()->set_category(MemoryCategory::parameters);
   if (!value.requires_grad()) value.set_requires_grad(true);
   parameters_.emplace_back(std::move(name), std::move(value));
+  parameter_origins_.push_back({});
   return parameters_.back().second;
 }
 
 Tensor& Layer::add_buffer(std::string name, Tensor value) {
   if (value.category() != MemoryCategory::parameters) value.storage()->set_category(MemoryCategory::parameters);
   buffers_.emplace_back(std::move(name), std::move(value));
+  buffer_origins_.push_back({});
   return buffers_.back().second;
 }
 

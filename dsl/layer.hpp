@@ -15,8 +15,11 @@
 //
 // Writing a layer. Derive from Layer, implement type_name(), build() and forward() with ops from
 // <accrue/framework/ops.hpp>; autograd records the backward pass, so none is written. Register
-// parameters with add_parameter() in build().
+// parameters with add_parameter() in build(). A layer made of layers (TransformerBlock, Residual)
+// registers them with add_child() and builds them with build_child(): their parameters appear in
+// its own under "child_name.", as PyTorch names a module's submodules' parameters.
 
+#include <concepts>
 #include <memory>
 #include <optional>
 #include <string>
@@ -96,9 +99,10 @@ class Layer {
   /// share of the micro-batch together (BatchNorm{{.sync = true}}).
   virtual bool shares_batch_statistics() const { return false; }
 
-  /// Dropout and normalization behave differently in training; the model sets this.
+  /// Dropout and normalization behave differently in training; the model sets this (and this
+  /// layer's children follow).
   bool training() const { return training_; }
-  void set_training(bool training) { training_ = training; }
+  void set_training(bool training);
 
   /// Unique name within its model ("dense_1"); set by the model, or by the user beforehand.
   const std::string& name() const { return name_; }
@@ -112,8 +116,8 @@ class Layer {
   /// Random numbers for this layer's forward (dropout masks): the owning model's generator, or
   /// the default generator outside a model.
   Generator& generator() const { return generator_ != nullptr ? *generator_ : default_generator(); }
-  /// Set by the model that owns the layer.
-  void set_generator(Generator* generator) { generator_ = generator; }
+  /// Set by the model that owns the layer (and passed on to its children).
+  void set_generator(Generator* generator);
 
   /// Builds once; a second call with another shape throws ShapeError naming both shapes. Used by models.
   void ensure_built(const Shape& input_shape, Generator& generator);
@@ -131,9 +135,31 @@ class Layer {
   /// Registers a buffer (no gradient, counted as parameter memory).
   Tensor& add_buffer(std::string name, Tensor value);
 
+  /// Registers a sub-layer named `name` (unique within this layer), owned by this layer; returns
+  /// its index for child().
+  std::size_t add_child(std::string name, std::unique_ptr<Layer> child);
+  template <class L>
+    requires std::derived_from<std::decay_t<L>, Layer>
+  std::size_t add_child(std::string name, L&& child) {
+    return add_child(std::move(name), std::unique_ptr<Layer>(std::make_unique<std::decay_t<L>>(std::forward<L>(child))));
+  }
+  Layer& child(std::size_t i) { return *children_.at(i).second; }
+  const Layer& child(std::size_t i) const { return *children_.at(i).second; }
+  std::size_t child_count() const { return children_.size(); }
+  /// Builds child i for `input_shape` and lists its parameters and buffers as this layer's, under
+  /// "name."; returns its output shape. Called from build().
+  Shape build_child(std::size_t i, const Shape& input_shape, Generator& generator);
+
  private:
+  // Where a parameter or buffer comes from: this layer (child -1) or entry `index` of a child's list.
+  struct Origin {
+    int child = -1;
+    std::size_t index = 0;
+  };
   std::vector<std::pair<std::string, Tensor>> parameters_;
   std::vector<std::pair<std::string, Tensor>> buffers_;
+  std::vector<Origin> parameter_origins_, buffer_origins_;
+  std::vector<std::pair<std::string, std::unique_ptr<Layer>>> children_;
   std::string name_;
   Shape input_shape_, output_shape_;
   Generator* generator_ = nullptr;

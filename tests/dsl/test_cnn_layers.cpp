@@ -8,23 +8,14 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "test_util.hpp"
+#include "pytorch_reference.hpp"
 
 using namespace accrue;
 using json = nlohmann::json;
+using accrue::test::expect_close;
+using accrue::test::tensor_of;
 
 namespace {
-
-json reference() {
-  std::ifstream f(std::string(ACCRUE_TEST_DATA_DIR) + "/pytorch_cnn_layers.json");
-  BOOST_REQUIRE_MESSAGE(f, "tests/data/pytorch_cnn_layers.json is missing");
-  return json::parse(f);
-}
-
-Tensor tensor_of(const json& j) {
-  std::vector<std::int64_t> dims = j["shape"].get<std::vector<std::int64_t>>();
-  return Tensor::from(j["values"].get<std::vector<float>>(), Shape(std::span<const std::int64_t>(dims)));
-}
 
 Size2 size2(const json& j) { return {j[0].get<std::int64_t>(), j[1].get<std::int64_t>()}; }
 
@@ -57,24 +48,10 @@ std::unique_ptr<Layer> make_layer(const json& c, const Shape& sample) {
   return nullptr;
 }
 
-void expect_close(const Tensor& got, const json& expected, const std::string& what, double tol = 2e-5) {
-  const Tensor e = tensor_of(expected);
-  BOOST_REQUIRE_MESSAGE(got.shape() == e.shape(), what << ": shape " << got.shape() << ", PyTorch " << e.shape());
-  const auto g = got.to_vector(), v = e.to_vector();
-  double worst = 0.0;
-  std::size_t at = 0;
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    const double d = std::abs(double(g[i]) - v[i]) / (1.0 + std::abs(double(v[i])));
-    if (d > worst) worst = d, at = i;
-  }
-  BOOST_CHECK_MESSAGE(worst <= tol, what << ": largest relative difference " << worst << " at element " << at << " ("
-                                         << g[at] << " against PyTorch's " << v[at] << ")");
-}
-
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(layers_match_pytorch_forward_and_backward) {
-  const json ref = reference();
+  const json ref = accrue::test::pytorch_reference("pytorch_cnn_layers.json");
   BOOST_TEST_MESSAGE("reference made with torch " << ref["torch"].get<std::string>());
   for (const json& c : ref["cases"]) {
     const std::string name = c["name"];

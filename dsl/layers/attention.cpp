@@ -1,0 +1,141 @@
+#include "accrue/dsl/layers/attention.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "accrue/dsl/layers/dense.hpp"
+#include "accrue/dsl/layers/layer_norm.hpp"
+#include "accrue/framework/ops.hpp"
+#include "accrue/kernels/attention.hpp"
+
+namespace accrue::layers {
+namespace {
+
+void expect_sequence(const Layer& layer, const Shape& input_shape, std::int64_t dim) {
+  ACCRUE_CHECK_SHAPE(input_shape.rank() == 2 && input_shape[1] == dim,
+                     "{} of width {} takes samples (T, {}), got {}", layer.type_name(), dim, dim, input_shape);
+}
+
+}  // namespace
+
+MultiHeadAttention::MultiHeadAttention(std::int64_t heads, std::int64_t dim, MultiHeadAttentionOptions options)
+    : heads_(heads), dim_(dim), options_(std::move(options)) {
+  ACCRUE_CHECK(heads > 0 && dim > 0 && dim % heads == 0,
+               "MultiHeadAttention needs a width divisible by the number of heads, got width {} and {} heads", dim, heads);
+  ACCRUE_CHECK(options_.dropout >= 0.0f && options_.dropout < 1.0f,
+               "MultiHeadAttention: dropout must be in [0, 1), got {}", options_.dropout);
+  if (!options_.name.empty()) set_name(options_.name);
+  out_proj_ = add_child("out_proj", Dense{dim, {.bias = options_.bias}});
+}
+
+Shape MultiHeadAttention::build(const Shape& input_shape, Generator& generator) {
+  expect_sequence(*this, input_shape, dim_);
+  const TensorOptions param{.category = MemoryCategory::parameters};
+  // Xavier uniform over the (3 dim, dim) matrix, as nn.MultiheadAttention's _reset_parameters.
+  const float bound = std::sqrt(6.0f / static_cast<float>(3 * dim_ + dim_));
+  add_parameter("in_proj_weight", Tensor::uniform({3 * dim_, dim_}, -bound, bound, &generator, param));
+  if (options_.bias) add_parameter("in_proj_bias", Tensor::zeros({3 * dim_}, param));
+  build_child(out_proj_, input_shape, generator);
+  if (options_.bias) Tensor{child(out_proj_).named_parameters().at(1).second}.zero_();
+  return input_shape;
+}
+
+Tensor MultiHeadAttention::forward(const Tensor& x) { return forward(x, Tensor()); }
+
+Tensor MultiHeadAttention::forward(const Tensor& x, const Tensor& key_padding) {
+  const std::int64_t B = x.size(0), T = x.size(1), d = dim_ / heads_;
+  const Tensor qkv = ops::linear(x, named_parameters().at(0).second,
+                                 options_.bias ? named_parameters().at(1).second : Tensor());
+  const std::int64_t sizes[] = {dim_, dim_, dim_};
+  const std::vector<Tensor> parts = ops::split(qkv, sizes, -1);
+  const Shape heads{B, T, heads_, d};
+  const Tensor o = ops::scaled_dot_product_attention(
+      ops::reshape(parts[0], heads), ops::reshape(parts[1], heads), ops::reshape(parts[2], heads),
+      {.causal = options_.causal, .key_padding = key_padding, .dropout = training() ? options_.dropout : 0.0f, .generator = &generator(),
+       .token_major = true});
+  return child(out_proj_).forward(ops::reshape(o, {B, T, dim_}));
+}
+
+// Kept for backward: the input (for in_proj_weight's gradient), q, k and v in float32 (attention's
+// operands) and attention's output (out_proj's input). In forward the packed q, k, v projection is
+// alive until it is split; attention's scores are scratch, one head per thread on the CPU.
+LayerMemoryUse MultiHeadAttention::memory_use(const LayerMemoryQuery& q) const {
+  const std::int64_t T = q.input_shape[0], rows = q.batch * T;
+  const DType projected = q.autocast.value_or(DType::f32);
+  const std::size_t width = static_cast<std::size_t>(rows * dim_);
+  const kernels::common::AttentionGeometry g{.batch = q.batch, .heads = heads_, .T_q = T, .T_k = T,
+                                            .d = dim_ / heads_, .d_v = dim_ / heads_,
+                                            .dropout = options_.dropout};
+  const LayerMemoryUse out = child(out_proj_).memory_use(
+      {.input_shape = q.input_shape, .batch = q.batch, .input_dtype = DType::f32, .autocast = q.autocast,
+       .device = q.device});
+  const std::size_t packed = 3 * width * dtype_size(projected);
+  return {.output_dtype = out.output_dtype,
+          .keeps_input = true,
+          .keeps_output = false,
+          .kept_other = 4 * width * 4 + out.kept_other,
+          .forward_scratch = std::max({packed + 3 * width * dtype_size(projected),
+                                       kernels::attention_scratch_bytes(q.device, g, false), out.forward_scratch}),
+          .backward_scratch = 7 * width * 4 + std::max(kernels::attention_scratch_bytes(q.device, g, true),
+                                                       out.backward_scratch)};
+}
+
+TransformerBlock::TransformerBlock(std::int64_t heads, std::int64_t dim, TransformerBlockOptions options)
+    : heads_(heads), dim_(dim), options_(std::move(options)) {
+  ACCRUE_CHECK(options_.dropout >= 0.0f && options_.dropout < 1.0f,
+               "TransformerBlock: dropout must be in [0, 1), got {}", options_.dropout);
+  if (options_.mlp_dim == 0) options_.mlp_dim = 4 * dim;
+  if (!options_.name.empty()) set_name(options_.name);
+  // In nn.TransformerEncoderLayer's order, which is the order of the parameters.
+  add_child("self_attn",
+            MultiHeadAttention{heads, dim, {.causal = options_.causal, .dropout = options_.attention_dropout}});
+  add_child("linear1", Dense{options_.mlp_dim});
+  add_child("linear2", Dense{dim});
+  add_child("norm1", LayerNorm{{.eps = options_.eps}});
+  add_child("norm2", LayerNorm{{.eps = options_.eps}});
+}
+
+Shape TransformerBlock::build(const Shape& input_shape, Generator& generator) {
+  expect_sequence(*this, input_shape, dim_);
+  build_child(self_attn, input_shape, generator);
+  const Shape hidden = build_child(linear1, input_shape, generator);
+  build_child(linear2, hidden, generator);
+  build_child(norm1, input_shape, generator);
+  build_child(norm2, input_shape, generator);
+  return input_shape;
+}
+
+Tensor TransformerBlock::forward(const Tensor& x) {
+  const float p = training() ? options_.dropout : 0.0f;
+  Generator* gen = &generator();
+  const Tensor attended = ops::dropout(child(self_attn).forward(child(norm1).forward(x)), p, true, gen);
+  const Tensor x1 = ops::add(x, attended);
+  const Tensor hidden = ops::dropout(ops::gelu(child(linear1).forward(child(norm2).forward(x1))), p, true, gen);
+  return ops::add(x1, ops::dropout(child(linear2).forward(hidden), p, true, gen));
+}
+
+// The tensors between the sub-layers that backward needs: norm1's output (attention's input), the
+// first residual sum (norm2's input), norm2's output (linear1's input), the hidden layer before
+// and after GELU; plus what each sub-layer keeps itself.
+LayerMemoryUse TransformerBlock::memory_use(const LayerMemoryQuery& q) const {
+  const auto use = [&](std::size_t c, const Shape& shape, DType dtype) {
+    return child(c).memory_use(
+        {.input_shape = shape, .batch = q.batch, .input_dtype = dtype, .autocast = q.autocast, .device = q.device});
+  };
+  const Shape hidden{q.input_shape[0], options_.mlp_dim};
+  const LayerMemoryUse n1 = use(norm1, q.input_shape, q.input_dtype), att = use(self_attn, q.input_shape, n1.output_dtype);
+  const LayerMemoryUse n2 = use(norm2, q.input_shape, DType::f32), l1 = use(linear1, q.input_shape, n2.output_dtype);
+  const LayerMemoryUse l2 = use(linear2, hidden, l1.output_dtype);
+  std::size_t kept = n1.kept_other + att.kept_other + n2.kept_other + l1.kept_other + l2.kept_other;
+  kept += q.bytes(q.input_shape, n1.output_dtype) + q.bytes(q.input_shape, DType::f32) +
+          q.bytes(q.input_shape, n2.output_dtype) + 2 * q.bytes(hidden, l1.output_dtype);
+  const std::size_t width = q.bytes(q.input_shape, DType::f32), wide = q.bytes(hidden, DType::f32);
+  return {.output_dtype = DType::f32,
+          .keeps_input = n1.keeps_input,
+          .keeps_output = false,
+          .kept_other = kept,
+          .forward_scratch = std::max({att.forward_scratch + width, l1.forward_scratch + wide, l2.forward_scratch}),
+          .backward_scratch = 2 * wide + std::max({att.backward_scratch, l1.backward_scratch, l2.backward_scratch})};
+}
+
+}  // namespace accrue::layers

@@ -1,0 +1,99 @@
+#include "accrue/dsl/layers/embedding.hpp"
+
+#include <cmath>
+#include <vector>
+
+#include "accrue/framework/ops.hpp"
+
+namespace accrue::layers {
+namespace {
+
+// Samples (T, dim) of a model `width` wide, positions at most max_length: the positions' checks.
+void expect_positions(const char* layer, const Shape& input_shape, std::int64_t max_length) {
+  ACCRUE_CHECK_SHAPE(input_shape.rank() == 2,
+                     "{} adds positions to samples (T, dim), got {}; put an Embedding before it", layer, input_shape);
+  ACCRUE_CHECK_SHAPE(input_shape[0] <= max_length, "{} holds {} positions, and samples have {}", layer, max_length,
+                     input_shape[0]);
+}
+
+// x (batch, T, dim) plus rows [0, T) of `table`.
+Tensor add_positions(const Tensor& x, const Tensor& table) {
+  const std::int64_t T = x.size(1);
+  return ops::add(x, T == table.size(0) ? table : ops::slice(table, 0, 0, T));
+}
+
+// Adding positions keeps nothing for backward: the gradient passes through (and sums over the
+// batch for a learned table).
+LayerMemoryUse position_memory_use() { return {.output_dtype = DType::f32, .keeps_input = false, .keeps_output = false}; }
+
+}  // namespace
+
+Embedding::Embedding(std::int64_t vocab, std::int64_t dim, EmbeddingOptions options)
+    : vocab_(vocab), dim_(dim), options_(std::move(options)) {
+  ACCRUE_CHECK(vocab > 0 && dim > 0, "Embedding needs a positive vocabulary and width, got {} and {}", vocab, dim);
+  ACCRUE_CHECK(options_.padding_idx >= -1 && options_.padding_idx < vocab,
+               "Embedding: padding_idx {} is outside [0, {}) (or -1 for none)", options_.padding_idx, vocab);
+  if (!options_.name.empty()) set_name(options_.name);
+}
+
+Shape Embedding::build(const Shape& input_shape, Generator& generator) {
+  std::vector<float> w = Tensor::normal({vocab_, dim_}, 0.0f, 1.0f, &generator).to_vector();
+  if (options_.padding_idx >= 0)
+    std::fill_n(w.begin() + options_.padding_idx * dim_, dim_, 0.0f);
+  add_parameter("weight", Tensor::from(w, {vocab_, dim_}, {.category = MemoryCategory::parameters}));
+  Shape out = input_shape;
+  out.push_back(dim_);
+  return out;
+}
+
+Tensor Embedding::forward(const Tensor& tokens) {
+  ACCRUE_CHECK(tokens.dtype() == DType::i32, "{} takes int32 tokens, got {} input of shape {}", describe(),
+               dtype_name(tokens.dtype()), tokens.shape());
+  return ops::embedding(weight(), tokens, options_.padding_idx);
+}
+
+// Keeps the tokens for the scatter of the gradient; the output is float32 under autocast too, as
+// PyTorch's autocast leaves embeddings alone.
+LayerMemoryUse Embedding::memory_use(const LayerMemoryQuery&) const {
+  return {.output_dtype = DType::f32, .keeps_input = true, .keeps_output = false};
+}
+
+PositionalEmbedding::PositionalEmbedding(std::int64_t max_length, std::string name) : max_length_(max_length) {
+  ACCRUE_CHECK(max_length > 0, "PositionalEmbedding needs a positive max_length, got {}", max_length);
+  if (!name.empty()) set_name(std::move(name));
+}
+
+Shape PositionalEmbedding::build(const Shape& input_shape, Generator& generator) {
+  expect_positions("PositionalEmbedding", input_shape, max_length_);
+  add_parameter("weight", Tensor::normal({max_length_, input_shape[1]}, 0.0f, 1.0f, &generator,
+                                         {.category = MemoryCategory::parameters}));
+  return input_shape;
+}
+
+Tensor PositionalEmbedding::forward(const Tensor& x) { return add_positions(x, named_parameters().at(0).second); }
+
+LayerMemoryUse PositionalEmbedding::memory_use(const LayerMemoryQuery&) const { return position_memory_use(); }
+
+SinusoidalEncoding::SinusoidalEncoding(std::int64_t max_length, std::string name) : max_length_(max_length) {
+  ACCRUE_CHECK(max_length > 0, "SinusoidalEncoding needs a positive max_length, got {}", max_length);
+  if (!name.empty()) set_name(std::move(name));
+}
+
+Shape SinusoidalEncoding::build(const Shape& input_shape, Generator&) {
+  expect_positions("SinusoidalEncoding", input_shape, max_length_);
+  const std::int64_t dim = input_shape[1];
+  std::vector<float> pe(static_cast<std::size_t>(max_length_ * dim));
+  for (std::int64_t t = 0; t < max_length_; ++t)
+    for (std::int64_t i = 0; i < dim; ++i) {
+      const double angle = static_cast<double>(t) / std::pow(10000.0, static_cast<double>(i - i % 2) / dim);
+      pe[static_cast<std::size_t>(t * dim + i)] = static_cast<float>(i % 2 == 0 ? std::sin(angle) : std::cos(angle));
+    }
+  add_buffer("pe", Tensor::from(pe, {max_length_, dim}, {.category = MemoryCategory::parameters}));
+  return input_shape;
+}
+
+Tensor SinusoidalEncoding::forward(const Tensor& x) { return add_positions(x, named_buffers().at(0).second); }
+
+LayerMemoryUse SinusoidalEncoding::memory_use(const LayerMemoryQuery&) const { return position_memory_use(); }
+
+}  // namespace accrue::layers

@@ -1,0 +1,47 @@
+#include "accrue/dsl/layers/residual.hpp"
+
+#include <algorithm>
+
+#include "accrue/framework/ops.hpp"
+
+namespace accrue::layers {
+
+Shape Residual::build(const Shape& input_shape, Generator& generator) {
+  Shape shape = input_shape;
+  for (std::size_t i = 0; i < child_count(); ++i) shape = build_child(i, shape, generator);
+  ACCRUE_CHECK_SHAPE(shape == input_shape,
+                     "Residual adds its input to what its layers give, and they turn samples {} into {}", input_shape,
+                     shape);
+  return input_shape;
+}
+
+Tensor Residual::forward(const Tensor& x) {
+  Tensor y = x;
+  for (std::size_t i = 0; i < child_count(); ++i) y = child(i).forward(y);
+  return ops::add(x, y);
+}
+
+// The inner layers as a chain: a tensor between two of them is kept once when either keeps it; the
+// sum keeps nothing.
+LayerMemoryUse Residual::memory_use(const LayerMemoryQuery& q) const {
+  LayerMemoryUse total{.output_dtype = DType::f32, .keeps_input = false, .keeps_output = false};
+  LayerMemoryQuery at = q;
+  bool previous_keeps_output = false;
+  for (std::size_t i = 0; i < child_count(); ++i) {
+    const LayerMemoryUse u = child(i).memory_use(at);
+    if (i == 0) total.keeps_input = u.keeps_input;
+    else if (!u.output_is_view && (u.keeps_input || previous_keeps_output))
+      total.kept_other += at.input_bytes();
+    total.kept_other += u.kept_other;
+    const Shape out = child(i).output_shape();
+    total.forward_scratch = std::max(total.forward_scratch, u.forward_scratch + at.bytes(out, u.output_dtype));
+    total.backward_scratch = std::max(total.backward_scratch, u.backward_scratch + at.input_bytes());
+    previous_keeps_output = u.keeps_output;
+    at.input_shape = out;
+    at.input_dtype = u.output_dtype;
+  }
+  if (previous_keeps_output) total.kept_other += at.input_bytes();
+  return total;
+}
+
+}  // namespace accrue::layers

@@ -1,0 +1,29 @@
+#pragma once
+// A residual connection: y = x + f(x), f being the layers inside, one after another.
+//
+//   layers::Residual{layers::LayerNorm{}, layers::MultiHeadAttention{4, 128, {.causal = true}}}
+//
+// The inner layers' parameters are named "0.weight", "1.in_proj_weight", ..., as in a PyTorch
+// module holding an nn.Sequential. The inner layers must give back samples of the input's shape.
+
+#include <concepts>
+
+#include "accrue/dsl/layer.hpp"
+
+namespace accrue::layers {
+
+class Residual final : public LayerBase<Residual> {
+ public:
+  template <class... Ls>
+    requires(sizeof...(Ls) > 0 && (std::derived_from<std::decay_t<Ls>, Layer> && ...))
+  explicit Residual(Ls&&... inner) {
+    std::size_t i = 0;
+    (add_child(std::to_string(i++), std::forward<Ls>(inner)), ...);
+  }
+  std::string type_name() const override { return "Residual"; }
+  Shape build(const Shape& input_shape, Generator& generator) override;
+  Tensor forward(const Tensor& x) override;
+  LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
+};
+
+}  // namespace accrue::layers
