@@ -41,14 +41,27 @@ void DataLoader::set_epoch(std::int64_t epoch) {
   for (std::size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[gen.below(i)]);
 }
 
-Batch DataLoader::operator[](std::int64_t i) const {
+std::pair<std::int64_t, std::int64_t> DataLoader::positions(std::int64_t i, bool all_shards) const {
   ACCRUE_CHECK(i >= 0 && i < size(), "DataLoader: batch {} is outside [0, {})", i, size());
   // This shard's part of global batch i: part `shard` of its samples split into `shards` parts.
   const std::int64_t global = options_.batch_size * options_.shards;
   const std::int64_t global_begin = i * global;
   const std::int64_t count = std::min(global, dataset_.size() - global_begin);
-  const std::int64_t begin = global_begin + count * options_.shard / options_.shards;
-  const std::int64_t end = global_begin + count * (options_.shard + 1) / options_.shards;
+  if (all_shards) return {global_begin, global_begin + count};
+  return {global_begin + count * options_.shard / options_.shards,
+          global_begin + count * (options_.shard + 1) / options_.shards};
+}
+
+std::vector<std::int64_t> DataLoader::sample_indices(std::int64_t i, bool all_shards) const {
+  const auto [begin, end] = positions(i, all_shards);
+  std::vector<std::int64_t> out(static_cast<std::size_t>(end - begin));
+  for (std::int64_t p = begin; p < end; ++p)
+    out[static_cast<std::size_t>(p - begin)] = options_.shuffle ? order_[static_cast<std::size_t>(p)] : p;
+  return out;
+}
+
+Batch DataLoader::operator[](std::int64_t i) const {
+  const auto [begin, end] = positions(i, false);
   const Example e = options_.shuffle
                         ? dataset_.gather(std::span<const std::int64_t>(order_).subspan(
                               static_cast<std::size_t>(begin), static_cast<std::size_t>(end - begin)))

@@ -48,6 +48,9 @@ class DataLoader {
   std::int64_t epoch() const { return epoch_; }
   /// Batch i of the current epoch: views of the data in order, a gathered copy when shuffled.
   Batch operator[](std::int64_t i) const;
+  /// The dataset indices of batch i's samples, in order: this shard's, or with `all_shards` those
+  /// of every shard's part of global batch i.
+  std::vector<std::int64_t> sample_indices(std::int64_t i, bool all_shards = false) const;
 
   const Dataset& dataset() const { return dataset_; }
   const LoaderOptions& options() const { return options_; }
@@ -110,6 +113,9 @@ class DataLoader {
   LoaderOptions options_;
   std::int64_t epoch_ = 0;
   std::vector<std::int64_t> order_;  // empty when not shuffling
+
+  // Positions [begin, end) in the epoch's order of batch i: this shard's part, or all of it.
+  std::pair<std::int64_t, std::int64_t> positions(std::int64_t i, bool all_shards) const;
 };
 
 }  // namespace accrue

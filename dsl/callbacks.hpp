@@ -51,6 +51,9 @@ struct TrainingContext {
   /// time the training thread waited for them (null alone).
   const distributed::ReducerStats* reduction = nullptr;
   std::int64_t samples_per_epoch = 0;
+  /// Over sequences, the tokens the loss counts in the training set (not its ignore_index); 0
+  /// otherwise.
+  std::int64_t tokens_per_epoch = 0;
   std::int64_t steps_per_epoch = 0;  // micro-batches per epoch
   /// The optimizer's learning rate before any schedule.
   double base_lr = 0.0;

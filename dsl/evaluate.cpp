@@ -30,7 +30,7 @@ Evaluation Sequential::evaluate(const Dataset& data, const EvaluateOptions& opti
     try {
       const Tensor prediction = forward(batch.inputs);
       const double loss_value = loss_.batch_sum(prediction, batch.targets).item();
-      loss.update(prediction, batch.targets, loss_value);
+      loss.add(loss_value, loss_.units(batch.targets));
       for (Metric& m : metrics) m.update(prediction, batch.targets, loss_value);
     } catch (Error& e) {
       e.prepend(fmt::format("evaluating '{}', batch {}/{}: ", data.name(), b + 1, loader.size()));

@@ -4,11 +4,25 @@ namespace accrue {
 namespace losses {
 
 Tensor CrossEntropy::per_sample(const Tensor& logits, const Tensor& labels) const {
-  return ops::cross_entropy(logits, labels, Reduction::none, label_smoothing);
+  const Tensor values = ops::cross_entropy(logits, labels, Reduction::none, label_smoothing, ignore_index);
+  return values.rank() <= 1 ? values : ops::sum(ops::flatten(values, 1), 1);
+}
+
+std::vector<std::int64_t> CrossEntropy::counts(const Tensor& labels) const {
+  // Labels the loss refuses (not int32) count once each here; the loss says what is wrong with
+  // them, at the batch where it meets them.
+  if (labels.dtype() != DType::i32 || labels.rank() == 0)
+    return std::vector<std::int64_t>(static_cast<std::size_t>(labels.rank() >= 1 ? labels.size(0) : 1), 1);
+  const std::vector<std::int32_t> y = labels.to(Device::cpu()).to_vector<std::int32_t>();
+  const std::size_t B = static_cast<std::size_t>(labels.size(0)), per = B == 0 ? 0 : y.size() / B;
+  std::vector<std::int64_t> out(B, 0);
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t t = 0; t < per; ++t) out[b] += y[b * per + t] != ignore_index ? 1 : 0;
+  return out;
 }
 
 Tensor CrossEntropy::operator()(const Tensor& logits, const Tensor& labels) const {
-  return ops::cross_entropy(logits, labels, reduction, label_smoothing);
+  return ops::cross_entropy(logits, labels, reduction, label_smoothing, ignore_index);
 }
 
 Tensor MSE::per_sample(const Tensor& prediction, const Tensor& target) const {
@@ -25,6 +39,18 @@ Tensor MSE::operator()(const Tensor& prediction, const Tensor& target) const {
 }
 
 }  // namespace losses
+
+std::vector<std::int64_t> Loss::counts(const Tensor& targets) const {
+  if (counts_) return counts_(targets);
+  return std::vector<std::int64_t>(static_cast<std::size_t>(targets.rank() >= 1 ? targets.size(0) : 1), 1);
+}
+
+std::int64_t Loss::units(const Tensor& targets) const {
+  if (!counts_) return targets.rank() >= 1 ? targets.size(0) : 1;
+  std::int64_t n = 0;
+  for (const std::int64_t c : counts_(targets)) n += c;
+  return n;
+}
 
 Tensor Loss::batch_sum(const Tensor& prediction, const Tensor& target) const {
   ACCRUE_CHECK(defined(), "no loss: compile() the model with one");

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "accrue/framework/ops.hpp"
 
@@ -17,13 +18,19 @@ namespace accrue {
 
 namespace losses {
 
-/// Softmax cross-entropy from logits (B, C) and int32 labels (B): PyTorch's nn.CrossEntropyLoss.
+/// Softmax cross-entropy from logits (B, C) and int32 labels (B), or over sequences, logits
+/// (B, T, V) and labels (B, T): PyTorch's nn.CrossEntropyLoss with the classes last. Labels equal
+/// to ignore_index (padding) count for nothing. Over sequences the mean is per counted token: in
+/// training, each micro-batch is weighted by one over the tokens counted in its whole window.
 struct CrossEntropy {
   Reduction reduction = Reduction::mean;
   float label_smoothing = 0.0f;
+  std::int64_t ignore_index = -100;
 
-  /// Per-sample losses (B).
+  /// Per-sample losses (B): over sequences, the sum over the sample's tokens.
   Tensor per_sample(const Tensor& logits, const Tensor& labels) const;
+  /// Labels each sample counts (not ignore_index): its tokens, or 1 for a class label.
+  std::vector<std::int64_t> counts(const Tensor& labels) const;
   /// The reduced loss, as nn.CrossEntropyLoss(...)(logits, labels).
   Tensor operator()(const Tensor& logits, const Tensor& labels) const;
   std::string name() const { return "CrossEntropy"; }
@@ -48,6 +55,12 @@ concept BuiltinLoss = requires(const T& loss, const Tensor& p, const Tensor& t) 
   { loss.name() } -> std::convertible_to<std::string>;
 };
 
+/// A loss that says how many units (tokens) each sample counts, for means per unit.
+template <class T>
+concept CountingLoss = requires(const T& loss, const Tensor& t) {
+  { loss.counts(t) } -> std::convertible_to<std::vector<std::int64_t>>;
+};
+
 /// A user's loss: a callable on (prediction, target).
 template <class T>
 concept LossCallable = !BuiltinLoss<T> && std::is_invocable_r_v<Tensor, const T&, const Tensor&, const Tensor&>;
@@ -60,7 +73,9 @@ class Loss {
   Loss(T loss)  // NOLINT: implicit on purpose
       : per_sample_([loss](const Tensor& p, const Tensor& t) { return loss.per_sample(p, t); }),
         reduction_(loss.reduction),
-        name_(loss.name()) {}
+        name_(loss.name()) {
+    if constexpr (CountingLoss<T>) counts_ = [loss](const Tensor& t) { return loss.counts(t); };
+  }
   template <LossCallable F>
   Loss(F loss, std::string name = "custom_loss")  // NOLINT: implicit on purpose
       : per_sample_([loss](const Tensor& p, const Tensor& t) { return static_cast<Tensor>(loss(p, t)); }),
@@ -70,12 +85,19 @@ class Loss {
   /// Sum of the per-sample losses of a batch, a differentiable scalar. Throws ShapeError when the
   /// loss returns neither one value per sample nor a scalar.
   Tensor batch_sum(const Tensor& prediction, const Tensor& target) const;
-  /// mean: the step's gradient is that of the mean over the step's samples; sum: of their sum.
+  /// mean: the step's gradient is that of the mean over the step's samples (or counted tokens);
+  /// sum: of their sum.
   Reduction reduction() const { return reduction_; }
+  /// What the mean divides by for each sample of `targets`: its counted tokens for a loss over
+  /// sequences, 1 otherwise (also for any user's loss).
+  std::vector<std::int64_t> counts(const Tensor& targets) const;
+  /// Their sum over a batch.
+  std::int64_t units(const Tensor& targets) const;
   const std::string& name() const { return name_; }
 
  private:
   std::function<Tensor(const Tensor&, const Tensor&)> per_sample_;
+  std::function<std::vector<std::int64_t>(const Tensor&)> counts_;
   Reduction reduction_ = Reduction::mean;
   std::string name_;
 };

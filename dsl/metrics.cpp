@@ -21,8 +21,12 @@ void Accuracy::update(const Tensor& prediction, const Tensor& target, double /*l
 }
 
 void MeanLoss::update(const Tensor& prediction, const Tensor& /*target*/, double loss_sum) {
+  add(loss_sum, prediction.rank() >= 1 ? prediction.size(0) : 1);
+}
+
+void MeanLoss::add(double loss_sum, std::int64_t units) {
   sum_ += loss_sum;
-  count_ += prediction.rank() >= 1 ? prediction.size(0) : 1;
+  count_ += units;
 }
 
 }  // namespace accrue::metrics

@@ -26,6 +26,8 @@ class Accuracy {
  public:
   void reset() { correct_ = total_ = 0; }
   void update(const Tensor& prediction, const Tensor& target, double loss_sum);
+  /// A batch's summed loss over `units` samples or counted tokens.
+  void add(double loss_sum, std::int64_t units);
   double result() const { return total_ == 0 ? 0.0 : static_cast<double>(correct_) / static_cast<double>(total_); }
   std::string name() const { return "accuracy"; }
   /// The running counts, for checkpoints taken inside an epoch.
@@ -44,6 +46,8 @@ class MeanLoss {
     count_ = 0;
   }
   void update(const Tensor& prediction, const Tensor& target, double loss_sum);
+  /// A batch's summed loss over `units` samples or counted tokens.
+  void add(double loss_sum, std::int64_t units);
   double result() const { return count_ == 0 ? 0.0 : sum_ / static_cast<double>(count_); }
   std::string name() const { return "loss"; }
   /// The running sum and count, for checkpoints taken inside an epoch.

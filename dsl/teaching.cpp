@@ -3,6 +3,8 @@
 #include <cmath>
 #include <numeric>
 
+#include <fmt/ranges.h>
+
 #include "accrue/dsl/layers/dropout.hpp"
 #include "accrue/framework/autograd.hpp"
 #include "accrue/framework/ops.hpp"
@@ -52,21 +54,26 @@ AccumulationCheck verify_accumulation(Sequential& model, const Dataset& data, co
   const bool mean = model.loss().reduction() == Reduction::mean;
   const int n = static_cast<int>(sizes.size());
 
-  // N micro-batches, weighted as training weights them.
+  // N micro-batches, weighted as training weights them: by what the loss's mean divides by, samples
+  // or, over sequences, counted tokens.
+  const Example all = data.slice(0, total);
+  const std::int64_t total_units = model.loss().units(all.targets);
+  std::vector<std::int64_t> units;
   std::int64_t begin = 0;
   for (std::int64_t size : sizes) {
     const Example e = data.slice(begin, begin + size);
+    units.push_back(model.loss().units(e.targets));
     const Tensor loss_sum = model.loss().batch_sum(model.forward(e.inputs), e.targets);
-    double weight = mean ? 1.0 / static_cast<double>(total) : 1.0;
-    if (options.normalization == Normalization::per_micro_batch) weight = (mean ? 1.0 / static_cast<double>(size) : 1.0) / n;
+    double weight = mean ? 1.0 / static_cast<double>(total_units) : 1.0;
+    if (options.normalization == Normalization::per_micro_batch)
+      weight = (mean && units.back() > 0 ? 1.0 / static_cast<double>(units.back()) : 1.0) / n;
     (loss_sum * static_cast<float>(weight)).backward();
     begin += size;
   }
   const std::vector<std::vector<float>> accumulated = take_gradients(params);
   // One batch of all of them.
-  const Example all = data.slice(0, total);
   const Tensor loss_sum = model.loss().batch_sum(model.forward(all.inputs), all.targets);
-  (loss_sum * static_cast<float>(mean ? 1.0 / static_cast<double>(total) : 1.0)).backward();
+  (loss_sum * static_cast<float>(mean ? 1.0 / static_cast<double>(total_units) : 1.0)).backward();
   const std::vector<std::vector<float>> large = take_gradients(params);
 
   AccumulationCheck check;
@@ -96,10 +103,17 @@ AccumulationCheck verify_accumulation(Sequential& model, const Dataset& data, co
                                                   "not of the whole window",
                                                   l.name(), l.type_name()));
     }
-    if (options.normalization == Normalization::per_micro_batch &&
-        std::adjacent_find(sizes.begin(), sizes.end(), std::not_equal_to<>()) != sizes.end())
+    const bool uneven_units = std::adjacent_find(units.begin(), units.end(), std::not_equal_to<>()) != units.end();
+    const bool tokens = all.targets.rank() >= 2;
+    if (options.normalization == Normalization::per_micro_batch && uneven_units && !tokens)
       check.likely_causes.push_back("per_micro_batch normalization (loss / N) gives each micro-batch the same weight "
                                     "whatever its size, so samples of smaller micro-batches count more");
+    if (options.normalization == Normalization::per_micro_batch && uneven_units && tokens)
+      check.likely_causes.push_back(fmt::format(
+          "per-micro-batch averaging (each micro-batch's mean loss per token / N) gives each micro-batch the same "
+          "weight whatever its number of real tokens ({} here), so tokens of micro-batches with fewer count more; "
+          "per_window weights by the tokens of the whole window",
+          fmt::join(units, ", ")));
     if (check.likely_causes.empty())
       check.likely_causes.push_back("none of the known causes applies: a layer or loss that couples the samples of a "
                                     "batch (a custom one?)");

@@ -16,6 +16,10 @@ std::pair<AccumulationSchedule, AccumulateOptions> resolve_accumulation(const Se
                                  "set it in one place",
                                  recipe.accumulation().str(), options.accumulate.str()));
   if (options.accumulate.is_set()) return {options.accumulate, options.accumulate_options};
+  if (recipe.accumulates() && options.accumulate_options != AccumulateOptions{})
+    throw ValueError(fmt::format("accumulate_options in the fit/Trainer options go with their accumulate, and compile() "
+                                 "set accumulation ({}); pass the options there: .accumulate({}, {{...}})",
+                                 recipe.accumulation().str(), recipe.accumulation().str()));
   return {recipe.accumulation(), recipe.accumulate_options()};
 }
 

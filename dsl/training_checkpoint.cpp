@@ -199,13 +199,15 @@ void write_training_checkpoint(const std::string& path, const RunParts& parts, c
     for (const std::string& text : rank_states) ranks.push_back(json::parse(text));
     state["ranks"] = ranks;
   }
-  json pending = json::array();
+  json pending = json::array(), pending_units = json::array();
   for (std::size_t i = 0; i < r.pending.size(); ++i) {
     tensors.emplace_back(fmt::format("pending.{}.prediction", i), r.pending[i].prediction);
     tensors.emplace_back(fmt::format("pending.{}.targets", i), r.pending[i].targets);
     pending.push_back(number(r.pending[i].loss));
+    pending_units.push_back(r.pending[i].units);
   }
   state["pending_losses"] = pending;
+  state["pending_units"] = pending_units;
   json history = json::array();
   for (std::size_t e = 0; e < r.history.epochs(); ++e) {
     json logs = json::array();
@@ -449,7 +451,9 @@ void parse_tensors(const json& s, const serialization::NamedTensors& tensors, De
     const Tensor* p = serialization::find_tensor(tensors, fmt::format("pending.{}.prediction", i));
     const Tensor* t = serialization::find_tensor(tensors, fmt::format("pending.{}.targets", i));
     ACCRUE_CHECK(p != nullptr && t != nullptr, "pending metric update {} has no prediction or targets", i);
-    v.pending.push_back({p->to(device), t->to(device), to_double(losses[i])});
+    // Checkpoints from before losses per token count each held-back sample once.
+    const std::int64_t units = s.contains("pending_units") ? s.at("pending_units").at(i).get<std::int64_t>() : t->size(0);
+    v.pending.push_back({p->to(device), t->to(device), to_double(losses[i]), units});
     found.claimed.push_back(fmt::format("pending.{}.prediction", i));
     found.claimed.push_back(fmt::format("pending.{}.targets", i));
   }

@@ -26,6 +26,7 @@ namespace accrue::detail {
 struct PendingUpdate {
   Tensor prediction, targets;
   double loss = 0.0;
+  std::int64_t units = 0;
 };
 
 /// The loop's own state between two micro-batches.

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <csignal>
 #include <filesystem>
+#include <numeric>
 
 #include "accrue/dsl/trainer.hpp"
 #include "accrue/framework/autocast.hpp"
@@ -290,6 +291,8 @@ void TrainingRun::prepare_run() {
   }
   plan_ = plan_run(model_, options_, train_.size(), state_.batch_size, state_.accumulation_factor);
   schedule_.prepare(*plan_);
+  sample_units_ = model_.loss().counts(train_.targets());
+  counts_tokens_ = train_.targets().rank() >= 2;
   if (communicator_->rank() == 0) warn_batch_statistics(model_, *plan_, state_.batch_size, communicator_->size());
   state_.loader_seed = checkpoint_      ? checkpoint_->loader_seed()
                        : options_.seed ? *options_.seed
@@ -403,6 +406,7 @@ void TrainingRun::make_context() {
   context_.rank = communicator_->rank();
   context_.samples_per_epoch = plan_->samples_per_epoch();
   context_.steps_per_epoch = plan_->micro_batches_per_epoch();
+  if (counts_tokens_) context_.tokens_per_epoch = std::accumulate(sample_units_.begin(), sample_units_.end(), std::int64_t{0});
   context_.base_lr = optimizer_->lr();
   parameters_ = model_.parameters();
   if (communicator_->size() > 1) {
@@ -465,6 +469,34 @@ std::size_t TrainingRun::begin_epoch(int epoch) {
   return continuing ? state_.next_slot : 0;
 }
 
+std::int64_t TrainingRun::units_of(const DataLoader& loader, std::int64_t index, bool all_shards) const {
+  std::int64_t n = 0;
+  for (const std::int64_t i : loader.sample_indices(index, all_shards)) n += sample_units_[static_cast<std::size_t>(i)];
+  return n;
+}
+
+std::int64_t TrainingRun::window_units(const MicroBatchSlot& slot) const {
+  // Micro-batch m of the window is position start + m of a run of epochs of `per_epoch` each; a
+  // carried window's part in a neighbouring epoch reads that epoch's order.
+  const std::int64_t per_epoch = loader_->size(), start = slot.index - slot.position;
+  std::int64_t n = 0;
+  std::optional<DataLoader> other;
+  for (int m = 0; m < slot.window_micro_batches; ++m) {
+    const std::int64_t at = start + m;
+    const std::int64_t epochs_away = at >= 0 ? at / per_epoch : -((-at + per_epoch - 1) / per_epoch);
+    if (epochs_away == 0) {
+      n += units_of(*loader_, at, true);
+      continue;
+    }
+    if (!other || other->epoch() != loader_->epoch() + epochs_away) {
+      other.emplace(*loader_);
+      other->set_epoch(loader_->epoch() + epochs_away);
+    }
+    n += units_of(*other, at - epochs_away * per_epoch, true);
+  }
+  return n;
+}
+
 StepRecord TrainingRun::start_record(const MicroBatchSlot& slot) const {
   StepRecord record;
   record.epoch = state_.epoch;
@@ -487,6 +519,17 @@ std::optional<std::size_t> TrainingRun::train_micro_batch(std::size_t k, StepRec
   const MicroBatchSlot slot = slots_[k];
   const Batch batch = batches_->get(slot.index, k + 1 < slots_.size() ? std::optional{slots_[k + 1].index} : std::nullopt);
   record.micro_batch_samples = batch.size();
+  // The window's units over all processes, counted when it opens, or when a run resumes inside it:
+  // every micro-batch's weight needs them all.
+  if (slot.position == 0 || window_units_of_ != slot.window) {
+    window_units_ = window_units(slot);
+    window_units_of_ = slot.window;
+  }
+  const std::int64_t units = units_of(*loader_, slot.index, false);
+  if (counts_tokens_) {
+    record.window_tokens = window_units_;
+    record.micro_batch_tokens = units;
+  }
   if (scaler_) record.loss_scale = scaler_->scale();
   if (batch.size() == 0 && !statistics_group_) return std::nullopt;  // this process's share of a short last micro-batch
   try {
@@ -498,19 +541,18 @@ std::optional<std::size_t> TrainingRun::train_micro_batch(std::size_t k, StepRec
       loss_sum = model_.loss().batch_sum(prediction, batch.targets);
     }
     const double loss_value = loss_sum.item();
-    if (batch.size() > 0) record.loss = loss_value / static_cast<double>(batch.size());
+    if (units > 0) record.loss = loss_value / static_cast<double>(units);
     if (!std::isfinite(loss_value) && !state_.window_poisoned) handle_nonfinite_loss(loss_value, record);
     if (state_.window_poisoned && !statistics_group_) return std::nullopt;
     // The weight that makes the window's accumulated gradient that of its mean loss over all
-    // processes' samples (or, per_micro_batch, the tutorials' mean / N, averaged over processes
-    // as PyTorch's DDP averages).
+    // processes' samples, or counted tokens (or, per_micro_batch, the tutorials' mean / N, averaged
+    // over processes as PyTorch's DDP averages).
     const bool mean = model_.loss().reduction() == Reduction::mean;
-    double weight = batch.size() == 0 ? 0.0 : 1.0;
-    if (accumulate_.normalization == Normalization::per_micro_batch && batch.size() > 0)
-      weight = (mean ? 1.0 / static_cast<double>(batch.size()) : 1.0) / slot.window_micro_batches /
-               communicator_->size();
-    else if (mean && batch.size() > 0)
-      weight = 1.0 / static_cast<double>(slot.window_samples);
+    double weight = units == 0 ? 0.0 : 1.0;
+    if (accumulate_.normalization == Normalization::per_micro_batch && units > 0)
+      weight = (mean ? 1.0 / static_cast<double>(units) : 1.0) / slot.window_micro_batches / communicator_->size();
+    else if (mean && units > 0)
+      weight = 1.0 / static_cast<double>(window_units_);
     record.loss_weight = weight;
     // With loss scaling the summed loss is also multiplied by the scale, undone once per step.
     const double scale = scaler_ ? scaler_->scale() : 1.0;
@@ -522,7 +564,7 @@ std::optional<std::size_t> TrainingRun::train_micro_batch(std::size_t k, StepRec
       (loss_sum * static_cast<float>(weight * scale)).backward();
     }
     if (std::isfinite(loss_value) && !state_.window_poisoned && batch.size() > 0)
-      update_metrics(prediction, batch.targets, loss_value);
+      update_metrics(prediction, batch.targets, loss_value, units);
   } catch (OutOfMemory& e) {
     return back_off(e, k, record);
   } catch (Error& e) {
@@ -555,13 +597,13 @@ void TrainingRun::handle_nonfinite_loss(double loss, const StepRecord& record) {
 }
 
 // With back-off, a window's metric updates wait for its end, so that a redone window counts once.
-void TrainingRun::update_metrics(const Tensor& prediction, const Tensor& targets, double loss) {
+void TrainingRun::update_metrics(const Tensor& prediction, const Tensor& targets, double loss, std::int64_t units) {
   if (options_.backoff_on_oom) {
-    state_.pending.push_back({prediction.detach(), targets, loss});
+    state_.pending.push_back({prediction.detach(), targets, loss, units});
     return;
   }
   const NoGradGuard no_grad;
-  state_.epoch_loss.update(prediction, targets, loss);
+  state_.epoch_loss.add(loss, units);
   for (Metric& m : model_.metrics_) m.update(prediction, targets, loss);
 }
 
@@ -569,7 +611,7 @@ void TrainingRun::apply_held_back_updates() {
   if (state_.pending.empty()) return;
   const NoGradGuard no_grad;
   for (const PendingUpdate& u : state_.pending) {
-    state_.epoch_loss.update(u.prediction, u.targets, u.loss);
+    state_.epoch_loss.add(u.loss, u.units);
     for (Metric& m : model_.metrics_) m.update(u.prediction, u.targets, u.loss);
   }
   state_.pending.clear();

@@ -53,7 +53,7 @@ class TrainingRun {
   StepRecord start_record(const MicroBatchSlot& slot) const;
   std::optional<std::size_t> train_micro_batch(std::size_t k, StepRecord& record);
   void handle_nonfinite_loss(double loss, const StepRecord& record);
-  void update_metrics(const Tensor& prediction, const Tensor& targets, double loss);
+  void update_metrics(const Tensor& prediction, const Tensor& targets, double loss, std::int64_t units);
   std::size_t back_off(OutOfMemory& e, std::size_t k, const StepRecord& record);
   void apply_held_back_updates();
   void close_window(const MicroBatchSlot& slot, StepRecord& record);
@@ -127,6 +127,16 @@ class TrainingRun {
   // Memory that is not the model's (datasets held in memory, the user's tensors), for advice when
   // an allocation passes a limit.
   std::size_t live_besides_model_ = 0;
+  // What the loss's mean divides by for each training sample (Loss::counts: 1 each, or the tokens
+  // a sequence counts), and their sum over the current window on all processes.
+  std::vector<std::int64_t> sample_units_;
+  std::int64_t window_units_ = 0, window_units_of_ = -1;  // and the window they were counted for
+  bool counts_tokens_ = false;  // the targets are sequences: units are tokens
+  // Units of batch `index` of `loader`'s epoch: this process's share, or with all_shards the
+  // global batch.
+  std::int64_t units_of(const DataLoader& loader, std::int64_t index, bool all_shards) const;
+  // Units of the whole window of `slot` on all processes, also where it is carried across epochs.
+  std::int64_t window_units(const MicroBatchSlot& slot) const;
 };
 
 }  // namespace accrue::detail

@@ -207,11 +207,12 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                                     const AttentionOptions& options = {});
 
 // ---- losses -----------------------------------------------------------------------------------
-/// Softmax cross-entropy of logits (B, C) against int32 labels (B), fused and numerically
-/// stable, as PyTorch's F.cross_entropy (with optional label smoothing). Reduction::none gives
-/// the per-sample losses (B).
+/// Softmax cross-entropy of logits (B, ..., C) against int32 labels (B, ...), fused and
+/// numerically stable, as PyTorch's F.cross_entropy with the classes last (with optional label
+/// smoothing). A label equal to `ignore_index` counts for nothing: loss 0, no gradient, not in the
+/// mean's denominator. Reduction::none gives the losses in the labels' shape.
 Tensor cross_entropy(const Tensor& logits, const Tensor& labels, Reduction reduction = Reduction::mean,
-                     float label_smoothing = 0.0f);
+                     float label_smoothing = 0.0f, std::int64_t ignore_index = -100);
 /// Squared error; Reduction::none gives the mean over each sample's elements (B).
 Tensor mse_loss(const Tensor& prediction, const Tensor& target, Reduction reduction = Reduction::mean);
 

@@ -45,6 +45,14 @@ Shape Shape::drop_front(int n) const {
   return s;
 }
 
+Shape Shape::drop_back(int n) const {
+  ACCRUE_CHECK(n >= 0 && n <= rank_, "cannot drop {} dimensions from {}", n, str());
+  Shape s;
+  s.rank_ = rank_ - n;
+  for (int i = 0; i < s.rank_; ++i) s.dims_[i] = dims_[i];
+  return s;
+}
+
 void Shape::push_back(std::int64_t d) {
   ACCRUE_CHECK(rank_ < max_rank, "cannot add a dimension to {}: at most {} dimensions", str(), max_rank);
   ACCRUE_CHECK(d >= 0, "dimension {} of a shape is negative ({})", rank_, d);

@@ -36,6 +36,8 @@ class Shape {
   Shape prepend(std::int64_t d) const;
   /// This shape without its first `n` dimensions: the sample shape of a batch shape.
   Shape drop_front(int n = 1) const;
+  /// This shape without its last `n` dimensions.
+  Shape drop_back(int n = 1) const;
   void push_back(std::int64_t d);
 
   /// Resolves a dimension index against this shape's rank (negative counts from the end).

@@ -36,7 +36,8 @@ void gather_rows(const Tensor& table, const Tensor& indices, const Tensor& out) 
         ACCRUE_CHECK(n < std::numeric_limits<int>::max(), "gather_rows: {} indices are too many for the GPU kernel", n);
         const Storage flag{sizeof(int), out.device(), MemoryCategory::temporaries};
         const std::int32_t* idx = ptr<std::int32_t>(indices);
-        if (const std::int64_t bad = cuda::first_out_of_range(device, idx, n, V, static_cast<int*>(flag.data()));
+        if (const std::int64_t bad = cuda::first_out_of_range(device, idx, n, V, static_cast<int*>(flag.data()),
+                                                                 common::no_ignored_label);
             bad >= 0)
           throw bad_index(bad);
         cuda::gather_rows(device, out.dtype(), table.data_ptr(), idx, out.data_ptr(), n, D);

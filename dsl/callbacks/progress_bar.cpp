@@ -39,6 +39,12 @@ std::string training_banner(const TrainingContext& c) {
   out += spec.schedule.is_constant() ? fmt::format(" (effective batch {})", effective)
                                      : fmt::format(" (effective batch up to {})", effective);
   out += fmt::format("; {} optimizer steps\n", format_count(plan.total_optimizer_steps()));
+  if (c.tokens_per_epoch > 0)
+    out += fmt::format("  loss per token: {} tokens counted per epoch, {:.0f} per full window on average; each "
+                       "micro-batch weighted by one over its window's tokens\n",
+                       format_count(c.tokens_per_epoch),
+                       static_cast<double>(c.tokens_per_epoch) * static_cast<double>(effective) /
+                           static_cast<double>(std::max<std::int64_t>(1, spec.dataset_size)));
   out += fmt::format("  optimizer {}; last window: {}", c.recipe->str(), last_window_name(spec.last_window));
   out += fmt::format("\n  learning rate {:g}, schedule {}", c.base_lr, c.schedule->str());
   if (c.schedule->warmup_steps() > 0) out += fmt::format(", warmup {} steps", format_count(c.schedule->warmup_steps()));

@@ -1,5 +1,7 @@
 // Loss functions as ops: fused softmax cross-entropy, and squared error composed from other ops.
 
+#include <algorithm>
+
 #include "accrue/framework/autograd.hpp"
 #include "accrue/framework/ops.hpp"
 #include "accrue/kernels/cross_entropy.hpp"
@@ -9,13 +11,13 @@ namespace {
 
 class CrossEntropyNode final : public Node {
  public:
-  CrossEntropyNode(const Tensor& logits, const Tensor& labels, const Tensor& lse, float smoothing)
-      : logits_(logits), labels_(labels), lse_(lse), smoothing_(smoothing) {}
+  CrossEntropyNode(const Tensor& logits, const Tensor& labels, const Tensor& lse, float smoothing, std::int64_t ignore)
+      : logits_(logits), labels_(labels), lse_(lse), smoothing_(smoothing), ignore_(ignore) {}
   std::string_view name() const override { return "cross_entropy"; }
   void backward(Tensor grad, GradSink& sink) override {
     auto [dx, accumulate] = sink.target(0);
-    kernels::cross_entropy_backward(logits_.get(name()), labels_.get(name()), smoothing_, lse_.get(name()), grad, dx,
-                                    accumulate);
+    kernels::cross_entropy_backward(logits_.get(name()), labels_.get(name()), smoothing_, ignore_, lse_.get(name()), grad,
+                                    dx, accumulate);
   }
   void release() override {
     logits_.reset();
@@ -26,6 +28,7 @@ class CrossEntropyNode final : public Node {
  private:
   SavedTensor logits_, labels_, lse_;
   float smoothing_;
+  std::int64_t ignore_;
 };
 
 Tensor reduce(const Tensor& per_element, Reduction reduction) {
@@ -39,7 +42,8 @@ Tensor reduce(const Tensor& per_element, Reduction reduction) {
 
 }  // namespace
 
-Tensor cross_entropy(const Tensor& logits_in, const Tensor& labels, Reduction reduction, float label_smoothing) {
+Tensor cross_entropy(const Tensor& logits_in, const Tensor& labels, Reduction reduction, float label_smoothing,
+                     std::int64_t ignore_index) {
   ACCRUE_CHECK(logits_in.defined() && labels.defined(), "cross_entropy: the logits or the labels are undefined");
   ACCRUE_CHECK(is_floating(logits_in.dtype()), "cross_entropy: logits must be floating-point, got {}",
                dtype_name(logits_in.dtype()));
@@ -48,19 +52,27 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& labels, Reduction re
                "cross_entropy: labels must be int32 class indices, got {} (for probabilities, write the loss from "
                "log_softmax)",
                dtype_name(labels.dtype()));
-  ACCRUE_CHECK_SHAPE(logits.rank() == 2, "cross_entropy: logits must be (batch, classes), got {}", logits.shape());
-  ACCRUE_CHECK_SHAPE(labels.rank() == 1 && labels.size(0) == logits.size(0),
-                     "cross_entropy: {} labels of shape {} for logits of shape {}; expected one label per row",
-                     labels.numel(), labels.shape(), logits.shape());
+  ACCRUE_CHECK_SHAPE(logits.rank() >= 2, "cross_entropy: logits must be (batch, ..., classes), got {}", logits.shape());
+  ACCRUE_CHECK_SHAPE(labels.shape() == logits.shape().drop_back(),
+                     "cross_entropy: {} labels of shape {} for logits of shape {}; expected one label per row, {}",
+                     labels.numel(), labels.shape(), logits.shape(), logits.shape().drop_back());
   ACCRUE_CHECK(label_smoothing >= 0.0f && label_smoothing <= 1.0f,
                "cross_entropy: label_smoothing must be in [0, 1], got {}", label_smoothing);
-  const std::int64_t B = logits.size(0);
-  Tensor loss = Tensor::empty({B}, {.device = logits.device()});
-  Tensor lse = Tensor::empty({B}, {.device = logits.device()});
-  kernels::cross_entropy_forward(logits, labels, label_smoothing, loss, lse);
-  if (needs_grad({&logits}))
-    record(std::make_shared<CrossEntropyNode>(logits, labels, lse, label_smoothing), loss, {&logits});
-  return reduce(loss, reduction);
+  // Rows of (..., C) folded into (rows, C); the losses come back in the labels' shape.
+  const std::int64_t C = logits.size(-1), rows = labels.numel();
+  const Tensor rows_of_logits = reshape(logits, {rows, C}), rows_of_labels = labels.view_as_shape({rows});
+  Tensor loss = Tensor::empty({rows}, {.device = logits.device()});
+  Tensor lse = Tensor::empty({rows}, {.device = logits.device()});
+  kernels::cross_entropy_forward(rows_of_logits, rows_of_labels, label_smoothing, ignore_index, loss, lse);
+  if (needs_grad({&rows_of_logits}))
+    record(std::make_shared<CrossEntropyNode>(rows_of_logits, rows_of_labels, lse, label_smoothing, ignore_index), loss,
+           {&rows_of_logits});
+  loss = reshape(loss, labels.shape());
+  if (reduction != Reduction::mean) return reduce(loss, reduction);
+  // The mean over the labels that count, as PyTorch's.
+  const std::vector<std::int32_t> y = labels.to(Device::cpu()).to_vector<std::int32_t>();
+  const auto counted = std::count_if(y.begin(), y.end(), [&](std::int32_t v) { return v != ignore_index; });
+  return sum(loss) * (1.0f / static_cast<float>(counted));
 }
 
 Tensor mse_loss(const Tensor& prediction, const Tensor& target, Reduction reduction) {

@@ -27,9 +27,13 @@ struct StepRecord {
   int window_micro_batches = 1;
   std::int64_t window_samples = 0;
   std::int64_t micro_batch_samples = 0;
+  /// Over sequences (a loss per token): the tokens counted in the window on all processes, and in
+  /// this micro-batch; 0 otherwise.
+  std::int64_t window_tokens = 0;
+  std::int64_t micro_batch_tokens = 0;
   /// The factor the micro-batch's summed loss was multiplied by before backward.
   double loss_weight = 1.0;
-  /// Mean loss per sample of this micro-batch.
+  /// Mean loss per sample (per counted token over sequences) of this micro-batch.
   double loss = 0.0;
   /// Optimizer steps applied so far (including this one when applied).
   std::int64_t optimizer_step = 0;

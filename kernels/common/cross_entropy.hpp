@@ -6,10 +6,14 @@
 
 #include <cmath>
 #include <cstdint>
+#include <climits>
 
 #include "accrue/kernels/common/macros.hpp"
 
 namespace accrue::kernels::common {
+
+/// The label value of an `ignore` argument that no label has: nothing is ignored.
+inline constexpr std::int64_t no_ignored_label = INT64_MIN;
 
 /// log(sum_j exp(x[j])) for a row of C values, shifted by the row maximum so exp never overflows.
 ACCRUE_HD float row_logsumexp(const float* x, std::int64_t C) {

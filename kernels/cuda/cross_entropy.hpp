@@ -8,11 +8,13 @@
 namespace accrue::kernels::cuda {
 
 /// Position of the first of B labels (or embedding indices) outside [0, C), or -1; `scratch` is one device int. Waits for the device.
-std::int64_t first_out_of_range(int device, const std::int32_t* labels, std::int64_t B, std::int64_t C, int* scratch);
+/// As the CPU's (cpu/cross_entropy.hpp); waits for the answer.
+std::int64_t first_out_of_range(int device, const std::int32_t* labels, std::int64_t B, std::int64_t C, int* scratch,
+                                std::int64_t ignore);
 void cross_entropy_forward(int device, const float* logits, const std::int32_t* labels, std::int64_t B, std::int64_t C,
-                           float smoothing, float* loss, float* lse);
+                           float smoothing, std::int64_t ignore, float* loss, float* lse);
 void cross_entropy_backward(int device, const float* logits, const std::int32_t* labels, std::int64_t B,
-                            std::int64_t C, float smoothing, const float* lse, const float* g, float* dlogits,
-                            bool accumulate);
+                            std::int64_t C, float smoothing, std::int64_t ignore, const float* lse, const float* g,
+                            float* dlogits, bool accumulate);
 
 }  // namespace accrue::kernels::cuda

@@ -321,3 +321,76 @@ BOOST_AUTO_TEST_CASE(explain_mode_tells_what_happens) {
     BOOST_CHECK_MESSAGE(text.find(part) != std::string::npos, "explain output lacks '" << part << "'");
   BOOST_TEST(text.find("window 2") == std::string::npos);
 }
+
+namespace {
+
+// 8 sequences of 6 tokens over a vocabulary of 7, the targets padded with ignore_index (-100)
+// after `lengths[i]` real tokens: the first micro-batches of 2 hold long sequences, the last ones
+// short.
+Dataset padded_sequences(const std::vector<int>& lengths) {
+  Generator gen{31};
+  const std::int64_t N = static_cast<std::int64_t>(lengths.size()), T = 6;
+  std::vector<std::int32_t> x(static_cast<std::size_t>(N * T)), y(x.size());
+  for (std::int64_t i = 0; i < N; ++i)
+    for (std::int64_t t = 0; t < T; ++t) {
+      const auto at = static_cast<std::size_t>(i * T + t);
+      x[at] = static_cast<std::int32_t>(gen.below(7));
+      y[at] = t < lengths[static_cast<std::size_t>(i)] ? static_cast<std::int32_t>(gen.below(7)) : -100;
+    }
+  return Dataset{Tensor::from(x, {N, T}), Tensor::from(y, {N, T}), "padded sequences"};
+}
+
+Sequential token_model(std::uint64_t seed) {
+  manual_seed(seed);
+  return Sequential{layers::Input{6}, layers::Embedding{7, 5}, layers::Tanh{}, layers::Dense{7}};
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(tokens_are_weighted_by_the_window_not_by_the_micro_batch) {
+  // Real tokens per micro-batch of 2: 12, 11, 3, 2 (a window of 28 tokens).
+  const Dataset data = padded_sequences({6, 6, 6, 5, 2, 1, 1, 1});
+  const auto run = [&](std::int64_t batch, int accumulate, Normalization normalization) {
+    Sequential m = token_model(40);
+    m.compile(optim::SGD{.lr = 0.5, .momentum = 0.9}.accumulate(accumulate, {.normalization = normalization}),
+              losses::CrossEntropy{});
+    std::vector<StepRecord> records;
+    callbacks::Lambda record_steps{{.micro_batch_end = [&](const StepRecord& r, const Logs&) { records.push_back(r); }}};
+    m.fit(data, {.epochs = 3, .batch_size = batch, .callbacks = {record_steps}, .shuffle = false, .verbose = 0});
+    return std::pair{std::move(m), records};
+  };
+  auto [large, large_records] = run(8, 1, Normalization::per_window);
+  auto [accumulated, records] = run(2, 4, Normalization::per_window);
+  auto [tutorial, tutorial_records] = run(2, 4, Normalization::per_micro_batch);
+  // Token-weighted accumulation is one batch of all the sequences, to float32 rounding.
+  expect_same_params(large, accumulated, "4 micro-batches of uneven tokens against one batch");
+  // Each record knows its window's tokens and its own; the loss logged is per token.
+  BOOST_TEST(records.at(0).window_tokens == 28);
+  const std::vector<std::int64_t> tokens = {records[0].micro_batch_tokens, records[1].micro_batch_tokens,
+                                            records[2].micro_batch_tokens, records[3].micro_batch_tokens};
+  BOOST_TEST(tokens == (std::vector<std::int64_t>{12, 11, 3, 2}), boost::test_tools::per_element());
+  BOOST_TEST(records[2].loss_weight == 1.0 / 28, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(tutorial_records[2].loss_weight == 1.0 / 3 / 4, boost::test_tools::tolerance(1e-12));
+  // The tutorials' averaging per micro-batch is another gradient: far from float32 rounding.
+  double largest = 0.0;
+  const auto a = params_of(large), t = params_of(tutorial);
+  for (std::size_t i = 0; i < a.size(); ++i)
+    for (std::size_t j = 0; j < a[i].size(); ++j) largest = std::max(largest, double(std::abs(a[i][j] - t[i][j])));
+  BOOST_TEST(largest > 1e-2);
+  // verify_accumulation says why.
+  Sequential m = token_model(41);
+  m.compile(optim::SGD{}, losses::CrossEntropy{});
+  const AccumulationCheck exact = verify_accumulation(m, data, {.sizes = {2, 2, 2, 2}});
+  BOOST_TEST(exact.max_relative_difference < 1e-5);
+  const AccumulationCheck averaged =
+      verify_accumulation(m, data, {.sizes = {2, 2, 2, 2}, .normalization = Normalization::per_micro_batch});
+  BOOST_TEST(averaged.max_relative_difference > 1e-2);
+  BOOST_TEST(averaged.str().find("per-micro-batch averaging") != std::string::npos, averaged.str());
+  BOOST_TEST(averaged.str().find("12, 11, 3, 2") != std::string::npos, averaged.str());
+  // Options given where fit would not use them are refused, not ignored.
+  Sequential n = token_model(42);
+  n.compile(optim::SGD{}.accumulate(4), losses::CrossEntropy{});
+  BOOST_CHECK_EXCEPTION(
+      n.fit(data, {.batch_size = 2, .accumulate_options = {.normalization = Normalization::per_micro_batch}, .verbose = 0}),
+      ValueError, message_has({"accumulate_options", "compile()"}));
+}

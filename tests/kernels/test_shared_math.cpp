@@ -162,9 +162,9 @@ BOOST_AUTO_TEST_CASE(cross_entropy_pieces_match_the_row_kernel) {
   const Tensor labels = Tensor::from(std::vector<std::int32_t>{0, 10, 3, 3, 7, 1}, {B});
   for (float smoothing : {0.0f, 0.1f}) {
     const Tensor loss = Tensor::empty({B}), lse = Tensor::empty({B});
-    kernels::cross_entropy_forward(logits, labels, smoothing, loss, lse);
+    kernels::cross_entropy_forward(logits, labels, smoothing, kernels::common::no_ignored_label, loss, lse);
     const Tensor g = random_tensor({B}, 4), dlogits = Tensor::empty({B, C});
-    kernels::cross_entropy_backward(logits, labels, smoothing, lse, g, dlogits, false);
+    kernels::cross_entropy_backward(logits, labels, smoothing, kernels::common::no_ignored_label, lse, g, dlogits, false);
     const std::vector<float> x = logits.to_vector(), gv = g.to_vector();
     const std::vector<std::int32_t> y = labels.to_vector<std::int32_t>();
     std::vector<float> loss_e(B), lse_e(B), grad_e(static_cast<std::size_t>(B * C));
