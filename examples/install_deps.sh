@@ -11,12 +11,13 @@
 #   libboost-test-dev         the test suites
 #   nlohmann-json3-dev        the PyTorch reference data of the parity test
 #   dataset-fashion-mnist     the FashionMNIST files the tutorial trains on
+#   fortunes                  the text the character-level language model trains on (examples/char_lm)
 #   libopenmpi-dev openmpi-bin  data-parallel training over several processes (mpirun)
 #   libcpp-httplib-dev        the playground's HTTP server (examples/playground)
 set -euo pipefail
 
 packages=(cmake ninja-build g++ libopenblas-dev librange-v3-dev libfmt-dev zlib1g-dev libcli11-dev
-          libboost-test-dev nlohmann-json3-dev dataset-fashion-mnist libopenmpi-dev openmpi-bin
+          libboost-test-dev nlohmann-json3-dev dataset-fashion-mnist fortunes libopenmpi-dev openmpi-bin
           libcpp-httplib-dev "$@")
 missing=()
 for p in "${packages[@]}"; do

@@ -84,6 +84,14 @@ inline boost::test_tools::assertion_result requires_fashion_mnist(boost::unit_te
   return result;
 }
 
+/// Precondition: Debian's fortunes package (datasets::fortunes_folder()) is there.
+inline boost::test_tools::assertion_result requires_fortunes(boost::unit_test::test_unit_id) {
+  const std::string dir = datasets::fortunes_folder();
+  boost::test_tools::assertion_result result{std::filesystem::exists(dir + "/computers")};
+  result.message() << "the fortunes files are absent from " << dir << ": install Debian's fortunes";
+  return result;
+}
+
 /// n random 28x28 images in [0, 1) with labels in [0, 10): FashionMNIST's shapes without the files.
 inline Dataset random_images(std::int64_t n, std::uint64_t seed = 3) {
   Generator gen{seed};
