@@ -36,6 +36,18 @@ namespace detail {
 class TrainingRun;
 }
 
+/// How Sequential::generate picks each next token.
+struct GenerateOptions {
+  /// Tokens to add after the prompt.
+  std::int64_t max_tokens = 100;
+  /// Logits are divided by it before sampling; 0 takes the most likely token (greedy).
+  float temperature = 1.0f;
+  /// Sample among the k most likely tokens only; 0: all of them.
+  std::int64_t top_k = 0;
+  /// The same seed, prompt and weights give the same tokens.
+  std::uint64_t seed = 0;
+};
+
 struct EvaluateOptions {
   std::int64_t batch_size = 32;
   /// Under mpirun: each process evaluates its share of the data (every sample once, none
@@ -173,6 +185,11 @@ class Sequential {
   Evaluation evaluate(const Dataset& data, const EvaluateOptions& options = {});
   /// The model's outputs for `inputs` (N, ...) computed batch by batch, in evaluation mode.
   Tensor predict(const Tensor& inputs, std::int64_t batch_size = 32);
+  /// Continues `prompt` (int32 tokens) token by token with a causal language model: one built for
+  /// samples of T tokens that gives (T, vocabulary) logits, each position seeing only the tokens up
+  /// to it. Without a key/value cache: each new token runs the model over the last T tokens (the
+  /// window right-padded, which a causal model cannot see). Returns the new tokens.
+  std::vector<std::int32_t> generate(const std::vector<std::int32_t>& prompt, const GenerateOptions& options = {});
 
   Generator& generator() { return *generator_; }
   const std::string& name() const { return name_; }

@@ -85,14 +85,14 @@ struct ExampleOptions {
   bool distributed = false;
   std::string report;
 
-  /// Adds --epochs (with this object's value as the default), --data, --seed, --device, --amp and
-  /// --distributed.
-  void add_to(CLI::App& app) {
+  /// Adds --epochs (with this object's value as the default), --data (described by `data_help`),
+  /// --seed, --device, --amp and --distributed.
+  void add_to(CLI::App& app, const std::string& data_help = "Folder with the FashionMNIST IDX files (default: "
+                                                            "$ACCRUE_FASHION_MNIST_DIR or /usr/share/datasets/fashion-mnist)") {
     app.add_option("--epochs", epochs, "Passes over the training set")
         ->check(whole_number(1, std::numeric_limits<int>::max()))
         ->capture_default_str();
-    app.add_option("--data", data, "Folder with the FashionMNIST IDX files (default: $ACCRUE_FASHION_MNIST_DIR or "
-                                   "/usr/share/datasets/fashion-mnist)");
+    app.add_option("--data", data, data_help);
     app.add_option("--seed", seed, "Seed of initialisation and shuffling")
         ->check(whole_number(0, std::numeric_limits<std::uint64_t>::max()))
         ->capture_default_str();
