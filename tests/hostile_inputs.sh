@@ -13,7 +13,8 @@ build=$(cd "${1:-$root/build}" && pwd)
 mlp=$build/examples/fashion_mnist_mlp
 cnn=$build/examples/fashion_mnist_cnn
 memory=$build/examples/memory_comparison
-for program in "$mlp" "$cnn" "$memory"; do
+char_lm=$build/examples/char_lm
+for program in "$mlp" "$cnn" "$memory" "$char_lm"; do
   [[ -x $program ]] || { echo "$program is not built"; exit 1; }
 done
 
@@ -211,6 +212,17 @@ case_ "ACCRUE_MEMORY_LIMIT names a device twice" 1 "cpu is given more than once"
   env ACCRUE_MEMORY_LIMIT=cpu=1MiB,cpu=2GiB "$mlp" "${fast[@]}"
 case_ "ACCRUE_MEMORY_LIMIT=abc" 1 "'abc' is not a memory size" env ACCRUE_MEMORY_LIMIT=abc "$mlp" "${fast[@]}"
 case_ "ACCRUE_MEMORY_LIMIT below the data" 1 "limit" env ACCRUE_MEMORY_LIMIT=1MiB "$mlp" "${fast[@]}"
+
+# ---- the character-level language model ------------------------------------------------------------
+text=$work/corpus.txt
+for ((i = 0; i < 40; i++)); do echo "The quick brown fox jumps over the lazy dog $i times."; done > "$text"
+tiny=(--epochs 1 --verbose 0 --block-size 16 --width 16 --layers 1 --batch-size 4 --sample-tokens 20)
+case_ "char_lm on a small text file" 0 "Validation loss:" "$char_lm" "${tiny[@]}" --data "$text"
+case_ "char_lm with a missing text file" 1 "/nonexistent/corpus.txt does not exist" "$char_lm" "${tiny[@]}" --data /nonexistent/corpus.txt
+: > "$work/empty.txt"
+case_ "char_lm with an empty text file" 1 "make no training block" "$char_lm" "${tiny[@]}" --data "$work/empty.txt"
+case_ "char_lm with heads that do not divide the width" 1 "--heads: 3 heads do not divide the width 16" "$char_lm" "${tiny[@]}" --heads 3 --data "$text"
+case_ "char_lm with a prompt of unknown characters" 1 "is not in the vocabulary" "$char_lm" "${tiny[@]}" --prompt "Zebra!" --data "$text"
 
 # ---- --epochs 2147483647: starts at once, in the memory of one epoch ------------------------------
 # Peak resident memory and time when the first epoch's line appears, for 1 and for 2^31 - 1 epochs.

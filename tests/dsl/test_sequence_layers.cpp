@@ -137,3 +137,35 @@ BOOST_AUTO_TEST_CASE(sequence_layers_match_pytorch) {
       expect_close(p.grad(), c["grad_params"][pname], name + " gradient of " + pname, 1e-5);
   }
 }
+
+BOOST_AUTO_TEST_CASE(a_causal_model_generates_repeatably_from_a_seed) {
+  manual_seed(9);
+  Sequential model{layers::Input{8}, layers::Embedding{11, 8}, layers::PositionalEmbedding{8},
+                   layers::TransformerBlock{2, 8, {.dropout = 0.1f, .causal = true}}, layers::LayerNorm{},
+                   layers::Dense{11}};
+  // Causal: the logits at position i do not depend on the tokens after it, which is why generate
+  // may right-pad the window.
+  const std::vector<std::int32_t> a = {1, 2, 3, 4, 5, 6, 7, 8}, b = {1, 2, 3, 4, 9, 0, 10, 0};
+  model.set_training(false);
+  const std::vector<float> la = model(Tensor::from(a, {1, 8})).to_vector(), lb = model(Tensor::from(b, {1, 8})).to_vector();
+  for (std::size_t i = 0; i < 4 * 11; ++i) BOOST_TEST(la[i] == lb[i]);
+  BOOST_TEST(la[4 * 11] != lb[4 * 11]);
+  model.set_training(true);
+
+  const std::vector<std::int32_t> prompt = {3, 1, 4};
+  const auto first = model.generate(prompt, {.max_tokens = 12, .seed = 5});
+  BOOST_TEST(first.size() == 12u);
+  BOOST_TEST(model.generate(prompt, {.max_tokens = 12, .seed = 5}) == first, boost::test_tools::per_element());
+  BOOST_TEST(model.training());  // generation runs in evaluation mode and puts the mode back
+  const auto greedy = model.generate(prompt, {.max_tokens = 12, .temperature = 0.0f});
+  BOOST_TEST(model.generate(prompt, {.max_tokens = 12, .top_k = 1, .seed = 77}) == greedy,
+             boost::test_tools::per_element());
+  for (const std::int32_t t : first) BOOST_TEST((t >= 0 && t < 11));
+  // A prompt longer than the window keeps its last 8 tokens.
+  std::vector<std::int32_t> long_prompt(20, 2);
+  long_prompt.insert(long_prompt.end(), prompt.begin(), prompt.end());
+  BOOST_TEST(model.generate(long_prompt, {.max_tokens = 3, .temperature = 0.0f}).size() == 3u);
+  BOOST_CHECK_THROW(model.generate({}, {}), ValueError);
+  Sequential classifier{layers::Input{4}, layers::Dense{3}};
+  BOOST_CHECK_EXCEPTION(classifier.generate({1}), Error, test::message_has({"(T, vocabulary)"}));
+}
