@@ -42,6 +42,9 @@ struct LayerMemoryUse {
   bool keeps_input = true, keeps_output = true;
   /// Other tensors kept for backward: converted copies, statistics, masks (bytes).
   std::size_t kept_other = 0;
+  /// The part of kept_other a layer made of layers frees inside its backward before that backward's
+  /// peak (the tensors its last sub-layers kept).
+  std::size_t kept_released_early = 0;
   /// Transient bytes while forward runs besides its input and output, and while backward runs
   /// besides the gradients of its output and input (workspaces, float32 accumulators).
   std::size_t forward_scratch = 0, backward_scratch = 0;

@@ -92,8 +92,11 @@ MemoryPlan Sequential::memory_plan(std::int64_t micro_batch, bool accumulates) c
   const int state_tensors = compiled() ? recipe_.optimizer().state_tensors().value_or(0) : 0;
   const Shape output = layers_.back()->output_shape();
   const bool cross_entropy = compiled() && loss_.name() == "CrossEntropy";
-  const std::size_t target_bytes =
-      static_cast<std::size_t>(micro_batch) * (cross_entropy ? 4 : static_cast<std::size_t>(output.numel()) * 4);
+  // Cross-entropy has a label and a log-sum-exp per row of logits: one per sample, or per token.
+  const std::int64_t rows_per_sample = output.rank() == 0 || output[-1] == 0 ? 1 : output.numel() / output[-1];
+  const std::size_t target_bytes = static_cast<std::size_t>(micro_batch) *
+                                   (cross_entropy ? 4 * static_cast<std::size_t>(rows_per_sample)
+                                                  : static_cast<std::size_t>(output.numel()) * 4);
 
   Walk walk;
   walk.plan = &plan;
@@ -166,7 +169,8 @@ MemoryPlan Sequential::memory_plan(std::int64_t micro_batch, bool accumulates) c
   // The loss: cross-entropy keeps float32 logits (converting when needed) and each row's
   // log-sum-exp; its output is a scalar.
   const std::size_t logits_f32 = static_cast<std::size_t>(micro_batch * output.numel()) * 4;
-  const std::size_t loss_kept = static_cast<std::size_t>(micro_batch) * 4 + (loss_converts ? logits_f32 : 0);
+  const std::size_t loss_kept =
+      static_cast<std::size_t>(micro_batch * rows_per_sample) * 4 + (loss_converts ? logits_f32 : 0);
   walk.now[kActivations] += loss_kept;
   walk.record();
   if (boundary[L] != 0 && !storages[boundary[L]].kept && storages[boundary[L]].alive) {
@@ -186,9 +190,10 @@ MemoryPlan Sequential::memory_plan(std::int64_t micro_batch, bool accumulates) c
     const std::size_t grad_in = (!needs_grad[i - 1] || u.output_is_view)
                                     ? 0
                                     : static_cast<std::size_t>(micro_batch * shapes[i - 1].numel()) * dtype_size(dtypes[i - 1]);
+    walk.now[kActivations] -= u.kept_released_early;
     if (needs_grad[i]) walk.record(grad_out + grad_in + u.backward_scratch);
     // Its saved tensors are released; its output's last user is done.
-    walk.now[kActivations] -= u.kept_other;
+    walk.now[kActivations] -= u.kept_other - u.kept_released_early;
     PlannedStorage& out = storages[boundary[i]];
     if (!u.output_is_view && out.alive) {
       walk.now[out.kept ? kActivations : kTemporaries] -= out.bytes;

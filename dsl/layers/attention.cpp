@@ -74,10 +74,12 @@ LayerMemoryUse MultiHeadAttention::memory_use(const LayerMemoryQuery& q) const {
           .keeps_input = true,
           .keeps_output = false,
           .kept_other = 4 * width * 4 + out.kept_other,
-          .forward_scratch = std::max({packed + 3 * width * dtype_size(projected),
-                                       kernels::attention_scratch_bytes(q.device, g, false), out.forward_scratch}),
-          .backward_scratch = 7 * width * 4 + std::max(kernels::attention_scratch_bytes(q.device, g, true),
-                                                       out.backward_scratch)};
+          // q, k and v are kept (above); the packed projection they are split from is not.
+          .forward_scratch = std::max({packed, kernels::attention_scratch_bytes(q.device, g, false), out.forward_scratch}),
+          // The float32 gradients of q, k and v, then their packed copy for in_proj's backward (most of
+          // them alive at once); under autocast also their conversions to the projection's type.
+          .backward_scratch = 3 * width * 4 + (projected == DType::f32 ? 2 : 6) * width * dtype_size(projected) +
+                              std::max(kernels::attention_scratch_bytes(q.device, g, true), out.backward_scratch)};
 }
 
 TransformerBlock::TransformerBlock(std::int64_t heads, std::int64_t dim, TransformerBlockOptions options)
@@ -126,16 +128,31 @@ LayerMemoryUse TransformerBlock::memory_use(const LayerMemoryQuery& q) const {
   const LayerMemoryUse n1 = use(norm1, q.input_shape, q.input_dtype), att = use(self_attn, q.input_shape, n1.output_dtype);
   const LayerMemoryUse n2 = use(norm2, q.input_shape, DType::f32), l1 = use(linear1, q.input_shape, n2.output_dtype);
   const LayerMemoryUse l2 = use(linear2, hidden, l1.output_dtype);
-  std::size_t kept = n1.kept_other + att.kept_other + n2.kept_other + l1.kept_other + l2.kept_other;
-  kept += q.bytes(q.input_shape, n1.output_dtype) + q.bytes(q.input_shape, DType::f32) +
-          q.bytes(q.input_shape, n2.output_dtype) + 2 * q.bytes(hidden, l1.output_dtype);
-  const std::size_t width = q.bytes(q.input_shape, DType::f32), wide = q.bytes(hidden, DType::f32);
+  const std::size_t width = q.bytes(q.input_shape, DType::f32);
+  // The hidden layer (kept before GELU and after it; its gradients are of its type too).
+  const std::size_t hidden_kept = q.bytes(hidden, l1.output_dtype);
+  // Kept from the MLP on: the residual sum, norm2's output, the hidden layer twice.
+  const std::size_t kept_after_attention = q.bytes(q.input_shape, DType::f32) + q.bytes(q.input_shape, n2.output_dtype) +
+                                           2 * hidden_kept + n2.kept_other + l1.kept_other + l2.kept_other;
+  const std::size_t kept = n1.kept_other + att.kept_other + q.bytes(q.input_shape, n1.output_dtype) + kept_after_attention;
+  // The plan counts all that is kept during the whole forward; what a phase allocates beyond the
+  // tensors kept after it is its scratch: attention's, linear1's (its output becoming a kept
+  // tensor), linear2's with the block's output.
+  const auto beyond = [](std::size_t scratch, std::size_t later) { return scratch > later ? scratch - later : 0; };
+  const std::size_t forward = std::max({beyond(att.forward_scratch + width, kept_after_attention),
+                                        beyond(l1.forward_scratch, hidden_kept), l2.forward_scratch + width});
   return {.output_dtype = DType::f32,
           .keeps_input = n1.keeps_input,
           .keeps_output = false,
           .kept_other = kept,
-          .forward_scratch = std::max({att.forward_scratch + width, l1.forward_scratch + wide, l2.forward_scratch}),
-          .backward_scratch = 2 * wide + std::max({att.backward_scratch, l1.backward_scratch, l2.backward_scratch})};
+          // linear2's input and what linear2 keeps go before the MLP's gradients peak.
+          .kept_released_early = hidden_kept + l2.kept_other,
+          .forward_scratch = forward,
+          // The MLP's hidden gradients (before and after GELU), or attention's own, whichever is more.
+          // The block's input gradient, which the plan counts beside this, appears only once the MLP's
+          // are gone.
+          .backward_scratch = std::max(2 * hidden_kept + std::max(l1.backward_scratch, l2.backward_scratch) - width,
+                                       att.backward_scratch)};
 }
 
 }  // namespace accrue::layers

@@ -80,6 +80,35 @@ BOOST_AUTO_TEST_CASE(the_plan_predicts_the_measured_peaks) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(the_plan_covers_sequence_models_and_attention) {
+  // A small GPT: tokens, positions, two causal Transformer blocks (attention's scores are scratch,
+  // one head per thread on the CPU), a loss per token.
+  for (const auto& [name, batch, accumulate, amp] : std::vector<std::tuple<std::string, std::int64_t, int, bool>>{
+           {"GPT 8x2", 8, 2, false}, {"GPT 16", 16, 1, false}, {"GPT 8x2 amp", 8, 2, true}}) {
+    manual_seed(0);
+    Sequential model{layers::Input{64}, layers::Embedding{50, 64}, layers::PositionalEmbedding{64},
+                     layers::TransformerBlock{4, 64, {.causal = true}}, layers::TransformerBlock{4, 64, {.causal = true}},
+                     layers::LayerNorm{}, layers::Dense{50}};
+    optim::Recipe recipe = optim::AdamW{.lr = 1e-3};
+    if (accumulate > 1) recipe = recipe.accumulate(accumulate);
+    if (amp) recipe = recipe.amp();
+    model.compile(recipe, losses::CrossEntropy{});
+    const MemoryPlan plan = model.memory_plan(batch);
+    Generator gen{3};
+    std::vector<std::int32_t> tokens(static_cast<std::size_t>(batch * accumulate * 2 * 64));
+    for (auto& t : tokens) t = static_cast<std::int32_t>(gen.below(50));
+    const Tensor x = Tensor::from(tokens, {batch * accumulate * 2, 64});
+    const MemoryStats measured = measure(model, Dataset{x, x, "tokens"}, batch);
+    BOOST_TEST_MESSAGE(name << ":\n" << plan.str() << "\nmeasured:\n" << measured.str());
+    for (int i = 0; i < memory_category_count; ++i) {
+      const auto cat = static_cast<MemoryCategory>(i);
+      expect_within(static_cast<double>(plan.peak_of(cat)), static_cast<double>(measured.peak_of(cat)),
+                    name + " " + std::string(category_name(cat)));
+    }
+    expect_within(static_cast<double>(plan.peak_total), static_cast<double>(measured.peak_total), name + " total");
+  }
+}
+
 BOOST_AUTO_TEST_CASE(activations_scale_with_the_micro_batch_not_the_effective_batch) {
   manual_seed(0);
   Sequential model = test::tutorial_mlp();
