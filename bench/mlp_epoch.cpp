@@ -27,73 +27,17 @@
 #include <accrue/kernels/gemm.hpp>
 #include <accrue/framework/device_runtime.hpp>
 #include <accrue/kernels/device_query.hpp>
+#include "python_worker.hpp"
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <cstdio>
 #include <map>
-#include <sys/wait.h>
-#include <unistd.h>
 
 using namespace accrue;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-// A Python process answering one line per request line.
-class PythonWorker {
- public:
-  PythonWorker(const std::string& python, const std::string& script, const std::string& data, const std::string& device,
-               const std::vector<std::pair<std::string, std::string>>& env) {
-    int to_child[2], from_child[2];
-    if (pipe(to_child) != 0 || pipe(from_child) != 0) throw Error("pipe() failed");
-    pid_ = fork();
-    if (pid_ < 0) throw Error("fork() failed");
-    if (pid_ == 0) {
-      dup2(to_child[0], 0);
-      dup2(from_child[1], 1);
-      close(to_child[1]);
-      close(from_child[0]);
-      for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-      execl(python.c_str(), python.c_str(), script.c_str(), data.c_str(), device.c_str(), static_cast<char*>(nullptr));
-      std::perror("exec python");
-      _exit(127);
-    }
-    close(to_child[0]);
-    close(from_child[1]);
-    in_ = fdopen(to_child[1], "w");
-    out_ = fdopen(from_child[0], "r");
-    banner_ = read_line();
-    if (banner_.rfind("ready", 0) != 0) throw Error("the PyTorch worker did not start: " + banner_);
-  }
-  ~PythonWorker() {
-    std::fputs("quit\n", in_);
-    std::fflush(in_);
-    std::fclose(in_);
-    std::fclose(out_);
-    waitpid(pid_, nullptr, 0);
-  }
-  double epoch(std::int64_t batch, int accumulate, bool amp, bool cnn) {
-    std::fprintf(in_, "epoch %ld %d %s %s\n", static_cast<long>(batch), accumulate, amp ? "amp" : "f32",
-                 cnn ? "cnn" : "mlp");
-    std::fflush(in_);
-    return std::stod(read_line());
-  }
-  const std::string& banner() const { return banner_; }
-
- private:
-  std::string read_line() {
-    char buf[256];
-    if (std::fgets(buf, sizeof buf, out_) == nullptr) throw Error("the PyTorch worker stopped");
-    std::string s{buf};
-    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-    return s;
-  }
-  pid_t pid_ = -1;
-  std::FILE* in_ = nullptr;
-  std::FILE* out_ = nullptr;
-  std::string banner_;
-};
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -186,7 +130,7 @@ int main(int argc, char** argv) {
   fmt::print("GEMM floor: {}^3 sgemm at {:.0f} GFLOP/s -> MLP {:.2f} s, CNN {:.2f} s per epoch\n",
              device.is_cpu() ? 2048 : 4096, gemm_rate, floor_s(false), floor_s(true));
 
-  std::unique_ptr<PythonWorker> torch;
+  std::unique_ptr<bench::PythonWorker> torch;
   if (!no_pytorch) {
     // PyTorch's OpenMP threads spin while OpenBLAS's own threads run its GEMMs; on two cores that
     // oversubscription made it 2 to 4 times slower here. OMP_WAIT_POLICY=PASSIVE was its fastest
@@ -205,8 +149,9 @@ int main(int argc, char** argv) {
     const std::string script = std::filesystem::exists(here + "/pytorch_mlp.py") ? here + "/pytorch_mlp.py"
                                                                                  : std::string(ACCRUE_BENCH_DIR) + "/pytorch_mlp.py";
     try {
-      torch = std::make_unique<PythonWorker>(python, script, data.empty() ? "/usr/share/datasets/fashion-mnist" : data,
-                                             device.str(), env);
+      torch = std::make_unique<bench::PythonWorker>(
+          python, std::vector<std::string>{script, data.empty() ? "/usr/share/datasets/fashion-mnist" : data, device.str()},
+          env);
       std::string settings;
       for (const auto& [k, v] : env) settings += fmt::format(" {}={}", k, v);
       fmt::print("PyTorch: torch {} with{}\n", torch->banner().substr(6), settings);
@@ -232,6 +177,9 @@ int main(int argc, char** argv) {
     runs.push_back(
         {c, std::stoll(shape.substr(0, x)), x == std::string::npos ? 1 : std::stoi(shape.substr(x + 1)), amp, cnn});
   }
+  const auto torch_epoch = [&](const Config& c) {
+    return torch->ask(fmt::format("epoch {} {} {} {}", c.batch, c.accumulate, c.amp ? "amp" : "f32", c.cnn ? "cnn" : "mlp"));
+  };
   std::map<std::string, std::vector<double>> ours, theirs;
   std::map<std::string, Sequential> models;
   for (const Config& c : runs) {
@@ -244,7 +192,7 @@ int main(int argc, char** argv) {
     if (c.amp) recipe = recipe.amp();
     m.compile(recipe, losses::CrossEntropy{});
     m.fit(train.take(c.batch * c.accumulate * 20), {.batch_size = c.batch, .verbose = 0});  // warm-up
-    if (torch) torch->epoch(c.batch, c.accumulate, c.amp, c.cnn);                          // warm-up
+    if (torch) torch_epoch(c);  // warm-up
   }
   for (int r = 0; r < reps; ++r) {
     for (const Config& c : runs) {
@@ -252,7 +200,7 @@ int main(int argc, char** argv) {
       models.at(c.name).fit(train, {.batch_size = c.batch, .seed = static_cast<std::uint64_t>(r), .verbose = 0});
       runtime::synchronize(device);
       ours[c.name].push_back(seconds_since(t));
-      if (torch) theirs[c.name].push_back(torch->epoch(c.batch, c.accumulate, c.amp, c.cnn));
+      if (torch) theirs[c.name].push_back(torch_epoch(c));
       fmt::print(stderr, "rep {} {}: accrue {:.3f} s{}\n", r + 1, c.name, ours[c.name].back(),
                  torch ? fmt::format(", pytorch {:.3f} s", theirs[c.name].back()) : "");
     }

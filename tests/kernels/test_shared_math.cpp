@@ -6,6 +6,8 @@
 #include <accrue/kernels/amp_update.hpp>
 #include <accrue/kernels/common/broadcast.hpp>
 #include <accrue/kernels/common/cross_entropy.hpp>
+#include <accrue/kernels/common/dropout.hpp>
+#include <accrue/kernels/dropout.hpp>
 #include <accrue/kernels/common/algorithm_choice.hpp>
 #include <accrue/kernels/common/conv_geometry.hpp>
 #include <accrue/kernels/common/gemm_layout.hpp>
@@ -315,4 +317,18 @@ BOOST_AUTO_TEST_CASE(convolution_algorithms_are_chosen_by_real_workspace_and_pla
   BOOST_REQUIRE(fallen.has_value());
   BOOST_TEST(fallen->algorithm == fallback);
   BOOST_TEST(!choose_algorithm(std::span{none}, std::span{plain}, cap, 7, workspace).has_value());
+}
+
+BOOST_AUTO_TEST_CASE(the_cpu_dropout_draws_the_shared_mask) {
+  // The CPU computes sixteen Philox blocks side by side; each element's factor must be the one
+  // common::dropout_factor (which the GPU runs) gives, also at uneven sizes and offsets.
+  for (const std::int64_t n : {1, 3, 63, 64, 65, 1000}) {
+    const std::uint64_t seed = 0x1234567890abcdefull, offset = 77;
+    const Tensor ones = Tensor::ones({n}), out = Tensor::empty({n});
+    kernels::dropout_forward(ones, out, 0.3f, seed, offset);
+    const std::vector<float> got = out.to_vector();
+    for (std::int64_t i = 0; i < n; ++i)
+      BOOST_TEST(got[static_cast<std::size_t>(i)] ==
+                 kernels::common::dropout_factor(seed, offset, static_cast<std::uint64_t>(i), 0.3f, 1.0f / 0.7f));
+  }
 }
