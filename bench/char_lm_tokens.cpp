@@ -16,23 +16,13 @@
 #include <accrue/accrue.hpp>
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <map>
 
 #include "python_worker.hpp"
+#include "timing.hpp"
 
 using namespace accrue;
 using Clock = std::chrono::steady_clock;
-
-namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Tokens per second of the char_lm GPT: Accrue against PyTorch"};
@@ -61,10 +51,7 @@ int main(int argc, char** argv) {
 
   std::unique_ptr<bench::PythonWorker> torch;
   if (!no_pytorch) {
-    const std::string here = std::filesystem::path(argv[0]).parent_path().string();
-    const std::string script = std::filesystem::exists(here + "/pytorch_char_lm.py")
-                                   ? here + "/pytorch_char_lm.py"
-                                   : std::string(ACCRUE_BENCH_DIR) + "/pytorch_char_lm.py";
+    const std::string script = bench::script_beside(argv[0], "pytorch_char_lm.py", ACCRUE_BENCH_DIR);
     try {
       torch = std::make_unique<bench::PythonWorker>(
           python,
@@ -77,20 +64,9 @@ int main(int argc, char** argv) {
     }
   }
 
-  struct Config {
-    std::string name;
-    std::int64_t batch;
-    int accumulate;
-    bool amp;
-  };
+  using Config = bench::BatchConfig;
   std::vector<Config> runs;
-  for (const std::string& c : configs) {
-    std::string shape = c;
-    const bool amp = shape.size() > 3 && shape.compare(shape.size() - 3, 3, "amp") == 0;
-    if (amp) shape = shape.substr(0, shape.size() - 3);
-    const auto x = shape.find('x');
-    runs.push_back({c, std::stoll(shape.substr(0, x)), x == std::string::npos ? 1 : std::stoi(shape.substr(x + 1)), amp});
-  }
+  for (const std::string& c : configs) runs.push_back(bench::parse_batch_config(c));
   std::map<std::string, Sequential> models;
   const auto torch_round = [&](const Config& c) {
     return torch->ask(fmt::format("train {} {} {} {}", c.batch, c.accumulate, c.amp ? "amp" : "f32", blocks));
@@ -123,12 +99,12 @@ int main(int argc, char** argv) {
              layers_n, width, heads, block_size, vocab, blocks * block_size);
   fmt::print("| config | Accrue tokens/s (median) | PyTorch tokens/s (median) | Accrue / PyTorch |\n|---|---|---|---|\n");
   for (const Config& c : runs) {
-    const double a = tokens_per_round / median(ours[c.name]);
+    const double a = tokens_per_round / bench::median(ours[c.name]);
     if (!torch) {
       fmt::print("| {} | {:.0f} | not run | - |\n", c.name, a);
       continue;
     }
-    const double p = tokens_per_round / median(theirs[c.name]);
+    const double p = tokens_per_round / bench::median(theirs[c.name]);
     fmt::print("| {} | {:.0f} | {:.0f} | {:.2f}x |\n", c.name, a, p, a / p);
   }
   return 0;

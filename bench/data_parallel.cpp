@@ -30,6 +30,8 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "timing.hpp"
+
 using namespace accrue;
 using Clock = std::chrono::steady_clock;
 
@@ -106,11 +108,6 @@ std::vector<Result> run_all(const std::string& command) {
 }
 
 Result run(const std::string& command) { return run_all(command).front(); }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
 
 std::string self_path() {
   char buffer[4096];
@@ -191,10 +188,10 @@ int main(int argc, char** argv) {
             p2.push_back(run(torch_cmd + " --processes 2").seconds);
           }
         }
-        const auto cell = [&](const std::vector<double>& v) { return v.empty() ? std::string("-") : fmt::format("{:.2f}", median(v)); };
+        const auto cell = [&](const std::vector<double>& v) { return v.empty() ? std::string("-") : fmt::format("{:.2f}", bench::median(v)); };
         std::printf("%-5s %3d %10s %10s %6.2fx %8s %12.2f %9.2f %10s %10s %7s\n", model.c_str(), k, cell(t1).c_str(),
-                    cell(t2).c_str(), median(t2) / median(t1), cell(apart).c_str(), median(ar), median(waited), cell(p1).c_str(),
-                    cell(p2).c_str(), p1.empty() ? "-" : fmt::format("{:.2f}x", median(p2) / median(p1)).c_str());
+                    cell(t2).c_str(), bench::median(t2) / bench::median(t1), cell(apart).c_str(), bench::median(ar), bench::median(waited), cell(p1).c_str(),
+                    cell(p2).c_str(), p1.empty() ? "-" : fmt::format("{:.2f}x", bench::median(p2) / bench::median(p1)).c_str());
         std::fflush(stdout);
       }
     return 0;

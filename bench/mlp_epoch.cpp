@@ -28,6 +28,7 @@
 #include <accrue/framework/device_runtime.hpp>
 #include <accrue/kernels/device_query.hpp>
 #include "python_worker.hpp"
+#include "timing.hpp"
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -40,12 +41,6 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 double min_of(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
 
@@ -144,10 +139,7 @@ int main(int argc, char** argv) {
     const char* preset = std::getenv("OPENBLAS_CORETYPE");
     const std::string core = preset != nullptr ? preset : kernels::cpu::openblas_core_for_this_cpu();
     if (!core.empty() && device.is_cpu()) env.emplace_back("OPENBLAS_CORETYPE", core);
-    // The script beside this program (the GPU bundle carries both), else the source tree's.
-    const std::string here = std::filesystem::path(argv[0]).parent_path().string();
-    const std::string script = std::filesystem::exists(here + "/pytorch_mlp.py") ? here + "/pytorch_mlp.py"
-                                                                                 : std::string(ACCRUE_BENCH_DIR) + "/pytorch_mlp.py";
+    const std::string script = bench::script_beside(argv[0], "pytorch_mlp.py", ACCRUE_BENCH_DIR);
     try {
       torch = std::make_unique<bench::PythonWorker>(
           python, std::vector<std::string>{script, data.empty() ? "/usr/share/datasets/fashion-mnist" : data, device.str()},
@@ -160,22 +152,16 @@ int main(int argc, char** argv) {
     }
   }
 
-  struct Config {
-    std::string name;
-    std::int64_t batch;
-    int accumulate;
-    bool amp;
-    bool cnn;
+  // "cnn" before a BxK[amp] configuration trains the CNN.
+  struct Config : bench::BatchConfig {
+    bool cnn = false;
   };
   std::vector<Config> runs;
   for (const std::string& c : configs) {
     const bool cnn = c.rfind("cnn", 0) == 0;
-    std::string shape = cnn ? c.substr(3) : c;
-    const bool amp = shape.size() > 3 && shape.compare(shape.size() - 3, 3, "amp") == 0;
-    if (amp) shape = shape.substr(0, shape.size() - 3);
-    const auto x = shape.find('x');
-    runs.push_back(
-        {c, std::stoll(shape.substr(0, x)), x == std::string::npos ? 1 : std::stoi(shape.substr(x + 1)), amp, cnn});
+    Config config{bench::parse_batch_config(cnn ? c.substr(3) : c), cnn};
+    config.name = c;
+    runs.push_back(config);
   }
   const auto torch_epoch = [&](const Config& c) {
     return torch->ask(fmt::format("epoch {} {} {} {}", c.batch, c.accumulate, c.amp ? "amp" : "f32", c.cnn ? "cnn" : "mlp"));
@@ -210,10 +196,10 @@ int main(int argc, char** argv) {
              "(min / median) | Accrue / floor (median) |\n");
   fmt::print("|---|---|---|---|---|---|\n");
   for (const Config& c : runs) {
-    const double a_min = min_of(ours[c.name]), a_med = median(ours[c.name]);
+    const double a_min = min_of(ours[c.name]), a_med = bench::median(ours[c.name]);
     std::string torch_cols = "not run | - ";
     if (torch) {
-      const double p_min = min_of(theirs[c.name]), p_med = median(theirs[c.name]);
+      const double p_min = min_of(theirs[c.name]), p_med = bench::median(theirs[c.name]);
       torch_cols = fmt::format("{:.2f} / {:.2f} | {:.2f}x / {:.2f}x", p_min, p_med, p_min / a_min, p_med / a_med);
     }
     fmt::print("| {} | {:.2f} / {:.2f} | {:.0f} | {} | {:.2f} |\n", c.name, a_min, a_med, 60000 / a_med, torch_cols,
@@ -221,13 +207,13 @@ int main(int argc, char** argv) {
   }
   // What accumulation costs: time per sample against the plain batch of the same effective size;
   // and what mixed precision gains against float32.
-  const auto find = [&](const std::string& n) { return ours.count(n) ? median(ours[n]) : 0.0; };
+  const auto find = [&](const std::string& n) { return ours.count(n) ? bench::median(ours[n]) : 0.0; };
   for (const Config& c : runs) {
     if (c.amp) {
       const std::string plain = c.name.substr(0, c.name.size() - 3);
       if (find(plain) > 0.0)
         fmt::print("Accrue {} takes {:.2f}x the time of {} in float32{}\n", c.name, find(c.name) / find(plain), plain,
-                   torch && theirs.count(plain) ? fmt::format(" (PyTorch: {:.2f}x)", median(theirs[c.name]) / median(theirs[plain]))
+                   torch && theirs.count(plain) ? fmt::format(" (PyTorch: {:.2f}x)", bench::median(theirs[c.name]) / bench::median(theirs[plain]))
                                                 : "");
       continue;
     }
@@ -235,7 +221,7 @@ int main(int argc, char** argv) {
     const std::string plain = (c.cnn ? "cnn" : "") + std::to_string(c.batch * c.accumulate);
     if (find(plain) > 0.0)
       fmt::print("Accrue {} costs {:.2f}x the time of batch {} per sample{}\n", c.name, find(c.name) / find(plain), plain,
-                 torch && theirs.count(plain) ? fmt::format(" (PyTorch: {:.2f}x)", median(theirs[c.name]) / median(theirs[plain]))
+                 torch && theirs.count(plain) ? fmt::format(" (PyTorch: {:.2f}x)", bench::median(theirs[c.name]) / bench::median(theirs[plain]))
                                               : "");
   }
   return 0;

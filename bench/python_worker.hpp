@@ -8,11 +8,19 @@
 #include <accrue/framework/error.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace accrue::bench {
+
+/// The benchmark's Python script `name`: the one beside the program (the GPU bundle carries both),
+/// else the source tree's (`source_dir`).
+inline std::string script_beside(const char* argv0, const std::string& name, const std::string& source_dir) {
+  const std::string here = std::filesystem::path(argv0).parent_path().string() + "/" + name;
+  return std::filesystem::exists(here) ? here : source_dir + "/" + name;
+}
 
 class PythonWorker {
  public:

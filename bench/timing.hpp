@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <functional>
+#include <string>
+#include <vector>
 
 namespace accrue::bench {
 
@@ -17,6 +20,31 @@ inline double best_seconds(int reps, const std::function<void()>& f) {
     best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count() / reps);
   }
   return best;
+}
+
+/// The median of `v` (0 when empty).
+inline double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/// A training configuration written "BxK" or "BxKamp": micro-batches of B accumulated K per
+/// optimizer step (K = 1 when "xK" is left out), under mixed precision with "amp".
+struct BatchConfig {
+  std::string name;
+  std::int64_t batch = 1;
+  int accumulate = 1;
+  bool amp = false;
+};
+
+inline BatchConfig parse_batch_config(const std::string& name) {
+  std::string shape = name;
+  const bool amp = shape.size() > 3 && shape.compare(shape.size() - 3, 3, "amp") == 0;
+  if (amp) shape = shape.substr(0, shape.size() - 3);
+  const auto x = shape.find('x');
+  return {name, std::stoll(shape.substr(0, x)), x == std::string::npos ? 1 : std::stoi(shape.substr(x + 1)), amp};
 }
 
 }  // namespace accrue::bench
