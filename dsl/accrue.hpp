@@ -31,6 +31,7 @@
 #include "accrue/dsl/layers/input.hpp"
 #include "accrue/dsl/layers/layer_norm.hpp"
 #include "accrue/dsl/layers/pooling.hpp"
+#include "accrue/dsl/layers/recurrent.hpp"
 #include "accrue/dsl/layers/residual.hpp"
 #include "accrue/framework/training/logs.hpp"
 #include "accrue/dsl/loss.hpp"

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes tests/data/pytorch_sequence_layers.json: Embedding, nn.MultiheadAttention (causal, and
-with a key padding mask) and a pre-LayerNorm nn.TransformerEncoderLayer run forward and backward
+with a key padding mask), a pre-LayerNorm nn.TransformerEncoderLayer, nn.LSTM and nn.GRU run forward and backward
 on fixed inputs and PyTorch's own initial weights, for tests/dsl/test_sequence_layers.cpp.
 Each case: the configuration, the input x (tokens for Embedding), parameters, the upstream
 gradient g, the output y, and the gradients of sum(y * g) for x and every parameter. Then
@@ -66,6 +66,14 @@ cases = [
         torch.nn.TransformerEncoderLayer(E, H, 12, dropout=0.0, activation="gelu", batch_first=True,
                                          norm_first=True), torch.randn(B, T, E),
         lambda m, x: m(x)),
+    run("lstm 2 layers, every step", {"type": "lstm", "hidden": 5, "layers": 2, "return_sequences": True},
+        torch.nn.LSTM(E, 5, num_layers=2, batch_first=True), torch.randn(B, T, E), lambda m, x: m(x)[0]),
+    run("lstm, the last state", {"type": "lstm", "hidden": 4, "layers": 1, "return_sequences": False},
+        torch.nn.LSTM(E, 4, batch_first=True), torch.randn(B, T, E), lambda m, x: m(x)[1][0][-1]),
+    run("gru 2 layers, every step", {"type": "gru", "hidden": 5, "layers": 2, "return_sequences": True},
+        torch.nn.GRU(E, 5, num_layers=2, batch_first=True), torch.randn(B, T, E), lambda m, x: m(x)[0]),
+    run("gru, the last state", {"type": "gru", "hidden": 6, "layers": 1, "return_sequences": False},
+        torch.nn.GRU(E, 6, batch_first=True), torch.randn(B, T, E), lambda m, x: m(x)[1][-1]),
 ]
 
 

@@ -1,6 +1,6 @@
 // Layers for sequences: their contracts (gradients against finite differences, copies), the
-// layers made of layers, and parity with PyTorch for Embedding, nn.MultiheadAttention and
-// nn.TransformerEncoderLayer (tests/data/pytorch_sequence_layers.json, made by
+// layers made of layers, and parity with PyTorch for Embedding, nn.MultiheadAttention,
+// nn.TransformerEncoderLayer, nn.LSTM and nn.GRU (tests/data/pytorch_sequence_layers.json, made by
 // tests/data/make_sequence_layer_reference.py).
 
 #include "pytorch_reference.hpp"
@@ -32,6 +32,10 @@ BOOST_AUTO_TEST_CASE(sequence_layers_keep_their_contract) {
   expect_contract(layers::MultiHeadAttention{3, 6, {.causal = true, .bias = false}}, {4, 6});
   expect_contract(layers::TransformerBlock{2, 4, {.mlp_dim = 8, .dropout = 0.0f, .causal = true}}, {5, 4});
   expect_contract(layers::Residual{layers::LayerNorm{}, layers::Dense{4}, layers::GELU{}}, {3, 4});
+  expect_contract(layers::LSTM{3}, {4, 2});
+  expect_contract(layers::LSTM{3, {.layers = 2, .return_sequences = false}}, {4, 2});
+  expect_contract(layers::GRU{3}, {4, 2});
+  expect_contract(layers::GRU{2, {.layers = 2, .return_sequences = false, .bias = false}}, {3, 2});
 }
 
 BOOST_AUTO_TEST_CASE(layers_made_of_layers_name_copy_and_move_their_parameters_together) {
@@ -109,7 +113,11 @@ BOOST_AUTO_TEST_CASE(sequence_layers_match_pytorch) {
     else if (type == "attention")
       layer = std::make_unique<layers::MultiHeadAttention>(config["heads"], config["dim"],
                                                            layers::MultiHeadAttentionOptions{.causal = config["causal"]});
-    else
+    else if (type == "lstm" || type == "gru") {
+      const layers::RecurrentOptions options{.layers = config["layers"], .return_sequences = config["return_sequences"]};
+      if (type == "lstm") layer = std::make_unique<layers::LSTM>(config["hidden"], options);
+      else layer = std::make_unique<layers::GRU>(config["hidden"], options);
+    } else
       layer = std::make_unique<layers::TransformerBlock>(
           config["heads"], config["dim"],
           layers::TransformerBlockOptions{.mlp_dim = config["mlp_dim"], .dropout = 0.0f, .causal = config["causal"]});

@@ -195,7 +195,10 @@ BOOST_AUTO_TEST_CASE(fifty_pollers_and_twenty_start_stop_cycles) {
     std::this_thread::sleep_for(std::chrono::milliseconds{30 + 10 * (cycle % 5)});
     const auto [refused, _] = s.post("/api/runs", "{}");
     BOOST_TEST(refused == 409);
-    stopped += s.post("/api/stop", "").first == 200;
+    const auto [stop_status, stop_answer] = s.post("/api/stop", "");
+    BOOST_TEST(stop_status == 200, "cycle " << cycle << ": POST /api/stop answered " << stop_status << " "
+                                            << stop_answer.dump() << "; status " << s.playground.status().dump());
+    stopped += stop_status == 200;
     BOOST_TEST(s.playground.training_threads() == 0);
   }
   done = true;

@@ -1,0 +1,99 @@
+#include "accrue/dsl/layers/recurrent.hpp"
+
+#include <cmath>
+
+#include "accrue/framework/ops.hpp"
+
+namespace accrue::layers {
+
+Recurrent::Recurrent(std::int64_t hidden, RecurrentOptions options, int gates)
+    : hidden_(hidden), options_(std::move(options)), gates_(gates) {
+  ACCRUE_CHECK(hidden > 0 && options_.layers >= 1, "a recurrent layer needs a positive hidden size and layers, got {} and {}",
+               hidden, options_.layers);
+  if (!options_.name.empty()) set_name(options_.name);
+}
+
+Shape Recurrent::build(const Shape& input_shape, Generator& generator) {
+  ACCRUE_CHECK_SHAPE(input_shape.rank() == 2 && input_shape[0] > 0,
+                     "{} takes samples (T, features) with T > 0, got {}; put an Embedding before it for tokens",
+                     type_name(), input_shape);
+  const float bound = 1.0f / std::sqrt(static_cast<float>(hidden_));
+  const TensorOptions param{.category = MemoryCategory::parameters};
+  const std::int64_t rows = gates_ * hidden_;
+  for (int k = 0; k < options_.layers; ++k) {
+    const std::int64_t in = k == 0 ? input_shape[1] : hidden_;
+    add_parameter(fmt::format("weight_ih_l{}", k), Tensor::uniform({rows, in}, -bound, bound, &generator, param));
+    add_parameter(fmt::format("weight_hh_l{}", k), Tensor::uniform({rows, hidden_}, -bound, bound, &generator, param));
+    if (options_.bias) {
+      add_parameter(fmt::format("bias_ih_l{}", k), Tensor::uniform({rows}, -bound, bound, &generator, param));
+      add_parameter(fmt::format("bias_hh_l{}", k), Tensor::uniform({rows}, -bound, bound, &generator, param));
+    }
+  }
+  return options_.return_sequences ? Shape{input_shape[0], hidden_} : Shape{hidden_};
+}
+
+Tensor Recurrent::hidden_product(const Tensor& h, int k) const {
+  const std::size_t per_layer = options_.bias ? 4 : 2, at = static_cast<std::size_t>(k) * per_layer;
+  return ops::linear(h, named_parameters().at(at + 1).second,
+                     options_.bias ? named_parameters().at(at + 3).second : Tensor());
+}
+
+// Layer by layer: every step's input projection in one product, then the steps in order.
+Tensor Recurrent::forward(const Tensor& x) {
+  const std::int64_t B = x.size(0), T = x.size(1);
+  const std::size_t per_layer = options_.bias ? 4 : 2;
+  Tensor sequence = x;
+  Tensor last;
+  for (int k = 0; k < options_.layers; ++k) {
+    const std::size_t at = static_cast<std::size_t>(k) * per_layer;
+    const Tensor projected = ops::linear(sequence, named_parameters().at(at).second,
+                                         options_.bias ? named_parameters().at(at + 2).second : Tensor());
+    const TensorOptions on{.device = x.device()};
+    State state{Tensor::zeros({B, hidden_}, on), gates_ == 4 ? Tensor::zeros({B, hidden_}, on) : Tensor()};
+    std::vector<Tensor> outputs;
+    const bool keep_all = options_.return_sequences || k + 1 < options_.layers;
+    for (std::int64_t t = 0; t < T; ++t) {
+      state = step(ops::reshape(ops::slice(projected, 1, t, t + 1), {B, gates_ * hidden_}), state, k);
+      if (keep_all) outputs.push_back(ops::reshape(state.h, {B, 1, hidden_}));
+    }
+    last = state.h;
+    if (keep_all) sequence = ops::cat(outputs, 1);
+  }
+  return options_.return_sequences ? sequence : last;
+}
+
+// Every step keeps its gates and states for backward: about (gates + 3) x hidden floats per step
+// and sample per layer, besides the input projection of each layer.
+LayerMemoryUse Recurrent::memory_use(const LayerMemoryQuery& q) const {
+  const std::int64_t T = q.input_shape[0];
+  const auto per_layer = static_cast<std::size_t>(q.batch * T * (2 * gates_ + 4) * hidden_) * 4;
+  return {.output_dtype = DType::f32,
+          .keeps_input = true,
+          .keeps_output = false,
+          .kept_other = per_layer * static_cast<std::size_t>(options_.layers),
+          .forward_scratch = static_cast<std::size_t>(q.batch * gates_ * hidden_) * 8,
+          .backward_scratch = static_cast<std::size_t>(q.batch * T * gates_ * hidden_) * 4};
+}
+
+Recurrent::State LSTM::step(const Tensor& projected_input, const State& state, int k) {
+  const std::int64_t H = hidden();
+  const Tensor gates = ops::add(projected_input, hidden_product(state.h, k));
+  const std::int64_t sizes[] = {H, H, H, H};
+  const std::vector<Tensor> g = ops::split(gates, sizes, 1);
+  const Tensor c = ops::add(ops::mul(ops::sigmoid(g[1]), state.c), ops::mul(ops::sigmoid(g[0]), ops::tanh(g[2])));
+  return {ops::mul(ops::sigmoid(g[3]), ops::tanh(c)), c};
+}
+
+Recurrent::State GRU::step(const Tensor& projected_input, const State& state, int k) {
+  const std::int64_t H = hidden();
+  const std::int64_t sizes[] = {H, H, H};
+  const std::vector<Tensor> xi = ops::split(projected_input, sizes, 1);
+  const std::vector<Tensor> hh = ops::split(hidden_product(state.h, k), sizes, 1);
+  const Tensor r = ops::sigmoid(ops::add(xi[0], hh[0]));
+  const Tensor z = ops::sigmoid(ops::add(xi[1], hh[1]));
+  const Tensor n = ops::tanh(ops::add(xi[2], ops::mul(r, hh[2])));
+  // h' = (1 - z) n + z h = n + z (h - n)
+  return {ops::add(n, ops::mul(z, ops::sub(state.h, n))), Tensor()};
+}
+
+}  // namespace accrue::layers
