@@ -14,7 +14,8 @@ mlp=$build/examples/fashion_mnist_mlp
 cnn=$build/examples/fashion_mnist_cnn
 memory=$build/examples/memory_comparison
 char_lm=$build/examples/char_lm
-for program in "$mlp" "$cnn" "$memory" "$char_lm"; do
+classify=$build/examples/sequence_classification
+for program in "$mlp" "$cnn" "$memory" "$char_lm" "$classify"; do
   [[ -x $program ]] || { echo "$program is not built"; exit 1; }
 done
 
@@ -223,6 +224,15 @@ case_ "char_lm with a missing text file" 1 "/nonexistent/corpus.txt does not exi
 case_ "char_lm with an empty text file" 1 "make no training block" "$char_lm" "${tiny[@]}" --data "$work/empty.txt"
 case_ "char_lm with heads that do not divide the width" 1 "--heads: 3 heads do not divide the width 16" "$char_lm" "${tiny[@]}" --heads 3 --data "$text"
 case_ "char_lm with a prompt of unknown characters" 1 "is not in the vocabulary" "$char_lm" "${tiny[@]}" --prompt "Zebra!" --data "$text"
+fortunes=$work/fortunes; mkdir -p "$fortunes"
+for ((i = 0; i < 30; i++)); do printf 'Cats purr %d times.\n%%\n' "$i"; done > "$fortunes/cats"
+for ((i = 0; i < 30; i++)); do printf 'Dogs bark at %d mailmen.\n%%\n' "$i"; done > "$fortunes/dogs"
+case_ "sequence_classification on two small fortune files" 0 "Accuracy:" \
+  "$classify" --epochs 2 --verbose 0 --length 16 --hidden 8 --files cats,dogs --data "$fortunes"
+case_ "sequence_classification with a file that is not there" 1 "no file 'birds'" \
+  "$classify" --epochs 1 --verbose 0 --files cats,birds --data "$fortunes"
+case_ "sequence_classification without the fortunes folder" 1 "apt-get install fortunes" \
+  "$classify" --epochs 1 --verbose 0 --data /nonexistent/fortunes
 
 # ---- --epochs 2147483647: starts at once, in the memory of one epoch ------------------------------
 # Peak resident memory and time when the first epoch's line appears, for 1 and for 2^31 - 1 epochs.
