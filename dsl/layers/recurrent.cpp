@@ -1,5 +1,6 @@
 #include "accrue/dsl/layers/recurrent.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "accrue/framework/ops.hpp"
@@ -62,17 +63,24 @@ Tensor Recurrent::forward(const Tensor& x) {
   return options_.return_sequences ? sequence : last;
 }
 
-// Every step keeps its gates and states for backward: about (gates + 3) x hidden floats per step
-// and sample per layer, besides the input projection of each layer.
+// Every step keeps its gates' activations and three more hidden-sized tensors for backward (the
+// LSTM's cell state, its tanh and the hidden state; the GRU's hidden product, h - n and the hidden
+// state): (gates + 3) x hidden floats per step and sample in each layer. A layer above the first
+// also keeps its input sequence.
 LayerMemoryUse Recurrent::memory_use(const LayerMemoryQuery& q) const {
   const std::int64_t T = q.input_shape[0];
-  const auto per_layer = static_cast<std::size_t>(q.batch * T * (2 * gates_ + 4) * hidden_) * 4;
+  const auto per_layer = static_cast<std::size_t>(q.batch * T * (gates_ + 3) * hidden_) * 4;
+  const auto layer_input = static_cast<std::size_t>(q.batch * T * hidden_) * 4;
   return {.output_dtype = DType::f32,
           .keeps_input = true,
           .keeps_output = false,
-          .kept_other = per_layer * static_cast<std::size_t>(options_.layers),
+          .kept_other = per_layer * static_cast<std::size_t>(options_.layers) +
+                        layer_input * static_cast<std::size_t>(options_.layers - 1),
           .forward_scratch = static_cast<std::size_t>(q.batch * gates_ * hidden_) * 8,
-          .backward_scratch = static_cast<std::size_t>(q.batch * T * gates_ * hidden_) * 4};
+          // The gradient of every step's input projection, gathered in one buffer; the input's
+          // gradient, which the plan counts beside it, is made from it and after it.
+          .backward_scratch = static_cast<std::size_t>(q.batch * T * gates_ * hidden_) * 4 -
+                              std::min(static_cast<std::size_t>(q.batch * T * gates_ * hidden_) * 4, q.input_bytes())};
 }
 
 Recurrent::State LSTM::step(const Tensor& projected_input, const State& state, int k) {

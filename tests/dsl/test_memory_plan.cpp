@@ -80,15 +80,22 @@ BOOST_AUTO_TEST_CASE(the_plan_predicts_the_measured_peaks) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(the_plan_covers_sequence_models_and_attention) {
+BOOST_AUTO_TEST_CASE(the_plan_covers_sequence_models_attention_and_recurrence) {
   // A small GPT: tokens, positions, two causal Transformer blocks (attention's scores are scratch,
   // one head per thread on the CPU), a loss per token.
+  // And recurrent networks, whose steps each keep their gates and states.
   for (const auto& [name, batch, accumulate, amp] : std::vector<std::tuple<std::string, std::int64_t, int, bool>>{
-           {"GPT 8x2", 8, 2, false}, {"GPT 16", 16, 1, false}, {"GPT 8x2 amp", 8, 2, true}}) {
+           {"GPT 8x2", 8, 2, false}, {"GPT 16", 16, 1, false}, {"GPT 8x2 amp", 8, 2, true}, {"LSTM 16x2", 16, 2, false},
+           {"GRU 32", 32, 1, false}}) {
     manual_seed(0);
-    Sequential model{layers::Input{64}, layers::Embedding{50, 64}, layers::PositionalEmbedding{64},
-                     layers::TransformerBlock{4, 64, {.causal = true}}, layers::TransformerBlock{4, 64, {.causal = true}},
-                     layers::LayerNorm{}, layers::Dense{50}};
+    Sequential model = name.starts_with("LSTM")  ? Sequential{layers::Input{64}, layers::Embedding{50, 16},
+                                                              layers::LSTM{32, {.layers = 2}}, layers::Dense{50}}
+                       : name.starts_with("GRU") ? Sequential{layers::Input{64}, layers::Embedding{50, 16},
+                                                              layers::GRU{24}, layers::Dense{50}}
+                                                 : Sequential{layers::Input{64}, layers::Embedding{50, 64}, layers::PositionalEmbedding{64},
+                                         layers::TransformerBlock{4, 64, {.causal = true}},
+                                         layers::TransformerBlock{4, 64, {.causal = true}}, layers::LayerNorm{},
+                                         layers::Dense{50}};
     optim::Recipe recipe = optim::AdamW{.lr = 1e-3};
     if (accumulate > 1) recipe = recipe.accumulate(accumulate);
     if (amp) recipe = recipe.amp();
