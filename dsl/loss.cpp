@@ -1,5 +1,7 @@
 #include "accrue/dsl/loss.hpp"
 
+#include <numeric>
+
 namespace accrue {
 namespace losses {
 
@@ -46,10 +48,8 @@ std::vector<std::int64_t> Loss::counts(const Tensor& targets) const {
 }
 
 std::int64_t Loss::units(const Tensor& targets) const {
-  if (!counts_) return targets.rank() >= 1 ? targets.size(0) : 1;
-  std::int64_t n = 0;
-  for (const std::int64_t c : counts_(targets)) n += c;
-  return n;
+  const std::vector<std::int64_t> c = counts(targets);
+  return std::accumulate(c.begin(), c.end(), std::int64_t{0});
 }
 
 Tensor Loss::batch_sum(const Tensor& prediction, const Tensor& target) const {

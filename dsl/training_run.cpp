@@ -293,6 +293,8 @@ void TrainingRun::prepare_run() {
   schedule_.prepare(*plan_);
   sample_units_ = model_.loss().counts(train_.targets());
   counts_tokens_ = train_.targets().rank() >= 2;
+  if (std::all_of(sample_units_.begin(), sample_units_.end(), [&](std::int64_t u) { return u == sample_units_[0]; }))
+    units_per_sample_ = sample_units_[0];
   if (communicator_->rank() == 0) warn_batch_statistics(model_, *plan_, state_.batch_size, communicator_->size());
   state_.loader_seed = checkpoint_      ? checkpoint_->loader_seed()
                        : options_.seed ? *options_.seed
@@ -475,7 +477,12 @@ std::int64_t TrainingRun::units_of(const DataLoader& loader, std::int64_t index,
   return n;
 }
 
+std::int64_t TrainingRun::micro_batch_units(const MicroBatchSlot& slot, std::int64_t samples) const {
+  return units_per_sample_ ? samples * *units_per_sample_ : units_of(*loader_, slot.index, false);
+}
+
 std::int64_t TrainingRun::window_units(const MicroBatchSlot& slot) const {
+  if (units_per_sample_) return slot.window_samples * *units_per_sample_;
   // Micro-batch m of the window is position start + m of a run of epochs of `per_epoch` each; a
   // carried window's part in a neighbouring epoch reads that epoch's order.
   const std::int64_t per_epoch = loader_->size(), start = slot.index - slot.position;
@@ -525,7 +532,7 @@ std::optional<std::size_t> TrainingRun::train_micro_batch(std::size_t k, StepRec
     window_units_ = window_units(slot);
     window_units_of_ = slot.window;
   }
-  const std::int64_t units = units_of(*loader_, slot.index, false);
+  const std::int64_t units = micro_batch_units(slot, batch.size());
   if (counts_tokens_) {
     record.window_tokens = window_units_;
     record.micro_batch_tokens = units;

@@ -129,12 +129,17 @@ class TrainingRun {
   std::size_t live_besides_model_ = 0;
   // What the loss's mean divides by for each training sample (Loss::counts: 1 each, or the tokens
   // a sequence counts), and their sum over the current window on all processes.
+  // When every sample counts alike (classes: 1; blocks of text without padding: their length),
+  // units_per_sample_ says how many, and no micro-batch's samples need to be looked at.
   std::vector<std::int64_t> sample_units_;
+  std::optional<std::int64_t> units_per_sample_;
   std::int64_t window_units_ = 0, window_units_of_ = -1;  // and the window they were counted for
   bool counts_tokens_ = false;  // the targets are sequences: units are tokens
   // Units of batch `index` of `loader`'s epoch: this process's share, or with all_shards the
   // global batch.
   std::int64_t units_of(const DataLoader& loader, std::int64_t index, bool all_shards) const;
+  // Units of this process's share (`samples` of them) of micro-batch `slot`.
+  std::int64_t micro_batch_units(const MicroBatchSlot& slot, std::int64_t samples) const;
   // Units of the whole window of `slot` on all processes, also where it is carried across epochs.
   std::int64_t window_units(const MicroBatchSlot& slot) const;
 };

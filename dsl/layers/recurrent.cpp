@@ -33,22 +33,21 @@ Shape Recurrent::build(const Shape& input_shape, Generator& generator) {
   return options_.return_sequences ? Shape{input_shape[0], hidden_} : Shape{hidden_};
 }
 
-Tensor Recurrent::hidden_product(const Tensor& h, int k) const {
-  const std::size_t per_layer = options_.bias ? 4 : 2, at = static_cast<std::size_t>(k) * per_layer;
-  return ops::linear(h, named_parameters().at(at + 1).second,
-                     options_.bias ? named_parameters().at(at + 3).second : Tensor());
+Tensor Recurrent::parameter(int k, int which) const {
+  if (which >= 2 && !options_.bias) return Tensor();
+  const std::size_t per_layer = options_.bias ? 4 : 2;
+  return named_parameters().at(static_cast<std::size_t>(k) * per_layer + static_cast<std::size_t>(which)).second;
 }
+
+Tensor Recurrent::hidden_product(const Tensor& h, int k) const { return ops::linear(h, parameter(k, 1), parameter(k, 3)); }
 
 // Layer by layer: every step's input projection in one product, then the steps in order.
 Tensor Recurrent::forward(const Tensor& x) {
   const std::int64_t B = x.size(0), T = x.size(1);
-  const std::size_t per_layer = options_.bias ? 4 : 2;
   Tensor sequence = x;
   Tensor last;
   for (int k = 0; k < options_.layers; ++k) {
-    const std::size_t at = static_cast<std::size_t>(k) * per_layer;
-    const Tensor projected = ops::linear(sequence, named_parameters().at(at).second,
-                                         options_.bias ? named_parameters().at(at + 2).second : Tensor());
+    const Tensor projected = ops::linear(sequence, parameter(k, 0), parameter(k, 2));
     const TensorOptions on{.device = x.device()};
     State state{Tensor::zeros({B, hidden_}, on), gates_ == 4 ? Tensor::zeros({B, hidden_}, on) : Tensor()};
     std::vector<Tensor> outputs;
@@ -71,6 +70,7 @@ LayerMemoryUse Recurrent::memory_use(const LayerMemoryQuery& q) const {
   const std::int64_t T = q.input_shape[0];
   const auto per_layer = static_cast<std::size_t>(q.batch * T * (gates_ + 3) * hidden_) * 4;
   const auto layer_input = static_cast<std::size_t>(q.batch * T * hidden_) * 4;
+  const auto projections = static_cast<std::size_t>(q.batch * T * gates_ * hidden_) * 4;
   return {.output_dtype = DType::f32,
           .keeps_input = true,
           .keeps_output = false,
@@ -79,8 +79,7 @@ LayerMemoryUse Recurrent::memory_use(const LayerMemoryQuery& q) const {
           .forward_scratch = static_cast<std::size_t>(q.batch * gates_ * hidden_) * 8,
           // The gradient of every step's input projection, gathered in one buffer; the input's
           // gradient, which the plan counts beside it, is made from it and after it.
-          .backward_scratch = static_cast<std::size_t>(q.batch * T * gates_ * hidden_) * 4 -
-                              std::min(static_cast<std::size_t>(q.batch * T * gates_ * hidden_) * 4, q.input_bytes())};
+          .backward_scratch = projections - std::min(projections, q.input_bytes())};
 }
 
 Recurrent::State LSTM::step(const Tensor& projected_input, const State& state, int k) {

@@ -38,6 +38,9 @@ class Recurrent : public Layer {
   Tensor hidden_product(const Tensor& h, int k) const;
 
  private:
+  // Layer k's weight_ih (0), weight_hh (1), bias_ih (2) or bias_hh (3); undefined for a bias of a
+  // layer without.
+  Tensor parameter(int k, int which) const;
   std::int64_t hidden_;
   RecurrentOptions options_;
   int gates_;
