@@ -16,12 +16,32 @@ namespace {
 // Elements per thread below which splitting costs more than it saves (~10 microseconds of work).
 constexpr std::int64_t elementwise_grain = 1 << 15;
 
-// T is the storage type (float, bfloat16, float16); the arithmetic is float32.
+// T is the storage type (float, bfloat16, float16); the arithmetic is float32. A low-precision
+// tensor goes through float32 a chunk at a time, in separate loops that widen, compute and narrow:
+// each of them vectorises, where one loop doing all three stayed scalar (GELU's backward in
+// bfloat16 took 10% of a GPT's training step that way).
+constexpr std::int64_t chunk = 256;
+
+template <class T>
+void widen(const T* in, float* out, std::int64_t n) {
+  for (std::int64_t k = 0; k < n; ++k) out[k] = common::load(in[k]);
+}
+
 template <UnaryOp Op, class T>
 void unary_forward_impl(UnaryParams p, const T* x, T* y, std::int64_t n) {
   parallel_for(n, elementwise_grain, [&](std::int64_t begin, std::int64_t end) {
     const UnaryParams q = p;
-    for (std::int64_t i = begin; i < end; ++i) y[i] = common::store<T>(common::unary_apply<Op>(common::load(x[i]), q));
+    if constexpr (std::is_same_v<T, float>) {
+      for (std::int64_t i = begin; i < end; ++i) y[i] = common::unary_apply<Op>(x[i], q);
+    } else {
+      float v[chunk];
+      for (std::int64_t c = begin; c < end; c += chunk) {
+        const std::int64_t m = std::min(chunk, end - c);
+        widen(x + c, v, m);
+        for (std::int64_t k = 0; k < m; ++k) v[k] = common::unary_apply<Op>(v[k], q);
+        for (std::int64_t k = 0; k < m; ++k) y[c + k] = common::store<T>(v[k]);
+      }
+    }
   });
 }
 
@@ -29,9 +49,27 @@ template <UnaryOp Op, class T>
 void unary_backward_impl(UnaryParams p, const T* x, const T* y, const T* dy, T* dx, std::int64_t n, bool accumulate) {
   parallel_for(n, elementwise_grain, [&](std::int64_t begin, std::int64_t end) {
     const UnaryParams q = p;
-    for (std::int64_t i = begin; i < end; ++i) {
-      const float g = common::unary_grad<Op>(common::load(x[i]), common::load(y[i]), common::load(dy[i]), q);
-      dx[i] = common::store<T>(accumulate ? common::load(dx[i]) + g : g);
+    if constexpr (std::is_same_v<T, float>) {
+      if (accumulate)
+        for (std::int64_t i = begin; i < end; ++i) dx[i] += common::unary_grad<Op>(x[i], y[i], dy[i], q);
+      else
+        for (std::int64_t i = begin; i < end; ++i) dx[i] = common::unary_grad<Op>(x[i], y[i], dy[i], q);
+    } else {
+      // The op reads x or y, never both: the one it does not read is a copy of dy.
+      float v[chunk], g[chunk];
+      const float* xv = unary_grad_reads_input(Op) ? v : g;
+      const float* yv = unary_grad_reads_output(Op) ? v : g;
+      for (std::int64_t c = begin; c < end; c += chunk) {
+        const std::int64_t m = std::min(chunk, end - c);
+        if constexpr (unary_grad_reads_input(Op)) widen(x + c, v, m);
+        if constexpr (unary_grad_reads_output(Op)) widen(y + c, v, m);
+        widen(dy + c, g, m);
+        for (std::int64_t k = 0; k < m; ++k) g[k] = common::unary_grad<Op>(xv[k], yv[k], g[k], q);
+        if (accumulate)
+          for (std::int64_t k = 0; k < m; ++k) dx[c + k] = common::store<T>(common::load(dx[c + k]) + g[k]);
+        else
+          for (std::int64_t k = 0; k < m; ++k) dx[c + k] = common::store<T>(g[k]);
+      }
     }
   });
 }

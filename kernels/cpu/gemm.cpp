@@ -7,7 +7,7 @@
 
 #include "accrue/kernels/cpu/cast.hpp"
 #include "accrue/kernels/common/half.hpp"
-#include "accrue/kernels/cpu/amx_gemm.hpp"
+#include "accrue/kernels/cpu/bf16_gemm.hpp"
 #include "accrue/kernels/cpu/openblas.hpp"
 #include "accrue/kernels/cpu/parallel.hpp"
 #include "accrue/kernels/cpu/skinny_gemm.hpp"
@@ -76,48 +76,29 @@ void gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64
 
 namespace accrue::kernels::cpu {
 
-// float16 and bfloat16 multiplies. bfloat16 runs on AMX tiles where the processor and the kernel
-// allow it; otherwise the operands are widened to float32 (exactly) and multiplied by the float32
+// float16 and bfloat16 multiplies. bfloat16 runs on the processor's bfloat16 kernel (bf16_gemm.hpp:
+// AMX tiles or AVX-512 BF16) where it has one; otherwise the operands are widened to float32 (exactly) and multiplied by the float32
 // kernels: float32 accumulation of the low-precision products either way. C is rounded once at the
 // end when it is low precision.
 std::size_t gemm_low_precision_workspace_bytes(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N,
                                                std::int64_t K, DType low) {
-  if (low != DType::bf16 || K == 0 || M == 0 || N == 0 || !amx_available()) return 0;
-  const bool swap = !trans_a && trans_b;  // as gemm_low_precision decides below
-  return swap ? amx_workspace_bytes(N, M, K) : amx_workspace_bytes(M, N, K);
+  if (low != DType::bf16 || K == 0 || M == 0 || N == 0 || bf16_kernel() == Bf16Kernel::none) return 0;
+  const bool swap = !trans_a && trans_b && N > M;  // as gemm_low_precision decides below
+  return swap ? bf16_workspace_bytes(N, M, K) : bf16_workspace_bytes(M, N, K);
 }
 
 void gemm_low_precision(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
                         DType low, const void* A, DType a_type, std::int64_t lda, const void* B, DType b_type,
                         std::int64_t ldb, float beta, DType out, void* C, std::int64_t ldc) {
   if (M == 0 || N == 0) return;
-  if (low == DType::bf16 && K > 0 && amx_available()) {
-    // AMX wants B as pairs along K. For A B^T (a forward pass: B is a weight matrix stored N x K) that
-    // means transposing the weight, so compute C^T = B A^T instead: the weight is read row by row and
-    // only the small activation matrix A is transposed; the epilogue transposes C back.
-    const bool swap = !trans_a && trans_b;
-    const AmxA a = swap ? pack_amx_a(false, N, K, B, b_type, ldb) : pack_amx_a(trans_a, M, K, A, a_type, lda);
-    const AmxB b = swap ? pack_amx_b(true, K, M, A, a_type, lda) : pack_amx_b(trans_b, K, N, B, b_type, ldb);
-    const Tensor acc = Tensor::empty({a.Mp, b.Np});
-    amx_gemm(a, b, acc.data<float>());
-    const float* r = acc.data<float>();
-    const std::int64_t ld = b.Np;
-    // The epilogue: alpha, beta and the output type, over the M x N part of the padded result.
-    parallel_for(M, 16, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t i = begin; i < end; ++i) {
-        const auto value = [&](std::int64_t j) { return swap ? r[j * ld + i] : r[i * ld + j]; };
-        if (out == DType::f32) {
-          float* c = static_cast<float*>(C) + i * ldc;
-          for (std::int64_t j = 0; j < N; ++j) c[j] = alpha * value(j) + (beta == 0.0f ? 0.0f : beta * c[j]);
-        } else {
-          auto* c = static_cast<std::uint16_t*>(C) + i * ldc;
-          for (std::int64_t j = 0; j < N; ++j) {
-            const float old = beta == 0.0f ? 0.0f : beta * common::float_from_bf16_bits(c[j]);
-            c[j] = common::bf16_bits_from_float(alpha * value(j) + old);
-          }
-        }
-      }
-    });
+  if (low == DType::bf16 && K > 0 && bf16_kernel() != Bf16Kernel::none) {
+    // The packed B holds pairs along K, which for A B^T (a forward pass: B is a weight stored N x K)
+    // means a transposing pack, slower than packing A. So the larger of A and B goes first: when the
+    // weight is the larger (small batches), compute C^T = B A^T and write C back transposed.
+    const bool swap = !trans_a && trans_b && N > M;
+    const Bf16A a = swap ? pack_bf16_a(false, N, K, B, b_type, ldb) : pack_bf16_a(trans_a, M, K, A, a_type, lda);
+    const Bf16B b = swap ? pack_bf16_b(true, K, M, A, a_type, lda) : pack_bf16_b(trans_b, K, N, B, b_type, ldb);
+    bf16_gemm(a, b, {.C = C, .type = out, .ldc = ldc, .alpha = alpha, .beta = beta, .transposed = swap});
     return;
   }
   // Widen both operands to float32 through `low` (a float32 operand is rounded to it first).

@@ -2,9 +2,12 @@
 
 #include "test_util.hpp"
 
+#include <accrue/kernels/common/branchless_math.hpp>
 #include <accrue/kernels/elementwise.hpp>
 #include <accrue/kernels/reduce.hpp>
+#include <bit>
 #include <cmath>
+#include <limits>
 
 using namespace accrue;
 using accrue::test::check_close;
@@ -74,4 +77,55 @@ BOOST_AUTO_TEST_CASE(argmax_and_one_hot) {
   BOOST_TEST(ops::argmax(x).to_vector<std::int32_t>() == (std::vector<std::int32_t>{1, 0}),
              boost::test_tools::per_element());
   check_close(ops::one_hot(Tensor::from(std::vector<std::int32_t>{2, 0}, {2}), 3), {0, 0, 1, 1, 0, 0});
+}
+
+namespace {
+// Distance in units in the last place of `want` (a float).
+double ulps(float got, double want) {
+  const float w = static_cast<float>(want);
+  const double ulp = std::nextafter(std::fabs(w), std::numeric_limits<float>::infinity()) - std::fabs(w);
+  return std::fabs(got - want) / ulp;
+}
+}  // namespace
+
+// GELU's erf and exp on the CPU (kernels/common/branchless_math.hpp) against the C library in
+// double, over every 64th float between -6 and 6 (erf) or -100 and 0 (exp), and the edge values.
+BOOST_AUTO_TEST_CASE(branchless_erf_and_exp_stay_within_a_few_ulps) {
+  using kernels::common::branchless_erf;
+  using kernels::common::branchless_exp_nonpositive;
+  double worst_erf = 0, worst_exp = 0;
+  float at_erf = 0, at_exp = 0;
+  const auto sweep = [](float from, float to, auto&& f) {
+    for (std::uint32_t b = std::bit_cast<std::uint32_t>(0.0f); ; b += 64) {  // positive magnitudes
+      const float m = std::bit_cast<float>(b);
+      if (m > std::max(std::fabs(from), std::fabs(to))) break;
+      if (m <= to && m >= from) f(m);
+      if (-m >= from && -m <= to) f(-m);
+    }
+  };
+  sweep(-6.0f, 6.0f, [&](float x) {
+    const double e = ulps(branchless_erf(x), std::erf(static_cast<double>(x)));
+    if (e > worst_erf) worst_erf = e, at_erf = x;
+  });
+  sweep(-100.0f, 0.0f, [&](float x) {
+    const double want = std::exp(static_cast<double>(x));
+    if (want < std::numeric_limits<float>::min()) {  // below the normal range it returns 0
+      BOOST_TEST(branchless_exp_nonpositive(x) <= std::numeric_limits<float>::min());
+      return;
+    }
+    const double e = ulps(branchless_exp_nonpositive(x), want);
+    if (e > worst_exp) worst_exp = e, at_exp = x;
+  });
+  BOOST_TEST(worst_erf <= 3.0, "erf off by " << worst_erf << " ulps at " << at_erf);
+  BOOST_TEST(worst_exp <= 2.0, "exp off by " << worst_exp << " ulps at " << at_exp);
+  BOOST_TEST_MESSAGE("worst: erf " << worst_erf << " ulps at " << at_erf << ", exp " << worst_exp << " ulps at "
+                                   << at_exp);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  BOOST_TEST(std::isnan(branchless_erf(nan)));
+  BOOST_TEST(branchless_erf(inf) == 1.0f);
+  BOOST_TEST(branchless_erf(-inf) == -1.0f);
+  BOOST_TEST(std::signbit(branchless_erf(-0.0f)));
+  BOOST_TEST(std::isnan(branchless_exp_nonpositive(nan)));
+  BOOST_TEST(branchless_exp_nonpositive(-inf) == 0.0f);
+  BOOST_TEST(branchless_exp_nonpositive(0.0f) == 1.0f);
 }

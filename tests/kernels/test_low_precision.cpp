@@ -4,6 +4,7 @@
 #include "test_util.hpp"
 
 #include <accrue/kernels/common/half.hpp>
+#include <accrue/kernels/cpu/bf16_gemm.hpp>
 #include <accrue/kernels/gemm.hpp>
 #include <cmath>
 #include <cstring>
@@ -149,6 +150,40 @@ BOOST_AUTO_TEST_CASE(low_precision_gemm_matches_double_products_of_rounded_input
           }
         }
       }
+    }
+  }
+}
+
+// gemm above runs the processor's preferred bfloat16 kernel; each kernel it could run instead is
+// checked here on the packed operands, exactly: bfloat16 products are exact in float32 and the sums
+// of small integers stay exact, whatever order a kernel adds them in.
+BOOST_AUTO_TEST_CASE(every_bf16_kernel_multiplies_packed_operands_exactly) {
+  namespace cpu = kernels::cpu;
+  const auto kernels = cpu::bf16_kernels_available();
+  if (kernels.empty()) {
+    BOOST_TEST_MESSAGE("skipped: this processor has neither AMX nor AVX-512 BF16 (bfloat16 GEMMs widen to float32)");
+    return;
+  }
+  Generator gen{3};
+  for (const auto& [M, N, K] : std::vector<std::array<std::int64_t, 3>>{
+           {1, 1, 1}, {8, 16, 32}, {17, 33, 65}, {40, 48, 7}, {64, 96, 200}, {33, 130, 511}}) {
+    std::vector<float> a(static_cast<std::size_t>(M * K)), b(static_cast<std::size_t>(K * N));
+    for (auto& v : a) v = static_cast<float>(static_cast<int>(gen.below(17)) - 8);
+    for (auto& v : b) v = static_cast<float>(static_cast<int>(gen.below(17)) - 8);
+    const cpu::Bf16A pa = cpu::pack_bf16_a(false, M, K, a.data(), DType::f32, K);
+    const cpu::Bf16B pb = cpu::pack_bf16_b(false, K, N, b.data(), DType::f32, N);
+    for (cpu::Bf16Kernel kernel : kernels) {
+      std::vector<float> c(static_cast<std::size_t>(M * N), -1.0f);
+      cpu::bf16_gemm(pa, pb, {.C = c.data(), .type = DType::f32, .ldc = N}, kernel);
+      std::int64_t wrong = 0;
+      for (std::int64_t i = 0; i < M; ++i)
+        for (std::int64_t j = 0; j < N; ++j) {
+          double s = 0;
+          for (std::int64_t k = 0; k < K; ++k) s += double(a[i * K + k]) * double(b[k * N + j]);
+          wrong += c[i * N + j] != static_cast<float>(s);
+        }
+      BOOST_TEST(wrong == 0, cpu::bf16_kernel_name(kernel) << " " << M << "x" << N << "x" << K << ": " << wrong
+                                                              << " of " << M * N << " entries differ");
     }
   }
 }

@@ -1,0 +1,358 @@
+// bfloat16 GEMM with float32 accumulation, on AMX tiles or with AVX-512 BF16 dot products.
+//
+// Which is faster depends on the processor, measured with microbenchmarks in one run each: on a
+// Xeon with AMX, tdpbf16ps reached 1000 GFLOP/s per core while vdpbf16ps ran at 61, below float32
+// FMA (148); on an EPYC (Zen 4, no AMX) vdpbf16ps runs at 230 GFLOP/s per core, twice float32 FMA
+// (115). So AMX comes first where it exists, vdpbf16ps next.
+//
+// Both read the same packed operands. A tile multiply adds a 16 x 32 bfloat16 block of A times a
+// 32 x 16 block of B, the latter stored as pairs along K ("VNNI": row p holds (B[2p][n], B[2p+1][n])
+// for 16 columns n), into a 16 x 16 float32 tile of C; vdpbf16ps adds one such pair of A, broadcast,
+// times a row of 16 pairs of B into 16 float32 lanes. Operands are packed into padded buffers first
+// (converting from float32 and transposing as the layout needs), each 32 x 32 block of C accumulates in
+// float32 and is written out (alpha, beta, the output type, transposed or not) while in cache. Linux grants AMX's 8 KiB of
+// tile state per process on request (arch_prctl); without either kernel the callers widen to float32.
+
+#include "accrue/kernels/cpu/bf16_gemm.hpp"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+#include "accrue/framework/error.hpp"
+#include "accrue/kernels/common/half.hpp"
+#include "accrue/kernels/cpu/parallel.hpp"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define ACCRUE_TARGET_AMX __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw")))
+#define ACCRUE_TARGET_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512bf16")))
+#endif
+
+namespace accrue::kernels::cpu {
+
+namespace {
+
+constexpr std::int64_t round_up(std::int64_t n, std::int64_t m) { return (n + m - 1) / m * m; }
+
+inline std::uint16_t to_bf16(float f) { return common::bf16_bits_from_float(f); }
+
+}  // namespace
+
+// ---- packing ------------------------------------------------------------------------------------
+// Sources are float32 (rounded to bfloat16 here, as autocast rounds its inputs) or bfloat16 bits.
+
+namespace {
+
+template <class T>
+std::uint16_t bits(T v) {
+  if constexpr (std::is_same_v<T, float>) return to_bf16(v);
+  else return v;
+}
+
+// out (Mp x Kp) = op(A) for A of element type T.
+template <class T>
+void pack_a(bool trans, std::int64_t M, std::int64_t K, const T* A, std::int64_t lda, Bf16A& p) {
+  parallel_for(p.Mp, 16, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) {
+      std::uint16_t* row = p.data + i * p.Kp;
+      if (i >= M) {
+        std::fill(row, row + p.Kp, std::uint16_t{0});
+        continue;
+      }
+      if (trans)
+        for (std::int64_t k = 0; k < K; ++k) row[k] = bits(A[k * lda + i]);
+      else
+        for (std::int64_t k = 0; k < K; ++k) row[k] = bits(A[i * lda + k]);
+      std::fill(row + K, row + p.Kp, std::uint16_t{0});
+    }
+  });
+}
+
+// out[q][n] = (b(2q, n), b(2q + 1, n)) as one 32-bit word, for B of element type T.
+template <class T>
+void pack_b(bool trans, std::int64_t K, std::int64_t N, const T* B, std::int64_t ldb, Bf16B& p) {
+  auto* out = reinterpret_cast<std::uint32_t*>(p.data);
+  const std::int64_t pairs = p.Kp / 2;
+  const auto pair = [](std::uint16_t lo, std::uint16_t hi) { return static_cast<std::uint32_t>(lo) | (std::uint32_t{hi} << 16); };
+  if (!trans) {
+    // Rows 2q and 2q + 1 of B interleave: both read in order, written in order.
+    parallel_for(pairs, 8, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t q = begin; q < end; ++q) {
+        std::uint32_t* o = out + q * p.Np;
+        const std::int64_t k = 2 * q;
+        if (k + 1 < K) {
+          const T* r0 = B + k * ldb;
+          const T* r1 = r0 + ldb;
+          for (std::int64_t n = 0; n < N; ++n) o[n] = pair(bits(r0[n]), bits(r1[n]));
+        } else if (k < K) {
+          const T* r0 = B + k * ldb;
+          for (std::int64_t n = 0; n < N; ++n) o[n] = pair(bits(r0[n]), 0);
+        } else {
+          std::fill(o, o + N, 0u);
+        }
+        std::fill(o + N, o + p.Np, 0u);
+      }
+    });
+    return;
+  }
+  // B^T is stored N x K: row n holds b(., n) in order, so pairs along K are adjacent. Sixteen rows at a
+  // time write whole 64-byte lines of the output, which stay in cache across the K loop.
+  parallel_for((p.Np + 15) / 16, 1, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t blk = begin; blk < end; ++blk) {
+      for (std::int64_t n = blk * 16; n < blk * 16 + 16; ++n) {
+        if (n >= N) {
+          for (std::int64_t q = 0; q < pairs; ++q) out[q * p.Np + n] = 0u;
+          continue;
+        }
+        const T* row = B + n * ldb;
+        std::int64_t q = 0;
+        for (; 2 * q + 1 < K; ++q) out[q * p.Np + n] = pair(bits(row[2 * q]), bits(row[2 * q + 1]));
+        if (2 * q < K) {  // an odd K: the last pair's second half is padding
+          out[q * p.Np + n] = pair(bits(row[2 * q]), 0);
+          ++q;
+        }
+        for (; q < pairs; ++q) out[q * p.Np + n] = 0u;
+      }
+    }
+  });
+}
+
+}  // namespace
+
+std::size_t bf16_workspace_bytes(std::int64_t M, std::int64_t N, std::int64_t K) {
+  const std::int64_t Mp = round_up(M, bf16_block), Kp = round_up(K, 32), Np = round_up(N, bf16_block);
+  return static_cast<std::size_t>(Mp * Kp / 2 + Kp * Np / 2) * 4;
+}
+
+Bf16A::Bf16A(std::int64_t m, std::int64_t k) : M(m), K(k), Mp(round_up(m, bf16_block)), Kp(round_up(k, 32)) {
+  buffer = Tensor::empty({Mp * Kp / 2}, {.category = MemoryCategory::temporaries});
+  data = static_cast<std::uint16_t*>(buffer.data_ptr());
+}
+
+Bf16B::Bf16B(std::int64_t k, std::int64_t n) : K(k), N(n), Kp(round_up(k, 32)), Np(round_up(n, bf16_block)) {
+  buffer = Tensor::empty({Kp * Np / 2}, {.category = MemoryCategory::temporaries});
+  data = static_cast<std::uint16_t*>(buffer.data_ptr());
+}
+
+Bf16A pack_bf16_a(bool trans, std::int64_t M, std::int64_t K, const void* A, DType dtype, std::int64_t lda) {
+  Bf16A p{M, K};
+  if (dtype == DType::f32) pack_a(trans, M, K, static_cast<const float*>(A), lda, p);
+  else pack_a(trans, M, K, static_cast<const std::uint16_t*>(A), lda, p);
+  return p;
+}
+
+Bf16B pack_bf16_b(bool trans, std::int64_t K, std::int64_t N, const void* B, DType dtype, std::int64_t ldb) {
+  Bf16B p{K, N};
+  if (dtype == DType::f32) pack_b(trans, K, N, static_cast<const float*>(B), ldb, p);
+  else pack_b(trans, K, N, static_cast<const std::uint16_t*>(B), ldb, p);
+  return p;
+}
+
+namespace {
+
+// rows x cols of a 32 x 32 float32 block (leading dimension 32), the product's rows i.. and
+// columns j.., into out: one contiguous run of C at a time, so that the loops vectorise.
+void write_block(const float* acc, std::int64_t i, std::int64_t j, std::int64_t rows, std::int64_t cols,
+                 const Bf16Output& out) {
+  if (rows <= 0 || cols <= 0) return;  // a block wholly in the padding
+  const auto store = [&](auto* C) {
+    using T = std::remove_pointer_t<decltype(C)>;
+    // C's runs: rows of the product, or its columns when C holds the product transposed.
+    const std::int64_t runs = out.transposed ? cols : rows, length = out.transposed ? rows : cols;
+    const std::int64_t step = out.transposed ? 32 : 1;  // along a run in acc
+    for (std::int64_t r = 0; r < runs; ++r) {
+      float v[32];
+      const float* src = out.transposed ? acc + r : acc + r * 32;
+      for (std::int64_t k = 0; k < length; ++k) v[k] = out.alpha * src[k * step];
+      T* dst = out.transposed ? C + (j + r) * out.ldc + i : C + (i + r) * out.ldc + j;
+      if constexpr (std::is_same_v<T, float>) {
+        if (out.beta == 0.0f)
+          for (std::int64_t k = 0; k < length; ++k) dst[k] = v[k];
+        else
+          for (std::int64_t k = 0; k < length; ++k) dst[k] = v[k] + out.beta * dst[k];
+      } else {
+        if (out.beta == 0.0f)
+          for (std::int64_t k = 0; k < length; ++k) dst[k] = common::bf16_bits_from_float(v[k]);
+        else
+          for (std::int64_t k = 0; k < length; ++k)
+            dst[k] = common::bf16_bits_from_float(v[k] + out.beta * common::float_from_bf16_bits(dst[k]));
+      }
+    }
+  };
+  if (out.type == DType::f32) store(static_cast<float*>(out.C));
+  else store(static_cast<std::uint16_t*>(out.C));
+}
+
+}  // namespace
+
+#if defined(__x86_64__)
+
+namespace {
+
+struct alignas(64) TileConfig {
+  std::uint8_t palette_id = 1;
+  std::uint8_t start_row = 0;
+  std::uint8_t reserved[14] = {};
+  std::uint16_t colsb[16] = {};
+  std::uint8_t rows[16] = {};
+};
+
+// Every tile is 16 rows of 64 bytes: C tiles 16 x 16 float32, A tiles 16 x 32 bfloat16, B tiles
+// 16 pair-rows x 16 columns x 2 bfloat16.
+ACCRUE_TARGET_AMX void configure_tiles() {
+  TileConfig config;
+  for (int t = 0; t < 8; ++t) {
+    config.colsb[t] = 64;
+    config.rows[t] = 16;
+  }
+  _tile_loadconfig(&config);
+}
+
+// One 32 x 32 block of C (four 16 x 16 tiles), or its 16-row or 16-column remainder, over all K.
+template <bool TwoRows, bool TwoCols>
+ACCRUE_TARGET_AMX void amx_block(const Bf16A& a, const Bf16B& b, std::int64_t i, std::int64_t j, float* acc,
+                                 std::int64_t ldacc) {
+  // acc points at the block's own corner.
+  _tile_zero(0);
+  if constexpr (TwoCols) _tile_zero(1);
+  if constexpr (TwoRows) _tile_zero(2);
+  if constexpr (TwoRows && TwoCols) _tile_zero(3);
+  const std::uint16_t* a0 = a.data + i * a.Kp;
+  const std::uint16_t* b0 = b.data + j * 2;
+  const std::int64_t a_stride = a.Kp * 2, b_stride = b.Np * 4;
+  for (std::int64_t k = 0; k < a.Kp; k += 32) {
+    _tile_loadd(4, a0 + k, a_stride);
+    if constexpr (TwoRows) _tile_loadd(5, a0 + 16 * a.Kp + k, a_stride);
+    const std::uint16_t* bk = b0 + (k / 2) * b.Np * 2;
+    _tile_loadd(6, bk, b_stride);
+    if constexpr (TwoCols) _tile_loadd(7, bk + 32, b_stride);
+    _tile_dpbf16ps(0, 4, 6);
+    if constexpr (TwoCols) _tile_dpbf16ps(1, 4, 7);
+    if constexpr (TwoRows) _tile_dpbf16ps(2, 5, 6);
+    if constexpr (TwoRows && TwoCols) _tile_dpbf16ps(3, 5, 7);
+  }
+  float* c = acc;
+  _tile_stored(0, c, ldacc * 4);
+  if constexpr (TwoCols) _tile_stored(1, c + 16, ldacc * 4);
+  if constexpr (TwoRows) _tile_stored(2, c + 16 * ldacc, ldacc * 4);
+  if constexpr (TwoRows && TwoCols) _tile_stored(3, c + 16 * ldacc + 16, ldacc * 4);
+}
+
+ACCRUE_TARGET_AMX void release_tiles() { _tile_release(); }
+
+// Eight rows by Cols x 16 columns of C over all K with vdpbf16ps: each step along K takes one pair
+// of A's row (broadcast to every lane) against a row of B's pairs, so the packed layouts serve as
+// they are. Sixteen float32 accumulators stay in registers; B's 32 columns stream from L1.
+template <int Cols>
+ACCRUE_TARGET_AVX512_BF16 void dot_block(const Bf16A& a, const Bf16B& b, std::int64_t i, std::int64_t j, float* acc,
+                                         std::int64_t ldacc) {
+  // acc points at the strip's own corner.
+  constexpr int rows = 8;
+  __m512 c[rows][Cols];
+  for (int r = 0; r < rows; ++r)
+    for (int s = 0; s < Cols; ++s) c[r][s] = _mm512_setzero_ps();
+  const auto* a0 = reinterpret_cast<const std::int32_t*>(a.data + i * a.Kp);
+  const auto* b0 = reinterpret_cast<const std::int32_t*>(b.data) + j;
+  const std::int64_t a_row = a.Kp / 2, pairs = a.Kp / 2;
+  for (std::int64_t q = 0; q < pairs; ++q) {
+    __m512bh bq[Cols];
+    for (int s = 0; s < Cols; ++s) bq[s] = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b0 + q * b.Np + 16 * s));
+    for (int r = 0; r < rows; ++r) {
+      const __m512bh ar = reinterpret_cast<__m512bh>(_mm512_set1_epi32(a0[r * a_row + q]));
+      for (int s = 0; s < Cols; ++s) c[r][s] = _mm512_dpbf16_ps(c[r][s], ar, bq[s]);
+    }
+  }
+  for (int r = 0; r < rows; ++r)
+    for (int s = 0; s < Cols; ++s) _mm512_storeu_ps(acc + r * ldacc + 16 * s, c[r][s]);
+}
+
+bool request_amx() {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512f")) return false;
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  __asm__("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(7), "c"(0));
+  const bool amx_bf16 = (edx >> 22) & 1u, amx_tile = (edx >> 24) & 1u;
+  if (!amx_bf16 || !amx_tile) return false;
+  constexpr long arch_req_xcomp_perm = 0x1023, xfeature_xtiledata = 18;
+  return syscall(SYS_arch_prctl, arch_req_xcomp_perm, xfeature_xtiledata) == 0;
+}
+
+bool has_avx512_bf16() {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw")) return false;
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  __asm__("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(7), "c"(1));
+  return (eax >> 5) & 1u;  // CPUID.(EAX=7, ECX=1):EAX bit 5, AVX512_BF16
+}
+
+}  // namespace
+
+std::vector<Bf16Kernel> bf16_kernels_available() {
+  static const std::vector<Bf16Kernel> kernels = [] {
+    std::vector<Bf16Kernel> k;
+    if (request_amx()) k.push_back(Bf16Kernel::amx);
+    if (has_avx512_bf16()) k.push_back(Bf16Kernel::avx512_bf16);
+    return k;
+  }();
+  return kernels;
+}
+
+void bf16_gemm(const Bf16A& a, const Bf16B& b, const Bf16Output& out, Bf16Kernel kernel) {
+  ACCRUE_ASSERT(a.Kp == b.Kp);
+  ACCRUE_ASSERT(kernel != Bf16Kernel::none);
+  // Blocks of 32 x 32 of C: four AMX tiles, or four eight-row strips of two vectors.
+  const std::int64_t row_blocks = (a.Mp + 31) / 32, col_blocks = (b.Np + 31) / 32;
+  const std::int64_t blocks = row_blocks * col_blocks;
+  const int tasks = a.M * b.N * a.K < (1 << 18) ? 1 : static_cast<int>(std::min<std::int64_t>(4 * num_threads(), blocks));
+  parallel_tasks(tasks, [&](int t) {
+    alignas(64) float acc[32 * 32];
+    if (kernel == Bf16Kernel::amx) configure_tiles();  // tile state is per thread
+    for (std::int64_t blk = blocks * t / tasks; blk < blocks * (t + 1) / tasks; ++blk) {
+      const std::int64_t i = (blk / col_blocks) * 32, j = (blk % col_blocks) * 32;
+      const bool two_rows = i + 32 <= a.Mp, two_cols = j + 32 <= b.Np;
+      if (kernel == Bf16Kernel::amx) {
+        if (two_rows && two_cols) amx_block<true, true>(a, b, i, j, acc, 32);
+        else if (two_rows) amx_block<true, false>(a, b, i, j, acc, 32);
+        else if (two_cols) amx_block<false, true>(a, b, i, j, acc, 32);
+        else amx_block<false, false>(a, b, i, j, acc, 32);
+      } else {
+        for (std::int64_t r = 0; r < 32 && i + r < a.Mp; r += 8) {
+          if (two_cols) dot_block<2>(a, b, i + r, j, acc + r * 32, 32);
+          else dot_block<1>(a, b, i + r, j, acc + r * 32, 32);
+        }
+      }
+      write_block(acc, i, j, std::min<std::int64_t>(32, a.M - i), std::min<std::int64_t>(32, b.N - j), out);
+    }
+    if (kernel == Bf16Kernel::amx) release_tiles();
+  });
+}
+
+#else
+
+std::vector<Bf16Kernel> bf16_kernels_available() { return {}; }
+void bf16_gemm(const Bf16A&, const Bf16B&, const Bf16Output&, Bf16Kernel) { ACCRUE_ASSERT(false); }
+
+#endif
+
+Bf16Kernel bf16_kernel() {
+  static const Bf16Kernel kernel = [] {
+    const auto available = bf16_kernels_available();
+    return available.empty() ? Bf16Kernel::none : available.front();
+  }();
+  return kernel;
+}
+
+const char* bf16_kernel_name(Bf16Kernel kernel) {
+  switch (kernel) {
+    case Bf16Kernel::amx: return "AMX tiles";
+    case Bf16Kernel::avx512_bf16: return "AVX-512 BF16";
+    case Bf16Kernel::none: break;
+  }
+  return "none (widened to float32)";
+}
+
+}  // namespace accrue::kernels::cpu

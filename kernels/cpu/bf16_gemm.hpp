@@ -1,0 +1,65 @@
+#pragma once
+// bfloat16 GEMM with float32 accumulation (see bf16_gemm.cpp): operands packed once into layouts
+// both bfloat16 kernels read, AMX tiles or AVX-512 BF16 dot products, float32 results.
+
+#include <cstdint>
+#include <vector>
+
+#include "accrue/framework/tensor.hpp"
+
+namespace accrue::kernels::cpu {
+
+/// Rows and columns of C that the packed layouts pad to.
+inline constexpr std::int64_t bf16_block = 16;
+
+/// A packed as bfloat16 rows along K: Mp x Kp, padded with zeros (Mp to 16, Kp to 32). The buffer
+/// comes from the CPU allocator (reused between calls, counted as temporaries).
+struct Bf16A {
+  Bf16A(std::int64_t M, std::int64_t K);
+  std::int64_t M, K, Mp, Kp;
+  Tensor buffer;
+  std::uint16_t* data;
+};
+
+/// B packed as pairs along K: (Kp / 2) x Np x 2, padded with zeros (Kp to 32, Np to 16).
+struct Bf16B {
+  Bf16B(std::int64_t K, std::int64_t N);
+  std::int64_t K, N, Kp, Np;
+  Tensor buffer;
+  std::uint16_t* data;
+};
+
+/// Bytes of the temporaries of one M x N x K bfloat16 product: packed A and B, padded as Bf16A and
+/// Bf16B pad them (for memory plans).
+std::size_t bf16_workspace_bytes(std::int64_t M, std::int64_t N, std::int64_t K);
+
+/// The bfloat16 multiply this process runs: AMX tiles where the processor has them and Linux
+/// granted their state, else AVX-512 BF16's vdpbf16ps where the processor has it, else none (the
+/// callers widen to float32).
+enum class Bf16Kernel { none, avx512_bf16, amx };
+Bf16Kernel bf16_kernel();
+/// Every kernel this processor can run, fastest first (for tests that compare them).
+std::vector<Bf16Kernel> bf16_kernels_available();
+const char* bf16_kernel_name(Bf16Kernel kernel);
+
+/// op(A) (M x K) packed from float32 (rounded to bfloat16) or bfloat16 `A` with leading dimension
+/// lda (A^T stored K x M when `trans`).
+Bf16A pack_bf16_a(bool trans, std::int64_t M, std::int64_t K, const void* A, DType dtype, std::int64_t lda);
+/// op(B) (K x N) packed likewise (B^T stored N x K when `trans`).
+Bf16B pack_bf16_b(bool trans, std::int64_t K, std::int64_t N, const void* B, DType dtype, std::int64_t ldb);
+
+/// Where bf16_gemm writes the M x N product P = A B: C = alpha P + beta C (beta 0: C is not read),
+/// C float32 or bfloat16 with leading dimension ldc, or C^T = alpha P + beta C^T when `transposed`.
+struct Bf16Output {
+  void* C;
+  DType type;
+  std::int64_t ldc;
+  float alpha = 1.0f, beta = 0.0f;
+  bool transposed = false;
+};
+
+/// A B into `out`, split across the pool, by `kernel` (bf16_kernel() unless a test picks one of
+/// bf16_kernels_available()). Each 32 x 32 block of the product goes to C while it is in cache.
+void bf16_gemm(const Bf16A& a, const Bf16B& b, const Bf16Output& out, Bf16Kernel kernel = bf16_kernel());
+
+}  // namespace accrue::kernels::cpu
