@@ -48,6 +48,10 @@ struct LayerMemoryUse {
   /// Transient bytes while forward runs besides its input and output, and while backward runs
   /// besides the gradients of its output and input (workspaces, float32 accumulators).
   std::size_t forward_scratch = 0, backward_scratch = 0;
+  /// Low-precision packs of its weights that training keeps through each accumulation window
+  /// (kernels::PackedParameters): for forward (and for backward inside the layer), and for
+  /// backward to the layer's input, which is made only when the input needs a gradient.
+  std::size_t kept_packs = 0, kept_packs_for_input_gradient = 0;
 };
 
 /// The batch a memory plan asks about: `batch` samples of `input_shape` in `input_dtype` on

@@ -100,7 +100,6 @@ MemoryPlan Sequential::memory_plan(std::int64_t micro_batch, bool accumulates) c
 
   Walk walk;
   walk.plan = &plan;
-  walk.now[kParameters] = params;
   walk.now[kOptimizer] = static_cast<std::size_t>(state_tensors) * grads;
   walk.now[kData] = static_cast<std::size_t>(micro_batch * input_shape_->numel()) * 4 + target_bytes;
   // Accumulating, the gradients of earlier micro-batches are there from the start; otherwise each
@@ -130,6 +129,11 @@ MemoryPlan Sequential::memory_plan(std::int64_t micro_batch, bool accumulates) c
       uses[i].backward_scratch = 0;
     }
   }
+  // Accumulating, fit keeps the weights' low-precision packs through each window.
+  if (accumulates)
+    for (std::size_t i = 1; i <= L; ++i)
+      params += uses[i].kept_packs + (needs_grad[i - 1] ? uses[i].kept_packs_for_input_gradient : 0);
+  walk.now[kParameters] = params;
   // Who keeps which storage: a layer its output or input, the loss the logits (a converted copy
   // when they are not float32).
   for (std::size_t i = 1; i <= L; ++i) {

@@ -454,6 +454,7 @@ void TrainingRun::begin() {
   live_besides_model_ = at_start.live_total - at_start.live_of(MemoryCategory::parameters) -
                         at_start.live_of(MemoryCategory::optimizer_state) -
                         at_start.live_of(MemoryCategory::gradients);
+  if (amp_ && accumulation_.is_set()) packed_parameters_.emplace();
 }
 
 std::size_t TrainingRun::begin_epoch(int epoch) {
@@ -762,6 +763,7 @@ void TrainingRun::check_replicas(int epoch) {
 }
 
 History TrainingRun::finish() {
+  packed_parameters_.reset();
   // Gradients of a window cut off by an early stop are not applied.
   optimizer_->zero_grad();
   optimizer_->set_lr(context_.base_lr);

@@ -21,6 +21,7 @@
 #include "accrue/framework/distributed/reducer.hpp"
 #include "accrue/framework/training/step_plan.hpp"
 #include "accrue/framework/training/stop_signal.hpp"
+#include "accrue/kernels/gemm.hpp"
 
 namespace accrue::detail {
 
@@ -118,6 +119,8 @@ class TrainingRun {
   TrainingContext context_;
   std::vector<Tensor> parameters_;
   std::optional<DType> amp_;
+  // Under accumulation with autocast, each weight's low-precision pack is made once per window.
+  std::optional<kernels::PackedParameters> packed_parameters_;
   GradScaler* scaler_ = nullptr;
   bool continue_epoch_ = false;  // a checkpoint taken inside an epoch continues it
   std::chrono::steady_clock::time_point last_checkpoint_;

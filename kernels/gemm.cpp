@@ -15,7 +15,18 @@ Matrix as_matrix(const Tensor& t) {
   for (int i = 0; i + 1 < t.rank(); ++i) rows *= t.size(i);
   return {rows, t.rank() == 0 ? 1 : t.size(-1)};
 }
+
+// A parameter as an operand whose packed form the CPU may keep: a tensor on storage counted as
+// parameter memory, which is a layer's weight or the detached view backward saved of it, and not
+// an input that asks for its gradient.
+std::optional<cpu::ParameterOperand> parameter_operand(const Tensor& t) {
+  if (t.category() != MemoryCategory::parameters) return std::nullopt;
+  return cpu::ParameterOperand{.owner = t.impl()->storage, .version = t.impl()->storage->version()};
+}
 }  // namespace
+
+PackedParameters::PackedParameters() { cpu::open_parameter_packs(); }
+PackedParameters::~PackedParameters() { cpu::close_parameter_packs(); }
 
 void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& A, const Tensor& B, float beta, const Tensor& C,
           DType compute) {
@@ -37,9 +48,12 @@ void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& A, const Tensor
         if (compute == DType::f32)
           cpu::gemm(trans_a, trans_b, M, N, K, alpha, A.data<float>(), a.cols, B.data<float>(), b.cols, beta, C.data<float>(),
                     c.cols);
-        else
+        else {
+          const auto a_param = parameter_operand(A), b_param = parameter_operand(B);
           cpu::gemm_low_precision(trans_a, trans_b, M, N, K, alpha, compute, A.data_ptr(), A.dtype(), a.cols, B.data_ptr(),
-                                  B.dtype(), b.cols, beta, C.dtype(), C.data_ptr(), c.cols);
+                                  B.dtype(), b.cols, beta, C.dtype(), C.data_ptr(), c.cols, a_param ? &*a_param : nullptr,
+                                  b_param ? &*b_param : nullptr);
+        }
         return;
       },
       [&](int index) {
@@ -82,6 +96,11 @@ void gemm_batched(bool trans_a, bool trans_b, float alpha, const Tensor& A, cons
   for (std::int64_t i = 0; i < batch; ++i)
     gemm(trans_a, trans_b, alpha, matrix(A, i, batch), matrix(B, i, batch), beta, matrix(C, i, batch), compute);
   if (batch == 0) C.bump_version();
+}
+
+std::size_t gemm_kept_parameter_bytes(Device device, DType compute, std::int64_t K, std::int64_t N) {
+  if (!device.is_cpu() || compute != DType::bf16 || cpu::bf16_kernel() == cpu::Bf16Kernel::none) return 0;
+  return cpu::bf16_pack_bytes(K, N);
 }
 
 std::size_t gemm_workspace_bytes(Device device, DType compute, bool trans_a, bool trans_b, std::int64_t M,

@@ -17,6 +17,23 @@ namespace accrue::kernels {
 void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& A, const Tensor& B, float beta, const Tensor& C,
           DType compute = DType::f32);
 
+/// While one lives, the CPU's bfloat16 GEMMs keep the packed form of each parameter they multiply
+/// (a tensor whose storage is counted as parameter memory) and reuse it until the parameter is written in place: fit
+/// holds one while it accumulates, so that the micro-batches of a window pack each weight once
+/// instead of once each. The packs count as parameters' memory (a bfloat16 copy of each weight
+/// per layout used: forward, and backward to the input). Nestable; elsewhere a no-op.
+class PackedParameters {
+ public:
+  PackedParameters();
+  ~PackedParameters();
+  PackedParameters(const PackedParameters&) = delete;
+  PackedParameters& operator=(const PackedParameters&) = delete;
+};
+
+/// Bytes a PackedParameters keeps on `device` for a parameter that gemm multiplies in `compute` as
+/// a K x N operand (or its N x K transpose): a bfloat16 pack on a CPU with a bfloat16 kernel, else 0.
+std::size_t gemm_kept_parameter_bytes(Device device, DType compute, std::int64_t K, std::int64_t N);
+
 /// gemm over `batch` matrices: A, B and C each hold `batch` matrices one after another (their
 /// leading dimensions folded), and C[i] = alpha op(A[i]) op(B[i]) + beta C[i] with each matrix's
 /// shape taken from the tensors' last two dimensions. Operands' dtypes as gemm.

@@ -7,6 +7,7 @@
 #include "accrue/dsl/layers/layer_norm.hpp"
 #include "accrue/framework/ops.hpp"
 #include "accrue/kernels/attention.hpp"
+#include "accrue/kernels/gemm.hpp"
 
 namespace accrue::layers {
 namespace {
@@ -79,7 +80,11 @@ LayerMemoryUse MultiHeadAttention::memory_use(const LayerMemoryQuery& q) const {
           // The float32 gradients of q, k and v, then their packed copy for in_proj's backward (most of
           // them alive at once); under autocast also their conversions to the projection's type.
           .backward_scratch = 3 * width * 4 + (projected == DType::f32 ? 2 : 6) * width * dtype_size(projected) +
-                              std::max(kernels::attention_scratch_bytes(q.device, g, true), out.backward_scratch)};
+                              std::max(kernels::attention_scratch_bytes(q.device, g, true), out.backward_scratch),
+          // in_proj reads its weight as a dim x 3 dim operand forward, 3 dim x dim back to the input.
+          .kept_packs = out.kept_packs + out.kept_packs_for_input_gradient +
+                        kernels::gemm_kept_parameter_bytes(q.device, projected, dim_, 3 * dim_),
+          .kept_packs_for_input_gradient = kernels::gemm_kept_parameter_bytes(q.device, projected, 3 * dim_, dim_)};
 }
 
 TransformerBlock::TransformerBlock(std::int64_t heads, std::int64_t dim, TransformerBlockOptions options)
@@ -152,7 +157,10 @@ LayerMemoryUse TransformerBlock::memory_use(const LayerMemoryQuery& q) const {
           // The block's input gradient, which the plan counts beside this, appears only once the MLP's
           // are gone.
           .backward_scratch = std::max(2 * hidden_kept + std::max(l1.backward_scratch, l2.backward_scratch) - width,
-                                       att.backward_scratch)};
+                                       att.backward_scratch),
+          // Every sub-layer's input is inside the block and needs its gradient (norm1 has parameters).
+          .kept_packs = att.kept_packs + att.kept_packs_for_input_gradient + l1.kept_packs +
+                        l1.kept_packs_for_input_gradient + l2.kept_packs + l2.kept_packs_for_input_gradient};
 }
 
 }  // namespace accrue::layers

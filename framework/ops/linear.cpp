@@ -255,7 +255,10 @@ OpScratch linear_scratch(Device device, DType compute, DType x_type, std::int64_
   return {.forward = static_cast<std::size_t>(rows * out) * dtype_size(DType::f32) +
                      gemm(false, true, rows, out, in, x_type, DType::f32),
           .backward = std::max(gemm(false, false, rows, in, out, compute, DType::f32),
-                               gemm(true, false, out, in, rows, compute, x_type))};
+                               gemm(true, false, out, in, rows, compute, x_type)),
+          // x W^T reads W as an in x out operand; dy W as an out x in one.
+          .kept_forward = kernels::gemm_kept_parameter_bytes(device, compute, in, out),
+          .kept_for_input_gradient = kernels::gemm_kept_parameter_bytes(device, compute, out, in)};
 }
 
 }  // namespace accrue::ops

@@ -19,7 +19,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <tuple>
 #include <type_traits>
 
 #include "accrue/framework/error.hpp"
@@ -123,17 +127,27 @@ void pack_b(bool trans, std::int64_t K, std::int64_t N, const T* B, std::int64_t
 
 }  // namespace
 
+namespace {
+// K's padding: whole tiles of 32 for AMX, whole pairs for vdpbf16ps (a micro-batch of 16 samples
+// as K would be half padding otherwise).
+std::int64_t padded_k(std::int64_t K) { return round_up(K, bf16_kernel() == Bf16Kernel::amx ? 32 : 2); }
+}  // namespace
+
 std::size_t bf16_workspace_bytes(std::int64_t M, std::int64_t N, std::int64_t K) {
-  const std::int64_t Mp = round_up(M, bf16_block), Kp = round_up(K, 32), Np = round_up(N, bf16_block);
+  const std::int64_t Mp = round_up(M, bf16_block), Kp = padded_k(K), Np = round_up(N, bf16_block);
   return static_cast<std::size_t>(Mp * Kp / 2 + Kp * Np / 2) * 4;
 }
 
-Bf16A::Bf16A(std::int64_t m, std::int64_t k) : M(m), K(k), Mp(round_up(m, bf16_block)), Kp(round_up(k, 32)) {
+std::size_t bf16_pack_bytes(std::int64_t K, std::int64_t N) {
+  return static_cast<std::size_t>(padded_k(K) * round_up(N, bf16_block)) * 2;
+}
+
+Bf16A::Bf16A(std::int64_t m, std::int64_t k) : M(m), K(k), Mp(round_up(m, bf16_block)), Kp(padded_k(k)) {
   buffer = Tensor::empty({Mp * Kp / 2}, {.category = MemoryCategory::temporaries});
   data = static_cast<std::uint16_t*>(buffer.data_ptr());
 }
 
-Bf16B::Bf16B(std::int64_t k, std::int64_t n) : K(k), N(n), Kp(round_up(k, 32)), Np(round_up(n, bf16_block)) {
+Bf16B::Bf16B(std::int64_t k, std::int64_t n) : K(k), N(n), Kp(padded_k(k)), Np(round_up(n, bf16_block)) {
   buffer = Tensor::empty({Kp * Np / 2}, {.category = MemoryCategory::temporaries});
   data = static_cast<std::uint16_t*>(buffer.data_ptr());
 }
@@ -150,6 +164,102 @@ Bf16B pack_bf16_b(bool trans, std::int64_t K, std::int64_t N, const void* B, DTy
   if (dtype == DType::f32) pack_b(trans, K, N, static_cast<const float*>(B), ldb, p);
   else pack_b(trans, K, N, static_cast<const std::uint16_t*>(B), ldb, p);
   return p;
+}
+
+// ---- kept parameter packs ------------------------------------------------------------------
+
+namespace {
+
+// One packed form of one operand: where it lies, which side of the product and how it is read.
+struct PackKey {
+  const void* data;
+  bool is_a, trans;
+  std::int64_t rows, cols, ld;
+  DType dtype;
+  auto tie() const { return std::tie(data, is_a, trans, rows, cols, ld, dtype); }
+  bool operator<(const PackKey& o) const { return tie() < o.tie(); }
+};
+
+struct KeptPack {
+  std::shared_ptr<const void> owner;
+  std::uint64_t version;
+  std::optional<Bf16A> a;
+  std::optional<Bf16B> b;
+};
+
+struct ParameterPacks {
+  std::mutex mutex;
+  int open = 0;
+  std::map<PackKey, KeptPack> kept;
+  std::atomic<std::int64_t> made = 0;  // packs of parameter operands
+};
+
+ParameterPacks& parameter_packs() {
+  static ParameterPacks packs;
+  return packs;
+}
+
+void count_as_parameters(const Tensor& buffer) { buffer.impl()->storage->set_category(MemoryCategory::parameters); }
+
+// The kept pack of `key` for `param`, made by `pack` when missing or stale; nullptr when packs
+// are closed or the operand is no parameter.
+template <class Packed, class Pack>
+const Packed* kept_pack(const ParameterOperand* param, const PackKey& key, Pack&& pack) {
+  ParameterPacks& packs = parameter_packs();
+  if (param == nullptr) return nullptr;
+  std::lock_guard lock{packs.mutex};
+  if (packs.open == 0) return nullptr;
+  KeptPack& entry = packs.kept[key];
+  std::optional<Packed>& slot = [&]() -> std::optional<Packed>& {
+    if constexpr (std::is_same_v<Packed, Bf16A>) return entry.a;
+    else return entry.b;
+  }();
+  if (!slot || entry.version != param->version || entry.owner != param->owner) {
+    slot.reset();  // the old pack goes before the new one is made
+    slot.emplace(pack());
+    count_as_parameters(slot->buffer);
+    entry.owner = param->owner;
+    entry.version = param->version;
+  }
+  return &*slot;
+}
+
+}  // namespace
+
+void open_parameter_packs() {
+  std::lock_guard lock{parameter_packs().mutex};
+  ++parameter_packs().open;
+}
+
+void close_parameter_packs() {
+  ParameterPacks& packs = parameter_packs();
+  std::lock_guard lock{packs.mutex};
+  ACCRUE_ASSERT(packs.open > 0);
+  if (--packs.open == 0) packs.kept.clear();
+}
+
+std::int64_t parameter_packs_made() { return parameter_packs().made; }
+
+const Bf16A& pack_bf16_a(const ParameterOperand* param, bool trans, std::int64_t M, std::int64_t K, const void* A,
+                         DType dtype, std::int64_t lda, std::optional<Bf16A>& fresh) {
+  const auto pack = [&] {
+    if (param != nullptr) ++parameter_packs().made;
+    return pack_bf16_a(trans, M, K, A, dtype, lda);
+  };
+  if (const Bf16A* kept = kept_pack<Bf16A>(param, {A, true, trans, M, K, lda, dtype}, pack)) return *kept;
+  fresh.emplace(pack());
+  return *fresh;
+}
+
+const Bf16B& pack_bf16_b(const ParameterOperand* param, bool trans, std::int64_t K, std::int64_t N, const void* B,
+                         DType dtype, std::int64_t ldb, std::optional<Bf16B>& fresh) {
+  const auto pack = [&] {
+    if (param != nullptr) ++parameter_packs().made;
+    return pack_bf16_b(trans, K, N, B, dtype, ldb);
+  };
+  if (const Bf16B* kept = kept_pack<Bf16B>(param, {B, false, trans, K, N, ldb, dtype}, pack)) return *kept;
+  fresh.emplace(pack());
+  return *fresh;
 }
 
 namespace {
@@ -302,7 +412,7 @@ std::vector<Bf16Kernel> bf16_kernels_available() {
 }
 
 void bf16_gemm(const Bf16A& a, const Bf16B& b, const Bf16Output& out, Bf16Kernel kernel) {
-  ACCRUE_ASSERT(a.Kp == b.Kp);
+  ACCRUE_ASSERT(a.Kp == b.Kp && (kernel != Bf16Kernel::amx || a.Kp % 32 == 0));
   ACCRUE_ASSERT(kernel != Bf16Kernel::none);
   // Blocks of 32 x 32 of C: four AMX tiles, or four eight-row strips of two vectors.
   const std::int64_t row_blocks = (a.Mp + 31) / 32, col_blocks = (b.Np + 31) / 32;

@@ -3,6 +3,8 @@
 // both bfloat16 kernels read, AMX tiles or AVX-512 BF16 dot products, float32 results.
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "accrue/framework/tensor.hpp"
@@ -12,7 +14,8 @@ namespace accrue::kernels::cpu {
 /// Rows and columns of C that the packed layouts pad to.
 inline constexpr std::int64_t bf16_block = 16;
 
-/// A packed as bfloat16 rows along K: Mp x Kp, padded with zeros (Mp to 16, Kp to 32). The buffer
+/// A packed as bfloat16 rows along K: Mp x Kp, padded with zeros (Mp to 16; Kp to 32 where the
+/// kernel is AMX, to 2 otherwise). The buffer
 /// comes from the CPU allocator (reused between calls, counted as temporaries).
 struct Bf16A {
   Bf16A(std::int64_t M, std::int64_t K);
@@ -21,7 +24,7 @@ struct Bf16A {
   std::uint16_t* data;
 };
 
-/// B packed as pairs along K: (Kp / 2) x Np x 2, padded with zeros (Kp to 32, Np to 16).
+/// B packed as pairs along K: (Kp / 2) x Np x 2, padded with zeros (Kp as Bf16A's, Np to 16).
 struct Bf16B {
   Bf16B(std::int64_t K, std::int64_t N);
   std::int64_t K, N, Kp, Np;
@@ -32,6 +35,10 @@ struct Bf16B {
 /// Bytes of the temporaries of one M x N x K bfloat16 product: packed A and B, padded as Bf16A and
 /// Bf16B pad them (for memory plans).
 std::size_t bf16_workspace_bytes(std::int64_t M, std::int64_t N, std::int64_t K);
+
+/// Bytes of the pack of a K x N operand as B (Bf16B), which are also those of an N x K operand as A
+/// (Bf16A): what open parameter packs keep for a weight used that way.
+std::size_t bf16_pack_bytes(std::int64_t K, std::int64_t N);
 
 /// The bfloat16 multiply this process runs: AMX tiles where the processor has them and Linux
 /// granted their state, else AVX-512 BF16's vdpbf16ps where the processor has it, else none (the
@@ -47,6 +54,29 @@ const char* bf16_kernel_name(Bf16Kernel kernel);
 Bf16A pack_bf16_a(bool trans, std::int64_t M, std::int64_t K, const void* A, DType dtype, std::int64_t lda);
 /// op(B) (K x N) packed likewise (B^T stored N x K when `trans`).
 Bf16B pack_bf16_b(bool trans, std::int64_t K, std::int64_t N, const void* B, DType dtype, std::int64_t ldb);
+
+/// A GEMM operand that is a parameter. While parameter packs are open (open_parameter_packs), its
+/// packed form is kept and reused until its storage's version changes, as the optimizer step's
+/// write changes it: within an accumulation window every micro-batch multiplies the same weights.
+struct ParameterOperand {
+  std::shared_ptr<const void> owner;  // the storage, kept alive so that its address is not reused
+  std::uint64_t version;
+};
+
+/// Opens (nestable) and closes the keeping of packed parameters; the last close frees them. Kept
+/// packs are counted as parameters' memory (bfloat16 copies of them).
+void open_parameter_packs();
+void close_parameter_packs();
+/// Packs of parameter operands made since the process started; reusing a kept one makes none
+/// (for tests).
+std::int64_t parameter_packs_made();
+
+/// pack_bf16_a or pack_bf16_b, or the kept pack of `param` when packs are open: the result is
+/// `fresh` (filled here) or a kept one.
+const Bf16A& pack_bf16_a(const ParameterOperand* param, bool trans, std::int64_t M, std::int64_t K, const void* A,
+                         DType dtype, std::int64_t lda, std::optional<Bf16A>& fresh);
+const Bf16B& pack_bf16_b(const ParameterOperand* param, bool trans, std::int64_t K, std::int64_t N, const void* B,
+                         DType dtype, std::int64_t ldb, std::optional<Bf16B>& fresh);
 
 /// Where bf16_gemm writes the M x N product P = A B: C = alpha P + beta C (beta 0: C is not read),
 /// C float32 or bfloat16 with leading dimension ldc, or C^T = alpha P + beta C^T when `transposed`.

@@ -89,15 +89,20 @@ std::size_t gemm_low_precision_workspace_bytes(bool trans_a, bool trans_b, std::
 
 void gemm_low_precision(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
                         DType low, const void* A, DType a_type, std::int64_t lda, const void* B, DType b_type,
-                        std::int64_t ldb, float beta, DType out, void* C, std::int64_t ldc) {
+                        std::int64_t ldb, float beta, DType out, void* C, std::int64_t ldc,
+                        const ParameterOperand* a_param, const ParameterOperand* b_param) {
   if (M == 0 || N == 0) return;
   if (low == DType::bf16 && K > 0 && bf16_kernel() != Bf16Kernel::none) {
     // The packed B holds pairs along K, which for A B^T (a forward pass: B is a weight stored N x K)
     // means a transposing pack, slower than packing A. So the larger of A and B goes first: when the
     // weight is the larger (small batches), compute C^T = B A^T and write C back transposed.
     const bool swap = !trans_a && trans_b && N > M;
-    const Bf16A a = swap ? pack_bf16_a(false, N, K, B, b_type, ldb) : pack_bf16_a(trans_a, M, K, A, a_type, lda);
-    const Bf16B b = swap ? pack_bf16_b(true, K, M, A, a_type, lda) : pack_bf16_b(trans_b, K, N, B, b_type, ldb);
+    std::optional<Bf16A> fresh_a;
+    std::optional<Bf16B> fresh_b;
+    const Bf16A& a = swap ? pack_bf16_a(b_param, false, N, K, B, b_type, ldb, fresh_a)
+                          : pack_bf16_a(a_param, trans_a, M, K, A, a_type, lda, fresh_a);
+    const Bf16B& b = swap ? pack_bf16_b(a_param, true, K, M, A, a_type, lda, fresh_b)
+                          : pack_bf16_b(b_param, trans_b, K, N, B, b_type, ldb, fresh_b);
     bf16_gemm(a, b, {.C = C, .type = out, .ldc = ldc, .alpha = alpha, .beta = beta, .transposed = swap});
     return;
   }
