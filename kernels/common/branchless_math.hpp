@@ -3,13 +3,20 @@
 // vector instructions: glibc's erff and expf are scalar calls, and GELU through erff took 15% of a
 // GPT's training step on the CPU. Polynomials fitted (least squares at Chebyshev nodes, in double)
 // and checked in tests/kernels/test_elementwise.cpp against the C library over a dense sweep:
-// erf within 3 units in the last place, exp within 2. CUDA keeps its own erff and expf.
+// erf within 3 units in the last place, exp within 2. vector_erf and vector_exp_nonpositive are
+// what kernels/common calls: these on the CPU, CUDA's own erff and expf on the GPU.
 
-#include <bit>
 #include <cmath>
 #include <cstdint>
 
+#include "accrue/kernels/common/macros.hpp"
+#if !defined(__CUDA_ARCH__)
+#include <bit>
+#endif
+
 namespace accrue::kernels::common {
+
+#if !defined(__CUDA_ARCH__)
 
 /// erf(x) for every float x (NaN stays NaN): x P(x^2) below 1 in magnitude, polynomials in
 /// |x| - 1.75 on [1, 2.5) and in |x| - 3.25 on [2.5, 4), 1 beyond (erf(4) rounds to 1).
@@ -59,6 +66,24 @@ inline float branchless_exp_nonpositive(float x) {
   p = p * r + 1.0f;
   const std::int32_t scale = (static_cast<std::int32_t>(n) + 127) << 23;
   return x > -87.33654f ? p * std::bit_cast<float>(scale) : (x != x ? x : 0.0f);
+}
+#endif
+
+ACCRUE_HD float vector_erf(float x) {
+#if defined(__CUDA_ARCH__)
+  return erff(x);
+#else
+  return branchless_erf(x);
+#endif
+}
+
+/// exp(x) for x <= 0: softmax's and cross-entropy's exp(x - max), GELU's density.
+ACCRUE_HD float vector_exp_nonpositive(float x) {
+#if defined(__CUDA_ARCH__)
+  return expf(x);
+#else
+  return branchless_exp_nonpositive(x);
+#endif
 }
 
 }  // namespace accrue::kernels::common

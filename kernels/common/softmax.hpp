@@ -5,21 +5,56 @@
 #include <cmath>
 #include <cstdint>
 
+#include "accrue/kernels/common/branchless_math.hpp"
 #include "accrue/kernels/common/macros.hpp"
 
 namespace accrue::kernels::common {
+
+// The sum and the maximum of a row. On the CPU in sixteen interleaved lanes, which the compiler
+// keeps in one vector register: a plain loop is one chain of dependent additions that it may not
+// reorder. The sum's order differs from a plain loop's, so its rounding may.
+ACCRUE_HD float row_sum(const float* y, std::int64_t n) {
+  float s = 0.0f;
+#if defined(__CUDA_ARCH__)
+  for (std::int64_t j = 0; j < n; ++j) s += y[j];
+#else
+  float lane[16] = {};
+  std::int64_t j = 0;
+  for (; j + 16 <= n; j += 16)
+    for (int l = 0; l < 16; ++l) lane[l] += y[j + l];
+  for (; j < n; ++j) s += y[j];
+  for (int l = 0; l < 16; ++l) s += lane[l];
+#endif
+  return s;
+}
+
+ACCRUE_HD float row_max(const float* y, std::int64_t n) {
+  float m = -INFINITY;
+#if defined(__CUDA_ARCH__)
+  for (std::int64_t j = 0; j < n; ++j) m = y[j] > m ? y[j] : m;
+#else
+  float lane[16];
+  for (int l = 0; l < 16; ++l) lane[l] = -INFINITY;
+  std::int64_t j = 0;
+  for (; j + 16 <= n; j += 16)
+    for (int l = 0; l < 16; ++l) lane[l] = y[j + l] > lane[l] ? y[j + l] : lane[l];
+  for (; j < n; ++j) m = y[j] > m ? y[j] : m;
+  for (int l = 0; l < 16; ++l) m = lane[l] > m ? lane[l] : m;
+#endif
+  return m;
+}
 
 ACCRUE_HD void softmax_slice(const float* x, float* y, std::int64_t D, std::int64_t stride, bool log) {
   float m = x[0];
   for (std::int64_t j = 1; j < D; ++j) m = x[j * stride] > m ? x[j * stride] : m;
   float s = 0.0f;
-  for (std::int64_t j = 0; j < D; ++j) s += expf(x[j * stride] - m);
+  for (std::int64_t j = 0; j < D; ++j) s += vector_exp_nonpositive(x[j * stride] - m);
   if (log) {
     const float lse = m + logf(s);
     for (std::int64_t j = 0; j < D; ++j) y[j * stride] = x[j * stride] - lse;
   } else {
     const float inv = 1.0f / s;
-    for (std::int64_t j = 0; j < D; ++j) y[j * stride] = expf(x[j * stride] - m) * inv;
+    for (std::int64_t j = 0; j < D; ++j) y[j * stride] = vector_exp_nonpositive(x[j * stride] - m) * inv;
   }
 }
 
@@ -31,7 +66,7 @@ ACCRUE_HD void softmax_slice_backward(const float* y, const float* dy, float* dx
   for (std::int64_t j = 0; j < D; ++j) s += log ? dy[j * stride] : dy[j * stride] * y[j * stride];
   for (std::int64_t j = 0; j < D; ++j) {
     const std::int64_t k = j * stride;
-    const float g = log ? dy[k] - expf(y[k]) * s : y[k] * (dy[k] - s);
+    const float g = log ? dy[k] - vector_exp_nonpositive(y[k]) * s : y[k] * (dy[k] - s);
     dx[k] = accumulate ? dx[k] + g : g;
   }
 }
@@ -43,23 +78,22 @@ ACCRUE_HD void softmax_slice_backward(const float* y, const float* dy, float* dx
 /// A row with nothing kept comes out all zeros, not NaN. x and y may be the same row.
 ACCRUE_HD void masked_softmax_row(const float* x, const float* mask, float* y, std::int64_t D, std::int64_t last_kept,
                                   float scale, const std::int32_t* padding = nullptr) {
-  const auto score = [&](std::int64_t j) {
-    if (padding != nullptr && padding[j] != 0) return -INFINITY;
-    return scale * x[j] + (mask != nullptr ? mask[j] : 0.0f);
-  };
-  float m = -INFINITY;
-  for (std::int64_t j = 0; j <= last_kept && j < D; ++j) m = score(j) > m ? score(j) : m;
+  // Scores first (-inf where masked), then their maximum, exponentials and sum, each a loop of
+  // its own that vectorises on the CPU.
+  const std::int64_t kept = last_kept + 1 < D ? last_kept + 1 : D;
+  for (std::int64_t j = 0; j < kept; ++j) {
+    const float score = scale * x[j] + (mask != nullptr ? mask[j] : 0.0f);
+    y[j] = padding != nullptr && padding[j] != 0 ? -INFINITY : score;
+  }
+  for (std::int64_t j = kept < 0 ? 0 : kept; j < D; ++j) y[j] = 0.0f;
+  const float m = row_max(y, kept);
   if (m == -INFINITY) {
     for (std::int64_t j = 0; j < D; ++j) y[j] = 0.0f;
     return;
   }
-  float s = 0.0f;
-  for (std::int64_t j = 0; j < D; ++j) {
-    y[j] = j <= last_kept ? expf(score(j) - m) : 0.0f;
-    s += y[j];
-  }
-  const float inv = 1.0f / s;
-  for (std::int64_t j = 0; j < D; ++j) y[j] *= inv;
+  for (std::int64_t j = 0; j < kept; ++j) y[j] = vector_exp_nonpositive(y[j] - m);
+  const float inv = 1.0f / row_sum(y, kept);
+  for (std::int64_t j = 0; j < kept; ++j) y[j] *= inv;
 }
 
 /// The gradient of masked_softmax_row: dx = scale y (dy - sum(dy y)); masked entries (y = 0) get

@@ -8,10 +8,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "accrue/kernels/common/macros.hpp"
-#if !defined(__CUDA_ARCH__)
 #include "accrue/kernels/common/branchless_math.hpp"
-#endif
+#include "accrue/kernels/common/macros.hpp"
 
 namespace accrue::kernels {
 
@@ -89,26 +87,10 @@ constexpr float inv_sqrt_2pi = 0.39894228040143267794f;
 constexpr float sqrt_2_over_pi = 0.79788456080286535588f;
 constexpr float gelu_tanh_c = 0.044715f;
 
-// erf and exp for GELU: on the CPU the branch-free forms, so that its loops vectorise.
-ACCRUE_HD float gelu_erf(float x) {
-#if defined(__CUDA_ARCH__)
-  return erff(x);
-#else
-  return branchless_erf(x);
-#endif
-}
-ACCRUE_HD float gelu_exp(float x) {
-#if defined(__CUDA_ARCH__)
-  return expf(x);
-#else
-  return branchless_exp_nonpositive(x);
-#endif
-}
-
 template <UnaryOp Op>
 ACCRUE_HD float unary_apply(float x, UnaryParams p) {
   if constexpr (Op == UnaryOp::relu) return x < 0.0f ? 0.0f : x;  // NaN passes through, as in PyTorch
-  if constexpr (Op == UnaryOp::gelu) return 0.5f * x * (1.0f + gelu_erf(x * inv_sqrt2));
+  if constexpr (Op == UnaryOp::gelu) return 0.5f * x * (1.0f + vector_erf(x * inv_sqrt2));
   if constexpr (Op == UnaryOp::gelu_tanh) {
     const float inner = sqrt_2_over_pi * (x + gelu_tanh_c * x * x * x);
     return 0.5f * x * (1.0f + tanhf(inner));
@@ -137,8 +119,8 @@ template <UnaryOp Op>
 ACCRUE_HD float unary_grad(float x, float y, float dy, UnaryParams p) {
   if constexpr (Op == UnaryOp::relu) return y <= 0.0f ? 0.0f : dy;
   if constexpr (Op == UnaryOp::gelu) {
-    const float cdf = 0.5f * (1.0f + gelu_erf(x * inv_sqrt2));
-    const float pdf = inv_sqrt_2pi * gelu_exp(-0.5f * x * x);
+    const float cdf = 0.5f * (1.0f + vector_erf(x * inv_sqrt2));
+    const float pdf = inv_sqrt_2pi * vector_exp_nonpositive(-0.5f * x * x);
     return dy * (cdf + x * pdf);
   }
   if constexpr (Op == UnaryOp::gelu_tanh) {

@@ -60,6 +60,33 @@ std::uint16_t bits(T v) {
 // out (Mp x Kp) = op(A) for A of element type T.
 template <class T>
 void pack_a(bool trans, std::int64_t M, std::int64_t K, const T* A, std::int64_t lda, Bf16A& p) {
+  if (trans) {
+    // A^T is stored K x M: sixteen rows of the pack at a time, through 16 x 16 tiles read a row of
+    // A^T's storage at a time and written a row of the pack at a time (one value per row and
+    // step of K would touch sixteen cache lines, 2 KiB apart or more, for every 32 bytes).
+    parallel_for(p.Mp / 16, 1, [&](std::int64_t begin, std::int64_t end) {
+      std::uint16_t tile[16][16];  // [k][i]
+      for (std::int64_t blk = begin; blk < end; ++blk) {
+        const std::int64_t i0 = blk * 16, n = std::clamp<std::int64_t>(M - i0, 0, 16);
+        std::uint16_t* rows = p.data + i0 * p.Kp;
+        for (std::int64_t k0 = 0; k0 < K; k0 += 16) {
+          const std::int64_t kn = std::min<std::int64_t>(16, K - k0);
+          for (std::int64_t kk = 0; kk < kn; ++kk) {
+            const T* src = A + (k0 + kk) * lda + i0;
+            if (n == 16)
+              for (int r = 0; r < 16; ++r) tile[kk][r] = bits(src[r]);
+            else
+              for (std::int64_t r = 0; r < n; ++r) tile[kk][r] = bits(src[r]);
+          }
+          for (std::int64_t r = 0; r < n; ++r)
+            for (std::int64_t kk = 0; kk < kn; ++kk) rows[r * p.Kp + k0 + kk] = tile[kk][r];
+        }
+        for (std::int64_t r = 0; r < 16; ++r)
+          std::fill(rows + r * p.Kp + (r < n ? K : 0), rows + (r + 1) * p.Kp, std::uint16_t{0});
+      }
+    });
+    return;
+  }
   parallel_for(p.Mp, 16, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t i = begin; i < end; ++i) {
       std::uint16_t* row = p.data + i * p.Kp;
@@ -67,10 +94,7 @@ void pack_a(bool trans, std::int64_t M, std::int64_t K, const T* A, std::int64_t
         std::fill(row, row + p.Kp, std::uint16_t{0});
         continue;
       }
-      if (trans)
-        for (std::int64_t k = 0; k < K; ++k) row[k] = bits(A[k * lda + i]);
-      else
-        for (std::int64_t k = 0; k < K; ++k) row[k] = bits(A[i * lda + k]);
+      for (std::int64_t k = 0; k < K; ++k) row[k] = bits(A[i * lda + k]);
       std::fill(row + K, row + p.Kp, std::uint16_t{0});
     }
   });
