@@ -57,6 +57,14 @@ std::uint16_t bits(T v) {
   else return v;
 }
 
+// Packing splits across the pool only in pieces of at least this many values: the packs of a
+// micro-batch of 16 are a few thousand values, and handing those to another thread costs more
+// than it saves.
+constexpr std::int64_t pack_grain = 1 << 15;
+
+// Units of `size` values each per piece of at least pack_grain values, and at least `least`.
+std::int64_t grain_of(std::int64_t size, std::int64_t least) { return std::max(least, pack_grain / std::max<std::int64_t>(size, 1)); }
+
 // out (Mp x Kp) = op(A) for A of element type T.
 template <class T>
 void pack_a(bool trans, std::int64_t M, std::int64_t K, const T* A, std::int64_t lda, Bf16A& p) {
@@ -64,7 +72,7 @@ void pack_a(bool trans, std::int64_t M, std::int64_t K, const T* A, std::int64_t
     // A^T is stored K x M: sixteen rows of the pack at a time, through 16 x 16 tiles read a row of
     // A^T's storage at a time and written a row of the pack at a time (one value per row and
     // step of K would touch sixteen cache lines, 2 KiB apart or more, for every 32 bytes).
-    parallel_for(p.Mp / 16, 1, [&](std::int64_t begin, std::int64_t end) {
+    parallel_for(p.Mp / 16, grain_of(16 * p.Kp, 1), [&](std::int64_t begin, std::int64_t end) {
       std::uint16_t tile[16][16];  // [k][i]
       for (std::int64_t blk = begin; blk < end; ++blk) {
         const std::int64_t i0 = blk * 16, n = std::clamp<std::int64_t>(M - i0, 0, 16);
@@ -87,7 +95,7 @@ void pack_a(bool trans, std::int64_t M, std::int64_t K, const T* A, std::int64_t
     });
     return;
   }
-  parallel_for(p.Mp, 16, [&](std::int64_t begin, std::int64_t end) {
+  parallel_for(p.Mp, grain_of(p.Kp, 16), [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t i = begin; i < end; ++i) {
       std::uint16_t* row = p.data + i * p.Kp;
       if (i >= M) {
@@ -108,7 +116,7 @@ void pack_b(bool trans, std::int64_t K, std::int64_t N, const T* B, std::int64_t
   const auto pair = [](std::uint16_t lo, std::uint16_t hi) { return static_cast<std::uint32_t>(lo) | (std::uint32_t{hi} << 16); };
   if (!trans) {
     // Rows 2q and 2q + 1 of B interleave: both read in order, written in order.
-    parallel_for(pairs, 8, [&](std::int64_t begin, std::int64_t end) {
+    parallel_for(pairs, grain_of(2 * p.Np, 8), [&](std::int64_t begin, std::int64_t end) {
       for (std::int64_t q = begin; q < end; ++q) {
         std::uint32_t* o = out + q * p.Np;
         const std::int64_t k = 2 * q;
@@ -129,7 +137,7 @@ void pack_b(bool trans, std::int64_t K, std::int64_t N, const T* B, std::int64_t
   }
   // B^T is stored N x K: row n holds b(., n) in order, so pairs along K are adjacent. Sixteen rows at a
   // time write whole 64-byte lines of the output, which stay in cache across the K loop.
-  parallel_for((p.Np + 15) / 16, 1, [&](std::int64_t begin, std::int64_t end) {
+  parallel_for((p.Np + 15) / 16, grain_of(16 * p.Kp, 1), [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t blk = begin; blk < end; ++blk) {
       for (std::int64_t n = blk * 16; n < blk * 16 + 16; ++n) {
         if (n >= N) {
@@ -441,7 +449,7 @@ void bf16_gemm(const Bf16A& a, const Bf16B& b, const Bf16Output& out, Bf16Kernel
   // Blocks of 32 x 32 of C: four AMX tiles, or four eight-row strips of two vectors.
   const std::int64_t row_blocks = (a.Mp + 31) / 32, col_blocks = (b.Np + 31) / 32;
   const std::int64_t blocks = row_blocks * col_blocks;
-  const int tasks = a.M * b.N * a.K < (1 << 18) ? 1 : static_cast<int>(std::min<std::int64_t>(4 * num_threads(), blocks));
+  const int tasks = a.M * b.N * a.K < (1 << 18) ? 1 : static_cast<int>(std::min<std::int64_t>(num_threads(), blocks));
   parallel_tasks(tasks, [&](int t) {
     alignas(64) float acc[32 * 32];
     if (kernel == Bf16Kernel::amx) configure_tiles();  // tile state is per thread
