@@ -88,7 +88,7 @@ struct OpScratch {
   std::size_t kept_forward = 0, kept_for_input_gradient = 0;
 };
 /// linear of `rows` rows of `in` features into `out` multiplying in the low-precision `compute`
-/// type (autocast), x in `x_type`: the float32 accumulator of the output and GEMM's workspaces.
+/// type (autocast), x in `x_type`: the float32 accumulator of the output (on a GPU) and GEMM's workspaces.
 /// In float32, linear takes none.
 OpScratch linear_scratch(Device device, DType compute, DType x_type, std::int64_t rows, std::int64_t in,
                          std::int64_t out);

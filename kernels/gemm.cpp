@@ -4,6 +4,7 @@
 #include "accrue/kernels/cpu/gemm.hpp"
 #include "accrue/kernels/cuda/gemm.hpp"
 #include "accrue/kernels/dispatch.hpp"
+#include "accrue/kernels/reduce.hpp"
 
 namespace accrue::kernels {
 namespace {
@@ -51,8 +52,8 @@ void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& A, const Tensor
         else {
           const auto a_param = parameter_operand(A), b_param = parameter_operand(B);
           cpu::gemm_low_precision(trans_a, trans_b, M, N, K, alpha, compute, A.data_ptr(), A.dtype(), a.cols, B.data_ptr(),
-                                  B.dtype(), b.cols, beta, C.dtype(), C.data_ptr(), c.cols, a_param ? &*a_param : nullptr,
-                                  b_param ? &*b_param : nullptr);
+                                  B.dtype(), b.cols, beta, C.dtype(), C.data_ptr(), c.cols, nullptr,
+                                  a_param ? &*a_param : nullptr, b_param ? &*b_param : nullptr);
         }
         return;
       },
@@ -72,6 +73,31 @@ void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& A, const Tensor
         const Tensor a_low = low(A), b_low = low(B);
         return cuda::gemm_low_precision(device, trans_a, trans_b, M, N, K, alpha, compute, a_low.data_ptr(), a.cols,
                                         b_low.data_ptr(), b.cols, beta, C.dtype(), C.data_ptr(), c.cols);
+      });
+}
+
+void linear_low_precision(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y, DType compute) {
+  ACCRUE_CHECK(is_low_precision(compute) && y.dtype() == compute,
+               "linear_low_precision computes in float16 or bfloat16 into a tensor of that type, got {} into {}",
+               dtype_name(compute), dtype_name(y.dtype()));
+  const Matrix a = as_matrix(x), b = as_matrix(w), c = as_matrix(y);
+  ACCRUE_ASSERT(a.cols == b.cols && c.rows == a.rows && c.cols == b.rows);
+  ACCRUE_ASSERT(!bias.defined() || (bias.dtype() == DType::f32 && bias.numel() == c.cols));
+  return dispatch(
+      Op::gemm, y.device(), compute,
+      [&] {
+        y.bump_version();
+        const auto x_param = parameter_operand(x), w_param = parameter_operand(w);
+        cpu::gemm_low_precision(false, true, c.rows, c.cols, a.cols, 1.0f, compute, x.data_ptr(), x.dtype(), a.cols,
+                                w.data_ptr(), w.dtype(), b.cols, 0.0f, y.dtype(), y.data_ptr(), c.cols,
+                                bias.defined() ? bias.data<float>() : nullptr, x_param ? &*x_param : nullptr,
+                                w_param ? &*w_param : nullptr);
+      },
+      [&](int) {
+        const Tensor accumulator = Tensor::empty(y.shape(), {.device = y.device()});
+        if (bias.defined()) expand_dim(bias, 1, c.rows, c.cols, 1.0f, accumulator, false);
+        gemm(false, true, 1.0f, x, w, bias.defined() ? 1.0f : 0.0f, accumulator, compute);
+        cast(accumulator, y);
       });
 }
 

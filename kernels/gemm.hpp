@@ -17,6 +17,12 @@ namespace accrue::kernels {
 void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& A, const Tensor& B, float beta, const Tensor& C,
           DType compute = DType::f32);
 
+/// y = x W^T + bias (bias undefined: none) computed in the low-precision `compute`, y of that type:
+/// linear's forward under autocast. x and W are float32 or `compute` as gemm takes them; bias is
+/// float32 and joins before the one rounding into y. On the CPU in one pass (the bias added as the
+/// product is written); on a GPU through a float32 accumulator.
+void linear_low_precision(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y, DType compute);
+
 /// While one lives, the CPU's bfloat16 GEMMs keep the packed form of each parameter they multiply
 /// (a tensor whose storage is counted as parameter memory) and reuse it until the parameter is written in place: fit
 /// holds one while it accumulates, so that the micro-batches of a window pack each weight once

@@ -170,13 +170,11 @@ Tensor float32_or(const Tensor& x, DType dtype) {
 // y = x W^T + b (transpose_w) or y = x W, computed in `dtype`.
 Tensor multiply_low_precision(const Tensor& x, const Tensor& w, const Tensor& bias, DType dtype, bool transpose_w,
                               const Shape& out_shape) {
-  const std::int64_t cols = out_shape[-1], rows = cols == 0 ? 0 : out_shape.numel() / cols;
-  Tensor accumulator = Tensor::empty(out_shape, {.device = x.device()});
-  if (bias.defined()) kernels::expand_dim(bias, 1, rows, cols, 1.0f, accumulator, false);
-  kernels::gemm(false, transpose_w, 1.0f, float32_or(x, dtype), float32_or(w, dtype), bias.defined() ? 1.0f : 0.0f,
-                accumulator, dtype);
   Tensor y = Tensor::empty(out_shape, {.dtype = dtype, .device = x.device()});
-  kernels::cast(accumulator, y);
+  if (transpose_w)
+    kernels::linear_low_precision(float32_or(x, dtype), float32_or(w, dtype), bias, y, dtype);
+  else  // matmul: no bias, one rounding into y
+    kernels::gemm(false, false, 1.0f, float32_or(x, dtype), float32_or(w, dtype), 0.0f, y, dtype);
   if (needs_grad({&x, &w, &bias}))
     record(std::make_shared<LowPrecisionLinearNode>(float32_or(x, dtype), float32_or(w, dtype), w.requires_grad(),
                                                     x.requires_grad(), dtype, bias.defined(), transpose_w),
@@ -251,8 +249,8 @@ OpScratch linear_scratch(Device device, DType compute, DType x_type, std::int64_
   const auto gemm = [&](bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, DType a, DType b) {
     return kernels::gemm_workspace_bytes(device, compute, ta, tb, M, N, K, a, b);
   };
-  // Forward x W^T into a float32 accumulator; backward dy W and dy^T x, one after the other.
-  return {.forward = static_cast<std::size_t>(rows * out) * dtype_size(DType::f32) +
+  // Forward x W^T (on a GPU into a float32 accumulator); backward dy W and dy^T x, one after the other.
+  return {.forward = (device.is_cpu() ? 0 : static_cast<std::size_t>(rows * out) * dtype_size(DType::f32)) +
                      gemm(false, true, rows, out, in, x_type, DType::f32),
           .backward = std::max(gemm(false, false, rows, in, out, compute, DType::f32),
                                gemm(true, false, out, in, rows, compute, x_type)),

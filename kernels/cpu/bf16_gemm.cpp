@@ -310,6 +310,10 @@ void write_block(const float* acc, std::int64_t i, std::int64_t j, std::int64_t 
       float v[32];
       const float* src = out.transposed ? acc + r : acc + r * 32;
       for (std::int64_t k = 0; k < length; ++k) v[k] = out.alpha * src[k * step];
+      if (out.column_bias != nullptr) {
+        const float* bias = out.column_bias + (out.transposed ? i : j);  // C's columns along the run
+        for (std::int64_t k = 0; k < length; ++k) v[k] += bias[k];
+      }
       T* dst = out.transposed ? C + (j + r) * out.ldc + i : C + (i + r) * out.ldc + j;
       if constexpr (std::is_same_v<T, float>) {
         if (out.beta == 0.0f)

@@ -79,13 +79,15 @@ const Bf16B& pack_bf16_b(const ParameterOperand* param, bool trans, std::int64_t
                          DType dtype, std::int64_t ldb, std::optional<Bf16B>& fresh);
 
 /// Where bf16_gemm writes the M x N product P = A B: C = alpha P + beta C (beta 0: C is not read),
-/// C float32 or bfloat16 with leading dimension ldc, or C^T = alpha P + beta C^T when `transposed`.
+/// C float32 or bfloat16 with leading dimension ldc, or C^T = alpha P + beta C^T when `transposed`;
+/// plus column_bias[c] in every column c of C when given, before C is rounded.
 struct Bf16Output {
   void* C;
   DType type;
   std::int64_t ldc;
   float alpha = 1.0f, beta = 0.0f;
   bool transposed = false;
+  const float* column_bias = nullptr;
 };
 
 /// A B into `out`, split across the pool, by `kernel` (bf16_kernel() unless a test picks one of

@@ -90,7 +90,7 @@ std::size_t gemm_low_precision_workspace_bytes(bool trans_a, bool trans_b, std::
 void gemm_low_precision(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
                         DType low, const void* A, DType a_type, std::int64_t lda, const void* B, DType b_type,
                         std::int64_t ldb, float beta, DType out, void* C, std::int64_t ldc,
-                        const ParameterOperand* a_param, const ParameterOperand* b_param) {
+                        const float* column_bias, const ParameterOperand* a_param, const ParameterOperand* b_param) {
   if (M == 0 || N == 0) return;
   if (low == DType::bf16 && K > 0 && bf16_kernel() != Bf16Kernel::none) {
     // The packed B holds pairs along K, which for A B^T (a forward pass: B is a weight stored N x K)
@@ -103,7 +103,8 @@ void gemm_low_precision(bool trans_a, bool trans_b, std::int64_t M, std::int64_t
                           : pack_bf16_a(a_param, trans_a, M, K, A, a_type, lda, fresh_a);
     const Bf16B& b = swap ? pack_bf16_b(a_param, true, K, M, A, a_type, lda, fresh_b)
                           : pack_bf16_b(b_param, trans_b, K, N, B, b_type, ldb, fresh_b);
-    bf16_gemm(a, b, {.C = C, .type = out, .ldc = ldc, .alpha = alpha, .beta = beta, .transposed = swap});
+    bf16_gemm(a, b,
+              {.C = C, .type = out, .ldc = ldc, .alpha = alpha, .beta = beta, .transposed = swap, .column_bias = column_bias});
     return;
   }
   // Widen both operands to float32 through `low` (a float32 operand is rounded to it first).
@@ -120,8 +121,14 @@ void gemm_low_precision(bool trans_a, bool trans_b, std::int64_t M, std::int64_t
   };
   const std::int64_t a_rows = trans_a ? K : M, b_rows = trans_b ? N : K;
   const std::vector<float> a = widen(A, a_type, a_rows * lda), b = widen(B, b_type, b_rows * ldb);
+  const auto add_bias = [&](float* c) {
+    if (column_bias != nullptr)
+      for (std::int64_t i = 0; i < M; ++i)
+        for (std::int64_t j = 0; j < N; ++j) c[i * ldc + j] += column_bias[j];
+  };
   if (out == DType::f32) {
     gemm(trans_a, trans_b, M, N, K, alpha, a.data(), lda, b.data(), ldb, beta, static_cast<float*>(C), ldc);
+    add_bias(static_cast<float*>(C));
     return;
   }
   // All of C's rows are widened, so columns beyond N (ldc > N) go back unchanged: the round trip
@@ -129,6 +136,7 @@ void gemm_low_precision(bool trans_a, bool trans_b, std::int64_t M, std::int64_t
   std::vector<float> c(static_cast<std::size_t>(M * ldc));
   cast(C, out, c.data(), DType::f32, M * ldc);
   gemm(trans_a, trans_b, M, N, K, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+  add_bias(c.data());
   cast(c.data(), DType::f32, C, out, M * ldc);
 }
 

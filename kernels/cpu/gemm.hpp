@@ -12,12 +12,14 @@ namespace accrue::kernels::cpu {
 void gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
           std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc);
 /// The same computed in `low` (float16 or bfloat16): A and B each of type a_type / b_type (float32
-/// or `low`), C of type `out` (float32 or `low`). a_param / b_param, when given, say that operand
+/// or `low`), C of type `out` (float32 or `low`). column_bias (N float32 values), when given, is
+/// added to every row of C before it is rounded. a_param / b_param, when given, say that operand
 /// is a parameter whose bfloat16 pack may be kept (see open_parameter_packs in bf16_gemm.hpp).
 void gemm_low_precision(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
                         DType low, const void* A, DType a_type, std::int64_t lda, const void* B, DType b_type,
                         std::int64_t ldb, float beta, DType out, void* C, std::int64_t ldc,
-                        const ParameterOperand* a_param = nullptr, const ParameterOperand* b_param = nullptr);
+                        const float* column_bias = nullptr, const ParameterOperand* a_param = nullptr,
+                        const ParameterOperand* b_param = nullptr);
 /// The temporaries gemm_low_precision allocates for these operands (0 when it widens to float32).
 std::size_t gemm_low_precision_workspace_bytes(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N,
                                                std::int64_t K, DType low);

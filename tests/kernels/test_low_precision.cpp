@@ -187,3 +187,29 @@ BOOST_AUTO_TEST_CASE(every_bf16_kernel_multiplies_packed_operands_exactly) {
     }
   }
 }
+
+// linear under bfloat16 autocast adds its float32 bias as the product is written, before the one
+// rounding of y: both ways the CPU multiplies (C^T = W x^T when the weight is the larger operand).
+BOOST_AUTO_TEST_CASE(low_precision_linear_adds_the_bias_before_rounding_once) {
+  for (const std::int64_t rows : {3, 64}) {
+    const Tensor x = random_tensor({rows, 40}, 21), w = random_tensor({48, 40}, 22), b = random_tensor({48}, 23);
+    Tensor y;
+    {
+      const AutocastGuard autocast{DType::bf16};
+      y = ops::linear(x, w, b);
+    }
+    BOOST_REQUIRE(y.dtype() == DType::bf16);
+    const auto round = [](float v) { return float_from_bf16_bits(bf16_bits_from_float(v)); };
+    const auto xv = x.to_vector(), wv = w.to_vector(), bv = b.to_vector(), got = ops::cast(y, DType::f32).to_vector();
+    std::int64_t off = 0;
+    for (std::int64_t i = 0; i < rows; ++i)
+      for (std::int64_t j = 0; j < 48; ++j) {
+        double s = bv[j];
+        for (std::int64_t k = 0; k < 40; ++k) s += double(round(xv[i * 40 + k])) * double(round(wv[j * 40 + k]));
+        // One rounding of the float32 sum: within half a bfloat16 step of the exact value, and a
+        // float32 summation's error besides.
+        off += std::abs(got[i * 48 + j] - s) > std::abs(s) * 0.5 / 128 + 1e-5;
+      }
+    BOOST_TEST(off == 0, rows << " rows: " << off << " values further than one rounding from x W^T + b");
+  }
+}
