@@ -47,7 +47,7 @@ void gemm_batched(bool trans_a, bool trans_b, float alpha, const Tensor& A, cons
                   std::int64_t batch, DType compute = DType::f32);
 
 /// Bytes of temporaries gemm() allocates on `device` for operands of types a_type and b_type
-/// computed in `compute`: the packed operands and float32 result of the CPU's AMX tiles, the
+/// computed in `compute`: the packed operands of the CPU's bfloat16 kernels, the
 /// rounded copies of float32 operands for cuBLAS; 0 for float32. For memory plans.
 std::size_t gemm_workspace_bytes(Device device, DType compute, bool trans_a, bool trans_b, std::int64_t M,
                                  std::int64_t N, std::int64_t K, DType a_type, DType b_type);

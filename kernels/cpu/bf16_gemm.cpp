@@ -233,27 +233,31 @@ ParameterPacks& parameter_packs() {
 
 void count_as_parameters(const Tensor& buffer) { buffer.impl()->storage->set_category(MemoryCategory::parameters); }
 
-// The kept pack of `key` for `param`, made by `pack` when missing or stale; nullptr when packs
-// are closed or the operand is no parameter.
+// The kept pack of `key` for `param`, made by `pack` when missing or stale; when packs are closed
+// or the operand is no parameter, a new one in `fresh`.
 template <class Packed, class Pack>
-const Packed* kept_pack(const ParameterOperand* param, const PackKey& key, Pack&& pack) {
+const Packed& pack_or_reuse(const ParameterOperand* param, const PackKey& key, Pack&& pack,
+                            std::optional<Packed>& fresh) {
   ParameterPacks& packs = parameter_packs();
-  if (param == nullptr) return nullptr;
+  if (param == nullptr) return fresh.emplace(pack());
+  const auto counted = [&] {
+    ++packs.made;
+    return pack();
+  };
   std::lock_guard lock{packs.mutex};
-  if (packs.open == 0) return nullptr;
+  if (packs.open == 0) return fresh.emplace(counted());
   KeptPack& entry = packs.kept[key];
   std::optional<Packed>& slot = [&]() -> std::optional<Packed>& {
     if constexpr (std::is_same_v<Packed, Bf16A>) return entry.a;
     else return entry.b;
   }();
-  if (!slot || entry.version != param->version || entry.owner != param->owner) {
-    slot.reset();  // the old pack goes before the new one is made
-    slot.emplace(pack());
-    count_as_parameters(slot->buffer);
-    entry.owner = param->owner;
-    entry.version = param->version;
-  }
-  return &*slot;
+  if (slot && entry.version == param->version && entry.owner == param->owner) return *slot;
+  slot.reset();  // the old pack goes before the new one is made
+  slot.emplace(counted());
+  count_as_parameters(slot->buffer);
+  entry.owner = param->owner;
+  entry.version = param->version;
+  return *slot;
 }
 
 }  // namespace
@@ -274,24 +278,14 @@ std::int64_t parameter_packs_made() { return parameter_packs().made; }
 
 const Bf16A& pack_bf16_a(const ParameterOperand* param, bool trans, std::int64_t M, std::int64_t K, const void* A,
                          DType dtype, std::int64_t lda, std::optional<Bf16A>& fresh) {
-  const auto pack = [&] {
-    if (param != nullptr) ++parameter_packs().made;
-    return pack_bf16_a(trans, M, K, A, dtype, lda);
-  };
-  if (const Bf16A* kept = kept_pack<Bf16A>(param, {A, true, trans, M, K, lda, dtype}, pack)) return *kept;
-  fresh.emplace(pack());
-  return *fresh;
+  return pack_or_reuse(param, {A, true, trans, M, K, lda, dtype}, [&] { return pack_bf16_a(trans, M, K, A, dtype, lda); },
+                       fresh);
 }
 
 const Bf16B& pack_bf16_b(const ParameterOperand* param, bool trans, std::int64_t K, std::int64_t N, const void* B,
                          DType dtype, std::int64_t ldb, std::optional<Bf16B>& fresh) {
-  const auto pack = [&] {
-    if (param != nullptr) ++parameter_packs().made;
-    return pack_bf16_b(trans, K, N, B, dtype, ldb);
-  };
-  if (const Bf16B* kept = kept_pack<Bf16B>(param, {B, false, trans, K, N, ldb, dtype}, pack)) return *kept;
-  fresh.emplace(pack());
-  return *fresh;
+  return pack_or_reuse(param, {B, false, trans, K, N, ldb, dtype}, [&] { return pack_bf16_b(trans, K, N, B, dtype, ldb); },
+                       fresh);
 }
 
 namespace {

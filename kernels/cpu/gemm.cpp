@@ -77,9 +77,9 @@ void gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64
 namespace accrue::kernels::cpu {
 
 // float16 and bfloat16 multiplies. bfloat16 runs on the processor's bfloat16 kernel (bf16_gemm.hpp:
-// AMX tiles or AVX-512 BF16) where it has one; otherwise the operands are widened to float32 (exactly) and multiplied by the float32
-// kernels: float32 accumulation of the low-precision products either way. C is rounded once at the
-// end when it is low precision.
+// AMX tiles or AVX-512 BF16) where it has one; otherwise the operands are widened to float32
+// (exactly) and multiplied by the float32 kernels: float32 accumulation of the low-precision
+// products either way. C is rounded once at the end when it is low precision.
 std::size_t gemm_low_precision_workspace_bytes(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N,
                                                std::int64_t K, DType low) {
   if (low != DType::bf16 || K == 0 || M == 0 || N == 0 || bf16_kernel() == Bf16Kernel::none) return 0;
