@@ -1,10 +1,14 @@
 // The GEMMs of one training step of the tutorial MLP, timed through Accrue's skinny kernels and
-// through OpenBLAS (split over the same threads), to choose between them per shape.
+// through OpenBLAS (split over the same threads), to choose between them per shape; and in
+// bfloat16 (float32 accumulation) where the processor has a bfloat16 kernel: the whole call as
+// `.amp()` makes it (packing the float32 operands included) and the kernel alone on packed operands.
 //
 //   gemm_shapes [--batch-sizes 16,64] [--reps 200]
 
 #include <CLI/CLI.hpp>
 #include <accrue/accrue.hpp>
+#include <accrue/kernels/cpu/bf16_gemm.hpp>
+#include <accrue/kernels/cpu/gemm.hpp>
 #include <accrue/kernels/cpu/openblas.hpp>
 #include <accrue/kernels/cpu/parallel.hpp>
 #include <accrue/kernels/cpu/skinny_gemm.hpp>
@@ -53,8 +57,11 @@ int main(int argc, char** argv) {
   app.add_option("--batch-sizes", batches)->delimiter(',');
   app.add_option("--reps", reps);
   CLI11_PARSE(app, argc, argv);
-  fmt::print("OpenBLAS {} kernels; {} threads\n", cpu::openblas().core, cpu::num_threads());
-  fmt::print("| shape | M x N x K | skinny GFLOP/s | OpenBLAS GFLOP/s | skinny / OpenBLAS |\n|---|---|---|---|---|\n");
+  const cpu::Bf16Kernel low = cpu::bf16_kernel();
+  fmt::print("OpenBLAS {} kernels; bfloat16 kernel: {}; {} threads\n", cpu::openblas().core, cpu::bf16_kernel_name(low),
+             cpu::num_threads());
+  fmt::print("| shape | M x N x K | skinny GFLOP/s | OpenBLAS GFLOP/s | skinny / OpenBLAS | bfloat16 GFLOP/s (call / "
+             "kernel) |\n|---|---|---|---|---|---|\n");
   for (std::int64_t b : batches) {
     const std::vector<Case> cases = {
         {"fwd 1  y = x W^T", false, true, b, 512, 784},   {"fwd 2", false, true, b, 512, 512},
@@ -75,8 +82,20 @@ int main(int argc, char** argv) {
       const double blas = bench::best_seconds(reps, [&] {
         openblas_split(c, 1.0f, A.data<float>(), lda, B.data<float>(), ldb, 0.0f, C.data<float>(), c.N);
       });
-      fmt::print("| {} (batch {}) | {}x{}x{} | {:.0f} | {:.0f} | {:.2f} |\n", c.what, b, c.M, c.N, c.K, flop / ours / 1e9,
-                 flop / blas / 1e9, blas / ours);
+      std::string bf16 = "-";
+      if (low != cpu::Bf16Kernel::none) {
+        const double call = bench::best_seconds(reps, [&] {
+          cpu::gemm_low_precision(c.ta, c.tb, c.M, c.N, c.K, 1.0f, DType::bf16, A.data<float>(), DType::f32, lda,
+                                  B.data<float>(), DType::f32, ldb, 0.0f, DType::f32, C.data<float>(), c.N);
+        });
+        const cpu::Bf16A a = cpu::pack_bf16_a(c.ta, c.M, c.K, A.data<float>(), DType::f32, lda);
+        const cpu::Bf16B pb = cpu::pack_bf16_b(c.tb, c.K, c.N, B.data<float>(), DType::f32, ldb);
+        const double kernel = bench::best_seconds(
+            reps, [&] { cpu::bf16_gemm(a, pb, {.C = C.data<float>(), .type = DType::f32, .ldc = c.N}); });
+        bf16 = fmt::format("{:.0f} / {:.0f}", flop / call / 1e9, flop / kernel / 1e9);
+      }
+      fmt::print("| {} (batch {}) | {}x{}x{} | {:.0f} | {:.0f} | {:.2f} | {} |\n", c.what, b, c.M, c.N, c.K,
+                 flop / ours / 1e9, flop / blas / 1e9, blas / ours, bf16);
     }
   }
 }
