@@ -46,10 +46,11 @@ std::size_t gemm_kept_parameter_bytes(Device device, DType compute, std::int64_t
 void gemm_batched(bool trans_a, bool trans_b, float alpha, const Tensor& A, const Tensor& B, float beta, const Tensor& C,
                   std::int64_t batch, DType compute = DType::f32);
 
-/// Bytes of temporaries gemm() allocates on `device` for operands of types a_type and b_type
-/// computed in `compute`: the packed operands of the CPU's bfloat16 kernels, the
-/// rounded copies of float32 operands for cuBLAS; 0 for float32. For memory plans.
-std::size_t gemm_workspace_bytes(Device device, DType compute, bool trans_a, bool trans_b, std::int64_t M,
-                                 std::int64_t N, std::int64_t K, DType a_type, DType b_type);
+/// Bytes of temporaries gemm() allocates on `device` for an M x N x K product of operands of types
+/// a_type and b_type computed in `compute` (transposed or not, the same): the packed operands of
+/// the CPU's bfloat16 kernels, the rounded copies of float32 operands for cuBLAS; 0 for float32.
+/// For memory plans.
+std::size_t gemm_workspace_bytes(Device device, DType compute, std::int64_t M, std::int64_t N, std::int64_t K,
+                                 DType a_type, DType b_type);
 
 }  // namespace accrue::kernels

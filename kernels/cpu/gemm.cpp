@@ -80,11 +80,10 @@ namespace accrue::kernels::cpu {
 // AMX tiles or AVX-512 BF16) where it has one; otherwise the operands are widened to float32
 // (exactly) and multiplied by the float32 kernels: float32 accumulation of the low-precision
 // products either way. C is rounded once at the end when it is low precision.
-std::size_t gemm_low_precision_workspace_bytes(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N,
-                                               std::int64_t K, DType low) {
+std::size_t gemm_low_precision_workspace_bytes(std::int64_t M, std::int64_t N, std::int64_t K, DType low) {
   if (low != DType::bf16 || K == 0 || M == 0 || N == 0 || bf16_kernel() == Bf16Kernel::none) return 0;
-  const bool swap = !trans_a && trans_b && N > M;  // as gemm_low_precision decides below
-  return swap ? bf16_workspace_bytes(N, M, K) : bf16_workspace_bytes(M, N, K);
+  // Whichever way round gemm_low_precision multiplies (C or C^T), it packs the same two operands.
+  return bf16_workspace_bytes(M, N, K);
 }
 
 void gemm_low_precision(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,

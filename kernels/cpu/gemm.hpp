@@ -20,8 +20,8 @@ void gemm_low_precision(bool trans_a, bool trans_b, std::int64_t M, std::int64_t
                         std::int64_t ldb, float beta, DType out, void* C, std::int64_t ldc,
                         const float* column_bias = nullptr, const ParameterOperand* a_param = nullptr,
                         const ParameterOperand* b_param = nullptr);
-/// The temporaries gemm_low_precision allocates for these operands (0 when it widens to float32).
-std::size_t gemm_low_precision_workspace_bytes(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N,
-                                               std::int64_t K, DType low);
+/// The temporaries gemm_low_precision allocates for an M x N x K product (0 when it widens to
+/// float32; transposed or not, and whichever way round it multiplies, the same).
+std::size_t gemm_low_precision_workspace_bytes(std::int64_t M, std::int64_t N, std::int64_t K, DType low);
 
 }  // namespace accrue::kernels::cpu
