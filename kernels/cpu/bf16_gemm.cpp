@@ -447,7 +447,7 @@ void bf16_gemm(const Bf16A& a, const Bf16B& b, const Bf16Output& out, Bf16Kernel
   // Blocks of 32 x 32 of C: four AMX tiles, or four eight-row strips of two vectors.
   const std::int64_t row_blocks = (a.Mp + 31) / 32, col_blocks = (b.Np + 31) / 32;
   const std::int64_t blocks = row_blocks * col_blocks;
-  const int tasks = a.M * b.N * a.K < (1 << 18) ? 1 : static_cast<int>(std::min<std::int64_t>(num_threads(), blocks));
+  const int tasks = a.M * b.N * a.K < (1 << 18) ? 1 : static_cast<int>(std::min<std::int64_t>(4 * num_threads(), blocks));
   parallel_tasks(tasks, [&](int t) {
     alignas(64) float acc[32 * 32];
     if (kernel == Bf16Kernel::amx) configure_tiles();  // tile state is per thread
