@@ -564,7 +564,6 @@ std::optional<std::size_t> TrainingRun::train_micro_batch(std::size_t k, StepRec
     record.loss_weight = weight;
     // With loss scaling the summed loss is also multiplied by the scale, undone once per step.
     const double scale = scaler_ ? scaler_->scale() : 1.0;
-    if (reducer_ && slot.position == 0) reducer_->attach_gradients();
     {
       // A distributed run's window-closing backward pass starts reducing gradients as they complete.
       std::optional<ObserveLeafGradients> reducing;

@@ -85,6 +85,17 @@ Tensor adopt(Tensor grad, const Edge& e, MemoryCategory category) {
   return copy;
 }
 
+// Makes `grad` the first gradient of `leaf` this pass: written into its gradient place when it has
+// one, else taken over (or copied when someone else holds it).
+void set_first_leaf_gradient(detail::TensorImpl& leaf, Tensor grad, const Edge& e) {
+  if (leaf.grad_place) {
+    kernels::copy(grad, Tensor{leaf.grad_place});
+    leaf.grad = leaf.grad_place;
+  } else {
+    leaf.grad = adopt(std::move(grad), e, MemoryCategory::gradients).impl();
+  }
+}
+
 class EngineSink final : public GradSink {
  public:
   EngineSink(Node& node, Pending& pending, Device device) : node_(node), pending_(pending), device_(device) {}
@@ -95,9 +106,8 @@ class EngineSink final : public GradSink {
     const Edge& e = edge(i);
     if (e.leaf) {
       if (e.leaf->grad) return {Tensor{e.leaf->grad}, true};
-      Tensor g = new_grad_buffer(e, device_, MemoryCategory::gradients);
-      e.leaf->grad = g.impl();
-      return {g, false};
+      e.leaf->grad = e.leaf->grad_place ? e.leaf->grad_place : new_grad_buffer(e, device_, MemoryCategory::gradients).impl();
+      return {Tensor{e.leaf->grad}, false};
     }
     Tensor& slot = pending_[e.node.get()];
     if (slot.defined()) return {slot, true};
@@ -112,11 +122,10 @@ class EngineSink final : public GradSink {
                                       "shape {} for shape {}",
                                       node_.name(), i, grad.shape(), e.shape));
     if (e.leaf) {
-      if (e.leaf->grad) {
+      if (e.leaf->grad)
         kernels::add_into(Tensor{e.leaf->grad}, grad);
-      } else {
-        e.leaf->grad = adopt(std::move(grad), e, MemoryCategory::gradients).impl();
-      }
+      else
+        set_first_leaf_gradient(*e.leaf, std::move(grad), e);
       return;
     }
     Tensor& slot = pending_[e.node.get()];
@@ -170,8 +179,7 @@ void run_backward(const Tensor& root, const Tensor& grad_root, bool retain_graph
     if (impl.grad)
       kernels::add_into(Tensor{impl.grad}, grad_root);
     else
-      impl.grad = adopt(grad_root.clone(), Edge{nullptr, nullptr, root.shape(), root.dtype()}, MemoryCategory::gradients)
-                      .impl();
+      set_first_leaf_gradient(impl, grad_root.clone(), Edge{nullptr, nullptr, root.shape(), root.dtype()});
     if (leaf_observer != nullptr) leaf_observer->on_leaf_gradient_ready(impl);
     return;
   }

@@ -156,18 +156,31 @@ Tensor Tensor::grad() const {
   return impl.grad ? Tensor{impl.grad} : Tensor{};
 }
 
+namespace {
+
+// `grad` as the gradient of `impl` (checked), or null for an undefined one; `call` names the setter.
+std::shared_ptr<detail::TensorImpl> checked_gradient(const detail::TensorImpl& impl, const Tensor& grad,
+                                                     std::string_view call) {
+  if (!grad.defined()) return nullptr;
+  ACCRUE_CHECK_SHAPE(grad.shape() == impl.shape, "{}: gradient of shape {} for a tensor of shape {}", call, grad.shape(),
+                     impl.shape);
+  ACCRUE_CHECK(grad.dtype() == impl.dtype && grad.device() == impl.storage->device(),
+               "{}: gradient is {} on {}, the tensor {} on {}", call, dtype_name(grad.dtype()), grad.device(),
+               dtype_name(impl.dtype), impl.storage->device());
+  return grad.impl();
+}
+
+}  // namespace
+
 void Tensor::set_grad(const Tensor& grad) {
   auto& impl = const_cast<detail::TensorImpl&>(checked());
-  if (!grad.defined()) {
-    impl.grad.reset();
-    return;
-  }
-  ACCRUE_CHECK_SHAPE(grad.shape() == impl.shape, "set_grad: gradient of shape {} for a tensor of shape {}", grad.shape(),
-                     impl.shape);
-  ACCRUE_CHECK(grad.dtype() == impl.dtype && grad.device() == device(),
-               "set_grad: gradient is {} on {}, the tensor {} on {}", dtype_name(grad.dtype()), grad.device(),
-               dtype_name(impl.dtype), device());
-  impl.grad = grad.impl();
+  impl.grad = checked_gradient(impl, grad, "set_grad");
+}
+
+void Tensor::set_grad_place(const Tensor& place) {
+  auto& impl = const_cast<detail::TensorImpl&>(checked());
+  ACCRUE_CHECK(impl.grad_fn == nullptr, "set_grad_place: only a leaf gathers a gradient");
+  impl.grad_place = checked_gradient(impl, place, "set_grad_place");
 }
 
 void Tensor::backward(bool retain_graph) const {

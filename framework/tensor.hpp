@@ -40,6 +40,9 @@ struct TensorImpl {
   DType dtype = DType::f32;
   bool requires_grad = false;
   std::shared_ptr<TensorImpl> grad;  // leaf tensors only
+  // Leaf tensors only: where backward writes the gradient when `grad` is undefined (else a new
+  // tensor); data-parallel training points it into a bucket.
+  std::shared_ptr<TensorImpl> grad_place;
   std::shared_ptr<Node> grad_fn;     // set on results of recorded ops
 };
 }  // namespace detail
@@ -113,6 +116,11 @@ class Tensor {
   Tensor grad() const;
   /// Replaces the gradient (undefined clears it). Throws on a shape or dtype mismatch.
   void set_grad(const Tensor& grad);
+  /// Makes every backward that finds this leaf without a gradient write the gradient into `place`
+  /// (same shape, dtype and device) and make it the .grad(), instead of allocating one; undefined
+  /// goes back to allocating. Data-parallel training points it into its buckets, so gradients
+  /// start there without being zeroed or copied (PyTorch DDP's gradient_as_bucket_view).
+  void set_grad_place(const Tensor& place);
   /// True for tensors not produced by a recorded op.
   bool is_leaf() const { return checked().grad_fn == nullptr; }
   const std::shared_ptr<Node>& grad_fn() const { return checked().grad_fn; }

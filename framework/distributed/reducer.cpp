@@ -83,6 +83,11 @@ Reducer::Reducer(Communicator& communicator, std::vector<Tensor> parameters, Red
         Tensor::zeros({plan_.buckets()[b].elements + extra}, {.device = device, .category = MemoryCategory::gradients}));
   }
   if (buffers_.empty()) buffers_.push_back(Tensor::zeros({kFlags}, {.device = device, .category = MemoryCategory::gradients}));
+  for (std::size_t p = 0; p < parameters_.size(); ++p) parameters_[p].set_grad_place(slot(p));
+}
+
+Reducer::~Reducer() {
+  for (Tensor& p : parameters_) p.set_grad_place(Tensor{});
 }
 
 std::size_t Reducer::buffer_bytes() const {
@@ -103,16 +108,6 @@ void Reducer::on_leaf_gradient_ready(const detail::TensorImpl& leaf) {
       start(b);
       ++stats_.buckets_started_during_backward;
     }
-}
-
-void Reducer::attach_gradients() {
-  const NoGradGuard no_grad;
-  for (std::size_t p = 0; p < parameters_.size(); ++p) {
-    if (parameters_[p].grad().defined()) continue;  // someone else's: copied in when ready
-    const Tensor s = slot(p);
-    kernels::fill(s, 0.0f);
-    Tensor{parameters_[p]}.set_grad(s);
-  }
 }
 
 bool Reducer::in_bucket(std::size_t p) const {

@@ -86,14 +86,14 @@ struct ReducerStats {
 class Reducer final : public LeafGradientObserver {
  public:
   /// Buckets for `parameters` (float32, on one device), on `communicator`.
+  /// Points each parameter's gradient place into its bucket (Tensor::set_grad_place): the first
+  /// backward of a window writes the gradients there, later ones add to them, and nothing is
+  /// zeroed, copied in or out. A gradient set otherwise is copied in when ready.
   Reducer(Communicator& communicator, std::vector<Tensor> parameters, ReducerOptions options = {});
+  /// Gives the parameters their own gradient storage again.
+  ~Reducer() override;
   Reducer(const Reducer&) = delete;
   Reducer& operator=(const Reducer&) = delete;
-
-  /// At a window's start: makes every parameter without a gradient take a zeroed view into its
-  /// bucket as its .grad(), so that backward accumulates there and nothing is copied in or out
-  /// (PyTorch DDP's gradient_as_bucket_view). A gradient set otherwise is copied in when ready.
-  void attach_gradients();
 
   /// At the window's end: starts the buckets not started yet (a parameter without a gradient adds
   /// zeros), waits for all, and leaves every rank's summed gradient in each .grad(). Also agrees on

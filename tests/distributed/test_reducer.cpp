@@ -86,9 +86,11 @@ BOOST_AUTO_TEST_CASE(gradients_accumulate_in_the_buckets_themselves) {
   };
   Sequential plain = make(), bucketed = make();
   const std::vector<Tensor> params = bucketed.parameters();
-  distributed::Reducer reducer{*alone, params, {.bucket_bytes = 100}};
-  reducer.attach_gradients();
-  for (const Tensor& p : params) BOOST_TEST(p.grad().defined());
+  // Two buckets: the second layer's weight and bias and the first layer's bias, then its weight.
+  std::optional<distributed::Reducer> owner{std::in_place, *alone, params, distributed::ReducerOptions{.bucket_bytes = 400}};
+  distributed::Reducer& reducer = *owner;
+  BOOST_TEST(reducer.plan().buckets().size() == 2u);
+  for (const Tensor& p : params) BOOST_TEST(!p.grad().defined());
   // Two micro-batches accumulated, the second one watched.
   for (int k = 0; k < 2; ++k) {
     const Tensor x = test::random_tensor({5, 6}, 10 + static_cast<std::uint64_t>(k));
@@ -97,8 +99,17 @@ BOOST_AUTO_TEST_CASE(gradients_accumulate_in_the_buckets_themselves) {
     if (k == 1) watching.emplace(reducer);
     ops::sum(bucketed.forward(x)).backward();
   }
+  // The first backward wrote each gradient into its bucket, the second added to it there.
+  for (std::size_t i = 1; i < params.size(); ++i)
+    BOOST_TEST((params[i].grad().storage() == params[0].grad().storage()) ==
+               (reducer.plan().bucket_of(i) == reducer.plan().bucket_of(0)));
   BOOST_TEST(!reducer.finish(false));
   const auto a = bucketed.named_parameters(), b = plain.named_parameters();
   for (std::size_t i = 0; i < a.size(); ++i)
     test::check_close(a[i].second.grad(), b[i].second.grad(), 1e-6, 1e-6, a[i].first);
+  // Without the reducer, gradients have storage of their own again.
+  owner.reset();
+  for (Tensor p : params) p.set_grad(Tensor{});
+  ops::sum(bucketed.forward(test::random_tensor({5, 6}, 12))).backward();
+  BOOST_TEST(params[1].grad().storage() != params[3].grad().storage());
 }
