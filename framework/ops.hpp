@@ -107,11 +107,16 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const C
 /// The output size (P, Q) of conv2d on an `image` (H, W) with a `kernel` (R, S); not positive when
 /// the kernel does not fit.
 Size2 conv2d_output_size(Size2 image, Size2 kernel, const Conv2dOptions& options);
-/// conv2d's scratch for `batch` samples (C, H, W) and `filters` kernels: on the CPU the im2col
-/// matrices (one per pool thread in use) and, in backward, a weight-sized partial sum per extra
-/// thread. cuDNN's workspaces depend on the algorithm it picks and are not counted.
-OpScratch conv2d_scratch(Device device, std::int64_t batch, const Shape& sample, std::int64_t filters, Size2 kernel,
-                         const Conv2dOptions& options);
+/// Whether conv2d of an input of `x_type` on `device`, under `autocast` (Autocast::dtype()),
+/// multiplies in bfloat16 and gives a bfloat16 output.
+bool conv2d_computes_bf16(Device device, DType x_type, std::optional<DType> autocast);
+/// conv2d's scratch for `batch` samples (C, H, W) and `filters` kernels, in float32 or, given the
+/// input's type `bf16_x`, in bfloat16: on the CPU the im2col matrices (one per pool thread in use)
+/// and, in backward, a weight-sized partial sum per extra thread; in bfloat16 also the weight's
+/// packs kept through a window. cuDNN's workspaces depend on the algorithm it picks and are not
+/// counted.
+OpScratch conv2d_scratch(Device device, std::optional<DType> bf16_x, std::int64_t batch, const Shape& sample,
+                         std::int64_t filters, Size2 kernel, const Conv2dOptions& options);
 
 /// Window, stride (the window by default) and zero padding (at most half the window) of pooling.
 struct Pool2dOptions {

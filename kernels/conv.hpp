@@ -1,7 +1,9 @@
 #pragma once
-// 2-D convolution over NCHW float32 tensors, as PyTorch's conv2d (cross-correlation): x (N, C, H, W),
+// 2-D convolution over NCHW tensors, as PyTorch's conv2d (cross-correlation): x (N, C, H, W),
 // weight (K, C / groups, R, S), y (N, K, P, Q). On the CPU: im2col and GEMM, one sample per pool
-// thread; on a GPU: cuDNN.
+// thread; on a GPU: cuDNN. Float32, or on the CPU also bfloat16 (conv2d_runs_bf16): y and dy
+// bfloat16, x and dx float32 or bfloat16, products in bfloat16 with float32 accumulation, the weight
+// float32 (the master copy, rounded as it is packed) and its gradient float32.
 
 #include <cstdint>
 
@@ -9,6 +11,10 @@
 #include "accrue/kernels/common/conv_geometry.hpp"
 
 namespace accrue::kernels {
+
+/// Whether these kernels take bfloat16 y and dy on `device`: on the CPU where the processor has a
+/// bfloat16 kernel (cpu::bf16_kernel). cuDNN's bfloat16 convolutions are not wired in.
+bool conv2d_runs_bf16(Device device);
 
 /// y = conv(x, w) + bias; `bias` (K) may be undefined.
 void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y, const Window2d& g);
@@ -26,5 +32,7 @@ struct ConvWorkspace {
   std::size_t forward = 0, backward = 0;
 };
 ConvWorkspace conv2d_workspace_bytes(Device device, const Window2d& g);
+/// The same for the bfloat16 kernels, with x (and dx) in `x_type`.
+ConvWorkspace conv2d_bf16_workspace_bytes(const Window2d& g, DType x_type);
 
 }  // namespace accrue::kernels

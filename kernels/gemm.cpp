@@ -16,15 +16,9 @@ Matrix as_matrix(const Tensor& t) {
   for (int i = 0; i + 1 < t.rank(); ++i) rows *= t.size(i);
   return {rows, t.rank() == 0 ? 1 : t.size(-1)};
 }
-
-// A parameter as an operand whose packed form the CPU may keep: a tensor on storage counted as
-// parameter memory, which is a layer's weight or the detached view backward saved of it, and not
-// an input that asks for its gradient.
-std::optional<cpu::ParameterOperand> parameter_operand(const Tensor& t) {
-  if (t.category() != MemoryCategory::parameters) return std::nullopt;
-  return cpu::ParameterOperand{.owner = t.impl()->storage, .version = t.impl()->storage->version()};
-}
 }  // namespace
+
+using cpu::parameter_operand;
 
 PackedParameters::PackedParameters() { cpu::open_parameter_packs(); }
 PackedParameters::~PackedParameters() { cpu::close_parameter_packs(); }

@@ -54,13 +54,19 @@ Shape Conv2d::build(const Shape& input_shape, Generator& generator) {
 
 Tensor Conv2d::forward(const Tensor& x) { return ops::conv2d(x, weight(), bias(), op_options()); }
 
-// Keeps its input (converted to float32 first when it is not), and takes conv2d's scratch.
+// Keeps its input (converted to float32 first when it is neither float32 nor the bfloat16 the
+// product runs in), and takes conv2d's scratch; in bfloat16 the output is bfloat16 and the weight's
+// packs may be kept through a window.
 LayerMemoryUse Conv2d::memory_use(const LayerMemoryQuery& q) const {
-  const bool converts = q.input_dtype != DType::f32;
-  const ops::OpScratch scratch = ops::conv2d_scratch(q.device, q.batch, q.input_shape, filters_, kernel_, op_options());
-  return {.output_dtype = DType::f32, .keeps_input = !converts, .keeps_output = false,
+  const bool bf16 = ops::conv2d_computes_bf16(q.device, q.input_dtype, q.autocast);
+  const bool converts = q.input_dtype != DType::f32 && !(bf16 && q.input_dtype == DType::bf16);
+  const DType x_type = converts ? DType::f32 : q.input_dtype;
+  const ops::OpScratch scratch = ops::conv2d_scratch(q.device, bf16 ? std::optional{x_type} : std::nullopt, q.batch,
+                                                     q.input_shape, filters_, kernel_, op_options());
+  return {.output_dtype = bf16 ? DType::bf16 : DType::f32, .keeps_input = !converts, .keeps_output = false,
           .kept_other = converts ? q.bytes(q.input_shape, DType::f32) : 0,
-          .forward_scratch = scratch.forward, .backward_scratch = scratch.backward};
+          .forward_scratch = scratch.forward, .backward_scratch = scratch.backward,
+          .kept_packs = scratch.kept_forward, .kept_packs_for_input_gradient = scratch.kept_for_input_gradient};
 }
 
 }  // namespace accrue::layers

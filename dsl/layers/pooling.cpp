@@ -1,5 +1,7 @@
 #include "accrue/dsl/layers/pooling.hpp"
 
+#include "accrue/kernels/pool.hpp"
+
 namespace accrue::layers {
 
 template <PoolKind Kind>
@@ -31,12 +33,13 @@ Tensor Pool2d<Kind>::forward(const Tensor& x) {
   return Kind == PoolKind::max ? ops::max_pool2d(x, options_) : ops::avg_pool2d(x, options_);
 }
 
-// Pooling computes in float32 and keeps its input and output (max-pooling finds the winners again
-// in backward from them; cuDNN needs both).
+// Pooling computes in float32, or bfloat16 on the CPU, and keeps its input and output (max-pooling
+// finds the winners again in backward from them; cuDNN needs both).
 template <PoolKind Kind>
 LayerMemoryUse Pool2d<Kind>::memory_use(const LayerMemoryQuery& q) const {
-  const bool converts = q.input_dtype != DType::f32;
-  return {.output_dtype = DType::f32, .keeps_input = !converts, .keeps_output = true,
+  const bool keeps_type = q.input_dtype == DType::bf16 && kernels::pool2d_runs_bf16(q.device);
+  const bool converts = q.input_dtype != DType::f32 && !keeps_type;
+  return {.output_dtype = keeps_type ? DType::bf16 : DType::f32, .keeps_input = !converts, .keeps_output = true,
           .kept_other = converts ? q.bytes(q.input_shape, DType::f32) : 0};
 }
 

@@ -1,9 +1,13 @@
-// 2-D convolution. Under autocast it computes in float32 (the input is converted): the CPU and
-// cuDNN forms here are float32 only.
+// 2-D convolution. Under bfloat16 autocast (or with a bfloat16 input) on a CPU with a bfloat16
+// kernel it multiplies in bfloat16 with float32 accumulation, as PyTorch's autocast does: the
+// output and its gradient are bfloat16, the weight's gradient float32. Otherwise it computes in
+// float32, converting a low-precision input (cuDNN's bfloat16 forms are not wired in).
 
+#include "accrue/framework/autocast.hpp"
 #include "accrue/framework/autograd.hpp"
 #include "accrue/framework/ops.hpp"
 #include "accrue/kernels/conv.hpp"
+#include "accrue/kernels/gemm.hpp"
 
 namespace accrue::ops {
 namespace {
@@ -17,6 +21,7 @@ class Conv2dNode final : public Node {
     if (x.requires_grad()) weight_ = SavedTensor{weight};
   }
   std::string_view name() const override { return "conv2d"; }
+  // grad has the output's type: float32, or bfloat16 for the bfloat16 kernels.
   void backward(Tensor grad, GradSink& sink) override {
     if (sink.needs(0)) {
       auto [dx, accumulate] = sink.target(0);
@@ -64,7 +69,8 @@ Tensor conv2d(const Tensor& x_in, const Tensor& weight, const Tensor& bias, cons
                "dilation {}",
                o.stride.str(), o.padding.str(), o.dilation.str());
   ACCRUE_CHECK(weight.dtype() == DType::f32, "conv2d: expects a float32 weight, got {}", dtype_name(weight.dtype()));
-  const Tensor x = float32(x_in);
+  const bool bf16 = conv2d_computes_bf16(x_in.device(), x_in.dtype(), Autocast::dtype());
+  const Tensor x = bf16 && x_in.dtype() == DType::bf16 ? x_in : float32(x_in);
   const kernels::Window2d g = window(x.size(0), Shape{x.size(1), x.size(2), x.size(3)}, weight.size(0),
                                      {weight.size(2), weight.size(3)}, o);
   ACCRUE_CHECK_SHAPE(g.C % g.groups == 0 && g.K % g.groups == 0,
@@ -81,11 +87,15 @@ Tensor conv2d(const Tensor& x_in, const Tensor& weight, const Tensor& bias, cons
                        bias.shape(), g.K);
   ACCRUE_CHECK(x.device() == weight.device() && (!bias.defined() || bias.device() == weight.device()),
                "conv2d: the input is on {} and the weight on {}", x.device().str(), weight.device().str());
-  Tensor y = Tensor::empty({g.N, g.K, g.P(), g.Q()}, {.device = x.device()});
+  Tensor y = Tensor::empty({g.N, g.K, g.P(), g.Q()}, {.dtype = bf16 ? DType::bf16 : DType::f32, .device = x.device()});
   kernels::conv2d_forward(x, weight, bias, y, g);
   if (needs_grad({&x, &weight, &bias}))
     record(std::make_shared<Conv2dNode>(x, weight, bias.defined(), g), y, {&x, &weight, &bias});
   return y;
+}
+
+bool conv2d_computes_bf16(Device device, DType x_type, std::optional<DType> autocast) {
+  return (autocast ? *autocast : x_type) == DType::bf16 && kernels::conv2d_runs_bf16(device);
 }
 
 Size2 conv2d_output_size(Size2 image, Size2 kernel, const Conv2dOptions& o) {
@@ -93,10 +103,19 @@ Size2 conv2d_output_size(Size2 image, Size2 kernel, const Conv2dOptions& o) {
           kernels::window_output_size(image.w, kernel.w, o.stride.w, o.padding.w, o.dilation.w)};
 }
 
-OpScratch conv2d_scratch(Device device, std::int64_t batch, const Shape& sample, std::int64_t filters, Size2 kernel,
-                         const Conv2dOptions& o) {
-  const kernels::ConvWorkspace w = kernels::conv2d_workspace_bytes(device, window(batch, sample, filters, kernel, o));
-  return {.forward = w.forward, .backward = w.backward};
+OpScratch conv2d_scratch(Device device, std::optional<DType> bf16_x, std::int64_t batch, const Shape& sample,
+                         std::int64_t filters, Size2 kernel, const Conv2dOptions& o) {
+  const kernels::Window2d g = window(batch, sample, filters, kernel, o);
+  if (!bf16_x) {
+    const kernels::ConvWorkspace w = kernels::conv2d_workspace_bytes(device, g);
+    return {.forward = w.forward, .backward = w.backward};
+  }
+  const kernels::ConvWorkspace w = kernels::conv2d_bf16_workspace_bytes(g, *bf16_x);
+  // The weight packed as A for forward (filters x patch) and, transposed, for the input's gradient.
+  const std::int64_t Kg = g.filters_per_group(), patch = g.patch_size();
+  return {.forward = w.forward, .backward = w.backward,
+          .kept_forward = static_cast<std::size_t>(g.groups) * kernels::gemm_kept_parameter_bytes(device, DType::bf16, patch, Kg),
+          .kept_for_input_gradient = static_cast<std::size_t>(g.groups) * kernels::gemm_kept_parameter_bytes(device, DType::bf16, Kg, patch)};
 }
 
 }  // namespace accrue::ops

@@ -1,4 +1,5 @@
-// 2-D max and average pooling; float32 (a low-precision input is converted).
+// 2-D max and average pooling, in the input's type where the kernels take it (bfloat16 on the CPU,
+// as PyTorch's autocast leaves pooling in the input's type); otherwise in float32.
 
 #include "accrue/framework/autograd.hpp"
 #include "accrue/framework/ops.hpp"
@@ -37,12 +38,13 @@ Tensor pool2d(const Tensor& x_in, const Pool2dOptions& o, kernels::PoolMode mode
   ACCRUE_CHECK(o.padding.h >= 0 && o.padding.w >= 0 && 2 * o.padding.h <= o.kernel.h && 2 * o.padding.w <= o.kernel.w,
                "{}: padding must be at most half the kernel (as in PyTorch), got padding {} for kernel {}", name,
                o.padding.str(), o.kernel.str());
-  const Tensor x = float32(x_in);
+  const bool keeps_type = x_in.dtype() == DType::bf16 && kernels::pool2d_runs_bf16(x_in.device());
+  const Tensor x = keeps_type ? x_in : float32(x_in);
   kernels::Window2d g{.N = x.size(0), .C = x.size(1), .H = x.size(2), .W = x.size(3), .R = o.kernel.h, .S = o.kernel.w,
                       .stride_h = stride.h, .stride_w = stride.w, .pad_h = o.padding.h, .pad_w = o.padding.w};
   ACCRUE_CHECK_SHAPE(g.P() > 0 && g.Q() > 0, "{}: input of shape {} is smaller than the {} window with padding {}", name,
                      x.shape(), o.kernel.str(), o.padding.str());
-  Tensor y = Tensor::empty({g.N, g.C, g.P(), g.Q()}, {.device = x.device()});
+  Tensor y = Tensor::empty({g.N, g.C, g.P(), g.Q()}, {.dtype = x.dtype(), .device = x.device()});
   kernels::pool2d_forward(x, y, g, mode);
   if (needs_grad({&x})) record(std::make_shared<Pool2dNode>(x, y, g, mode), y, {&x});
   return y;

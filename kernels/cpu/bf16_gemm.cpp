@@ -159,42 +159,58 @@ void pack_b(bool trans, std::int64_t K, std::int64_t N, const T* B, std::int64_t
 
 }  // namespace
 
-namespace {
 // K's padding: whole tiles of 32 for AMX, whole pairs for vdpbf16ps (a micro-batch of 16 samples
 // as K would be half padding otherwise).
-std::int64_t padded_k(std::int64_t K) { return round_up(K, bf16_kernel() == Bf16Kernel::amx ? 32 : 2); }
-}  // namespace
+std::int64_t bf16_padded_k(std::int64_t K) { return round_up(K, bf16_kernel() == Bf16Kernel::amx ? 32 : 2); }
 
 std::size_t bf16_workspace_bytes(std::int64_t M, std::int64_t N, std::int64_t K) {
-  const std::int64_t Mp = round_up(M, bf16_block), Kp = padded_k(K), Np = round_up(N, bf16_block);
+  const std::int64_t Mp = round_up(M, bf16_block), Kp = bf16_padded_k(K), Np = round_up(N, bf16_block);
   return static_cast<std::size_t>(Mp * Kp / 2 + Kp * Np / 2) * 4;
 }
 
 std::size_t bf16_pack_bytes(std::int64_t K, std::int64_t N) {
-  return static_cast<std::size_t>(padded_k(K) * round_up(N, bf16_block)) * 2;
+  return static_cast<std::size_t>(bf16_padded_k(K) * round_up(N, bf16_block)) * 2;
 }
 
-Bf16A::Bf16A(std::int64_t m, std::int64_t k) : M(m), K(k), Mp(round_up(m, bf16_block)), Kp(padded_k(k)) {
+Bf16A::Bf16A(std::int64_t m, std::int64_t k, std::uint16_t* into)
+    : M(m), K(k), Mp(round_up(m, bf16_block)), Kp(bf16_padded_k(k)), data(into) {}
+
+Bf16A::Bf16A(std::int64_t m, std::int64_t k) : Bf16A(m, k, nullptr) {
   buffer = Tensor::empty({Mp * Kp / 2}, {.category = MemoryCategory::temporaries});
   data = static_cast<std::uint16_t*>(buffer.data_ptr());
 }
 
-Bf16B::Bf16B(std::int64_t k, std::int64_t n) : K(k), N(n), Kp(padded_k(k)), Np(round_up(n, bf16_block)) {
+std::int64_t Bf16A::values(std::int64_t M, std::int64_t K) { return round_up(M, bf16_block) * bf16_padded_k(K); }
+
+Bf16B::Bf16B(std::int64_t k, std::int64_t n, std::uint16_t* into)
+    : K(k), N(n), Kp(bf16_padded_k(k)), Np(round_up(n, bf16_block)), data(into) {}
+
+Bf16B::Bf16B(std::int64_t k, std::int64_t n) : Bf16B(k, n, nullptr) {
   buffer = Tensor::empty({Kp * Np / 2}, {.category = MemoryCategory::temporaries});
   data = static_cast<std::uint16_t*>(buffer.data_ptr());
 }
 
+std::int64_t Bf16B::values(std::int64_t K, std::int64_t N) { return bf16_padded_k(K) * round_up(N, bf16_block); }
+
+void pack_bf16(Bf16A& into, bool trans, const void* A, DType dtype, std::int64_t lda) {
+  if (dtype == DType::f32) pack_a(trans, into.M, into.K, static_cast<const float*>(A), lda, into);
+  else pack_a(trans, into.M, into.K, static_cast<const std::uint16_t*>(A), lda, into);
+}
+
+void pack_bf16(Bf16B& into, bool trans, const void* B, DType dtype, std::int64_t ldb) {
+  if (dtype == DType::f32) pack_b(trans, into.K, into.N, static_cast<const float*>(B), ldb, into);
+  else pack_b(trans, into.K, into.N, static_cast<const std::uint16_t*>(B), ldb, into);
+}
+
 Bf16A pack_bf16_a(bool trans, std::int64_t M, std::int64_t K, const void* A, DType dtype, std::int64_t lda) {
   Bf16A p{M, K};
-  if (dtype == DType::f32) pack_a(trans, M, K, static_cast<const float*>(A), lda, p);
-  else pack_a(trans, M, K, static_cast<const std::uint16_t*>(A), lda, p);
+  pack_bf16(p, trans, A, dtype, lda);
   return p;
 }
 
 Bf16B pack_bf16_b(bool trans, std::int64_t K, std::int64_t N, const void* B, DType dtype, std::int64_t ldb) {
   Bf16B p{K, N};
-  if (dtype == DType::f32) pack_b(trans, K, N, static_cast<const float*>(B), ldb, p);
-  else pack_b(trans, K, N, static_cast<const std::uint16_t*>(B), ldb, p);
+  pack_bf16(p, trans, B, dtype, ldb);
   return p;
 }
 
@@ -262,6 +278,11 @@ const Packed& pack_or_reuse(const ParameterOperand* param, const PackKey& key, P
 
 }  // namespace
 
+std::optional<ParameterOperand> parameter_operand(const Tensor& t) {
+  if (t.category() != MemoryCategory::parameters) return std::nullopt;
+  return ParameterOperand{.owner = t.impl()->storage, .version = t.impl()->storage->version()};
+}
+
 void open_parameter_packs() {
   std::lock_guard lock{parameter_packs().mutex};
   ++parameter_packs().open;
@@ -307,6 +328,10 @@ void write_block(const float* acc, std::int64_t i, std::int64_t j, std::int64_t 
       if (out.column_bias != nullptr) {
         const float* bias = out.column_bias + (out.transposed ? i : j);  // C's columns along the run
         for (std::int64_t k = 0; k < length; ++k) v[k] += bias[k];
+      }
+      if (out.row_bias != nullptr) {
+        const float bias = out.row_bias[out.transposed ? j + r : i + r];  // the run is one row of C
+        for (std::int64_t k = 0; k < length; ++k) v[k] += bias;
       }
       T* dst = out.transposed ? C + (j + r) * out.ldc + i : C + (i + r) * out.ldc + j;
       if constexpr (std::is_same_v<T, float>) {

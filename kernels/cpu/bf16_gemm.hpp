@@ -19,6 +19,9 @@ inline constexpr std::int64_t bf16_block = 16;
 /// comes from the CPU allocator (reused between calls, counted as temporaries).
 struct Bf16A {
   Bf16A(std::int64_t M, std::int64_t K);
+  /// In `into` (values(M, K) of them), which the caller owns, instead of a buffer of its own.
+  Bf16A(std::int64_t M, std::int64_t K, std::uint16_t* into);
+  static std::int64_t values(std::int64_t M, std::int64_t K);
   std::int64_t M, K, Mp, Kp;
   Tensor buffer;
   std::uint16_t* data;
@@ -27,10 +30,18 @@ struct Bf16A {
 /// B packed as pairs along K: (Kp / 2) x Np x 2, padded with zeros (Kp as Bf16A's, Np to 16).
 struct Bf16B {
   Bf16B(std::int64_t K, std::int64_t N);
+  /// In `into` (values(K, N) of them), which the caller owns.
+  Bf16B(std::int64_t K, std::int64_t N, std::uint16_t* into);
+  static std::int64_t values(std::int64_t K, std::int64_t N);
+  /// Where pair row q (k = 2q, 2q + 1) of column n goes: the 32-bit word q * Np + n.
+  std::uint32_t* pairs() const { return reinterpret_cast<std::uint32_t*>(data); }
   std::int64_t K, N, Kp, Np;
   Tensor buffer;
   std::uint16_t* data;
 };
+
+/// K padded as the packs pad it: to 32 where the kernel is AMX, to 2 otherwise.
+std::int64_t bf16_padded_k(std::int64_t K);
 
 /// Bytes of the temporaries of one M x N x K bfloat16 product: packed A and B, padded as Bf16A and
 /// Bf16B pad them (for memory plans).
@@ -54,6 +65,9 @@ const char* bf16_kernel_name(Bf16Kernel kernel);
 Bf16A pack_bf16_a(bool trans, std::int64_t M, std::int64_t K, const void* A, DType dtype, std::int64_t lda);
 /// op(B) (K x N) packed likewise (B^T stored N x K when `trans`).
 Bf16B pack_bf16_b(bool trans, std::int64_t K, std::int64_t N, const void* B, DType dtype, std::int64_t ldb);
+/// The same into packs the caller made (of op(A)'s and op(B)'s sizes).
+void pack_bf16(Bf16A& into, bool trans, const void* A, DType dtype, std::int64_t lda);
+void pack_bf16(Bf16B& into, bool trans, const void* B, DType dtype, std::int64_t ldb);
 
 /// A GEMM operand that is a parameter. While parameter packs are open (open_parameter_packs), its
 /// packed form is kept and reused until its storage's version changes, as the optimizer step's
@@ -62,6 +76,11 @@ struct ParameterOperand {
   std::shared_ptr<const void> owner;  // the storage, kept alive so that its address is not reused
   std::uint64_t version;
 };
+
+/// `t` as a parameter operand whose pack may be kept: a tensor on storage counted as parameter
+/// memory, which is a layer's weight or the detached view backward saved of it, and not an input
+/// that asks for its gradient.
+std::optional<ParameterOperand> parameter_operand(const Tensor& t);
 
 /// Opens (nestable) and closes the keeping of packed parameters; the last close frees them. Kept
 /// packs are counted as parameters' memory (bfloat16 copies of them).
@@ -88,6 +107,8 @@ struct Bf16Output {
   float alpha = 1.0f, beta = 0.0f;
   bool transposed = false;
   const float* column_bias = nullptr;
+  /// row_bias[r] in every row r of C, likewise.
+  const float* row_bias = nullptr;
 };
 
 /// A B into `out`, split across the pool, by `kernel` (bf16_kernel() unless a test picks one of

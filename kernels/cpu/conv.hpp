@@ -2,11 +2,13 @@
 // The CPU backend's conv functions over raw host memory, called by kernels/conv.cpp;
 // defined in kernels/cpu/conv.cpp.
 
+#include <cstddef>
 #include <cstdint>
 
 #include "accrue/framework/tensor.hpp"
 #include "accrue/kernels/common/conv_geometry.hpp"
 #include "accrue/kernels/conv.hpp"
+#include "accrue/kernels/cpu/bf16_gemm.hpp"
 
 namespace accrue::kernels::cpu {
 
@@ -20,6 +22,23 @@ std::int64_t conv2d_partial_floats(const Window2d& g);
 void conv2d_backward_filter(const float* dy, const float* x, float* dw, const Window2d& g, bool accumulate,
                             float* workspace, float* partials);
 void conv2d_backward_bias(const float* dy, float* db, const Window2d& g, bool accumulate);
+/// The bfloat16 forms (autocast on a processor with a bfloat16 kernel): operands rounded to
+/// bfloat16, products accumulated in float32. x and dx float32 or bfloat16, y and dy bfloat16, the
+/// weight float32 (its packs kept while parameter packs are open, when `w_param` is given), dw and
+/// db float32. `workspace` holds the bytes conv2d_bf16_workspace_bytes names for the call.
+struct Bf16ConvWorkspace {
+  std::size_t forward = 0, backward_data = 0, backward_filter = 0;
+};
+Bf16ConvWorkspace conv2d_bf16_workspace_bytes(const Window2d& g, DType dx_type);
+void conv2d_forward_bf16(const void* x, DType x_type, const float* w, const ParameterOperand* w_param,
+                         const float* bias, std::uint16_t* y, const Window2d& g, std::byte* workspace);
+void conv2d_backward_data_bf16(const std::uint16_t* dy, const float* w, const ParameterOperand* w_param, void* dx,
+                               DType dx_type, const Window2d& g, bool accumulate, std::byte* workspace);
+/// `partials` as conv2d_backward_filter's.
+void conv2d_backward_filter_bf16(const std::uint16_t* dy, const void* x, DType x_type, float* dw, const Window2d& g,
+                                 bool accumulate, std::byte* workspace, float* partials);
+void conv2d_backward_bias_bf16(const std::uint16_t* dy, float* db, const Window2d& g, bool accumulate);
+
 /// The im2col matrix of one sample and group: (patch_size(), P Q), zeros where taps fall in the padding.
 void im2col(const float* x, const Window2d& g, float* col);
 /// The inverse scatter: dx += col's entries at their taps' input positions.

@@ -1,12 +1,14 @@
-// Pooling on the CPU: one (H, W) plane per step, planes split across the pool.
+// Pooling on the CPU: one (H, W) plane per step, planes split across the pool; float32 or bfloat16.
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 
+#include "accrue/kernels/common/half.hpp"
 #include "accrue/kernels/cpu/parallel.hpp"
 #include "accrue/kernels/cpu/pool.hpp"
 
@@ -142,70 +144,104 @@ void max_pool_2x2_backward(const float* x, const float* dy, float* dx, const Win
   }
 }
 
+// One plane (H, W) of x into one plane (P, Q) of y.
+void forward_plane(const float* xp, float* yp, const Window2d& g, PoolMode mode) {
+  const std::int64_t P = g.P(), Q = g.Q();
+  if (mode == PoolMode::max && is_plain_2x2(g)) return max_pool_2x2_forward(xp, yp, g);
+  for (std::int64_t p = 0; p < P; ++p)
+    for (std::int64_t q = 0; q < Q; ++q) {
+      if (mode == PoolMode::max) {
+        const std::int64_t at = common::max_pool_winner(xp, g, p, q);
+        yp[p * Q + q] = at < 0 ? -INFINITY : xp[at];
+        continue;
+      }
+      float sum = 0.0f;
+      for (std::int64_t r = 0; r < g.R; ++r) {
+        const std::int64_t h = g.in_row(p, r);
+        if (h < 0 || h >= g.H) continue;
+        for (std::int64_t s = 0; s < g.S; ++s) {
+          const std::int64_t w = g.in_col(q, s);
+          if (w >= 0 && w < g.W) sum += xp[h * g.W + w];
+        }
+      }
+      yp[p * Q + q] = sum / common::average_pool_divisor(g, p, q, mode);
+    }
+}
+
+void backward_plane(const float* xp, const float* dyp, float* dxp, const Window2d& g, PoolMode mode, bool accumulate) {
+  const std::int64_t P = g.P(), Q = g.Q();
+  if (mode == PoolMode::max && is_plain_2x2(g)) return max_pool_2x2_backward(xp, dyp, dxp, g, accumulate);
+  if (!accumulate) std::fill(dxp, dxp + g.H * g.W, 0.0f);
+  for (std::int64_t p = 0; p < P; ++p)
+    for (std::int64_t q = 0; q < Q; ++q) {
+      const float d = dyp[p * Q + q];
+      if (mode == PoolMode::max) {
+        const std::int64_t at = common::max_pool_winner(xp, g, p, q);
+        if (at >= 0) dxp[at] += d;
+        continue;
+      }
+      const float share = d / common::average_pool_divisor(g, p, q, mode);
+      for (std::int64_t r = 0; r < g.R; ++r) {
+        const std::int64_t h = g.in_row(p, r);
+        if (h < 0 || h >= g.H) continue;
+        for (std::int64_t s = 0; s < g.S; ++s) {
+          const std::int64_t w = g.in_col(q, s);
+          if (w >= 0 && w < g.W) dxp[h * g.W + w] += share;
+        }
+      }
+    }
+}
+
+void widen(const std::uint16_t* in, float* out, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) out[i] = common::float_from_bf16_bits(in[i]);
+}
+
+void narrow(const float* in, std::uint16_t* out, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) out[i] = common::bf16_bits_from_float(in[i]);
+}
+
 }  // namespace
 
 void pool2d_forward(const float* x, float* y, const Window2d& g, PoolMode mode) {
-  const std::int64_t P = g.P(), Q = g.Q(), HW = g.H * g.W;
+  const std::int64_t PQ = g.P() * g.Q(), HW = g.H * g.W;
   parallel_for(g.N * g.C, plane_grain, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t plane = begin; plane < end; ++plane) {
-      const float* xp = x + plane * HW;
-      float* yp = y + plane * P * Q;
-      if (mode == PoolMode::max && is_plain_2x2(g)) {
-        max_pool_2x2_forward(xp, yp, g);
-        continue;
-      }
-      for (std::int64_t p = 0; p < P; ++p)
-        for (std::int64_t q = 0; q < Q; ++q) {
-          if (mode == PoolMode::max) {
-            const std::int64_t at = common::max_pool_winner(xp, g, p, q);
-            yp[p * Q + q] = at < 0 ? -INFINITY : xp[at];
-            continue;
-          }
-          float sum = 0.0f;
-          for (std::int64_t r = 0; r < g.R; ++r) {
-            const std::int64_t h = g.in_row(p, r);
-            if (h < 0 || h >= g.H) continue;
-            for (std::int64_t s = 0; s < g.S; ++s) {
-              const std::int64_t w = g.in_col(q, s);
-              if (w >= 0 && w < g.W) sum += xp[h * g.W + w];
-            }
-          }
-          yp[p * Q + q] = sum / common::average_pool_divisor(g, p, q, mode);
-        }
-    }
+    for (std::int64_t plane = begin; plane < end; ++plane) forward_plane(x + plane * HW, y + plane * PQ, g, mode);
   });
 }
 
 void pool2d_backward(const float* x, const float* dy, float* dx, const Window2d& g, PoolMode mode, bool accumulate) {
-  const std::int64_t P = g.P(), Q = g.Q(), HW = g.H * g.W;
+  const std::int64_t PQ = g.P() * g.Q(), HW = g.H * g.W;
   parallel_for(g.N * g.C, plane_grain, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t plane = begin; plane < end; ++plane)
+      backward_plane(x + plane * HW, dy + plane * PQ, dx + plane * HW, g, mode, accumulate);
+  });
+}
+
+// bfloat16: each plane widened to float32 in cache, pooled by the float32 code, and narrowed (max
+// pooling picks values, so it rounds nothing; averages and gradient sums round once).
+void pool2d_forward_bf16(const std::uint16_t* x, std::uint16_t* y, const Window2d& g, PoolMode mode) {
+  const std::int64_t PQ = g.P() * g.Q(), HW = g.H * g.W;
+  parallel_for(g.N * g.C, plane_grain, [&](std::int64_t begin, std::int64_t end) {
+    std::vector<float> xp(static_cast<std::size_t>(HW)), yp(static_cast<std::size_t>(PQ));
     for (std::int64_t plane = begin; plane < end; ++plane) {
-      const float* xp = x + plane * HW;
-      const float* dyp = dy + plane * P * Q;
-      float* dxp = dx + plane * HW;
-      if (mode == PoolMode::max && is_plain_2x2(g)) {
-        max_pool_2x2_backward(xp, dyp, dxp, g, accumulate);
-        continue;
-      }
-      if (!accumulate) std::fill(dxp, dxp + HW, 0.0f);
-      for (std::int64_t p = 0; p < P; ++p)
-        for (std::int64_t q = 0; q < Q; ++q) {
-          const float d = dyp[p * Q + q];
-          if (mode == PoolMode::max) {
-            const std::int64_t at = common::max_pool_winner(xp, g, p, q);
-            if (at >= 0) dxp[at] += d;
-            continue;
-          }
-          const float share = d / common::average_pool_divisor(g, p, q, mode);
-          for (std::int64_t r = 0; r < g.R; ++r) {
-            const std::int64_t h = g.in_row(p, r);
-            if (h < 0 || h >= g.H) continue;
-            for (std::int64_t s = 0; s < g.S; ++s) {
-              const std::int64_t w = g.in_col(q, s);
-              if (w >= 0 && w < g.W) dxp[h * g.W + w] += share;
-            }
-          }
-        }
+      widen(x + plane * HW, xp.data(), HW);
+      forward_plane(xp.data(), yp.data(), g, mode);
+      narrow(yp.data(), y + plane * PQ, PQ);
+    }
+  });
+}
+
+void pool2d_backward_bf16(const std::uint16_t* x, const std::uint16_t* dy, std::uint16_t* dx, const Window2d& g,
+                          PoolMode mode, bool accumulate) {
+  const std::int64_t PQ = g.P() * g.Q(), HW = g.H * g.W;
+  parallel_for(g.N * g.C, plane_grain, [&](std::int64_t begin, std::int64_t end) {
+    std::vector<float> xp(static_cast<std::size_t>(HW)), dyp(static_cast<std::size_t>(PQ)), dxp(static_cast<std::size_t>(HW));
+    for (std::int64_t plane = begin; plane < end; ++plane) {
+      widen(x + plane * HW, xp.data(), HW);
+      widen(dy + plane * PQ, dyp.data(), PQ);
+      if (accumulate) widen(dx + plane * HW, dxp.data(), HW);
+      backward_plane(xp.data(), dyp.data(), dxp.data(), g, mode, accumulate);
+      narrow(dxp.data(), dx + plane * HW, HW);
     }
   });
 }

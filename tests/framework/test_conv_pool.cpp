@@ -9,6 +9,8 @@
 
 #include "test_util.hpp"
 
+#include <accrue/kernels/conv.hpp>
+
 using namespace accrue;
 using accrue::test::leaf;
 using accrue::test::random_tensor;
@@ -183,4 +185,80 @@ BOOST_AUTO_TEST_CASE(shapes_that_do_not_fit_are_named) {
                         message_has({"(N, C, H, W)", "(3, 5, 5)"}));
   BOOST_CHECK_EXCEPTION(ops::max_pool2d(x, {.kernel = 2, .padding = 2}), ValueError, message_has({"at most half"}));
   BOOST_CHECK_EXCEPTION(ops::max_pool2d(x, {.kernel = 6}), ShapeError, message_has({"smaller than the 6 window"}));
+}
+
+// conv2d under bfloat16 autocast, with a float32 or a bfloat16 input: the output within one
+// bfloat16 rounding of the definition on bfloat16-rounded operands, and the gradients of two
+// backward passes (the second adding to the first) those of the float32 kernels on the same
+// rounded operands, to float32 summation error (bfloat16 dx: within two roundings).
+BOOST_AUTO_TEST_CASE(bf16_conv2d_matches_float32_on_rounded_operands) {
+  if (!kernels::conv2d_runs_bf16(Device::cpu())) {
+    BOOST_TEST_MESSAGE("skipped: this processor has neither AMX nor AVX-512 BF16, so conv2d stays float32 under autocast");
+    return;
+  }
+  const auto rounded = [](const Tensor& t) { return ops::cast(ops::cast(t, DType::bf16), DType::f32); };
+  std::uint64_t seed = 500;
+  for (const ConvCase& c : conv_cases())
+    for (const DType x_type : {DType::f32, DType::bf16}) {
+      const std::string name = c.name + (x_type == DType::f32 ? ", float32 x" : ", bfloat16 x");
+      const Tensor x32 = random_tensor(c.x, ++seed), w = leaf(random_tensor(c.w, ++seed));
+      const Tensor b = c.bias ? leaf(random_tensor({c.w[0]}, ++seed)) : Tensor();
+      const Tensor x = leaf(x_type == DType::f32 ? x32 : ops::cast(x32, DType::bf16));
+      Tensor y;
+      {
+        const AutocastGuard autocast{DType::bf16};
+        y = ops::conv2d(x, w, b, c.options);
+      }
+      BOOST_REQUIRE_MESSAGE(y.dtype() == DType::bf16, name << ": output is " << dtype_name(y.dtype()));
+      const Tensor xr = rounded(x32.detach()), wr = rounded(w.detach());
+      const auto expected = direct_conv(xr, wr, c.bias ? b.detach() : Tensor(), c.options);
+      const auto got = ops::cast(y, DType::f32).to_vector();
+      std::int64_t off = 0;
+      for (std::size_t i = 0; i < got.size(); ++i)
+        off += std::abs(double(got[i]) - expected[i]) > std::abs(expected[i]) * 0.5 / 128 + 1e-5;
+      BOOST_TEST(off == 0, name << ": " << off << " outputs further than one rounding from the definition");
+
+      const Tensor dy = ops::cast(random_tensor(y.shape(), ++seed), DType::bf16);
+      y.backward(dy, /*retain_graph=*/true);
+      y.backward(dy);
+      const Tensor rx = leaf(xr), rw = leaf(wr), rb = c.bias ? leaf(b.detach().clone()) : Tensor();
+      const Tensor ry = ops::conv2d(rx, rw, rb, c.options);
+      const Tensor dy32 = ops::cast(dy, DType::f32);
+      ry.backward(dy32, /*retain_graph=*/true);
+      ry.backward(dy32);
+      test::check_close(w.grad(), rw.grad(), 1e-4, 1e-4, name + ": weight gradient");
+      if (c.bias) test::check_close(b.grad(), rb.grad(), 1e-4, 1e-4, name + ": bias gradient");
+      BOOST_REQUIRE(x.grad().dtype() == x_type);
+      if (x_type == DType::f32) test::check_close(x.grad(), rx.grad(), 1e-4, 1e-4, name + ": input gradient");
+      else test::check_close(ops::cast(x.grad(), DType::f32), rx.grad(), 1e-4, 1.0 / 128, name + ": input gradient");
+    }
+}
+
+// Pooling a bfloat16 tensor stays in bfloat16 on the CPU: max pooling gives the float32 results of
+// the same values exactly, average pooling and gradients within one rounding of them; a second
+// backward adds to the first.
+BOOST_AUTO_TEST_CASE(bf16_pooling_matches_float32_of_the_same_values) {
+  const std::vector<std::pair<std::string, Pool2dOptions>> cases = {
+      {"2x2", {}},
+      {"3x3 stride 2 padding 1", {.kernel = 3, .stride = 2, .padding = 1}},
+      {"3x3 stride 1 padding 1 exclude padding", {.kernel = 3, .stride = 1, .padding = 1, .count_include_pad = false}},
+  };
+  std::uint64_t seed = 700;
+  for (const auto& [name, o] : cases)
+    for (const bool max : {true, false}) {
+      const std::string what = (max ? "max_pool2d " : "avg_pool2d ") + name;
+      const auto pool = [&, o = o](const Tensor& t) { return max ? ops::max_pool2d(t, o) : ops::avg_pool2d(t, o); };
+      const Tensor x = leaf(ops::cast(distinct_values({2, 3, 6, 34}, ++seed, 0.01f), DType::bf16));
+      const Tensor x32 = leaf(ops::cast(x.detach(), DType::f32));
+      const Tensor y = pool(x), y32 = pool(x32);
+      BOOST_REQUIRE_MESSAGE(y.dtype() == DType::bf16, what << ": output is " << dtype_name(y.dtype()));
+      test::check_close(ops::cast(y, DType::f32), y32, max ? 0.0 : 1e-6, max ? 0.0 : 1.0 / 256, what);
+      const Tensor dy = ops::cast(random_tensor(y.shape(), ++seed), DType::bf16), dy32 = ops::cast(dy, DType::f32);
+      for (int pass = 0; pass < 2; ++pass) {
+        pool(x).backward(dy);
+        pool(x32).backward(dy32);
+      }
+      BOOST_REQUIRE(x.grad().dtype() == DType::bf16);
+      test::check_close(ops::cast(x.grad(), DType::f32), x32.grad(), 1e-6, 1.0 / 128, what + ": gradient");
+    }
 }
