@@ -1,12 +1,15 @@
 // The convolutions of the FashionMNIST CNN (examples/fashion_mnist_cnn.cpp), forward and forward +
-// backward, timed in Accrue (im2col + GEMM, one sample per thread) and, in the same run, in
-// PyTorch with its oneDNN (mkldnn) convolution and with oneDNN switched off (its own im2col +
-// OpenBLAS path): the measurement behind Accrue's choice of CPU convolution.
+// backward, in float32 and in bfloat16 (autocast), timed in Accrue (im2col + GEMM, one sample per
+// thread) and, in the same run, in PyTorch with its oneDNN (mkldnn) convolution in both types and
+// with oneDNN switched off (its own im2col + OpenBLAS path): the measurement behind Accrue's
+// choice of CPU convolution.
 //
 //   conv_shapes [--batch-sizes 16,64] [--reps 50] [--python /usr/bin/python3] [--no-pytorch]
 
 #include <CLI/CLI.hpp>
 #include <accrue/accrue.hpp>
+#include <accrue/kernels/conv.hpp>
+#include <accrue/kernels/cpu/bf16_gemm.hpp>
 #include <accrue/kernels/cpu/openblas.hpp>
 #include <accrue/kernels/cpu/parallel.hpp>
 #include <algorithm>
@@ -52,29 +55,46 @@ int main(int argc, char** argv) {
   app.add_flag("--no-pytorch", no_pytorch, "Time Accrue only");
   CLI11_PARSE(app, argc, argv);
 
-  fmt::print("Accrue: {} threads, OpenBLAS {} kernels. Milliseconds per call (best of 5 rounds of {}).\n",
-             kernels::cpu::num_threads(), kernels::cpu::openblas().core, reps);
-  fmt::print("| conv | batch | Accrue forward | Accrue fwd+bwd | GFLOP/s fwd+bwd |\n|---|---|---|---|---|\n");
+  const bool bf16 = kernels::conv2d_runs_bf16(Device::cpu());
+  fmt::print("Accrue: {} threads, OpenBLAS {} kernels, bfloat16 kernel: {}. Milliseconds per call (best of 5 rounds "
+             "of {}); fwd+bwd is the layer's backward from a given output gradient.\n",
+             kernels::cpu::num_threads(), kernels::cpu::openblas().core,
+             kernels::cpu::bf16_kernel_name(kernels::cpu::bf16_kernel()), reps);
+  fmt::print("| conv | batch | float32 forward | float32 fwd+bwd | GFLOP/s | bfloat16 forward | bfloat16 fwd+bwd | GFLOP/s |\n"
+             "|---|---|---|---|---|---|---|---|\n");
   std::string shapes;
   for (const Conv& c : convs) {
     for (std::int64_t n : batches) {
-      const Tensor x = Tensor::uniform({n, c.C, c.H, c.H}, -1, 1);
-      Tensor w = Tensor::uniform({c.K, c.C, 3, 3}, -0.1f, 0.1f), b = Tensor::zeros({c.K});
+      Tensor w = Tensor::uniform({c.K, c.C, 3, 3}, -0.1f, 0.1f, nullptr, {.category = MemoryCategory::parameters});
+      Tensor b = Tensor::zeros({c.K}, {.category = MemoryCategory::parameters});
       w.set_requires_grad(true);
       b.set_requires_grad(true);
-      const Tensor g = Tensor::uniform({n, c.K, c.H, c.H}, -1, 1);
-      // The first layer needs no input gradient; the second does.
-      Tensor xin = c.C == 1 ? x : x.detach();
-      if (c.C != 1) xin.set_requires_grad(true);
-      const ops::Conv2dOptions o{.padding = 1};
-      const double fwd = bench::best_seconds(reps, [&] {
-        const NoGradGuard no_grad;
-        (void)ops::conv2d(xin, w, b, o);
-      });
-      const double both = bench::best_seconds(reps, [&] { ops::sum(ops::conv2d(xin, w, b, o) * g).backward(); });
       const double macs = double(n) * c.K * c.H * c.H * c.C * 9;
       const double flop = 2 * macs * (c.C == 1 ? 2 : 3);
-      fmt::print("| {} | {} | {:.3f} | {:.3f} | {:.0f} |\n", c.name, n, fwd * 1e3, both * 1e3, flop / both / 1e9);
+      // Float32, then bfloat16 under autocast as .amp() runs the CNN: the first layer reads the
+      // float32 images, the second the bfloat16 output of the layers before it.
+      std::string row = fmt::format("| {} | {} |", c.name, n);
+      for (const std::optional<DType> low : {std::optional<DType>{}, std::optional<DType>{DType::bf16}}) {
+        if (low && !bf16) {
+          row += " - | - | - |";
+          continue;
+        }
+        const DType act = low.value_or(DType::f32);
+        const Tensor x = Tensor::uniform({n, c.C, c.H, c.H}, -1, 1);
+        // The first layer needs no input gradient; the second does.
+        Tensor xin = c.C == 1 ? x : ops::cast(x, act);
+        if (c.C != 1) xin.set_requires_grad(true);
+        const Tensor g = ops::cast(Tensor::uniform({n, c.K, c.H, c.H}, -1, 1), act);
+        const ops::Conv2dOptions o{.padding = 1};
+        const AutocastGuard autocast{low};
+        const double fwd = bench::best_seconds(reps, [&] {
+          const NoGradGuard no_grad;
+          (void)ops::conv2d(xin, w, b, o);
+        });
+        const double both = bench::best_seconds(reps, [&] { ops::conv2d(xin, w, b, o).backward(g); });
+        row += fmt::format(" {:.3f} | {:.3f} | {:.0f} |", fwd * 1e3, both * 1e3, flop / both / 1e9);
+      }
+      fmt::print("{}\n", row);
       shapes += fmt::format(" {}:{}:{}:{}", n, c.C, c.H, c.K);
     }
   }

@@ -12,7 +12,6 @@
 
 #include "accrue/kernels/common/half.hpp"
 #include "accrue/kernels/cpu/bf16_gemm.hpp"
-#include "accrue/kernels/cpu/cast.hpp"
 #include "accrue/kernels/cpu/openblas.hpp"
 #include "accrue/kernels/cpu/parallel.hpp"
 #include "accrue/kernels/cpu/gemm.hpp"
@@ -276,62 +275,92 @@ class Carve {
 
 std::uint32_t pair(std::uint16_t lo, std::uint16_t hi) { return static_cast<std::uint32_t>(lo) | (std::uint32_t{hi} << 16); }
 
-// The im2col matrix (patch x P Q) of one sample and group as B of a product, in `out` (K = patch,
-// N = P Q); `rows` holds 2 P Q values.
-void im2col_as_b(const std::uint16_t* x, const Window2d& g, Bf16B& out, std::uint16_t* rows) {
-  const std::int64_t PQ = g.P() * g.Q(), patch = g.patch_size();
-  std::uint16_t* r0 = rows;
-  std::uint16_t* r1 = rows + PQ;
-  for (std::int64_t q = 0; q < out.Kp / 2; ++q) {
-    std::uint32_t* o = out.pairs() + q * out.Np;
-    const std::int64_t k = 2 * q;
-    if (k < patch) im2col_row(x, g, k, r0);
-    else std::fill(r0, r0 + PQ, std::uint16_t{0});
-    if (k + 1 < patch) im2col_row(x, g, k + 1, r1);
-    else std::fill(r1, r1 + PQ, std::uint16_t{0});
-    for (std::int64_t n = 0; n < PQ; ++n) o[n] = pair(r0[n], r1[n]);
-    std::fill(o + PQ, o + out.Np, 0u);
+// One sample's group of x as bfloat16 with its zero padding written out, (Cg, H + 2 pad_h,
+// W + 2 pad_w): every tap of every output position then reads inside it, without bounds to check.
+struct PaddedGroup {
+  std::int64_t Hp, Wp;
+  explicit PaddedGroup(const Window2d& g) : Hp(g.H + 2 * g.pad_h), Wp(g.W + 2 * g.pad_w) {}
+  std::int64_t values(const Window2d& g) const { return g.channels_per_group() * Hp * Wp; }
+  // Offset of tap k = (c, r, s) of output position (0, 0).
+  std::int64_t tap(const Window2d& g, std::int64_t k) const {
+    const std::int64_t c = k / (g.R * g.S), r = k / g.S % g.R, s = k % g.S;
+    return (c * Hp + r * g.dilation_h) * Wp + s * g.dilation_w;
   }
-}
+  // Offset of output position m = (p, q) from its taps' (0, 0).
+  std::int64_t position(const Window2d& g, std::int64_t m) const {
+    return m / g.Q() * g.stride_h * Wp + m % g.Q() * g.stride_w;
+  }
+  // Fills `out` (values()) from group `grp` of sample n, rounding float32 to bfloat16 once here
+  // rather than once for every tap that reads a value.
+  void fill(const void* x, DType x_type, const Window2d& g, std::int64_t n, std::int64_t grp, std::uint16_t* out) const {
+    const std::int64_t first = (n * g.C + grp * g.channels_per_group()) * g.H * g.W;
+    std::fill(out, out + values(g), std::uint16_t{0});
+    for (std::int64_t c = 0; c < g.channels_per_group(); ++c)
+      for (std::int64_t h = 0; h < g.H; ++h) {
+        std::uint16_t* row = out + (c * Hp + h + g.pad_h) * Wp + g.pad_w;
+        const std::int64_t at = first + (c * g.H + h) * g.W;
+        if (x_type == DType::bf16) std::memcpy(row, static_cast<const std::uint16_t*>(x) + at, static_cast<std::size_t>(g.W) * 2);
+        else for (std::int64_t w = 0; w < g.W; ++w) row[w] = common::bf16_bits_from_float(static_cast<const float*>(x)[at + w]);
+      }
+  }
+};
 
-// The transposed im2col matrix (P Q x patch) of one sample and group as B (K = P Q, N = patch);
-// `row` holds out.Kp values.
-void im2col_transposed_as_b(const std::uint16_t* x, const Window2d& g, Bf16B& out, std::uint16_t* row) {
-  const std::int64_t PQ = g.P() * g.Q(), pairs = out.Kp / 2;
-  std::fill(row + PQ, row + out.Kp, std::uint16_t{0});
-  for (std::int64_t n = 0; n < out.Np; ++n) {
-    std::uint32_t* o = out.pairs() + n;
-    if (n < out.N) {
-      im2col_row(x, g, n, row);
-      for (std::int64_t q = 0; q < pairs; ++q) o[q * out.Np] = pair(row[2 * q], row[2 * q + 1]);
+// The im2col matrix (patch x P Q) of a padded group as B of a product (K = patch, N = P Q): pair
+// row j holds taps 2j and 2j + 1 of every position, one output row at a time.
+void im2col_as_b(const std::uint16_t* xp, const PaddedGroup& pad, const Window2d& g, Bf16B& out) {
+  const std::int64_t P = g.P(), Q = g.Q(), patch = g.patch_size();
+  for (std::int64_t j = 0; j < out.Kp / 2; ++j) {
+    std::uint32_t* o = out.pairs() + j * out.Np;
+    const std::int64_t k = 2 * j;
+    if (k + 1 >= patch) {  // the last tap of an odd patch, or padding: zeros beside it
+      for (std::int64_t m = 0; m < P * Q; ++m) o[m] = k < patch ? xp[pad.tap(g, k) + pad.position(g, m)] : 0u;
     } else {
-      for (std::int64_t q = 0; q < pairs; ++q) o[q * out.Np] = 0u;
+      const std::uint16_t* a = xp + pad.tap(g, k);
+      const std::uint16_t* b = xp + pad.tap(g, k + 1);
+      for (std::int64_t p = 0; p < P; ++p) {
+        const std::uint16_t* ra = a + p * g.stride_h * pad.Wp;
+        const std::uint16_t* rb = b + p * g.stride_h * pad.Wp;
+        std::uint32_t* op = o + p * Q;
+        if (g.stride_w == 1)
+          for (std::int64_t q = 0; q < Q; ++q) op[q] = pair(ra[q], rb[q]);
+        else
+          for (std::int64_t q = 0; q < Q; ++q) op[q] = pair(ra[q * g.stride_w], rb[q * g.stride_w]);
+      }
     }
+    std::fill(o + P * Q, o + out.Np, 0u);
   }
 }
 
-// Values of one sample's group of x.
-std::int64_t group_values(const Window2d& g) { return g.channels_per_group() * g.H * g.W; }
-
-// Group `grp` of sample n of x as bfloat16: in x itself, or rounded into `buffer` (group_values)
-// once, rather than once for every tap that reads it.
-const std::uint16_t* group_as_bf16(const void* x, DType x_type, const Window2d& g, std::int64_t n, std::int64_t grp,
-                                   std::uint16_t* buffer) {
-  const std::int64_t offset = (n * g.C + grp * g.channels_per_group()) * g.H * g.W;
-  if (x_type == DType::bf16) return static_cast<const std::uint16_t*>(x) + offset;
-  cast(static_cast<const float*>(x) + offset, DType::f32, buffer, DType::bf16, group_values(g));
-  return buffer;
-}
-
-std::size_t group_buffer_bytes(const Window2d& g, DType x_type) {
-  return x_type == DType::bf16 ? 0 : Carve::aligned(static_cast<std::size_t>(group_values(g)) * 2);
+// The transposed im2col matrix (P Q x patch) of a padded group as B (K = P Q, N = patch): pair row
+// j holds positions 2j and 2j + 1 of every tap. `taps` holds patch offsets.
+void im2col_transposed_as_b(const std::uint16_t* xp, const PaddedGroup& pad, const Window2d& g, Bf16B& out,
+                            std::int64_t* taps) {
+  const std::int64_t PQ = g.P() * g.Q(), patch = g.patch_size();
+  for (std::int64_t n = 0; n < patch; ++n) taps[n] = pad.tap(g, n);
+  for (std::int64_t j = 0; j < out.Kp / 2; ++j) {
+    std::uint32_t* o = out.pairs() + j * out.Np;
+    const std::int64_t m = 2 * j;
+    if (m + 1 < PQ) {
+      const std::uint16_t* a = xp + pad.position(g, m);
+      const std::uint16_t* b = xp + pad.position(g, m + 1);
+      if (b == a + 1)  // neighbours in one input row: the pair is one 32-bit word of it
+        for (std::int64_t n = 0; n < patch; ++n) std::memcpy(o + n, a + taps[n], 4);
+      else
+        for (std::int64_t n = 0; n < patch; ++n) o[n] = pair(a[taps[n]], b[taps[n]]);
+    } else if (m < PQ) {
+      const std::uint16_t* a = xp + pad.position(g, m);
+      for (std::int64_t n = 0; n < patch; ++n) o[n] = a[taps[n]];
+    } else {
+      std::fill(o, o + patch, 0u);
+    }
+    std::fill(o + patch, o + out.Np, 0u);
+  }
 }
 
 // Per-task workspace bytes of each bfloat16 body.
-std::size_t forward_task_bytes(const Window2d& g, DType x_type) {
-  const std::int64_t PQ = g.P() * g.Q();
-  return Carve::aligned(Bf16B::values(g.patch_size(), PQ) * 2) + Carve::aligned(2 * PQ * 2) +
-         group_buffer_bytes(g, x_type);
+std::size_t padded_bytes(const Window2d& g) { return Carve::aligned(PaddedGroup{g}.values(g) * 2); }
+std::size_t forward_task_bytes(const Window2d& g) {
+  return Carve::aligned(Bf16B::values(g.patch_size(), g.P() * g.Q()) * 2) + padded_bytes(g);
 }
 std::size_t backward_data_task_bytes(const Window2d& g, DType dx_type) {
   const std::int64_t PQ = g.P() * g.Q();
@@ -339,11 +368,11 @@ std::size_t backward_data_task_bytes(const Window2d& g, DType dx_type) {
          Carve::aligned(static_cast<std::size_t>(g.patch_size() * PQ) * 4) +
          (dx_type == DType::f32 ? 0 : Carve::aligned(static_cast<std::size_t>(g.channels_per_group() * g.H * g.W) * 4));
 }
-std::size_t backward_filter_task_bytes(const Window2d& g, DType x_type) {
+std::size_t backward_filter_task_bytes(const Window2d& g) {
   const std::int64_t PQ = g.P() * g.Q();
   return Carve::aligned(Bf16A::values(g.filters_per_group(), PQ) * 2) +
-         Carve::aligned(Bf16B::values(PQ, g.patch_size()) * 2) + Carve::aligned(bf16_padded_k(PQ) * 2) +
-         group_buffer_bytes(g, x_type);
+         Carve::aligned(Bf16B::values(PQ, g.patch_size()) * 2) + padded_bytes(g) +
+         Carve::aligned(static_cast<std::size_t>(g.patch_size()) * 8);
 }
 
 // The weight of each group packed as A: W_g (Kg x patch), or W_g^T (patch x Kg) when `transposed`.
@@ -369,13 +398,14 @@ void conv2d_forward_bf16(const void* x, DType x_type, const float* w, const Para
   const WeightPacks packs{w, w_param, g, false};
   const int tasks = tasks_for(g.N);
   parallel_tasks(tasks, [&](int t) {
-    Carve carve{workspace + t * forward_task_bytes(g, x_type)};
+    Carve carve{workspace + t * forward_task_bytes(g)};
     Bf16B col{g.patch_size(), PQ, carve.take<std::uint16_t>(Bf16B::values(g.patch_size(), PQ))};
-    std::uint16_t* rows = carve.take<std::uint16_t>(2 * PQ);
-    std::uint16_t* rounded = carve.take<std::uint16_t>(group_values(g));
+    const PaddedGroup pad{g};
+    std::uint16_t* xp = carve.take<std::uint16_t>(pad.values(g));
     for (std::int64_t n = sample_begin(g.N, tasks, t); n < sample_begin(g.N, tasks, t + 1); ++n)
       for (std::int64_t grp = 0; grp < g.groups; ++grp) {
-        im2col_as_b(group_as_bf16(x, x_type, g, n, grp, rounded), g, col, rows);
+        pad.fill(x, x_type, g, n, grp, xp);
+        im2col_as_b(xp, pad, g, col);
         bf16_gemm(*packs.group[grp], col,
                   {.C = y + (n * g.K + grp * Kg) * PQ, .type = DType::bf16, .ldc = PQ,
                    .row_bias = bias != nullptr ? bias + grp * Kg : nullptr});
@@ -427,17 +457,19 @@ void conv2d_backward_filter_bf16(const std::uint16_t* dy, const void* x, DType x
   }
   const int tasks = tasks_for(g.N);
   parallel_tasks(tasks, [&](int t) {
-    Carve carve{workspace + t * backward_filter_task_bytes(g, x_type)};
+    Carve carve{workspace + t * backward_filter_task_bytes(g)};
     Bf16A dya{Kg, PQ, carve.take<std::uint16_t>(Bf16A::values(Kg, PQ))};
     Bf16B colt{PQ, patch, carve.take<std::uint16_t>(Bf16B::values(PQ, patch))};
-    std::uint16_t* row = carve.take<std::uint16_t>(colt.Kp);
-    std::uint16_t* rounded = carve.take<std::uint16_t>(group_values(g));
+    const PaddedGroup pad{g};
+    std::uint16_t* xp = carve.take<std::uint16_t>(pad.values(g));
+    std::int64_t* taps = carve.take<std::int64_t>(patch);
     float* out = t == 0 ? dw : partials + (t - 1) * wsize;
     bool first = t != 0 || !accumulate;
     for (std::int64_t n = sample_begin(g.N, tasks, t); n < sample_begin(g.N, tasks, t + 1); ++n) {
       for (std::int64_t grp = 0; grp < g.groups; ++grp) {
         pack_bf16(dya, false, dy + (n * g.K + grp * Kg) * PQ, DType::bf16, PQ);
-        im2col_transposed_as_b(group_as_bf16(x, x_type, g, n, grp, rounded), g, colt, row);
+        pad.fill(x, x_type, g, n, grp, xp);
+        im2col_transposed_as_b(xp, pad, g, colt, taps);
         // dW_g (Kg, patch) += dy_g (Kg, PQ) col^T (PQ, patch), in float32
         bf16_gemm(dya, colt, {.C = out + grp * Kg * patch, .type = DType::f32, .ldc = patch, .beta = first ? 0.0f : 1.0f});
       }
@@ -452,9 +484,9 @@ void conv2d_backward_filter_bf16(const std::uint16_t* dy, const void* x, DType x
 
 Bf16ConvWorkspace conv2d_bf16_workspace_bytes(const Window2d& g, DType x_type) {
   const auto all = [&](std::size_t per_task) { return static_cast<std::size_t>(tasks_for(g.N)) * per_task; };
-  return {.forward = all(forward_task_bytes(g, x_type)),
+  return {.forward = all(forward_task_bytes(g)),
           .backward_data = all(backward_data_task_bytes(g, x_type)),
-          .backward_filter = all(backward_filter_task_bytes(g, x_type))};
+          .backward_filter = all(backward_filter_task_bytes(g))};
 }
 
 void conv2d_backward_data_bf16(const std::uint16_t* dy, const float* w, const ParameterOperand* w_param, void* dx,
