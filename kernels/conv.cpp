@@ -15,7 +15,9 @@ Tensor cpu_scratch(std::int64_t floats) {
 
 }  // namespace
 
-bool conv2d_runs_bf16(Device device) { return device.is_cpu() && cpu::bf16_kernel() != cpu::Bf16Kernel::none; }
+bool conv2d_runs_bf16(Device device) {
+  return supports(Op::conv2d, device, DType::bf16) && cpu::bf16_kernel() != cpu::Bf16Kernel::none;
+}
 
 namespace {
 
@@ -25,16 +27,20 @@ Tensor cpu_scratch_bytes(std::size_t bytes) {
   return Tensor::empty({static_cast<std::int64_t>((bytes + 3) / 4)}, {.category = MemoryCategory::temporaries});
 }
 
-// The bfloat16 kernels' preconditions: `low` bfloat16 on the CPU, `any` float32 or bfloat16, the
-// weight and `f32` float32.
-void expect_bf16(std::string_view kernel, std::initializer_list<const Tensor*> low, std::initializer_list<const Tensor*> any,
-                 std::initializer_list<const Tensor*> f32) {
-  ACCRUE_CHECK(conv2d_runs_bf16(Device::cpu()), "{}: bfloat16 convolution needs the CPU's AMX or AVX-512 BF16", kernel);
-  expect_tensors(kernel, Device::cpu(), DType::bf16, low);
-  expect_tensors(kernel, Device::cpu(), DType::f32, f32);
+// The bfloat16 kernels' preconditions: `low` bfloat16, `any` float32 or bfloat16, `f32` (the
+// weight, its gradients) float32, all on `device`.
+void expect_bf16(std::string_view kernel, Device device, std::initializer_list<const Tensor*> low,
+                 std::initializer_list<const Tensor*> any, std::initializer_list<const Tensor*> f32) {
+  ACCRUE_CHECK(!device.is_cpu() || conv2d_runs_bf16(device),
+               "{}: bfloat16 convolution on the CPU needs AMX or AVX-512 BF16, which this processor lacks", kernel);
+  expect_tensors(kernel, device, DType::bf16, low);
+  expect_tensors(kernel, device, DType::f32, f32);
   for (const Tensor* t : any)
-    if (t->dtype() != DType::f32) expect_tensors(kernel, Device::cpu(), DType::bf16, {t});
+    if (t->dtype() != DType::f32) expect_tensors(kernel, device, DType::bf16, {t});
 }
+
+// The CUDA side of a bfloat16 convolution, which dispatch refuses before it could run.
+void no_cuda_bf16(int) { ACCRUE_ASSERT(false); }
 
 std::uint16_t* bf16_data(const Tensor& t) { return static_cast<std::uint16_t*>(t.data_ptr()); }
 
@@ -42,13 +48,19 @@ std::uint16_t* bf16_data(const Tensor& t) { return static_cast<std::uint16_t*>(t
 
 void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y, const Window2d& g) {
   if (y.dtype() == DType::bf16) {
-    expect_bf16("conv2d_forward", {&y}, {&x}, {&w});
+    expect_bf16("conv2d_forward", y.device(), {&y}, {&x}, {&w});
     if (bias.defined()) expect_tensors("conv2d_forward", y.device(), DType::f32, {&bias});
+    ACCRUE_ASSERT(x.numel() == g.N * g.C * g.H * g.W && y.numel() == g.N * g.K * g.P() * g.Q());
     y.bump_version();
-    const Tensor workspace = cpu_scratch_bytes(cpu::conv2d_bf16_workspace_bytes(g, x.dtype()).forward);
-    const auto w_param = cpu::parameter_operand(w);
-    return cpu::conv2d_forward_bf16(x.data_ptr(), x.dtype(), w.data<float>(), w_param ? &*w_param : nullptr,
-                                    host_data_or_null(bias), bf16_data(y), g, bytes_of(workspace));
+    return dispatch(
+        Op::conv2d, y.device(), DType::bf16,
+        [&] {
+          const Tensor workspace = cpu_scratch_bytes(cpu::conv2d_bf16_workspace_bytes(g, x.dtype()).forward);
+          const auto w_param = cpu::parameter_operand(w);
+          cpu::conv2d_forward_bf16(x.data_ptr(), x.dtype(), w.data<float>(), w_param ? &*w_param : nullptr,
+                                   host_data_or_null(bias), bf16_data(y), g, bytes_of(workspace));
+        },
+        no_cuda_bf16);
   }
   expect_tensors("conv2d_forward", y.device(), DType::f32, {&x, &w, &y});
   if (bias.defined()) expect_tensors("conv2d_forward", y.device(), DType::f32, {&bias});
@@ -70,12 +82,18 @@ void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const 
 
 void conv2d_backward_data(const Tensor& dy, const Tensor& w, const Tensor& dx, const Window2d& g, bool accumulate) {
   if (dy.dtype() == DType::bf16) {
-    expect_bf16("conv2d_backward_data", {&dy}, {&dx}, {&w});
+    expect_bf16("conv2d_backward_data", dx.device(), {&dy}, {&dx}, {&w});
+    ACCRUE_ASSERT(dx.numel() == g.N * g.C * g.H * g.W && dy.numel() == g.N * g.K * g.P() * g.Q());
     dx.bump_version();
-    const Tensor workspace = cpu_scratch_bytes(cpu::conv2d_bf16_workspace_bytes(g, dx.dtype()).backward_data);
-    const auto w_param = cpu::parameter_operand(w);
-    return cpu::conv2d_backward_data_bf16(bf16_data(dy), w.data<float>(), w_param ? &*w_param : nullptr, dx.data_ptr(),
-                                          dx.dtype(), g, accumulate, bytes_of(workspace));
+    return dispatch(
+        Op::conv2d, dx.device(), DType::bf16,
+        [&] {
+          const Tensor workspace = cpu_scratch_bytes(cpu::conv2d_bf16_workspace_bytes(g, dx.dtype()).backward_data);
+          const auto w_param = cpu::parameter_operand(w);
+          cpu::conv2d_backward_data_bf16(bf16_data(dy), w.data<float>(), w_param ? &*w_param : nullptr, dx.data_ptr(),
+                                         dx.dtype(), g, accumulate, bytes_of(workspace));
+        },
+        no_cuda_bf16);
   }
   expect_tensors("conv2d_backward_data", dx.device(), DType::f32, {&dy, &w, &dx});
   ACCRUE_ASSERT(dx.numel() == g.N * g.C * g.H * g.W && dy.numel() == g.N * g.K * g.P() * g.Q());
@@ -95,13 +113,18 @@ void conv2d_backward_data(const Tensor& dy, const Tensor& w, const Tensor& dx, c
 
 void conv2d_backward_filter(const Tensor& dy, const Tensor& x, const Tensor& dw, const Window2d& g, bool accumulate) {
   if (dy.dtype() == DType::bf16) {
-    expect_bf16("conv2d_backward_filter", {&dy}, {&x}, {&dw});
+    expect_bf16("conv2d_backward_filter", dw.device(), {&dy}, {&x}, {&dw});
     ACCRUE_ASSERT(dw.numel() == g.K * g.patch_size() && x.numel() == g.N * g.C * g.H * g.W);
     dw.bump_version();
-    const Tensor workspace = cpu_scratch_bytes(cpu::conv2d_bf16_workspace_bytes(g, x.dtype()).backward_filter);
-    const Tensor partials = cpu_scratch(cpu::conv2d_partial_floats(g));
-    return cpu::conv2d_backward_filter_bf16(bf16_data(dy), x.data_ptr(), x.dtype(), dw.data<float>(), g, accumulate,
-                                            bytes_of(workspace), partials.data<float>());
+    return dispatch(
+        Op::conv2d, dw.device(), DType::bf16,
+        [&] {
+          const Tensor workspace = cpu_scratch_bytes(cpu::conv2d_bf16_workspace_bytes(g, x.dtype()).backward_filter);
+          const Tensor partials = cpu_scratch(cpu::conv2d_partial_floats(g));
+          cpu::conv2d_backward_filter_bf16(bf16_data(dy), x.data_ptr(), x.dtype(), dw.data<float>(), g, accumulate,
+                                           bytes_of(workspace), partials.data<float>());
+        },
+        no_cuda_bf16);
   }
   expect_tensors("conv2d_backward_filter", dw.device(), DType::f32, {&dy, &x, &dw});
   ACCRUE_ASSERT(dw.numel() == g.K * g.patch_size() && x.numel() == g.N * g.C * g.H * g.W);
@@ -122,10 +145,12 @@ void conv2d_backward_filter(const Tensor& dy, const Tensor& x, const Tensor& dw,
 
 void conv2d_backward_bias(const Tensor& dy, const Tensor& db, const Window2d& g, bool accumulate) {
   if (dy.dtype() == DType::bf16) {
-    expect_bf16("conv2d_backward_bias", {&dy}, {}, {&db});
+    expect_bf16("conv2d_backward_bias", db.device(), {&dy}, {}, {&db});
     ACCRUE_ASSERT(db.numel() == g.K);
     db.bump_version();
-    return cpu::conv2d_backward_bias_bf16(bf16_data(dy), db.data<float>(), g, accumulate);
+    return dispatch(
+        Op::conv2d, db.device(), DType::bf16,
+        [&] { cpu::conv2d_backward_bias_bf16(bf16_data(dy), db.data<float>(), g, accumulate); }, no_cuda_bf16);
   }
   expect_tensors("conv2d_backward_bias", db.device(), DType::f32, {&dy, &db});
   ACCRUE_ASSERT(db.numel() == g.K);

@@ -10,6 +10,7 @@ namespace {
 using DTypes = unsigned;
 constexpr DTypes bit(DType t) { return 1u << static_cast<unsigned>(t); }
 constexpr DTypes f32 = bit(DType::f32);
+constexpr DTypes f32_bf16 = bit(DType::f32) | bit(DType::bf16);
 constexpr DTypes floating = bit(DType::f32) | bit(DType::f16) | bit(DType::bf16);
 constexpr DTypes any = floating | bit(DType::i32);
 
@@ -38,8 +39,8 @@ constexpr std::array<OpSupport, 30> table{{
     {Op::softmax, "softmax", f32, f32},
     {Op::cross_entropy, "cross_entropy", f32, f32},
     {Op::gemm, "gemm", floating, floating},
-    {Op::conv2d, "conv2d", f32, f32},
-    {Op::pool2d, "pool2d", f32, f32},
+    {Op::conv2d, "conv2d", f32_bf16, f32},  // bfloat16 needs AMX or AVX-512 BF16 (conv2d_runs_bf16)
+    {Op::pool2d, "pool2d", f32_bf16, f32},
     {Op::group_norm, "group_norm", f32, f32},
     {Op::batch_norm, "batch_norm", f32, f32},
     {Op::sgd_update, "sgd_update", f32, f32},

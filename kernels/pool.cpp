@@ -10,19 +10,16 @@ namespace {
 std::uint16_t* bf16_data(const Tensor& t) { return static_cast<std::uint16_t*>(t.data_ptr()); }
 }  // namespace
 
+bool pool2d_runs_bf16(Device device) { return supports(Op::pool2d, device, DType::bf16); }
+
 void pool2d_forward(const Tensor& x, const Tensor& y, const Window2d& g, PoolMode mode) {
-  if (y.dtype() == DType::bf16) {
-    expect_tensors("pool2d_forward", Device::cpu(), DType::bf16, {&x, &y});
-    ACCRUE_ASSERT(x.numel() == g.N * g.C * g.H * g.W && y.numel() == g.N * g.C * g.P() * g.Q());
-    y.bump_version();
-    return cpu::pool2d_forward_bf16(bf16_data(x), bf16_data(y), g, mode);
-  }
-  expect_tensors("pool2d_forward", y.device(), DType::f32, {&x, &y});
+  expect_tensors("pool2d_forward", y.device(), y.dtype(), {&x, &y});
   ACCRUE_ASSERT(x.numel() == g.N * g.C * g.H * g.W && y.numel() == g.N * g.C * g.P() * g.Q());
   y.bump_version();
   return dispatch(
       Op::pool2d, y.device(), y.dtype(),
       [&] {
+        if (y.dtype() == DType::bf16) return cpu::pool2d_forward_bf16(bf16_data(x), bf16_data(y), g, mode);
         return cpu::pool2d_forward(x.data<float>(), y.data<float>(), g, mode);
       },
       [&](int index) {
@@ -32,18 +29,14 @@ void pool2d_forward(const Tensor& x, const Tensor& y, const Window2d& g, PoolMod
 
 void pool2d_backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& dx, const Window2d& g,
                      PoolMode mode, bool accumulate) {
-  if (dx.dtype() == DType::bf16) {
-    expect_tensors("pool2d_backward", Device::cpu(), DType::bf16, {&x, &y, &dy, &dx});
-    ACCRUE_ASSERT(dx.numel() == x.numel() && dy.numel() == y.numel());
-    dx.bump_version();
-    return cpu::pool2d_backward_bf16(bf16_data(x), bf16_data(dy), bf16_data(dx), g, mode, accumulate);
-  }
-  expect_tensors("pool2d_backward", dx.device(), DType::f32, {&x, &y, &dy, &dx});
+  expect_tensors("pool2d_backward", dx.device(), dx.dtype(), {&x, &y, &dy, &dx});
   ACCRUE_ASSERT(dx.numel() == x.numel() && dy.numel() == y.numel());
   dx.bump_version();
   return dispatch(
       Op::pool2d, dx.device(), dx.dtype(),
       [&] {
+        if (dx.dtype() == DType::bf16)
+          return cpu::pool2d_backward_bf16(bf16_data(x), bf16_data(dy), bf16_data(dx), g, mode, accumulate);
         return cpu::pool2d_backward(x.data<float>(), dy.data<float>(), dx.data<float>(), g, mode, accumulate);
       },
       [&](int index) {

@@ -9,7 +9,7 @@
 namespace accrue::kernels {
 
 /// Whether these kernels take bfloat16 tensors on `device`: on the CPU.
-inline bool pool2d_runs_bf16(Device device) { return device.is_cpu(); }
+bool pool2d_runs_bf16(Device device);
 
 void pool2d_forward(const Tensor& x, const Tensor& y, const Window2d& g, PoolMode mode);
 /// dx (+)= the gradient of pooling given its input x, output y and dy (max pooling routes each

@@ -12,7 +12,9 @@ build=${ACCRUE_BUILD_DIR:-$root/build}
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build "$build"
 status=0
-ctest --test-dir "$build" --output-on-failure -j "$(nproc)" || status=$?
+ctest --test-dir "$build" --output-on-failure -j "$(nproc)" -LE long || status=$?
+# Long training runs (label long) after the rest, one at a time with every core.
+ctest --test-dir "$build" --output-on-failure -L long || status=$?
 # ctest lists skipped tests without their reason; the tests print it.
 log="$build/Testing/Temporary/LastTest.log"
 if [[ -f "$log" ]] && grep -q '^SKIPPED:' "$log"; then
