@@ -3,6 +3,10 @@
 // weight gradient is summed in one buffer per thread and added up at the end.
 
 #include <algorithm>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <cstring>
 #include <optional>
 #include <type_traits>
@@ -275,6 +279,45 @@ class Carve {
 
 std::uint32_t pair(std::uint16_t lo, std::uint16_t hi) { return static_cast<std::uint32_t>(lo) | (std::uint32_t{hi} << 16); }
 
+// The bfloat16 kernels need AVX-512 (AVX-512 BF16 or AMX), so their packing may use it too: rows of
+// a small image (14, 28 values) are shorter than the vector loops compilers make, which then run
+// scalar; masked loads and stores take a whole row in one or two steps.
+#if defined(__x86_64__)
+#define ACCRUE_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+
+// out[q] = pair(a[q], b[q]) for q < n.
+ACCRUE_TARGET_AVX512 void interleave(const std::uint16_t* a, const std::uint16_t* b, std::uint32_t* out, std::int64_t n) {
+  for (std::int64_t q = 0; q < n; q += 16) {
+    const __mmask16 m = n - q >= 16 ? __mmask16{0xffff} : static_cast<__mmask16>((1u << (n - q)) - 1u);
+    const __m512i lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, a + q));
+    const __m512i hi = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, b + q));
+    _mm512_mask_storeu_epi32(out + q, m, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+  }
+}
+
+// out[n] = the 32-bit word at a + taps[n] (two neighbouring bfloat16 values) for n < count; a
+// gather pays for itself from a whole vector of taps (a 3x3 kernel on one channel has nine).
+ACCRUE_TARGET_AVX512 void gather_words(const std::uint16_t* a, const std::int32_t* taps, std::uint32_t* out,
+                                       std::int64_t count) {
+  if (count < 16) {
+    for (std::int64_t n = 0; n < count; ++n) std::memcpy(out + n, a + taps[n], 4);
+    return;
+  }
+  for (std::int64_t n = 0; n < count; n += 16) {
+    const __mmask16 m = count - n >= 16 ? __mmask16{0xffff} : static_cast<__mmask16>((1u << (count - n)) - 1u);
+    const __m512i at = _mm512_maskz_loadu_epi32(m, taps + n);
+    _mm512_mask_storeu_epi32(out + n, m, _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, at, a, 2));
+  }
+}
+#else
+void interleave(const std::uint16_t* a, const std::uint16_t* b, std::uint32_t* out, std::int64_t n) {
+  for (std::int64_t q = 0; q < n; ++q) out[q] = pair(a[q], b[q]);
+}
+void gather_words(const std::uint16_t* a, const std::int32_t* taps, std::uint32_t* out, std::int64_t count) {
+  for (std::int64_t n = 0; n < count; ++n) std::memcpy(out + n, a + taps[n], 4);
+}
+#endif
+
 // One sample's group of x as bfloat16 with its zero padding written out, (Cg, H + 2 pad_h,
 // W + 2 pad_w): every tap of every output position then reads inside it, without bounds to check.
 struct PaddedGroup {
@@ -322,7 +365,7 @@ void im2col_as_b(const std::uint16_t* xp, const PaddedGroup& pad, const Window2d
         const std::uint16_t* rb = b + p * g.stride_h * pad.Wp;
         std::uint32_t* op = o + p * Q;
         if (g.stride_w == 1)
-          for (std::int64_t q = 0; q < Q; ++q) op[q] = pair(ra[q], rb[q]);
+          interleave(ra, rb, op, Q);
         else
           for (std::int64_t q = 0; q < Q; ++q) op[q] = pair(ra[q * g.stride_w], rb[q * g.stride_w]);
       }
@@ -334,9 +377,9 @@ void im2col_as_b(const std::uint16_t* xp, const PaddedGroup& pad, const Window2d
 // The transposed im2col matrix (P Q x patch) of a padded group as B (K = P Q, N = patch): pair row
 // j holds positions 2j and 2j + 1 of every tap. `taps` holds patch offsets.
 void im2col_transposed_as_b(const std::uint16_t* xp, const PaddedGroup& pad, const Window2d& g, Bf16B& out,
-                            std::int64_t* taps) {
+                            std::int32_t* taps) {
   const std::int64_t PQ = g.P() * g.Q(), patch = g.patch_size();
-  for (std::int64_t n = 0; n < patch; ++n) taps[n] = pad.tap(g, n);
+  for (std::int64_t n = 0; n < patch; ++n) taps[n] = static_cast<std::int32_t>(pad.tap(g, n));
   for (std::int64_t j = 0; j < out.Kp / 2; ++j) {
     std::uint32_t* o = out.pairs() + j * out.Np;
     const std::int64_t m = 2 * j;
@@ -344,7 +387,7 @@ void im2col_transposed_as_b(const std::uint16_t* xp, const PaddedGroup& pad, con
       const std::uint16_t* a = xp + pad.position(g, m);
       const std::uint16_t* b = xp + pad.position(g, m + 1);
       if (b == a + 1)  // neighbours in one input row: the pair is one 32-bit word of it
-        for (std::int64_t n = 0; n < patch; ++n) std::memcpy(o + n, a + taps[n], 4);
+        gather_words(a, taps, o, patch);
       else
         for (std::int64_t n = 0; n < patch; ++n) o[n] = pair(a[taps[n]], b[taps[n]]);
     } else if (m < PQ) {
@@ -357,12 +400,17 @@ void im2col_transposed_as_b(const std::uint16_t* xp, const PaddedGroup& pad, con
   }
 }
 
+bool input_gradient_is_a_convolution(const Window2d& g);
+Window2d input_gradient_window(const Window2d& g);
+std::size_t flipped_weight_bytes(const Window2d& g);
+
 // Per-task workspace bytes of each bfloat16 body.
 std::size_t padded_bytes(const Window2d& g) { return Carve::aligned(PaddedGroup{g}.values(g) * 2); }
 std::size_t forward_task_bytes(const Window2d& g) {
   return Carve::aligned(Bf16B::values(g.patch_size(), g.P() * g.Q()) * 2) + padded_bytes(g);
 }
 std::size_t backward_data_task_bytes(const Window2d& g, DType dx_type) {
+  if (input_gradient_is_a_convolution(g)) return forward_task_bytes(input_gradient_window(g));
   const std::int64_t PQ = g.P() * g.Q();
   return Carve::aligned(Bf16B::values(g.filters_per_group(), PQ) * 2) +
          Carve::aligned(static_cast<std::size_t>(g.patch_size() * PQ) * 4) +
@@ -372,7 +420,7 @@ std::size_t backward_filter_task_bytes(const Window2d& g) {
   const std::int64_t PQ = g.P() * g.Q();
   return Carve::aligned(Bf16A::values(g.filters_per_group(), PQ) * 2) +
          Carve::aligned(Bf16B::values(PQ, g.patch_size()) * 2) + padded_bytes(g) +
-         Carve::aligned(static_cast<std::size_t>(g.patch_size()) * 8);
+         Carve::aligned(static_cast<std::size_t>(g.patch_size()) * 4);
 }
 
 // The weight of each group packed as A: W_g (Kg x patch), or W_g^T (patch x Kg) when `transposed`.
@@ -392,10 +440,13 @@ struct WeightPacks {
 
 }  // namespace
 
-void conv2d_forward_bf16(const void* x, DType x_type, const float* w, const ParameterOperand* w_param,
-                         const float* bias, std::uint16_t* y, const Window2d& g, std::byte* workspace) {
+namespace {
+
+// y (N, K, P, Q), float32 or bfloat16 = beta y + conv(x, the packed weight) + bias, in float32
+// before y's one rounding.
+void forward_into(const void* x, DType x_type, const WeightPacks& packs, const float* bias, void* y, DType y_type,
+                  float beta, const Window2d& g, std::byte* workspace) {
   const std::int64_t PQ = g.P() * g.Q(), Kg = g.filters_per_group();
-  const WeightPacks packs{w, w_param, g, false};
   const int tasks = tasks_for(g.N);
   parallel_tasks(tasks, [&](int t) {
     Carve carve{workspace + t * forward_task_bytes(g)};
@@ -407,10 +458,46 @@ void conv2d_forward_bf16(const void* x, DType x_type, const float* w, const Para
         pad.fill(x, x_type, g, n, grp, xp);
         im2col_as_b(xp, pad, g, col);
         bf16_gemm(*packs.group[grp], col,
-                  {.C = y + (n * g.K + grp * Kg) * PQ, .type = DType::bf16, .ldc = PQ,
-                   .row_bias = bias != nullptr ? bias + grp * Kg : nullptr});
+                  {.C = static_cast<std::byte*>(y) + (n * g.K + grp * Kg) * PQ * static_cast<std::int64_t>(dtype_size(y_type)),
+                   .type = y_type, .ldc = PQ, .beta = beta, .row_bias = bias != nullptr ? bias + grp * Kg : nullptr});
       }
   });
+}
+
+// With stride 1 and dilation 1 the input's gradient is itself a convolution: of dy, padded by
+// R - 1 - pad_h and S - 1 - pad_w, with the weight flipped in space and its filters and channels
+// swapped. It then runs as forward does, into dx, without an im2col matrix to scatter back.
+bool input_gradient_is_a_convolution(const Window2d& g) {
+  return g.stride_h == 1 && g.stride_w == 1 && g.dilation_h == 1 && g.dilation_w == 1 && g.pad_h < g.R && g.pad_w < g.S;
+}
+
+Window2d input_gradient_window(const Window2d& g) {
+  return {.N = g.N, .C = g.K, .H = g.P(), .W = g.Q(), .R = g.R, .S = g.S, .pad_h = g.R - 1 - g.pad_h,
+          .pad_w = g.S - 1 - g.pad_w, .K = g.C, .groups = g.groups};
+}
+
+// out (C, K / groups, R, S) = w (K, C / groups, R, S) with each group's filters and channels
+// swapped and every kernel turned by 180 degrees.
+void flip_weight(const float* w, const Window2d& g, float* out) {
+  const std::int64_t Cg = g.channels_per_group(), Kg = g.filters_per_group(), R = g.R, S = g.S;
+  for (std::int64_t grp = 0; grp < g.groups; ++grp)
+    for (std::int64_t k = 0; k < Kg; ++k)
+      for (std::int64_t c = 0; c < Cg; ++c)
+        for (std::int64_t r = 0; r < R; ++r)
+          for (std::int64_t s = 0; s < S; ++s)
+            out[(((grp * Cg + c) * Kg + k) * R + (R - 1 - r)) * S + (S - 1 - s)] =
+                w[(((grp * Kg + k) * Cg + c) * R + r) * S + s];
+}
+
+std::size_t flipped_weight_bytes(const Window2d& g) {
+  return Carve::aligned(static_cast<std::size_t>(g.K * g.patch_size()) * sizeof(float));
+}
+
+}  // namespace
+
+void conv2d_forward_bf16(const void* x, DType x_type, const float* w, const ParameterOperand* w_param,
+                         const float* bias, std::uint16_t* y, const Window2d& g, std::byte* workspace) {
+  forward_into(x, x_type, WeightPacks{w, w_param, g, false}, bias, y, DType::bf16, 0.0f, g, workspace);
 }
 
 namespace {
@@ -462,7 +549,7 @@ void conv2d_backward_filter_bf16(const std::uint16_t* dy, const void* x, DType x
     Bf16B colt{PQ, patch, carve.take<std::uint16_t>(Bf16B::values(PQ, patch))};
     const PaddedGroup pad{g};
     std::uint16_t* xp = carve.take<std::uint16_t>(pad.values(g));
-    std::int64_t* taps = carve.take<std::int64_t>(patch);
+    std::int32_t* taps = carve.take<std::int32_t>(patch);
     float* out = t == 0 ? dw : partials + (t - 1) * wsize;
     bool first = t != 0 || !accumulate;
     for (std::int64_t n = sample_begin(g.N, tasks, t); n < sample_begin(g.N, tasks, t + 1); ++n) {
@@ -485,12 +572,21 @@ void conv2d_backward_filter_bf16(const std::uint16_t* dy, const void* x, DType x
 Bf16ConvWorkspace conv2d_bf16_workspace_bytes(const Window2d& g, DType x_type) {
   const auto all = [&](std::size_t per_task) { return static_cast<std::size_t>(tasks_for(g.N)) * per_task; };
   return {.forward = all(forward_task_bytes(g)),
-          .backward_data = all(backward_data_task_bytes(g, x_type)),
+          .backward_data = all(backward_data_task_bytes(g, x_type)) +
+                           (input_gradient_is_a_convolution(g) ? flipped_weight_bytes(g) : 0),
           .backward_filter = all(backward_filter_task_bytes(g))};
 }
 
 void conv2d_backward_data_bf16(const std::uint16_t* dy, const float* w, const ParameterOperand* w_param, void* dx,
                                DType dx_type, const Window2d& g, bool accumulate, std::byte* workspace) {
+  if (input_gradient_is_a_convolution(g)) {
+    // The flipped weight is rearranged, so its pack is made here rather than kept.
+    auto* flipped = reinterpret_cast<float*>(workspace);
+    flip_weight(w, g, flipped);
+    const Window2d t = input_gradient_window(g);
+    return forward_into(dy, DType::bf16, WeightPacks{flipped, nullptr, t, false}, nullptr, dx, dx_type,
+                        accumulate ? 1.0f : 0.0f, t, workspace + flipped_weight_bytes(g));
+  }
   if (dx_type == DType::f32) backward_data_bf16(dy, w, w_param, static_cast<float*>(dx), g, accumulate, workspace);
   else backward_data_bf16(dy, w, w_param, static_cast<std::uint16_t*>(dx), g, accumulate, workspace);
 }
