@@ -48,6 +48,9 @@ struct LayerMemoryUse {
   /// Transient bytes while forward runs besides its input and output, and while backward runs
   /// besides the gradients of its output and input (workspaces, float32 accumulators).
   std::size_t forward_scratch = 0, backward_scratch = 0;
+  /// The most backward takes at once while computing its input's gradient, which it computes
+  /// only when the input needs one (0: nothing beyond backward_scratch).
+  std::size_t input_gradient_scratch = 0;
   /// Low-precision packs of its weights that training keeps through each accumulation window
   /// (kernels::PackedParameters): for forward (and for backward inside the layer), and for
   /// backward to the layer's input, which is made only when the input needs a gradient.

@@ -195,7 +195,8 @@ MemoryPlan Sequential::memory_plan(std::int64_t micro_batch, bool accumulates) c
                                     ? 0
                                     : static_cast<std::size_t>(micro_batch * shapes[i - 1].numel()) * dtype_size(dtypes[i - 1]);
     walk.now[kActivations] -= u.kept_released_early;
-    if (needs_grad[i]) walk.record(grad_out + grad_in + u.backward_scratch);
+    const std::size_t scratch = std::max(u.backward_scratch, needs_grad[i - 1] ? u.input_gradient_scratch : 0);
+    if (needs_grad[i]) walk.record(grad_out + grad_in + scratch);
     // Its saved tensors are released; its output's last user is done.
     walk.now[kActivations] -= u.kept_other - u.kept_released_early;
     PlannedStorage& out = storages[boundary[i]];

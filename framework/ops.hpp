@@ -83,6 +83,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
 struct OpScratch {
   std::size_t forward = 0;
   std::size_t backward = 0;
+  /// Of backward, the most while computing the input's gradient (0: within `backward`).
+  std::size_t input_gradient = 0;
   /// What kernels::PackedParameters keeps of the weight through an accumulation window: its pack
   /// for forward, and its pack for backward to the input (made only when the input needs it).
   std::size_t kept_forward = 0, kept_for_input_gradient = 0;

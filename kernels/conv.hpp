@@ -30,6 +30,8 @@ void conv2d_backward_bias(const Tensor& dy, const Tensor& db, const Window2d& g,
 /// counted (cuDNN's workspaces depend on the algorithm it picks).
 struct ConvWorkspace {
   std::size_t forward = 0, backward = 0;
+  /// Of backward, the input's gradient alone (0: counted in `backward`), which a first layer skips.
+  std::size_t backward_data = 0;
 };
 ConvWorkspace conv2d_workspace_bytes(Device device, const Window2d& g);
 /// The same for the bfloat16 kernels, with x (and dx) in `x_type`.

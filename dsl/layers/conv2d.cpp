@@ -66,7 +66,7 @@ LayerMemoryUse Conv2d::memory_use(const LayerMemoryQuery& q) const {
   return {.output_dtype = bf16 ? DType::bf16 : DType::f32, .keeps_input = !converts, .keeps_output = false,
           .kept_other = converts ? q.bytes(q.input_shape, DType::f32) : 0,
           .forward_scratch = scratch.forward, .backward_scratch = scratch.backward,
-          .kept_packs = scratch.kept_forward, .kept_packs_for_input_gradient = scratch.kept_for_input_gradient};
+          .input_gradient_scratch = scratch.input_gradient, .kept_packs = scratch.kept_forward, .kept_packs_for_input_gradient = scratch.kept_for_input_gradient};
 }
 
 }  // namespace accrue::layers
