@@ -71,32 +71,26 @@ U as(T v) {
   else return common::float_from_bf16_bits(v);
 }
 
-// Row k of the im2col matrix of one sample and group x (channels of T), P Q values of U: tap k =
-// (c, r, s) of every output position, zero where it falls in the padding.
-template <class T, class U>
-void im2col_row(const T* x, const Window2d& g, std::int64_t k, U* dst) {
+// Row k of the im2col matrix of one sample and group x: tap k = (c, r, s) of every output
+// position, zero where it falls in the padding.
+void im2col_row(const float* x, const Window2d& g, std::int64_t k, float* dst) {
   const std::int64_t P = g.P(), Q = g.Q();
   const std::int64_t c = k / (g.R * g.S), r = k / g.S % g.R, s = k % g.S;
-  const T* xc = x + c * g.H * g.W;
+  const float* xc = x + c * g.H * g.W;
   const ValidRange rows = valid_outputs(P, g.H, g.stride_h, g.pad_h, g.dilation_h, r);
   const ValidRange cols = valid_outputs(Q, g.W, g.stride_w, g.pad_w, g.dilation_w, s);
-  std::fill(dst, dst + rows.lo * Q, U{0});
+  std::fill(dst, dst + rows.lo * Q, 0.0f);
   for (std::int64_t p = rows.lo; p < rows.hi; ++p) {
-    U* d = dst + p * Q;
-    const T* src = xc + g.in_row(p, r) * g.W;
-    std::fill(d, d + cols.lo, U{0});
-    if (g.stride_w == 1) {
-      const T* from = src + g.in_col(cols.lo, s);
-      if constexpr (std::is_same_v<T, U>)
-        std::memcpy(d + cols.lo, from, static_cast<std::size_t>(cols.hi - cols.lo) * sizeof(T));
-      else
-        for (std::int64_t q = 0; q < cols.hi - cols.lo; ++q) d[cols.lo + q] = as<U>(from[q]);
-    } else {
-      for (std::int64_t q = cols.lo; q < cols.hi; ++q) d[q] = as<U>(src[g.in_col(q, s)]);
-    }
-    std::fill(d + cols.hi, d + Q, U{0});
+    float* d = dst + p * Q;
+    const float* src = xc + g.in_row(p, r) * g.W;
+    std::fill(d, d + cols.lo, 0.0f);
+    if (g.stride_w == 1)
+      std::memcpy(d + cols.lo, src + g.in_col(cols.lo, s), static_cast<std::size_t>(cols.hi - cols.lo) * sizeof(float));
+    else
+      for (std::int64_t q = cols.lo; q < cols.hi; ++q) d[q] = src[g.in_col(q, s)];
+    std::fill(d + cols.hi, d + Q, 0.0f);
   }
-  std::fill(dst + rows.hi * Q, dst + P * Q, U{0});
+  std::fill(dst + rows.hi * Q, dst + P * Q, 0.0f);
 }
 
 }  // namespace
