@@ -1,7 +1,5 @@
 #include "accrue/kernels/conv.hpp"
 
-#include <algorithm>
-
 #include "accrue/kernels/cpu/conv.hpp"
 #include "accrue/kernels/cuda/conv.hpp"
 #include "accrue/kernels/dispatch.hpp"
@@ -168,7 +166,8 @@ void conv2d_backward_bias(const Tensor& dy, const Tensor& db, const Window2d& g,
 ConvWorkspace conv2d_bf16_workspace_bytes(const Window2d& g, DType x_type) {
   const cpu::Bf16ConvWorkspace w = cpu::conv2d_bf16_workspace_bytes(g, x_type);
   const std::size_t partials = static_cast<std::size_t>(cpu::conv2d_partial_floats(g)) * sizeof(float);
-  return {.forward = w.forward, .backward = w.backward_filter + partials, .backward_data = w.backward_data};
+  return {.forward = w.forward + w.forward_packs, .backward = w.backward_filter + partials,
+          .backward_data = w.backward_data + w.backward_data_packs};
 }
 
 ConvWorkspace conv2d_workspace_bytes(Device device, const Window2d& g) {

@@ -565,16 +565,17 @@ void conv2d_backward_filter_bf16(const std::uint16_t* dy, const void* x, DType x
 
 Bf16ConvWorkspace conv2d_bf16_workspace_bytes(const Window2d& g, DType x_type) {
   const auto all = [&](std::size_t per_task) { return static_cast<std::size_t>(tasks_for(g.N)) * per_task; };
-  // The weight's packs as A, one per group, when made for the call (not kept through a window).
+  // The weight's packs as A, one per group.
   const auto packs = [&](std::int64_t rows, std::int64_t cols) {
     return static_cast<std::size_t>(g.groups * Bf16A::values(rows, cols)) * 2;
   };
   const std::int64_t Cg = g.channels_per_group(), Kg = g.filters_per_group(), taps = g.R * g.S;
   const bool as_convolution = input_gradient_is_a_convolution(g);
-  return {.forward = all(forward_task_bytes(g)) + packs(Kg, Cg * taps),
-          .backward_data = all(backward_data_task_bytes(g, x_type)) +
-                           (as_convolution ? flipped_weight_bytes(g) + packs(Cg, Kg * taps) : packs(Cg * taps, Kg)),
-          .backward_filter = all(backward_filter_task_bytes(g))};
+  return {.forward = all(forward_task_bytes(g)),
+          .backward_data = all(backward_data_task_bytes(g, x_type)) + (as_convolution ? flipped_weight_bytes(g) : 0),
+          .backward_filter = all(backward_filter_task_bytes(g)),
+          .forward_packs = packs(Kg, Cg * taps),
+          .backward_data_packs = as_convolution ? packs(Cg, Kg * taps) : packs(Cg * taps, Kg)};
 }
 
 void conv2d_backward_data_bf16(const std::uint16_t* dy, const float* w, const ParameterOperand* w_param, void* dx,

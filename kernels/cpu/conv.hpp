@@ -28,6 +28,9 @@ void conv2d_backward_bias(const float* dy, float* db, const Window2d& g, bool ac
 /// db float32. `workspace` holds the bytes conv2d_bf16_workspace_bytes names for the call.
 struct Bf16ConvWorkspace {
   std::size_t forward = 0, backward_data = 0, backward_filter = 0;
+  /// Beside the workspace: the weight's packs forward and backward_data make (for memory plans;
+  /// kept through a window, they are made once and count as parameters too).
+  std::size_t forward_packs = 0, backward_data_packs = 0;
 };
 Bf16ConvWorkspace conv2d_bf16_workspace_bytes(const Window2d& g, DType dx_type);
 void conv2d_forward_bf16(const void* x, DType x_type, const float* w, const ParameterOperand* w_param,
