@@ -60,6 +60,7 @@ BOOST_AUTO_TEST_CASE(the_plan_predicts_the_measured_peaks) {
       {"CNN 16x4", true, false, false, 16, 4},      {"CNN 64", true, false, false, 64, 1},
       {"CNN 16x4 amp", true, false, true, 16, 4},   {"CNN 32 amp", true, false, true, 32, 1},
       {"CNN with BatchNorm and GroupNorm 16x2", true, true, false, 16, 2},
+      {"CNN with BatchNorm and GroupNorm 16x2 amp", true, true, true, 16, 2},
   };
   for (const Case& c : cases) {
     manual_seed(0);
