@@ -133,6 +133,9 @@ Tensor max_pool2d(const Tensor& x, const Pool2dOptions& options = {});
 /// Mean over each window: F.avg_pool2d.
 Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& options = {});
 /// The output size (P, Q) of pooling an `image` (H, W); not positive when the window does not fit.
+/// Whether max_pool2d and avg_pool2d of an input of `x_type` on `device` compute in that type
+/// (float32, or bfloat16 on the CPU); otherwise they convert it to float32.
+bool pool2d_keeps_dtype(Device device, DType x_type);
 Size2 pool2d_output_size(Size2 image, const Pool2dOptions& options);
 
 // ---- normalization ---------------------------------------------------------------------------

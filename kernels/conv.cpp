@@ -21,9 +21,7 @@ namespace {
 
 std::byte* bytes_of(const Tensor& t) { return static_cast<std::byte*>(t.data_ptr()); }
 
-Tensor cpu_scratch_bytes(std::size_t bytes) {
-  return Tensor::empty({static_cast<std::int64_t>((bytes + 3) / 4)}, {.category = MemoryCategory::temporaries});
-}
+Tensor cpu_scratch_bytes(std::size_t bytes) { return cpu_scratch(static_cast<std::int64_t>((bytes + 3) / 4)); }
 
 // The bfloat16 kernels' preconditions: `low` bfloat16, `any` float32 or bfloat16, `f32` (the
 // weight, its gradients) float32, all on `device`.

@@ -10,8 +10,6 @@ namespace {
 std::uint16_t* bf16_data(const Tensor& t) { return static_cast<std::uint16_t*>(t.data_ptr()); }
 }  // namespace
 
-bool pool2d_runs_bf16(Device device) { return supports(Op::pool2d, device, DType::bf16); }
-
 void pool2d_forward(const Tensor& x, const Tensor& y, const Window2d& g, PoolMode mode) {
   expect_tensors("pool2d_forward", y.device(), y.dtype(), {&x, &y});
   ACCRUE_ASSERT(x.numel() == g.N * g.C * g.H * g.W && y.numel() == g.N * g.C * g.P() * g.Q());

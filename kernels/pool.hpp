@@ -1,15 +1,12 @@
 #pragma once
 // 2-D max and average pooling over NCHW tensors (N, C, H, W) -> (N, C, P, Q); the window is R x S
-// (Window2d, without K and groups). Float32, or bfloat16 on the CPU (pool2d_runs_bf16). On a GPU:
-// cuDNN.
+// (Window2d, without K and groups). Float32, or bfloat16 on the CPU (the support table's row). On
+// a GPU: cuDNN.
 
 #include "accrue/framework/tensor.hpp"
 #include "accrue/kernels/common/pool.hpp"
 
 namespace accrue::kernels {
-
-/// Whether these kernels take bfloat16 tensors on `device`: on the CPU.
-bool pool2d_runs_bf16(Device device);
 
 void pool2d_forward(const Tensor& x, const Tensor& y, const Window2d& g, PoolMode mode);
 /// dx (+)= the gradient of pooling given its input x, output y and dy (max pooling routes each

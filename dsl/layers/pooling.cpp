@@ -1,7 +1,5 @@
 #include "accrue/dsl/layers/pooling.hpp"
 
-#include "accrue/kernels/pool.hpp"
-
 namespace accrue::layers {
 
 template <PoolKind Kind>
@@ -37,9 +35,8 @@ Tensor Pool2d<Kind>::forward(const Tensor& x) {
 // finds the winners again in backward from them; cuDNN needs both).
 template <PoolKind Kind>
 LayerMemoryUse Pool2d<Kind>::memory_use(const LayerMemoryQuery& q) const {
-  const bool keeps_type = q.input_dtype == DType::bf16 && kernels::pool2d_runs_bf16(q.device);
-  const bool converts = q.input_dtype != DType::f32 && !keeps_type;
-  return {.output_dtype = keeps_type ? DType::bf16 : DType::f32, .keeps_input = !converts, .keeps_output = true,
+  const bool converts = !ops::pool2d_keeps_dtype(q.device, q.input_dtype);
+  return {.output_dtype = converts ? DType::f32 : q.input_dtype, .keeps_input = !converts, .keeps_output = true,
           .kept_other = converts ? q.bytes(q.input_shape, DType::f32) : 0};
 }
 

@@ -3,6 +3,7 @@
 
 #include "accrue/framework/autograd.hpp"
 #include "accrue/framework/ops.hpp"
+#include "accrue/kernels/dispatch.hpp"
 #include "accrue/kernels/pool.hpp"
 
 namespace accrue::ops {
@@ -38,8 +39,7 @@ Tensor pool2d(const Tensor& x_in, const Pool2dOptions& o, kernels::PoolMode mode
   ACCRUE_CHECK(o.padding.h >= 0 && o.padding.w >= 0 && 2 * o.padding.h <= o.kernel.h && 2 * o.padding.w <= o.kernel.w,
                "{}: padding must be at most half the kernel (as in PyTorch), got padding {} for kernel {}", name,
                o.padding.str(), o.kernel.str());
-  const bool keeps_type = x_in.dtype() == DType::bf16 && kernels::pool2d_runs_bf16(x_in.device());
-  const Tensor x = keeps_type ? x_in : float32(x_in);
+  const Tensor x = pool2d_keeps_dtype(x_in.device(), x_in.dtype()) ? x_in : float32(x_in);
   kernels::Window2d g{.N = x.size(0), .C = x.size(1), .H = x.size(2), .W = x.size(3), .R = o.kernel.h, .S = o.kernel.w,
                       .stride_h = stride.h, .stride_w = stride.w, .pad_h = o.padding.h, .pad_w = o.padding.w};
   ACCRUE_CHECK_SHAPE(g.P() > 0 && g.Q() > 0, "{}: input of shape {} is smaller than the {} window with padding {}", name,
@@ -58,6 +58,8 @@ Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& options) {
   return pool2d(x, options,
                 options.count_include_pad ? kernels::PoolMode::average_include_pad : kernels::PoolMode::average_exclude_pad);
 }
+
+bool pool2d_keeps_dtype(Device device, DType x_type) { return kernels::supports(kernels::Op::pool2d, device, x_type); }
 
 Size2 pool2d_output_size(Size2 image, const Pool2dOptions& o) {
   const Size2 stride = o.stride.value_or(o.kernel);

@@ -113,7 +113,6 @@ template <class T>
 void pack_b(bool trans, std::int64_t K, std::int64_t N, const T* B, std::int64_t ldb, Bf16B& p) {
   auto* out = reinterpret_cast<std::uint32_t*>(p.data);
   const std::int64_t pairs = p.Kp / 2;
-  const auto pair = [](std::uint16_t lo, std::uint16_t hi) { return static_cast<std::uint32_t>(lo) | (std::uint32_t{hi} << 16); };
   if (!trans) {
     // Rows 2q and 2q + 1 of B interleave: both read in order, written in order.
     parallel_for(pairs, grain_of(2 * p.Np, 8), [&](std::int64_t begin, std::int64_t end) {
@@ -123,10 +122,10 @@ void pack_b(bool trans, std::int64_t K, std::int64_t N, const T* B, std::int64_t
         if (k + 1 < K) {
           const T* r0 = B + k * ldb;
           const T* r1 = r0 + ldb;
-          for (std::int64_t n = 0; n < N; ++n) o[n] = pair(bits(r0[n]), bits(r1[n]));
+          for (std::int64_t n = 0; n < N; ++n) o[n] = Bf16B::pair(bits(r0[n]), bits(r1[n]));
         } else if (k < K) {
           const T* r0 = B + k * ldb;
-          for (std::int64_t n = 0; n < N; ++n) o[n] = pair(bits(r0[n]), 0);
+          for (std::int64_t n = 0; n < N; ++n) o[n] = Bf16B::pair(bits(r0[n]), 0);
         } else {
           std::fill(o, o + N, 0u);
         }
@@ -146,9 +145,9 @@ void pack_b(bool trans, std::int64_t K, std::int64_t N, const T* B, std::int64_t
         }
         const T* row = B + n * ldb;
         std::int64_t q = 0;
-        for (; 2 * q + 1 < K; ++q) out[q * p.Np + n] = pair(bits(row[2 * q]), bits(row[2 * q + 1]));
+        for (; 2 * q + 1 < K; ++q) out[q * p.Np + n] = Bf16B::pair(bits(row[2 * q]), bits(row[2 * q + 1]));
         if (2 * q < K) {  // an odd K: the last pair's second half is padding
-          out[q * p.Np + n] = pair(bits(row[2 * q]), 0);
+          out[q * p.Np + n] = Bf16B::pair(bits(row[2 * q]), 0);
           ++q;
         }
         for (; q < pairs; ++q) out[q * p.Np + n] = 0u;

@@ -35,6 +35,10 @@ struct Bf16B {
   static std::int64_t values(std::int64_t K, std::int64_t N);
   /// Where pair row q (k = 2q, 2q + 1) of column n goes: the 32-bit word q * Np + n.
   std::uint32_t* pairs() const { return reinterpret_cast<std::uint32_t*>(data); }
+  /// That word, of b(2q, n) (`lo`) and b(2q + 1, n) (`hi`) as bfloat16 bits.
+  static std::uint32_t pair(std::uint16_t lo, std::uint16_t hi) {
+    return static_cast<std::uint32_t>(lo) | (std::uint32_t{hi} << 16);
+  }
   std::int64_t K, N, Kp, Np;
   Tensor buffer;
   std::uint16_t* data;

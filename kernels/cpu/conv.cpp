@@ -271,7 +271,6 @@ class Carve {
   std::byte* at_;
 };
 
-std::uint32_t pair(std::uint16_t lo, std::uint16_t hi) { return static_cast<std::uint32_t>(lo) | (std::uint32_t{hi} << 16); }
 
 // The bfloat16 kernels need AVX-512 (AVX-512 BF16 or AMX), so their packing may use it too: rows of
 // a small image (14, 28 values) are shorter than the vector loops compilers make, which then run
@@ -279,7 +278,7 @@ std::uint32_t pair(std::uint16_t lo, std::uint16_t hi) { return static_cast<std:
 #if defined(__x86_64__)
 #define ACCRUE_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
 
-// out[q] = pair(a[q], b[q]) for q < n.
+// out[q] = Bf16B::pair(a[q], b[q]) for q < n.
 ACCRUE_TARGET_AVX512 void interleave(const std::uint16_t* a, const std::uint16_t* b, std::uint32_t* out, std::int64_t n) {
   for (std::int64_t q = 0; q < n; q += 16) {
     const __mmask16 m = n - q >= 16 ? __mmask16{0xffff} : static_cast<__mmask16>((1u << (n - q)) - 1u);
@@ -305,7 +304,7 @@ ACCRUE_TARGET_AVX512 void gather_words(const std::uint16_t* a, const std::int32_
 }
 #else
 void interleave(const std::uint16_t* a, const std::uint16_t* b, std::uint32_t* out, std::int64_t n) {
-  for (std::int64_t q = 0; q < n; ++q) out[q] = pair(a[q], b[q]);
+  for (std::int64_t q = 0; q < n; ++q) out[q] = Bf16B::pair(a[q], b[q]);
 }
 void gather_words(const std::uint16_t* a, const std::int32_t* taps, std::uint32_t* out, std::int64_t count) {
   for (std::int64_t n = 0; n < count; ++n) std::memcpy(out + n, a + taps[n], 4);
@@ -361,7 +360,7 @@ void im2col_as_b(const std::uint16_t* xp, const PaddedGroup& pad, const Window2d
         if (g.stride_w == 1)
           interleave(ra, rb, op, Q);
         else
-          for (std::int64_t q = 0; q < Q; ++q) op[q] = pair(ra[q * g.stride_w], rb[q * g.stride_w]);
+          for (std::int64_t q = 0; q < Q; ++q) op[q] = Bf16B::pair(ra[q * g.stride_w], rb[q * g.stride_w]);
       }
     }
     std::fill(o + P * Q, o + out.Np, 0u);
@@ -383,7 +382,7 @@ void im2col_transposed_as_b(const std::uint16_t* xp, const PaddedGroup& pad, con
       if (b == a + 1)  // neighbours in one input row: the pair is one 32-bit word of it
         gather_words(a, taps, o, patch);
       else
-        for (std::int64_t n = 0; n < patch; ++n) o[n] = pair(a[taps[n]], b[taps[n]]);
+        for (std::int64_t n = 0; n < patch; ++n) o[n] = Bf16B::pair(a[taps[n]], b[taps[n]]);
     } else if (m < PQ) {
       const std::uint16_t* a = xp + pad.position(g, m);
       for (std::int64_t n = 0; n < patch; ++n) o[n] = a[taps[n]];
