@@ -1,8 +1,8 @@
 // The convolutions of the FashionMNIST CNN (examples/fashion_mnist_cnn.cpp), forward and forward +
-// backward, in float32 and in bfloat16 (autocast), timed in Accrue (im2col + GEMM, one sample per
-// thread) and, in the same run, in PyTorch with its oneDNN (mkldnn) convolution in both types and
-// with oneDNN switched off (its own im2col + OpenBLAS path): the measurement behind Accrue's
-// choice of CPU convolution.
+// backward, timed in Accrue in float32 in both forms (im2col + OpenBLAS, and the implicit GEMM
+// over the padded image) and in bfloat16 (autocast), one sample per thread, and, in the same run,
+// in PyTorch with its oneDNN (mkldnn) convolution in both types and with oneDNN switched off (its
+// own im2col + OpenBLAS path): the measurement behind Accrue's choice of CPU convolution.
 //
 //   conv_shapes [--batch-sizes 16,64] [--reps 50] [--python /usr/bin/python3] [--no-pytorch]
 
@@ -10,11 +10,14 @@
 #include <accrue/accrue.hpp>
 #include <accrue/kernels/conv.hpp>
 #include <accrue/kernels/cpu/bf16_gemm.hpp>
+#include <accrue/kernels/cpu/conv.hpp>
 #include <accrue/kernels/cpu/openblas.hpp>
 #include <accrue/kernels/cpu/parallel.hpp>
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <functional>
+#include <optional>
 #include <cstdio>
 
 #include "timing.hpp"
@@ -56,12 +59,17 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   const bool bf16 = kernels::conv2d_runs_bf16(Device::cpu());
+  const bool implicit = kernels::cpu::implicit_gemm_available();
   fmt::print("Accrue: {} threads, OpenBLAS {} kernels, bfloat16 kernel: {}. Milliseconds per call (best of 5 rounds "
-             "of {}); fwd+bwd is the layer's backward from a given output gradient.\n",
+             "of {}, the forms alternating round by round); fwd+bwd is the layer's backward from a given output "
+             "gradient. float32 in both forms: im2col and OpenBLAS's sgemm, and the implicit GEMM over the padded "
+             "image (AVX-512){}.\n",
              kernels::cpu::num_threads(), kernels::cpu::openblas().core,
-             kernels::cpu::bf16_kernel_name(kernels::cpu::bf16_kernel()), reps);
-  fmt::print("| conv | batch | float32 forward | float32 fwd+bwd | GFLOP/s | bfloat16 forward | bfloat16 fwd+bwd | GFLOP/s |\n"
-             "|---|---|---|---|---|---|---|---|\n");
+             kernels::cpu::bf16_kernel_name(kernels::cpu::bf16_kernel()), reps,
+             implicit ? "" : ", which this processor lacks");
+  fmt::print("| conv | batch | im2col forward | im2col fwd+bwd | GFLOP/s | implicit GEMM forward | implicit GEMM fwd+bwd "
+             "| GFLOP/s | bfloat16 forward | bfloat16 fwd+bwd | GFLOP/s |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+  using kernels::cpu::Conv2dForm;
   std::string shapes;
   for (const Conv& c : convs) {
     for (std::int64_t n : batches) {
@@ -71,28 +79,51 @@ int main(int argc, char** argv) {
       b.set_requires_grad(true);
       const double macs = double(n) * c.K * c.H * c.H * c.C * 9;
       const double flop = 2 * macs * (c.C == 1 ? 2 : 3);
-      // Float32, then bfloat16 under autocast as .amp() runs the CNN: the first layer reads the
-      // float32 images, the second the bfloat16 output of the layers before it.
-      std::string row = fmt::format("| {} | {} |", c.name, n);
-      for (const std::optional<DType> low : {std::optional<DType>{}, std::optional<DType>{DType::bf16}}) {
-        if (low && !bf16) {
-          row += " - | - | - |";
-          continue;
-        }
-        const DType act = low.value_or(DType::f32);
+      const ops::Conv2dOptions o{.padding = 1};
+      // Float32 in each form, then bfloat16 under autocast as .amp() runs the CNN: the first layer
+      // reads the float32 images, the second the bfloat16 output of the layers before it.
+      struct Form {
+        Conv2dForm form;
+        std::optional<DType> low;
+        bool runs;
+      };
+      const std::array<Form, 3> forms = {{{Conv2dForm::im2col, std::nullopt, true},
+                                          {Conv2dForm::implicit_gemm, std::nullopt, implicit},
+                                          {Conv2dForm::automatic, DType::bf16, bf16}}};
+      std::vector<std::function<void()>> calls;
+      std::vector<Tensor> inputs, gradients;
+      for (const Form& f : forms) {
+        if (!f.runs) continue;
+        const DType act = f.low.value_or(DType::f32);
         const Tensor x = Tensor::uniform({n, c.C, c.H, c.H}, -1, 1);
         // The first layer needs no input gradient; the second does.
         Tensor xin = c.C == 1 ? x : ops::cast(x, act);
         if (c.C != 1) xin.set_requires_grad(true);
         const Tensor g = ops::cast(Tensor::uniform({n, c.K, c.H, c.H}, -1, 1), act);
-        const ops::Conv2dOptions o{.padding = 1};
-        const AutocastGuard autocast{low};
-        const double fwd = bench::best_seconds(reps, [&] {
+        calls.emplace_back([=, form = f.form, low = f.low] {
+          kernels::cpu::pin_conv2d_form(form);
+          const AutocastGuard autocast{low};
           const NoGradGuard no_grad;
           (void)ops::conv2d(xin, w, b, o);
         });
-        const double both = bench::best_seconds(reps, [&] { ops::conv2d(xin, w, b, o).backward(g); });
-        row += fmt::format(" {:.3f} | {:.3f} | {:.0f} |", fwd * 1e3, both * 1e3, flop / both / 1e9);
+        calls.emplace_back([=, form = f.form, low = f.low] {
+          kernels::cpu::pin_conv2d_form(form);
+          const AutocastGuard autocast{low};
+          ops::conv2d(xin, w, b, o).backward(g);
+        });
+      }
+      const std::vector<double> seconds = bench::best_seconds_alternating(reps, calls);
+      kernels::cpu::pin_conv2d_form(Conv2dForm::automatic);
+      std::string row = fmt::format("| {} | {} |", c.name, n);
+      std::size_t at = 0;
+      for (const Form& f : forms) {
+        if (!f.runs) {
+          row += " - | - | - |";
+          continue;
+        }
+        row += fmt::format(" {:.3f} | {:.3f} | {:.0f} |", seconds[at] * 1e3, seconds[at + 1] * 1e3,
+                           flop / seconds[at + 1] / 1e9);
+        at += 2;
       }
       fmt::print("{}\n", row);
       shapes += fmt::format(" {}:{}:{}:{}", n, c.C, c.H, c.K);

@@ -22,6 +22,20 @@ inline double best_seconds(int reps, const std::function<void()>& f) {
   return best;
 }
 
+/// best_seconds of each of `fs`, their rounds interleaved (round 1 of each, then round 2 of each...),
+/// so that the machine's slow and fast moments fall on all of them alike.
+inline std::vector<double> best_seconds_alternating(int reps, const std::vector<std::function<void()>>& fs) {
+  for (const auto& f : fs) f();
+  std::vector<double> best(fs.size(), 1e9);
+  for (int round = 0; round < 5; ++round)
+    for (std::size_t i = 0; i < fs.size(); ++i) {
+      const auto t = std::chrono::steady_clock::now();
+      for (int r = 0; r < reps; ++r) fs[i]();
+      best[i] = std::min(best[i], std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count() / reps);
+    }
+  return best;
+}
+
 /// The median of `v` (0 when empty).
 inline double median(std::vector<double> v) {
   if (v.empty()) return 0.0;

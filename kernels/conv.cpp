@@ -66,9 +66,9 @@ void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const 
   return dispatch(
       Op::conv2d, y.device(), y.dtype(),
       [&] {
-        const Tensor workspace = cpu_scratch(cpu::conv2d_workspace_floats(g));
+        const Tensor workspace = cpu_scratch_bytes(cpu::conv2d_workspace_bytes(g).forward);
         return cpu::conv2d_forward(x.data<float>(), w.data<float>(), host_data_or_null(bias), y.data<float>(), g,
-                                   workspace.data<float>());
+                                   bytes_of(workspace));
       },
       [&](int index) {
         return cuda::conv2d_forward(index, ptr<float>(x), ptr<float>(w),
@@ -97,9 +97,9 @@ void conv2d_backward_data(const Tensor& dy, const Tensor& w, const Tensor& dx, c
   return dispatch(
       Op::conv2d, dx.device(), dx.dtype(),
       [&] {
-        const Tensor workspace = cpu_scratch(cpu::conv2d_workspace_floats(g));
+        const Tensor workspace = cpu_scratch_bytes(cpu::conv2d_workspace_bytes(g).backward_data);
         return cpu::conv2d_backward_data(dy.data<float>(), w.data<float>(), dx.data<float>(), g, accumulate,
-                                         workspace.data<float>());
+                                         bytes_of(workspace));
       },
       [&](int index) {
         return cuda::conv2d_backward_data(index, ptr<float>(dy), ptr<float>(w), ptr<float>(dx), g,
@@ -116,9 +116,8 @@ void conv2d_backward_filter(const Tensor& dy, const Tensor& x, const Tensor& dw,
         Op::conv2d, dw.device(), DType::bf16,
         [&] {
           const Tensor workspace = cpu_scratch_bytes(cpu::conv2d_bf16_workspace_bytes(g, x.dtype()).backward_filter);
-          const Tensor partials = cpu_scratch(cpu::conv2d_partial_floats(g));
           cpu::conv2d_backward_filter_bf16(bf16_data(dy), x.data_ptr(), x.dtype(), dw.data<float>(), g, accumulate,
-                                           bytes_of(workspace), partials.data<float>());
+                                           bytes_of(workspace));
         },
         no_cuda_bf16);
   }
@@ -128,10 +127,9 @@ void conv2d_backward_filter(const Tensor& dy, const Tensor& x, const Tensor& dw,
   return dispatch(
       Op::conv2d, dw.device(), dw.dtype(),
       [&] {
-        const Tensor workspace = cpu_scratch(cpu::conv2d_workspace_floats(g));
-        const Tensor partials = cpu_scratch(cpu::conv2d_partial_floats(g));
+        const Tensor workspace = cpu_scratch_bytes(cpu::conv2d_workspace_bytes(g).backward_filter);
         return cpu::conv2d_backward_filter(dy.data<float>(), x.data<float>(), dw.data<float>(), g, accumulate,
-                                           workspace.data<float>(), partials.data<float>());
+                                           bytes_of(workspace));
       },
       [&](int index) {
         return cuda::conv2d_backward_filter(index, ptr<float>(dy), ptr<float>(x), ptr<float>(dw), g,
@@ -162,17 +160,15 @@ void conv2d_backward_bias(const Tensor& dy, const Tensor& db, const Window2d& g,
 }
 
 ConvWorkspace conv2d_bf16_workspace_bytes(const Window2d& g, DType x_type) {
-  const cpu::Bf16ConvWorkspace w = cpu::conv2d_bf16_workspace_bytes(g, x_type);
-  const std::size_t partials = static_cast<std::size_t>(cpu::conv2d_partial_floats(g)) * sizeof(float);
-  return {.forward = w.forward + w.forward_packs, .backward = w.backward_filter + partials,
+  const cpu::ConvWorkspaceBytes w = cpu::conv2d_bf16_workspace_bytes(g, x_type);
+  return {.forward = w.forward + w.forward_packs, .backward = w.backward_filter,
           .backward_data = w.backward_data + w.backward_data_packs};
 }
 
 ConvWorkspace conv2d_workspace_bytes(Device device, const Window2d& g) {
   if (!device.is_cpu()) return {};
-  const std::size_t workspace = static_cast<std::size_t>(cpu::conv2d_workspace_floats(g)) * sizeof(float);
-  return {.forward = workspace,
-          .backward = workspace + static_cast<std::size_t>(cpu::conv2d_partial_floats(g)) * sizeof(float)};
+  const cpu::ConvWorkspaceBytes w = cpu::conv2d_workspace_bytes(g);
+  return {.forward = w.forward, .backward = w.backward_filter, .backward_data = w.backward_data};
 }
 
 }  // namespace accrue::kernels

@@ -26,8 +26,8 @@ void conv2d_backward_filter(const Tensor& dy, const Tensor& x, const Tensor& dw,
 void conv2d_backward_bias(const Tensor& dy, const Tensor& db, const Window2d& g, bool accumulate);
 
 /// Bytes of temporaries these kernels allocate on `device` for `g`, for memory plans: on the CPU the
-/// im2col matrices (forward, backward data) and the filter gradient's partial sums; on a GPU none
-/// counted (cuDNN's workspaces depend on the algorithm it picks).
+/// padded images, packed weights or im2col matrices of each pass and the filter gradient's per-thread
+/// sums; on a GPU none counted (cuDNN's workspaces depend on the algorithm it picks).
 struct ConvWorkspace {
   std::size_t forward = 0, backward = 0;
   /// Of backward, the input's gradient alone (0: counted in `backward`), which a first layer skips.

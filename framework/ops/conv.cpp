@@ -108,7 +108,7 @@ OpScratch conv2d_scratch(Device device, std::optional<DType> bf16_x, std::int64_
   const kernels::Window2d g = window(batch, sample, filters, kernel, o);
   if (!bf16_x) {
     const kernels::ConvWorkspace w = kernels::conv2d_workspace_bytes(device, g);
-    return {.forward = w.forward, .backward = w.backward};
+    return {.forward = w.forward, .backward = w.backward, .input_gradient = w.backward_data};
   }
   const kernels::ConvWorkspace w = kernels::conv2d_bf16_workspace_bytes(g, *bf16_x);
   // The weight packed as A for forward (filters x patch) and, transposed, for the input's gradient.

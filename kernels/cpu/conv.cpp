@@ -1,8 +1,17 @@
-// Convolution on the CPU: im2col and GEMM. Each pool thread takes whole samples, so every GEMM is
-// single-threaded and its im2col matrix (one sample, one group) stays in that core's cache; the
-// weight gradient is summed in one buffer per thread and added up at the end.
-
+// Convolution on the CPU. Each pool thread takes whole samples, so every product is single-threaded
+// and one sample's operands stay in that core's cache; the weight gradient is summed in one buffer
+// per thread and added up at the end. Three forms:
+// - float32 on AVX-512: an implicit GEMM over the zero-padded image (the im2col matrix is never
+//   written), against the weight packed once per call;
+// - float32 elsewhere: im2col and OpenBLAS's sgemm;
+// - bfloat16 (autocast): im2col written straight into the bfloat16 kernels' pair layout.
+// With stride 1 and dilation 1 the input's gradient runs as a convolution (of dy, with the weight
+// flipped) in the AVX-512 forms, and as a product and a col2im scatter otherwise.
 #include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <utility>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -14,11 +23,24 @@
 
 #include "accrue/kernels/cpu/conv.hpp"
 
+#include "accrue/framework/error.hpp"
+
 #include "accrue/kernels/common/half.hpp"
 #include "accrue/kernels/cpu/bf16_gemm.hpp"
 #include "accrue/kernels/cpu/openblas.hpp"
 #include "accrue/kernels/cpu/parallel.hpp"
 #include "accrue/kernels/cpu/gemm.hpp"
+
+#if defined(__x86_64__)
+// GCC 12's AVX-512 headers build vectors from _mm512_undefined_ps(), which -Wuninitialized
+// reports once inlined (a false positive, fixed in GCC 13).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+// The AVX-512 kernels and the packing beside them are compiled for it and chosen at run time.
+#define ACCRUE_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+#endif
 
 namespace accrue::kernels::cpu {
 namespace {
@@ -59,16 +81,134 @@ int tasks_for(std::int64_t samples) { return static_cast<int>(std::min<std::int6
 // Sample ranges of the tasks.
 std::int64_t sample_begin(std::int64_t N, int tasks, int t) { return N * t / tasks; }
 
-}  // namespace
-
-namespace {
-
 // v as U: float32 rounded to bfloat16 bits, bfloat16 bits widened, or as it is.
 template <class U, class T>
 U as(T v) {
   if constexpr (std::is_same_v<T, U>) return v;
   else if constexpr (std::is_same_v<U, std::uint16_t>) return common::bf16_bits_from_float(v);
   else return common::float_from_bf16_bits(v);
+}
+
+// Per pool task: a workspace of `bytes`, carved into 64-byte aligned pieces.
+class Carve {
+ public:
+  explicit Carve(std::byte* at) : at_(at) {}
+  template <class T>
+  T* take(std::int64_t count) {
+    T* p = reinterpret_cast<T*>(at_);
+    at_ += aligned(static_cast<std::size_t>(count) * sizeof(T));
+    return p;
+  }
+  static std::size_t aligned(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
+  template <class T>
+  static std::size_t bytes(std::int64_t count) { return aligned(static_cast<std::size_t>(count) * sizeof(T)); }
+
+ private:
+  std::byte* at_;
+};
+
+// One sample's group of x with its zero padding written out, (Cg, H + 2 pad_h, W + 2 pad_w), in
+// float32 or as bfloat16 bits: every tap of every output position then reads inside it, without
+// bounds to check.
+struct PaddedGroup {
+  std::int64_t Hp, Wp;
+  explicit PaddedGroup(const Window2d& g) : Hp(g.H + 2 * g.pad_h), Wp(g.W + 2 * g.pad_w) {}
+  std::int64_t values(const Window2d& g) const { return g.channels_per_group() * Hp * Wp; }
+  // Offset of tap k = (c, r, s) of output position (0, 0).
+  std::int64_t tap(const Window2d& g, std::int64_t k) const {
+    const std::int64_t c = k / (g.R * g.S), r = k / g.S % g.R, s = k % g.S;
+    return (c * Hp + r * g.dilation_h) * Wp + s * g.dilation_w;
+  }
+  // Offset of output position m = (p, q) from its taps' (0, 0).
+  std::int64_t position(const Window2d& g, std::int64_t m) const {
+    return m / g.Q() * g.stride_h * Wp + m % g.Q() * g.stride_w;
+  }
+  // Fills `out` (values()) from group `grp` of sample n, converting once here rather than once for
+  // every tap that reads a value.
+  template <class T>
+  void fill(const void* x, DType x_type, const Window2d& g, std::int64_t n, std::int64_t grp, T* out) const {
+    const std::int64_t first = (n * g.C + grp * g.channels_per_group()) * g.H * g.W;
+    std::fill(out, out + values(g), T{0});
+    for (std::int64_t c = 0; c < g.channels_per_group(); ++c)
+      for (std::int64_t h = 0; h < g.H; ++h) {
+        T* row = out + (c * Hp + h + g.pad_h) * Wp + g.pad_w;
+        const std::int64_t at = first + (c * g.H + h) * g.W;
+        if (x_type == DType::bf16) copy_row(static_cast<const std::uint16_t*>(x) + at, row, g.W);
+        else copy_row(static_cast<const float*>(x) + at, row, g.W);
+      }
+  }
+
+ private:
+  template <class S, class T>
+  static void copy_row(const S* from, T* to, std::int64_t n) {
+    if constexpr (std::is_same_v<S, T>) std::memcpy(to, from, static_cast<std::size_t>(n) * sizeof(T));
+    else for (std::int64_t i = 0; i < n; ++i) to[i] = as<T>(from[i]);
+  }
+};
+
+// With stride 1 and dilation 1 the input's gradient is itself a convolution: of dy, padded by
+// R - 1 - pad_h and S - 1 - pad_w, with the weight flipped in space and its filters and channels
+// swapped. It then runs as forward does, into dx, without an im2col matrix to scatter back.
+bool input_gradient_is_a_convolution(const Window2d& g) {
+  return g.stride_h == 1 && g.stride_w == 1 && g.dilation_h == 1 && g.dilation_w == 1 && g.pad_h < g.R && g.pad_w < g.S;
+}
+
+Window2d input_gradient_window(const Window2d& g) {
+  return {.N = g.N, .C = g.K, .H = g.P(), .W = g.Q(), .R = g.R, .S = g.S, .pad_h = g.R - 1 - g.pad_h,
+          .pad_w = g.S - 1 - g.pad_w, .K = g.C, .groups = g.groups};
+}
+
+// out (C, K / groups, R, S) = w (K, C / groups, R, S) with each group's filters and channels
+// swapped and every kernel turned by 180 degrees.
+void flip_weight(const float* w, const Window2d& g, float* out) {
+  const std::int64_t Cg = g.channels_per_group(), Kg = g.filters_per_group(), R = g.R, S = g.S;
+  for (std::int64_t grp = 0; grp < g.groups; ++grp)
+    for (std::int64_t k = 0; k < Kg; ++k)
+      for (std::int64_t c = 0; c < Cg; ++c)
+        for (std::int64_t r = 0; r < R; ++r)
+          for (std::int64_t s = 0; s < S; ++s)
+            out[(((grp * Cg + c) * Kg + k) * R + (R - 1 - r)) * S + (S - 1 - s)] =
+                w[(((grp * Kg + k) * Cg + c) * R + r) * S + s];
+}
+
+std::size_t flipped_weight_bytes(const Window2d& g) { return Carve::bytes<float>(g.K * g.patch_size()); }
+
+// Per-thread sums of the weight's gradient beyond the first thread's, which sums into dw itself.
+std::size_t partials_bytes(const Window2d& g) {
+  return Carve::bytes<float>(std::max(0, tasks_for(g.N) - 1) * g.K * g.patch_size());
+}
+
+void add_partials(const float* partials, float* dw, const Window2d& g) {
+  const std::int64_t wsize = g.K * g.patch_size();
+  for (int t = 1; t < tasks_for(g.N); ++t) {
+    const float* part = partials + (t - 1) * wsize;
+    for (std::int64_t i = 0; i < wsize; ++i) dw[i] += part[i];
+  }
+}
+
+// db[k] (+)= the sum of dy over samples and positions of filter k: each sample's positions in 16
+// float32 lanes (a loop that vectorises), the samples in double; filters split across the pool.
+template <class T>
+void backward_bias(const T* dy, float* db, const Window2d& g, bool accumulate) {
+  const std::int64_t PQ = g.P() * g.Q();
+  parallel_for(g.K, std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(1, g.N * PQ)),
+               [&](std::int64_t begin, std::int64_t end) {
+                 for (std::int64_t k = begin; k < end; ++k) {
+                   double s = 0.0;
+                   for (std::int64_t n = 0; n < g.N; ++n) {
+                     const T* p = dy + (n * g.K + k) * PQ;
+                     float lanes[16] = {};
+                     std::int64_t i = 0;
+                     for (; i + 16 <= PQ; i += 16)
+                       for (int l = 0; l < 16; ++l) lanes[l] += as<float>(p[i + l]);
+                     for (; i < PQ; ++i) lanes[0] += as<float>(p[i]);
+                     float part = 0.0f;
+                     for (const float v : lanes) part += v;
+                     s += part;
+                   }
+                   db[k] = accumulate ? db[k] + static_cast<float>(s) : static_cast<float>(s);
+                 }
+               });
 }
 
 // Row k of the im2col matrix of one sample and group x: tap k = (c, r, s) of every output
@@ -124,20 +264,24 @@ void col2im_add(const float* col, const Window2d& g, float* dx) {
   }
 }
 
-std::int64_t conv2d_workspace_floats(const Window2d& g) {
-  return g.is_pointwise() ? 0 : tasks_for(g.N) * g.patch_size() * g.P() * g.Q();
+namespace {
+
+// ---- float32 elsewhere: im2col and OpenBLAS -----------------------------------------------------
+// Also the pointwise (1x1) convolutions, whose input already is their im2col matrix, and the input
+// gradient of strided or dilated ones.
+
+// One sample's im2col matrix per task (none for a pointwise convolution).
+std::size_t col_bytes(const Window2d& g) {
+  return g.is_pointwise() ? 0 : Carve::bytes<float>(g.patch_size() * g.P() * g.Q());
 }
 
-std::int64_t conv2d_partial_floats(const Window2d& g) {
-  return std::max(0, tasks_for(g.N) - 1) * g.K * g.patch_size();
-}
-
-void conv2d_forward(const float* x, const float* w, const float* bias, float* y, const Window2d& g, float* workspace) {
+void im2col_forward(const float* x, const float* w, const float* bias, float* y, const Window2d& g,
+                    std::byte* workspace) {
   const std::int64_t PQ = g.P() * g.Q(), Cg = g.channels_per_group(), Kg = g.filters_per_group(),
                      patch = g.patch_size();
   const int tasks = tasks_for(g.N);
   parallel_tasks(tasks, [&](int t) {
-    float* col = workspace + t * patch * PQ;
+    auto* col = reinterpret_cast<float*>(workspace + t * col_bytes(g));
     for (std::int64_t n = sample_begin(g.N, tasks, t); n < sample_begin(g.N, tasks, t + 1); ++n) {
       for (std::int64_t grp = 0; grp < g.groups; ++grp) {
         const float* xg = x + (n * g.C + grp * Cg) * g.H * g.W;
@@ -156,13 +300,13 @@ void conv2d_forward(const float* x, const float* w, const float* bias, float* y,
   });
 }
 
-void conv2d_backward_data(const float* dy, const float* w, float* dx, const Window2d& g, bool accumulate,
-                          float* workspace) {
+void im2col_backward_data(const float* dy, const float* w, float* dx, const Window2d& g, bool accumulate,
+                          std::byte* workspace) {
   const std::int64_t PQ = g.P() * g.Q(), Cg = g.channels_per_group(), Kg = g.filters_per_group(),
                      patch = g.patch_size(), HW = g.H * g.W;
   const int tasks = tasks_for(g.N);
   parallel_tasks(tasks, [&](int t) {
-    float* col = workspace + t * patch * PQ;
+    auto* col = reinterpret_cast<float*>(workspace + t * col_bytes(g));
     for (std::int64_t n = sample_begin(g.N, tasks, t); n < sample_begin(g.N, tasks, t + 1); ++n) {
       for (std::int64_t grp = 0; grp < g.groups; ++grp) {
         const float* dyg = dy + (n * g.K + grp * Kg) * PQ;
@@ -180,8 +324,8 @@ void conv2d_backward_data(const float* dy, const float* w, float* dx, const Wind
   });
 }
 
-void conv2d_backward_filter(const float* dy, const float* x, float* dw, const Window2d& g, bool accumulate,
-                            float* workspace, float* partials) {
+void im2col_backward_filter(const float* dy, const float* x, float* dw, const Window2d& g, bool accumulate,
+                            std::byte* workspace) {
   const std::int64_t PQ = g.P() * g.Q(), Cg = g.channels_per_group(), Kg = g.filters_per_group(),
                      patch = g.patch_size(), wsize = g.K * patch;
   const int tasks = tasks_for(g.N);
@@ -189,8 +333,9 @@ void conv2d_backward_filter(const float* dy, const float* x, float* dw, const Wi
     if (!accumulate) std::fill(dw, dw + wsize, 0.0f);
     return;
   }
+  auto* partials = reinterpret_cast<float*>(workspace + tasks * col_bytes(g));
   parallel_tasks(tasks, [&](int t) {
-    float* col = workspace + t * patch * PQ;
+    auto* col = reinterpret_cast<float*>(workspace + t * col_bytes(g));
     // Task 0 sums into dw itself (adding to what it holds when accumulating), the others into their own buffer.
     float* out = t == 0 ? dw : partials + (t - 1) * wsize;
     bool first = t != 0 || !accumulate;
@@ -209,40 +354,325 @@ void conv2d_backward_filter(const float* dy, const float* x, float* dw, const Wi
       first = false;
     }
   });
-  for (int t = 1; t < tasks; ++t) {
-    const float* part = partials + (t - 1) * wsize;
-    for (std::int64_t i = 0; i < wsize; ++i) dw[i] += part[i];
+  add_partials(partials, dw, g);
+}
+
+// ---- float32 on AVX-512: an implicit GEMM over the padded image ----------------------------------
+// im2col writes patch-size values for every output position of every sample, which OpenBLAS then
+// packs again (and it packs the weight again for every sample). Here entry (position m, tap k) of
+// the im2col matrix is read where it lies, xp[position(m) + tap(k)] of the zero-padded image, and
+// broadcast against vectors of 16 filters: of the weight, packed once per call, in forward; of the
+// output gradient, transposed once per sample, for the weight's gradient. Products accumulate
+// along taps (forward) or positions (weight gradient) in registers, with no horizontal sums.
+
+// Packed weight and transposed operands hold filters in rows of a multiple of 16 floats.
+std::int64_t lanes16(std::int64_t n) { return (n + 15) / 16 * 16; }
+
+#if defined(__x86_64__)
+
+// C (MR rows x 16 NV) (+)= sum over l < L of A(i, l) B(l), A(i, l) = xp[row_off[i] + col_off[l]]
+// broadcast, B(l) the NV vectors at b + l ldb. MR x NV accumulators stay in registers for all L.
+template <int MR, int NV>
+ACCRUE_TARGET_AVX512 void gathered_tile(const float* xp, const std::int32_t* row_off, const std::int32_t* col_off,
+                                        std::int64_t L, const float* b, std::int64_t ldb, float* c, std::int64_t ldc,
+                                        bool accumulate) {
+  const float* a[MR];
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) a[r] = xp + row_off[r];
+  __m512 acc[MR][NV];
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[r][v] = accumulate ? _mm512_loadu_ps(c + r * ldc + 16 * v) : _mm512_setzero_ps();
+  for (std::int64_t l = 0; l < L; ++l) {
+    __m512 bv[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(b + l * ldb + 16 * v);
+    const std::int64_t o = col_off[l];
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      const __m512 ar = _mm512_set1_ps(a[r][o]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(ar, bv[v], acc[r][v]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(c + r * ldc + 16 * v, acc[r][v]);
+}
+
+using GatheredTile = void (*)(const float*, const std::int32_t*, const std::int32_t*, std::int64_t, const float*,
+                              std::int64_t, float*, std::int64_t, bool);
+
+// Rows per tile: 24 accumulators for four vectors, 16 to 24 for fewer (more would spill the row
+// pointers, and a 512-bit FMA's latency needs only four independent chains).
+constexpr int tile_rows(int nv) { return nv == 4 ? 6 : 8; }
+
+// [nv - 1][m - 1]: the tile of m rows and nv vectors (rows beyond tile_rows(nv) never asked for).
+template <int NV, int... M>
+constexpr std::array<GatheredTile, 8> tiles_of(std::integer_sequence<int, M...>) {
+  return {&gathered_tile<std::min(M + 1, tile_rows(NV)), NV>...};
+}
+constexpr std::array<std::array<GatheredTile, 8>, 4> gathered_tiles = {
+    tiles_of<1>(std::make_integer_sequence<int, 8>{}), tiles_of<2>(std::make_integer_sequence<int, 8>{}),
+    tiles_of<3>(std::make_integer_sequence<int, 8>{}), tiles_of<4>(std::make_integer_sequence<int, 8>{})};
+
+// C (rows x n) (+)= A (rows x L) B (L x n) with A as gathered_tile's, n a multiple of 16, and B
+// and C rows n floats apart. Panels of 64 columns, so that a panel of B stays in L2 while every
+// row tile reads it.
+void gathered_gemm(const float* xp, const std::int32_t* row_off, std::int64_t rows, const std::int32_t* col_off,
+                   std::int64_t L, const float* b, std::int64_t n, float* c, bool accumulate) {
+  for (std::int64_t j = 0; j < n; j += 64) {
+    const int nv = static_cast<int>(std::min<std::int64_t>(4, (n - j) / 16));
+    // Rows split evenly over the fewest tiles: 9 taps as 5 + 4, not 8 + 1 (a tile of one row
+    // loads as much of B as it multiplies).
+    const std::int64_t tiles = (rows + tile_rows(nv) - 1) / tile_rows(nv);
+    for (std::int64_t t = 0; t < tiles; ++t) {
+      const std::int64_t i = rows * t / tiles;
+      const auto m = static_cast<std::size_t>(rows * (t + 1) / tiles - i);
+      gathered_tiles[nv - 1][m - 1](xp, row_off + i, col_off, L, b + j, n, c + i * n + j, n, accumulate);
+    }
   }
 }
 
-namespace {
+bool implicit_gemm_runs() {
+  static const bool avx512 = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") != 0;
+  }();
+  return avx512;
+}
+#else
+void gathered_gemm(const float*, const std::int32_t*, std::int64_t, const std::int32_t*, std::int64_t, const float*,
+                   std::int64_t, float*, bool) {}
+bool implicit_gemm_runs() { return false; }
+#endif
 
-// db[k] (+)= the sum of dy over samples and positions of filter k: each sample's positions in 16
-// float32 lanes (a loop that vectorises), the samples in double; filters split across the pool.
-template <class T>
-void backward_bias(const T* dy, float* db, const Window2d& g, bool accumulate) {
-  const std::int64_t PQ = g.P() * g.Q();
-  parallel_for(g.K, std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(1, g.N * PQ)),
-               [&](std::int64_t begin, std::int64_t end) {
-                 for (std::int64_t k = begin; k < end; ++k) {
-                   double s = 0.0;
-                   for (std::int64_t n = 0; n < g.N; ++n) {
-                     const T* p = dy + (n * g.K + k) * PQ;
-                     float lanes[16] = {};
-                     std::int64_t i = 0;
-                     for (; i + 16 <= PQ; i += 16)
-                       for (int l = 0; l < 16; ++l) lanes[l] += as<float>(p[i + l]);
-                     for (; i < PQ; ++i) lanes[0] += as<float>(p[i]);
-                     float part = 0.0f;
-                     for (const float v : lanes) part += v;
-                     s += part;
-                   }
-                   db[k] = accumulate ? db[k] + static_cast<float>(s) : static_cast<float>(s);
-                 }
-               });
+#if defined(__x86_64__)
+ACCRUE_TARGET_AVX512 inline __mmask16 first_lanes(std::int64_t n) {
+  return n >= 16 ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << n) - 1u);
+}
+
+// r[j] = column j of the 16 x 16 block whose row i is r[i]: pairs, then quads within 128-bit lanes,
+// then the lanes themselves.
+ACCRUE_TARGET_AVX512 inline void transpose16(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+    r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+    r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; ++i) {
+    t[i] = _mm512_shuffle_f32x4(r[i], r[4 + i], 0x88);
+    t[4 + i] = _mm512_shuffle_f32x4(r[i], r[4 + i], 0xDD);
+    t[8 + i] = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0x88);
+    t[12 + i] = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0xDD);
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0x88);
+    r[8 + i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0xDD);
+    r[4 + i] = _mm512_shuffle_f32x4(t[4 + i], t[12 + i], 0x88);
+    r[12 + i] = _mm512_shuffle_f32x4(t[4 + i], t[12 + i], 0xDD);
+  }
+}
+
+// dst[j ld_dst + i] = src[i ld_src + j] (+ bias[j]) (+ dst's value when accumulating), for
+// i < rows, j < cols: 16 x 16 blocks transposed in registers, edges under masks.
+ACCRUE_TARGET_AVX512 void transpose(const float* src, std::int64_t ld_src, std::int64_t rows, std::int64_t cols,
+                                    float* dst, std::int64_t ld_dst, const float* bias, bool accumulate) {
+  for (std::int64_t i0 = 0; i0 < rows; i0 += 16) {
+    const std::int64_t mi = std::min<std::int64_t>(16, rows - i0);
+    const __mmask16 out_mask = first_lanes(mi);
+    for (std::int64_t j0 = 0; j0 < cols; j0 += 16) {
+      const std::int64_t mj = std::min<std::int64_t>(16, cols - j0);
+      const __mmask16 in_mask = first_lanes(mj);
+      __m512 r[16];
+      for (std::int64_t a = 0; a < 16; ++a)
+        r[a] = a < mi ? _mm512_maskz_loadu_ps(in_mask, src + (i0 + a) * ld_src + j0) : _mm512_setzero_ps();
+      transpose16(r);
+      for (std::int64_t b = 0; b < mj; ++b) {
+        float* d = dst + (j0 + b) * ld_dst + i0;
+        __m512 v = r[b];
+        if (bias != nullptr) v = _mm512_add_ps(v, _mm512_set1_ps(bias[j0 + b]));
+        if (accumulate) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(out_mask, d));
+        _mm512_mask_storeu_ps(d, out_mask, v);
+      }
+    }
+  }
+}
+#else
+void transpose(const float* src, std::int64_t ld_src, std::int64_t rows, std::int64_t cols, float* dst,
+               std::int64_t ld_dst, const float* bias, bool accumulate) {
+  for (std::int64_t j = 0; j < cols; ++j)
+    for (std::int64_t i = 0; i < rows; ++i)
+      dst[j * ld_dst + i] = (accumulate ? dst[j * ld_dst + i] : 0.0f) + src[i * ld_src + j] + (bias ? bias[j] : 0.0f);
+}
+#endif
+
+// The weight of each group transposed, (patch x Kg) in rows of lanes16(Kg) floats, zeros beside.
+std::size_t packed_weight_bytes(const Window2d& g) {
+  return Carve::bytes<float>(g.groups * g.patch_size() * lanes16(g.filters_per_group()));
+}
+void pack_weight(const float* w, const Window2d& g, float* out) {
+  const std::int64_t Kg = g.filters_per_group(), Kp = lanes16(Kg), patch = g.patch_size();
+  std::fill(out, out + g.groups * patch * Kp, 0.0f);
+  for (std::int64_t grp = 0; grp < g.groups; ++grp)
+    transpose(w + grp * Kg * patch, patch, Kg, patch, out + grp * patch * Kp, Kp, nullptr, false);
+}
+
+// Offsets of every output position and every tap into a padded group.
+void fill_offsets(const PaddedGroup& pad, const Window2d& g, std::int32_t* positions, std::int32_t* taps) {
+  for (std::int64_t m = 0; m < g.P() * g.Q(); ++m) positions[m] = static_cast<std::int32_t>(pad.position(g, m));
+  for (std::int64_t k = 0; k < g.patch_size(); ++k) taps[k] = static_cast<std::int32_t>(pad.tap(g, k));
+}
+
+std::size_t offsets_bytes(const Window2d& g) {
+  return Carve::bytes<std::int32_t>(g.P() * g.Q()) + Carve::bytes<std::int32_t>(g.patch_size());
+}
+
+std::size_t implicit_forward_task_bytes(const Window2d& g) {
+  return Carve::bytes<float>(PaddedGroup{g}.values(g)) +
+         Carve::bytes<float>(g.P() * g.Q() * lanes16(g.filters_per_group())) + offsets_bytes(g);
+}
+
+// y (+)= conv(x, the packed weight) + bias: each sample's group as y^T (positions x filters),
+// transposed into y.
+void implicit_forward(const float* x, const float* packed, const float* bias, float* y, bool accumulate,
+                      const Window2d& g, std::byte* workspace) {
+  const std::int64_t PQ = g.P() * g.Q(), Kg = g.filters_per_group(), Kp = lanes16(Kg), patch = g.patch_size();
+  const int tasks = tasks_for(g.N);
+  parallel_tasks(tasks, [&](int t) {
+    Carve carve{workspace + t * implicit_forward_task_bytes(g)};
+    const PaddedGroup pad{g};
+    float* xp = carve.take<float>(pad.values(g));
+    float* yt = carve.take<float>(PQ * Kp);
+    std::int32_t* positions = carve.take<std::int32_t>(PQ);
+    std::int32_t* taps = carve.take<std::int32_t>(patch);
+    fill_offsets(pad, g, positions, taps);
+    for (std::int64_t n = sample_begin(g.N, tasks, t); n < sample_begin(g.N, tasks, t + 1); ++n)
+      for (std::int64_t grp = 0; grp < g.groups; ++grp) {
+        pad.fill(x, DType::f32, g, n, grp, xp);
+        gathered_gemm(xp, positions, PQ, taps, patch, packed + grp * patch * Kp, Kp, yt, false);
+        transpose(yt, Kp, PQ, Kg, y + (n * g.K + grp * Kg) * PQ, PQ, bias != nullptr ? bias + grp * Kg : nullptr,
+                  accumulate);
+      }
+  });
+}
+
+std::size_t implicit_filter_task_bytes(const Window2d& g) {
+  const std::int64_t Kp = lanes16(g.filters_per_group());
+  return Carve::bytes<float>(PaddedGroup{g}.values(g)) + Carve::bytes<float>(g.P() * g.Q() * Kp) +
+         offsets_bytes(g) + Carve::bytes<float>(g.groups * g.patch_size() * Kp);
+}
+
+// dw (+)= the weight's gradient: each thread sums dW^T (taps x filters) over its samples, the
+// products reading the padded input in place against dy transposed (positions x filters).
+void implicit_backward_filter(const float* dy, const float* x, float* dw, const Window2d& g, bool accumulate,
+                              std::byte* workspace) {
+  const std::int64_t PQ = g.P() * g.Q(), Kg = g.filters_per_group(), Kp = lanes16(Kg), patch = g.patch_size();
+  const int tasks = tasks_for(g.N);
+  std::vector<float*> sums(static_cast<std::size_t>(tasks));
+  parallel_tasks(tasks, [&](int t) {
+    Carve carve{workspace + t * implicit_filter_task_bytes(g)};
+    const PaddedGroup pad{g};
+    float* xp = carve.take<float>(pad.values(g));
+    float* dyt = carve.take<float>(PQ * Kp);
+    std::int32_t* positions = carve.take<std::int32_t>(PQ);
+    std::int32_t* taps = carve.take<std::int32_t>(patch);
+    float* sum = sums[static_cast<std::size_t>(t)] = carve.take<float>(g.groups * patch * Kp);
+    fill_offsets(pad, g, positions, taps);
+    std::fill(dyt, dyt + PQ * Kp, 0.0f);  // the columns beyond Kg stay zero
+    for (std::int64_t n = sample_begin(g.N, tasks, t); n < sample_begin(g.N, tasks, t + 1); ++n)
+      for (std::int64_t grp = 0; grp < g.groups; ++grp) {
+        pad.fill(x, DType::f32, g, n, grp, xp);
+        transpose(dy + (n * g.K + grp * Kg) * PQ, PQ, Kg, PQ, dyt, Kp, nullptr, false);
+        gathered_gemm(xp, taps, patch, positions, PQ, dyt, Kp, sum + grp * patch * Kp,
+                      n != sample_begin(g.N, tasks, t));
+      }
+  });
+  for (std::int64_t grp = 0; grp < g.groups; ++grp)
+    for (std::int64_t k = 0; k < Kg; ++k) {
+      float* out = dw + (grp * Kg + k) * patch;
+      for (std::int64_t i = 0; i < patch; ++i) {
+        float s = 0.0f;
+        for (const float* sum : sums) s += sum[(grp * patch + i) * Kp + k];
+        out[i] = accumulate ? out[i] + s : s;
+      }
+    }
 }
 
 }  // namespace
+
+namespace {
+
+std::atomic<Conv2dForm> pinned_form{Conv2dForm::automatic};
+
+// Whether the implicit GEMM runs a pass whose output has `channels` per group, which fill that many
+// lanes of its vectors of 16. Pointwise convolutions need no im2col, so they stay a plain sgemm.
+bool runs_implicit(const Window2d& g, std::int64_t channels) {
+  switch (pinned_form.load()) {
+    case Conv2dForm::im2col: return false;
+    case Conv2dForm::implicit_gemm: return true;
+    case Conv2dForm::automatic: break;
+  }
+  return implicit_gemm_runs() && !g.is_pointwise() && channels >= 16;
+}
+bool forward_runs_implicit(const Window2d& g) { return runs_implicit(g, g.filters_per_group()); }
+bool input_gradient_runs_implicit(const Window2d& g) {
+  return input_gradient_is_a_convolution(g) && runs_implicit(g, g.channels_per_group());
+}
+
+}  // namespace
+
+bool implicit_gemm_available() { return implicit_gemm_runs(); }
+
+void pin_conv2d_form(Conv2dForm form) {
+  if (form == Conv2dForm::implicit_gemm && !implicit_gemm_runs())
+    throw DeviceError("pin_conv2d_form: the implicit GEMM convolution needs AVX-512, which this processor lacks");
+  pinned_form = form;
+}
+
+ConvWorkspaceBytes conv2d_workspace_bytes(const Window2d& g) {
+  const auto all = [&](std::size_t per_task) { return static_cast<std::size_t>(tasks_for(g.N)) * per_task; };
+  const std::size_t im2col = all(col_bytes(g));
+  const Window2d t = input_gradient_window(g);
+  return {.forward = forward_runs_implicit(g) ? packed_weight_bytes(g) + all(implicit_forward_task_bytes(g)) : im2col,
+          .backward_data = input_gradient_runs_implicit(g)
+                               ? flipped_weight_bytes(g) + packed_weight_bytes(t) + all(implicit_forward_task_bytes(t))
+                               : im2col,
+          .backward_filter = forward_runs_implicit(g) ? all(implicit_filter_task_bytes(g)) : im2col + partials_bytes(g)};
+}
+
+void conv2d_forward(const float* x, const float* w, const float* bias, float* y, const Window2d& g,
+                    std::byte* workspace) {
+  if (!forward_runs_implicit(g)) return im2col_forward(x, w, bias, y, g, workspace);
+  auto* packed = reinterpret_cast<float*>(workspace);
+  pack_weight(w, g, packed);
+  implicit_forward(x, packed, bias, y, false, g, workspace + packed_weight_bytes(g));
+}
+
+void conv2d_backward_data(const float* dy, const float* w, float* dx, const Window2d& g, bool accumulate,
+                          std::byte* workspace) {
+  if (!input_gradient_runs_implicit(g)) return im2col_backward_data(dy, w, dx, g, accumulate, workspace);
+  const Window2d t = input_gradient_window(g);
+  auto* flipped = reinterpret_cast<float*>(workspace);
+  flip_weight(w, g, flipped);
+  auto* packed = reinterpret_cast<float*>(workspace + flipped_weight_bytes(g));
+  pack_weight(flipped, t, packed);
+  implicit_forward(dy, packed, nullptr, dx, accumulate, t, workspace + flipped_weight_bytes(g) + packed_weight_bytes(t));
+}
+
+void conv2d_backward_filter(const float* dy, const float* x, float* dw, const Window2d& g, bool accumulate,
+                            std::byte* workspace) {
+  if (!forward_runs_implicit(g)) return im2col_backward_filter(dy, x, dw, g, accumulate, workspace);
+  implicit_backward_filter(dy, x, dw, g, accumulate, workspace);
+}
 
 void conv2d_backward_bias(const float* dy, float* db, const Window2d& g, bool accumulate) {
   backward_bias(dy, db, g, accumulate);
@@ -255,28 +685,10 @@ void conv2d_backward_bias(const float* dy, float* db, const Window2d& g, bool ac
 
 namespace {
 
-// Per pool task: a workspace of `bytes`, carved into 64-byte aligned pieces.
-class Carve {
- public:
-  explicit Carve(std::byte* at) : at_(at) {}
-  template <class T>
-  T* take(std::int64_t count) {
-    T* p = reinterpret_cast<T*>(at_);
-    at_ += aligned(static_cast<std::size_t>(count) * sizeof(T));
-    return p;
-  }
-  static std::size_t aligned(std::size_t bytes) { return (bytes + 63) / 64 * 64; }
-
- private:
-  std::byte* at_;
-};
-
-
 // The bfloat16 kernels need AVX-512 (AVX-512 BF16 or AMX), so their packing may use it too: rows of
 // a small image (14, 28 values) are shorter than the vector loops compilers make, which then run
 // scalar; masked loads and stores take a whole row in one or two steps.
 #if defined(__x86_64__)
-#define ACCRUE_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
 
 // out[q] = Bf16B::pair(a[q], b[q]) for q < n.
 ACCRUE_TARGET_AVX512 void interleave(const std::uint16_t* a, const std::uint16_t* b, std::uint32_t* out, std::int64_t n) {
@@ -310,36 +722,6 @@ void gather_words(const std::uint16_t* a, const std::int32_t* taps, std::uint32_
   for (std::int64_t n = 0; n < count; ++n) std::memcpy(out + n, a + taps[n], 4);
 }
 #endif
-
-// One sample's group of x as bfloat16 with its zero padding written out, (Cg, H + 2 pad_h,
-// W + 2 pad_w): every tap of every output position then reads inside it, without bounds to check.
-struct PaddedGroup {
-  std::int64_t Hp, Wp;
-  explicit PaddedGroup(const Window2d& g) : Hp(g.H + 2 * g.pad_h), Wp(g.W + 2 * g.pad_w) {}
-  std::int64_t values(const Window2d& g) const { return g.channels_per_group() * Hp * Wp; }
-  // Offset of tap k = (c, r, s) of output position (0, 0).
-  std::int64_t tap(const Window2d& g, std::int64_t k) const {
-    const std::int64_t c = k / (g.R * g.S), r = k / g.S % g.R, s = k % g.S;
-    return (c * Hp + r * g.dilation_h) * Wp + s * g.dilation_w;
-  }
-  // Offset of output position m = (p, q) from its taps' (0, 0).
-  std::int64_t position(const Window2d& g, std::int64_t m) const {
-    return m / g.Q() * g.stride_h * Wp + m % g.Q() * g.stride_w;
-  }
-  // Fills `out` (values()) from group `grp` of sample n, rounding float32 to bfloat16 once here
-  // rather than once for every tap that reads a value.
-  void fill(const void* x, DType x_type, const Window2d& g, std::int64_t n, std::int64_t grp, std::uint16_t* out) const {
-    const std::int64_t first = (n * g.C + grp * g.channels_per_group()) * g.H * g.W;
-    std::fill(out, out + values(g), std::uint16_t{0});
-    for (std::int64_t c = 0; c < g.channels_per_group(); ++c)
-      for (std::int64_t h = 0; h < g.H; ++h) {
-        std::uint16_t* row = out + (c * Hp + h + g.pad_h) * Wp + g.pad_w;
-        const std::int64_t at = first + (c * g.H + h) * g.W;
-        if (x_type == DType::bf16) std::memcpy(row, static_cast<const std::uint16_t*>(x) + at, static_cast<std::size_t>(g.W) * 2);
-        else for (std::int64_t w = 0; w < g.W; ++w) row[w] = common::bf16_bits_from_float(static_cast<const float*>(x)[at + w]);
-      }
-  }
-};
 
 // The im2col matrix (patch x P Q) of a padded group as B of a product (K = patch, N = P Q): pair
 // row j holds taps 2j and 2j + 1 of every position, one output row at a time.
@@ -393,12 +775,8 @@ void im2col_transposed_as_b(const std::uint16_t* xp, const PaddedGroup& pad, con
   }
 }
 
-bool input_gradient_is_a_convolution(const Window2d& g);
-Window2d input_gradient_window(const Window2d& g);
-std::size_t flipped_weight_bytes(const Window2d& g);
-
 // Per-task workspace bytes of each bfloat16 body.
-std::size_t padded_bytes(const Window2d& g) { return Carve::aligned(PaddedGroup{g}.values(g) * 2); }
+std::size_t padded_bytes(const Window2d& g) { return Carve::bytes<std::uint16_t>(PaddedGroup{g}.values(g)); }
 std::size_t forward_task_bytes(const Window2d& g) {
   return Carve::aligned(Bf16B::values(g.patch_size(), g.P() * g.Q()) * 2) + padded_bytes(g);
 }
@@ -431,10 +809,6 @@ struct WeightPacks {
   }
 };
 
-}  // namespace
-
-namespace {
-
 // y (N, K, P, Q), float32 or bfloat16 = beta y + conv(x, the packed weight) + bias, in float32
 // before y's one rounding.
 void forward_into(const void* x, DType x_type, const WeightPacks& packs, const float* bias, void* y, DType y_type,
@@ -455,35 +829,6 @@ void forward_into(const void* x, DType x_type, const WeightPacks& packs, const f
                    .type = y_type, .ldc = PQ, .beta = beta, .row_bias = bias != nullptr ? bias + grp * Kg : nullptr});
       }
   });
-}
-
-// With stride 1 and dilation 1 the input's gradient is itself a convolution: of dy, padded by
-// R - 1 - pad_h and S - 1 - pad_w, with the weight flipped in space and its filters and channels
-// swapped. It then runs as forward does, into dx, without an im2col matrix to scatter back.
-bool input_gradient_is_a_convolution(const Window2d& g) {
-  return g.stride_h == 1 && g.stride_w == 1 && g.dilation_h == 1 && g.dilation_w == 1 && g.pad_h < g.R && g.pad_w < g.S;
-}
-
-Window2d input_gradient_window(const Window2d& g) {
-  return {.N = g.N, .C = g.K, .H = g.P(), .W = g.Q(), .R = g.R, .S = g.S, .pad_h = g.R - 1 - g.pad_h,
-          .pad_w = g.S - 1 - g.pad_w, .K = g.C, .groups = g.groups};
-}
-
-// out (C, K / groups, R, S) = w (K, C / groups, R, S) with each group's filters and channels
-// swapped and every kernel turned by 180 degrees.
-void flip_weight(const float* w, const Window2d& g, float* out) {
-  const std::int64_t Cg = g.channels_per_group(), Kg = g.filters_per_group(), R = g.R, S = g.S;
-  for (std::int64_t grp = 0; grp < g.groups; ++grp)
-    for (std::int64_t k = 0; k < Kg; ++k)
-      for (std::int64_t c = 0; c < Cg; ++c)
-        for (std::int64_t r = 0; r < R; ++r)
-          for (std::int64_t s = 0; s < S; ++s)
-            out[(((grp * Cg + c) * Kg + k) * R + (R - 1 - r)) * S + (S - 1 - s)] =
-                w[(((grp * Kg + k) * Cg + c) * R + r) * S + s];
-}
-
-std::size_t flipped_weight_bytes(const Window2d& g) {
-  return Carve::aligned(static_cast<std::size_t>(g.K * g.patch_size()) * sizeof(float));
 }
 
 }  // namespace
@@ -529,13 +874,14 @@ void backward_data_bf16(const std::uint16_t* dy, const float* w, const Parameter
 }  // namespace
 
 void conv2d_backward_filter_bf16(const std::uint16_t* dy, const void* x, DType x_type, float* dw, const Window2d& g,
-                                 bool accumulate, std::byte* workspace, float* partials) {
+                                 bool accumulate, std::byte* workspace) {
   const std::int64_t PQ = g.P() * g.Q(), Kg = g.filters_per_group(), patch = g.patch_size(), wsize = g.K * patch;
   if (g.N == 0) {
     if (!accumulate) std::fill(dw, dw + wsize, 0.0f);
     return;
   }
   const int tasks = tasks_for(g.N);
+  auto* partials = reinterpret_cast<float*>(workspace + tasks * backward_filter_task_bytes(g));
   parallel_tasks(tasks, [&](int t) {
     Carve carve{workspace + t * backward_filter_task_bytes(g)};
     Bf16A dya{Kg, PQ, carve.take<std::uint16_t>(Bf16A::values(Kg, PQ))};
@@ -556,13 +902,10 @@ void conv2d_backward_filter_bf16(const std::uint16_t* dy, const void* x, DType x
       first = false;
     }
   });
-  for (int t = 1; t < tasks; ++t) {
-    const float* part = partials + (t - 1) * wsize;
-    for (std::int64_t i = 0; i < wsize; ++i) dw[i] += part[i];
-  }
+  add_partials(partials, dw, g);
 }
 
-Bf16ConvWorkspace conv2d_bf16_workspace_bytes(const Window2d& g, DType x_type) {
+ConvWorkspaceBytes conv2d_bf16_workspace_bytes(const Window2d& g, DType x_type) {
   const auto all = [&](std::size_t per_task) { return static_cast<std::size_t>(tasks_for(g.N)) * per_task; };
   // The weight's packs as A, one per group.
   const auto packs = [&](std::int64_t rows, std::int64_t cols) {
@@ -572,7 +915,7 @@ Bf16ConvWorkspace conv2d_bf16_workspace_bytes(const Window2d& g, DType x_type) {
   const bool as_convolution = input_gradient_is_a_convolution(g);
   return {.forward = all(forward_task_bytes(g)),
           .backward_data = all(backward_data_task_bytes(g, x_type)) + (as_convolution ? flipped_weight_bytes(g) : 0),
-          .backward_filter = all(backward_filter_task_bytes(g)),
+          .backward_filter = all(backward_filter_task_bytes(g)) + partials_bytes(g),
           .forward_packs = packs(Kg, Cg * taps),
           .backward_data_packs = as_convolution ? packs(Cg, Kg * taps) : packs(Cg * taps, Kg)};
 }
@@ -596,3 +939,4 @@ void conv2d_backward_bias_bf16(const std::uint16_t* dy, float* db, const Window2
 }
 
 }  // namespace accrue::kernels::cpu
+

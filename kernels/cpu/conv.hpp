@@ -12,34 +12,39 @@
 
 namespace accrue::kernels::cpu {
 
-/// `workspace` holds patch_size() * P * Q floats per pool thread (conv2d_workspace_floats).
-std::int64_t conv2d_workspace_floats(const Window2d& g);
-void conv2d_forward(const float* x, const float* w, const float* bias, float* y, const Window2d& g, float* workspace);
+/// Bytes of the temporaries of each pass (the `workspace` of the calls below) and, beside them, the
+/// weight's packs the bfloat16 forward and backward_data make (for memory plans; kept through a
+/// window, they are made once and count as parameters too).
+struct ConvWorkspaceBytes {
+  std::size_t forward = 0, backward_data = 0, backward_filter = 0;
+  std::size_t forward_packs = 0, backward_data_packs = 0;
+};
+ConvWorkspaceBytes conv2d_workspace_bytes(const Window2d& g);
+/// The float32 convolution's form: `automatic` runs the implicit GEMM over the padded image where
+/// the processor has AVX-512 and a pass fills 16 or more lanes (output channels per group), and
+/// im2col with OpenBLAS's sgemm otherwise. Benchmarks and tests pin one form for every convolution
+/// to compare them; pinning the implicit GEMM without AVX-512 throws.
+enum class Conv2dForm { automatic, implicit_gemm, im2col };
+bool implicit_gemm_available();
+void pin_conv2d_form(Conv2dForm form);
+void conv2d_forward(const float* x, const float* w, const float* bias, float* y, const Window2d& g,
+                    std::byte* workspace);
 void conv2d_backward_data(const float* dy, const float* w, float* dx, const Window2d& g, bool accumulate,
-                          float* workspace);
-/// `partials` holds one weight-sized buffer per pool thread beyond the first (conv2d_partial_floats).
-std::int64_t conv2d_partial_floats(const Window2d& g);
+                          std::byte* workspace);
 void conv2d_backward_filter(const float* dy, const float* x, float* dw, const Window2d& g, bool accumulate,
-                            float* workspace, float* partials);
+                            std::byte* workspace);
 void conv2d_backward_bias(const float* dy, float* db, const Window2d& g, bool accumulate);
 /// The bfloat16 forms (autocast on a processor with a bfloat16 kernel): operands rounded to
 /// bfloat16, products accumulated in float32. x and dx float32 or bfloat16, y and dy bfloat16, the
 /// weight float32 (its packs kept while parameter packs are open, when `w_param` is given), dw and
-/// db float32. `workspace` holds the bytes conv2d_bf16_workspace_bytes names for the call.
-struct Bf16ConvWorkspace {
-  std::size_t forward = 0, backward_data = 0, backward_filter = 0;
-  /// Beside the workspace: the weight's packs forward and backward_data make (for memory plans;
-  /// kept through a window, they are made once and count as parameters too).
-  std::size_t forward_packs = 0, backward_data_packs = 0;
-};
-Bf16ConvWorkspace conv2d_bf16_workspace_bytes(const Window2d& g, DType dx_type);
+/// db float32.
+ConvWorkspaceBytes conv2d_bf16_workspace_bytes(const Window2d& g, DType dx_type);
 void conv2d_forward_bf16(const void* x, DType x_type, const float* w, const ParameterOperand* w_param,
                          const float* bias, std::uint16_t* y, const Window2d& g, std::byte* workspace);
 void conv2d_backward_data_bf16(const std::uint16_t* dy, const float* w, const ParameterOperand* w_param, void* dx,
                                DType dx_type, const Window2d& g, bool accumulate, std::byte* workspace);
-/// `partials` as conv2d_backward_filter's.
 void conv2d_backward_filter_bf16(const std::uint16_t* dy, const void* x, DType x_type, float* dw, const Window2d& g,
-                                 bool accumulate, std::byte* workspace, float* partials);
+                                 bool accumulate, std::byte* workspace);
 void conv2d_backward_bias_bf16(const std::uint16_t* dy, float* db, const Window2d& g, bool accumulate);
 
 /// The im2col matrix of one sample and group: (patch_size(), P Q), zeros where taps fall in the padding.

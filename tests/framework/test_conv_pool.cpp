@@ -1,6 +1,7 @@
 // conv2d, max_pool2d and avg_pool2d: values against direct loops written from the definitions,
 // finite-difference gradients in every configuration (stride, padding, dilation, groups, bias,
-// pooling modes), and the errors for shapes that do not fit.
+// pooling modes), in each float32 form of the CPU convolution, and the errors for shapes that do
+// not fit.
 
 #include <algorithm>
 #include <cmath>
@@ -10,6 +11,7 @@
 #include "test_util.hpp"
 
 #include <accrue/kernels/conv.hpp>
+#include <accrue/kernels/cpu/conv.hpp>
 
 using namespace accrue;
 using accrue::test::leaf;
@@ -37,6 +39,10 @@ const std::vector<ConvCase>& conv_cases() {
       {"1x1", {3, 4, 3, 3}, {5, 4, 1, 1}, {}, true},
       {"1x1 stride 2", {2, 4, 5, 5}, {2, 4, 1, 1}, {.stride = 2}, false},
       {"5x5 padding 2 single sample", {1, 1, 6, 6}, {2, 1, 5, 5}, {.padding = 2}, true},
+      // Wide enough for the implicit GEMM on its own: 70 filters (a panel of 64 lanes and one of 16,
+      // 6 of them used), 18 input channels for the input's gradient; two groups of 32 filters.
+      {"3x3 padding 1, 70 filters", {2, 18, 5, 6}, {70, 18, 3, 3}, {.padding = 1}, true},
+      {"3x3 padding 1, groups 2 of 32 filters", {3, 32, 4, 5}, {64, 16, 3, 3}, {.padding = 1, .groups = 2}, false},
   };
   return cases;
 }
@@ -87,48 +93,72 @@ void expect_gradients(const std::string& name, const std::function<Tensor(const 
                                  << r.report);
 }
 
-}  // namespace
-
-BOOST_AUTO_TEST_CASE(conv2d_matches_its_definition) {
-  std::uint64_t seed = 10;
-  for (const ConvCase& c : conv_cases()) {
-    const Tensor x = random_tensor(c.x, ++seed), w = random_tensor(c.w, ++seed);
-    const Tensor b = c.bias ? random_tensor({c.w[0]}, ++seed) : Tensor();
-    const Tensor y = ops::conv2d(x, w, b, c.options);
-    const auto expected = direct_conv(x, w, b, c.options);
-    const auto got = y.to_vector();
-    BOOST_REQUIRE_MESSAGE(got.size() == expected.size(), c.name << ": output shape " << y.shape());
-    double worst = 0.0;
-    for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(double(got[i]) - expected[i]));
-    BOOST_TEST(worst < 1e-5, c.name << ": largest difference " << worst);
+// Runs `check` once for each float32 form of the CPU convolution, pinned for every call: the one
+// the processor chooses, im2col and OpenBLAS, and the implicit GEMM where AVX-512 allows it.
+template <class F>
+void in_each_float32_form(const F& check) {
+  using kernels::cpu::Conv2dForm;
+  std::vector<std::pair<std::string, Conv2dForm>> forms = {{"automatic", Conv2dForm::automatic},
+                                                           {"im2col", Conv2dForm::im2col}};
+  if (kernels::cpu::implicit_gemm_available()) forms.emplace_back("implicit GEMM", Conv2dForm::implicit_gemm);
+  else BOOST_TEST_MESSAGE("skipped: the implicit GEMM convolution needs AVX-512, which this processor lacks");
+  struct Unpin {
+    ~Unpin() { kernels::cpu::pin_conv2d_form(Conv2dForm::automatic); }
+  } unpin;
+  for (const auto& [name, form] : forms) {
+    kernels::cpu::pin_conv2d_form(form);
+    BOOST_TEST_CONTEXT("float32 form: " << name) { check(); }
   }
 }
 
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(conv2d_matches_its_definition) {
+  in_each_float32_form([] {
+    std::uint64_t seed = 10;
+    for (const ConvCase& c : conv_cases()) {
+      const Tensor x = random_tensor(c.x, ++seed), w = random_tensor(c.w, ++seed);
+      const Tensor b = c.bias ? random_tensor({c.w[0]}, ++seed) : Tensor();
+      const Tensor y = ops::conv2d(x, w, b, c.options);
+      const auto expected = direct_conv(x, w, b, c.options);
+      const auto got = y.to_vector();
+      BOOST_REQUIRE_MESSAGE(got.size() == expected.size(), c.name << ": output shape " << y.shape());
+      double worst = 0.0;
+      for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(double(got[i]) - expected[i]));
+      BOOST_TEST(worst < 1e-5, c.name << ": largest difference " << worst);
+    }
+  });
+}
+
 BOOST_AUTO_TEST_CASE(conv2d_gradients) {
-  std::uint64_t seed = 100;
-  for (const ConvCase& c : conv_cases()) {
-    const Tensor x = leaf(random_tensor(c.x, ++seed)), w = leaf(random_tensor(c.w, ++seed));
-    std::vector<Tensor> inputs{x, w};
-    if (c.bias) inputs.push_back(leaf(random_tensor({c.w[0]}, ++seed)));
-    const Conv2dOptions o = c.options;
-    expect_gradients(
-        "conv2d " + c.name,
-        [o](const std::vector<Tensor>& in) { return ops::conv2d(in[0], in[1], in.size() > 2 ? in[2] : Tensor(), o); },
-        inputs, {.max_elements = 400});
-  }
+  in_each_float32_form([] {
+    std::uint64_t seed = 100;
+    for (const ConvCase& c : conv_cases()) {
+      const Tensor x = leaf(random_tensor(c.x, ++seed)), w = leaf(random_tensor(c.w, ++seed));
+      std::vector<Tensor> inputs{x, w};
+      if (c.bias) inputs.push_back(leaf(random_tensor({c.w[0]}, ++seed)));
+      const Conv2dOptions o = c.options;
+      expect_gradients(
+          "conv2d " + c.name,
+          [o](const std::vector<Tensor>& in) { return ops::conv2d(in[0], in[1], in.size() > 2 ? in[2] : Tensor(), o); },
+          inputs, {.max_elements = 400});
+    }
+  });
 }
 
 BOOST_AUTO_TEST_CASE(conv2d_gradients_accumulate_into_existing_ones) {
   // Two backward passes add up: the second lands on .grad() through the kernels' accumulate path.
-  const Tensor x = leaf(random_tensor({2, 2, 5, 5}, 1)), w = leaf(random_tensor({3, 2, 3, 3}, 2)),
-               b = leaf(random_tensor({3}, 3));
-  ops::sum(ops::conv2d(x, w, b, {.padding = 1})).backward();
-  const auto gx = x.grad().to_vector(), gw = w.grad().to_vector(), gb = b.grad().to_vector();
-  ops::sum(ops::conv2d(x, w, b, {.padding = 1})).backward();
-  const auto gx2 = x.grad().to_vector(), gw2 = w.grad().to_vector(), gb2 = b.grad().to_vector();
-  for (std::size_t i = 0; i < gx.size(); ++i) BOOST_TEST(gx2[i] == 2 * gx[i], boost::test_tools::tolerance(1e-6f));
-  for (std::size_t i = 0; i < gw.size(); ++i) BOOST_TEST(gw2[i] == 2 * gw[i], boost::test_tools::tolerance(1e-6f));
-  for (std::size_t i = 0; i < gb.size(); ++i) BOOST_TEST(gb2[i] == 2 * gb[i], boost::test_tools::tolerance(1e-6f));
+  in_each_float32_form([] {
+    const Tensor x = leaf(random_tensor({2, 20, 5, 5}, 1)), w = leaf(random_tensor({24, 20, 3, 3}, 2)),
+                 b = leaf(random_tensor({24}, 3));
+    ops::sum(ops::conv2d(x, w, b, {.padding = 1})).backward();
+    const auto gx = x.grad().to_vector(), gw = w.grad().to_vector(), gb = b.grad().to_vector();
+    ops::sum(ops::conv2d(x, w, b, {.padding = 1})).backward();
+    const auto gx2 = x.grad().to_vector(), gw2 = w.grad().to_vector(), gb2 = b.grad().to_vector();
+    for (std::size_t i = 0; i < gx.size(); ++i) BOOST_TEST(gx2[i] == 2 * gx[i], boost::test_tools::tolerance(1e-6f));
+    for (std::size_t i = 0; i < gw.size(); ++i) BOOST_TEST(gw2[i] == 2 * gw[i], boost::test_tools::tolerance(1e-6f));
+    for (std::size_t i = 0; i < gb.size(); ++i) BOOST_TEST(gb2[i] == 2 * gb[i], boost::test_tools::tolerance(1e-6f));
+  });
 }
 
 BOOST_AUTO_TEST_CASE(pooling_matches_its_definition) {
