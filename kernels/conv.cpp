@@ -162,7 +162,8 @@ void conv2d_backward_bias(const Tensor& dy, const Tensor& db, const Window2d& g,
 ConvWorkspace conv2d_bf16_workspace_bytes(const Window2d& g, DType x_type) {
   const cpu::ConvWorkspaceBytes w = cpu::conv2d_bf16_workspace_bytes(g, x_type);
   return {.forward = w.forward + w.forward_packs, .backward = w.backward_filter,
-          .backward_data = w.backward_data + w.backward_data_packs};
+          .backward_data = w.backward_data + w.backward_data_packs, .kept_forward = w.kept_forward,
+          .kept_for_input_gradient = w.kept_backward_data};
 }
 
 ConvWorkspace conv2d_workspace_bytes(Device device, const Window2d& g) {

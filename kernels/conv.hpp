@@ -32,6 +32,8 @@ struct ConvWorkspace {
   std::size_t forward = 0, backward = 0;
   /// Of backward, the input's gradient alone (0: counted in `backward`), which a first layer skips.
   std::size_t backward_data = 0;
+  /// The weight's packs kept through a window for forward and for the input's gradient (bfloat16).
+  std::size_t kept_forward = 0, kept_for_input_gradient = 0;
 };
 ConvWorkspace conv2d_workspace_bytes(Device device, const Window2d& g);
 /// The same for the bfloat16 kernels, with x (and dx) in `x_type`.

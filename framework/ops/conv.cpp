@@ -111,11 +111,8 @@ OpScratch conv2d_scratch(Device device, std::optional<DType> bf16_x, std::int64_
     return {.forward = w.forward, .backward = w.backward, .input_gradient = w.backward_data};
   }
   const kernels::ConvWorkspace w = kernels::conv2d_bf16_workspace_bytes(g, *bf16_x);
-  // The weight packed as A for forward (filters x patch) and, transposed, for the input's gradient.
-  const std::int64_t Kg = g.filters_per_group(), patch = g.patch_size();
   return {.forward = w.forward, .backward = w.backward, .input_gradient = w.backward_data,
-          .kept_forward = static_cast<std::size_t>(g.groups) * kernels::gemm_kept_parameter_bytes(device, DType::bf16, patch, Kg),
-          .kept_for_input_gradient = static_cast<std::size_t>(g.groups) * kernels::gemm_kept_parameter_bytes(device, DType::bf16, Kg, patch)};
+          .kept_forward = w.kept_forward, .kept_for_input_gradient = w.kept_for_input_gradient};
 }
 
 }  // namespace accrue::ops

@@ -402,38 +402,53 @@ ACCRUE_TARGET_AVX512 void gathered_tile(const float* xp, const std::int32_t* row
     for (int v = 0; v < NV; ++v) _mm512_storeu_ps(c + r * ldc + 16 * v, acc[r][v]);
 }
 
-using GatheredTile = void (*)(const float*, const std::int32_t*, const std::int32_t*, std::int64_t, const float*,
-                              std::int64_t, float*, std::int64_t, bool);
+// A tile's signature: A's elements read from an image of T, B's of U.
+template <class T, class U>
+using GatheredTile = void (*)(const T*, const std::int32_t*, const std::int32_t*, std::int64_t, const U*, std::int64_t,
+                              float*, std::int64_t, bool);
+template <class T, class U>
+using GatheredTiles = std::array<std::array<GatheredTile<T, U>, 8>, 4>;
 
 // Rows per tile: 24 accumulators for four vectors, 16 to 24 for fewer (more would spill the row
 // pointers, and a 512-bit FMA's latency needs only four independent chains).
 constexpr int tile_rows(int nv) { return nv == 4 ? 6 : 8; }
 
 // [nv - 1][m - 1]: the tile of m rows and nv vectors (rows beyond tile_rows(nv) never asked for).
-template <int NV, int... M>
-constexpr std::array<GatheredTile, 8> tiles_of(std::integer_sequence<int, M...>) {
-  return {&gathered_tile<std::min(M + 1, tile_rows(NV)), NV>...};
+template <class T, class U, template <int, int> class Tile, int... M>
+constexpr GatheredTiles<T, U> tiles_of(std::integer_sequence<int, M...>) {
+  return {{{Tile<std::min(M + 1, tile_rows(1)), 1>::run...},
+           {Tile<std::min(M + 1, tile_rows(2)), 2>::run...},
+           {Tile<std::min(M + 1, tile_rows(3)), 3>::run...},
+           {Tile<std::min(M + 1, tile_rows(4)), 4>::run...}}};
 }
-constexpr std::array<std::array<GatheredTile, 8>, 4> gathered_tiles = {
-    tiles_of<1>(std::make_integer_sequence<int, 8>{}), tiles_of<2>(std::make_integer_sequence<int, 8>{}),
-    tiles_of<3>(std::make_integer_sequence<int, 8>{}), tiles_of<4>(std::make_integer_sequence<int, 8>{})};
+template <int MR, int NV>
+struct FloatTile {
+  static constexpr auto run = &gathered_tile<MR, NV>;
+};
+constexpr GatheredTiles<float, float> float_tiles =
+    tiles_of<float, float, FloatTile>(std::make_integer_sequence<int, 8>{});
 
-// C (rows x n) (+)= A (rows x L) B (L x n) with A as gathered_tile's, n a multiple of 16, and B
-// and C rows n floats apart. Panels of 64 columns, so that a panel of B stays in L2 while every
-// row tile reads it.
-void gathered_gemm(const float* xp, const std::int32_t* row_off, std::int64_t rows, const std::int32_t* col_off,
-                   std::int64_t L, const float* b, std::int64_t n, float* c, bool accumulate) {
+// C (rows x n) (+)= A (rows x L) B (L x n) with A as the tiles', n a multiple of 16, and B and C
+// rows n elements apart. Panels of 64 columns, so that a panel of B stays in L2 while every row
+// tile reads it.
+template <class T, class U>
+void gathered_gemm(const GatheredTiles<T, U>& tiles, const T* xp, const std::int32_t* row_off, std::int64_t rows,
+                   const std::int32_t* col_off, std::int64_t L, const U* b, std::int64_t n, float* c, bool accumulate) {
   for (std::int64_t j = 0; j < n; j += 64) {
     const int nv = static_cast<int>(std::min<std::int64_t>(4, (n - j) / 16));
     // Rows split evenly over the fewest tiles: 9 taps as 5 + 4, not 8 + 1 (a tile of one row
     // loads as much of B as it multiplies).
-    const std::int64_t tiles = (rows + tile_rows(nv) - 1) / tile_rows(nv);
-    for (std::int64_t t = 0; t < tiles; ++t) {
-      const std::int64_t i = rows * t / tiles;
-      const auto m = static_cast<std::size_t>(rows * (t + 1) / tiles - i);
-      gathered_tiles[nv - 1][m - 1](xp, row_off + i, col_off, L, b + j, n, c + i * n + j, n, accumulate);
+    const std::int64_t count = (rows + tile_rows(nv) - 1) / tile_rows(nv);
+    for (std::int64_t t = 0; t < count; ++t) {
+      const std::int64_t i = rows * t / count;
+      const auto m = static_cast<std::size_t>(rows * (t + 1) / count - i);
+      tiles[nv - 1][m - 1](xp, row_off + i, col_off, L, b + j, n, c + i * n + j, n, accumulate);
     }
   }
+}
+void gathered_gemm(const float* xp, const std::int32_t* row_off, std::int64_t rows, const std::int32_t* col_off,
+                   std::int64_t L, const float* b, std::int64_t n, float* c, bool accumulate) {
+  gathered_gemm(float_tiles, xp, row_off, rows, col_off, L, b, n, c, accumulate);
 }
 
 bool implicit_gemm_runs() {
@@ -482,36 +497,63 @@ ACCRUE_TARGET_AVX512 inline void transpose16(__m512 r[16]) {
   }
 }
 
+// 16 values of T at p under `mask`, as float32, and back (bfloat16 rounded to nearest, ties to
+// even, NaN kept quiet, as common::bf16_bits_from_float; vcvtneps2bf16 would flush subnormals).
+ACCRUE_TARGET_AVX512 inline __m512 load_as_float(const float* p, __mmask16 mask) { return _mm512_maskz_loadu_ps(mask, p); }
+ACCRUE_TARGET_AVX512 inline __m512 load_as_float(const std::uint16_t* p, __mmask16 mask) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask, p)), 16));
+}
+ACCRUE_TARGET_AVX512 inline void store_from_float(float* p, __mmask16 mask, __m512 v) { _mm512_mask_storeu_ps(p, mask, v); }
+ACCRUE_TARGET_AVX512 inline void store_from_float(std::uint16_t* p, __mmask16 mask, __m512 v) {
+  const __m512i u = _mm512_castps_si512(v), one = _mm512_set1_epi32(1);
+  const __m512i rounded = _mm512_srli_epi32(
+      _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), _mm512_and_si512(_mm512_srli_epi32(u, 16), one)),
+      16);
+  const __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+  const __m512i bits = _mm512_mask_blend_epi32(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), rounded, quiet);
+  // The low halves gathered by a permute, not vpmovdw: its masked store to memory, which compilers
+  // fold it into, is microcoded on AMD's Zen 4 (a third of a bfloat16 convolution's time).
+  const __m512i low_halves = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 30, 28, 26, 24, 22, 20,
+                                              18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  _mm256_mask_storeu_epi16(p, mask, _mm512_castsi512_si256(_mm512_permutexvar_epi16(low_halves, bits)));
+}
+
 // dst[j ld_dst + i] = src[i ld_src + j] (+ bias[j]) (+ dst's value when accumulating), for
-// i < rows, j < cols: 16 x 16 blocks transposed in registers, edges under masks.
-ACCRUE_TARGET_AVX512 void transpose(const float* src, std::int64_t ld_src, std::int64_t rows, std::int64_t cols,
-                                    float* dst, std::int64_t ld_dst, const float* bias, bool accumulate) {
+// i < rows, j < cols, dst float32 or bfloat16 (rounded once): 16 x 16 blocks transposed in
+// registers, edges under masks.
+template <class T>
+ACCRUE_TARGET_AVX512 void transpose(const float* src, std::int64_t ld_src, std::int64_t rows, std::int64_t cols, T* dst,
+                                    std::int64_t ld_dst, const float* bias, bool accumulate) {
   for (std::int64_t i0 = 0; i0 < rows; i0 += 16) {
     const std::int64_t mi = std::min<std::int64_t>(16, rows - i0);
     const __mmask16 out_mask = first_lanes(mi);
     for (std::int64_t j0 = 0; j0 < cols; j0 += 16) {
       const std::int64_t mj = std::min<std::int64_t>(16, cols - j0);
       const __mmask16 in_mask = first_lanes(mj);
+      // Rows beyond the edge repeat its last row, into lanes the stores leave out.
       __m512 r[16];
       for (std::int64_t a = 0; a < 16; ++a)
-        r[a] = a < mi ? _mm512_maskz_loadu_ps(in_mask, src + (i0 + a) * ld_src + j0) : _mm512_setzero_ps();
+        r[a] = _mm512_maskz_loadu_ps(in_mask, src + (i0 + std::min(a, mi - 1)) * ld_src + j0);
       transpose16(r);
       for (std::int64_t b = 0; b < mj; ++b) {
-        float* d = dst + (j0 + b) * ld_dst + i0;
+        T* d = dst + (j0 + b) * ld_dst + i0;
         __m512 v = r[b];
         if (bias != nullptr) v = _mm512_add_ps(v, _mm512_set1_ps(bias[j0 + b]));
-        if (accumulate) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(out_mask, d));
-        _mm512_mask_storeu_ps(d, out_mask, v);
+        if (accumulate) v = _mm512_add_ps(v, load_as_float(d, out_mask));
+        store_from_float(d, out_mask, v);
       }
     }
   }
 }
 #else
-void transpose(const float* src, std::int64_t ld_src, std::int64_t rows, std::int64_t cols, float* dst,
+template <class T>
+void transpose(const float* src, std::int64_t ld_src, std::int64_t rows, std::int64_t cols, T* dst,
                std::int64_t ld_dst, const float* bias, bool accumulate) {
   for (std::int64_t j = 0; j < cols; ++j)
-    for (std::int64_t i = 0; i < rows; ++i)
-      dst[j * ld_dst + i] = (accumulate ? dst[j * ld_dst + i] : 0.0f) + src[i * ld_src + j] + (bias ? bias[j] : 0.0f);
+    for (std::int64_t i = 0; i < rows; ++i) {
+      T& d = dst[j * ld_dst + i];
+      d = as<T>((accumulate ? as<float>(d) : 0.0f) + src[i * ld_src + j] + (bias ? bias[j] : 0.0f));
+    }
 }
 #endif
 
@@ -526,19 +568,21 @@ void pack_weight(const float* w, const Window2d& g, float* out) {
     transpose(w + grp * Kg * patch, patch, Kg, patch, out + grp * patch * Kp, Kp, nullptr, false);
 }
 
-// Offsets of every output position and every tap into a padded group.
-void fill_offsets(const PaddedGroup& pad, const Window2d& g, std::int32_t* positions, std::int32_t* taps) {
+// Offsets into a padded group of every output position and of `tap_count` taps (the patch's, or
+// of its channel pairs).
+void fill_offsets(const PaddedGroup& pad, const Window2d& g, std::int32_t* positions, std::int32_t* taps,
+                  std::int64_t tap_count) {
   for (std::int64_t m = 0; m < g.P() * g.Q(); ++m) positions[m] = static_cast<std::int32_t>(pad.position(g, m));
-  for (std::int64_t k = 0; k < g.patch_size(); ++k) taps[k] = static_cast<std::int32_t>(pad.tap(g, k));
+  for (std::int64_t k = 0; k < tap_count; ++k) taps[k] = static_cast<std::int32_t>(pad.tap(g, k));
 }
 
-std::size_t offsets_bytes(const Window2d& g) {
-  return Carve::bytes<std::int32_t>(g.P() * g.Q()) + Carve::bytes<std::int32_t>(g.patch_size());
+std::size_t offsets_bytes(const Window2d& g, std::int64_t tap_count) {
+  return Carve::bytes<std::int32_t>(g.P() * g.Q()) + Carve::bytes<std::int32_t>(tap_count);
 }
 
 std::size_t implicit_forward_task_bytes(const Window2d& g) {
   return Carve::bytes<float>(PaddedGroup{g}.values(g)) +
-         Carve::bytes<float>(g.P() * g.Q() * lanes16(g.filters_per_group())) + offsets_bytes(g);
+         Carve::bytes<float>(g.P() * g.Q() * lanes16(g.filters_per_group())) + offsets_bytes(g, g.patch_size());
 }
 
 // y (+)= conv(x, the packed weight) + bias: each sample's group as y^T (positions x filters),
@@ -554,7 +598,7 @@ void implicit_forward(const float* x, const float* packed, const float* bias, fl
     float* yt = carve.take<float>(PQ * Kp);
     std::int32_t* positions = carve.take<std::int32_t>(PQ);
     std::int32_t* taps = carve.take<std::int32_t>(patch);
-    fill_offsets(pad, g, positions, taps);
+    fill_offsets(pad, g, positions, taps, patch);
     for (std::int64_t n = sample_begin(g.N, tasks, t); n < sample_begin(g.N, tasks, t + 1); ++n)
       for (std::int64_t grp = 0; grp < g.groups; ++grp) {
         pad.fill(x, DType::f32, g, n, grp, xp);
@@ -568,7 +612,21 @@ void implicit_forward(const float* x, const float* packed, const float* bias, fl
 std::size_t implicit_filter_task_bytes(const Window2d& g) {
   const std::int64_t Kp = lanes16(g.filters_per_group());
   return Carve::bytes<float>(PaddedGroup{g}.values(g)) + Carve::bytes<float>(g.P() * g.Q() * Kp) +
-         offsets_bytes(g) + Carve::bytes<float>(g.groups * g.patch_size() * Kp);
+         offsets_bytes(g, g.patch_size()) + Carve::bytes<float>(g.groups * g.patch_size() * Kp);
+}
+
+// dw (+)= the sum of the threads' dW^T (groups x patch x lanes16(Kg)).
+void add_transposed_sums(const std::vector<float*>& sums, float* dw, const Window2d& g, bool accumulate) {
+  const std::int64_t Kg = g.filters_per_group(), Kp = lanes16(Kg), patch = g.patch_size();
+  for (std::int64_t grp = 0; grp < g.groups; ++grp)
+    for (std::int64_t k = 0; k < Kg; ++k) {
+      float* out = dw + (grp * Kg + k) * patch;
+      for (std::int64_t i = 0; i < patch; ++i) {
+        float s = 0.0f;
+        for (const float* sum : sums) s += sum[(grp * patch + i) * Kp + k];
+        out[i] = accumulate ? out[i] + s : s;
+      }
+    }
 }
 
 // dw (+)= the weight's gradient: each thread sums dW^T (taps x filters) over its samples, the
@@ -586,7 +644,7 @@ void implicit_backward_filter(const float* dy, const float* x, float* dw, const 
     std::int32_t* positions = carve.take<std::int32_t>(PQ);
     std::int32_t* taps = carve.take<std::int32_t>(patch);
     float* sum = sums[static_cast<std::size_t>(t)] = carve.take<float>(g.groups * patch * Kp);
-    fill_offsets(pad, g, positions, taps);
+    fill_offsets(pad, g, positions, taps, patch);
     std::fill(dyt, dyt + PQ * Kp, 0.0f);  // the columns beyond Kg stay zero
     for (std::int64_t n = sample_begin(g.N, tasks, t); n < sample_begin(g.N, tasks, t + 1); ++n)
       for (std::int64_t grp = 0; grp < g.groups; ++grp) {
@@ -596,15 +654,7 @@ void implicit_backward_filter(const float* dy, const float* x, float* dw, const 
                       n != sample_begin(g.N, tasks, t));
       }
   });
-  for (std::int64_t grp = 0; grp < g.groups; ++grp)
-    for (std::int64_t k = 0; k < Kg; ++k) {
-      float* out = dw + (grp * Kg + k) * patch;
-      for (std::int64_t i = 0; i < patch; ++i) {
-        float s = 0.0f;
-        for (const float* sum : sums) s += sum[(grp * patch + i) * Kp + k];
-        out[i] = accumulate ? out[i] + s : s;
-      }
-    }
+  add_transposed_sums(sums, dw, g, accumulate);
 }
 
 }  // namespace
@@ -831,11 +881,198 @@ void forward_into(const void* x, DType x_type, const WeightPacks& packs, const f
   });
 }
 
+// ---- bfloat16 on AVX-512 BF16: the implicit GEMM over channel pairs ------------------------------
+// vdpbf16ps multiplies pairs of bfloat16 values along the reduction. A pair here is two neighbouring
+// channels at one tap: the padded image is interleaved two channels at a time (an odd count gets a
+// zero channel), so that tap (channel pair, r, s) of a position is one 32-bit word of it, broadcast
+// against the pairs of 16 filters of the weight, packed likewise once per call. On processors with
+// AMX the tiles' GEMM above stays.
+
+#if defined(__x86_64__)
+#define ACCRUE_TARGET_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+// gathered_tile with A(i, l) and B(l) pairs of bfloat16 values: A's the 32-bit word at
+// x + row_off[i] + col_off[l], offsets counted in bfloat16 values (a pair may start at any of them).
+template <int MR, int NV>
+ACCRUE_TARGET_AVX512_BF16 void pair_tile(const std::uint16_t* x, const std::int32_t* row_off,
+                                         const std::int32_t* col_off, std::int64_t L, const std::uint32_t* b,
+                                         std::int64_t ldb, float* c, std::int64_t ldc, bool accumulate) {
+  const std::uint16_t* a[MR];
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) a[r] = x + row_off[r];
+  __m512 acc[MR][NV];
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[r][v] = accumulate ? _mm512_loadu_ps(c + r * ldc + 16 * v) : _mm512_setzero_ps();
+  for (std::int64_t l = 0; l < L; ++l) {
+    __m512bh bv[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) bv[v] = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + l * ldb + 16 * v));
+    const std::int64_t o = col_off[l];
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      std::int32_t word;
+      std::memcpy(&word, a[r] + o, sizeof word);
+      const __m512bh ar = reinterpret_cast<__m512bh>(_mm512_set1_epi32(word));
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], ar, bv[v]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(c + r * ldc + 16 * v, acc[r][v]);
+}
+
+template <int MR, int NV>
+struct PairTile {
+  static constexpr auto run = &pair_tile<MR, NV>;
+};
+constexpr GatheredTiles<std::uint16_t, std::uint32_t> pair_tiles =
+    tiles_of<std::uint16_t, std::uint32_t, PairTile>(std::make_integer_sequence<int, 8>{});
+#else
+constexpr GatheredTiles<std::uint16_t, std::uint32_t> pair_tiles = {};
+#endif
+
+bool pair_tiles_available() {
+  static const bool yes = [] {
+    const std::vector<Bf16Kernel> kernels = bf16_kernels_available();
+    return std::find(kernels.begin(), kernels.end(), Bf16Kernel::avx512_bf16) != kernels.end();
+  }();
+  return yes;
+}
+
+// Whether the pair GEMM runs a bfloat16 pass with `channels` output channels per group.
+bool pairs_run(const Window2d& g, std::int64_t channels) {
+  if (!pair_tiles_available()) return false;
+  switch (pinned_form.load()) {
+    case Conv2dForm::im2col: return false;
+    case Conv2dForm::implicit_gemm: return true;
+    case Conv2dForm::automatic: break;
+  }
+  return bf16_kernel() == Bf16Kernel::avx512_bf16 && !g.is_pointwise() && channels >= 16;
+}
+bool forward_runs_pairs(const Window2d& g) { return pairs_run(g, g.filters_per_group()); }
+bool input_gradient_runs_pairs(const Window2d& g) {
+  return input_gradient_is_a_convolution(g) && pairs_run(g, g.channels_per_group());
+}
+
+// Channel pairs of a group, and pair taps (channel pair, r, s) of its patch.
+std::int64_t channel_pairs(const Window2d& g) { return (g.channels_per_group() + 1) / 2; }
+std::int64_t pair_taps(const Window2d& g) { return channel_pairs(g) * g.R * g.S; }
+
+// The weight of each group as pairs of bfloat16 values, (pair taps x Kg) in rows of lanes16(Kg).
+std::size_t packed_pairs_bytes(const Window2d& g) {
+  return Carve::bytes<std::uint32_t>(g.groups * pair_taps(g) * lanes16(g.filters_per_group()));
+}
+void pack_weight_pairs(const float* w, const Window2d& g, std::uint32_t* out) {
+  const std::int64_t Kg = g.filters_per_group(), Kp = lanes16(Kg), Cg = g.channels_per_group(), RS = g.R * g.S,
+                     L = pair_taps(g);
+  std::fill(out, out + g.groups * L * Kp, 0u);
+  for (std::int64_t grp = 0; grp < g.groups; ++grp)
+    for (std::int64_t k = 0; k < Kg; ++k)
+      for (std::int64_t c = 0; c < Cg; ++c)
+        for (std::int64_t rs = 0; rs < RS; ++rs) {
+          const std::uint32_t v = common::bf16_bits_from_float(w[((grp * Kg + k) * Cg + c) * RS + rs]);
+          out[(grp * L + c / 2 * RS + rs) * Kp + k] |= v << (16 * (c % 2));  // Bf16B::pair's order
+        }
+}
+
+std::size_t pair_forward_task_bytes(const Window2d& g) {
+  const PaddedGroup pad{g};
+  const std::int64_t plane = pad.Hp * pad.Wp, pairs = channel_pairs(g);
+  return Carve::bytes<std::uint16_t>(2 * pairs * plane) + Carve::bytes<std::uint32_t>(pairs * plane) +
+         Carve::bytes<float>(g.P() * g.Q() * lanes16(g.filters_per_group())) + offsets_bytes(g, pair_taps(g));
+}
+
+// y (+)= conv(x, the packed pairs) + bias, y float32 or bfloat16 (rounded once): as
+// implicit_forward, over the channel-pair image.
+template <class Y>
+void pair_forward(const void* x, DType x_type, const std::uint32_t* packed, const float* bias, Y* y, bool accumulate,
+                  const Window2d& g, std::byte* workspace) {
+  const std::int64_t PQ = g.P() * g.Q(), Kg = g.filters_per_group(), Kp = lanes16(Kg), L = pair_taps(g),
+                     pairs = channel_pairs(g);
+  const int tasks = tasks_for(g.N);
+  parallel_tasks(tasks, [&](int t) {
+    Carve carve{workspace + t * pair_forward_task_bytes(g)};
+    const PaddedGroup pad{g};
+    const std::int64_t plane = pad.Hp * pad.Wp;
+    std::uint16_t* xp = carve.take<std::uint16_t>(2 * pairs * plane);
+    std::uint32_t* xq = carve.take<std::uint32_t>(pairs * plane);
+    float* yt = carve.take<float>(PQ * Kp);
+    std::int32_t* positions = carve.take<std::int32_t>(PQ);
+    std::int32_t* taps = carve.take<std::int32_t>(L);
+    fill_offsets(pad, g, positions, taps, L);
+    for (std::int64_t m = 0; m < PQ; ++m) positions[m] *= 2;  // in bfloat16 values of the pair image
+    for (std::int64_t l = 0; l < L; ++l) taps[l] *= 2;
+    std::fill(xp + pad.values(g), xp + 2 * pairs * plane, std::uint16_t{0});  // an odd count's zero channel
+    for (std::int64_t n = sample_begin(g.N, tasks, t); n < sample_begin(g.N, tasks, t + 1); ++n)
+      for (std::int64_t grp = 0; grp < g.groups; ++grp) {
+        pad.fill(x, x_type, g, n, grp, xp);
+        for (std::int64_t p = 0; p < pairs; ++p) interleave(xp + 2 * p * plane, xp + (2 * p + 1) * plane, xq + p * plane, plane);
+        gathered_gemm(pair_tiles, reinterpret_cast<const std::uint16_t*>(xq), positions, PQ, taps, L,
+                      packed + grp * L * Kp, Kp, yt, false);
+        transpose(yt, Kp, PQ, Kg, y + (n * g.K + grp * Kg) * PQ, PQ, bias != nullptr ? bias + grp * Kg : nullptr,
+                  accumulate);
+      }
+  });
+}
+
+// The weight's gradient sums over positions, so its pairs are two neighbouring positions of one
+// output row (stride 1 along rows, rows of even length): the word at tap + position(2 l) of the
+// plain bfloat16 image, against dy's pair (2 l, 2 l + 1) of 16 filters, which is dy read as 32-bit
+// words and transposed.
+bool filter_runs_pairs(const Window2d& g) {
+  return pairs_run(g, g.filters_per_group()) && g.stride_w == 1 && g.Q() % 2 == 0;
+}
+
+std::size_t pair_filter_task_bytes(const Window2d& g) {
+  const std::int64_t Kp = lanes16(g.filters_per_group()), pairs = g.P() * g.Q() / 2;
+  return Carve::bytes<std::uint16_t>(PaddedGroup{g}.values(g)) + Carve::bytes<std::uint32_t>(pairs * Kp) +
+         Carve::bytes<std::int32_t>(pairs) + Carve::bytes<std::int32_t>(g.patch_size()) +
+         Carve::bytes<float>(g.groups * g.patch_size() * Kp);
+}
+
+void pair_backward_filter(const std::uint16_t* dy, const void* x, DType x_type, float* dw, const Window2d& g,
+                          bool accumulate, std::byte* workspace) {
+  const std::int64_t PQ = g.P() * g.Q(), pairs = PQ / 2, Kg = g.filters_per_group(), Kp = lanes16(Kg),
+                     patch = g.patch_size();
+  const int tasks = tasks_for(g.N);
+  std::vector<float*> sums(static_cast<std::size_t>(tasks));
+  parallel_tasks(tasks, [&](int t) {
+    Carve carve{workspace + t * pair_filter_task_bytes(g)};
+    const PaddedGroup pad{g};
+    std::uint16_t* xp = carve.take<std::uint16_t>(pad.values(g));
+    std::uint32_t* dyq = carve.take<std::uint32_t>(pairs * Kp);
+    std::int32_t* positions = carve.take<std::int32_t>(pairs);
+    std::int32_t* taps = carve.take<std::int32_t>(patch);
+    float* sum = sums[static_cast<std::size_t>(t)] = carve.take<float>(g.groups * patch * Kp);
+    for (std::int64_t l = 0; l < pairs; ++l) positions[l] = static_cast<std::int32_t>(pad.position(g, 2 * l));
+    for (std::int64_t k = 0; k < patch; ++k) taps[k] = static_cast<std::int32_t>(pad.tap(g, k));
+    std::fill(dyq, dyq + pairs * Kp, 0u);  // the columns beyond Kg stay zero
+    for (std::int64_t n = sample_begin(g.N, tasks, t); n < sample_begin(g.N, tasks, t + 1); ++n)
+      for (std::int64_t grp = 0; grp < g.groups; ++grp) {
+        pad.fill(x, x_type, g, n, grp, xp);
+        // The words move through the float32 transpose untouched (no arithmetic on them).
+        transpose(reinterpret_cast<const float*>(dy + (n * g.K + grp * Kg) * PQ), pairs, Kg, pairs,
+                  reinterpret_cast<float*>(dyq), Kp, nullptr, false);
+        gathered_gemm(pair_tiles, xp, taps, patch, positions, pairs, dyq, Kp, sum + grp * patch * Kp,
+                      n != sample_begin(g.N, tasks, t));
+      }
+  });
+  add_transposed_sums(sums, dw, g, accumulate);
+}
+
 }  // namespace
 
 void conv2d_forward_bf16(const void* x, DType x_type, const float* w, const ParameterOperand* w_param,
                          const float* bias, std::uint16_t* y, const Window2d& g, std::byte* workspace) {
-  forward_into(x, x_type, WeightPacks{w, w_param, g, false}, bias, y, DType::bf16, 0.0f, g, workspace);
+  if (!forward_runs_pairs(g))
+    return forward_into(x, x_type, WeightPacks{w, w_param, g, false}, bias, y, DType::bf16, 0.0f, g, workspace);
+  auto* packed = reinterpret_cast<std::uint32_t*>(workspace);
+  pack_weight_pairs(w, g, packed);
+  pair_forward(x, x_type, packed, bias, y, false, g, workspace + packed_pairs_bytes(g));
 }
 
 namespace {
@@ -875,6 +1112,7 @@ void backward_data_bf16(const std::uint16_t* dy, const float* w, const Parameter
 
 void conv2d_backward_filter_bf16(const std::uint16_t* dy, const void* x, DType x_type, float* dw, const Window2d& g,
                                  bool accumulate, std::byte* workspace) {
+  if (filter_runs_pairs(g)) return pair_backward_filter(dy, x, x_type, dw, g, accumulate, workspace);
   const std::int64_t PQ = g.P() * g.Q(), Kg = g.filters_per_group(), patch = g.patch_size(), wsize = g.K * patch;
   if (g.N == 0) {
     if (!accumulate) std::fill(dw, dw + wsize, 0.0f);
@@ -913,15 +1151,41 @@ ConvWorkspaceBytes conv2d_bf16_workspace_bytes(const Window2d& g, DType x_type) 
   };
   const std::int64_t Cg = g.channels_per_group(), Kg = g.filters_per_group(), taps = g.R * g.S;
   const bool as_convolution = input_gradient_is_a_convolution(g);
-  return {.forward = all(forward_task_bytes(g)),
-          .backward_data = all(backward_data_task_bytes(g, x_type)) + (as_convolution ? flipped_weight_bytes(g) : 0),
-          .backward_filter = all(backward_filter_task_bytes(g)) + partials_bytes(g),
-          .forward_packs = packs(Kg, Cg * taps),
-          .backward_data_packs = as_convolution ? packs(Cg, Kg * taps) : packs(Cg * taps, Kg)};
+  const Window2d t = input_gradient_window(g);
+  ConvWorkspaceBytes bytes{
+      .forward = all(forward_task_bytes(g)),
+      .backward_data = all(backward_data_task_bytes(g, x_type)) + (as_convolution ? flipped_weight_bytes(g) : 0),
+      .backward_filter = all(backward_filter_task_bytes(g)) + partials_bytes(g),
+      .forward_packs = packs(Kg, Cg * taps),
+      .backward_data_packs = as_convolution ? packs(Cg, Kg * taps) : packs(Cg * taps, Kg),
+      // The flipped weight's pack is made on every call.
+      .kept_forward = packs(Kg, Cg * taps),
+      .kept_backward_data = as_convolution ? 0 : packs(Cg * taps, Kg)};
+  // The pair GEMM packs its weight into the workspace on every call, and keeps nothing.
+  if (forward_runs_pairs(g)) {
+    bytes.forward = packed_pairs_bytes(g) + all(pair_forward_task_bytes(g));
+    bytes.forward_packs = bytes.kept_forward = 0;
+  }
+  if (input_gradient_runs_pairs(g)) {
+    bytes.backward_data = flipped_weight_bytes(g) + packed_pairs_bytes(t) + all(pair_forward_task_bytes(t));
+    bytes.backward_data_packs = bytes.kept_backward_data = 0;
+  }
+  if (filter_runs_pairs(g)) bytes.backward_filter = all(pair_filter_task_bytes(g));
+  return bytes;
 }
 
 void conv2d_backward_data_bf16(const std::uint16_t* dy, const float* w, const ParameterOperand* w_param, void* dx,
                                DType dx_type, const Window2d& g, bool accumulate, std::byte* workspace) {
+  if (input_gradient_runs_pairs(g)) {
+    auto* flipped = reinterpret_cast<float*>(workspace);
+    flip_weight(w, g, flipped);
+    const Window2d t = input_gradient_window(g);
+    auto* packed = reinterpret_cast<std::uint32_t*>(workspace + flipped_weight_bytes(g));
+    pack_weight_pairs(flipped, t, packed);
+    std::byte* rest = workspace + flipped_weight_bytes(g) + packed_pairs_bytes(t);
+    if (dx_type == DType::f32) return pair_forward(dy, DType::bf16, packed, nullptr, static_cast<float*>(dx), accumulate, t, rest);
+    return pair_forward(dy, DType::bf16, packed, nullptr, static_cast<std::uint16_t*>(dx), accumulate, t, rest);
+  }
   if (input_gradient_is_a_convolution(g)) {
     // The flipped weight is rearranged, so its pack is made here rather than kept.
     auto* flipped = reinterpret_cast<float*>(workspace);

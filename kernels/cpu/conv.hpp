@@ -13,11 +13,12 @@
 namespace accrue::kernels::cpu {
 
 /// Bytes of the temporaries of each pass (the `workspace` of the calls below) and, beside them, the
-/// weight's packs the bfloat16 forward and backward_data make (for memory plans; kept through a
-/// window, they are made once and count as parameters too).
+/// weight's packs the bfloat16 forward and backward_data make, and of those the ones kept through a
+/// window while parameter packs are open (made once then, and counted as parameters too).
 struct ConvWorkspaceBytes {
   std::size_t forward = 0, backward_data = 0, backward_filter = 0;
   std::size_t forward_packs = 0, backward_data_packs = 0;
+  std::size_t kept_forward = 0, kept_backward_data = 0;
 };
 ConvWorkspaceBytes conv2d_workspace_bytes(const Window2d& g);
 /// The float32 convolution's form: `automatic` runs the implicit GEMM over the padded image where

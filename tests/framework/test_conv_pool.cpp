@@ -1,6 +1,6 @@
 // conv2d, max_pool2d and avg_pool2d: values against direct loops written from the definitions,
 // finite-difference gradients in every configuration (stride, padding, dilation, groups, bias,
-// pooling modes), in each float32 form of the CPU convolution, and the errors for shapes that do
+// pooling modes), in each form of the CPU convolution, and the errors for shapes that do
 // not fit.
 
 #include <algorithm>
@@ -93,10 +93,11 @@ void expect_gradients(const std::string& name, const std::function<Tensor(const 
                                  << r.report);
 }
 
-// Runs `check` once for each float32 form of the CPU convolution, pinned for every call: the one
-// the processor chooses, im2col and OpenBLAS, and the implicit GEMM where AVX-512 allows it.
+// Runs `check` once for each form of the CPU convolution, pinned for every call: the one the
+// processor chooses, im2col (with OpenBLAS in float32, the bfloat16 GEMM under autocast), and the
+// implicit GEMM where AVX-512 allows it (over channel pairs in bfloat16, with AVX-512 BF16).
 template <class F>
-void in_each_float32_form(const F& check) {
+void in_each_form(const F& check) {
   using kernels::cpu::Conv2dForm;
   std::vector<std::pair<std::string, Conv2dForm>> forms = {{"automatic", Conv2dForm::automatic},
                                                            {"im2col", Conv2dForm::im2col}};
@@ -107,14 +108,14 @@ void in_each_float32_form(const F& check) {
   } unpin;
   for (const auto& [name, form] : forms) {
     kernels::cpu::pin_conv2d_form(form);
-    BOOST_TEST_CONTEXT("float32 form: " << name) { check(); }
+    BOOST_TEST_CONTEXT("convolution form: " << name) { check(); }
   }
 }
 
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(conv2d_matches_its_definition) {
-  in_each_float32_form([] {
+  in_each_form([] {
     std::uint64_t seed = 10;
     for (const ConvCase& c : conv_cases()) {
       const Tensor x = random_tensor(c.x, ++seed), w = random_tensor(c.w, ++seed);
@@ -131,7 +132,7 @@ BOOST_AUTO_TEST_CASE(conv2d_matches_its_definition) {
 }
 
 BOOST_AUTO_TEST_CASE(conv2d_gradients) {
-  in_each_float32_form([] {
+  in_each_form([] {
     std::uint64_t seed = 100;
     for (const ConvCase& c : conv_cases()) {
       const Tensor x = leaf(random_tensor(c.x, ++seed)), w = leaf(random_tensor(c.w, ++seed));
@@ -148,7 +149,7 @@ BOOST_AUTO_TEST_CASE(conv2d_gradients) {
 
 BOOST_AUTO_TEST_CASE(conv2d_gradients_accumulate_into_existing_ones) {
   // Two backward passes add up: the second lands on .grad() through the kernels' accumulate path.
-  in_each_float32_form([] {
+  in_each_form([] {
     const Tensor x = leaf(random_tensor({2, 20, 5, 5}, 1)), w = leaf(random_tensor({24, 20, 3, 3}, 2)),
                  b = leaf(random_tensor({24}, 3));
     ops::sum(ops::conv2d(x, w, b, {.padding = 1})).backward();
@@ -226,42 +227,44 @@ BOOST_AUTO_TEST_CASE(bf16_conv2d_matches_float32_on_rounded_operands) {
     BOOST_TEST_MESSAGE("skipped: this processor has neither AMX nor AVX-512 BF16, so conv2d stays float32 under autocast");
     return;
   }
-  const auto rounded = [](const Tensor& t) { return ops::cast(ops::cast(t, DType::bf16), DType::f32); };
-  std::uint64_t seed = 500;
-  for (const ConvCase& c : conv_cases())
-    for (const DType x_type : {DType::f32, DType::bf16}) {
-      const std::string name = c.name + (x_type == DType::f32 ? ", float32 x" : ", bfloat16 x");
-      const Tensor x32 = random_tensor(c.x, ++seed), w = leaf(random_tensor(c.w, ++seed));
-      const Tensor b = c.bias ? leaf(random_tensor({c.w[0]}, ++seed)) : Tensor();
-      const Tensor x = leaf(x_type == DType::f32 ? x32 : ops::cast(x32, DType::bf16));
-      Tensor y;
-      {
-        const AutocastGuard autocast{DType::bf16};
-        y = ops::conv2d(x, w, b, c.options);
-      }
-      BOOST_REQUIRE_MESSAGE(y.dtype() == DType::bf16, name << ": output is " << dtype_name(y.dtype()));
-      const Tensor xr = rounded(x32.detach()), wr = rounded(w.detach());
-      const auto expected = direct_conv(xr, wr, c.bias ? b.detach() : Tensor(), c.options);
-      const auto got = ops::cast(y, DType::f32).to_vector();
-      std::int64_t off = 0;
-      for (std::size_t i = 0; i < got.size(); ++i)
-        off += std::abs(double(got[i]) - expected[i]) > std::abs(expected[i]) * 0.5 / 128 + 1e-5;
-      BOOST_TEST(off == 0, name << ": " << off << " outputs further than one rounding from the definition");
+  in_each_form([] {
+    const auto rounded = [](const Tensor& t) { return ops::cast(ops::cast(t, DType::bf16), DType::f32); };
+    std::uint64_t seed = 500;
+    for (const ConvCase& c : conv_cases())
+      for (const DType x_type : {DType::f32, DType::bf16}) {
+        const std::string name = c.name + (x_type == DType::f32 ? ", float32 x" : ", bfloat16 x");
+        const Tensor x32 = random_tensor(c.x, ++seed), w = leaf(random_tensor(c.w, ++seed));
+        const Tensor b = c.bias ? leaf(random_tensor({c.w[0]}, ++seed)) : Tensor();
+        const Tensor x = leaf(x_type == DType::f32 ? x32 : ops::cast(x32, DType::bf16));
+        Tensor y;
+        {
+          const AutocastGuard autocast{DType::bf16};
+          y = ops::conv2d(x, w, b, c.options);
+        }
+        BOOST_REQUIRE_MESSAGE(y.dtype() == DType::bf16, name << ": output is " << dtype_name(y.dtype()));
+        const Tensor xr = rounded(x32.detach()), wr = rounded(w.detach());
+        const auto expected = direct_conv(xr, wr, c.bias ? b.detach() : Tensor(), c.options);
+        const auto got = ops::cast(y, DType::f32).to_vector();
+        std::int64_t off = 0;
+        for (std::size_t i = 0; i < got.size(); ++i)
+          off += std::abs(double(got[i]) - expected[i]) > std::abs(expected[i]) * 0.5 / 128 + 1e-5;
+        BOOST_TEST(off == 0, name << ": " << off << " outputs further than one rounding from the definition");
 
-      const Tensor dy = ops::cast(random_tensor(y.shape(), ++seed), DType::bf16);
-      y.backward(dy, /*retain_graph=*/true);
-      y.backward(dy);
-      const Tensor rx = leaf(xr), rw = leaf(wr), rb = c.bias ? leaf(b.detach().clone()) : Tensor();
-      const Tensor ry = ops::conv2d(rx, rw, rb, c.options);
-      const Tensor dy32 = ops::cast(dy, DType::f32);
-      ry.backward(dy32, /*retain_graph=*/true);
-      ry.backward(dy32);
-      test::check_close(w.grad(), rw.grad(), 1e-4, 1e-4, name + ": weight gradient");
-      if (c.bias) test::check_close(b.grad(), rb.grad(), 1e-4, 1e-4, name + ": bias gradient");
-      BOOST_REQUIRE(x.grad().dtype() == x_type);
-      if (x_type == DType::f32) test::check_close(x.grad(), rx.grad(), 1e-4, 1e-4, name + ": input gradient");
-      else test::check_close(ops::cast(x.grad(), DType::f32), rx.grad(), 1e-4, 1.0 / 128, name + ": input gradient");
-    }
+        const Tensor dy = ops::cast(random_tensor(y.shape(), ++seed), DType::bf16);
+        y.backward(dy, /*retain_graph=*/true);
+        y.backward(dy);
+        const Tensor rx = leaf(xr), rw = leaf(wr), rb = c.bias ? leaf(b.detach().clone()) : Tensor();
+        const Tensor ry = ops::conv2d(rx, rw, rb, c.options);
+        const Tensor dy32 = ops::cast(dy, DType::f32);
+        ry.backward(dy32, /*retain_graph=*/true);
+        ry.backward(dy32);
+        test::check_close(w.grad(), rw.grad(), 1e-4, 1e-4, name + ": weight gradient");
+        if (c.bias) test::check_close(b.grad(), rb.grad(), 1e-4, 1e-4, name + ": bias gradient");
+        BOOST_REQUIRE(x.grad().dtype() == x_type);
+        if (x_type == DType::f32) test::check_close(x.grad(), rx.grad(), 1e-4, 1e-4, name + ": input gradient");
+        else test::check_close(ops::cast(x.grad(), DType::f32), rx.grad(), 1e-4, 1.0 / 128, name + ": input gradient");
+      }
+  });
 }
 
 // Pooling a bfloat16 tensor stays in bfloat16 on the CPU: max pooling gives the float32 results of
