@@ -1,6 +1,6 @@
 // The convolutions of the FashionMNIST CNN (examples/fashion_mnist_cnn.cpp), forward and forward +
-// backward, timed in Accrue in float32 in both forms (im2col + OpenBLAS, and the implicit GEMM
-// over the padded image) and in bfloat16 (autocast), one sample per thread, and, in the same run,
+// backward, timed in Accrue in float32 and in bfloat16 (autocast), each in both forms (im2col and a
+// GEMM, and the implicit GEMM over the padded image), one sample per thread, and, in the same run,
 // in PyTorch with its oneDNN (mkldnn) convolution in both types and with oneDNN switched off (its
 // own im2col + OpenBLAS path): the measurement behind Accrue's choice of CPU convolution.
 //
@@ -62,13 +62,12 @@ int main(int argc, char** argv) {
   const bool implicit = kernels::cpu::implicit_gemm_available();
   fmt::print("Accrue: {} threads, OpenBLAS {} kernels, bfloat16 kernel: {}. Milliseconds per call (best of 5 rounds "
              "of {}, the forms alternating round by round); fwd+bwd is the layer's backward from a given output "
-             "gradient. float32 in both forms: im2col and OpenBLAS's sgemm, and the implicit GEMM over the padded "
-             "image (AVX-512){}.\n",
+             "gradient. Each type in both forms: im2col and a GEMM, and the implicit GEMM over the padded image "
+             "(AVX-512){}.\n",
              kernels::cpu::num_threads(), kernels::cpu::openblas().core,
              kernels::cpu::bf16_kernel_name(kernels::cpu::bf16_kernel()), reps,
              implicit ? "" : ", which this processor lacks");
-  fmt::print("| conv | batch | im2col forward | im2col fwd+bwd | GFLOP/s | implicit GEMM forward | implicit GEMM fwd+bwd "
-             "| GFLOP/s | bfloat16 forward | bfloat16 fwd+bwd | GFLOP/s |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+  fmt::print("| conv | batch | type | form | forward | fwd+bwd | GFLOP/s |\n|---|---|---|---|---|---|---|\n");
   using kernels::cpu::Conv2dForm;
   std::string shapes;
   for (const Conv& c : convs) {
@@ -80,18 +79,21 @@ int main(int argc, char** argv) {
       const double macs = double(n) * c.K * c.H * c.H * c.C * 9;
       const double flop = 2 * macs * (c.C == 1 ? 2 : 3);
       const ops::Conv2dOptions o{.padding = 1};
-      // Float32 in each form, then bfloat16 under autocast as .amp() runs the CNN: the first layer
-      // reads the float32 images, the second the bfloat16 output of the layers before it.
+      // Both forms in float32, then in bfloat16 under autocast as .amp() runs the CNN: the first
+      // layer reads the float32 images, the second the bfloat16 output of the layers before it.
       struct Form {
+        const char* type;
+        const char* name;
         Conv2dForm form;
         std::optional<DType> low;
         bool runs;
       };
-      const std::array<Form, 3> forms = {{{Conv2dForm::im2col, std::nullopt, true},
-                                          {Conv2dForm::implicit_gemm, std::nullopt, implicit},
-                                          {Conv2dForm::automatic, DType::bf16, bf16}}};
+      const std::array<Form, 4> forms = {{{"float32", "im2col + OpenBLAS", Conv2dForm::im2col, std::nullopt, true},
+                                          {"float32", "implicit GEMM", Conv2dForm::implicit_gemm, std::nullopt, implicit},
+                                          {"bfloat16", "im2col + bfloat16 GEMM", Conv2dForm::im2col, DType::bf16, bf16},
+                                          {"bfloat16", "implicit GEMM (pairs)", Conv2dForm::implicit_gemm, DType::bf16,
+                                           bf16 && implicit}}};
       std::vector<std::function<void()>> calls;
-      std::vector<Tensor> inputs, gradients;
       for (const Form& f : forms) {
         if (!f.runs) continue;
         const DType act = f.low.value_or(DType::f32);
@@ -114,18 +116,16 @@ int main(int argc, char** argv) {
       }
       const std::vector<double> seconds = bench::best_seconds_alternating(reps, calls);
       kernels::cpu::pin_conv2d_form(Conv2dForm::automatic);
-      std::string row = fmt::format("| {} | {} |", c.name, n);
       std::size_t at = 0;
       for (const Form& f : forms) {
         if (!f.runs) {
-          row += " - | - | - |";
+          fmt::print("| {} | {} | {} | {} | - | - | - |\n", c.name, n, f.type, f.name);
           continue;
         }
-        row += fmt::format(" {:.3f} | {:.3f} | {:.0f} |", seconds[at] * 1e3, seconds[at + 1] * 1e3,
-                           flop / seconds[at + 1] / 1e9);
+        fmt::print("| {} | {} | {} | {} | {:.3f} | {:.3f} | {:.0f} |\n", c.name, n, f.type, f.name, seconds[at] * 1e3,
+                   seconds[at + 1] * 1e3, flop / seconds[at + 1] / 1e9);
         at += 2;
       }
-      fmt::print("{}\n", row);
       shapes += fmt::format(" {}:{}:{}:{}", n, c.C, c.H, c.K);
     }
   }

@@ -1,25 +1,27 @@
 // Convolution on the CPU. Each pool thread takes whole samples, so every product is single-threaded
 // and one sample's operands stay in that core's cache; the weight gradient is summed in one buffer
-// per thread and added up at the end. Three forms:
-// - float32 on AVX-512: an implicit GEMM over the zero-padded image (the im2col matrix is never
-//   written), against the weight packed once per call;
-// - float32 elsewhere: im2col and OpenBLAS's sgemm;
-// - bfloat16 (autocast): im2col written straight into the bfloat16 kernels' pair layout.
+// per thread and added up at the end. Two forms in each type (bench/conv_shapes times them):
+// - the implicit GEMM (AVX-512): products read the zero-padded image where it lies, so the im2col
+//   matrix is never written; in bfloat16 (AVX-512 BF16) over pairs of channels or positions;
+// - im2col: with OpenBLAS's sgemm in float32, and written straight into the bfloat16 kernels' pair
+//   layout for AMX's tiles or vdpbf16ps in bfloat16. It serves processors without the first form,
+//   pointwise convolutions and passes with fewer than 16 output channels per group.
 // With stride 1 and dilation 1 the input's gradient runs as a convolution (of dy, with the weight
-// flipped) in the AVX-512 forms, and as a product and a col2im scatter otherwise.
+// flipped), elsewhere as a product and a col2im scatter.
+
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
+#include <cstring>
+#include <optional>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
-#include <cstring>
-#include <optional>
-#include <type_traits>
-#include <vector>
 
 #include "accrue/kernels/cpu/conv.hpp"
 
@@ -663,19 +665,28 @@ namespace {
 
 std::atomic<Conv2dForm> pinned_form{Conv2dForm::automatic};
 
-// Whether the implicit GEMM runs a pass whose output has `channels` per group, which fill that many
-// lanes of its vectors of 16. Pointwise convolutions need no im2col, so they stay a plain sgemm.
-bool runs_implicit(const Window2d& g, std::int64_t channels) {
+// Whether an implicit GEMM the processor can run (`available`) runs a pass whose output has
+// `channels` per group, which fill that many lanes of its vectors of 16: unless a form is pinned,
+// where it is `preferred` to the other form, for 16 or more channels. Pointwise convolutions need no
+// im2col, so they stay a plain product.
+bool runs_implicit(const Window2d& g, std::int64_t channels, bool available, bool preferred) {
+  if (!available) return false;
   switch (pinned_form.load()) {
     case Conv2dForm::im2col: return false;
     case Conv2dForm::implicit_gemm: return true;
     case Conv2dForm::automatic: break;
   }
-  return implicit_gemm_runs() && !g.is_pointwise() && channels >= 16;
+  return preferred && !g.is_pointwise() && channels >= 16;
 }
-bool forward_runs_implicit(const Window2d& g) { return runs_implicit(g, g.filters_per_group()); }
+// In float32 OpenBLAS stays ahead on products of depth under 16 (a 3x3 kernel over one channel:
+// bench/conv_shapes' first convolution), where the implicit GEMM's tiles load and store as much as
+// they multiply.
+bool forward_runs_implicit(const Window2d& g) {
+  return runs_implicit(g, g.filters_per_group(), implicit_gemm_runs(), g.patch_size() >= 16);
+}
 bool input_gradient_runs_implicit(const Window2d& g) {
-  return input_gradient_is_a_convolution(g) && runs_implicit(g, g.channels_per_group());
+  return input_gradient_is_a_convolution(g) &&
+         runs_implicit(g, g.channels_per_group(), implicit_gemm_runs(), g.filters_per_group() * g.R * g.S >= 16);
 }
 
 }  // namespace
@@ -943,15 +954,10 @@ bool pair_tiles_available() {
   return yes;
 }
 
-// Whether the pair GEMM runs a bfloat16 pass with `channels` output channels per group.
+// Whether the pair GEMM runs a bfloat16 pass with `channels` output channels per group (on its
+// own only where AMX's tiles are not there to run the other form).
 bool pairs_run(const Window2d& g, std::int64_t channels) {
-  if (!pair_tiles_available()) return false;
-  switch (pinned_form.load()) {
-    case Conv2dForm::im2col: return false;
-    case Conv2dForm::implicit_gemm: return true;
-    case Conv2dForm::automatic: break;
-  }
-  return bf16_kernel() == Bf16Kernel::avx512_bf16 && !g.is_pointwise() && channels >= 16;
+  return runs_implicit(g, channels, pair_tiles_available(), bf16_kernel() == Bf16Kernel::avx512_bf16);
 }
 bool forward_runs_pairs(const Window2d& g) { return pairs_run(g, g.filters_per_group()); }
 bool input_gradient_runs_pairs(const Window2d& g) {

@@ -21,10 +21,12 @@ struct ConvWorkspaceBytes {
   std::size_t kept_forward = 0, kept_backward_data = 0;
 };
 ConvWorkspaceBytes conv2d_workspace_bytes(const Window2d& g);
-/// The float32 convolution's form: `automatic` runs the implicit GEMM over the padded image where
-/// the processor has AVX-512 and a pass fills 16 or more lanes (output channels per group), and
-/// im2col with OpenBLAS's sgemm otherwise. Benchmarks and tests pin one form for every convolution
-/// to compare them; pinning the implicit GEMM without AVX-512 throws.
+/// The convolution's form: `automatic` runs the implicit GEMM over the padded image where the
+/// processor has AVX-512 (AVX-512 BF16 and no AMX, in bfloat16) and a pass fills 16 or more lanes
+/// (output channels per group) with products of depth 16 or more (in float32), and im2col with a
+/// GEMM otherwise. Benchmarks and tests pin one form
+/// for every convolution to compare them; pinning the implicit GEMM without AVX-512 throws, and
+/// bfloat16 keeps im2col where its pairs cannot run.
 enum class Conv2dForm { automatic, implicit_gemm, im2col };
 bool implicit_gemm_available();
 void pin_conv2d_form(Conv2dForm form);
