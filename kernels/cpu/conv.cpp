@@ -404,6 +404,8 @@ ACCRUE_TARGET_AVX512 void gathered_tile(const float* xp, const std::int32_t* row
     for (int v = 0; v < NV; ++v) _mm512_storeu_ps(c + r * ldc + 16 * v, acc[r][v]);
 }
 
+#endif
+
 // A tile's signature: A's elements read from an image of T, B's of U.
 template <class T, class U>
 using GatheredTile = void (*)(const T*, const std::int32_t*, const std::int32_t*, std::int64_t, const U*, std::int64_t,
@@ -423,12 +425,16 @@ constexpr GatheredTiles<T, U> tiles_of(std::integer_sequence<int, M...>) {
            {Tile<std::min(M + 1, tile_rows(3)), 3>::run...},
            {Tile<std::min(M + 1, tile_rows(4)), 4>::run...}}};
 }
+#if defined(__x86_64__)
 template <int MR, int NV>
 struct FloatTile {
   static constexpr auto run = &gathered_tile<MR, NV>;
 };
 constexpr GatheredTiles<float, float> float_tiles =
     tiles_of<float, float, FloatTile>(std::make_integer_sequence<int, 8>{});
+#else
+constexpr GatheredTiles<float, float> float_tiles = {};
+#endif
 
 // C (rows x n) (+)= A (rows x L) B (L x n) with A as the tiles', n a multiple of 16, and B and C
 // rows n elements apart. Panels of 64 columns, so that a panel of B stays in L2 while every row
@@ -453,6 +459,7 @@ void gathered_gemm(const float* xp, const std::int32_t* row_off, std::int64_t ro
   gathered_gemm(float_tiles, xp, row_off, rows, col_off, L, b, n, c, accumulate);
 }
 
+#if defined(__x86_64__)
 bool implicit_gemm_runs() {
   static const bool avx512 = [] {
     __builtin_cpu_init();
@@ -461,8 +468,6 @@ bool implicit_gemm_runs() {
   return avx512;
 }
 #else
-void gathered_gemm(const float*, const std::int32_t*, std::int64_t, const std::int32_t*, std::int64_t, const float*,
-                   std::int64_t, float*, bool) {}
 bool implicit_gemm_runs() { return false; }
 #endif
 
@@ -658,10 +663,6 @@ void implicit_backward_filter(const float* dy, const float* x, float* dw, const 
   });
   add_transposed_sums(sums, dw, g, accumulate);
 }
-
-}  // namespace
-
-namespace {
 
 std::atomic<Conv2dForm> pinned_form{Conv2dForm::automatic};
 
