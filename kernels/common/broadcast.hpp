@@ -13,7 +13,10 @@ namespace accrue::kernels::common {
 inline constexpr int broadcast_max_rank = 8;
 
 /// out = f(a, b) with a and b broadcast to out's shape: an operand's stride is 0 along the
-/// dimensions it is broadcast over.
+/// dimensions it is broadcast over. kernels::broadcast_index merges neighbouring dimensions both
+/// operands step through alike (and drops those of extent 1), so that operands of one shape, or
+/// a bias over rows, take one or two dimensions here rather than a division per dimension per
+/// element on the GPU.
 struct BroadcastIndex {
   int rank = 0;
   std::int64_t out[broadcast_max_rank] = {};
@@ -22,6 +25,11 @@ struct BroadcastIndex {
 
   /// Offsets in a and b of output element i (row-major).
   ACCRUE_HD void offsets(std::int64_t i, std::int64_t* oa, std::int64_t* ob) const {
+    if (rank <= 1) {  // i is inside the one dimension: no division
+      *oa = rank == 0 ? 0 : i * stride_a[0];
+      *ob = rank == 0 ? 0 : i * stride_b[0];
+      return;
+    }
     std::int64_t a = 0, b = 0;
     for (int d = rank - 1; d >= 0; --d) {
       const std::int64_t idx = i % out[d];

@@ -32,6 +32,7 @@ const std::vector<std::pair<Shape, Shape>> broadcast_cases = {
     {{4, 5}, {4, 5}},          {{4, 5}, {5}},       {{4, 5}, {4, 1}}, {{3, 1, 5}, {1, 4, 1}},
     {{2, 3, 4, 5}, {3, 1, 5}}, {{}, {2, 3}},        {{6}, {}},        {{2, 1, 3, 1}, {1, 5, 1, 4}},
     {{1}, {7, 1, 2}},          {{3, 4, 1}, {1, 1, 6}}, {{2, 0, 3}, {3}},
+    {{2, 3, 4, 5}, {2, 3, 4, 5}}, {{6, 1, 4, 5}, {1, 7, 4, 5}}, {{2, 3, 1, 1}, {1, 1, 4, 5}},
 };
 
 // Column-major C (m x n, ldc) = op(first) op(second), written the obvious way.
@@ -60,6 +61,8 @@ BOOST_AUTO_TEST_CASE(broadcast_index_reads_what_the_cpu_kernel_reads) {
     const Tensor a = random_tensor(as, seed++), b = random_tensor(bs, seed++, 0.5f, 2.0f);
     const auto av = a.to_vector(), bv = b.to_vector();
     const kernels::common::BroadcastIndex index = kernels::broadcast_index(as, bs, os);
+    // Operands of one shape merge into one dimension, which the GPU kernel maps without a division.
+    if (as == bs) BOOST_TEST(index.rank <= 1, as.str() << " with itself keeps " << index.rank << " dimensions");
     for (auto op : {kernels::BinaryOp::add, kernels::BinaryOp::sub, kernels::BinaryOp::mul, kernels::BinaryOp::div}) {
       const Tensor cpu = Tensor::empty(os);
       kernels::binary_forward(op, a, b, cpu);
