@@ -1,6 +1,7 @@
 #include "accrue/kernels/reduce.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "accrue/kernels/cast.hpp"
@@ -54,7 +55,12 @@ void sum_dim(const Tensor& x, std::int64_t outer, std::int64_t D, std::int64_t i
         return cpu::sum_dim(values.data(), outer, D, inner, scale, out.data<float>(), accumulate);
       },
       [&](int index) {
-        return cuda::sum_dim(index, x.dtype(), x.data_ptr(), outer, D, inner, scale, ptr<float>(out), accumulate);
+        const std::int64_t partials = cuda::sum_dim_partials(outer, D, inner);
+        std::optional<Storage> scratch;
+        if (partials > 0)
+          scratch.emplace(sizeof(double) * static_cast<std::size_t>(partials), out.device(), MemoryCategory::temporaries);
+        return cuda::sum_dim(index, x.dtype(), x.data_ptr(), outer, D, inner, scale, ptr<float>(out), accumulate,
+                             scratch ? static_cast<double*>(scratch->data()) : nullptr);
       });
 }
 

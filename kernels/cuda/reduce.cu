@@ -2,6 +2,7 @@
 // contiguous row, float across rows); the gradient of a broadcast operand follows
 // common::SumToShapeIndex.
 
+#include "accrue/kernels/common/row_sums.hpp"
 #include "accrue/kernels/cuda/launch.cuh"
 #include "accrue/kernels/cuda/reduce.hpp"
 #include "accrue/kernels/cuda/context.hpp"
@@ -18,6 +19,31 @@ __global__ void sum_rows_kernel(const T* x, std::int64_t D, float scale, float* 
   const T* row = x + static_cast<std::int64_t>(blockIdx.x) * D;
   double s = 0.0;
   for (std::int64_t d = threadIdx.x; d < D; d += blockDim.x) s += common::load(row[d]);
+  s = block_all_reduce(s, 0.0, SumOp{});
+  if (threadIdx.x == 0) {
+    const float v = static_cast<float>(s * scale);
+    out[blockIdx.x] = accumulate ? out[blockIdx.x] + v : v;
+  }
+}
+
+// Few long rows: block (c, row) sums chunk c of its row into partial[row * gridDim.x + c].
+template <class T>
+__global__ void sum_row_chunks_kernel(const T* x, std::int64_t D, std::int64_t chunk, double* partial) {
+  const std::int64_t row = blockIdx.y, c = blockIdx.x;
+  const T* p = x + row * D;
+  const std::int64_t end = c * chunk + chunk < D ? c * chunk + chunk : D;
+  double s = 0.0;
+  for (std::int64_t d = c * chunk + threadIdx.x; d < end; d += blockDim.x) s += common::load(p[d]);
+  s = block_all_reduce(s, 0.0, SumOp{});
+  if (threadIdx.x == 0) partial[row * gridDim.x + c] = s;
+}
+
+// Then one block per row adds its chunks' partial sums.
+__global__ void sum_partial_rows_kernel(const double* partial, std::int64_t chunks, float scale, float* out,
+                                        bool accumulate) {
+  const double* p = partial + static_cast<std::int64_t>(blockIdx.x) * chunks;
+  double s = 0.0;
+  for (std::int64_t c = threadIdx.x; c < chunks; c += blockDim.x) s += p[c];
   s = block_all_reduce(s, 0.0, SumOp{});
   if (threadIdx.x == 0) {
     const float v = static_cast<float>(s * scale);
@@ -102,13 +128,29 @@ struct ArgmaxRows {
 
 }  // namespace
 
+std::int64_t sum_dim_partials(std::int64_t outer, std::int64_t D, std::int64_t inner) {
+  const common::RowSplit split = common::split_rows(outer, D);
+  return inner == 1 && split.chunks > 1 ? outer * split.chunks : 0;
+}
+
 void sum_dim(int device, DType x_type, const void* x, std::int64_t outer, std::int64_t D, std::int64_t inner, float scale,
-             float* out, bool accumulate) {
+             float* out, bool accumulate, double* scratch) {
   with_float_type(x_type, [&](auto* type) {
     using T = std::remove_pointer_t<decltype(type)>;
     const T* xt = static_cast<const T*>(x);
     if (inner == 1) {
       if (outer == 0) return;
+      if (sum_dim_partials(outer, D, inner) > 0) {
+        const common::RowSplit split = common::split_rows(outer, D);
+        // outer < split_rows' target of 1024 blocks, so it fits the grid's y dimension.
+        sum_row_chunks_kernel<T><<<dim3(static_cast<unsigned>(split.chunks), static_cast<unsigned>(outer)), reduce_threads,
+                                   0, compute_stream(device)>>>(xt, D, split.chunk, scratch);
+        check_launch("sum_row_chunks_kernel", __FILE__, __LINE__);
+        sum_partial_rows_kernel<<<static_cast<unsigned>(outer), reduce_threads, 0, compute_stream(device)>>>(
+            scratch, split.chunks, scale, out, accumulate);
+        check_launch("sum_partial_rows_kernel", __FILE__, __LINE__);
+        return;
+      }
       sum_rows_kernel<T><<<grid_size(outer, "sum_dim: more than 2^31 - 1 rows"), reduce_threads, 0, compute_stream(device)>>>(xt, D, scale, out,
                                                                                                        accumulate);
       check_launch("sum_rows_kernel", __FILE__, __LINE__);

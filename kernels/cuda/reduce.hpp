@@ -11,8 +11,11 @@
 
 namespace accrue::kernels::cuda {
 
+/// Partial sums (doubles) sum_dim needs in its scratch: rows split across blocks
+/// (common::split_rows), none when each row takes one block.
+std::int64_t sum_dim_partials(std::int64_t outer, std::int64_t D, std::int64_t inner);
 void sum_dim(int device, DType x_type, const void* x, std::int64_t outer, std::int64_t D, std::int64_t inner, float scale,
-             float* out, bool accumulate);
+             float* out, bool accumulate, double* scratch);
 void expand_dim(int device, const float* g, std::int64_t outer, std::int64_t D, std::int64_t inner, float scale,
                 float* out, bool accumulate);
 void sum_to_shape(int device, const float* dy, float* d, std::int64_t d_numel, const common::SumToShapeIndex& index,

@@ -134,6 +134,9 @@ BOOST_AUTO_TEST_CASE(reductions) {
     }
   const Tensor big = random_tensor({300000}, 21);
   compare("sum of 300000", {big}, [](auto& v) { return ops::sum(v[0]); }, 1e-3);
+  // Few long rows split across blocks (common::split_rows).
+  const Tensor rows = random_tensor({3, 100000}, 23);
+  compare("mean of 3 rows of 100000", {rows}, [](auto& v) { return ops::mean(v[0], 1, false); }, 1e-5);
   const Tensor logits = random_tensor({50, 13}, 22);
   BOOST_TEST(ops::argmax(logits.to(gpu())).to_vector<std::int32_t>() == ops::argmax(logits).to_vector<std::int32_t>());
   double cpu_sq = kernels::sum_of_squares(big);

@@ -5,6 +5,7 @@
 
 #include <accrue/kernels/amp_update.hpp>
 #include <accrue/kernels/common/broadcast.hpp>
+#include <accrue/kernels/common/row_sums.hpp>
 #include <accrue/kernels/common/cross_entropy.hpp>
 #include <accrue/kernels/common/dropout.hpp>
 #include <accrue/kernels/dropout.hpp>
@@ -80,6 +81,20 @@ BOOST_AUTO_TEST_CASE(broadcast_index_reads_what_the_cpu_kernel_reads) {
       check_close(cpu, emulated, 0.0, 0.0, "broadcast " + as.str() + " with " + bs.str());
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(split_rows_cover_every_value_once) {
+  for (const std::int64_t outer : {1, 3, 100, 1023, 1024, 5000})
+    for (const std::int64_t D : {0, 1, 16383, 16384, 300000, 1000003, 50000000}) {
+      const kernels::common::RowSplit s = kernels::common::split_rows(outer, D);
+      BOOST_TEST_CONTEXT(outer << " rows of " << D) {
+        BOOST_TEST(s.chunks >= 1);
+        BOOST_TEST(s.chunks * s.chunk >= D);               // every value in a chunk
+        BOOST_TEST((s.chunks - 1) * s.chunk < std::max<std::int64_t>(D, 1));  // no chunk empty
+        BOOST_TEST(outer * s.chunks <= std::max<std::int64_t>(outer, 1024));  // within the blocks' target
+        BOOST_TEST((s.chunks > 1) == (D >= 16384 && 2 * outer <= 1024));  // two chunks a row at least
+      }
+    }
 }
 
 BOOST_AUTO_TEST_CASE(sum_to_shape_index_gathers_what_the_cpu_kernel_sums) {
