@@ -1,6 +1,7 @@
 #include "accrue/kernels/cuda/context.hpp"
 
 #include <array>
+#include <atomic>
 #include <memory>
 #include <mutex>
 
@@ -13,8 +14,17 @@ constexpr int max_devices = 64;
 
 // Contexts live until the process ends and are never destroyed: at exit the CUDA runtime may
 // already be unloading, and destroying handles then fails; the driver reclaims everything anyway.
-std::array<DeviceContext*, max_devices> contexts{};
+// Read without the lock on every launch; written once per device under it.
+std::array<std::atomic<DeviceContext*>, max_devices> contexts{};
 std::mutex contexts_mutex;
+
+// Makes `device` current unless it already is: cudaGetDevice reads the thread's state, while
+// cudaSetDevice goes into the driver even when nothing changes.
+void make_current(int device) {
+  int current = -1;
+  if (cudaGetDevice(&current) == cudaSuccess && current == device) return;
+  ACCRUE_CUDA_CHECK(cudaSetDevice(device));
+}
 
 DeviceContext* create_context(int device) {
   auto c = std::make_unique<DeviceContext>();
@@ -40,15 +50,17 @@ DeviceContext* create_context(int device) {
 
 DeviceContext& context(int device) {
   if (device < 0 || device >= max_devices) throw_error(cudaErrorInvalidDevice, "context(device)", __FILE__, __LINE__);
-  DeviceContext* c = nullptr;
-  {
+  std::atomic<DeviceContext*>& slot = contexts[static_cast<std::size_t>(device)];
+  DeviceContext* c = slot.load(std::memory_order_acquire);
+  if (c == nullptr) {
     std::lock_guard lock{contexts_mutex};
-    if (contexts[static_cast<std::size_t>(device)] == nullptr)
-      contexts[static_cast<std::size_t>(device)] = create_context(device);
-    c = contexts[static_cast<std::size_t>(device)];
+    c = slot.load(std::memory_order_relaxed);
+    if (c == nullptr) {
+      c = create_context(device);
+      slot.store(c, std::memory_order_release);
+    }
   }
-  // Cheap when the device is already current; needed for the runtime calls that follow.
-  ACCRUE_CUDA_CHECK(cudaSetDevice(device));
+  make_current(device);  // for the runtime calls that follow
   return *c;
 }
 
@@ -56,9 +68,9 @@ cudaStream_t compute_stream(int device) { return context(device).compute; }
 
 void synchronize(int device) { ACCRUE_CUDA_CHECK(cudaStreamSynchronize(compute_stream(device))); }
 
-unsigned blocks_for(int device, long long n, int threads) {
+unsigned blocks_for(const DeviceContext& c, long long n, int threads) {
   const long long needed = (n + threads - 1) / threads;
-  const long long cap = static_cast<long long>(context(device).multiprocessors) * 8;
+  const long long cap = static_cast<long long>(c.multiprocessors) * 8;
   const long long blocks = needed < cap ? needed : cap;
   return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
 }
@@ -86,7 +98,7 @@ void copy_device_to_device(int dst_device, void* dst, int src_device, const void
   synchronize(src_device);
   synchronize(dst_device);
   ACCRUE_CUDA_CHECK(cudaMemcpyPeer(dst, dst_device, src, src_device, bytes));
-  ACCRUE_CUDA_CHECK(cudaSetDevice(dst_device));
+  make_current(dst_device);
   ACCRUE_CUDA_CHECK(cudaDeviceSynchronize());
 }
 

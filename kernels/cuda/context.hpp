@@ -34,7 +34,7 @@ void synchronize(int device);
 
 /// Blocks for grid-stride loops over n elements with `threads` per block: enough to fill the
 /// device a few times over, never more than the work needs.
-unsigned blocks_for(int device, long long n, int threads);
+unsigned blocks_for(const DeviceContext& c, long long n, int threads);
 
 void copy_host_to_device(int device, void* dst, const void* src, std::size_t bytes);
 void copy_device_to_host(int device, void* dst, const void* src, std::size_t bytes);

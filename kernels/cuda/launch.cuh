@@ -33,8 +33,8 @@ __global__ void elementwise_kernel(std::int64_t n, F f) {
 template <class F>
 void launch_elementwise(int device, std::int64_t n, const char* kernel, const F& f) {
   if (n <= 0) return;
-  const unsigned blocks = blocks_for(device, n, elementwise_threads);
-  elementwise_kernel<<<blocks, elementwise_threads, 0, compute_stream(device)>>>(n, f);
+  const DeviceContext& c = context(device);  // one lookup for the grid and the stream
+  elementwise_kernel<<<blocks_for(c, n, elementwise_threads), elementwise_threads, 0, c.compute>>>(n, f);
   check_launch(kernel, __FILE__, __LINE__);
 }
 

@@ -80,6 +80,34 @@ __global__ void group_norm_param_grad_kernel(const float* x, const float* mean, 
   }
 }
 
+// L == 1 (LayerNorm: N rows of C features), where a block per channel would read C floats apart:
+// a block of 32 x 32 threads takes 32 neighbouring channels, each warp reading 32 consecutive floats
+// of a row, 32 rows at a time; the 32 partial sums of a channel add up in shared memory.
+constexpr int rows_param_grad_rows = 32;
+__global__ void rows_param_grad_kernel(const float* x, const float* mean, const float* rstd, const float* dy,
+                                       float* dgamma, float* dbeta, std::int64_t N, std::int64_t C,
+                                       std::int64_t groups) {
+  const std::int64_t c = static_cast<std::int64_t>(blockIdx.x) * 32 + threadIdx.x, Cg = C / groups;
+  float dg = 0.0f, db = 0.0f;
+  if (c < C)
+    for (std::int64_t n = threadIdx.y; n < N; n += rows_param_grad_rows) {
+      const std::int64_t i = n * C + c, set = n * groups + c / Cg;
+      dg += dy[i] * ((x[i] - mean[set]) * rstd[set]);
+      db += dy[i];
+    }
+  __shared__ float partial_g[rows_param_grad_rows][32], partial_b[rows_param_grad_rows][32];
+  partial_g[threadIdx.y][threadIdx.x] = dg;
+  partial_b[threadIdx.y][threadIdx.x] = db;
+  __syncthreads();
+  if (threadIdx.y != 0 || c >= C) return;
+  for (int r = 1; r < rows_param_grad_rows; ++r) {
+    dg += partial_g[r][threadIdx.x];
+    db += partial_b[r][threadIdx.x];
+  }
+  if (dgamma != nullptr) dgamma[c] = dg;
+  if (dbeta != nullptr) dbeta[c] = db;
+}
+
 }  // namespace
 
 void group_norm_forward(int device, const float* x, const float* gamma, const float* beta, float* y, float* mean,
@@ -95,7 +123,11 @@ void group_norm_backward(int device, const float* x, const float* gamma, const f
                          std::int64_t L, std::int64_t groups) {
   if (N * C * L == 0) return;
   const cudaStream_t stream = compute_stream(device);
-  if (dgamma != nullptr || dbeta != nullptr) {
+  if ((dgamma != nullptr || dbeta != nullptr) && L == 1) {
+    rows_param_grad_kernel<<<grid_size((C + 31) / 32, "group_norm_backward: too many channels"),
+                             dim3(32, rows_param_grad_rows), 0, stream>>>(x, mean, rstd, dy, dgamma, dbeta, N, C, groups);
+    ACCRUE_CUDA_CHECK_LAUNCH("rows_param_grad");
+  } else if (dgamma != nullptr || dbeta != nullptr) {
     group_norm_param_grad_kernel<<<grid_size(C, "group_norm_backward: too many channels"), norm_threads, 0, stream>>>(
         x, mean, rstd, dy, dgamma, dbeta, N, C, L, groups);
     ACCRUE_CUDA_CHECK_LAUNCH("group_norm_param_grad");

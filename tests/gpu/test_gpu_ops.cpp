@@ -384,6 +384,9 @@ BOOST_AUTO_TEST_CASE(convolution_pooling_and_normalization_match_the_cpu) {
           [](const auto& in) { return ops::group_norm(in[0], 3, in[1], in[2]); }, 1e-4);
   compare("layer_norm", {random_tensor({3, 4, 5}, 15, -2, 3), random_tensor({4, 5}, 16), random_tensor({4, 5}, 17)},
           [](const auto& in) { return ops::layer_norm(in[0], {4, 5}, in[1], in[2]); }, 1e-4);
+  // Parameter gradients over more rows and channels than one block of the row kernel takes.
+  compare("layer_norm 300 x 70", {random_tensor({300, 70}, 18, -2, 3), random_tensor({70}, 19), random_tensor({70}, 24)},
+          [](const auto& in) { return ops::layer_norm(in[0], {70}, in[1], in[2]); }, 1e-4);
   // Running statistics move the same on both devices.
   Tensor rm = Tensor::zeros({3}), rv = Tensor::ones({3});
   Tensor rm_g = rm.to(gpu()), rv_g = rv.to(gpu());
