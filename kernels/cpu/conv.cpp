@@ -372,6 +372,22 @@ std::int64_t lanes16(std::int64_t n) { return (n + 15) / 16 * 16; }
 
 #if defined(__x86_64__)
 
+// A tile's MR x NV accumulators from C (rows ldc apart) when accumulating, else zeros; and back.
+template <int MR, int NV>
+ACCRUE_TARGET_AVX512 inline void load_tile(__m512 (&acc)[MR][NV], const float* c, std::int64_t ldc, bool accumulate) {
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[r][v] = accumulate ? _mm512_loadu_ps(c + r * ldc + 16 * v) : _mm512_setzero_ps();
+}
+template <int MR, int NV>
+ACCRUE_TARGET_AVX512 inline void store_tile(const __m512 (&acc)[MR][NV], float* c, std::int64_t ldc) {
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(c + r * ldc + 16 * v, acc[r][v]);
+}
+
 // C (MR rows x 16 NV) (+)= sum over l < L of A(i, l) B(l), A(i, l) = xp[row_off[i] + col_off[l]]
 // broadcast, B(l) the NV vectors at b + l ldb. MR x NV accumulators stay in registers for all L.
 template <int MR, int NV>
@@ -382,10 +398,7 @@ ACCRUE_TARGET_AVX512 void gathered_tile(const float* xp, const std::int32_t* row
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) a[r] = xp + row_off[r];
   __m512 acc[MR][NV];
-#pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r)
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) acc[r][v] = accumulate ? _mm512_loadu_ps(c + r * ldc + 16 * v) : _mm512_setzero_ps();
+  load_tile<MR, NV>(acc, c, ldc, accumulate);
   for (std::int64_t l = 0; l < L; ++l) {
     __m512 bv[NV];
 #pragma GCC unroll 4
@@ -398,10 +411,7 @@ ACCRUE_TARGET_AVX512 void gathered_tile(const float* xp, const std::int32_t* row
       for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(ar, bv[v], acc[r][v]);
     }
   }
-#pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r)
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(c + r * ldc + 16 * v, acc[r][v]);
+  store_tile<MR, NV>(acc, c, ldc);
 }
 
 #endif
@@ -913,10 +923,7 @@ ACCRUE_TARGET_AVX512_BF16 void pair_tile(const std::uint16_t* x, const std::int3
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) a[r] = x + row_off[r];
   __m512 acc[MR][NV];
-#pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r)
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) acc[r][v] = accumulate ? _mm512_loadu_ps(c + r * ldc + 16 * v) : _mm512_setzero_ps();
+  load_tile<MR, NV>(acc, c, ldc, accumulate);
   for (std::int64_t l = 0; l < L; ++l) {
     __m512bh bv[NV];
 #pragma GCC unroll 4
@@ -931,10 +938,7 @@ ACCRUE_TARGET_AVX512_BF16 void pair_tile(const std::uint16_t* x, const std::int3
       for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], ar, bv[v]);
     }
   }
-#pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r)
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(c + r * ldc + 16 * v, acc[r][v]);
+  store_tile<MR, NV>(acc, c, ldc);
 }
 
 template <int MR, int NV>
