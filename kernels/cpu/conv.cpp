@@ -125,12 +125,16 @@ struct PaddedGroup {
   std::int64_t position(const Window2d& g, std::int64_t m) const {
     return m / g.Q() * g.stride_h * Wp + m % g.Q() * g.stride_w;
   }
-  // Fills `out` (values()) from group `grp` of sample n, converting once here rather than once for
-  // every tap that reads a value.
+  // Zeros all of `out` (values()): the padding, which fill() never writes, once per buffer.
+  template <class T>
+  void clear(const Window2d& g, T* out) const {
+    std::fill(out, out + values(g), T{0});
+  }
+  // Fills the inside of `out`, cleared before, from group `grp` of sample n, converting once here
+  // rather than once for every tap that reads a value.
   template <class T>
   void fill(const void* x, DType x_type, const Window2d& g, std::int64_t n, std::int64_t grp, T* out) const {
     const std::int64_t first = (n * g.C + grp * g.channels_per_group()) * g.H * g.W;
-    std::fill(out, out + values(g), T{0});
     for (std::int64_t c = 0; c < g.channels_per_group(); ++c)
       for (std::int64_t h = 0; h < g.H; ++h) {
         T* row = out + (c * Hp + h + g.pad_h) * Wp + g.pad_w;
@@ -612,6 +616,7 @@ void implicit_forward(const float* x, const float* packed, const float* bias, fl
     Carve carve{workspace + t * implicit_forward_task_bytes(g)};
     const PaddedGroup pad{g};
     float* xp = carve.take<float>(pad.values(g));
+    pad.clear(g, xp);
     float* yt = carve.take<float>(PQ * Kp);
     std::int32_t* positions = carve.take<std::int32_t>(PQ);
     std::int32_t* taps = carve.take<std::int32_t>(patch);
@@ -657,6 +662,7 @@ void implicit_backward_filter(const float* dy, const float* x, float* dw, const 
     Carve carve{workspace + t * implicit_filter_task_bytes(g)};
     const PaddedGroup pad{g};
     float* xp = carve.take<float>(pad.values(g));
+    pad.clear(g, xp);
     float* dyt = carve.take<float>(PQ * Kp);
     std::int32_t* positions = carve.take<std::int32_t>(PQ);
     std::int32_t* taps = carve.take<std::int32_t>(patch);
@@ -892,6 +898,7 @@ void forward_into(const void* x, DType x_type, const WeightPacks& packs, const f
     Bf16B col{g.patch_size(), PQ, carve.take<std::uint16_t>(Bf16B::values(g.patch_size(), PQ))};
     const PaddedGroup pad{g};
     std::uint16_t* xp = carve.take<std::uint16_t>(pad.values(g));
+    pad.clear(g, xp);
     for (std::int64_t n = sample_begin(g.N, tasks, t); n < sample_begin(g.N, tasks, t + 1); ++n)
       for (std::int64_t grp = 0; grp < g.groups; ++grp) {
         pad.fill(x, x_type, g, n, grp, xp);
@@ -1017,7 +1024,8 @@ void pair_forward(const void* x, DType x_type, const std::uint32_t* packed, cons
     fill_offsets(pad, g, positions, taps, L);
     for (std::int64_t m = 0; m < PQ; ++m) positions[m] *= 2;  // in bfloat16 values of the pair image
     for (std::int64_t l = 0; l < L; ++l) taps[l] *= 2;
-    std::fill(xp + pad.values(g), xp + 2 * pairs * plane, std::uint16_t{0});  // an odd count's zero channel
+    // The padding and an odd count's zero channel, which fill() never writes.
+    std::fill(xp, xp + 2 * pairs * plane, std::uint16_t{0});
     for (std::int64_t n = sample_begin(g.N, tasks, t); n < sample_begin(g.N, tasks, t + 1); ++n)
       for (std::int64_t grp = 0; grp < g.groups; ++grp) {
         pad.fill(x, x_type, g, n, grp, xp);
@@ -1055,6 +1063,7 @@ void pair_backward_filter(const std::uint16_t* dy, const void* x, DType x_type, 
     Carve carve{workspace + t * pair_filter_task_bytes(g)};
     const PaddedGroup pad{g};
     std::uint16_t* xp = carve.take<std::uint16_t>(pad.values(g));
+    pad.clear(g, xp);
     std::uint32_t* dyq = carve.take<std::uint32_t>(pairs * Kp);
     std::int32_t* positions = carve.take<std::int32_t>(pairs);
     std::int32_t* taps = carve.take<std::int32_t>(patch);
@@ -1137,6 +1146,7 @@ void conv2d_backward_filter_bf16(const std::uint16_t* dy, const void* x, DType x
     Bf16B colt{PQ, patch, carve.take<std::uint16_t>(Bf16B::values(PQ, patch))};
     const PaddedGroup pad{g};
     std::uint16_t* xp = carve.take<std::uint16_t>(pad.values(g));
+    pad.clear(g, xp);
     std::int32_t* taps = carve.take<std::int32_t>(patch);
     float* out = t == 0 ? dw : partials + (t - 1) * wsize;
     bool first = t != 0 || !accumulate;
