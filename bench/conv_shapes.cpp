@@ -44,6 +44,67 @@ std::string run_python(const std::string& python, const std::string& args) {
   return out;
 }
 
+// One table row per type and form for convolution c at batch n, the forms timed alternating round by
+// round: float32 and bfloat16 (autocast) each as im2col and a GEMM and as the implicit GEMM, where
+// the processor runs them (`bf16`, `implicit`).
+void print_rows(const Conv& c, std::int64_t n, int reps, bool bf16, bool implicit) {
+  using kernels::cpu::Conv2dForm;
+  Tensor w = Tensor::uniform({c.K, c.C, 3, 3}, -0.1f, 0.1f, nullptr, {.category = MemoryCategory::parameters});
+  Tensor b = Tensor::zeros({c.K}, {.category = MemoryCategory::parameters});
+  w.set_requires_grad(true);
+  b.set_requires_grad(true);
+  const double macs = double(n) * c.K * c.H * c.H * c.C * 9;
+  const double flop = 2 * macs * (c.C == 1 ? 2 : 3);
+  const ops::Conv2dOptions o{.padding = 1};
+  // Both forms in float32, then in bfloat16 under autocast as .amp() runs the CNN: the first
+  // layer reads the float32 images, the second the bfloat16 output of the layers before it.
+  struct Form {
+    const char* type;
+    const char* name;
+    Conv2dForm form;
+    std::optional<DType> low;
+    bool runs;
+  };
+  const std::array<Form, 4> forms = {{{"float32", "im2col + OpenBLAS", Conv2dForm::im2col, std::nullopt, true},
+                                      {"float32", "implicit GEMM", Conv2dForm::implicit_gemm, std::nullopt, implicit},
+                                      {"bfloat16", "im2col + bfloat16 GEMM", Conv2dForm::im2col, DType::bf16, bf16},
+                                      {"bfloat16", "implicit GEMM (pairs)", Conv2dForm::implicit_gemm, DType::bf16,
+                                       bf16 && implicit}}};
+  std::vector<std::function<void()>> calls;
+  for (const Form& f : forms) {
+    if (!f.runs) continue;
+    const DType act = f.low.value_or(DType::f32);
+    const Tensor x = Tensor::uniform({n, c.C, c.H, c.H}, -1, 1);
+    // The first layer needs no input gradient; the second does.
+    Tensor xin = c.C == 1 ? x : ops::cast(x, act);
+    if (c.C != 1) xin.set_requires_grad(true);
+    const Tensor g = ops::cast(Tensor::uniform({n, c.K, c.H, c.H}, -1, 1), act);
+    calls.emplace_back([=, form = f.form, low = f.low] {
+      kernels::cpu::pin_conv2d_form(form);
+      const AutocastGuard autocast{low};
+      const NoGradGuard no_grad;
+      (void)ops::conv2d(xin, w, b, o);
+    });
+    calls.emplace_back([=, form = f.form, low = f.low] {
+      kernels::cpu::pin_conv2d_form(form);
+      const AutocastGuard autocast{low};
+      ops::conv2d(xin, w, b, o).backward(g);
+    });
+  }
+  const std::vector<double> seconds = bench::best_seconds_alternating(reps, calls);
+  kernels::cpu::pin_conv2d_form(kernels::cpu::Conv2dForm::automatic);
+  std::size_t at = 0;
+  for (const Form& f : forms) {
+    if (!f.runs) {
+      fmt::print("| {} | {} | {} | {} | - | - | - |\n", c.name, n, f.type, f.name);
+      continue;
+    }
+    fmt::print("| {} | {} | {} | {} | {:.3f} | {:.3f} | {:.0f} |\n", c.name, n, f.type, f.name, seconds[at] * 1e3,
+               seconds[at + 1] * 1e3, flop / seconds[at + 1] / 1e9);
+    at += 2;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -68,64 +129,10 @@ int main(int argc, char** argv) {
              kernels::cpu::bf16_kernel_name(kernels::cpu::bf16_kernel()), reps,
              implicit ? "" : ", which this processor lacks");
   fmt::print("| conv | batch | type | form | forward | fwd+bwd | GFLOP/s |\n|---|---|---|---|---|---|---|\n");
-  using kernels::cpu::Conv2dForm;
   std::string shapes;
   for (const Conv& c : convs) {
     for (std::int64_t n : batches) {
-      Tensor w = Tensor::uniform({c.K, c.C, 3, 3}, -0.1f, 0.1f, nullptr, {.category = MemoryCategory::parameters});
-      Tensor b = Tensor::zeros({c.K}, {.category = MemoryCategory::parameters});
-      w.set_requires_grad(true);
-      b.set_requires_grad(true);
-      const double macs = double(n) * c.K * c.H * c.H * c.C * 9;
-      const double flop = 2 * macs * (c.C == 1 ? 2 : 3);
-      const ops::Conv2dOptions o{.padding = 1};
-      // Both forms in float32, then in bfloat16 under autocast as .amp() runs the CNN: the first
-      // layer reads the float32 images, the second the bfloat16 output of the layers before it.
-      struct Form {
-        const char* type;
-        const char* name;
-        Conv2dForm form;
-        std::optional<DType> low;
-        bool runs;
-      };
-      const std::array<Form, 4> forms = {{{"float32", "im2col + OpenBLAS", Conv2dForm::im2col, std::nullopt, true},
-                                          {"float32", "implicit GEMM", Conv2dForm::implicit_gemm, std::nullopt, implicit},
-                                          {"bfloat16", "im2col + bfloat16 GEMM", Conv2dForm::im2col, DType::bf16, bf16},
-                                          {"bfloat16", "implicit GEMM (pairs)", Conv2dForm::implicit_gemm, DType::bf16,
-                                           bf16 && implicit}}};
-      std::vector<std::function<void()>> calls;
-      for (const Form& f : forms) {
-        if (!f.runs) continue;
-        const DType act = f.low.value_or(DType::f32);
-        const Tensor x = Tensor::uniform({n, c.C, c.H, c.H}, -1, 1);
-        // The first layer needs no input gradient; the second does.
-        Tensor xin = c.C == 1 ? x : ops::cast(x, act);
-        if (c.C != 1) xin.set_requires_grad(true);
-        const Tensor g = ops::cast(Tensor::uniform({n, c.K, c.H, c.H}, -1, 1), act);
-        calls.emplace_back([=, form = f.form, low = f.low] {
-          kernels::cpu::pin_conv2d_form(form);
-          const AutocastGuard autocast{low};
-          const NoGradGuard no_grad;
-          (void)ops::conv2d(xin, w, b, o);
-        });
-        calls.emplace_back([=, form = f.form, low = f.low] {
-          kernels::cpu::pin_conv2d_form(form);
-          const AutocastGuard autocast{low};
-          ops::conv2d(xin, w, b, o).backward(g);
-        });
-      }
-      const std::vector<double> seconds = bench::best_seconds_alternating(reps, calls);
-      kernels::cpu::pin_conv2d_form(Conv2dForm::automatic);
-      std::size_t at = 0;
-      for (const Form& f : forms) {
-        if (!f.runs) {
-          fmt::print("| {} | {} | {} | {} | - | - | - |\n", c.name, n, f.type, f.name);
-          continue;
-        }
-        fmt::print("| {} | {} | {} | {} | {:.3f} | {:.3f} | {:.0f} |\n", c.name, n, f.type, f.name, seconds[at] * 1e3,
-                   seconds[at + 1] * 1e3, flop / seconds[at + 1] / 1e9);
-        at += 2;
-      }
+      print_rows(c, n, reps, bf16, implicit);
       shapes += fmt::format(" {}:{}:{}:{}", n, c.C, c.H, c.K);
     }
   }

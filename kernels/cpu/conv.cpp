@@ -601,10 +601,28 @@ std::size_t offsets_bytes(const Window2d& g, std::int64_t tap_count) {
   return Carve::bytes<std::int32_t>(g.P() * g.Q()) + Carve::bytes<std::int32_t>(tap_count);
 }
 
-std::size_t implicit_forward_task_bytes(const Window2d& g) {
-  return Carve::bytes<float>(PaddedGroup{g}.values(g)) +
-         Carve::bytes<float>(g.P() * g.Q() * lanes16(g.filters_per_group())) + offsets_bytes(g, g.patch_size());
-}
+// What every implicit GEMM task carves from its workspace: the padded image (cleared, so that its
+// padding stays zero), a positions x filters matrix (the output, or dy transposed) and the offsets
+// of positions and taps.
+struct ImplicitTask {
+  float* xp;
+  float* transposed;
+  std::int32_t* positions;
+  std::int32_t* taps;
+
+  static std::size_t bytes(const Window2d& g) {
+    return Carve::bytes<float>(PaddedGroup{g}.values(g)) +
+           Carve::bytes<float>(g.P() * g.Q() * lanes16(g.filters_per_group())) + offsets_bytes(g, g.patch_size());
+  }
+  ImplicitTask(Carve& carve, const PaddedGroup& pad, const Window2d& g)
+      : xp(carve.take<float>(pad.values(g))),
+        transposed(carve.take<float>(g.P() * g.Q() * lanes16(g.filters_per_group()))),
+        positions(carve.take<std::int32_t>(g.P() * g.Q())),
+        taps(carve.take<std::int32_t>(g.patch_size())) {
+    pad.clear(g, xp);
+    fill_offsets(pad, g, positions, taps, g.patch_size());
+  }
+};
 
 // y (+)= conv(x, the packed weight) + bias: each sample's group as y^T (positions x filters),
 // transposed into y.
@@ -613,28 +631,23 @@ void implicit_forward(const float* x, const float* packed, const float* bias, fl
   const std::int64_t PQ = g.P() * g.Q(), Kg = g.filters_per_group(), Kp = lanes16(Kg), patch = g.patch_size();
   const int tasks = tasks_for(g.N);
   parallel_tasks(tasks, [&](int t) {
-    Carve carve{workspace + t * implicit_forward_task_bytes(g)};
+    Carve carve{workspace + t * ImplicitTask::bytes(g)};
     const PaddedGroup pad{g};
-    float* xp = carve.take<float>(pad.values(g));
-    pad.clear(g, xp);
-    float* yt = carve.take<float>(PQ * Kp);
-    std::int32_t* positions = carve.take<std::int32_t>(PQ);
-    std::int32_t* taps = carve.take<std::int32_t>(patch);
-    fill_offsets(pad, g, positions, taps, patch);
+    const ImplicitTask task{carve, pad, g};
     for (std::int64_t n = sample_begin(g.N, tasks, t); n < sample_begin(g.N, tasks, t + 1); ++n)
       for (std::int64_t grp = 0; grp < g.groups; ++grp) {
-        pad.fill(x, DType::f32, g, n, grp, xp);
-        gathered_gemm(xp, positions, PQ, taps, patch, packed + grp * patch * Kp, Kp, yt, false);
-        transpose(yt, Kp, PQ, Kg, y + (n * g.K + grp * Kg) * PQ, PQ, bias != nullptr ? bias + grp * Kg : nullptr,
-                  accumulate);
+        pad.fill(x, DType::f32, g, n, grp, task.xp);
+        gathered_gemm(task.xp, task.positions, PQ, task.taps, patch, packed + grp * patch * Kp, Kp, task.transposed,
+                      false);
+        transpose(task.transposed, Kp, PQ, Kg, y + (n * g.K + grp * Kg) * PQ, PQ,
+                  bias != nullptr ? bias + grp * Kg : nullptr, accumulate);
       }
   });
 }
 
+// ImplicitTask's pieces and the thread's dW^T sums.
 std::size_t implicit_filter_task_bytes(const Window2d& g) {
-  const std::int64_t Kp = lanes16(g.filters_per_group());
-  return Carve::bytes<float>(PaddedGroup{g}.values(g)) + Carve::bytes<float>(g.P() * g.Q() * Kp) +
-         offsets_bytes(g, g.patch_size()) + Carve::bytes<float>(g.groups * g.patch_size() * Kp);
+  return ImplicitTask::bytes(g) + Carve::bytes<float>(g.groups * g.patch_size() * lanes16(g.filters_per_group()));
 }
 
 // dw (+)= the sum of the threads' dW^T (groups x patch x lanes16(Kg)).
@@ -661,19 +674,14 @@ void implicit_backward_filter(const float* dy, const float* x, float* dw, const 
   parallel_tasks(tasks, [&](int t) {
     Carve carve{workspace + t * implicit_filter_task_bytes(g)};
     const PaddedGroup pad{g};
-    float* xp = carve.take<float>(pad.values(g));
-    pad.clear(g, xp);
-    float* dyt = carve.take<float>(PQ * Kp);
-    std::int32_t* positions = carve.take<std::int32_t>(PQ);
-    std::int32_t* taps = carve.take<std::int32_t>(patch);
+    const ImplicitTask task{carve, pad, g};
     float* sum = sums[static_cast<std::size_t>(t)] = carve.take<float>(g.groups * patch * Kp);
-    fill_offsets(pad, g, positions, taps, patch);
-    std::fill(dyt, dyt + PQ * Kp, 0.0f);  // the columns beyond Kg stay zero
+    std::fill(task.transposed, task.transposed + PQ * Kp, 0.0f);  // dy^T: the columns beyond Kg stay zero
     for (std::int64_t n = sample_begin(g.N, tasks, t); n < sample_begin(g.N, tasks, t + 1); ++n)
       for (std::int64_t grp = 0; grp < g.groups; ++grp) {
-        pad.fill(x, DType::f32, g, n, grp, xp);
-        transpose(dy + (n * g.K + grp * Kg) * PQ, PQ, Kg, PQ, dyt, Kp, nullptr, false);
-        gathered_gemm(xp, taps, patch, positions, PQ, dyt, Kp, sum + grp * patch * Kp,
+        pad.fill(x, DType::f32, g, n, grp, task.xp);
+        transpose(dy + (n * g.K + grp * Kg) * PQ, PQ, Kg, PQ, task.transposed, Kp, nullptr, false);
+        gathered_gemm(task.xp, task.taps, patch, task.positions, PQ, task.transposed, Kp, sum + grp * patch * Kp,
                       n != sample_begin(g.N, tasks, t));
       }
   });
@@ -720,9 +728,9 @@ ConvWorkspaceBytes conv2d_workspace_bytes(const Window2d& g) {
   const auto all = [&](std::size_t per_task) { return static_cast<std::size_t>(tasks_for(g.N)) * per_task; };
   const std::size_t im2col = all(col_bytes(g));
   const Window2d t = input_gradient_window(g);
-  return {.forward = forward_runs_implicit(g) ? packed_weight_bytes(g) + all(implicit_forward_task_bytes(g)) : im2col,
+  return {.forward = forward_runs_implicit(g) ? packed_weight_bytes(g) + all(ImplicitTask::bytes(g)) : im2col,
           .backward_data = input_gradient_runs_implicit(g)
-                               ? flipped_weight_bytes(g) + packed_weight_bytes(t) + all(implicit_forward_task_bytes(t))
+                               ? flipped_weight_bytes(g) + packed_weight_bytes(t) + all(ImplicitTask::bytes(t))
                                : im2col,
           .backward_filter = forward_runs_implicit(g) ? all(implicit_filter_task_bytes(g)) : im2col + partials_bytes(g)};
 }
