@@ -162,6 +162,11 @@ constexpr int reduce16_source(int lane) {
 
 constexpr int nt_rows = 4, nt_cols = 4;
 
+// Keeps a loaded vector in a register. Left alone, GCC folds the loads of A or of B into the
+// multiply-adds that use them, so every multiply-add reads memory: 20 loads per 16 multiply-adds
+// instead of 8, which made the kernel load-bound (155 GFLOP/s where the axpy form reaches 200).
+ACCRUE_TARGET_AVX512 inline void in_register(__m512& v) { asm("" : "+v"(v)); }
+
 template <int MR, int NR>
 ACCRUE_TARGET_AVX512 void dot_tile(std::int64_t K, const float* A, std::int64_t lda, const float* B, std::int64_t ldb,
                                    float* C, std::int64_t ldc, float alpha, float beta) {
@@ -172,9 +177,15 @@ ACCRUE_TARGET_AVX512 void dot_tile(std::int64_t K, const float* A, std::int64_t 
   for (; k + 16 <= K; k += 16) {
     __m512 a[MR], b[NR];
 #pragma GCC unroll 4
-    for (int r = 0; r < MR; ++r) a[r] = _mm512_loadu_ps(A + r * lda + k);
+    for (int r = 0; r < MR; ++r) {
+      a[r] = _mm512_loadu_ps(A + r * lda + k);
+      in_register(a[r]);
+    }
 #pragma GCC unroll 4
-    for (int c = 0; c < NR; ++c) b[c] = _mm512_loadu_ps(B + c * ldb + k);
+    for (int c = 0; c < NR; ++c) {
+      b[c] = _mm512_loadu_ps(B + c * ldb + k);
+      in_register(b[c]);
+    }
 #pragma GCC unroll 4
     for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 4
