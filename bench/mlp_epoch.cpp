@@ -3,14 +3,16 @@
 // convolution blocks of 32 and 64 channels with ReLU and 2x2 max-pooling, Dense 128, Dense 10,
 // Adam lr 1e-3), Accrue against PyTorch in the same run.
 //
-//   mlp_epoch [--reps 5] [--configs 64,16,16x4,8x8,64amp,16x4amp,cnn64,cnn16x4] [--data DIR]
+//   mlp_epoch [--reps 5] [--configs 64,16,16x4,8x8,64amp,16x4amp,cnn64,cnn16x4,16x4pw] [--data DIR]
 //             [--python /usr/bin/python3] [--no-pytorch] [--device cpu|cuda|cuda:N]
 //
 // A configuration BxK is micro-batches of B accumulated K per optimizer step (Accrue's
 // accumulate(K); in PyTorch the tutorials' loop by hand: loss / K, step every K); a trailing "amp"
 // runs it with mixed precision (Accrue's .amp(), bfloat16 on the CPU and float16 with loss scaling
 // on a GPU; PyTorch's torch.autocast with the same dtype, and a GradScaler on a GPU); a leading
-// "cnn" trains the CNN instead of the MLP. With --device cuda both train on the GPU, the data
+// "cnn" trains the CNN instead of the MLP; a trailing "pw" multiplies the float32 weight gradients
+// of Dense layers once per window (accumulate's WeightGradients::per_window) instead of once per
+// micro-batch. With --device cuda both train on the GPU, the data
 // staying in host memory for Accrue (fit moves each batch) and on the GPU for PyTorch, and the
 // floor is the GPU's 4096^3 sgemm rate.
 //
@@ -152,14 +154,17 @@ int main(int argc, char** argv) {
     }
   }
 
-  // "cnn" before a BxK[amp] configuration trains the CNN.
+  // "cnn" before a BxK[amp] configuration trains the CNN; "pw" after it multiplies the weight
+  // gradients once per window (WeightGradients::per_window).
   struct Config : bench::BatchConfig {
-    bool cnn = false;
+    bool cnn = false, per_window = false;
   };
   std::vector<Config> runs;
   for (const std::string& c : configs) {
     const bool cnn = c.rfind("cnn", 0) == 0;
-    Config config{bench::parse_batch_config(cnn ? c.substr(3) : c), cnn};
+    const bool per_window = c.size() > 2 && c.compare(c.size() - 2, 2, "pw") == 0;
+    const std::string shape = c.substr(cnn ? 3 : 0, c.size() - (cnn ? 3 : 0) - (per_window ? 2 : 0));
+    Config config{bench::parse_batch_config(shape), cnn, per_window};
     config.name = c;
     runs.push_back(config);
   }
@@ -174,7 +179,9 @@ int main(int argc, char** argv) {
     Sequential& m = models.at(c.name);
     m.to(device);
     optim::Recipe recipe = c.cnn ? optim::Recipe{optim::Adam{.lr = 1e-3}} : optim::Recipe{optim::SGD{.lr = 1e-3}};
-    if (c.accumulate > 1) recipe = recipe.accumulate(c.accumulate);
+    if (c.accumulate > 1)
+      recipe = recipe.accumulate(c.accumulate, {.weight_gradients = c.per_window ? WeightGradients::per_window
+                                                                                 : WeightGradients::per_micro_batch});
     if (c.amp) recipe = recipe.amp();
     m.compile(recipe, losses::CrossEntropy{});
     m.fit(train.take(c.batch * c.accumulate * 20), {.batch_size = c.batch, .verbose = 0});  // warm-up
@@ -210,7 +217,7 @@ int main(int argc, char** argv) {
   const auto find = [&](const std::string& n) { return ours.count(n) ? bench::median(ours[n]) : 0.0; };
   for (const Config& c : runs) {
     if (c.amp) {
-      const std::string plain = c.name.substr(0, c.name.size() - 3);
+      const std::string plain = c.name.substr(0, c.name.size() - 3 - (c.per_window ? 2 : 0));
       if (find(plain) > 0.0)
         fmt::print("Accrue {} takes {:.2f}x the time of {} in float32{}\n", c.name, find(c.name) / find(plain), plain,
                    torch && theirs.count(plain) ? fmt::format(" (PyTorch: {:.2f}x)", bench::median(theirs[c.name]) / bench::median(theirs[plain]))

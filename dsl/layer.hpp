@@ -55,6 +55,9 @@ struct LayerMemoryUse {
   /// (kernels::PackedParameters): for forward (and for backward inside the layer), and for
   /// backward to the layer's input, which is made only when the input needs a gradient.
   std::size_t kept_packs = 0, kept_packs_for_input_gradient = 0;
+  /// Rows of its input and output gradient that training keeps through each accumulation window
+  /// for its weight's gradient (DeferredWeightGradients), counted as gradients' memory.
+  std::size_t deferred_gradient_rows = 0;
 };
 
 /// The batch a memory plan asks about: `batch` samples of `input_shape` in `input_dtype` on

@@ -63,11 +63,15 @@ MemoryPlan Sequential::memory_plan(std::int64_t micro_batch) const {
 std::optional<std::int64_t> Sequential::fitting_micro_batch(std::int64_t micro_batch, std::size_t limit,
                                                             std::size_t live_besides) const {
   for (std::int64_t m = micro_batch / 2; m >= 1; m /= 2)
-    if (memory_plan(m, /*accumulating=*/true).peak_total + live_besides <= limit) return m;
+    if (memory_plan(m, /*accumulating=*/true, /*under_limit=*/true).peak_total + live_besides <= limit) return m;
   return std::nullopt;
 }
 
-MemoryPlan Sequential::memory_plan(std::int64_t micro_batch, bool accumulates) const {
+bool Sequential::memory_is_capped() const {
+  return (compiled() && recipe_.memory_budget()) || memory_stats(device_).limit != 0;
+}
+
+MemoryPlan Sequential::memory_plan(std::int64_t micro_batch, bool accumulates, bool under_limit) const {
   ACCRUE_CHECK(micro_batch > 0, "memory_plan: the micro-batch must be positive, got {}", micro_batch);
   ACCRUE_CHECK(built_, "memory_plan: model '{}' is not built yet; declare layers::Input or call build(shape) first",
                name_);
@@ -129,11 +133,19 @@ MemoryPlan Sequential::memory_plan(std::int64_t micro_batch, bool accumulates) c
       uses[i].backward_scratch = 0;
     }
   }
-  // Accumulating, fit keeps the weights' low-precision packs through each window.
+  // Accumulating, fit keeps the weights' low-precision packs through each window, and the rows
+  // their float32 gradients wait for.
+  const bool defers = accumulates && compiled() &&
+                      recipe_.accumulate_options().weight_gradients == WeightGradients::per_window && !under_limit &&
+                      !memory_is_capped();
+  std::size_t waiting_rows = 0;
   if (accumulates)
-    for (std::size_t i = 1; i <= L; ++i)
+    for (std::size_t i = 1; i <= L; ++i) {
       params += uses[i].kept_packs + (needs_grad[i - 1] ? uses[i].kept_packs_for_input_gradient : 0);
+      if (layer_grads[i] > 0 && defers) waiting_rows += uses[i].deferred_gradient_rows;
+    }
   walk.now[kParameters] = params;
+  walk.now[kGradients] += waiting_rows;
   // Who keeps which storage: a layer its output or input, the loss the logits (a converted copy
   // when they are not float32).
   for (std::size_t i = 1; i <= L; ++i) {
@@ -209,7 +221,7 @@ MemoryPlan Sequential::memory_plan(std::int64_t micro_batch, bool accumulates) c
   // The optimizer step: state created at the first step, then updated in place.
   walk.now[kActivations] = 0;
   walk.now[kTemporaries] = 0;
-  walk.now[kGradients] = grads;
+  walk.now[kGradients] = grads + waiting_rows;
   walk.record();
   return plan;
 }

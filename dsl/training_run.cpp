@@ -53,7 +53,7 @@ std::int64_t planned_micro_batch(const Sequential& model, std::size_t budget, co
   for (std::int64_t m = effective / n; m >= 1; --m) {
     if (effective % (m * n) != 0) continue;
     // A distributed run's gradients are its buckets, there for the whole run as when accumulating.
-    const MemoryPlan plan = model.memory_plan(m, m * n < effective || n > 1);
+    const MemoryPlan plan = model.memory_plan(m, m * n < effective || n > 1, /*under_limit=*/true);
     if (plan.peak_total > budget) continue;
     if (processes.rank() == 0)
       log::info("memory budget {}: micro-batch {}{} x accumulate {} = effective batch {}, planned peak {}{}\n{}",
@@ -63,7 +63,7 @@ std::int64_t planned_micro_batch(const Sequential& model, std::size_t budget, co
   }
   throw ValueError(fmt::format("memory_budget({}): even a micro-batch of 1 is planned to need more; raise the budget "
                                "or use a smaller model:\n{}",
-                               format_bytes(budget), model.memory_plan(1, effective > 1).str()));
+                               format_bytes(budget), model.memory_plan(1, effective > 1, true).str()));
 }
 
 // For an out-of-memory error under a limit: the largest micro-batch below the current one that the
@@ -77,12 +77,12 @@ std::string fitting_advice(const Sequential& model, std::int64_t micro_batch, st
     const std::int64_t k = ceil_div(effective_batch, *m);
     return fmt::format("\nMicro-batches of {} with accumulate({}) keep the effective batch of {} and are planned to "
                        "peak at {} (model.memory_plan({}); {} more is live besides the model), within the limit of {}.",
-                       *m, k, *m * k, format_bytes(model.memory_plan(*m, true).peak_total), *m,
+                       *m, k, *m * k, format_bytes(model.memory_plan(*m, true, true).peak_total), *m,
                        format_bytes(live_besides_model), format_bytes(stats.limit));
   }
   return fmt::format("\nEven a micro-batch of 1 is planned to peak at {} (model.memory_plan(1)) beside {} live: raise "
                      "the limit of {} or use a smaller model.",
-                     format_bytes(model.memory_plan(1, true).peak_total), format_bytes(live_besides_model),
+                     format_bytes(model.memory_plan(1, true, true).peak_total), format_bytes(live_besides_model),
                      format_bytes(stats.limit));
 }
 
@@ -455,6 +455,11 @@ void TrainingRun::begin() {
                         at_start.live_of(MemoryCategory::optimizer_state) -
                         at_start.live_of(MemoryCategory::gradients);
   if (amp_ && accumulation_.is_set()) packed_parameters_.emplace();
+  // A distributed run reduces each gradient as the window's last backward completes it; deferral
+  // would have to follow it there, which it does not yet.
+  if (accumulation_.is_set() && accumulate_.weight_gradients == WeightGradients::per_window &&
+      !model_.memory_is_capped() && !options_.distributed)
+    deferred_gradients_.emplace();
 }
 
 std::size_t TrainingRun::begin_epoch(int epoch) {
@@ -568,6 +573,7 @@ std::optional<std::size_t> TrainingRun::train_micro_batch(std::size_t k, StepRec
       // A distributed run's window-closing backward pass starts reducing gradients as they complete.
       std::optional<ObserveLeafGradients> reducing;
       if (reducer_ && slot.closes_window) reducing.emplace(*reducer_);
+      if (deferred_gradients_) deferred_gradients_->set_closing(slot.closes_window);
       (loss_sum * static_cast<float>(weight * scale)).backward();
     }
     if (std::isfinite(loss_value) && !state_.window_poisoned && batch.size() > 0)
@@ -630,6 +636,7 @@ void TrainingRun::apply_held_back_updates() {
 // Otherwise rethrows with where it happened and the micro-batch the memory plan says would fit.
 std::size_t TrainingRun::back_off(OutOfMemory& e, std::size_t k, const StepRecord& record) {
   optimizer_->zero_grad();
+  if (deferred_gradients_) deferred_gradients_->discard();
   state_.pending.clear();
   const MicroBatchSlot slot = slots_[k];
   const std::int64_t micro = state_.batch_size;
@@ -665,6 +672,9 @@ void TrainingRun::replan() {
 
 // The order of a window's close is written once, in framework/training/window_close.hpp.
 void TrainingRun::close_window(const MicroBatchSlot& slot, StepRecord& record) {
+  // Rows still waiting (a last micro-batch that had no samples here) join before anything reads
+  // the gradients.
+  if (deferred_gradients_) state_.window_poisoned ? deferred_gradients_->discard() : deferred_gradients_->flush();
   if (reducer_)
     reducer_->request({.stop = stop_signal_ && stop_signal_->received() != 0, .checkpoint = checkpoint_due_by_clock()});
   try {
@@ -763,6 +773,7 @@ void TrainingRun::check_replicas(int epoch) {
 
 History TrainingRun::finish() {
   packed_parameters_.reset();
+  deferred_gradients_.reset();
   // Gradients of a window cut off by an early stop are not applied.
   optimizer_->zero_grad();
   optimizer_->set_lr(context_.base_lr);
@@ -774,6 +785,7 @@ History TrainingRun::finish() {
 // Checkpoints: at each epoch's end, and every so many micro-batches or seconds in between. Process
 // 0 writes a distributed run's, with every process's own generators and running metrics.
 void TrainingRun::write_checkpoint() {
+  if (deferred_gradients_) deferred_gradients_->flush();  // an open window's gradients are saved whole
   last_checkpoint_path_ =
       (std::filesystem::path(checkpointing_.dir) / checkpoint_name(state_.micro_batches)).string();
   std::vector<std::string> rank_states;

@@ -18,6 +18,7 @@
 #include "accrue/dsl/fit_options.hpp"
 #include "accrue/dsl/sequential.hpp"
 #include "accrue/dsl/training_checkpoint.hpp"
+#include "accrue/framework/deferred_gradients.hpp"
 #include "accrue/framework/distributed/reducer.hpp"
 #include "accrue/framework/training/step_plan.hpp"
 #include "accrue/framework/training/stop_signal.hpp"
@@ -121,6 +122,8 @@ class TrainingRun {
   std::optional<DType> amp_;
   // Under accumulation with autocast, each weight's low-precision pack is made once per window.
   std::optional<kernels::PackedParameters> packed_parameters_;
+  // WeightGradients::per_window: Dense weight gradients multiplied once per window.
+  std::optional<DeferredWeightGradients> deferred_gradients_;
   GradScaler* scaler_ = nullptr;
   bool continue_epoch_ = false;  // a checkpoint taken inside an epoch continues it
   std::chrono::steady_clock::time_point last_checkpoint_;

@@ -96,6 +96,17 @@ void set_first_leaf_gradient(detail::TensorImpl& leaf, Tensor grad, const Edge& 
   }
 }
 
+}  // namespace
+
+GradSink::Target leaf_gradient_target(const Edge& e, Device device) {
+  ACCRUE_ASSERT(e.leaf != nullptr);
+  if (e.leaf->grad) return {Tensor{e.leaf->grad}, true};
+  e.leaf->grad = e.leaf->grad_place ? e.leaf->grad_place : new_grad_buffer(e, device, MemoryCategory::gradients).impl();
+  return {Tensor{e.leaf->grad}, false};
+}
+
+namespace {
+
 class EngineSink final : public GradSink {
  public:
   EngineSink(Node& node, Pending& pending, Device device) : node_(node), pending_(pending), device_(device) {}
@@ -104,11 +115,7 @@ class EngineSink final : public GradSink {
 
   Target target(std::size_t i) override {
     const Edge& e = edge(i);
-    if (e.leaf) {
-      if (e.leaf->grad) return {Tensor{e.leaf->grad}, true};
-      e.leaf->grad = e.leaf->grad_place ? e.leaf->grad_place : new_grad_buffer(e, device_, MemoryCategory::gradients).impl();
-      return {Tensor{e.leaf->grad}, false};
-    }
+    if (e.leaf) return leaf_gradient_target(e, device_);
     Tensor& slot = pending_[e.node.get()];
     if (slot.defined()) return {slot, true};
     slot = new_grad_buffer(e, device_, MemoryCategory::temporaries);

@@ -81,6 +81,11 @@ class GradSink {
   virtual void add(std::size_t i, Tensor grad) = 0;
 };
 
+/// The .grad() of edge `e`'s leaf as a GradSink target: the gradient so far (accumulate), or a new
+/// one (its gradient place when it has one) to overwrite. For gradients added outside a backward
+/// pass (DeferredWeightGradients::flush).
+GradSink::Target leaf_gradient_target(const Edge& e, Device device);
+
 /// Whether ops record the graph; on by default, per thread.
 class GradMode {
  public:

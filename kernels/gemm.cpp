@@ -2,6 +2,7 @@
 
 #include "accrue/kernels/cast.hpp"
 #include "accrue/kernels/cpu/gemm.hpp"
+#include "accrue/kernels/cpu/skinny_gemm.hpp"
 #include "accrue/kernels/cuda/gemm.hpp"
 #include "accrue/kernels/dispatch.hpp"
 #include "accrue/kernels/reduce.hpp"
@@ -117,6 +118,8 @@ void gemm_batched(bool trans_a, bool trans_b, float alpha, const Tensor& A, cons
     gemm(trans_a, trans_b, alpha, matrix(A, i, batch), matrix(B, i, batch), beta, matrix(C, i, batch), compute);
   if (batch == 0) C.bump_version();
 }
+
+std::int64_t gemm_in_order_depth(Device device) { return device.is_cpu() ? cpu::skinny_in_order_depth() : 0; }
 
 std::size_t gemm_kept_parameter_bytes(Device device, DType compute, std::int64_t K, std::int64_t N) {
   if (!device.is_cpu() || compute != DType::bf16 || cpu::bf16_kernel() == cpu::Bf16Kernel::none) return 0;

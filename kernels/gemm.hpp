@@ -17,6 +17,11 @@ namespace accrue::kernels {
 void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& A, const Tensor& B, float beta, const Tensor& C,
           DType compute = DType::f32);
 
+/// The deepest float32 product gemm(true, false, 1, A, B, 1, C) on `device` adds into C in order, row
+/// of K after row (0: none): up to that depth, a product split along K into calls made one after
+/// another gives the bits of one call over all of K.
+std::int64_t gemm_in_order_depth(Device device);
+
 /// y = x W^T + bias (bias undefined: none) computed in the low-precision `compute`, y of that type:
 /// linear's forward under autocast. x and W are float32 or `compute` as gemm takes them; bias is
 /// float32 and joins before the one rounding into y. On the CPU in one pass (the bias added as the

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "accrue/framework/deferred_gradients.hpp"
 #include "accrue/framework/ops.hpp"
 
 namespace accrue::layers {
@@ -29,7 +30,9 @@ Shape Dense::build(const Shape& input_shape, Generator& generator) {
 
 Tensor Dense::forward(const Tensor& x) { return ops::linear(x, weight(), bias()); }
 
-// Keeps its input for the weight's gradient (the weight itself is a parameter). Under autocast the
+// Keeps its input for the weight's gradient (the weight itself is a parameter); accumulating in
+// float32 with WeightGradients::per_window, rows of it and of the output's gradient wait for the
+// window's close. Under autocast the
 // product runs in the low type with a float32 accumulator the size of the output; an input in
 // neither float32 nor that type is converted to float32 first, and the copy is what is kept.
 LayerMemoryUse Dense::memory_use(const LayerMemoryQuery& q) const {
@@ -37,10 +40,14 @@ LayerMemoryUse Dense::memory_use(const LayerMemoryQuery& q) const {
   out[-1] = units_;
   std::optional<DType> low = q.autocast;
   if (!low && is_low_precision(q.input_dtype)) low = q.input_dtype;
-  if (!low) return {.output_dtype = DType::f32, .keeps_input = true, .keeps_output = false};
+  const std::int64_t in = q.input_shape[-1], rows = q.batch * (q.input_shape.numel() / std::max<std::int64_t>(1, in));
+  if (!low) {
+    const std::int64_t deferred = DeferredWeightGradients::capacity_rows(q.device, rows, in, units_);
+    return {.output_dtype = DType::f32, .keeps_input = true, .keeps_output = false,
+            .deferred_gradient_rows = static_cast<std::size_t>(deferred * (in + units_)) * dtype_size(DType::f32)};
+  }
   const bool converts = q.input_dtype != DType::f32 && q.input_dtype != *low;
   const DType x_type = converts ? DType::f32 : q.input_dtype;
-  const std::int64_t in = q.input_shape[-1], rows = q.batch * (q.input_shape.numel() / std::max<std::int64_t>(1, in));
   const ops::OpScratch scratch = ops::linear_scratch(q.device, *low, x_type, rows, in, units_);
   return {.output_dtype = *low, .keeps_input = !converts, .keeps_output = false,
           .kept_other = converts ? q.bytes(q.input_shape, DType::f32) : 0,

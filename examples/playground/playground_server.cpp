@@ -306,8 +306,9 @@ Sequential Playground::build(const Settings& s) const {
 
 json Playground::plan(const Settings& s) const {
   const Sequential model = build(s);
-  const MemoryPlan plan = model.memory_plan(s.micro_batch);
   const std::size_t cap = static_cast<std::size_t>(s.memory_cap_mib * 1024 * 1024);
+  // Under a cap, the run keeps accumulation to its least memory (defers no weight gradients).
+  const MemoryPlan plan = model.memory_plan(s.micro_batch, s.accumulate > 1, cap > 0);
   json out{{"categories", category_names()},
            {"micro_batch", s.micro_batch},
            {"accumulate", s.accumulate},
@@ -326,7 +327,7 @@ json Playground::plan(const Settings& s) const {
       s.micro_batch, format_bytes(plan.peak_total), format_bytes(cap));
   if (const std::optional<std::int64_t> m = model.fitting_micro_batch(s.micro_batch, cap, 0)) {
     const std::int64_t effective = s.micro_batch * s.accumulate, k = ceil_div(effective, *m);
-    const std::size_t peak = model.memory_plan(*m, true).peak_total;
+    const std::size_t peak = model.memory_plan(*m, true, true).peak_total;
     out["advice"] = {{"micro_batch", *m}, {"accumulate", k}, {"peak", peak}};
     message += fmt::format(
         " Micro-batches of {} with accumulate({}) keep the effective batch of {} and are planned to "
@@ -334,7 +335,7 @@ json Playground::plan(const Settings& s) const {
         *m, k, *m * k, format_bytes(peak));
   } else {
     message += fmt::format(" Even a micro-batch of 1 is planned to peak at {}: raise the cap.",
-                           format_bytes(model.memory_plan(1, true).peak_total));
+                           format_bytes(model.memory_plan(1, true, true).peak_total));
   }
   out["message"] = message;
   return out;

@@ -10,6 +10,7 @@
 
 #include "accrue/framework/autocast.hpp"
 #include "accrue/framework/autograd.hpp"
+#include "accrue/framework/deferred_gradients.hpp"
 #include "accrue/framework/ops.hpp"
 #include "accrue/kernels/cast.hpp"
 #include "accrue/kernels/gemm.hpp"
@@ -55,7 +56,8 @@ class LinearNode final : public Node {
       auto [dx, accumulate] = sink.target(0);
       kernels::gemm(false, false, 1.0f, grad, weight_.get(name()), accumulate ? 1.0f : 0.0f, dx);
     }
-    if (sink.needs(1)) {  // dW = dy^T x
+    // dW = dy^T x, now or, accumulating, once per window (DeferredWeightGradients).
+    if (sink.needs(1) && !DeferredWeightGradients::take(edges[1], x_.get(name()), grad, sink, 1)) {
       auto [dw, accumulate] = sink.target(1);
       kernels::gemm(true, false, 1.0f, grad, x_.get(name()), accumulate ? 1.0f : 0.0f, dw);
     }

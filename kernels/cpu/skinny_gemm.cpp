@@ -62,13 +62,23 @@ int task_count(std::int64_t macs, std::int64_t units) {
 // (TN: a_row = 1, a_k = lda). Each k broadcasts MR values of A and loads three vectors of row k of B.
 constexpr std::int64_t axpy_cols = 48;
 
+//
+// With alpha = beta = 1 the accumulators start from C and go on adding: C + A1 B1 then + A2 B2 gives
+// the bits of C + [A1 A2] [B1; B2] in one call, so a weight gradient summed micro-batch by
+// micro-batch equals the one multiplied once over the window's rows (DeferredWeightGradients).
 template <int MR>
 ACCRUE_TARGET_AVX512 void axpy_tile(std::int64_t K, const float* A, std::int64_t a_row, std::int64_t a_k, const float* B,
                                     std::int64_t ldb, float* C, std::int64_t ldc, std::int64_t n, float alpha, float beta) {
+  const __mmask16 m0 = lanes(n), m1 = lanes(n - 16), m2 = lanes(n - 32);
+  const bool continues = alpha == 1.0f && beta == 1.0f;
   __m512 acc[MR][3];
 #pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = acc[r][2] = _mm512_setzero_ps();
-  const __mmask16 m0 = lanes(n), m1 = lanes(n - 16), m2 = lanes(n - 32);
+  for (int r = 0; r < MR; ++r) {
+    const float* c = C + r * ldc;
+    acc[r][0] = continues ? _mm512_maskz_loadu_ps(m0, c) : _mm512_setzero_ps();
+    acc[r][1] = continues ? _mm512_maskz_loadu_ps(m1, c + 16) : _mm512_setzero_ps();
+    acc[r][2] = continues ? _mm512_maskz_loadu_ps(m2, c + 32) : _mm512_setzero_ps();
+  }
   for (std::int64_t k = 0; k < K; ++k) {
     const float* b = B + k * ldb;
     const __m512 b0 = _mm512_maskz_loadu_ps(m0, b);
@@ -83,6 +93,7 @@ ACCRUE_TARGET_AVX512 void axpy_tile(std::int64_t K, const float* A, std::int64_t
       acc[r][2] = _mm512_fmadd_ps(ar, b2, acc[r][2]);
     }
   }
+  if (continues) alpha = 1.0f, beta = 0.0f;  // C is in the sums already
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
     float* c = C + r * ldc;
@@ -264,6 +275,8 @@ bool skinny_gemm_applies(bool trans_a, bool trans_b, std::int64_t M, std::int64_
   return trans_a ? K <= skinny_limit : M <= skinny_limit;
 }
 
+std::int64_t skinny_in_order_depth() { return cpu_has_avx512() ? skinny_limit : 0; }
+
 void skinny_gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
                  std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
   if (!trans_a && !trans_b) return axpy_gemm(M, N, K, alpha, A, lda, 1, B, ldb, beta, C, ldc);
@@ -274,6 +287,7 @@ void skinny_gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std
 #else
 
 bool skinny_gemm_applies(bool, bool, std::int64_t, std::int64_t, std::int64_t) { return false; }
+std::int64_t skinny_in_order_depth() { return 0; }
 void skinny_gemm(bool, bool, std::int64_t, std::int64_t, std::int64_t, float, const float*, std::int64_t, const float*,
                  std::int64_t, float, float*, std::int64_t) {}
 

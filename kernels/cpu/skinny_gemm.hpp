@@ -12,6 +12,11 @@ inline constexpr std::int64_t skinny_limit = 256;
 /// and the batch dimension (M for NN and NT, K for TN) at most skinny_limit.
 bool skinny_gemm_applies(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K);
 
+/// The deepest TN product (K rows) that skinny_gemm runs on this processor (0: none). There, with
+/// alpha = beta = 1, it adds into C row after row, so a product split along K into calls made one
+/// after another gives the bits of the whole.
+std::int64_t skinny_in_order_depth();
+
 /// Row-major C = alpha op(A) op(B) + beta C (beta = 0 ignores C), split across the pool.
 void skinny_gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
                  std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc);

@@ -77,14 +77,19 @@ std::vector<Config> configs() {
   std::vector<Config> c;
   // Adam with amsgrad, accumulation 3 with a short last window, dropout, clipping, a warmup-cosine
   // schedule over the run's steps, shuffling, and metrics held back to each window's end
-  // (backoff_on_oom) so that checkpoints inside a window carry pending updates.
+  // (backoff_on_oom) so that checkpoints inside a window carry pending updates. The 64 x 64 weight's
+  // gradient waits for the window's close (DeferredWeightGradients, 16 rows: two micro-batches, so
+  // the third multiplies what waits first); a checkpoint inside the window multiplies it early.
   c.push_back({"adam_dropout_accumulate3",
                [] {
-                 return Sequential{layers::Input{6}, layers::Dense{16}, layers::ReLU{}, layers::Dropout{0.3f},
-                                   layers::Dense{4}};
+                 return Sequential{layers::Input{6}, layers::Dense{64}, layers::ReLU{}, layers::Dropout{0.3f},
+                                   layers::Dense{64}, layers::ReLU{}, layers::Dense{4}};
                },
                [](Sequential& m) {
-                 m.compile(optim::Adam{.lr = 1e-2, .amsgrad = true}.accumulate(3).clip(1.0), losses::CrossEntropy{},
+                 m.compile(optim::Adam{.lr = 1e-2, .amsgrad = true}
+                               .accumulate(3, {.weight_gradients = WeightGradients::per_window})
+                               .clip(1.0),
+                           losses::CrossEntropy{},
                            {metrics::Accuracy{}});
                },
                configs_base_options});
@@ -349,8 +354,8 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_of_another_run_is_refused_with_every_differenc
 
   // Another model under the same options: every tensor that does not fit is named at once.
   manual_seed(2);
-  Sequential other{layers::Input{6}, layers::Dense{12}, layers::ReLU{}, layers::Dropout{0.3f}, layers::Dense{4},
-                   layers::ReLU{}, layers::Dense{4}};
+  Sequential other{layers::Input{6}, layers::Dense{12}, layers::ReLU{}, layers::Dropout{0.3f}, layers::Dense{64},
+                   layers::ReLU{}, layers::Dense{4}, layers::ReLU{}, layers::Dense{4}};
   c.compile(other);
   other.build(data.sample_shape());
   const auto other_before = state_bytes(other);
@@ -358,8 +363,8 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_of_another_run_is_refused_with_every_differenc
   same.resume_from = file;
   BOOST_CHECK_EXCEPTION(other.fit(data, same), ValueError,
                         message_has({"does not fit model", "nothing was loaded",
-                                     "'model.0.weight' is float32 (16, 6) in the checkpoint but float32 (12, 6)",
-                                     "missing 'model.5.weight'", "missing 'model.5.bias'"}));
+                                     "'model.0.weight' is float32 (64, 6) in the checkpoint but float32 (12, 6)",
+                                     "missing 'model.7.weight'", "missing 'model.7.bias'"}));
   BOOST_TEST(state_bytes(other) == other_before);
 }
 

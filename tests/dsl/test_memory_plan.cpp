@@ -1,6 +1,6 @@
 // Sequential::memory_plan against what training really allocates: every category and the peak
 // total within 10% for the tutorial MLP and the CNN of examples/fashion_mnist_cnn.cpp, in float32
-// and with .amp(), with and without accumulation.
+// and with .amp(), with and without accumulation (and with weight gradients multiplied per window).
 
 #include "test_util.hpp"
 
@@ -53,6 +53,7 @@ BOOST_AUTO_TEST_CASE(the_plan_predicts_the_measured_peaks) {
     bool cnn, norm, amp;
     std::int64_t batch;
     int accumulate;
+    WeightGradients weight_gradients = WeightGradients::per_micro_batch;
   };
   const std::vector<Case> cases = {
       {"MLP 64", false, false, false, 64, 1},       {"MLP 16x4", false, false, false, 16, 4},
@@ -61,12 +62,15 @@ BOOST_AUTO_TEST_CASE(the_plan_predicts_the_measured_peaks) {
       {"CNN 16x4 amp", true, false, true, 16, 4},   {"CNN 32 amp", true, false, true, 32, 1},
       {"CNN with BatchNorm and GroupNorm 16x2", true, true, false, 16, 2},
       {"CNN with BatchNorm and GroupNorm 16x2 amp", true, true, true, 16, 2},
+      // Rows of Dense inputs and output gradients wait through the window, counted as gradients.
+      {"MLP 8x8 weight gradients per window", false, false, false, 8, 8, WeightGradients::per_window},
+      {"CNN 16x4 weight gradients per window", true, false, false, 16, 4, WeightGradients::per_window},
   };
   for (const Case& c : cases) {
     manual_seed(0);
     Sequential model = c.cnn ? tutorial_cnn(c.norm) : test::tutorial_mlp();
     optim::Recipe recipe = c.cnn ? optim::Recipe{optim::Adam{.lr = 1e-3}} : optim::Recipe{optim::SGD{.lr = 1e-3, .momentum = 0.9}};
-    if (c.accumulate > 1) recipe = recipe.accumulate(c.accumulate);
+    if (c.accumulate > 1) recipe = recipe.accumulate(c.accumulate, {.weight_gradients = c.weight_gradients});
     if (c.amp) recipe = recipe.amp();
     model.compile(recipe, losses::CrossEntropy{});
     const MemoryPlan plan = model.memory_plan(c.batch);  // before anything ran

@@ -1,4 +1,5 @@
 #include "test_util.hpp"
+#include <accrue/framework/deferred_gradients.hpp>
 
 using namespace accrue;
 using accrue::test::check_close;
@@ -94,4 +95,48 @@ BOOST_AUTO_TEST_CASE(a_graph_never_differentiated_is_freed) {
     BOOST_TEST(memory_stats().live_of(MemoryCategory::activations) > 0u);
   }
   BOOST_TEST(memory_stats().live_total == before);
+}
+
+// Accumulating in float32, fit multiplies Dense weights' gradients once per window
+// (DeferredWeightGradients). No bit of .grad() changes, whether the rows wait for the window's
+// close, overflow the buffer (21 rows here: the third micro-batch of 8 multiplies what waits
+// first), are multiplied early by a flush (a checkpoint inside the window), or by the flush at the
+// close when the last backward pass did not reach the layer.
+BOOST_AUTO_TEST_CASE(deferred_weight_gradients_equal_per_micro_batch_sums_bit_for_bit) {
+  const std::int64_t in = 96, out = 80, micro_batches = 5;
+  if (DeferredWeightGradients::capacity_rows(Device::cpu(), 8, in, out) == 0) {
+    BOOST_TEST_MESSAGE("skipped: this processor's GEMM does not add in order (no AVX-512), so nothing is deferred");
+    return;
+  }
+  enum class Mode { now, at_close, flushed_after_2, flushed_at_end };
+  const auto gradients = [&](Mode mode) {
+    Tensor w = leaf(test::random_tensor({out, in}, 1)), b = leaf(test::random_tensor({out}, 2));
+    std::optional<DeferredWeightGradients> deferred;
+    if (mode != Mode::now) deferred.emplace();
+    for (int i = 0; i < micro_batches; ++i) {
+      if (deferred) deferred->set_closing(mode != Mode::flushed_at_end && i == micro_batches - 1);
+      const Tensor x = test::random_tensor({2, 4, in}, 10 + i), r = test::random_tensor({2, 4, out}, 20 + i);
+      ops::sum(ops::mul(ops::linear(x, w, b), r)).backward();
+      if (mode == Mode::at_close && i == 0) {
+        BOOST_TEST(!w.grad().defined());  // the rows wait
+        BOOST_TEST(b.grad().defined());
+      }
+      if (mode == Mode::flushed_after_2 && i == 1) deferred->flush();
+    }
+    if (mode == Mode::flushed_at_end) deferred->flush();
+    return std::pair{w.grad().to_vector(), b.grad().to_vector()};
+  };
+  const auto expected = gradients(Mode::now);
+  for (Mode mode : {Mode::at_close, Mode::flushed_after_2, Mode::flushed_at_end}) {
+    const auto got = gradients(mode);
+    BOOST_TEST((got.first == expected.first), "weight gradient, mode " << static_cast<int>(mode));
+    BOOST_TEST((got.second == expected.second), "bias gradient, mode " << static_cast<int>(mode));
+  }
+  // Discarded rows are gone: the next window starts from nothing.
+  Tensor w = leaf(test::random_tensor({out, in}, 1));
+  DeferredWeightGradients deferred;
+  ops::sum(ops::linear(test::random_tensor({8, in}, 3), w, Tensor())).backward();
+  deferred.discard();
+  deferred.flush();
+  BOOST_TEST(!w.grad().defined());
 }
