@@ -42,6 +42,10 @@ class DeferredWeightGradients {
   /// floats count as gradients' memory; when the next micro-batch does not fit, what waits is
   /// multiplied first.
   static std::int64_t capacity_rows(Device device, std::int64_t rows, std::int64_t in, std::int64_t out);
+  /// The bytes of those buffers, for memory plans.
+  static std::size_t buffer_bytes(Device device, std::int64_t rows, std::int64_t in, std::int64_t out) {
+    return static_cast<std::size_t>(capacity_rows(device, rows, in, out) * (in + out)) * sizeof(float);
+  }
 
   /// For linear's backward: takes dW = dy^T x for the weight behind `weight` (x: rows x in, dy:
   /// rows x out, float32) when deferral is open on this thread and the weight qualifies, multiplying

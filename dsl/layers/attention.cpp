@@ -5,6 +5,7 @@
 
 #include "accrue/dsl/layers/dense.hpp"
 #include "accrue/dsl/layers/layer_norm.hpp"
+#include "accrue/framework/deferred_gradients.hpp"
 #include "accrue/framework/ops.hpp"
 #include "accrue/kernels/attention.hpp"
 #include "accrue/kernels/gemm.hpp"
@@ -84,7 +85,10 @@ LayerMemoryUse MultiHeadAttention::memory_use(const LayerMemoryQuery& q) const {
           // in_proj reads its weight as a dim x 3 dim operand forward, 3 dim x dim back to the input.
           .kept_packs = out.kept_packs + out.kept_packs_for_input_gradient +
                         kernels::gemm_kept_parameter_bytes(q.device, projected, dim_, 3 * dim_),
-          .kept_packs_for_input_gradient = kernels::gemm_kept_parameter_bytes(q.device, projected, 3 * dim_, dim_)};
+          .kept_packs_for_input_gradient = kernels::gemm_kept_parameter_bytes(q.device, projected, 3 * dim_, dim_),
+          .deferred_gradient_rows =
+              out.deferred_gradient_rows +
+              (projected == DType::f32 ? DeferredWeightGradients::buffer_bytes(q.device, rows, dim_, 3 * dim_) : 0)};
 }
 
 TransformerBlock::TransformerBlock(std::int64_t heads, std::int64_t dim, TransformerBlockOptions options)
@@ -160,7 +164,8 @@ LayerMemoryUse TransformerBlock::memory_use(const LayerMemoryQuery& q) const {
                                        att.backward_scratch),
           // Every sub-layer's input is inside the block and needs its gradient (norm1 has parameters).
           .kept_packs = att.kept_packs + att.kept_packs_for_input_gradient + l1.kept_packs +
-                        l1.kept_packs_for_input_gradient + l2.kept_packs + l2.kept_packs_for_input_gradient};
+                        l1.kept_packs_for_input_gradient + l2.kept_packs + l2.kept_packs_for_input_gradient,
+          .deferred_gradient_rows = att.deferred_gradient_rows + l1.deferred_gradient_rows + l2.deferred_gradient_rows};
 }
 
 }  // namespace accrue::layers

@@ -41,11 +41,9 @@ LayerMemoryUse Dense::memory_use(const LayerMemoryQuery& q) const {
   std::optional<DType> low = q.autocast;
   if (!low && is_low_precision(q.input_dtype)) low = q.input_dtype;
   const std::int64_t in = q.input_shape[-1], rows = q.batch * (q.input_shape.numel() / std::max<std::int64_t>(1, in));
-  if (!low) {
-    const std::int64_t deferred = DeferredWeightGradients::capacity_rows(q.device, rows, in, units_);
+  if (!low)
     return {.output_dtype = DType::f32, .keeps_input = true, .keeps_output = false,
-            .deferred_gradient_rows = static_cast<std::size_t>(deferred * (in + units_)) * dtype_size(DType::f32)};
-  }
+            .deferred_gradient_rows = DeferredWeightGradients::buffer_bytes(q.device, rows, in, units_)};
   const bool converts = q.input_dtype != DType::f32 && q.input_dtype != *low;
   const DType x_type = converts ? DType::f32 : q.input_dtype;
   const ops::OpScratch scratch = ops::linear_scratch(q.device, *low, x_type, rows, in, units_);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "accrue/framework/deferred_gradients.hpp"
 #include "accrue/framework/ops.hpp"
 
 namespace accrue::layers {
@@ -71,6 +72,13 @@ LayerMemoryUse Recurrent::memory_use(const LayerMemoryQuery& q) const {
   const auto per_layer = static_cast<std::size_t>(q.batch * T * (gates_ + 3) * hidden_) * 4;
   const auto layer_input = static_cast<std::size_t>(q.batch * T * hidden_) * 4;
   const auto projections = static_cast<std::size_t>(q.batch * T * gates_ * hidden_) * 4;
+  // WeightGradients::per_window: rows of every layer's input projection and of each step's hidden
+  // product wait, in float32.
+  std::size_t waiting = 0;
+  for (int k = 0; k < options_.layers && !q.autocast; ++k)
+    waiting += DeferredWeightGradients::buffer_bytes(q.device, q.batch * T, k == 0 ? q.input_shape[1] : hidden_,
+                                                     gates_ * hidden_) +
+               DeferredWeightGradients::buffer_bytes(q.device, q.batch, hidden_, gates_ * hidden_);
   return {.output_dtype = DType::f32,
           .keeps_input = true,
           .keeps_output = false,
@@ -79,7 +87,8 @@ LayerMemoryUse Recurrent::memory_use(const LayerMemoryQuery& q) const {
           .forward_scratch = static_cast<std::size_t>(q.batch * gates_ * hidden_) * 8,
           // The gradient of every step's input projection, gathered in one buffer; the input's
           // gradient, which the plan counts beside it, is made from it and after it.
-          .backward_scratch = projections - std::min(projections, q.input_bytes())};
+          .backward_scratch = projections - std::min(projections, q.input_bytes()),
+          .deferred_gradient_rows = waiting};
 }
 
 Recurrent::State LSTM::step(const Tensor& projected_input, const State& state, int k) {

@@ -89,9 +89,11 @@ BOOST_AUTO_TEST_CASE(the_plan_covers_sequence_models_attention_and_recurrence) {
   // A small GPT: tokens, positions, two causal Transformer blocks (attention's scores are scratch,
   // one head per thread on the CPU), a loss per token.
   // And recurrent networks, whose steps each keep their gates and states.
+  // With weight gradients per window, the rows each step's hidden product (and the last Dense)
+  // keep waiting.
   for (const auto& [name, batch, accumulate, amp] : std::vector<std::tuple<std::string, std::int64_t, int, bool>>{
            {"GPT 8x2", 8, 2, false}, {"GPT 16", 16, 1, false}, {"GPT 8x2 amp", 8, 2, true}, {"LSTM 16x2", 16, 2, false},
-           {"GRU 32", 32, 1, false}}) {
+           {"GRU 32", 32, 1, false}, {"LSTM 4x2 per window", 4, 2, false}, {"GRU 2x4 per window", 2, 4, false}}) {
     manual_seed(0);
     Sequential model = name.starts_with("LSTM")  ? Sequential{layers::Input{64}, layers::Embedding{50, 16},
                                                               layers::LSTM{32, {.layers = 2}}, layers::Dense{50}}
@@ -102,7 +104,9 @@ BOOST_AUTO_TEST_CASE(the_plan_covers_sequence_models_attention_and_recurrence) {
                                          layers::TransformerBlock{4, 64, {.causal = true}}, layers::LayerNorm{},
                                          layers::Dense{50}};
     optim::Recipe recipe = optim::AdamW{.lr = 1e-3};
-    if (accumulate > 1) recipe = recipe.accumulate(accumulate);
+    const WeightGradients weight_gradients =
+        name.ends_with("per window") ? WeightGradients::per_window : WeightGradients::per_micro_batch;
+    if (accumulate > 1) recipe = recipe.accumulate(accumulate, {.weight_gradients = weight_gradients});
     if (amp) recipe = recipe.amp();
     model.compile(recipe, losses::CrossEntropy{});
     const MemoryPlan plan = model.memory_plan(batch);
