@@ -1,7 +1,8 @@
 // Gradient accumulation done exactly: N micro-batches of B give the parameters of one batch of
 // N x B, with short and uneven windows too; per_micro_batch differs exactly where it should;
 // clipping acts once on the accumulated gradient; a skipped step does not advance the schedule;
-// the planned step count equals the steps training really applies.
+// the planned step count equals the steps training really applies; weight gradients multiplied
+// once per window change no bit.
 
 #include "test_util.hpp"
 
@@ -69,6 +70,26 @@ BOOST_AUTO_TEST_CASE(short_last_window_and_uneven_micro_batches) {
   train(large2, optim::AdamW{.lr = 1e-2}, uneven, 32, 3);
   train(accumulated2, optim::AdamW{.lr = 1e-2}.accumulate(4), uneven, 8, 3);
   expect_same_params(large2, accumulated2, "uneven micro-batches");
+}
+
+BOOST_AUTO_TEST_CASE(weight_gradients_per_window_change_no_bit) {
+  // Layers wide enough to defer (64 x 64 keeps 16 rows: two micro-batches of 8, so the third of a
+  // window multiplies what waits first), over uneven windows and a short last one, with SGD
+  // momentum and AdamW: the parameters are those of per-micro-batch gradients, bit for bit.
+  const auto wide = [](std::uint64_t seed) {
+    manual_seed(seed);
+    return Sequential{layers::Input{6}, layers::Dense{64}, layers::Tanh{}, layers::Dense{64}, layers::Tanh{},
+                      layers::Dense{4}};
+  };
+  const Dataset data = blobs(90, 6);
+  const AccumulateOptions per_window{.weight_gradients = WeightGradients::per_window};
+  for (const optim::Recipe& base : {optim::Recipe{optim::SGD{.lr = 0.1, .momentum = 0.9}},
+                                    optim::Recipe{optim::AdamW{.lr = 1e-2, .weight_decay = 0.05}}}) {
+    Sequential a = wide(13), b = wide(13);
+    train(a, base.accumulate(4), data, 8, 2);
+    train(b, base.accumulate(4, per_window), data, 8, 2);
+    BOOST_TEST((params_of(a) == params_of(b)), "per window against per micro-batch with " << base.str());
+  }
 }
 
 BOOST_AUTO_TEST_CASE(per_micro_batch_differs_exactly_where_it_should) {
