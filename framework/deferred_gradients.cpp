@@ -60,8 +60,10 @@ bool DeferredWeightGradients::take(const Edge& weight, const Tensor& x, const Te
 }
 
 void DeferredWeightGradients::flush() {
-  for (auto& [leaf, w] : waiting_)
+  for (auto& entry : waiting_) {
+    Waiting& w = entry.second;  // a named reference: clang 14's lambdas cannot capture structured bindings
     multiply(w, [&] { return leaf_gradient_target(w.weight, w.x.device()); });
+  }
 }
 
 void DeferredWeightGradients::discard() {
