@@ -5,11 +5,11 @@
 // Accumulating, each micro-batch adds dy^T x into the float32 .grad() of every Dense weight: on
 // micro-batches of 8 or 16 rows that is a read and a write of the whole gradient for a product
 // only 8 or 16 deep, which memory bounds. While a DeferredWeightGradients is open (fit opens one
-// for WeightGradients::per_window), linear's backward copies its rows of x and dy aside instead, and the
-// backward pass that closes the window multiplies all of them at once, still inside that pass, so
-// data-parallel reduction and everything after backward see complete gradients. Where the GEMM adds
-// into C in order (kernels::gemm_in_order_depth) the result has the bits of the per-micro-batch
-// sums, so nothing else changes: checkpoints, resumes and comparisons with PyTorch stay exact.
+// for WeightGradients::per_window), linear's backward copies its rows of x and dy aside instead,
+// and the backward pass that closes the window multiplies all of them at once, still inside that
+// pass, so everything after backward sees complete gradients. Where the GEMM adds into C in order
+// (kernels::gemm_in_order_depth) the result has the bits of the per-micro-batch sums, so nothing
+// else changes: checkpoints, resumes and comparisons with PyTorch stay exact.
 
 #include <cstdint>
 #include <functional>

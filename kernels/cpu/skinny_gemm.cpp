@@ -62,7 +62,6 @@ int task_count(std::int64_t macs, std::int64_t units) {
 // (TN: a_row = 1, a_k = lda). Each k broadcasts MR values of A and loads three vectors of row k of B.
 constexpr std::int64_t axpy_cols = 48;
 
-//
 // With alpha = beta = 1 the accumulators start from C and go on adding: C + A1 B1 then + A2 B2 gives
 // the bits of C + [A1 A2] [B1; B2] in one call, so a weight gradient summed micro-batch by
 // micro-batch equals the one multiplied once over the window's rows (DeferredWeightGradients).
