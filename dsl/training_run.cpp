@@ -455,10 +455,10 @@ void TrainingRun::begin() {
                         at_start.live_of(MemoryCategory::optimizer_state) -
                         at_start.live_of(MemoryCategory::gradients);
   if (amp_ && accumulation_.is_set()) packed_parameters_.emplace();
-  // A distributed run reduces each gradient as the window's last backward completes it; deferral
-  // would have to follow it there, which it does not yet.
+  // In a distributed run the window's last backward multiplies what waits into the buckets before
+  // it reports a gradient complete; a process whose last micro-batch is empty flushes at the close.
   if (accumulation_.is_set() && accumulate_.weight_gradients == WeightGradients::per_window &&
-      !model_.memory_is_capped() && !options_.distributed)
+      !model_.memory_is_capped())
     deferred_gradients_.emplace();
 }
 
