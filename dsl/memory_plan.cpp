@@ -67,8 +67,9 @@ std::optional<std::int64_t> Sequential::fitting_micro_batch(std::int64_t micro_b
   return std::nullopt;
 }
 
-bool Sequential::memory_is_capped() const {
-  return (compiled() && recipe_.memory_budget()) || memory_stats(device_).limit != 0;
+bool Sequential::defers_weight_gradients(bool accumulating, const AccumulateOptions& options) const {
+  const bool capped = (compiled() && recipe_.memory_budget()) || memory_stats(device_).limit != 0;
+  return accumulating && options.weight_gradients == WeightGradients::per_window && !capped;
 }
 
 MemoryPlan Sequential::memory_plan(std::int64_t micro_batch, bool accumulates, bool under_limit) const {
@@ -135,9 +136,8 @@ MemoryPlan Sequential::memory_plan(std::int64_t micro_batch, bool accumulates, b
   }
   // Accumulating, fit keeps the weights' low-precision packs through each window, and the rows
   // their float32 gradients wait for.
-  const bool defers = accumulates && compiled() &&
-                      recipe_.accumulate_options().weight_gradients == WeightGradients::per_window && !under_limit &&
-                      !memory_is_capped();
+  const bool defers =
+      !under_limit && defers_weight_gradients(accumulates, compiled() ? recipe_.accumulate_options() : AccumulateOptions{});
   std::size_t waiting_rows = 0;
   if (accumulates)
     for (std::size_t i = 1; i <= L; ++i) {

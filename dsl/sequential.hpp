@@ -167,9 +167,10 @@ class Sequential {
   /// through the whole window) instead of taking it from the compiled recipe, and whether the run
   /// will have a memory limit or budget not set yet (which WeightGradients::per_window gives way to).
   MemoryPlan memory_plan(std::int64_t micro_batch, bool accumulating, bool under_limit = false) const;
-  /// Whether memory is capped: a limit on the model's device or a memory_budget in its recipe.
-  /// Then accumulation keeps to its least memory whatever its options ask (WeightGradients).
-  bool memory_is_capped() const;
+  /// Whether fit multiplies float32 weight gradients once per window (DeferredWeightGradients):
+  /// accumulating with `options` asking for WeightGradients::per_window, and memory not capped (no
+  /// limit on the model's device, no memory_budget), where accumulation keeps to its least memory.
+  bool defers_weight_gradients(bool accumulating, const AccumulateOptions& options) const;
   /// The micro-batch an out-of-memory error advises: the largest of micro_batch / 2, / 4, ... down
   /// to 1 whose plan (accumulating) fits in `limit` beside `live_besides` bytes that are not the
   /// model's; none when even 1 does not.

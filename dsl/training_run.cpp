@@ -457,9 +457,7 @@ void TrainingRun::begin() {
   if (amp_ && accumulation_.is_set()) packed_parameters_.emplace();
   // In a distributed run the window's last backward multiplies what waits into the buckets before
   // it reports a gradient complete; a process whose last micro-batch is empty flushes at the close.
-  if (accumulation_.is_set() && accumulate_.weight_gradients == WeightGradients::per_window &&
-      !model_.memory_is_capped())
-    deferred_gradients_.emplace();
+  if (model_.defers_weight_gradients(accumulation_.is_set(), accumulate_)) deferred_gradients_.emplace();
 }
 
 std::size_t TrainingRun::begin_epoch(int epoch) {

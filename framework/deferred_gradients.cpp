@@ -47,7 +47,7 @@ bool DeferredWeightGradients::take(const Edge& weight, const Tensor& x, const Te
     }
   }
   const auto into_sink = [&] { return sink.target(input); };
-  if (rows == 0 || rows > w.capacity || w.x.size(1) != in || w.dy.size(1) != out) {
+  if (rows == 0 || rows > w.capacity) {
     multiply(w, into_sink);  // what waits comes first, in order; the caller adds this one
     return false;
   }

@@ -32,9 +32,9 @@ Tensor Dense::forward(const Tensor& x) { return ops::linear(x, weight(), bias())
 
 // Keeps its input for the weight's gradient (the weight itself is a parameter); accumulating in
 // float32 with WeightGradients::per_window, rows of it and of the output's gradient wait for the
-// window's close. Under autocast the
-// product runs in the low type with a float32 accumulator the size of the output; an input in
-// neither float32 nor that type is converted to float32 first, and the copy is what is kept.
+// window's close. Under autocast the product runs in the low type with a float32 accumulator the
+// size of the output; an input in neither float32 nor that type is converted to float32 first, and
+// the copy is what is kept.
 LayerMemoryUse Dense::memory_use(const LayerMemoryQuery& q) const {
   Shape out = q.input_shape;
   out[-1] = units_;

@@ -75,10 +75,11 @@ LayerMemoryUse Recurrent::memory_use(const LayerMemoryQuery& q) const {
   // WeightGradients::per_window: rows of every layer's input projection and of each step's hidden
   // product wait, in float32.
   std::size_t waiting = 0;
-  for (int k = 0; k < options_.layers && !q.autocast; ++k)
-    waiting += DeferredWeightGradients::buffer_bytes(q.device, q.batch * T, k == 0 ? q.input_shape[1] : hidden_,
-                                                     gates_ * hidden_) +
-               DeferredWeightGradients::buffer_bytes(q.device, q.batch, hidden_, gates_ * hidden_);
+  if (!q.autocast)
+    for (int k = 0; k < options_.layers; ++k)
+      waiting += DeferredWeightGradients::buffer_bytes(q.device, q.batch * T, k == 0 ? q.input_shape[1] : hidden_,
+                                                       gates_ * hidden_) +
+                 DeferredWeightGradients::buffer_bytes(q.device, q.batch, hidden_, gates_ * hidden_);
   return {.output_dtype = DType::f32,
           .keeps_input = true,
           .keeps_output = false,
