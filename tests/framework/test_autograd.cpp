@@ -97,7 +97,7 @@ BOOST_AUTO_TEST_CASE(a_graph_never_differentiated_is_freed) {
   BOOST_TEST(memory_stats().live_total == before);
 }
 
-// Accumulating in float32, fit multiplies Dense weights' gradients once per window
+// With WeightGradients::per_window, fit multiplies float32 Dense weights' gradients once per window
 // (DeferredWeightGradients). No bit of .grad() changes, whether the rows wait for the window's
 // close, overflow the buffer (21 rows here: the third micro-batch of 8 multiplies what waits
 // first), are multiplied early by a flush (a checkpoint inside the window), or by the flush at the
