@@ -71,27 +71,38 @@ void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& A, const Tensor
       });
 }
 
-void linear_low_precision(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y, DType compute) {
-  ACCRUE_CHECK(is_low_precision(compute) && y.dtype() == compute,
-               "linear_low_precision computes in float16 or bfloat16 into a tensor of that type, got {} into {}",
+void linear(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y, DType compute) {
+  ACCRUE_CHECK(is_floating(compute) && y.dtype() == compute,
+               "linear computes in float32, float16 or bfloat16 into a tensor of that type, got {} into {}",
                dtype_name(compute), dtype_name(y.dtype()));
   const Matrix a = as_matrix(x), b = as_matrix(w), c = as_matrix(y);
   ACCRUE_ASSERT(a.cols == b.cols && c.rows == a.rows && c.cols == b.rows);
   ACCRUE_ASSERT(!bias.defined() || (bias.dtype() == DType::f32 && bias.numel() == c.cols));
+  // y, or its float32 accumulator, filled with the bias and the product added onto it.
+  const auto bias_then_product = [&](const Tensor& into) {
+    if (bias.defined()) expand_dim(bias, 1, c.rows, c.cols, 1.0f, into, false);
+    gemm(false, true, 1.0f, x, w, bias.defined() ? 1.0f : 0.0f, into, compute);
+  };
   return dispatch(
       Op::gemm, y.device(), compute,
       [&] {
+        const float* column_bias = bias.defined() ? bias.data<float>() : nullptr;
+        if (compute == DType::f32) {
+          if (!cpu::skinny_gemm_applies(false, true, c.rows, c.cols, a.cols)) return bias_then_product(y);
+          y.bump_version();
+          return cpu::skinny_linear(c.rows, c.cols, a.cols, x.data<float>(), w.data<float>(), column_bias,
+                                    y.data<float>());
+        }
         y.bump_version();
         const auto x_param = parameter_operand(x), w_param = parameter_operand(w);
         cpu::gemm_low_precision(false, true, c.rows, c.cols, a.cols, 1.0f, compute, x.data_ptr(), x.dtype(), a.cols,
-                                w.data_ptr(), w.dtype(), b.cols, 0.0f, y.dtype(), y.data_ptr(), c.cols,
-                                bias.defined() ? bias.data<float>() : nullptr, x_param ? &*x_param : nullptr,
-                                w_param ? &*w_param : nullptr);
+                                w.data_ptr(), w.dtype(), b.cols, 0.0f, y.dtype(), y.data_ptr(), c.cols, column_bias,
+                                x_param ? &*x_param : nullptr, w_param ? &*w_param : nullptr);
       },
       [&](int) {
+        if (compute == DType::f32) return bias_then_product(y);
         const Tensor accumulator = Tensor::empty(y.shape(), {.device = y.device()});
-        if (bias.defined()) expand_dim(bias, 1, c.rows, c.cols, 1.0f, accumulator, false);
-        gemm(false, true, 1.0f, x, w, bias.defined() ? 1.0f : 0.0f, accumulator, compute);
+        bias_then_product(accumulator);
         cast(accumulator, y);
       });
 }

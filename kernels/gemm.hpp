@@ -22,11 +22,13 @@ void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& A, const Tensor
 /// another gives the bits of one call over all of K.
 std::int64_t gemm_in_order_depth(Device device);
 
-/// y = x W^T + bias (bias undefined: none) computed in the low-precision `compute`, y of that type:
-/// linear's forward under autocast. x and W are float32 or `compute` as gemm takes them; bias is
-/// float32 and joins before the one rounding into y. On the CPU in one pass (the bias added as the
-/// product is written); on a GPU through a float32 accumulator.
-void linear_low_precision(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y, DType compute);
+/// y = x W^T + bias (bias undefined: none) computed in `compute`, y of that type: linear's
+/// forward. Under float16 or bfloat16 x and W are float32 or `compute` as gemm takes them, and the
+/// bias (float32) joins before the one rounding into y. On the CPU the bias is added as each value
+/// of the product is written, in one pass, with the bits of a fill with the bias followed by
+/// gemm(..., beta = 1); on a GPU it is that fill and gemm (through a float32 accumulator for the
+/// low-precision types).
+void linear(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& y, DType compute);
 
 /// While one lives, the CPU's bfloat16 GEMMs keep the packed form of each parameter they multiply
 /// (a tensor whose storage is counted as parameter memory) and reuse it until the parameter is written in place: fit

@@ -174,7 +174,7 @@ Tensor multiply_low_precision(const Tensor& x, const Tensor& w, const Tensor& bi
                               const Shape& out_shape) {
   Tensor y = Tensor::empty(out_shape, {.dtype = dtype, .device = x.device()});
   if (transpose_w)
-    kernels::linear_low_precision(float32_or(x, dtype), float32_or(w, dtype), bias, y, dtype);
+    kernels::linear(float32_or(x, dtype), float32_or(w, dtype), bias, y, dtype);
   else  // matmul: no bias, one rounding into y
     kernels::gemm(false, false, 1.0f, float32_or(x, dtype), float32_or(w, dtype), 0.0f, y, dtype);
   if (needs_grad({&x, &w, &bias}))
@@ -239,9 +239,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   out_shape[-1] = out_features;
   if (const auto low = multiply_dtype(x, weight)) return multiply_low_precision(x, weight, bias, *low, true, out_shape);
   Tensor out = Tensor::empty(out_shape, {.device = x.device()});
-  const std::int64_t rows = out_features == 0 ? 0 : out.numel() / out_features;
-  if (has_bias) kernels::expand_dim(bias, 1, rows, out_features, 1.0f, out, false);
-  kernels::gemm(false, true, 1.0f, x, weight, has_bias ? 1.0f : 0.0f, out);
+  kernels::linear(x, weight, bias, out, DType::f32);
   if (needs_grad({&x, &weight, &bias})) record(std::make_shared<LinearNode>(x, weight, has_bias), out, {&x, &weight, &bias});
   return out;
 }

@@ -179,7 +179,7 @@ ACCRUE_TARGET_AVX512 inline void in_register(__m512& v) { asm("" : "+v"(v)); }
 
 template <int MR, int NR>
 ACCRUE_TARGET_AVX512 void dot_tile(std::int64_t K, const float* A, std::int64_t lda, const float* B, std::int64_t ldb,
-                                   float* C, std::int64_t ldc, float alpha, float beta) {
+                                   float* C, std::int64_t ldc, float alpha, float beta, const float* bias) {
   __m512 acc[16];
 #pragma GCC unroll 16
   for (int i = 0; i < 16; ++i) acc[i] = _mm512_setzero_ps();
@@ -221,12 +221,13 @@ ACCRUE_TARGET_AVX512 void dot_tile(std::int64_t K, const float* A, std::int64_t 
     for (int c = 0; c < NR; ++c) {
       float* out = C + r * ldc + c;
       const float v = alpha * by_source[r * 4 + c];
-      *out = beta == 0.0f ? v : v + beta * *out;
+      const float scaled = beta == 0.0f ? v : v + beta * *out;
+      *out = bias != nullptr ? scaled + bias[c] : scaled;
     }
 }
 
 using DotTile = void (*)(std::int64_t, const float*, std::int64_t, const float*, std::int64_t, float*, std::int64_t, float,
-                         float);
+                         float, const float*);
 
 template <int MR, int... NRs>
 constexpr std::array<DotTile, 5> dot_row(std::integer_sequence<int, NRs...>) {
@@ -238,7 +239,7 @@ constexpr std::array<std::array<DotTile, 5>, 5> dot_tiles = {
 
 ACCRUE_TARGET_AVX512 void dot_gemm(std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
                                    std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
-                                   std::int64_t ldc) {
+                                   std::int64_t ldc, const float* column_bias) {
   // Threads take runs of 4-row blocks of B; each block (4 x K) stays in L1 while every row tile of A
   // passes over it, so B is read from memory once.
   const std::int64_t blocks = (N + nt_cols - 1) / nt_cols;
@@ -250,7 +251,8 @@ ACCRUE_TARGET_AVX512 void dot_gemm(std::int64_t M, std::int64_t N, std::int64_t 
       const int cols = static_cast<int>(std::min<std::int64_t>(nt_cols, N - j));
       for (std::int64_t i = 0; i < M; i += nt_rows) {
         const int rows = static_cast<int>(std::min<std::int64_t>(nt_rows, M - i));
-        dot_tiles[rows][cols](K, A + i * lda, lda, B + j * ldb, ldb, C + i * ldc + j, ldc, alpha, beta);
+        dot_tiles[rows][cols](K, A + i * lda, lda, B + j * ldb, ldb, C + i * ldc + j, ldc, alpha, beta,
+                              column_bias != nullptr ? column_bias + j : nullptr);
       }
     }
   });
@@ -280,7 +282,12 @@ void skinny_gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std
                  std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
   if (!trans_a && !trans_b) return axpy_gemm(M, N, K, alpha, A, lda, 1, B, ldb, beta, C, ldc);
   if (trans_a && !trans_b) return axpy_gemm(M, N, K, alpha, A, 1, lda, B, ldb, beta, C, ldc);
-  return dot_gemm(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  return dot_gemm(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nullptr);
+}
+
+void skinny_linear(std::int64_t M, std::int64_t N, std::int64_t K, const float* x, const float* w, const float* bias,
+                   float* y) {
+  dot_gemm(M, N, K, 1.0f, x, K, w, K, 0.0f, y, N, bias);
 }
 
 #else
@@ -289,6 +296,7 @@ bool skinny_gemm_applies(bool, bool, std::int64_t, std::int64_t, std::int64_t) {
 std::int64_t skinny_in_order_depth() { return 0; }
 void skinny_gemm(bool, bool, std::int64_t, std::int64_t, std::int64_t, float, const float*, std::int64_t, const float*,
                  std::int64_t, float, float*, std::int64_t) {}
+void skinny_linear(std::int64_t, std::int64_t, std::int64_t, const float*, const float*, const float*, float*) {}
 
 #endif
 

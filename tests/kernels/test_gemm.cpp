@@ -3,8 +3,11 @@
 
 #include "test_util.hpp"
 
+#include <cstring>
+
 #include <accrue/kernels/cpu/openblas.hpp>
 #include <accrue/kernels/gemm.hpp>
+#include <accrue/kernels/reduce.hpp>
 
 using namespace accrue;
 using accrue::test::check_close;
@@ -56,6 +59,34 @@ BOOST_AUTO_TEST_CASE(gemm_edge_cases) {
   check_close(C, std::vector<float>(6, 1.0f));
   BOOST_CHECK_EXCEPTION(kernels::gemm(false, false, 1.0f, Tensor::zeros({2, 3}), Tensor::zeros({4, 5}), 0.0f, C),
                         ShapeError, accrue::test::message_has({"(2, 3)", "(4, 5)", "do not multiply"}));
+}
+
+// linear adds the bias as the product is written (on AVX-512 processors, up to 256 rows) or fills y
+// with it first; either way the bits are those of the fill followed by gemm with beta = 1, which
+// is what linear computed before the bias joined the product's store.
+BOOST_AUTO_TEST_CASE(linear_adds_the_bias_with_the_bits_of_fill_then_gemm) {
+  const std::vector<std::array<std::int64_t, 3>> shapes = {{64, 512, 784}, {7, 10, 33}, {5, 3, 0}, {300, 20, 40}};
+  std::uint64_t seed = 100;
+  for (const auto& [M, N, K] : shapes) {
+    const Tensor x = random_tensor({M, K}, ++seed), w = random_tensor({N, K}, ++seed), bias = random_tensor({N}, ++seed);
+    for (const bool with_bias : {true, false}) {
+      const Tensor b = with_bias ? bias : Tensor();
+      Tensor expected = Tensor::empty({M, N});
+      if (with_bias) kernels::expand_dim(bias, 1, M, N, 1.0f, expected, false);
+      kernels::gemm(false, true, 1.0f, x, w, with_bias ? 1.0f : 0.0f, expected);
+      Tensor y = Tensor::full({M, N}, std::nanf(""));  // y's old contents are ignored
+      kernels::linear(x, w, b, y, DType::f32);
+      const auto got = y.to_vector(), want = expected.to_vector();
+      BOOST_TEST(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0,
+                 fmt::format("linear {}x{}x{} bias={}", M, N, K, with_bias));
+      const auto naive_product = naive(false, true, M, N, K, 1.0f, x.to_vector(), w.to_vector(), 0.0f, {});
+      std::vector<float> reference(naive_product);
+      const std::vector<float> bias_values = bias.to_vector();
+      for (std::int64_t i = 0; with_bias && i < M; ++i)
+        for (std::int64_t j = 0; j < N; ++j) reference[i * N + j] += bias_values[j];
+      check_close(y, reference, 1e-4, 1e-4, fmt::format("linear {}x{}x{} against the naive product", M, N, K));
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(openblas_uses_kernels_for_this_processor) {
