@@ -4,6 +4,8 @@
 // slices). Workers spin briefly between jobs, because a training step issues many short kernels
 // back to back, then sleep.
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <utility>
 
@@ -46,6 +48,34 @@ void parallel_for(std::int64_t n, std::int64_t grain, F&& fn) {
   parallel_tasks(static_cast<int>(chunks), [&](int c) {
     const std::int64_t begin = n * c / chunks, end = n * (c + 1) / chunks;
     fn(begin, end);
+  });
+}
+
+/// Runs fn(begin, end) on contiguous chunks covering [0, units): each thread first takes a fixed
+/// three quarters of an equal share, then the threads claim what is left as they come free, a
+/// share of the rest at a time but at least `min_chunk` units (guided scheduling). Threads finish
+/// within about one small chunk of each other, and a thread mostly works on neighbouring units.
+template <class F>
+void parallel_guided(std::int64_t units, std::int64_t min_chunk, F&& fn) {
+  if (units <= 0) return;
+  const int threads = num_threads();
+  if (threads == 1 || units <= min_chunk) {
+    fn(std::int64_t{0}, units);
+    return;
+  }
+  const std::int64_t first = units * 3 / (4 * threads);
+  std::atomic<std::int64_t> next{first * threads};
+  parallel_tasks(threads, [&](int t) {
+    if (first > 0) fn(first * t, first * (t + 1));
+    std::int64_t begin = next.load(std::memory_order_relaxed), take = 0;
+    for (;;) {
+      do {
+        if (begin >= units) return;
+        take = std::min(units - begin, std::max(min_chunk, (units - begin) / (2 * threads)));
+      } while (!next.compare_exchange_weak(begin, begin + take, std::memory_order_relaxed));
+      fn(begin, begin + take);
+      begin = next.load(std::memory_order_relaxed);
+    }
   });
 }
 

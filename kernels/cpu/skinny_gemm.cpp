@@ -49,12 +49,17 @@ ACCRUE_TARGET_AVX512 inline void store(float* c, __mmask16 mask, __m512 acc, flo
 
 // Below this many multiply-adds a second thread costs more in synchronisation than it saves.
 constexpr std::int64_t min_parallel_macs = 1 << 18;
+// The smallest chunk of work threads claim at the end of a multiply (about a microsecond): small
+// enough that they finish together, large enough that claiming stays cheap.
+constexpr std::int64_t min_chunk_macs = 1 << 16;
 
-// Four tasks per thread, claimed dynamically, so that a core the hypervisor slows down does not
-// hold the other back for half the multiply.
-int task_count(std::int64_t macs, std::int64_t units) {
-  if (macs < min_parallel_macs) return 1;
-  return static_cast<int>(std::min<std::int64_t>(4 * num_threads(), units));
+// fn(begin, end) over [0, units) units of unit_macs multiply-adds each: on this thread when the
+// whole is small, else across the pool in guided chunks (parallel_guided). Equal fixed tasks left
+// one thread waiting for the other's last task, about 8% of a batch-64 MLP step.
+template <class F>
+void split_units(std::int64_t units, std::int64_t unit_macs, F&& fn) {
+  if (units * unit_macs < min_parallel_macs) return fn(std::int64_t{0}, units);
+  parallel_guided(units, std::max<std::int64_t>(1, min_chunk_macs / std::max<std::int64_t>(unit_macs, 1)), fn);
 }
 
 // ---- NN and TN: a tile of MR rows x 48 columns of C -----------------------------------------
@@ -111,18 +116,15 @@ constexpr AxpyTile axpy_tiles[axpy_rows + 1] = {nullptr,        axpy_tile<1>, ax
 ACCRUE_TARGET_AVX512 void axpy_gemm(std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
                                     std::int64_t a_row, std::int64_t a_k, const float* B, std::int64_t ldb, float beta,
                                     float* C, std::int64_t ldc) {
-  // Tasks take runs of 48-column panels; a panel of B (K x 48) stays in L2 while every row tile of
-  // C uses it.
-  const std::int64_t panels = (N + axpy_cols - 1) / axpy_cols;
-  const int tasks = task_count(M * N * K, panels);
-  parallel_tasks(tasks, [&](int t) {
-    const std::int64_t p0 = panels * t / tasks, p1 = panels * (t + 1) / tasks;
-    for (std::int64_t p = p0; p < p1; ++p) {
-      const std::int64_t j = p * axpy_cols, n = std::min(axpy_cols, N - j);
-      for (std::int64_t i = 0; i < M; i += axpy_rows) {
-        const int rows = static_cast<int>(std::min<std::int64_t>(axpy_rows, M - i));
-        axpy_tiles[rows](K, A + i * a_row, a_row, a_k, B + j, ldb, C + i * ldc + j, ldc, n, alpha, beta);
-      }
+  // A unit is one row tile of one 48-column panel, panel after panel: a thread's run of units
+  // keeps a panel of B (K x 48) in L2 while the row tiles of C pass over it.
+  const std::int64_t panels = (N + axpy_cols - 1) / axpy_cols, row_tiles = (M + axpy_rows - 1) / axpy_rows;
+  split_units(panels * row_tiles, axpy_rows * axpy_cols * K, [&](std::int64_t u0, std::int64_t u1) {
+    for (std::int64_t u = u0; u < u1; ++u) {
+      const std::int64_t j = u / row_tiles * axpy_cols, i = u % row_tiles * axpy_rows;
+      const std::int64_t n = std::min(axpy_cols, N - j);
+      const int rows = static_cast<int>(std::min<std::int64_t>(axpy_rows, M - i));
+      axpy_tiles[rows](K, A + i * a_row, a_row, a_k, B + j, ldb, C + i * ldc + j, ldc, n, alpha, beta);
     }
   });
 }
@@ -240,12 +242,10 @@ constexpr std::array<std::array<DotTile, 5>, 5> dot_tiles = {
 ACCRUE_TARGET_AVX512 void dot_gemm(std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
                                    std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
                                    std::int64_t ldc, const float* column_bias) {
-  // Threads take runs of 4-row blocks of B; each block (4 x K) stays in L1 while every row tile of A
-  // passes over it, so B is read from memory once.
+  // A unit is a block of 4 rows of B (4 columns of C); each block (4 x K) stays in L1 while every
+  // row tile of A passes over it, so B is read from memory once.
   const std::int64_t blocks = (N + nt_cols - 1) / nt_cols;
-  const int tasks = task_count(M * N * K, blocks);
-  parallel_tasks(tasks, [&](int t) {
-    const std::int64_t b0 = blocks * t / tasks, b1 = blocks * (t + 1) / tasks;
+  split_units(blocks, M * nt_cols * K, [&](std::int64_t b0, std::int64_t b1) {
     for (std::int64_t blk = b0; blk < b1; ++blk) {
       const std::int64_t j = blk * nt_cols;
       const int cols = static_cast<int>(std::min<std::int64_t>(nt_cols, N - j));

@@ -16,6 +16,29 @@ BOOST_AUTO_TEST_CASE(parallel_for_covers_every_index_once) {
   }
 }
 
+// Every unit once, in chunks of at least min_chunk (the last one excepted), on 1 to 4 threads.
+BOOST_AUTO_TEST_CASE(parallel_guided_covers_every_unit_once_in_chunks) {
+  const int before = cpu::num_threads();
+  for (const int threads : {1, 2, 3, 4}) {
+    cpu::set_num_threads(threads);
+    for (const std::int64_t units : {0, 1, 5, 17, 88, 1088, 100003}) {
+      for (const std::int64_t min_chunk : {1, 3, 64}) {
+        std::vector<std::atomic<int>> hits(static_cast<std::size_t>(units));
+        std::atomic<int> short_chunks{0};
+        cpu::parallel_guided(units, min_chunk, [&](std::int64_t b, std::int64_t e) {
+          BOOST_REQUIRE(0 <= b && b < e && e <= units);
+          if (e - b < min_chunk && e != units) ++short_chunks;
+          for (std::int64_t i = b; i < e; ++i) hits[static_cast<std::size_t>(i)]++;
+        });
+        for (auto& h : hits) BOOST_REQUIRE(h.load() == 1);
+        // Only the fixed first chunks may be shorter than min_chunk, when the shares are small.
+        if (units * 3 / (4 * threads) >= min_chunk) BOOST_REQUIRE(short_chunks.load() == 0);
+      }
+    }
+  }
+  cpu::set_num_threads(before);
+}
+
 BOOST_AUTO_TEST_CASE(exceptions_reach_the_caller_and_the_pool_survives) {
   BOOST_CHECK_THROW(cpu::parallel_tasks(8, [](int t) {
     if (t == 5) throw ValueError("task 5 failed");
