@@ -1,5 +1,4 @@
 #include "accrue/datasets/dataset.hpp"
-#include "accrue/kernels/cpu/parallel.hpp"
 
 #include <zlib.h>
 
@@ -11,6 +10,7 @@
 #include "accrue/framework/autograd.hpp"
 #include "accrue/framework/ops.hpp"
 #include "accrue/framework/random.hpp"
+#include "accrue/kernels/cpu/parallel.hpp"
 
 namespace accrue {
 

@@ -22,8 +22,8 @@ void skinny_gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std
                  std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc);
 
 /// y (M x N) = x (M x K) W^T + bias for W stored N x K (bias: N values, or nullptr), all dense:
-/// skinny_gemm(false, true, ...) with the bias added as each value is written, so y takes one
-/// pass instead of a fill with the bias and a read back. Where skinny_gemm_applies(false, true, M, N, K).
+/// skinny_gemm(false, true, ...) with the bias added as each value is written, so y takes one pass
+/// instead of a fill with the bias and a read back. Only where skinny_gemm_applies(false, true, M, N, K).
 void skinny_linear(std::int64_t M, std::int64_t N, std::int64_t K, const float* x, const float* w, const float* bias,
                    float* y);
 
