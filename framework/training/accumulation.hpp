@@ -111,7 +111,7 @@ enum class WeightGradients {
   /// (default).
   per_micro_batch,
   /// Rows of x and dy wait and the window's last backward multiplies them at once
-  /// (DeferredWeightGradients): the same bits; the tutorial MLP's epoch 1.06x to 1.09x faster at
+  /// (DeferredWeightGradients): the same bits; the tutorial MLP's epoch 1.03x to 1.09x faster at
   /// 16 x 4 and 1.17x to 1.26x at 8 x 8 (bench/mlp_epoch's "pw" configurations), for up to half of
   /// each such weight's gradient more memory (in the plan's gradients). Not under a memory limit or
   /// memory_budget.
