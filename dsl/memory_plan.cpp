@@ -7,6 +7,10 @@
 #include "accrue/dsl/memory_plan.hpp"
 
 #include <algorithm>
+#include <array>
+#include <memory>
+#include <optional>
+#include <vector>
 
 #include "accrue/dsl/sequential.hpp"
 
@@ -36,22 +40,187 @@ struct PlannedStorage {
   bool alive = true;
 };
 
-class Walk {
- public:
-  std::array<std::size_t, memory_category_count> now{};
-  MemoryPlan* plan;
+// What lives through the whole step: the parameters and buffers, and the float32 gradients of each
+// layer (of_layer[i] for layer i, 1-based).
+struct ParameterBytes {
+  std::size_t parameters = 0, gradients = 0;
+  std::vector<std::size_t> of_layer;
+};
 
-  void record(std::size_t extra_temporaries = 0, std::size_t extra_activations = 0) {
+ParameterBytes parameter_bytes(const std::vector<std::unique_ptr<Layer>>& layers) {
+  ParameterBytes bytes;
+  bytes.of_layer.assign(layers.size() + 1, 0);
+  for (std::size_t i = 1; i <= layers.size(); ++i) {
+    for (const auto& [name, p] : layers[i - 1]->named_parameters()) {
+      bytes.parameters += p.nbytes();
+      if (p.requires_grad()) bytes.of_layer[i] += static_cast<std::size_t>(p.numel()) * 4;
+    }
+    for (const auto& [name, b] : layers[i - 1]->named_buffers()) bytes.parameters += b.nbytes();
+    bytes.gradients += bytes.of_layer[i];
+  }
+  return bytes;
+}
+
+// The tensors between layers (0 is the batch, i the output of layer i) and what each layer does
+// with them at one micro-batch.
+struct LayerChain {
+  std::int64_t micro_batch = 0;
+  std::vector<LayerMemoryUse> uses;  // uses[i] of layer i
+  std::vector<Shape> shapes;
+  std::vector<DType> dtypes;
+  std::vector<bool> needs_grad;
+
+  std::size_t layers() const { return uses.size() - 1; }
+  std::size_t bytes(std::size_t i) const {
+    return static_cast<std::size_t>(micro_batch * shapes[i].numel()) * dtype_size(dtypes[i]);
+  }
+};
+
+LayerChain layer_chain(const std::vector<std::unique_ptr<Layer>>& layers, const Shape& input, std::int64_t micro_batch,
+                       const std::optional<DType>& autocast, const Device& device, const ParameterBytes& parameters) {
+  const std::size_t L = layers.size();
+  LayerChain chain{.micro_batch = micro_batch,
+                   .uses = std::vector<LayerMemoryUse>(L + 1),
+                   .shapes = std::vector<Shape>(L + 1),
+                   .dtypes = std::vector<DType>(L + 1, DType::f32),
+                   .needs_grad = std::vector<bool>(L + 1, false)};
+  chain.shapes[0] = input;
+  for (std::size_t i = 1; i <= L; ++i) {
+    const Layer& layer = *layers[i - 1];
+    LayerMemoryUse& use = chain.uses[i];
+    use = layer.memory_use({.input_shape = chain.shapes[i - 1], .batch = micro_batch, .input_dtype = chain.dtypes[i - 1],
+                            .autocast = autocast, .device = device});
+    chain.shapes[i] = layer.output_shape();
+    chain.dtypes[i] = use.output_dtype;
+    // A layer records its backward (and keeps anything) only when its input needs a gradient or it
+    // has parameters that do; the batch needs none.
+    chain.needs_grad[i] = chain.needs_grad[i - 1] || parameters.of_layer[i] > 0;
+    if (!chain.needs_grad[i]) {
+      use.keeps_input = use.keeps_output = false;
+      use.kept_other = 0;
+      use.backward_scratch = 0;
+    }
+  }
+  return chain;
+}
+
+// The walk: the bytes of each category now, the storage of every tensor between layers, and the
+// peaks recorded into the plan.
+class StepWalk {
+ public:
+  StepWalk(MemoryPlan& plan, const LayerChain& chain, std::array<std::size_t, memory_category_count> at_start)
+      : now_(at_start), plan_(plan), chain_(chain), boundary_(chain.layers() + 1, 0), storages_(1) {
+    // Who keeps which storage: a layer its output or input, the loss the logits (a converted copy
+    // when they are not float32).
+    const std::size_t L = chain.layers();
+    for (std::size_t i = 1; i <= L; ++i) {
+      if (chain.uses[i].output_is_view) {
+        boundary_[i] = boundary_[i - 1];
+      } else {
+        storages_.push_back({.bytes = chain.bytes(i)});
+        boundary_[i] = storages_.size() - 1;
+      }
+    }
+    for (std::size_t i = 1; i <= L; ++i) {
+      if (chain.uses[i].keeps_output) storages_[boundary_[i]].kept = true;
+      if (chain.uses[i].keeps_input) storages_[boundary_[i - 1]].kept = true;
+    }
+    if (!loss_converts()) storages_[boundary_[L]].kept = true;
+    storages_[0].kept = false;  // the batch is data, whoever keeps it
+  }
+
+  // Each layer's forward: its scratch and output are temporaries while it runs; what it keeps
+  // besides is an activation.
+  void forward() {
+    const std::size_t L = chain_.layers();
+    plan_.kept_by_layer.assign(L, 0);
+    for (std::size_t i = 1; i <= L; ++i) {
+      const LayerMemoryUse& u = chain_.uses[i];
+      const PlannedStorage& out = storages_[boundary_[i]];
+      const bool new_storage = !u.output_is_view;
+      now_[kActivations] += u.kept_other;
+      record(u.forward_scratch + (new_storage ? out.bytes : 0));
+      if (new_storage) now_[out.kept ? kActivations : kTemporaries] += out.bytes;
+      plan_.kept_by_layer[i - 1] = u.kept_other + (new_storage && out.kept ? out.bytes : 0);
+      // The input's storage goes when nothing keeps it and no later tensor is a view of it.
+      if (boundary_[i - 1] != boundary_[i]) free_if_unkept(boundary_[i - 1]);
+    }
+  }
+
+  // The loss keeps `kept` bytes until backward reaches it; its output is a scalar.
+  void loss(std::size_t kept) {
+    loss_kept_ = kept;
+    now_[kActivations] += kept;
+    record();
+    free_if_unkept(boundary_[chain_.layers()]);
+  }
+
+  // Backward, from the loss: the gradient of the logits (`logits_f32` bytes), then each layer's;
+  // layer i's float32 gradients appear with its backward unless `accumulating` already has them.
+  void backward(std::size_t logits_f32, const ParameterBytes& parameters, bool accumulating) {
+    std::size_t grad_out = logits_f32;
+    record(grad_out);
+    now_[kActivations] -= loss_kept_;
+    if (loss_converts()) grad_out = storages_[boundary_[chain_.layers()]].bytes;  // cast back to the logits' dtype
+    for (std::size_t i = chain_.layers(); i >= 1; --i) {
+      const LayerMemoryUse& u = chain_.uses[i];
+      if (!accumulating) now_[kGradients] += parameters.of_layer[i];
+      // The gradient of the input: none for the batch, a view for a view.
+      const bool input_gradient = chain_.needs_grad[i - 1];
+      const std::size_t grad_in = !input_gradient || u.output_is_view ? 0 : chain_.bytes(i - 1);
+      now_[kActivations] -= u.kept_released_early;
+      const std::size_t scratch = std::max(u.backward_scratch, input_gradient ? u.input_gradient_scratch : 0);
+      if (chain_.needs_grad[i]) record(grad_out + grad_in + scratch);
+      // Its saved tensors are released; its output's last user is done.
+      now_[kActivations] -= u.kept_other - u.kept_released_early;
+      if (!u.output_is_view) {
+        PlannedStorage& out = storages_[boundary_[i]];
+        if (out.alive) {
+          now_[out.kept ? kActivations : kTemporaries] -= out.bytes;
+          out.alive = false;
+        }
+        grad_out = grad_in;
+      }
+    }
+  }
+
+  // The optimizer step, with `gradients` bytes of them: state created at the first step, then
+  // updated in place.
+  void step(std::size_t gradients) {
+    now_[kActivations] = 0;
+    now_[kTemporaries] = 0;
+    now_[kGradients] = gradients;
+    record();
+  }
+
+ private:
+  bool loss_converts() const { return chain_.dtypes[chain_.layers()] != DType::f32; }
+
+  // A storage no one keeps goes once its last reader is done (never the batch's: it is data).
+  void free_if_unkept(std::size_t storage) {
+    PlannedStorage& s = storages_[storage];
+    if (storage == 0 || s.kept || !s.alive) return;
+    now_[kTemporaries] -= s.bytes;
+    s.alive = false;
+  }
+
+  // The peaks, with what is allocated now and `extra_temporaries` more.
+  void record(std::size_t extra_temporaries = 0) {
     std::size_t total = 0;
     for (int i = 0; i < memory_category_count; ++i) {
-      std::size_t v = now[i];
-      if (i == kTemporaries) v += extra_temporaries;
-      if (i == kActivations) v += extra_activations;
-      plan->peak[i] = std::max(plan->peak[i], v);
+      const std::size_t v = now_[i] + (i == kTemporaries ? extra_temporaries : 0);
+      plan_.peak[i] = std::max(plan_.peak[i], v);
       total += v;
     }
-    plan->peak_total = std::max(plan->peak_total, total);
+    plan_.peak_total = std::max(plan_.peak_total, total);
   }
+
+  std::array<std::size_t, memory_category_count> now_;
+  MemoryPlan& plan_;
+  const LayerChain& chain_;
+  std::vector<std::size_t> boundary_;  // boundary_[i]: the storage of tensor i
+  std::vector<PlannedStorage> storages_;
+  std::size_t loss_kept_ = 0;
 };
 
 }  // namespace
@@ -82,19 +251,19 @@ MemoryPlan Sequential::memory_plan(std::int64_t micro_batch, bool accumulates, b
   const std::optional<DType> autocast = compiled() ? recipe_.amp_dtype(device_) : std::nullopt;
   plan.precision = autocast ? fmt::format("{} autocast", dtype_name(*autocast)) : "float32";
 
-  // What lives through the whole step; layer_grads[i] is the float32 gradients of layer i (1-based).
-  const std::size_t L = layers_.size();
-  std::size_t params = 0, grads = 0;
-  std::vector<std::size_t> layer_grads(L + 1, 0);
-  for (std::size_t i = 1; i <= L; ++i) {
-    for (const auto& [name, p] : layers_[i - 1]->named_parameters()) {
-      params += p.nbytes();
-      if (p.requires_grad()) layer_grads[i] += static_cast<std::size_t>(p.numel()) * 4;
+  const ParameterBytes parameters = parameter_bytes(layers_);
+  const LayerChain chain = layer_chain(layers_, *input_shape_, micro_batch, autocast, device_, parameters);
+  // Accumulating, fit keeps the weights' low-precision packs through each window, and the rows
+  // their float32 gradients wait for.
+  const bool defers =
+      !under_limit && defers_weight_gradients(accumulates, compiled() ? recipe_.accumulate_options() : AccumulateOptions{});
+  std::size_t packs = 0, waiting_rows = 0;
+  if (accumulates)
+    for (std::size_t i = 1; i <= layers_.size(); ++i) {
+      packs += chain.uses[i].kept_packs + (chain.needs_grad[i - 1] ? chain.uses[i].kept_packs_for_input_gradient : 0);
+      if (parameters.of_layer[i] > 0 && defers) waiting_rows += chain.uses[i].deferred_gradient_rows;
     }
-    for (const auto& [name, b] : layers_[i - 1]->named_buffers()) params += b.nbytes();
-    grads += layer_grads[i];
-  }
-  const int state_tensors = compiled() ? recipe_.optimizer().state_tensors().value_or(0) : 0;
+
   const Shape output = layers_.back()->output_shape();
   const bool cross_entropy = compiled() && loss_.name() == "CrossEntropy";
   // Cross-entropy has a label and a log-sum-exp per row of logits: one per sample, or per token.
@@ -102,127 +271,25 @@ MemoryPlan Sequential::memory_plan(std::int64_t micro_batch, bool accumulates, b
   const std::size_t target_bytes = static_cast<std::size_t>(micro_batch) *
                                    (cross_entropy ? 4 * static_cast<std::size_t>(rows_per_sample)
                                                   : static_cast<std::size_t>(output.numel()) * 4);
+  const std::size_t logits_f32 = static_cast<std::size_t>(micro_batch * output.numel()) * 4;
+  // The loss keeps float32 logits (converting them when needed) and each row's log-sum-exp.
+  const std::size_t loss_kept = static_cast<std::size_t>(micro_batch * rows_per_sample) * 4 +
+                                (chain.dtypes.back() != DType::f32 ? logits_f32 : 0);
 
-  Walk walk;
-  walk.plan = &plan;
-  walk.now[kOptimizer] = static_cast<std::size_t>(state_tensors) * grads;
-  walk.now[kData] = static_cast<std::size_t>(micro_batch * input_shape_->numel()) * 4 + target_bytes;
+  const int state_tensors = compiled() ? recipe_.optimizer().state_tensors().value_or(0) : 0;
+  std::array<std::size_t, memory_category_count> at_start{};
+  at_start[kParameters] = parameters.parameters + packs;
+  at_start[kOptimizer] = static_cast<std::size_t>(state_tensors) * parameters.gradients;
+  at_start[kData] = static_cast<std::size_t>(micro_batch * input_shape_->numel()) * 4 + target_bytes;
   // Accumulating, the gradients of earlier micro-batches are there from the start; otherwise each
   // layer's appear with its backward.
-  walk.now[kGradients] = accumulates ? grads : 0;
+  at_start[kGradients] = (accumulates ? parameters.gradients : 0) + waiting_rows;
 
-  // Forward: the storage of each tensor between layers (0 is the batch itself, data).
-  std::vector<LayerMemoryUse> uses(L + 1);
-  std::vector<PlannedStorage> storages(1);
-  std::vector<std::size_t> boundary(L + 1, 0);  // storage of the output of layer i (1-based); 0 is the input
-  std::vector<DType> dtypes(L + 1, DType::f32);
-  std::vector<Shape> shapes(L + 1);
-  shapes[0] = *input_shape_;
-  // A layer records its backward (and keeps anything) only when its input needs a gradient or it
-  // has parameters that do; the batch needs none.
-  std::vector<bool> needs_grad(L + 1, false);
-  for (std::size_t i = 1; i <= L; ++i) {
-    const Layer& layer = *layers_[i - 1];
-    uses[i] = layer.memory_use({.input_shape = shapes[i - 1], .batch = micro_batch, .input_dtype = dtypes[i - 1],
-                                .autocast = autocast, .device = device_});
-    shapes[i] = layer.output_shape();
-    dtypes[i] = uses[i].output_dtype;
-    needs_grad[i] = needs_grad[i - 1] || layer_grads[i] > 0;
-    if (!needs_grad[i]) {
-      uses[i].keeps_input = uses[i].keeps_output = false;
-      uses[i].kept_other = 0;
-      uses[i].backward_scratch = 0;
-    }
-  }
-  // Accumulating, fit keeps the weights' low-precision packs through each window, and the rows
-  // their float32 gradients wait for.
-  const bool defers =
-      !under_limit && defers_weight_gradients(accumulates, compiled() ? recipe_.accumulate_options() : AccumulateOptions{});
-  std::size_t waiting_rows = 0;
-  if (accumulates)
-    for (std::size_t i = 1; i <= L; ++i) {
-      params += uses[i].kept_packs + (needs_grad[i - 1] ? uses[i].kept_packs_for_input_gradient : 0);
-      if (layer_grads[i] > 0 && defers) waiting_rows += uses[i].deferred_gradient_rows;
-    }
-  walk.now[kParameters] = params;
-  walk.now[kGradients] += waiting_rows;
-  // Who keeps which storage: a layer its output or input, the loss the logits (a converted copy
-  // when they are not float32).
-  for (std::size_t i = 1; i <= L; ++i) {
-    if (uses[i].output_is_view) {
-      boundary[i] = boundary[i - 1];
-    } else {
-      storages.push_back({.bytes = static_cast<std::size_t>(micro_batch * shapes[i].numel()) * dtype_size(dtypes[i])});
-      boundary[i] = storages.size() - 1;
-    }
-  }
-  for (std::size_t i = 1; i <= L; ++i) {
-    if (uses[i].keeps_output) storages[boundary[i]].kept = true;
-    if (uses[i].keeps_input) storages[boundary[i - 1]].kept = true;
-  }
-  const bool loss_converts = dtypes[L] != DType::f32;
-  if (!loss_converts) storages[boundary[L]].kept = true;
-  storages[0].kept = false;  // the batch is data, whoever keeps it
-
-  plan.kept_by_layer.assign(L, 0);
-  for (std::size_t i = 1; i <= L; ++i) {
-    const LayerMemoryUse& u = uses[i];
-    const PlannedStorage& out = storages[boundary[i]];
-    const bool new_storage = !u.output_is_view;
-    const std::size_t out_bytes = new_storage ? out.bytes : 0;
-    // During the layer: its scratch and output are temporaries; what it keeps besides is an activation.
-    walk.now[kActivations] += u.kept_other;
-    walk.record(u.forward_scratch + out_bytes);
-    if (new_storage) walk.now[out.kept ? kActivations : kTemporaries] += out.bytes;
-    plan.kept_by_layer[i - 1] = u.kept_other + (new_storage && out.kept ? out.bytes : 0);
-    // The input's storage goes when nothing keeps it and no later tensor is a view of it.
-    const std::size_t in = boundary[i - 1];
-    if (in != 0 && in != boundary[i] && !storages[in].kept && storages[in].alive) {
-      walk.now[kTemporaries] -= storages[in].bytes;
-      storages[in].alive = false;
-    }
-  }
-  // The loss: cross-entropy keeps float32 logits (converting when needed) and each row's
-  // log-sum-exp; its output is a scalar.
-  const std::size_t logits_f32 = static_cast<std::size_t>(micro_batch * output.numel()) * 4;
-  const std::size_t loss_kept =
-      static_cast<std::size_t>(micro_batch * rows_per_sample) * 4 + (loss_converts ? logits_f32 : 0);
-  walk.now[kActivations] += loss_kept;
-  walk.record();
-  if (boundary[L] != 0 && !storages[boundary[L]].kept && storages[boundary[L]].alive) {
-    walk.now[kTemporaries] -= storages[boundary[L]].bytes;
-    storages[boundary[L]].alive = false;
-  }
-
-  // Backward, from the loss: the gradient of the logits, then each layer's.
-  std::size_t grad_out = logits_f32;
-  walk.record(grad_out);
-  walk.now[kActivations] -= loss_kept;
-  if (loss_converts) grad_out = storages[boundary[L]].bytes;  // cast back to the logits' dtype
-  for (std::size_t i = L; i >= 1; --i) {
-    const LayerMemoryUse& u = uses[i];
-    if (!accumulates) walk.now[kGradients] += layer_grads[i];
-    // The gradient of the input: none for the batch, a view for a view.
-    const std::size_t grad_in = (!needs_grad[i - 1] || u.output_is_view)
-                                    ? 0
-                                    : static_cast<std::size_t>(micro_batch * shapes[i - 1].numel()) * dtype_size(dtypes[i - 1]);
-    walk.now[kActivations] -= u.kept_released_early;
-    const std::size_t scratch = std::max(u.backward_scratch, needs_grad[i - 1] ? u.input_gradient_scratch : 0);
-    if (needs_grad[i]) walk.record(grad_out + grad_in + scratch);
-    // Its saved tensors are released; its output's last user is done.
-    walk.now[kActivations] -= u.kept_other - u.kept_released_early;
-    PlannedStorage& out = storages[boundary[i]];
-    if (!u.output_is_view && out.alive) {
-      walk.now[out.kept ? kActivations : kTemporaries] -= out.bytes;
-      out.alive = false;
-    }
-    if (!u.output_is_view) grad_out = grad_in;
-  }
-  // The optimizer step: state created at the first step, then updated in place.
-  walk.now[kActivations] = 0;
-  walk.now[kTemporaries] = 0;
-  walk.now[kGradients] = grads + waiting_rows;
-  walk.record();
+  StepWalk walk(plan, chain, at_start);
+  walk.forward();
+  walk.loss(loss_kept);
+  walk.backward(logits_f32, parameters, accumulates);
+  walk.step(parameters.gradients + waiting_rows);
   return plan;
 }
 
