@@ -38,6 +38,7 @@ DeviceContext* create_context(int device) {
   ACCRUE_CUDA_CHECK(cublasSetMathMode(c->cublas, CUBLAS_DEFAULT_MATH));
   ACCRUE_CUDA_CHECK(cudnnCreate(&c->cudnn));
   ACCRUE_CUDA_CHECK(cudnnSetStream(c->cudnn, c->compute));
+  ACCRUE_CUDA_CHECK(cudaEventCreateWithFlags(&c->compute_marker, cudaEventDisableTiming));
   ACCRUE_CUDA_CHECK(cudaDeviceGetAttribute(&c->multiprocessors, cudaDevAttrMultiProcessorCount, device));
   int major = 0, minor = 0;
   ACCRUE_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
@@ -147,10 +148,10 @@ void Event::synchronize() const { ACCRUE_CUDA_CHECK(cudaEventSynchronize(event_)
 
 void copy_host_to_device_async(int device, void* dst, const void* src, std::size_t bytes, Event& done) {
   DeviceContext& c = context(device);
-  // The destination block may have been freed by work still queued on the compute stream.
-  Event compute_so_far{device};
-  compute_so_far.record(c.compute);
-  compute_so_far.wait_on(c.copy);
+  // The destination block may have been freed by work still queued on the compute stream. Threads
+  // staging at once may each wait on the other's later record: a wait for more work, never less.
+  ACCRUE_CUDA_CHECK(cudaEventRecord(c.compute_marker, c.compute));
+  ACCRUE_CUDA_CHECK(cudaStreamWaitEvent(c.copy, c.compute_marker, 0));
   ACCRUE_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, c.copy));
   done.record(c.copy);
 }

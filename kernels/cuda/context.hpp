@@ -21,6 +21,9 @@ struct DeviceContext {
   cudaStream_t copy = nullptr;
   cublasHandle_t cublas = nullptr;
   cudnnHandle_t cudnn = nullptr;
+  /// Recorded on `compute` whenever a copy must follow the compute work queued so far, and waited
+  /// for at once: a wait takes the event's state at the call, so one event serves every copy.
+  cudaEvent_t compute_marker = nullptr;
   int multiprocessors = 0;
   int compute_capability = 0;  // 80 for sm_80
 };
