@@ -1,5 +1,6 @@
 #include "accrue/framework/distributed/reducer.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 #include "accrue/framework/error.hpp"
@@ -11,8 +12,10 @@ BucketPlan::BucketPlan(std::span<const std::int64_t> parameter_elements, std::si
                        std::size_t bucket_bytes)
     : place_(parameter_elements.size()) {
   ACCRUE_CHECK(bucket_bytes > 0, "bucket_bytes must be positive");
+  const std::int64_t align = std::max<std::int64_t>(1, static_cast<std::int64_t>(kAlignBytes / element_bytes));
+  const auto aligned = [&](std::int64_t elements) { return (elements + align - 1) / align * align; };
   for (std::size_t i = parameter_elements.size(); i-- > 0;) {
-    const std::int64_t n = parameter_elements[i];
+    const std::int64_t n = aligned(parameter_elements[i]);
     const auto bytes = [&](std::int64_t elements) { return static_cast<std::size_t>(elements) * element_bytes; };
     if (buckets_.empty() || (!buckets_.back().parameters.empty() && bytes(buckets_.back().elements + n) > bucket_bytes))
       buckets_.emplace_back();

@@ -26,6 +26,11 @@ namespace accrue::distributed {
 /// `bucket_bytes`; a parameter larger than that has a bucket of its own.
 class BucketPlan {
  public:
+  /// Each parameter starts on a 64-byte boundary of its bucket, a cache line on the CPU (the
+  /// padding between them stays zero): the GEMMs that add a micro-batch's weight gradient into
+  /// its place read and write whole lines, instead of two lines for every vector.
+  static constexpr std::size_t kAlignBytes = 64;
+
   struct Bucket {
     std::vector<std::size_t> parameters;  // indices, in the bucket's order
     std::vector<std::int64_t> offsets;    // each one's first element in the bucket
