@@ -17,8 +17,12 @@
 // allreduces took on rank 0's MPI thread (from the call to its return, waiting for the other rank
 // included) and the time rank 0's training thread waited for them at windows' ends.
 //
+// Last, it times the allreduce of each model's gradients alone between 2 processes that arrive
+// together: the part of the allreduce column that is moving bytes rather than waiting.
+//
 // Worker mode (what the driver starts): data_parallel --worker mlp|cnn --batch B --accumulate K
-// --samples N [--distributed], printing one "result" line.
+// --samples N [--distributed], or --worker allreduce --samples ELEMENTS --reps R under mpirun,
+// printing one "result" line.
 
 #include <CLI/CLI.hpp>
 #include <accrue/accrue.hpp>
@@ -80,6 +84,33 @@ int worker(const std::string& model_name, std::int64_t batch, int accumulate, st
   std::printf("result %.6f %.6f %.6f %ld %ld\n", seconds, comm.tensor_allreduce_seconds, waited,
               static_cast<long>(comm.tensor_allreduces), static_cast<long>(early));
   return 0;
+}
+
+// The allreduce alone: `elements` float32 summed over the processes `reps` times, each after a
+// barrier so that both arrive together, through the communicator training uses (its MPI thread
+// included); rank 0 prints "result BEST_SECONDS MEDIAN_SECONDS 0 REPS 0".
+int allreduce_worker(std::int64_t elements, int reps) {
+  distributed::Communicator& world = distributed::world();
+  const Tensor t = Tensor::zeros({elements});
+  std::vector<double> seconds;
+  for (int r = -10; r < reps; ++r) {  // 10 to warm up
+    world.barrier();
+    const Clock::time_point start = Clock::now();
+    world.start_allreduce_sum(t)->wait();
+    if (r >= 0) seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  if (world.rank() == 0)
+    std::printf("result %.9f %.9f 0 %d 0\n", *std::min_element(seconds.begin(), seconds.end()), bench::median(seconds),
+                reps);
+  return 0;
+}
+
+std::int64_t parameter_count(const std::string& model_name) {
+  Sequential model = make_model(model_name);
+  model.build(Shape{1, 28, 28});
+  std::int64_t n = 0;
+  for (const Tensor& p : model.parameters()) n += p.numel();
+  return n;
 }
 
 struct Result {
@@ -144,6 +175,7 @@ int main(int argc, char** argv) {
   app.add_flag("--distributed", distributed, "(internal)");
   CLI11_PARSE(app, argc, argv);
   try {
+    if (worker_model == "allreduce") return allreduce_worker(samples, reps);
     if (!worker_model.empty()) return worker(worker_model, batch, accumulate, samples, data, distributed);
 
     const std::string self = self_path();
@@ -194,6 +226,15 @@ int main(int argc, char** argv) {
                     cell(p2).c_str(), p1.empty() ? "-" : fmt::format("{:.2f}x", bench::median(p2) / bench::median(p1)).c_str());
         std::fflush(stdout);
       }
+    // What the allreduce column would be if the processes always arrived together.
+    std::printf("\nallreduce alone, 2 processes arriving together (after a barrier), 300 calls:\n");
+    for (const std::string& model : models) {
+      const std::int64_t elements = parameter_count(model);
+      const Result r = run(fmt::format("{} -np 2{} {} --worker allreduce --samples {} --reps 300", mpirun, root, self, elements));
+      const double megabytes = static_cast<double>(elements) * 4 / 1e6;
+      std::printf("%-5s %.2f MB of gradients: best %.3f ms, median %.3f ms (%.1f GB/s of gradient at the median)\n",
+                  model.c_str(), megabytes, r.seconds * 1e3, r.allreduce * 1e3, megabytes / 1e3 / r.allreduce);
+    }
     return 0;
   } catch (const Error& e) {
     std::fprintf(stderr, "data_parallel: %s\n", e.what());
