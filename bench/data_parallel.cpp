@@ -230,7 +230,8 @@ int main(int argc, char** argv) {
     std::printf("\nallreduce alone, 2 processes arriving together (after a barrier), 300 calls:\n");
     for (const std::string& model : models) {
       const std::int64_t elements = parameter_count(model);
-      const Result r = run(fmt::format("{} -np 2{} {} --worker allreduce --samples {} --reps 300", mpirun, root, self, elements));
+      const Result r =
+          run(fmt::format("{} -np 2{} {} --worker allreduce --samples {} --reps 300", mpirun, root, self, elements));
       const double megabytes = static_cast<double>(elements) * 4 / 1e6;
       std::printf("%-5s %.2f MB of gradients: best %.3f ms, median %.3f ms (%.1f GB/s of gradient at the median)\n",
                   model.c_str(), megabytes, r.seconds * 1e3, r.allreduce * 1e3, megabytes / 1e3 / r.allreduce);

@@ -88,8 +88,11 @@ LayerChain layer_chain(const std::vector<std::unique_ptr<Layer>>& layers, const 
   for (std::size_t i = 1; i <= L; ++i) {
     const Layer& layer = *layers[i - 1];
     LayerMemoryUse& use = chain.uses[i];
-    use = layer.memory_use({.input_shape = chain.shapes[i - 1], .batch = micro_batch, .input_dtype = chain.dtypes[i - 1],
-                            .autocast = autocast, .device = device});
+    use = layer.memory_use({.input_shape = chain.shapes[i - 1],
+                            .batch = micro_batch,
+                            .input_dtype = chain.dtypes[i - 1],
+                            .autocast = autocast,
+                            .device = device});
     chain.shapes[i] = layer.output_shape();
     chain.dtypes[i] = use.output_dtype;
     // A layer records its backward (and keeps anything) only when its input needs a gradient or it
@@ -255,8 +258,8 @@ MemoryPlan Sequential::memory_plan(std::int64_t micro_batch, bool accumulates, b
   const LayerChain chain = layer_chain(layers_, *input_shape_, micro_batch, autocast, device_, parameters);
   // Accumulating, fit keeps the weights' low-precision packs through each window, and the rows
   // their float32 gradients wait for.
-  const bool defers =
-      !under_limit && defers_weight_gradients(accumulates, compiled() ? recipe_.accumulate_options() : AccumulateOptions{});
+  const AccumulateOptions options = compiled() ? recipe_.accumulate_options() : AccumulateOptions{};
+  const bool defers = !under_limit && defers_weight_gradients(accumulates, options);
   std::size_t packs = 0, waiting_rows = 0;
   if (accumulates)
     for (std::size_t i = 1; i <= layers_.size(); ++i) {

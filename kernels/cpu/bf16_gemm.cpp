@@ -60,8 +60,8 @@ std::uint16_t bits(T v) {
 // Packing splits across the pool only in pieces of at least this many values: the packs of a
 // micro-batch of 16 are a few thousand values, and handing those to another thread costs more
 // than it saves. A batch of 64's activations and gradients (64 x 512, 64 x 784) split in two: the
-// MLP's epoch at batch 64 with .amp() took 0.95x-0.96x the time it took with a grain twice this (bench/mlp_epoch,
-// alternated in one process), and 16 x 4 the same.
+// MLP's epoch at batch 64 with .amp() took 0.95x-0.96x the time it took with a grain twice this
+// (bench/mlp_epoch, alternated in one process), and 16 x 4 the same.
 constexpr std::int64_t pack_grain = 1 << 14;
 
 // Units of `size` values each per piece of at least pack_grain values, and at least `least`.
