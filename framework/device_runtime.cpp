@@ -80,7 +80,10 @@ void synchronize(Device device) {
 
 PinnedBuffer::~PinnedBuffer() = default;
 void* PinnedBuffer::reserve(std::size_t) { no_backend("pinned memory", Device::cpu()); }
-void PinnedBuffer::release() noexcept {}
+void PinnedBuffer::release() noexcept {  // nothing was ever allocated
+  data_ = nullptr;
+  capacity_ = 0;
+}
 
 struct Event::Impl {};
 Event::Event(Device device) { no_backend("an event", device); }
