@@ -92,7 +92,7 @@ LayerMemoryUse MultiHeadAttention::memory_use(const LayerMemoryQuery& q) const {
 }
 
 TransformerBlock::TransformerBlock(std::int64_t heads, std::int64_t dim, TransformerBlockOptions options)
-    : heads_(heads), dim_(dim), options_(std::move(options)) {
+    : dim_(dim), options_(std::move(options)) {
   ACCRUE_CHECK(options_.dropout >= 0.0f && options_.dropout < 1.0f,
                "TransformerBlock: dropout must be in [0, 1), got {}", options_.dropout);
   if (options_.mlp_dim == 0) options_.mlp_dim = 4 * dim;

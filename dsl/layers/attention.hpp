@@ -67,7 +67,7 @@ class TransformerBlock final : public LayerBase<TransformerBlock> {
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
 
  private:
-  std::int64_t heads_, dim_;
+  std::int64_t dim_;  // the heads live in self_attn
   TransformerBlockOptions options_;
   enum Child : std::size_t { self_attn, linear1, linear2, norm1, norm2 };
 };
