@@ -306,13 +306,22 @@ void im2col_forward(const float* x, const float* w, const float* bias, float* y,
   });
 }
 
+// Accumulating, a sample's gradient is summed apart and added to dx once, as the implicit form
+// does: scattered straight into dx, each window's share would round against the old gradient, and
+// two equal backward passes would not give twice one.
+std::size_t backward_data_col_bytes(const Window2d& g) {
+  return g.is_pointwise() ? 0 : col_bytes(g) + Carve::bytes<float>(g.channels_per_group() * g.H * g.W);
+}
+
 void im2col_backward_data(const float* dy, const float* w, float* dx, const Window2d& g, bool accumulate,
                           std::byte* workspace) {
   const std::int64_t PQ = g.P() * g.Q(), Cg = g.channels_per_group(), Kg = g.filters_per_group(),
                      patch = g.patch_size(), HW = g.H * g.W;
   const int tasks = tasks_for(g.N);
   parallel_tasks(tasks, [&](int t) {
-    auto* col = reinterpret_cast<float*>(workspace + t * col_bytes(g));
+    Carve carve{workspace + t * backward_data_col_bytes(g)};
+    float* col = g.is_pointwise() ? nullptr : carve.take<float>(patch * PQ);
+    float* sum = g.is_pointwise() ? nullptr : carve.take<float>(Cg * HW);
     for (std::int64_t n = sample_begin(g.N, tasks, t); n < sample_begin(g.N, tasks, t + 1); ++n) {
       for (std::int64_t grp = 0; grp < g.groups; ++grp) {
         const float* dyg = dy + (n * g.K + grp * Kg) * PQ;
@@ -323,8 +332,11 @@ void im2col_backward_data(const float* dy, const float* w, float* dx, const Wind
           continue;
         }
         sample_gemm(true, false, patch, PQ, Kg, wg, patch, dyg, PQ, 0.0f, col, PQ);
-        if (!accumulate) std::fill(dxg, dxg + Cg * HW, 0.0f);
-        col2im_add(col, g, dxg);
+        float* into = accumulate ? sum : dxg;
+        std::fill(into, into + Cg * HW, 0.0f);
+        col2im_add(col, g, into);
+        if (accumulate)
+          for (std::int64_t i = 0; i < Cg * HW; ++i) dxg[i] += sum[i];
       }
     }
   });
@@ -731,7 +743,7 @@ ConvWorkspaceBytes conv2d_workspace_bytes(const Window2d& g) {
   return {.forward = forward_runs_implicit(g) ? packed_weight_bytes(g) + all(ImplicitTask::bytes(g)) : im2col,
           .backward_data = input_gradient_runs_implicit(g)
                                ? flipped_weight_bytes(g) + packed_weight_bytes(t) + all(ImplicitTask::bytes(t))
-                               : im2col,
+                               : all(backward_data_col_bytes(g)),
           .backward_filter = forward_runs_implicit(g) ? all(implicit_filter_task_bytes(g)) : im2col + partials_bytes(g)};
 }
 

@@ -164,7 +164,10 @@ BOOST_AUTO_TEST_CASE(distributed_evaluation_counts_every_sample_once) {
   const Dataset held_out = test::blobs(99, 9);
   const Evaluation all = model.evaluate(held_out, {.batch_size = 8, .distributed = true});
   const Evaluation alone = model.evaluate(held_out, {.batch_size = 8});
-  BOOST_TEST(all.loss == alone.loss, boost::test_tools::tolerance(1e-9));
+  // The short last global batch (3 samples) splits into other groups than one process's batches,
+  // so its float32 means round differently: a few float32 ulps on 3 of 99 samples' share, where a
+  // sample counted twice or left out moves the loss by about 1%.
+  BOOST_TEST(all.loss == alone.loss, boost::test_tools::tolerance(1e-7));
   BOOST_TEST(all["accuracy"] == alone["accuracy"], boost::test_tools::tolerance(1e-12));
 }
 
