@@ -8,9 +8,10 @@
 // OpenBLAS packs both operands into panels before every multiply and, for beta = 0, first zeroes
 // C in a separate pass; for a 16 x 512 x 784 multiply that overhead costs as much as the
 // arithmetic (measured in bench/gemm_shapes). These kernels read the operands in place, keep a
-// tile of C in AVX-512 registers for the whole K loop and write it once, with alpha and beta
-// applied at the store. They are compiled for AVX-512 and chosen at run time only on processors
-// that have it; other shapes and processors use OpenBLAS.
+// tile of C in vector registers for the whole K loop and write it once, with alpha and beta
+// applied at the store. There is a set for AVX-512 (16 lanes, 32 registers) and one for AVX2 with
+// FMA (8 lanes, 16 registers, so smaller tiles), chosen at run time by what the processor has;
+// other shapes and processors use OpenBLAS.
 
 #include "accrue/kernels/cpu/skinny_gemm.hpp"
 
@@ -18,6 +19,7 @@
 #include <array>
 #include <utility>
 
+#include "accrue/framework/error.hpp"
 #include "accrue/kernels/cpu/parallel.hpp"
 
 #if defined(__x86_64__)
@@ -29,6 +31,7 @@
 #endif
 #include <immintrin.h>
 #define ACCRUE_TARGET_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,fma")))
+#define ACCRUE_TARGET_AVX2 __attribute__((target("avx2,fma")))
 #endif
 
 namespace accrue::kernels::cpu {
@@ -62,11 +65,9 @@ void split_units(std::int64_t units, std::int64_t unit_macs, F&& fn) {
   parallel_guided(units, std::max<std::int64_t>(1, min_chunk_macs / std::max<std::int64_t>(unit_macs, 1)), fn);
 }
 
-// ---- NN and TN: a tile of MR rows x 48 columns of C -----------------------------------------
+// ---- AVX-512, NN and TN: a tile of MR rows x 48 columns of C -------------------------------------
 // a(r, k) = A[r * a_row + k * a_k], so one kernel serves A (NN: a_row = lda, a_k = 1) and A^T
 // (TN: a_row = 1, a_k = lda). Each k broadcasts MR values of A and loads three vectors of row k of B.
-constexpr std::int64_t axpy_cols = 48;
-
 // With alpha = beta = 1 the accumulators start from C and go on adding: C + A1 B1 then + A2 B2 gives
 // the bits of C + [A1 A2] [B1; B2] in one call, so a weight gradient summed micro-batch by
 // micro-batch equals the one multiplied once over the window's rows (DeferredWeightGradients).
@@ -109,27 +110,8 @@ ACCRUE_TARGET_AVX512 void axpy_tile(std::int64_t K, const float* A, std::int64_t
 
 using AxpyTile = void (*)(std::int64_t, const float*, std::int64_t, std::int64_t, const float*, std::int64_t, float*,
                           std::int64_t, std::int64_t, float, float);
-constexpr int axpy_rows = 8;
-constexpr AxpyTile axpy_tiles[axpy_rows + 1] = {nullptr,        axpy_tile<1>, axpy_tile<2>, axpy_tile<3>, axpy_tile<4>,
-                                                axpy_tile<5>,   axpy_tile<6>, axpy_tile<7>, axpy_tile<8>};
 
-ACCRUE_TARGET_AVX512 void axpy_gemm(std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
-                                    std::int64_t a_row, std::int64_t a_k, const float* B, std::int64_t ldb, float beta,
-                                    float* C, std::int64_t ldc) {
-  // A unit is one row tile of one 48-column panel, panel after panel: a thread's run of units
-  // keeps a panel of B (K x 48) in L2 while the row tiles of C pass over it.
-  const std::int64_t panels = (N + axpy_cols - 1) / axpy_cols, row_tiles = (M + axpy_rows - 1) / axpy_rows;
-  split_units(panels * row_tiles, axpy_rows * axpy_cols * K, [&](std::int64_t u0, std::int64_t u1) {
-    for (std::int64_t u = u0; u < u1; ++u) {
-      const std::int64_t j = u / row_tiles * axpy_cols, i = u % row_tiles * axpy_rows;
-      const std::int64_t n = std::min(axpy_cols, N - j);
-      const int rows = static_cast<int>(std::min<std::int64_t>(axpy_rows, M - i));
-      axpy_tiles[rows](K, A + i * a_row, a_row, a_k, B + j, ldb, C + i * ldc + j, ldc, n, alpha, beta);
-    }
-  });
-}
-
-// ---- NT: a tile of MR rows x NR columns of C as dot products along K ---------------------------
+// ---- AVX-512, NT: a tile of MR rows x NR columns of C as dot products along K ------------------
 // Each of the MR x NR accumulators holds 16 partial sums over K; at the end they are added across
 // lanes with a transposing tree, so that one vector holds the 16 results.
 
@@ -171,8 +153,6 @@ constexpr int reduce16_source(int lane) {
   const int s4_index = 2 * s2_index + (l % 2);  // which s4
   return 4 * s4_index + q;
 }
-
-constexpr int nt_rows = 4, nt_cols = 4;
 
 // Keeps a loaded vector in a register. Left alone, GCC folds the loads of A or of B into the
 // multiply-adds that use them, so every multiply-add reads memory: 20 loads per 16 multiply-adds
@@ -235,69 +215,282 @@ template <int MR, int... NRs>
 constexpr std::array<DotTile, 5> dot_row(std::integer_sequence<int, NRs...>) {
   return {nullptr, dot_tile<MR, NRs + 1>...};
 }
-constexpr std::array<std::array<DotTile, 5>, 5> dot_tiles = {
-    std::array<DotTile, 5>{}, dot_row<1>(std::make_integer_sequence<int, 4>{}), dot_row<2>(std::make_integer_sequence<int, 4>{}),
-    dot_row<3>(std::make_integer_sequence<int, 4>{}), dot_row<4>(std::make_integer_sequence<int, 4>{})};
+// ---- the same two forms with AVX2 and FMA ------------------------------------------------------
+// Sixteen 8-lane registers: an axpy tile is at most 6 rows x 16 columns (12 accumulators, 2 vectors
+// of B, A's broadcast; 4 x 24, 4 x 16 and 2 x 24 ran 10-40% slower in bench/gemm_shapes), a dot
+// tile 2 x 4 (8 accumulators, 2 rows of A, one of B at a time).
 
-ACCRUE_TARGET_AVX512 void dot_gemm(std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
-                                   std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
-                                   std::int64_t ldc, const float* column_bias) {
-  // A unit is a block of 4 rows of B (4 columns of C); each block (4 x K) stays in L1 while every
-  // row tile of A passes over it, so B is read from memory once.
-  const std::int64_t blocks = (N + nt_cols - 1) / nt_cols;
-  split_units(blocks, M * nt_cols * K, [&](std::int64_t b0, std::int64_t b1) {
+// The first n of 8 lanes (clamped to 0..8) as a maskload/maskstore mask.
+ACCRUE_TARGET_AVX2 inline __m256i lanes8(std::int64_t n) {
+  const int count = static_cast<int>(std::clamp<std::int64_t>(n, 0, 8));
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// Whole vectors load plainly; a tile's ragged edge through the mask (vmaskmovps is slower).
+template <bool Full>
+ACCRUE_TARGET_AVX2 inline __m256 load8(const float* p, __m256i mask) {
+  if constexpr (Full) return _mm256_loadu_ps(p);
+  else return _mm256_maskload_ps(p, mask);
+}
+
+// C[lanes] = alpha * acc + beta * C[lanes]; beta = 0 never reads C.
+template <bool Full>
+ACCRUE_TARGET_AVX2 inline void store8(float* c, __m256i mask, __m256 acc, float alpha, float beta) {
+  __m256 v = _mm256_mul_ps(acc, _mm256_set1_ps(alpha));
+  if (beta != 0.0f) v = _mm256_fmadd_ps(load8<Full>(c, mask), _mm256_set1_ps(beta), v);
+  if constexpr (Full) _mm256_storeu_ps(c, v);
+  else _mm256_maskstore_ps(c, mask, v);
+}
+
+constexpr int axpy8_vectors = 2, axpy8_rows = 6;
+constexpr std::int64_t axpy8_cols = 8 * axpy8_vectors;
+
+// axpy_tile's arithmetic and order (C first, then row after row of K when alpha = beta = 1).
+template <int MR, bool Full>
+ACCRUE_TARGET_AVX2 void axpy8_tile_body(std::int64_t K, const float* A, std::int64_t a_row, std::int64_t a_k,
+                                        const float* B, std::int64_t ldb, float* C, std::int64_t ldc, std::int64_t n,
+                                        float alpha, float beta) {
+  constexpr int NV = axpy8_vectors;
+  __m256i mask[NV];
+  for (int v = 0; v < NV; ++v) mask[v] = lanes8(n - 8 * v);
+  const bool continues = alpha == 1.0f && beta == 1.0f;
+  __m256 acc[MR][NV];
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[r][v] = continues ? load8<Full>(C + r * ldc + 8 * v, mask[v]) : _mm256_setzero_ps();
+  for (std::int64_t k = 0; k < K; ++k) {
+    const float* b = B + k * ldb;
+    __m256 bv[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) bv[v] = load8<Full>(b + 8 * v, mask[v]);
+    const float* a = A + k * a_k;
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      const __m256 ar = _mm256_broadcast_ss(a + r * a_row);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_fmadd_ps(ar, bv[v], acc[r][v]);
+    }
+  }
+  if (continues) alpha = 1.0f, beta = 0.0f;  // C is in the sums already
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v)
+      if (n > 8 * v) store8<Full>(C + r * ldc + 8 * v, mask[v], acc[r][v], alpha, beta);
+}
+
+template <int MR>
+ACCRUE_TARGET_AVX2 void axpy8_tile(std::int64_t K, const float* A, std::int64_t a_row, std::int64_t a_k, const float* B,
+                                   std::int64_t ldb, float* C, std::int64_t ldc, std::int64_t n, float alpha, float beta) {
+  if (n == axpy8_cols) axpy8_tile_body<MR, true>(K, A, a_row, a_k, B, ldb, C, ldc, n, alpha, beta);
+  else axpy8_tile_body<MR, false>(K, A, a_row, a_k, B, ldb, C, ldc, n, alpha, beta);
+}
+
+ACCRUE_TARGET_AVX2 inline void in_register8(__m256& v) { asm("" : "+x"(v)); }
+
+// The sum of v's eight lanes.
+ACCRUE_TARGET_AVX2 inline float sum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+
+// Eight steps of K (fewer under the mask) of every dot product of the tile.
+template <int MR, int NR, bool Full>
+ACCRUE_TARGET_AVX2 inline void dot8_step(const float* A, std::int64_t lda, const float* B, std::int64_t ldb,
+                                         __m256i mask, __m256 (&acc)[MR][NR]) {
+  __m256 a[MR];
+#pragma GCC unroll 4
+  for (int r = 0; r < MR; ++r) {
+    a[r] = load8<Full>(A + r * lda, mask);
+    in_register8(a[r]);
+  }
+#pragma GCC unroll 4
+  for (int c = 0; c < NR; ++c) {
+    __m256 b = load8<Full>(B + c * ldb, mask);
+    in_register8(b);
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; ++r) acc[r][c] = _mm256_fmadd_ps(a[r], b, acc[r][c]);
+  }
+}
+
+template <int MR, int NR>
+ACCRUE_TARGET_AVX2 void dot8_tile(std::int64_t K, const float* A, std::int64_t lda, const float* B, std::int64_t ldb,
+                                  float* C, std::int64_t ldc, float alpha, float beta, const float* bias) {
+  __m256 acc[MR][NR];
+#pragma GCC unroll 4
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < NR; ++c) acc[r][c] = _mm256_setzero_ps();
+  std::int64_t k = 0;
+  for (; k + 8 <= K; k += 8) dot8_step<MR, NR, true>(A + k, lda, B + k, ldb, __m256i{}, acc);
+  if (k < K) dot8_step<MR, NR, false>(A + k, lda, B + k, ldb, lanes8(K - k), acc);
+  for (int r = 0; r < MR; ++r)
+    for (int c = 0; c < NR; ++c) {
+      float* out = C + r * ldc + c;
+      const float v = alpha * sum8(acc[r][c]);
+      const float scaled = beta == 0.0f ? v : v + beta * *out;
+      *out = bias != nullptr ? scaled + bias[c] : scaled;
+    }
+}
+
+template <int MR, int... NRs>
+constexpr std::array<DotTile, 5> dot8_row(std::integer_sequence<int, NRs...>) {
+  return {nullptr, dot8_tile<MR, NRs + 1>...};
+}
+
+// ---- the drivers, over either set of tiles -----------------------------------------------------
+
+struct Avx512Tiles {
+  static constexpr int axpy_rows = 8;
+  static constexpr std::int64_t axpy_cols = 48;
+  static constexpr AxpyTile axpy[axpy_rows + 1] = {nullptr,      axpy_tile<1>, axpy_tile<2>, axpy_tile<3>, axpy_tile<4>,
+                                                   axpy_tile<5>, axpy_tile<6>, axpy_tile<7>, axpy_tile<8>};
+  static constexpr int dot_rows = 4, dot_cols = 4;
+  static constexpr std::array<std::array<DotTile, 5>, dot_rows + 1> dot = {
+      std::array<DotTile, 5>{}, dot_row<1>(std::make_integer_sequence<int, 4>{}),
+      dot_row<2>(std::make_integer_sequence<int, 4>{}), dot_row<3>(std::make_integer_sequence<int, 4>{}),
+      dot_row<4>(std::make_integer_sequence<int, 4>{})};
+};
+
+struct Avx2Tiles {
+  static constexpr int axpy_rows = axpy8_rows;
+  static constexpr std::int64_t axpy_cols = axpy8_cols;
+  static constexpr AxpyTile axpy[axpy_rows + 1] = {nullptr,       axpy8_tile<1>, axpy8_tile<2>, axpy8_tile<3>,
+                                                   axpy8_tile<4>, axpy8_tile<5>, axpy8_tile<6>};
+  static constexpr int dot_rows = 2, dot_cols = 4;
+  static constexpr std::array<std::array<DotTile, 5>, dot_rows + 1> dot = {
+      std::array<DotTile, 5>{}, dot8_row<1>(std::make_integer_sequence<int, 4>{}),
+      dot8_row<2>(std::make_integer_sequence<int, 4>{})};
+};
+
+template <class Tiles>
+void axpy_gemm(std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A, std::int64_t a_row,
+               std::int64_t a_k, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
+  // A unit is one row tile of one column panel, panel after panel: a thread's run of units keeps a
+  // panel of B (K x the panel's columns) in L2 while the row tiles of C pass over it.
+  constexpr std::int64_t rows = Tiles::axpy_rows, cols = Tiles::axpy_cols;
+  const std::int64_t panels = (N + cols - 1) / cols, row_tiles = (M + rows - 1) / rows;
+  split_units(panels * row_tiles, rows * cols * K, [&](std::int64_t u0, std::int64_t u1) {
+    for (std::int64_t u = u0; u < u1; ++u) {
+      const std::int64_t j = u / row_tiles * cols, i = u % row_tiles * rows;
+      const std::int64_t n = std::min(cols, N - j);
+      const auto m = static_cast<std::size_t>(std::min(rows, M - i));
+      Tiles::axpy[m](K, A + i * a_row, a_row, a_k, B + j, ldb, C + i * ldc + j, ldc, n, alpha, beta);
+    }
+  });
+}
+
+template <class Tiles>
+void dot_gemm(std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A, std::int64_t lda,
+              const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc, const float* column_bias) {
+  // A unit is a block of rows of B (columns of C); each block stays in L1 while every row tile of A
+  // passes over it, so B is read from memory once.
+  constexpr std::int64_t rows = Tiles::dot_rows, cols = Tiles::dot_cols;
+  const std::int64_t blocks = (N + cols - 1) / cols;
+  split_units(blocks, M * cols * K, [&](std::int64_t b0, std::int64_t b1) {
     for (std::int64_t blk = b0; blk < b1; ++blk) {
-      const std::int64_t j = blk * nt_cols;
-      const int cols = static_cast<int>(std::min<std::int64_t>(nt_cols, N - j));
-      for (std::int64_t i = 0; i < M; i += nt_rows) {
-        const int rows = static_cast<int>(std::min<std::int64_t>(nt_rows, M - i));
-        dot_tiles[rows][cols](K, A + i * lda, lda, B + j * ldb, ldb, C + i * ldc + j, ldc, alpha, beta,
-                              column_bias != nullptr ? column_bias + j : nullptr);
+      const std::int64_t j = blk * cols;
+      const auto n = static_cast<std::size_t>(std::min(cols, N - j));
+      for (std::int64_t i = 0; i < M; i += rows) {
+        const auto m = static_cast<std::size_t>(std::min(rows, M - i));
+        Tiles::dot[m][n](K, A + i * lda, lda, B + j * ldb, ldb, C + i * ldc + j, ldc, alpha, beta,
+                         column_bias != nullptr ? column_bias + j : nullptr);
       }
     }
   });
 }
 
-bool cpu_has_avx512() {
-  static const bool has = [] {
+}  // namespace
+
+std::vector<SkinnyKernel> skinny_kernels_available() {
+  static const std::vector<SkinnyKernel> kernels = [] {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
+    std::vector<SkinnyKernel> k;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512dq"))
+      k.push_back(SkinnyKernel::avx512);
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) k.push_back(SkinnyKernel::avx2);
+    return k;
   }();
-  return has;
+  return kernels;
 }
 
+SkinnyKernel skinny_kernel() {
+  static const SkinnyKernel kernel = skinny_kernels_available().empty() ? SkinnyKernel::none : skinny_kernels_available()[0];
+  return kernel;
+}
+
+namespace {
+// The largest batch dimension each form takes. AVX2's axpy tiles (6 x 16) lose to OpenBLAS at a
+// batch of 64 (bench/gemm_shapes: 0.85-0.95x on the MLP's dW and dx), its dot tiles do not; with
+// axpy up to 32 the MLP's epoch at batch 64 took OpenBLAS's time, up to 256 1.05x-1.08x
+// (bench/mlp_epoch, alternated).
+std::int64_t axpy_limit() { return skinny_kernel() == SkinnyKernel::avx2 ? 32 : skinny_limit; }
 }  // namespace
 
 bool skinny_gemm_applies(bool trans_a, bool trans_b, std::int64_t M, std::int64_t /*N*/, std::int64_t K) {
-  if (!cpu_has_avx512()) return false;
+  if (skinny_kernel() == SkinnyKernel::none) return false;
   if (trans_a && trans_b) return false;
   // The small dimension: M for NN and NT (the batch), K for TN (the batch).
-  return trans_a ? K <= skinny_limit : M <= skinny_limit;
+  if (trans_a) return K <= axpy_limit();
+  return M <= (trans_b ? skinny_limit : axpy_limit());
 }
 
-std::int64_t skinny_in_order_depth() { return cpu_has_avx512() ? skinny_limit : 0; }
+std::int64_t skinny_in_order_depth() { return skinny_kernel() != SkinnyKernel::none ? axpy_limit() : 0; }
+
+namespace {
+template <class Tiles>
+void skinny_gemm_with(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
+                      const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
+                      std::int64_t ldc) {
+  if (!trans_a && !trans_b) return axpy_gemm<Tiles>(M, N, K, alpha, A, lda, 1, B, ldb, beta, C, ldc);
+  if (trans_a && !trans_b) return axpy_gemm<Tiles>(M, N, K, alpha, A, 1, lda, B, ldb, beta, C, ldc);
+  return dot_gemm<Tiles>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nullptr);
+}
+}  // namespace
 
 void skinny_gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
-                 std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
-  if (!trans_a && !trans_b) return axpy_gemm(M, N, K, alpha, A, lda, 1, B, ldb, beta, C, ldc);
-  if (trans_a && !trans_b) return axpy_gemm(M, N, K, alpha, A, 1, lda, B, ldb, beta, C, ldc);
-  return dot_gemm(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nullptr);
+                 std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc,
+                 SkinnyKernel kernel) {
+  ACCRUE_ASSERT(kernel != SkinnyKernel::none);
+  if (kernel == SkinnyKernel::avx512)
+    return skinny_gemm_with<Avx512Tiles>(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  skinny_gemm_with<Avx2Tiles>(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 void skinny_linear(std::int64_t M, std::int64_t N, std::int64_t K, const float* x, const float* w, const float* bias,
-                   float* y) {
-  dot_gemm(M, N, K, 1.0f, x, K, w, K, 0.0f, y, N, bias);
+                   float* y, SkinnyKernel kernel) {
+  ACCRUE_ASSERT(kernel != SkinnyKernel::none);
+  if (kernel == SkinnyKernel::avx512) return dot_gemm<Avx512Tiles>(M, N, K, 1.0f, x, K, w, K, 0.0f, y, N, bias);
+  dot_gemm<Avx2Tiles>(M, N, K, 1.0f, x, K, w, K, 0.0f, y, N, bias);
 }
 
 #else
 
+std::vector<SkinnyKernel> skinny_kernels_available() { return {}; }
+SkinnyKernel skinny_kernel() { return SkinnyKernel::none; }
 bool skinny_gemm_applies(bool, bool, std::int64_t, std::int64_t, std::int64_t) { return false; }
 std::int64_t skinny_in_order_depth() { return 0; }
 void skinny_gemm(bool, bool, std::int64_t, std::int64_t, std::int64_t, float, const float*, std::int64_t, const float*,
-                 std::int64_t, float, float*, std::int64_t) {}
-void skinny_linear(std::int64_t, std::int64_t, std::int64_t, const float*, const float*, const float*, float*) {}
+                 std::int64_t, float, float*, std::int64_t, SkinnyKernel) {
+  ACCRUE_ASSERT(false);
+}
+void skinny_linear(std::int64_t, std::int64_t, std::int64_t, const float*, const float*, const float*, float*,
+                   SkinnyKernel) {
+  ACCRUE_ASSERT(false);
+}
 
 #endif
+
+const char* skinny_kernel_name(SkinnyKernel kernel) {
+  switch (kernel) {
+    case SkinnyKernel::avx512: return "AVX-512";
+    case SkinnyKernel::avx2: return "AVX2";
+    case SkinnyKernel::none: break;
+  }
+  return "none";
+}
 
 }  // namespace accrue::kernels::cpu

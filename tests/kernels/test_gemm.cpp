@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include <accrue/kernels/cpu/openblas.hpp>
+#include <accrue/kernels/cpu/skinny_gemm.hpp>
 #include <accrue/kernels/gemm.hpp>
 #include <accrue/kernels/reduce.hpp>
 
@@ -86,6 +87,62 @@ BOOST_AUTO_TEST_CASE(linear_adds_the_bias_with_the_bits_of_fill_then_gemm) {
         for (std::int64_t j = 0; j < N; ++j) reference[i * N + j] += bias_values[j];
       check_close(y, reference, 1e-4, 1e-4, fmt::format("linear {}x{}x{} against the naive product", M, N, K));
     }
+  }
+}
+
+// Each set of skinny kernels this processor runs (AVX-512 and AVX2 both, on an AVX-512 one), not
+// only the one gemm picks: every tile size with ragged edges, and the in-order sums
+// DeferredWeightGradients relies on.
+BOOST_AUTO_TEST_CASE(skinny_kernels_match_the_naive_product_and_add_in_order) {
+  namespace cpu = kernels::cpu;
+  const auto available = cpu::skinny_kernels_available();
+  if (available.empty()) {
+    std::puts("SKIPPED: skinny_kernels_match_the_naive_product_and_add_in_order: this processor has neither AVX-512 "
+              "nor AVX2 with FMA");
+    return;
+  }
+  const std::vector<std::array<std::int64_t, 3>> shapes = {{1, 1, 1},    {3, 25, 7},   {9, 49, 17},
+                                                           {16, 10, 64}, {17, 50, 33}, {64, 130, 784}};
+  std::uint64_t seed = 500;
+  for (const cpu::SkinnyKernel kernel : available) {
+    const std::string name = cpu::skinny_kernel_name(kernel);
+    for (const auto& [M, N, K] : shapes)
+      for (const auto [ta, tb] : {std::pair{false, false}, std::pair{true, false}, std::pair{false, true}})
+        for (const float beta : {0.0f, 1.0f, 0.5f}) {
+          const Tensor A = random_tensor(ta ? Shape{K, M} : Shape{M, K}, ++seed);
+          const Tensor B = random_tensor(tb ? Shape{N, K} : Shape{K, N}, ++seed);
+          Tensor C = random_tensor({M, N}, ++seed);
+          const auto expected = naive(ta, tb, M, N, K, 0.75f, A.to_vector(), B.to_vector(), beta, C.to_vector());
+          if (beta == 0.0f) C.fill_(std::nanf(""));
+          cpu::skinny_gemm(ta, tb, M, N, K, 0.75f, A.data<float>(), A.size(1), B.data<float>(), B.size(1), beta,
+                           C.data<float>(), N, kernel);
+          check_close(C, expected, 1e-4, 1e-4,
+                      fmt::format("{} skinny gemm {}x{}x{} ta={} tb={} beta={}", name, M, N, K, ta, tb, beta));
+        }
+    // dW = dy^T x split along K (rows) into two calls with alpha = beta = 1: the bits of one call.
+    for (const auto& [M, N, K] : shapes) {
+      if (K < 2) continue;
+      const Tensor A = random_tensor({K, M}, ++seed), B = random_tensor({K, N}, ++seed), C0 = random_tensor({M, N}, ++seed);
+      const Tensor whole = C0.clone(), split = C0.clone();
+      cpu::skinny_gemm(true, false, M, N, K, 1.0f, A.data<float>(), M, B.data<float>(), N, 1.0f, whole.data<float>(), N,
+                       kernel);
+      const std::int64_t k1 = K / 3 + 1;
+      cpu::skinny_gemm(true, false, M, N, k1, 1.0f, A.data<float>(), M, B.data<float>(), N, 1.0f, split.data<float>(), N,
+                       kernel);
+      cpu::skinny_gemm(true, false, M, N, K - k1, 1.0f, A.data<float>() + k1 * M, M, B.data<float>() + k1 * N, N, 1.0f,
+                       split.data<float>(), N, kernel);
+      const auto w = whole.to_vector(), s = split.to_vector();
+      BOOST_TEST(std::memcmp(w.data(), s.data(), w.size() * sizeof(float)) == 0,
+                 fmt::format("{} TN {}x{}x{} split at {}", name, M, N, K, k1));
+    }
+    // linear's fused bias.
+    const Tensor x = random_tensor({9, 40}, ++seed), w = random_tensor({11, 40}, ++seed), bias = random_tensor({11}, ++seed);
+    Tensor y = Tensor::full({9, 11}, std::nanf(""));
+    cpu::skinny_linear(9, 11, 40, x.data<float>(), w.data<float>(), bias.data<float>(), y.data<float>(), kernel);
+    std::vector<float> reference = naive(false, true, 9, 11, 40, 1.0f, x.to_vector(), w.to_vector(), 0.0f, {});
+    const auto b = bias.to_vector();
+    for (std::size_t i = 0; i < reference.size(); ++i) reference[i] += b[i % 11];
+    check_close(y, reference, 1e-4, 1e-4, name + " skinny linear");
   }
 }
 
