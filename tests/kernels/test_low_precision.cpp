@@ -154,6 +154,23 @@ BOOST_AUTO_TEST_CASE(low_precision_gemm_matches_double_products_of_rounded_input
   }
 }
 
+// Master weights stay float32 under autocast: gemm rounds such operands itself (into its packs, or
+// in the copies it widens where the processor has no bfloat16 kernel), with the bits of operands
+// rounded beforehand.
+BOOST_AUTO_TEST_CASE(float32_operands_multiply_as_their_rounded_values) {
+  std::uint64_t seed = 70;
+  for (DType low : {DType::bf16, DType::f16})
+    for (const auto& [M, N, K] : std::vector<std::array<std::int64_t, 3>>{{16, 512, 784}, {7, 49, 64}, {300, 20, 16}}) {
+      const Tensor A = random_tensor({M, K}, ++seed), B = random_tensor({N, K}, ++seed);
+      const Tensor from_f32 = Tensor::empty({M, N}), from_low = Tensor::empty({M, N});
+      kernels::gemm(false, true, 1.0f, A, B, 0.0f, from_f32, low);
+      kernels::gemm(false, true, 1.0f, ops::cast(A, low), ops::cast(B, low), 0.0f, from_low, low);
+      const auto x = from_f32.to_vector(), y = from_low.to_vector();
+      BOOST_TEST(std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0,
+                 fmt::format("{} {}x{}x{}", dtype_name(low), M, N, K));
+    }
+}
+
 // gemm above runs the processor's preferred bfloat16 kernel; each kernel it could run instead is
 // checked here on the packed operands, exactly: bfloat16 products are exact in float32 and the sums
 // of small integers stay exact, whatever order a kernel adds them in.
