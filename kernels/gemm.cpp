@@ -132,8 +132,9 @@ void gemm_batched(bool trans_a, bool trans_b, float alpha, const Tensor& A, cons
 
 std::int64_t gemm_in_order_depth(Device device) { return device.is_cpu() ? cpu::skinny_in_order_depth() : 0; }
 
-std::size_t gemm_kept_parameter_bytes(Device device, DType compute, std::int64_t K, std::int64_t N) {
-  if (!device.is_cpu() || compute != DType::bf16 || cpu::bf16_kernel() == cpu::Bf16Kernel::none) return 0;
+std::size_t gemm_kept_parameter_bytes(Device device, DType compute, std::int64_t K, std::int64_t N, bool another_layout) {
+  if (!device.is_cpu() || compute != DType::bf16) return 0;
+  if (cpu::bf16_kernel() == cpu::Bf16Kernel::none) return another_layout ? 0 : static_cast<std::size_t>(K * N) * 4;
   return cpu::bf16_pack_bytes(K, N);
 }
 

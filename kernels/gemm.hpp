@@ -44,8 +44,11 @@ class PackedParameters {
 };
 
 /// Bytes a PackedParameters keeps on `device` for a parameter that gemm multiplies in `compute` as
-/// a K x N operand (or its N x K transpose): a bfloat16 pack on a CPU with a bfloat16 kernel, else 0.
-std::size_t gemm_kept_parameter_bytes(Device device, DType compute, std::int64_t K, std::int64_t N);
+/// a K x N operand (or its N x K transpose): a bfloat16 pack on a CPU with a bfloat16 kernel, a
+/// float32 copy rounded to bfloat16 on one without, else 0. `another_layout`: what reading the same
+/// parameter another way adds (a second pack; nothing for the copy, which serves both).
+std::size_t gemm_kept_parameter_bytes(Device device, DType compute, std::int64_t K, std::int64_t N,
+                                      bool another_layout = false);
 
 /// gemm over `batch` matrices: A, B and C each hold `batch` matrices one after another (their
 /// leading dimensions folded), and C[i] = alpha op(A[i]) op(B[i]) + beta C[i] with each matrix's

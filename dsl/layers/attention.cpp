@@ -85,7 +85,7 @@ LayerMemoryUse MultiHeadAttention::memory_use(const LayerMemoryQuery& q) const {
           // in_proj reads its weight as a dim x 3 dim operand forward, 3 dim x dim back to the input.
           .kept_packs = out.kept_packs + out.kept_packs_for_input_gradient +
                         kernels::gemm_kept_parameter_bytes(q.device, projected, dim_, 3 * dim_),
-          .kept_packs_for_input_gradient = kernels::gemm_kept_parameter_bytes(q.device, projected, 3 * dim_, dim_),
+          .kept_packs_for_input_gradient = kernels::gemm_kept_parameter_bytes(q.device, projected, 3 * dim_, dim_, true),
           .deferred_gradient_rows =
               out.deferred_gradient_rows +
               (projected == DType::f32 ? DeferredWeightGradients::buffer_bytes(q.device, rows, dim_, 3 * dim_) : 0)};

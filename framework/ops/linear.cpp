@@ -255,7 +255,7 @@ OpScratch linear_scratch(Device device, DType compute, DType x_type, std::int64_
           .backward = std::max(gemm(rows, in, out, compute, DType::f32), gemm(out, in, rows, compute, x_type)),
           // x W^T reads W as an in x out operand; dy W as an out x in one.
           .kept_forward = kernels::gemm_kept_parameter_bytes(device, compute, in, out),
-          .kept_for_input_gradient = kernels::gemm_kept_parameter_bytes(device, compute, out, in)};
+          .kept_for_input_gradient = kernels::gemm_kept_parameter_bytes(device, compute, out, in, true)};
 }
 
 }  // namespace accrue::ops

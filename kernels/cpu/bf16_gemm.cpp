@@ -219,14 +219,22 @@ Bf16B pack_bf16_b(bool trans, std::int64_t K, std::int64_t N, const void* B, DTy
 
 namespace {
 
-// One packed form of one operand: where it lies, which side of the product and how it is read.
+// One packed form of one operand: where it lies, which side of the product (or the float32 copy
+// of processors without a bfloat16 kernel) and how it is read.
+enum class PackKind { a, b, rounded };
 struct PackKey {
   const void* data;
-  bool is_a, trans;
+  PackKind kind;
+  bool trans;
   std::int64_t rows, cols, ld;
   DType dtype;
-  auto tie() const { return std::tie(data, is_a, trans, rows, cols, ld, dtype); }
+  auto tie() const { return std::tie(data, kind, trans, rows, cols, ld, dtype); }
   bool operator<(const PackKey& o) const { return tie() < o.tie(); }
+};
+
+// A rounded float32 copy of a parameter, kept like a pack.
+struct Rounded {
+  Tensor buffer;
 };
 
 struct KeptPack {
@@ -234,6 +242,7 @@ struct KeptPack {
   std::uint64_t version;
   std::optional<Bf16A> a;
   std::optional<Bf16B> b;
+  std::optional<Rounded> rounded;
 };
 
 struct ParameterPacks {
@@ -266,7 +275,8 @@ const Packed& pack_or_reuse(const ParameterOperand* param, const PackKey& key, P
   KeptPack& entry = packs.kept[key];
   std::optional<Packed>& slot = [&]() -> std::optional<Packed>& {
     if constexpr (std::is_same_v<Packed, Bf16A>) return entry.a;
-    else return entry.b;
+    else if constexpr (std::is_same_v<Packed, Bf16B>) return entry.b;
+    else return entry.rounded;
   }();
   if (slot && entry.version == param->version && entry.owner == param->owner) return *slot;
   slot.reset();  // the old pack goes before the new one is made
@@ -300,14 +310,37 @@ std::int64_t parameter_packs_made() { return parameter_packs().made; }
 
 const Bf16A& pack_bf16_a(const ParameterOperand* param, bool trans, std::int64_t M, std::int64_t K, const void* A,
                          DType dtype, std::int64_t lda, std::optional<Bf16A>& fresh) {
-  return pack_or_reuse(param, {A, true, trans, M, K, lda, dtype}, [&] { return pack_bf16_a(trans, M, K, A, dtype, lda); },
-                       fresh);
+  return pack_or_reuse(param, {A, PackKind::a, trans, M, K, lda, dtype},
+                       [&] { return pack_bf16_a(trans, M, K, A, dtype, lda); }, fresh);
 }
 
 const Bf16B& pack_bf16_b(const ParameterOperand* param, bool trans, std::int64_t K, std::int64_t N, const void* B,
                          DType dtype, std::int64_t ldb, std::optional<Bf16B>& fresh) {
-  return pack_or_reuse(param, {B, false, trans, K, N, ldb, dtype}, [&] { return pack_bf16_b(trans, K, N, B, dtype, ldb); },
-                       fresh);
+  return pack_or_reuse(param, {B, PackKind::b, trans, K, N, ldb, dtype},
+                       [&] { return pack_bf16_b(trans, K, N, B, dtype, ldb); }, fresh);
+}
+
+void round_through_bf16(const float* in, float* out, std::int64_t n) {
+  parallel_for(n, pack_grain, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) out[i] = common::float_from_bf16_bits(to_bf16(in[i]));
+  });
+}
+
+const float* kept_rounded_parameter(const ParameterOperand& param, const float* data, std::int64_t n) {
+  {
+    std::lock_guard lock{parameter_packs().mutex};
+    if (parameter_packs().open == 0) return nullptr;
+  }
+  std::optional<Rounded> fresh;  // unused: packs are open and the operand is a parameter
+  const Rounded& kept = pack_or_reuse(
+      &param, {data, PackKind::rounded, false, n, 1, 1, DType::f32},
+      [&] {
+        Rounded r{Tensor::empty({n}, {.category = MemoryCategory::parameters})};
+        round_through_bf16(data, r.buffer.data<float>(), n);
+        return r;
+      },
+      fresh);
+  return kept.buffer.data<float>();
 }
 
 namespace {

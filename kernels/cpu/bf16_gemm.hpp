@@ -87,12 +87,21 @@ struct ParameterOperand {
 std::optional<ParameterOperand> parameter_operand(const Tensor& t);
 
 /// Opens (nestable) and closes the keeping of packed parameters; the last close frees them. Kept
-/// packs are counted as parameters' memory (bfloat16 copies of them).
+/// packs are counted as parameters' memory (bfloat16 copies of them, or the float32 copies below).
 void open_parameter_packs();
 void close_parameter_packs();
 /// Packs of parameter operands made since the process started; reusing a kept one makes none
 /// (for tests).
 std::int64_t parameter_packs_made();
+
+/// out[i] = in[i] rounded to bfloat16, as float32: the values a processor without a bfloat16 kernel
+/// multiplies in float32 (exact products, float32 sums, like the kernels).
+void round_through_bf16(const float* in, float* out, std::int64_t n);
+
+/// For processors without a bfloat16 kernel: the float32 parameter operand `data` (n values)
+/// through round_through_bf16, kept while packs are open and reused until the parameter changes;
+/// one copy serves every way gemm reads the operand. nullptr while packs are closed.
+const float* kept_rounded_parameter(const ParameterOperand& param, const float* data, std::int64_t n);
 
 /// pack_bf16_a or pack_bf16_b, or the kept pack of `param` when packs are open: the result is
 /// `fresh` (filled here) or a kept one.

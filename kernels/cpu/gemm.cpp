@@ -91,17 +91,14 @@ namespace {
 // n values of type `type` in float32 as `low` holds them: float32 ones rounded to it, low-precision
 // ones widened exactly. bfloat16's rounding goes straight back to float32 in one pass; the buffer
 // is left uninitialised until written (a zero-filled vector cost a pass of its own: 8% of the MLP's
-// 16 x 4 epoch under .amp() without a bfloat16 kernel).
+// 16 x 4 epoch under .amp() without a bfloat16 kernel). Not counted by the allocator, as
+// gemm_low_precision_workspace_bytes leaves them out of memory plans.
 std::unique_ptr<float[]> widen(const void* src, DType type, DType low, std::int64_t n) {
   std::unique_ptr<float[]> wide(new float[static_cast<std::size_t>(n)]);
   if (type != DType::f32) {
     cast(src, type, wide.get(), DType::f32, n);
   } else if (low == DType::bf16) {
-    const auto* in = static_cast<const float*>(src);
-    float* out = wide.get();
-    parallel_for(n, 1 << 14, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t i = begin; i < end; ++i) out[i] = common::float_from_bf16_bits(common::bf16_bits_from_float(in[i]));
-    });
+    round_through_bf16(static_cast<const float*>(src), wide.get(), n);
   } else {
     std::unique_ptr<std::uint16_t[]> rounded(new std::uint16_t[static_cast<std::size_t>(n)]);
     cast(src, DType::f32, rounded.get(), low, n);
@@ -131,22 +128,32 @@ void gemm_low_precision(bool trans_a, bool trans_b, std::int64_t M, std::int64_t
               {.C = C, .type = out, .ldc = ldc, .alpha = alpha, .beta = beta, .transposed = swap, .column_bias = column_bias});
     return;
   }
+  // A float32 parameter (a master weight) keeps its rounded copy through a window, as packs do.
+  const auto widened = [&](const void* src, DType type, const ParameterOperand* param, std::int64_t n,
+                           std::unique_ptr<float[]>& fresh) -> const float* {
+    if (param != nullptr && type == DType::f32 && low == DType::bf16)
+      if (const float* kept = kept_rounded_parameter(*param, static_cast<const float*>(src), n)) return kept;
+    fresh = widen(src, type, low, n);
+    return fresh.get();
+  };
   const std::int64_t a_rows = trans_a ? K : M, b_rows = trans_b ? N : K;
-  const std::unique_ptr<float[]> a = widen(A, a_type, low, a_rows * lda), b = widen(B, b_type, low, b_rows * ldb);
+  std::unique_ptr<float[]> a_fresh, b_fresh;
+  const float* a = widened(A, a_type, a_param, a_rows * lda, a_fresh);
+  const float* b = widened(B, b_type, b_param, b_rows * ldb, b_fresh);
   const auto add_bias = [&](float* c) {
     if (column_bias != nullptr)
       for (std::int64_t i = 0; i < M; ++i)
         for (std::int64_t j = 0; j < N; ++j) c[i * ldc + j] += column_bias[j];
   };
   if (out == DType::f32) {
-    gemm(trans_a, trans_b, M, N, K, alpha, a.get(), lda, b.get(), ldb, beta, static_cast<float*>(C), ldc);
+    gemm(trans_a, trans_b, M, N, K, alpha, a, lda, b, ldb, beta, static_cast<float*>(C), ldc);
     add_bias(static_cast<float*>(C));
     return;
   }
   // All of C's rows are widened, so columns beyond N (ldc > N) go back unchanged: the round trip
   // through float32 is exact.
   const std::unique_ptr<float[]> c = widen(C, out, out, M * ldc);
-  gemm(trans_a, trans_b, M, N, K, alpha, a.get(), lda, b.get(), ldb, beta, c.get(), ldc);
+  gemm(trans_a, trans_b, M, N, K, alpha, a, lda, b, ldb, beta, c.get(), ldc);
   add_bias(c.get());
   cast(c.get(), DType::f32, C, out, M * ldc);
 }
