@@ -331,7 +331,7 @@ const float* kept_rounded_parameter(const ParameterOperand& param, const float* 
     std::lock_guard lock{parameter_packs().mutex};
     if (parameter_packs().open == 0) return nullptr;
   }
-  std::optional<Rounded> fresh;  // unused: packs are open and the operand is a parameter
+  std::optional<Rounded> fresh;  // filled only if the packs closed since the check above
   const Rounded& kept = pack_or_reuse(
       &param, {data, PackKind::rounded, false, n, 1, 1, DType::f32},
       [&] {
@@ -340,7 +340,7 @@ const float* kept_rounded_parameter(const ParameterOperand& param, const float* 
         return r;
       },
       fresh);
-  return kept.buffer.data<float>();
+  return fresh ? nullptr : kept.buffer.data<float>();
 }
 
 namespace {
