@@ -138,6 +138,14 @@ std::size_t gemm_kept_parameter_bytes(Device device, DType compute, std::int64_t
   return cpu::bf16_pack_bytes(K, N);
 }
 
+std::string gemm_low_precision_engine(Device device, DType compute) {
+  if (!device.is_cpu()) return "cuBLAS";
+  if (compute == DType::bf16 && cpu::bf16_kernel() != cpu::Bf16Kernel::none)
+    return cpu::bf16_kernel() == cpu::Bf16Kernel::amx ? "AMX tiles" : "AVX-512 BF16";
+  return fmt::format("float32 on {}-rounded operands, no faster than float32: no {} kernel for this processor",
+                     dtype_name(compute), dtype_name(compute));
+}
+
 std::size_t gemm_workspace_bytes(Device device, DType compute, std::int64_t M, std::int64_t N, std::int64_t K,
                                  DType a_type, DType b_type) {
   if (compute == DType::f32 || M == 0 || N == 0 || K == 0) return 0;

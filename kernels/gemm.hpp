@@ -1,6 +1,8 @@
 #pragma once
 // General matrix multiply, the arithmetic of Dense layers.
 
+#include <string>
+
 #include "accrue/framework/tensor.hpp"
 
 namespace accrue::kernels {
@@ -49,6 +51,11 @@ class PackedParameters {
 /// parameter another way adds (a second pack; nothing for the copy, which serves both).
 std::size_t gemm_kept_parameter_bytes(Device device, DType compute, std::int64_t K, std::int64_t N,
                                       bool another_layout = false);
+
+/// How gemm multiplies in float16 or bfloat16 `compute` on `device`, for the training banner: the
+/// CPU's bfloat16 kernel (AMX tiles, AVX-512 BF16), or float32 on rounded operands where it has
+/// none (no faster than float32), or cuBLAS.
+std::string gemm_low_precision_engine(Device device, DType compute);
 
 /// gemm over `batch` matrices: A, B and C each hold `batch` matrices one after another (their
 /// leading dimensions folded), and C[i] = alpha op(A[i]) op(B[i]) + beta C[i] with each matrix's

@@ -9,6 +9,7 @@
 #include "accrue/dsl/sequential.hpp"
 #include "accrue/framework/optim/recipe.hpp"
 #include "accrue/framework/training/lr_schedule.hpp"
+#include "accrue/kernels/gemm.hpp"
 
 namespace accrue::callbacks {
 
@@ -50,7 +51,8 @@ std::string training_banner(const TrainingContext& c) {
   if (c.schedule->warmup_steps() > 0) out += fmt::format(", warmup {} steps", format_count(c.schedule->warmup_steps()));
   out += fmt::format("\n  device {}, ", c.model->device());
   if (c.amp_dtype)
-    out += fmt::format("precision {} autocast with float32 master weights, {}", dtype_name(*c.amp_dtype),
+    out += fmt::format("precision {} autocast with float32 master weights (products: {}), {}", dtype_name(*c.amp_dtype),
+                       kernels::gemm_low_precision_engine(c.model->device(), *c.amp_dtype),
                        c.scaler ? fmt::format("dynamic loss scaling from {:g}", c.scaler->scale()) : std::string{"no loss scaling"});
   else
     out += "precision float32";

@@ -264,3 +264,23 @@ BOOST_AUTO_TEST_CASE(kept_weight_packs_change_nothing_and_are_made_once_per_wind
     BOOST_TEST(kept_packs == 2);
   }
 }
+
+// The banner says how the products of .amp() run: on a processor without a bfloat16 kernel they
+// are float32 multiplies of rounded operands, slower than float32, and the user is told so.
+BOOST_AUTO_TEST_CASE(the_banner_names_how_low_precision_products_run) {
+  Sequential m = model(3);
+  m.compile(optim::SGD{.lr = 0.1}.amp(), losses::CrossEntropy{});
+  std::FILE* out = std::tmpfile();
+  m.fit(blobs(32, 1), {.batch_size = 16,
+                       .callbacks = {callbacks::ProgressBar{{.mode = callbacks::ProgressBarOptions::Mode::lines, .stream = out}}},
+                       .verbose = 0});
+  const std::string text = accrue::test::read_file(out);
+  std::fclose(out);
+  BOOST_TEST_MESSAGE(text);
+  const auto kernel = kernels::cpu::bf16_kernel();
+  const std::string products = kernel == kernels::cpu::Bf16Kernel::amx           ? "(products: AMX tiles)"
+                               : kernel == kernels::cpu::Bf16Kernel::avx512_bf16 ? "(products: AVX-512 BF16)"
+                                                                                 : "(products: float32 on bfloat16-rounded "
+                                                                                   "operands, no faster than float32";
+  BOOST_TEST(text.find("precision bfloat16 autocast with float32 master weights " + products) != std::string::npos);
+}
