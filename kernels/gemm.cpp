@@ -140,8 +140,7 @@ std::size_t gemm_kept_parameter_bytes(Device device, DType compute, std::int64_t
 
 std::string gemm_low_precision_engine(Device device, DType compute) {
   if (!device.is_cpu()) return "cuBLAS";
-  if (compute == DType::bf16 && cpu::bf16_kernel() != cpu::Bf16Kernel::none)
-    return cpu::bf16_kernel() == cpu::Bf16Kernel::amx ? "AMX tiles" : "AVX-512 BF16";
+  if (compute == DType::bf16 && cpu::bf16_kernel() != cpu::Bf16Kernel::none) return cpu::bf16_kernel_name(cpu::bf16_kernel());
   return fmt::format("float32 on {}-rounded operands, no faster than float32: no {} kernel for this processor",
                      dtype_name(compute), dtype_name(compute));
 }

@@ -24,6 +24,7 @@
 #endif
 
 #include "accrue/kernels/cpu/conv.hpp"
+#include "accrue/kernels/cpu/lane_masks.hpp"
 
 #include "accrue/framework/error.hpp"
 
@@ -498,10 +499,6 @@ bool implicit_gemm_runs() { return false; }
 #endif
 
 #if defined(__x86_64__)
-ACCRUE_TARGET_AVX512 inline __mmask16 first_lanes(std::int64_t n) {
-  return n >= 16 ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << n) - 1u);
-}
-
 // r[j] = column j of the 16 x 16 block whose row i is r[i]: pairs, then quads within 128-bit lanes,
 // then the lanes themselves.
 ACCRUE_TARGET_AVX512 inline void transpose16(__m512 r[16]) {
@@ -559,10 +556,10 @@ ACCRUE_TARGET_AVX512 void transpose(const float* src, std::int64_t ld_src, std::
                                     std::int64_t ld_dst, const float* bias, bool accumulate) {
   for (std::int64_t i0 = 0; i0 < rows; i0 += 16) {
     const std::int64_t mi = std::min<std::int64_t>(16, rows - i0);
-    const __mmask16 out_mask = first_lanes(mi);
+    const __mmask16 out_mask = first_lanes16(mi);
     for (std::int64_t j0 = 0; j0 < cols; j0 += 16) {
       const std::int64_t mj = std::min<std::int64_t>(16, cols - j0);
-      const __mmask16 in_mask = first_lanes(mj);
+      const __mmask16 in_mask = first_lanes16(mj);
       // Rows beyond the edge repeat its last row, into lanes the stores leave out.
       __m512 r[16];
       for (std::int64_t a = 0; a < 16; ++a)

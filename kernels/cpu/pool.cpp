@@ -6,6 +6,8 @@
 
 #if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
+
+#include "accrue/kernels/cpu/lane_masks.hpp"
 #endif
 
 #include "accrue/kernels/common/half.hpp"
@@ -34,11 +36,9 @@ bool is_plain_2x2(const Window2d& g) {
 // into their even and odd columns; comparisons become masks, so random data costs no
 // mispredicted branches (the scalar loop spent most of its time on those).
 
-inline __mmask16 low_lanes(std::int64_t n) { return static_cast<__mmask16>(n >= 16 ? 0xffff : (1u << n) - 1u); }
-
 inline void load_pairs(const float* row, std::int64_t n, __m512& even, __m512& odd) {
-  const __m512 lo = _mm512_maskz_loadu_ps(low_lanes(2 * n), row);
-  const __m512 hi = _mm512_maskz_loadu_ps(low_lanes(2 * n - 16 > 0 ? 2 * n - 16 : 0), row + 16);
+  const __m512 lo = _mm512_maskz_loadu_ps(first_lanes16(2 * n), row);
+  const __m512 hi = _mm512_maskz_loadu_ps(first_lanes16(2 * n - 16), row + 16);
   const __m512i even_idx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i odd_idx = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
   even = _mm512_permutex2var_ps(lo, even_idx, hi);
@@ -49,7 +49,7 @@ inline void store_pairs(float* row, std::int64_t n, __m512 even, __m512 odd, boo
   const __m512i lo_idx = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
   const __m512i hi_idx = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
   __m512 lo = _mm512_permutex2var_ps(even, lo_idx, odd), hi = _mm512_permutex2var_ps(even, hi_idx, odd);
-  const __mmask16 mlo = low_lanes(2 * n), mhi = low_lanes(2 * n - 16 > 0 ? 2 * n - 16 : 0);
+  const __mmask16 mlo = first_lanes16(2 * n), mhi = first_lanes16(2 * n - 16);
   if (accumulate) {
     lo = _mm512_add_ps(lo, _mm512_maskz_loadu_ps(mlo, row));
     hi = _mm512_add_ps(hi, _mm512_maskz_loadu_ps(mhi, row + 16));
@@ -89,14 +89,9 @@ inline Winners16 winners16(const float* r0, const float* r1, std::int64_t n) {
 // row loads and stores through vmaskmovps. Without it the scalar loop's mispredicted branches made
 // max pooling a fifth of the CNN's epoch on a Zen 3.
 
-inline __m256i low_lanes8(std::int64_t n) {
-  const int count = static_cast<int>(n < 0 ? 0 : n > 8 ? 8 : n);
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
 // Columns 0, 2, ..., 14 and 1, 3, ..., 15 of the first 2n floats of `row`.
 inline void load_pairs8(const float* row, std::int64_t n, __m256& even, __m256& odd) {
-  const __m256 lo = _mm256_maskload_ps(row, low_lanes8(2 * n)), hi = _mm256_maskload_ps(row + 8, low_lanes8(2 * n - 8));
+  const __m256 lo = _mm256_maskload_ps(row, first_lanes8(2 * n)), hi = _mm256_maskload_ps(row + 8, first_lanes8(2 * n - 8));
   // Within each 128-bit half, then the halves' 64-bit pieces put in order.
   even = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0x88)), 0xD8));
   odd = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0xDD)), 0xD8));
@@ -105,7 +100,7 @@ inline void load_pairs8(const float* row, std::int64_t n, __m256& even, __m256& 
 inline void store_pairs8(float* row, std::int64_t n, __m256 even, __m256 odd, bool accumulate) {
   const __m256 a = _mm256_unpacklo_ps(even, odd), b = _mm256_unpackhi_ps(even, odd);
   __m256 lo = _mm256_permute2f128_ps(a, b, 0x20), hi = _mm256_permute2f128_ps(a, b, 0x31);
-  const __m256i mlo = low_lanes8(2 * n), mhi = low_lanes8(2 * n - 8);
+  const __m256i mlo = first_lanes8(2 * n), mhi = first_lanes8(2 * n - 8);
   if (accumulate) {
     lo = _mm256_add_ps(lo, _mm256_maskload_ps(row, mlo));
     hi = _mm256_add_ps(hi, _mm256_maskload_ps(row + 8, mhi));
@@ -149,12 +144,12 @@ void max_pool_2x2_forward(const float* x, float* y, const Window2d& g) {
 #if defined(__AVX512F__)
     for (std::int64_t q = 0; q < Q; q += 16) {
       const std::int64_t n = Q - q < 16 ? Q - q : 16;
-      _mm512_mask_storeu_ps(out + q, low_lanes(n), winners16(r0 + 2 * q, r1 + 2 * q, n).max);
+      _mm512_mask_storeu_ps(out + q, first_lanes16(n), winners16(r0 + 2 * q, r1 + 2 * q, n).max);
     }
 #elif defined(__AVX2__)
     for (std::int64_t q = 0; q < Q; q += 8) {
       const std::int64_t n = Q - q < 8 ? Q - q : 8;
-      _mm256_maskstore_ps(out + q, low_lanes8(n), winners8(r0 + 2 * q, r1 + 2 * q, n).max);
+      _mm256_maskstore_ps(out + q, first_lanes8(n), winners8(r0 + 2 * q, r1 + 2 * q, n).max);
     }
 #else
     for (std::int64_t q = 0; q < Q; ++q) {
@@ -184,7 +179,7 @@ void max_pool_2x2_backward(const float* x, const float* dy, float* dx, const Win
     for (std::int64_t q = 0; q < Q; q += 16) {
       const std::int64_t n = Q - q < 16 ? Q - q : 16;
       const Winners16 w = winners16(r0 + 2 * q, r1 + 2 * q, n);
-      const __m512 v = _mm512_maskz_loadu_ps(low_lanes(n), grad + q);
+      const __m512 v = _mm512_maskz_loadu_ps(first_lanes16(n), grad + q);
       store_pairs(d0 + 2 * q, n, _mm512_maskz_mov_ps(w.a, v), _mm512_maskz_mov_ps(w.b, v), accumulate);
       store_pairs(d1 + 2 * q, n, _mm512_maskz_mov_ps(w.c, v), _mm512_maskz_mov_ps(w.d, v), accumulate);
     }
@@ -192,7 +187,7 @@ void max_pool_2x2_backward(const float* x, const float* dy, float* dx, const Win
     for (std::int64_t q = 0; q < Q; q += 8) {
       const std::int64_t n = Q - q < 8 ? Q - q : 8;
       const Winners8 w = winners8(r0 + 2 * q, r1 + 2 * q, n);
-      const __m256 v = _mm256_maskload_ps(grad + q, low_lanes8(n));
+      const __m256 v = _mm256_maskload_ps(grad + q, first_lanes8(n));
       store_pairs8(d0 + 2 * q, n, _mm256_and_ps(w.a, v), _mm256_and_ps(w.b, v), accumulate);
       store_pairs8(d1 + 2 * q, n, _mm256_and_ps(w.c, v), _mm256_and_ps(w.d, v), accumulate);
     }

@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "accrue/framework/error.hpp"
+#include "accrue/kernels/cpu/lane_masks.hpp"
 #include "accrue/kernels/cpu/parallel.hpp"
 
 #if defined(__x86_64__)
@@ -38,10 +39,6 @@ namespace accrue::kernels::cpu {
 
 #if defined(__x86_64__)
 namespace {
-
-ACCRUE_TARGET_AVX512 inline __mmask16 lanes(std::int64_t n) {
-  return n >= 16 ? __mmask16{0xFFFF} : n <= 0 ? __mmask16{0} : static_cast<__mmask16>((1u << n) - 1u);
-}
 
 // C[0..n) = alpha * acc + beta * C[0..n), under the lane mask; beta = 0 never reads C.
 ACCRUE_TARGET_AVX512 inline void store(float* c, __mmask16 mask, __m512 acc, float alpha, float beta) {
@@ -74,7 +71,7 @@ void split_units(std::int64_t units, std::int64_t unit_macs, F&& fn) {
 template <int MR>
 ACCRUE_TARGET_AVX512 void axpy_tile(std::int64_t K, const float* A, std::int64_t a_row, std::int64_t a_k, const float* B,
                                     std::int64_t ldb, float* C, std::int64_t ldc, std::int64_t n, float alpha, float beta) {
-  const __mmask16 m0 = lanes(n), m1 = lanes(n - 16), m2 = lanes(n - 32);
+  const __mmask16 m0 = first_lanes16(n), m1 = first_lanes16(n - 16), m2 = first_lanes16(n - 32);
   const bool continues = alpha == 1.0f && beta == 1.0f;
   __m512 acc[MR][3];
 #pragma GCC unroll 8
@@ -184,7 +181,7 @@ ACCRUE_TARGET_AVX512 void dot_tile(std::int64_t K, const float* A, std::int64_t 
       for (int c = 0; c < NR; ++c) acc[r * 4 + c] = _mm512_fmadd_ps(a[r], b[c], acc[r * 4 + c]);
   }
   if (k < K) {
-    const __mmask16 m = lanes(K - k);
+    const __mmask16 m = first_lanes16(K - k);
     __m512 a[MR], b[NR];
 #pragma GCC unroll 4
     for (int r = 0; r < MR; ++r) a[r] = _mm512_maskz_loadu_ps(m, A + r * lda + k);
@@ -220,12 +217,6 @@ constexpr std::array<DotTile, 5> dot_row(std::integer_sequence<int, NRs...>) {
 // of B, A's broadcast; 4 x 24, 4 x 16 and 2 x 24 ran 10-40% slower in bench/gemm_shapes), a dot
 // tile 2 x 4 (8 accumulators, 2 rows of A, one of B at a time).
 
-// The first n of 8 lanes (clamped to 0..8) as a maskload/maskstore mask.
-ACCRUE_TARGET_AVX2 inline __m256i lanes8(std::int64_t n) {
-  const int count = static_cast<int>(std::clamp<std::int64_t>(n, 0, 8));
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
 // Whole vectors load plainly; a tile's ragged edge through the mask (vmaskmovps is slower).
 template <bool Full>
 ACCRUE_TARGET_AVX2 inline __m256 load8(const float* p, __m256i mask) {
@@ -252,7 +243,7 @@ ACCRUE_TARGET_AVX2 void axpy8_tile_body(std::int64_t K, const float* A, std::int
                                         float alpha, float beta) {
   constexpr int NV = axpy8_vectors;
   __m256i mask[NV];
-  for (int v = 0; v < NV; ++v) mask[v] = lanes8(n - 8 * v);
+  for (int v = 0; v < NV; ++v) mask[v] = first_lanes8(n - 8 * v);
   const bool continues = alpha == 1.0f && beta == 1.0f;
   __m256 acc[MR][NV];
 #pragma GCC unroll 8
@@ -325,7 +316,7 @@ ACCRUE_TARGET_AVX2 void dot8_tile(std::int64_t K, const float* A, std::int64_t l
     for (int c = 0; c < NR; ++c) acc[r][c] = _mm256_setzero_ps();
   std::int64_t k = 0;
   for (; k + 8 <= K; k += 8) dot8_step<MR, NR, true>(A + k, lda, B + k, ldb, __m256i{}, acc);
-  if (k < K) dot8_step<MR, NR, false>(A + k, lda, B + k, ldb, lanes8(K - k), acc);
+  if (k < K) dot8_step<MR, NR, false>(A + k, lda, B + k, ldb, first_lanes8(K - k), acc);
   for (int r = 0; r < MR; ++r)
     for (int c = 0; c < NR; ++c) {
       float* out = C + r * ldc + c;
