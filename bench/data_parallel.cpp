@@ -149,6 +149,21 @@ std::string self_path() {
 
 }  // namespace
 
+// What the allreduce column would be if the processes always arrived together: each model's
+// gradients summed by allreduce_worker under `launch` (the launcher, its flags and this program).
+void print_allreduce_alone(const std::vector<std::string>& models, const std::string& launch) {
+  std::printf("\nallreduce alone, 2 processes arriving together (after a barrier), 300 calls:\n");
+  for (const std::string& model : models) {
+    const std::int64_t elements = parameter_count(model);
+    // The worker's result line carries the best time where a training worker puts the epoch's, the
+    // median where it puts the allreduce's.
+    const Result r = run(fmt::format("{} --worker allreduce --samples {} --reps 300", launch, elements));
+    const double megabytes = static_cast<double>(elements) * 4 / 1e6;
+    std::printf("%-5s %.2f MB of gradients: best %.3f ms, median %.3f ms (%.1f GB/s of gradient at the median)\n",
+                model.c_str(), megabytes, r.seconds * 1e3, r.allreduce * 1e3, megabytes / 1e3 / r.allreduce);
+  }
+}
+
 int main(int argc, char** argv) {
   CLI::App app{"Data-parallel training: 1 process x 2 threads against 2 processes x 1 thread"};
   int reps = 3;
@@ -226,16 +241,7 @@ int main(int argc, char** argv) {
                     cell(p2).c_str(), p1.empty() ? "-" : fmt::format("{:.2f}x", bench::median(p2) / bench::median(p1)).c_str());
         std::fflush(stdout);
       }
-    // What the allreduce column would be if the processes always arrived together.
-    std::printf("\nallreduce alone, 2 processes arriving together (after a barrier), 300 calls:\n");
-    for (const std::string& model : models) {
-      const std::int64_t elements = parameter_count(model);
-      const Result r =
-          run(fmt::format("{} -np 2{} {} --worker allreduce --samples {} --reps 300", mpirun, root, self, elements));
-      const double megabytes = static_cast<double>(elements) * 4 / 1e6;
-      std::printf("%-5s %.2f MB of gradients: best %.3f ms, median %.3f ms (%.1f GB/s of gradient at the median)\n",
-                  model.c_str(), megabytes, r.seconds * 1e3, r.allreduce * 1e3, megabytes / 1e3 / r.allreduce);
-    }
+    print_allreduce_alone(models, fmt::format("{} -np 2{} {}", mpirun, root, self));
     return 0;
   } catch (const Error& e) {
     std::fprintf(stderr, "data_parallel: %s\n", e.what());
