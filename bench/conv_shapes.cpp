@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
   fmt::print("Accrue: {} threads, OpenBLAS {} kernels, bfloat16 kernel: {}. Milliseconds per call (best of 5 rounds "
              "of {}, the forms alternating round by round); fwd+bwd is the layer's backward from a given output "
              "gradient. Each type in both forms: im2col and a GEMM, and the implicit GEMM over the padded image "
-             "(AVX-512){}.\n",
+             "(AVX-512, or AVX2 with FMA in float32){}.\n",
              kernels::cpu::num_threads(), kernels::cpu::openblas().core,
              kernels::cpu::bf16_kernel_name(kernels::cpu::bf16_kernel()), reps,
              implicit ? "" : ", which this processor lacks");

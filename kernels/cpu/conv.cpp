@@ -1,8 +1,9 @@
 // Convolution on the CPU. Each pool thread takes whole samples, so every product is single-threaded
 // and one sample's operands stay in that core's cache; the weight gradient is summed in one buffer
 // per thread and added up at the end. Two forms in each type (bench/conv_shapes times them):
-// - the implicit GEMM (AVX-512): products read the zero-padded image where it lies, so the im2col
-//   matrix is never written; in bfloat16 (AVX-512 BF16) over pairs of channels or positions;
+// - the implicit GEMM (AVX-512, or AVX2 with FMA in float32): products read the zero-padded image
+//   where it lies, so the im2col matrix is never written; in bfloat16 (AVX-512 BF16) over pairs of
+//   channels or positions;
 // - im2col: with OpenBLAS's sgemm in float32, and written straight into the bfloat16 kernels' pair
 //   layout for AMX's tiles or vdpbf16ps in bfloat16. It serves processors without the first form,
 //   pointwise convolutions and passes with fewer than 16 output channels per group.
@@ -41,8 +42,10 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
-// The AVX-512 kernels and the packing beside them are compiled for it and chosen at run time.
+// The AVX-512 and AVX2 kernels and the packing beside them are compiled for them and chosen at
+// run time.
 #define ACCRUE_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+#define ACCRUE_TARGET_AVX2 __attribute__((target("avx2,fma")))
 #endif
 
 namespace accrue::kernels::cpu {
@@ -376,7 +379,7 @@ void im2col_backward_filter(const float* dy, const float* x, float* dw, const Wi
   add_partials(partials, dw, g);
 }
 
-// ---- float32 on AVX-512: an implicit GEMM over the padded image ----------------------------------
+// ---- float32 on AVX-512 or AVX2: an implicit GEMM over the padded image -------------------------
 // im2col writes patch-size values for every output position of every sample, which OpenBLAS then
 // packs again (and it packs the weight again for every sample). Here entry (position m, tap k) of
 // the im2col matrix is read where it lies, xp[position(m) + tap(k)] of the zero-padded image, and
@@ -431,26 +434,62 @@ ACCRUE_TARGET_AVX512 void gathered_tile(const float* xp, const std::int32_t* row
   store_tile<MR, NV>(acc, c, ldc);
 }
 
+// The same 16 columns a row with AVX2: two vectors of 8 per row, 6 rows (12 accumulators, the two
+// vectors of B and a broadcast fill the 16 registers; Zen 3's two FMA pipes of 4-cycle latency need
+// 8 independent chains).
+template <int MR>
+ACCRUE_TARGET_AVX2 void gathered_tile8(const float* xp, const std::int32_t* row_off, const std::int32_t* col_off,
+                                       std::int64_t L, const float* b, std::int64_t ldb, float* c, std::int64_t ldc,
+                                       bool accumulate) {
+  const float* a[MR];
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) a[r] = xp + row_off[r];
+  __m256 acc[MR][2];
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < 2; ++v) acc[r][v] = accumulate ? _mm256_loadu_ps(c + r * ldc + 8 * v) : _mm256_setzero_ps();
+  for (std::int64_t l = 0; l < L; ++l) {
+    const __m256 b0 = _mm256_loadu_ps(b + l * ldb), b1 = _mm256_loadu_ps(b + l * ldb + 8);
+    const std::int64_t o = col_off[l];
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      const __m256 ar = _mm256_broadcast_ss(a[r] + o);
+      acc[r][0] = _mm256_fmadd_ps(ar, b0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(ar, b1, acc[r][1]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < 2; ++v) _mm256_storeu_ps(c + r * ldc + 8 * v, acc[r][v]);
+}
+
 #endif
 
 // A tile's signature: A's elements read from an image of T, B's of U.
 template <class T, class U>
 using GatheredTile = void (*)(const T*, const std::int32_t*, const std::int32_t*, std::int64_t, const U*, std::int64_t,
                               float*, std::int64_t, bool);
+// A kernel set: run[nv - 1][m - 1] is the tile of m rows and nv vectors of 16 columns, for nv up
+// to `widest`, and rows[nv - 1] the most rows of such a tile (more are never asked for).
 template <class T, class U>
-using GatheredTiles = std::array<std::array<GatheredTile<T, U>, 8>, 4>;
+struct GatheredTiles {
+  std::array<std::array<GatheredTile<T, U>, 8>, 4> run{};
+  std::array<int, 4> rows{};
+  int widest = 0;
+};
 
-// Rows per tile: 24 accumulators for four vectors, 16 to 24 for fewer (more would spill the row
-// pointers, and a 512-bit FMA's latency needs only four independent chains).
+// AVX-512's rows per tile: 24 accumulators for four vectors, 16 to 24 for fewer (more would spill
+// the row pointers, and a 512-bit FMA's latency needs only four independent chains).
 constexpr int tile_rows(int nv) { return nv == 4 ? 6 : 8; }
 
-// [nv - 1][m - 1]: the tile of m rows and nv vectors (rows beyond tile_rows(nv) never asked for).
 template <class T, class U, template <int, int> class Tile, int... M>
 constexpr GatheredTiles<T, U> tiles_of(std::integer_sequence<int, M...>) {
-  return {{{Tile<std::min(M + 1, tile_rows(1)), 1>::run...},
-           {Tile<std::min(M + 1, tile_rows(2)), 2>::run...},
-           {Tile<std::min(M + 1, tile_rows(3)), 3>::run...},
-           {Tile<std::min(M + 1, tile_rows(4)), 4>::run...}}};
+  return {.run = {{{Tile<std::min(M + 1, tile_rows(1)), 1>::run...},
+                   {Tile<std::min(M + 1, tile_rows(2)), 2>::run...},
+                   {Tile<std::min(M + 1, tile_rows(3)), 3>::run...},
+                   {Tile<std::min(M + 1, tile_rows(4)), 4>::run...}}},
+          .rows = {tile_rows(1), tile_rows(2), tile_rows(3), tile_rows(4)},
+          .widest = 4};
 }
 #if defined(__x86_64__)
 template <int MR, int NV>
@@ -459,44 +498,59 @@ struct FloatTile {
 };
 constexpr GatheredTiles<float, float> float_tiles =
     tiles_of<float, float, FloatTile>(std::make_integer_sequence<int, 8>{});
+template <int... M>
+constexpr GatheredTiles<float, float> avx2_tiles_of(std::integer_sequence<int, M...>) {
+  return {.run = {{{&gathered_tile8<std::min(M + 1, 6)>...}}}, .rows = {6, 0, 0, 0}, .widest = 1};
+}
+constexpr GatheredTiles<float, float> float_tiles_avx2 = avx2_tiles_of(std::make_integer_sequence<int, 8>{});
 #else
 constexpr GatheredTiles<float, float> float_tiles = {};
+constexpr GatheredTiles<float, float> float_tiles_avx2 = {};
 #endif
 
 // C (rows x n) (+)= A (rows x L) B (L x n) with A as the tiles', n a multiple of 16, and B and C
-// rows n elements apart. Panels of 64 columns, so that a panel of B stays in L2 while every row
-// tile reads it.
+// rows n elements apart. Panels as wide as the widest tile, so that a panel of B stays in L2 while
+// every row tile reads it.
 template <class T, class U>
 void gathered_gemm(const GatheredTiles<T, U>& tiles, const T* xp, const std::int32_t* row_off, std::int64_t rows,
                    const std::int32_t* col_off, std::int64_t L, const U* b, std::int64_t n, float* c, bool accumulate) {
-  for (std::int64_t j = 0; j < n; j += 64) {
-    const int nv = static_cast<int>(std::min<std::int64_t>(4, (n - j) / 16));
+  for (std::int64_t j = 0; j < n; j += 16 * tiles.widest) {
+    const int nv = static_cast<int>(std::min<std::int64_t>(tiles.widest, (n - j) / 16));
     // Rows split evenly over the fewest tiles: 9 taps as 5 + 4, not 8 + 1 (a tile of one row
     // loads as much of B as it multiplies).
-    const std::int64_t count = (rows + tile_rows(nv) - 1) / tile_rows(nv);
+    const int most = tiles.rows[static_cast<std::size_t>(nv - 1)];
+    const std::int64_t count = (rows + most - 1) / most;
     for (std::int64_t t = 0; t < count; ++t) {
       const std::int64_t i = rows * t / count;
       const auto m = static_cast<std::size_t>(rows * (t + 1) / count - i);
-      tiles[nv - 1][m - 1](xp, row_off + i, col_off, L, b + j, n, c + i * n + j, n, accumulate);
+      tiles.run[static_cast<std::size_t>(nv - 1)][m - 1](xp, row_off + i, col_off, L, b + j, n, c + i * n + j, n,
+                                                         accumulate);
     }
   }
 }
-void gathered_gemm(const float* xp, const std::int32_t* row_off, std::int64_t rows, const std::int32_t* col_off,
-                   std::int64_t L, const float* b, std::int64_t n, float* c, bool accumulate) {
-  gathered_gemm(float_tiles, xp, row_off, rows, col_off, L, b, n, c, accumulate);
-}
 
+// The float32 implicit GEMM's kernels: AVX-512 where the processor has it, else AVX2 with FMA.
+enum class ImplicitKernel { none, avx2, avx512 };
 #if defined(__x86_64__)
-bool implicit_gemm_runs() {
-  static const bool avx512 = [] {
+ImplicitKernel implicit_kernel() {
+  static const ImplicitKernel kernel = [] {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") != 0;
+    if (__builtin_cpu_supports("avx512f") != 0) return ImplicitKernel::avx512;
+    if (__builtin_cpu_supports("avx2") != 0 && __builtin_cpu_supports("fma") != 0) return ImplicitKernel::avx2;
+    return ImplicitKernel::none;
   }();
-  return avx512;
+  return kernel;
 }
 #else
-bool implicit_gemm_runs() { return false; }
+ImplicitKernel implicit_kernel() { return ImplicitKernel::none; }
 #endif
+bool implicit_gemm_runs() { return implicit_kernel() != ImplicitKernel::none; }
+
+void gathered_gemm(const float* xp, const std::int32_t* row_off, std::int64_t rows, const std::int32_t* col_off,
+                   std::int64_t L, const float* b, std::int64_t n, float* c, bool accumulate) {
+  gathered_gemm(implicit_kernel() == ImplicitKernel::avx512 ? float_tiles : float_tiles_avx2, xp, row_off, rows,
+                col_off, L, b, n, c, accumulate);
+}
 
 #if defined(__x86_64__)
 // r[j] = column j of the 16 x 16 block whose row i is r[i]: pairs, then quads within 128-bit lanes,
@@ -575,6 +629,51 @@ ACCRUE_TARGET_AVX512 void transpose(const float* src, std::int64_t ld_src, std::
     }
   }
 }
+
+// The same in float32 with AVX2: 8 x 8 blocks, the ragged edge of positions stored through
+// vmaskmovps (microcoded on AMD's Zen, so only there).
+ACCRUE_TARGET_AVX2 inline void transpose8(__m256 r[8]) {
+  __m256 t[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 2; ++i) {
+    r[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+    r[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+    r[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    r[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; ++i) {
+    t[i] = _mm256_permute2f128_ps(r[i], r[4 + i], 0x20);
+    t[4 + i] = _mm256_permute2f128_ps(r[i], r[4 + i], 0x31);
+  }
+  for (int i = 0; i < 8; ++i) r[i] = t[i];
+}
+
+ACCRUE_TARGET_AVX2 void transpose_avx2(const float* src, std::int64_t ld_src, std::int64_t rows, std::int64_t cols,
+                                       float* dst, std::int64_t ld_dst, const float* bias, bool accumulate) {
+  for (std::int64_t i0 = 0; i0 < rows; i0 += 8) {
+    const std::int64_t mi = std::min<std::int64_t>(8, rows - i0);
+    const __m256i out_mask = first_lanes8(mi);
+    for (std::int64_t j0 = 0; j0 < cols; j0 += 8) {
+      const std::int64_t mj = std::min<std::int64_t>(8, cols - j0);
+      const __m256i in_mask = first_lanes8(mj);
+      __m256 r[8];
+      for (std::int64_t a = 0; a < 8; ++a)
+        r[a] = _mm256_maskload_ps(src + (i0 + std::min(a, mi - 1)) * ld_src + j0, in_mask);
+      transpose8(r);
+      for (std::int64_t b = 0; b < mj; ++b) {
+        float* d = dst + (j0 + b) * ld_dst + i0;
+        __m256 v = r[b];
+        if (bias != nullptr) v = _mm256_add_ps(v, _mm256_set1_ps(bias[j0 + b]));
+        if (accumulate) v = _mm256_add_ps(v, _mm256_maskload_ps(d, out_mask));
+        if (mi == 8) _mm256_storeu_ps(d, v);
+        else _mm256_maskstore_ps(d, out_mask, v);
+      }
+    }
+  }
+}
 #else
 template <class T>
 void transpose(const float* src, std::int64_t ld_src, std::int64_t rows, std::int64_t cols, T* dst,
@@ -587,6 +686,16 @@ void transpose(const float* src, std::int64_t ld_src, std::int64_t rows, std::in
 }
 #endif
 
+// transpose in float32 with the implicit GEMM's instruction set.
+void transpose_floats(const float* src, std::int64_t ld_src, std::int64_t rows, std::int64_t cols, float* dst,
+                      std::int64_t ld_dst, const float* bias, bool accumulate) {
+#if defined(__x86_64__)
+  if (implicit_kernel() == ImplicitKernel::avx2)
+    return transpose_avx2(src, ld_src, rows, cols, dst, ld_dst, bias, accumulate);
+#endif
+  transpose(src, ld_src, rows, cols, dst, ld_dst, bias, accumulate);
+}
+
 // The weight of each group transposed, (patch x Kg) in rows of lanes16(Kg) floats, zeros beside.
 std::size_t packed_weight_bytes(const Window2d& g) {
   return Carve::bytes<float>(g.groups * g.patch_size() * lanes16(g.filters_per_group()));
@@ -595,7 +704,7 @@ void pack_weight(const float* w, const Window2d& g, float* out) {
   const std::int64_t Kg = g.filters_per_group(), Kp = lanes16(Kg), patch = g.patch_size();
   std::fill(out, out + g.groups * patch * Kp, 0.0f);
   for (std::int64_t grp = 0; grp < g.groups; ++grp)
-    transpose(w + grp * Kg * patch, patch, Kg, patch, out + grp * patch * Kp, Kp, nullptr, false);
+    transpose_floats(w + grp * Kg * patch, patch, Kg, patch, out + grp * patch * Kp, Kp, nullptr, false);
 }
 
 // Offsets into a padded group of every output position and of `tap_count` taps (the patch's, or
@@ -648,8 +757,8 @@ void implicit_forward(const float* x, const float* packed, const float* bias, fl
         pad.fill(x, DType::f32, g, n, grp, task.xp);
         gathered_gemm(task.xp, task.positions, PQ, task.taps, patch, packed + grp * patch * Kp, Kp, task.transposed,
                       false);
-        transpose(task.transposed, Kp, PQ, Kg, y + (n * g.K + grp * Kg) * PQ, PQ,
-                  bias != nullptr ? bias + grp * Kg : nullptr, accumulate);
+        transpose_floats(task.transposed, Kp, PQ, Kg, y + (n * g.K + grp * Kg) * PQ, PQ,
+                         bias != nullptr ? bias + grp * Kg : nullptr, accumulate);
       }
   });
 }
@@ -689,7 +798,7 @@ void implicit_backward_filter(const float* dy, const float* x, float* dw, const 
     for (std::int64_t n = sample_begin(g.N, tasks, t); n < sample_begin(g.N, tasks, t + 1); ++n)
       for (std::int64_t grp = 0; grp < g.groups; ++grp) {
         pad.fill(x, DType::f32, g, n, grp, task.xp);
-        transpose(dy + (n * g.K + grp * Kg) * PQ, PQ, Kg, PQ, task.transposed, Kp, nullptr, false);
+        transpose_floats(dy + (n * g.K + grp * Kg) * PQ, PQ, Kg, PQ, task.transposed, Kp, nullptr, false);
         gathered_gemm(task.xp, task.taps, patch, task.positions, PQ, task.transposed, Kp, sum + grp * patch * Kp,
                       n != sample_begin(g.N, tasks, t));
       }
@@ -712,11 +821,14 @@ bool runs_implicit(const Window2d& g, std::int64_t channels, bool available, boo
   }
   return preferred && !g.is_pointwise() && channels >= 16;
 }
-// In float32 OpenBLAS stays ahead on products of depth under 16 (a 3x3 kernel over one channel:
-// bench/conv_shapes' first convolution), where the implicit GEMM's tiles load and store as much as
-// they multiply.
+// In float32 with AVX-512 OpenBLAS stays ahead on products of depth under 16 (a 3x3 kernel over
+// one channel: bench/conv_shapes' first convolution), where the implicit GEMM's tiles load and store
+// as much as they multiply. With AVX2 the two forms' forward passes there take the same time and
+// the implicit weight gradient is faster (0.90 against 1.13 ms for forward and backward at batch 64
+// on a Zen 3), so AVX2 takes the implicit form at any depth.
 bool forward_runs_implicit(const Window2d& g) {
-  return runs_implicit(g, g.filters_per_group(), implicit_gemm_runs(), g.patch_size() >= 16);
+  return runs_implicit(g, g.filters_per_group(), implicit_gemm_runs(),
+                       g.patch_size() >= 16 || implicit_kernel() == ImplicitKernel::avx2);
 }
 bool input_gradient_runs_implicit(const Window2d& g) {
   return input_gradient_is_a_convolution(g) &&
@@ -729,7 +841,8 @@ bool implicit_gemm_available() { return implicit_gemm_runs(); }
 
 void pin_conv2d_form(Conv2dForm form) {
   if (form == Conv2dForm::implicit_gemm && !implicit_gemm_runs())
-    throw DeviceError("pin_conv2d_form: the implicit GEMM convolution needs AVX-512, which this processor lacks");
+    throw DeviceError(
+        "pin_conv2d_form: the implicit GEMM convolution needs AVX-512 or AVX2 with FMA, which this processor lacks");
   pinned_form = form;
 }
 

@@ -22,11 +22,11 @@ struct ConvWorkspaceBytes {
 };
 ConvWorkspaceBytes conv2d_workspace_bytes(const Window2d& g);
 /// The convolution's form: `automatic` runs the implicit GEMM over the padded image where the
-/// processor has AVX-512 (AVX-512 BF16 and no AMX, in bfloat16) and a pass fills 16 or more lanes
-/// (output channels per group) with products of depth 16 or more (in float32), and im2col with a
-/// GEMM otherwise. Benchmarks and tests pin one form
-/// for every convolution to compare them; pinning the implicit GEMM without AVX-512 throws, and
-/// bfloat16 keeps im2col where its pairs cannot run.
+/// processor has AVX-512 or AVX2 with FMA (AVX-512 BF16 and no AMX, in bfloat16) and a pass fills
+/// 16 or more lanes (output channels per group), in float32 with AVX-512 only for products of depth
+/// 16 or more, and im2col with a GEMM otherwise. Benchmarks and tests pin one form for every
+/// convolution to compare them; pinning the implicit GEMM without either throws, and bfloat16 keeps
+/// im2col where its pairs cannot run.
 enum class Conv2dForm { automatic, implicit_gemm, im2col };
 bool implicit_gemm_available();
 void pin_conv2d_form(Conv2dForm form);

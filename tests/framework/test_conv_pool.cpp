@@ -95,14 +95,15 @@ void expect_gradients(const std::string& name, const std::function<Tensor(const 
 
 // Runs `check` once for each form of the CPU convolution, pinned for every call: the one the
 // processor chooses, im2col (with OpenBLAS in float32, the bfloat16 GEMM under autocast), and the
-// implicit GEMM where AVX-512 allows it (over channel pairs in bfloat16, with AVX-512 BF16).
+// implicit GEMM where AVX-512 or AVX2 allows it (over channel pairs in bfloat16, with AVX-512 BF16).
 template <class F>
 void in_each_form(const F& check) {
   using kernels::cpu::Conv2dForm;
   std::vector<std::pair<std::string, Conv2dForm>> forms = {{"automatic", Conv2dForm::automatic},
                                                            {"im2col", Conv2dForm::im2col}};
   if (kernels::cpu::implicit_gemm_available()) forms.emplace_back("implicit GEMM", Conv2dForm::implicit_gemm);
-  else BOOST_TEST_MESSAGE("skipped: the implicit GEMM convolution needs AVX-512, which this processor lacks");
+  else BOOST_TEST_MESSAGE(
+      "skipped: the implicit GEMM convolution needs AVX-512 or AVX2 with FMA, which this processor lacks");
   struct Unpin {
     ~Unpin() { kernels::cpu::pin_conv2d_form(Conv2dForm::automatic); }
   } unpin;
