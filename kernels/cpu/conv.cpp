@@ -630,8 +630,7 @@ ACCRUE_TARGET_AVX512 void transpose(const float* src, std::int64_t ld_src, std::
   }
 }
 
-// The same in float32 with AVX2: 8 x 8 blocks, the ragged edge of positions stored through
-// vmaskmovps (microcoded on AMD's Zen, so only there).
+// The same in float32 with AVX2: 8 x 8 blocks, ragged edges loaded under masks.
 ACCRUE_TARGET_AVX2 inline void transpose8(__m256 r[8]) {
   __m256 t[8];
   for (int i = 0; i < 4; ++i) {
@@ -668,8 +667,7 @@ ACCRUE_TARGET_AVX2 void transpose_avx2(const float* src, std::int64_t ld_src, st
         __m256 v = r[b];
         if (bias != nullptr) v = _mm256_add_ps(v, _mm256_set1_ps(bias[j0 + b]));
         if (accumulate) v = _mm256_add_ps(v, _mm256_maskload_ps(d, out_mask));
-        if (mi == 8) _mm256_storeu_ps(d, v);
-        else _mm256_maskstore_ps(d, out_mask, v);
+        store_first8(d, mi, v);
       }
     }
   }

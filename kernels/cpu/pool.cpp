@@ -85,9 +85,9 @@ inline Winners16 winners16(const float* r0, const float* r1, std::int64_t n) {
           static_cast<__mmask16>(tc & ~td), td};
 }
 #elif defined(__AVX2__)
-// The same with AVX2, eight windows at a time: masks are all-ones lanes, and the ragged end of a
-// row loads and stores through vmaskmovps. Without it the scalar loop's mispredicted branches made
-// max pooling a fifth of the CNN's epoch on a Zen 3.
+// The same with AVX2, eight windows at a time: masks are all-ones lanes, the ragged end of a row
+// loads through vmaskmovps and stores lane by lane (store_first8). Without it the scalar loop's
+// mispredicted branches made max pooling a fifth of the CNN's epoch on a Zen 3.
 
 // Columns 0, 2, ..., 14 and 1, 3, ..., 15 of the first 2n floats of `row`.
 inline void load_pairs8(const float* row, std::int64_t n, __m256& even, __m256& odd) {
@@ -105,8 +105,8 @@ inline void store_pairs8(float* row, std::int64_t n, __m256 even, __m256 odd, bo
     lo = _mm256_add_ps(lo, _mm256_maskload_ps(row, mlo));
     hi = _mm256_add_ps(hi, _mm256_maskload_ps(row + 8, mhi));
   }
-  _mm256_maskstore_ps(row, mlo, lo);
-  _mm256_maskstore_ps(row + 8, mhi, hi);
+  store_first8(row, 2 * n, lo);
+  store_first8(row + 8, 2 * n - 8, hi);
 }
 
 inline __m256 takes8(__m256 v, __m256 best) {
@@ -149,7 +149,7 @@ void max_pool_2x2_forward(const float* x, float* y, const Window2d& g) {
 #elif defined(__AVX2__)
     for (std::int64_t q = 0; q < Q; q += 8) {
       const std::int64_t n = Q - q < 8 ? Q - q : 8;
-      _mm256_maskstore_ps(out + q, first_lanes8(n), winners8(r0 + 2 * q, r1 + 2 * q, n).max);
+      store_first8(out + q, n, winners8(r0 + 2 * q, r1 + 2 * q, n).max);
     }
 #else
     for (std::int64_t q = 0; q < Q; ++q) {
