@@ -224,13 +224,14 @@ ACCRUE_TARGET_AVX2 inline __m256 load8(const float* p, __m256i mask) {
   else return _mm256_maskload_ps(p, mask);
 }
 
-// C[lanes] = alpha * acc + beta * C[lanes]; beta = 0 never reads C.
+// C[first n lanes] = alpha * acc + beta * C[those lanes]; beta = 0 never reads C. The ragged edge
+// stores lane by lane (store_first8), as vmaskmovps stores are microcoded on AMD's Zen.
 template <bool Full>
-ACCRUE_TARGET_AVX2 inline void store8(float* c, __m256i mask, __m256 acc, float alpha, float beta) {
+ACCRUE_TARGET_AVX2 inline void store8(float* c, __m256i mask, std::int64_t n, __m256 acc, float alpha, float beta) {
   __m256 v = _mm256_mul_ps(acc, _mm256_set1_ps(alpha));
   if (beta != 0.0f) v = _mm256_fmadd_ps(load8<Full>(c, mask), _mm256_set1_ps(beta), v);
   if constexpr (Full) _mm256_storeu_ps(c, v);
-  else _mm256_maskstore_ps(c, mask, v);
+  else store_first8(c, n, v);
 }
 
 constexpr int axpy8_vectors = 2, axpy8_rows = 6;
@@ -268,7 +269,7 @@ ACCRUE_TARGET_AVX2 void axpy8_tile_body(std::int64_t K, const float* A, std::int
   for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v)
-      if (n > 8 * v) store8<Full>(C + r * ldc + 8 * v, mask[v], acc[r][v], alpha, beta);
+      if (n > 8 * v) store8<Full>(C + r * ldc + 8 * v, mask[v], n - 8 * v, acc[r][v], alpha, beta);
 }
 
 template <int MR>
