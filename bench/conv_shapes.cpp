@@ -45,8 +45,8 @@ std::string run_python(const std::string& python, const std::string& args) {
 }
 
 // One table row per type and form for convolution c at batch n, the forms timed alternating round by
-// round: float32 and bfloat16 (autocast) each as im2col and a GEMM and as the implicit GEMM, where
-// the processor runs them (`bf16`, `implicit`).
+// round: float32 and bfloat16 (autocast) each as im2col and a GEMM and as the implicit GEMM, and
+// float32 as Winograd, where the processor runs them (`bf16`, `implicit`).
 void print_rows(const Conv& c, std::int64_t n, int reps, bool bf16, bool implicit) {
   using kernels::cpu::Conv2dForm;
   Tensor w = Tensor::uniform({c.K, c.C, 3, 3}, -0.1f, 0.1f, nullptr, {.category = MemoryCategory::parameters});
@@ -65,8 +65,11 @@ void print_rows(const Conv& c, std::int64_t n, int reps, bool bf16, bool implici
     std::optional<DType> low;
     bool runs;
   };
-  const std::array<Form, 4> forms = {{{"float32", "im2col + OpenBLAS", Conv2dForm::im2col, std::nullopt, true},
+  // Winograd takes 16 or more channels: not the first layer's one.
+  const std::array<Form, 5> forms = {{{"float32", "im2col + OpenBLAS", Conv2dForm::im2col, std::nullopt, true},
                                       {"float32", "implicit GEMM", Conv2dForm::implicit_gemm, std::nullopt, implicit},
+                                      {"float32", "Winograd F(2x2, 3x3), dW as implicit GEMM", Conv2dForm::winograd,
+                                       std::nullopt, implicit && c.C >= 16},
                                       {"bfloat16", "im2col + bfloat16 GEMM", Conv2dForm::im2col, DType::bf16, bf16},
                                       {"bfloat16", "implicit GEMM (pairs)", Conv2dForm::implicit_gemm, DType::bf16,
                                        bf16 && implicit}}};
@@ -124,7 +127,8 @@ int main(int argc, char** argv) {
   fmt::print("Accrue: {} threads, OpenBLAS {} kernels, bfloat16 kernel: {}. Milliseconds per call (best of 5 rounds "
              "of {}, the forms alternating round by round); fwd+bwd is the layer's backward from a given output "
              "gradient. Each type in both forms: im2col and a GEMM, and the implicit GEMM over the padded image "
-             "(AVX-512, or AVX2 with FMA in float32){}.\n",
+             "(AVX-512, or AVX2 with FMA in float32), and in float32 Winograd F(2x2, 3x3) for the forward pass and "
+             "input gradient (on the same kernels){}. GFLOP/s count a direct convolution's products.\n",
              kernels::cpu::num_threads(), kernels::cpu::openblas().core,
              kernels::cpu::bf16_kernel_name(kernels::cpu::bf16_kernel()), reps,
              implicit ? "" : ", which this processor lacks");

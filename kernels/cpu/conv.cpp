@@ -7,6 +7,8 @@
 // - im2col: with OpenBLAS's sgemm in float32, and written straight into the bfloat16 kernels' pair
 //   layout for AMX's tiles or vdpbf16ps in bfloat16. It serves processors without the first form,
 //   pointwise convolutions and passes with fewer than 16 output channels per group.
+// A third in float32, Winograd F(2x2, 3x3) on the implicit GEMM's tiles, runs the forward pass and
+// the input's gradient of 3x3 convolutions of stride 1 where it was measured faster (AVX2).
 // With stride 1 and dilation 1 the input's gradient runs as a convolution (of dy, with the weight
 // flipped), elsewhere as a product and a col2im scatter.
 
@@ -804,20 +806,219 @@ void implicit_backward_filter(const float* dy, const float* x, float* dw, const 
   add_transposed_sums(sums, dw, g, accumulate);
 }
 
+// ---- float32 Winograd F(2x2, 3x3) ---------------------------------------------------------------
+// A 3x3 convolution of stride 1 computes each 2x2 block of outputs from a 4x4 block of its padded
+// input with 16 multiplications per channel and filter instead of 36 (Lavin and Gray's minimal
+// filtering): the input block d and the filter g are transformed, V = B^T d B and U = G g G^T, and
+// for each of the 16 elements the products summed over channels are a product of a
+// (tiles x channels) and a (channels x filters) matrix, which the implicit GEMM's tiles run; the
+// result M comes back as Y = A^T M A. G halves, B and A add and subtract, so the transforms round
+// little (tests/framework/test_conv_pool.cpp holds every form to 1e-5 of a double-precision sum).
+// The input is laid out channels last, so that every transform runs along channels (or filters) in
+// whole vectors.
+
+// Tiles and padded sizes of one sample's group.
+struct WinogradShape {
+  std::int64_t tiles_h, tiles_w, tiles, Hw, Ww, Cg, Cp, Kg, Kp;
+  explicit WinogradShape(const Window2d& g)
+      : tiles_h((g.P() + 1) / 2),
+        tiles_w((g.Q() + 1) / 2),
+        tiles(tiles_h * tiles_w),
+        // Rows and columns the last tiles read, beyond the image's padding when P or Q is odd.
+        Hw(2 * tiles_h + 2),
+        Ww(2 * tiles_w + 2),
+        Cg(g.channels_per_group()),
+        Cp(lanes16(Cg)),
+        Kg(g.filters_per_group()),
+        Kp(lanes16(Kg)) {}
+};
+
+// 3x3, stride 1, no dilation, and products at least 16 deep into at least 16 filters (shallower,
+// the tiles load and store as much as they multiply).
+bool winograd_fits(const Window2d& g) {
+  return g.R == 3 && g.S == 3 && g.stride_h == 1 && g.stride_w == 1 && g.dilation_h == 1 && g.dilation_w == 1 &&
+         g.channels_per_group() >= 16 && g.filters_per_group() >= 16;
+}
+
+// U = G g G^T of every filter and channel of each group: groups x 16 x (Cg x Kp), zeros beside.
+std::size_t winograd_weight_bytes(const Window2d& g) {
+  const WinogradShape w{g};
+  return Carve::bytes<float>(g.groups * 16 * w.Cg * w.Kp);
+}
+void winograd_weight(const float* weight, const Window2d& g, float* u) {
+  const WinogradShape ws{g};
+  std::fill(u, u + g.groups * 16 * ws.Cg * ws.Kp, 0.0f);
+  for (std::int64_t grp = 0; grp < g.groups; ++grp)
+    for (std::int64_t k = 0; k < ws.Kg; ++k)
+      for (std::int64_t c = 0; c < ws.Cg; ++c) {
+        const float* f = weight + ((grp * ws.Kg + k) * ws.Cg + c) * 9;
+        float t[4][3];  // G g
+        for (int j = 0; j < 3; ++j) {
+          t[0][j] = f[j];
+          t[1][j] = 0.5f * (f[j] + f[3 + j] + f[6 + j]);
+          t[2][j] = 0.5f * (f[j] - f[3 + j] + f[6 + j]);
+          t[3][j] = f[6 + j];
+        }
+        for (int i = 0; i < 4; ++i) {
+          const float e[4] = {t[i][0], 0.5f * (t[i][0] + t[i][1] + t[i][2]), 0.5f * (t[i][0] - t[i][1] + t[i][2]),
+                              t[i][2]};
+          for (int j = 0; j < 4; ++j) u[((grp * 16 + i * 4 + j) * ws.Cg + c) * ws.Kp + k] = e[j];
+        }
+      }
+}
+
+// What each task carves: the padded image channels last (cleared once, so that its padding stays
+// zero), V (16 x tiles x Cp), M (16 x tiles x Kp), Y^T (whole tiles' positions x Kp) and the GEMMs'
+// offsets.
+struct WinogradTask {
+  float* xp;
+  float* v;
+  float* m;
+  float* yt;
+  std::int32_t* tile_offsets;
+  std::int32_t* channel_offsets;
+
+  static std::size_t bytes(const Window2d& g) {
+    const WinogradShape w{g};
+    return Carve::bytes<float>(w.Hw * w.Ww * w.Cp) + Carve::bytes<float>(16 * w.tiles * w.Cp) +
+           Carve::bytes<float>(16 * w.tiles * w.Kp) + Carve::bytes<float>(4 * w.tiles * w.Kp) +
+           Carve::bytes<std::int32_t>(w.tiles) + Carve::bytes<std::int32_t>(w.Cg);
+  }
+  WinogradTask(Carve& carve, const WinogradShape& w)
+      : xp(carve.take<float>(w.Hw * w.Ww * w.Cp)),
+        v(carve.take<float>(16 * w.tiles * w.Cp)),
+        m(carve.take<float>(16 * w.tiles * w.Kp)),
+        yt(carve.take<float>(4 * w.tiles * w.Kp)),
+        tile_offsets(carve.take<std::int32_t>(w.tiles)),
+        channel_offsets(carve.take<std::int32_t>(w.Cg)) {
+    std::fill(xp, xp + w.Hw * w.Ww * w.Cp, 0.0f);
+    for (std::int64_t t = 0; t < w.tiles; ++t) tile_offsets[t] = static_cast<std::int32_t>(t * w.Cp);
+    for (std::int64_t c = 0; c < w.Cg; ++c) channel_offsets[c] = static_cast<std::int32_t>(c);
+  }
+};
+
+// V = B^T d B for every tile and channel, B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]. (ivdep:
+// the 32 pointers are more than GCC checks for overlap before it vectorizes.)
+void winograd_input(const float* xp, const WinogradShape& w, float* v) {
+  const std::int64_t plane = w.tiles * w.Cp;
+  for (std::int64_t ti = 0; ti < w.tiles_h; ++ti)
+    for (std::int64_t tj = 0; tj < w.tiles_w; ++tj) {
+      const float* d[4][4];
+      for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j) d[i][j] = xp + ((2 * ti + i) * w.Ww + 2 * tj + j) * w.Cp;
+      float* out[16];
+      for (int e = 0; e < 16; ++e) out[e] = v + e * plane + (ti * w.tiles_w + tj) * w.Cp;
+#pragma GCC ivdep
+      for (std::int64_t c = 0; c < w.Cp; ++c) {
+        float t[4][4];  // B^T d
+        for (int j = 0; j < 4; ++j) {
+          t[0][j] = d[0][j][c] - d[2][j][c];
+          t[1][j] = d[1][j][c] + d[2][j][c];
+          t[2][j] = d[2][j][c] - d[1][j][c];
+          t[3][j] = d[1][j][c] - d[3][j][c];
+        }
+        for (int i = 0; i < 4; ++i) {
+          out[4 * i][c] = t[i][0] - t[i][2];
+          out[4 * i + 1][c] = t[i][1] + t[i][2];
+          out[4 * i + 2][c] = t[i][2] - t[i][1];
+          out[4 * i + 3][c] = t[i][1] - t[i][3];
+        }
+      }
+    }
+}
+
+// Y = A^T M A for every tile and filter, A^T = [1 1 1 0; 0 1 -1 -1], into Y^T, whole tiles:
+// positions (2 tiles_h) x (2 tiles_w), Kp apart.
+void winograd_output(const float* m, const WinogradShape& w, float* yt) {
+  const std::int64_t plane = w.tiles * w.Kp, Qw = 2 * w.tiles_w;
+  for (std::int64_t ti = 0; ti < w.tiles_h; ++ti)
+    for (std::int64_t tj = 0; tj < w.tiles_w; ++tj) {
+      const float* in[16];
+      for (int e = 0; e < 16; ++e) in[e] = m + e * plane + (ti * w.tiles_w + tj) * w.Kp;
+      float* y00 = yt + (2 * ti * Qw + 2 * tj) * w.Kp;
+      float* y01 = y00 + w.Kp;
+      float* y10 = y00 + Qw * w.Kp;
+      float* y11 = y10 + w.Kp;
+#pragma GCC ivdep
+      for (std::int64_t k = 0; k < w.Kp; ++k) {
+        float s[2][4];  // A^T M
+        for (int j = 0; j < 4; ++j) {
+          s[0][j] = in[j][k] + in[4 + j][k] + in[8 + j][k];
+          s[1][j] = in[4 + j][k] - in[8 + j][k] - in[12 + j][k];
+        }
+        y00[k] = s[0][0] + s[0][1] + s[0][2];
+        y01[k] = s[0][1] - s[0][2] - s[0][3];
+        y10[k] = s[1][0] + s[1][1] + s[1][2];
+        y11[k] = s[1][1] - s[1][2] - s[1][3];
+      }
+    }
+}
+
+// y (+)= conv(x, the transformed weight u) + bias, one sample's group at a time.
+void winograd_forward(const float* x, const float* u, const float* bias, float* y, bool accumulate, const Window2d& g,
+                      std::byte* workspace) {
+  const WinogradShape ws{g};
+  const std::int64_t PQ = g.P() * g.Q(), HW = g.H * g.W;
+  const int tasks = tasks_for(g.N);
+  parallel_tasks(tasks, [&](int t) {
+    Carve carve{workspace + t * WinogradTask::bytes(g)};
+    const WinogradTask task{carve, ws};
+    for (std::int64_t n = sample_begin(g.N, tasks, t); n < sample_begin(g.N, tasks, t + 1); ++n)
+      for (std::int64_t grp = 0; grp < g.groups; ++grp) {
+        const float* xg = x + (n * g.C + grp * ws.Cg) * HW;
+        for (std::int64_t h = 0; h < g.H; ++h)  // channels last, inside the padding
+          transpose_floats(xg + h * g.W, HW, ws.Cg, g.W, task.xp + ((h + g.pad_h) * ws.Ww + g.pad_w) * ws.Cp, ws.Cp,
+                           nullptr, false);
+        winograd_input(task.xp, ws, task.v);
+        for (std::int64_t e = 0; e < 16; ++e)
+          gathered_gemm(task.v + e * ws.tiles * ws.Cp, task.tile_offsets, ws.tiles, task.channel_offsets, ws.Cg,
+                        u + (grp * 16 + e) * ws.Cg * ws.Kp, ws.Kp, task.m + e * ws.tiles * ws.Kp, false);
+        winograd_output(task.m, ws, task.yt);
+        // Y^T's rows are whole tiles' positions: with Q even, those of the first P rows are y's.
+        float* yg = y + (n * g.K + grp * ws.Kg) * PQ;
+        const float* bg = bias != nullptr ? bias + grp * ws.Kg : nullptr;
+        if (g.Q() % 2 == 0) transpose_floats(task.yt, ws.Kp, PQ, ws.Kg, yg, PQ, bg, accumulate);
+        else
+          for (std::int64_t p = 0; p < g.P(); ++p)
+            transpose_floats(task.yt + p * 2 * ws.tiles_w * ws.Kp, ws.Kp, g.Q(), ws.Kg, yg + p * g.Q(), PQ, bg,
+                             accumulate);
+      }
+  });
+}
+
 std::atomic<Conv2dForm> pinned_form{Conv2dForm::automatic};
 
 // Whether an implicit GEMM the processor can run (`available`) runs a pass whose output has
 // `channels` per group, which fill that many lanes of its vectors of 16: unless a form is pinned,
 // where it is `preferred` to the other form, for 16 or more channels. Pointwise convolutions need no
-// im2col, so they stay a plain product.
+// im2col, so they stay a plain product. Pinned Winograd, passes it cannot run choose as here.
 bool runs_implicit(const Window2d& g, std::int64_t channels, bool available, bool preferred) {
   if (!available) return false;
   switch (pinned_form.load()) {
     case Conv2dForm::im2col: return false;
     case Conv2dForm::implicit_gemm: return true;
-    case Conv2dForm::automatic: break;
+    case Conv2dForm::automatic:
+    case Conv2dForm::winograd: break;
   }
   return preferred && !g.is_pointwise() && channels >= 16;
+}
+// Whether a forward pass, or the input's gradient run as one, takes the Winograd form: where it
+// fits, unless another form is pinned, with AVX2, where bench/conv_shapes measured it ahead of the
+// implicit GEMM (the CNN's second convolution at batch 64 on a Zen 3: forward 1.81 against 2.83 ms,
+// with the backward pass 6.55 against 8.39 ms). AVX-512 keeps the implicit GEMM, the form measured
+// there, until Winograd is measured on such a processor.
+bool runs_winograd(const Window2d& g) {
+  if (!implicit_gemm_runs() || !winograd_fits(g)) return false;
+  switch (pinned_form.load()) {
+    case Conv2dForm::im2col:
+    case Conv2dForm::implicit_gemm: return false;
+    case Conv2dForm::winograd: return true;
+    case Conv2dForm::automatic: break;
+  }
+  return implicit_kernel() == ImplicitKernel::avx2;
+}
+bool input_gradient_runs_winograd(const Window2d& g) {
+  return input_gradient_is_a_convolution(g) && runs_winograd(input_gradient_window(g));
 }
 // In float32 with AVX-512 OpenBLAS stays ahead on products of depth under 16 (a 3x3 kernel over
 // one channel: bench/conv_shapes' first convolution), where the implicit GEMM's tiles load and store
@@ -838,9 +1039,10 @@ bool input_gradient_runs_implicit(const Window2d& g) {
 bool implicit_gemm_available() { return implicit_gemm_runs(); }
 
 void pin_conv2d_form(Conv2dForm form) {
-  if (form == Conv2dForm::implicit_gemm && !implicit_gemm_runs())
+  if ((form == Conv2dForm::implicit_gemm || form == Conv2dForm::winograd) && !implicit_gemm_runs())
     throw DeviceError(
-        "pin_conv2d_form: the implicit GEMM convolution needs AVX-512 or AVX2 with FMA, which this processor lacks");
+        "pin_conv2d_form: the implicit GEMM and Winograd convolutions need AVX-512 or AVX2 with FMA, which this "
+        "processor lacks");
   pinned_form = form;
 }
 
@@ -848,15 +1050,25 @@ ConvWorkspaceBytes conv2d_workspace_bytes(const Window2d& g) {
   const auto all = [&](std::size_t per_task) { return static_cast<std::size_t>(tasks_for(g.N)) * per_task; };
   const std::size_t im2col = all(col_bytes(g));
   const Window2d t = input_gradient_window(g);
-  return {.forward = forward_runs_implicit(g) ? packed_weight_bytes(g) + all(ImplicitTask::bytes(g)) : im2col,
-          .backward_data = input_gradient_runs_implicit(g)
-                               ? flipped_weight_bytes(g) + packed_weight_bytes(t) + all(ImplicitTask::bytes(t))
-                               : all(backward_data_col_bytes(g)),
+  const std::size_t forward = runs_winograd(g)          ? winograd_weight_bytes(g) + all(WinogradTask::bytes(g))
+                              : forward_runs_implicit(g) ? packed_weight_bytes(g) + all(ImplicitTask::bytes(g))
+                                                         : im2col;
+  const std::size_t backward_data =
+      input_gradient_runs_winograd(g)   ? flipped_weight_bytes(g) + winograd_weight_bytes(t) + all(WinogradTask::bytes(t))
+      : input_gradient_runs_implicit(g) ? flipped_weight_bytes(g) + packed_weight_bytes(t) + all(ImplicitTask::bytes(t))
+                                        : all(backward_data_col_bytes(g));
+  return {.forward = forward,
+          .backward_data = backward_data,
           .backward_filter = forward_runs_implicit(g) ? all(implicit_filter_task_bytes(g)) : im2col + partials_bytes(g)};
 }
 
 void conv2d_forward(const float* x, const float* w, const float* bias, float* y, const Window2d& g,
                     std::byte* workspace) {
+  if (runs_winograd(g)) {
+    auto* u = reinterpret_cast<float*>(workspace);
+    winograd_weight(w, g, u);
+    return winograd_forward(x, u, bias, y, false, g, workspace + winograd_weight_bytes(g));
+  }
   if (!forward_runs_implicit(g)) return im2col_forward(x, w, bias, y, g, workspace);
   auto* packed = reinterpret_cast<float*>(workspace);
   pack_weight(w, g, packed);
@@ -865,13 +1077,19 @@ void conv2d_forward(const float* x, const float* w, const float* bias, float* y,
 
 void conv2d_backward_data(const float* dy, const float* w, float* dx, const Window2d& g, bool accumulate,
                           std::byte* workspace) {
-  if (!input_gradient_runs_implicit(g)) return im2col_backward_data(dy, w, dx, g, accumulate, workspace);
+  const bool winograd = input_gradient_runs_winograd(g);
+  if (!winograd && !input_gradient_runs_implicit(g)) return im2col_backward_data(dy, w, dx, g, accumulate, workspace);
   const Window2d t = input_gradient_window(g);
   auto* flipped = reinterpret_cast<float*>(workspace);
   flip_weight(w, g, flipped);
-  auto* packed = reinterpret_cast<float*>(workspace + flipped_weight_bytes(g));
+  std::byte* rest = workspace + flipped_weight_bytes(g);
+  auto* packed = reinterpret_cast<float*>(rest);
+  if (winograd) {
+    winograd_weight(flipped, t, packed);
+    return winograd_forward(dy, packed, nullptr, dx, accumulate, t, rest + winograd_weight_bytes(t));
+  }
   pack_weight(flipped, t, packed);
-  implicit_forward(dy, packed, nullptr, dx, accumulate, t, workspace + flipped_weight_bytes(g) + packed_weight_bytes(t));
+  implicit_forward(dy, packed, nullptr, dx, accumulate, t, rest + packed_weight_bytes(t));
 }
 
 void conv2d_backward_filter(const float* dy, const float* x, float* dw, const Window2d& g, bool accumulate,

@@ -101,9 +101,13 @@ void in_each_form(const F& check) {
   using kernels::cpu::Conv2dForm;
   std::vector<std::pair<std::string, Conv2dForm>> forms = {{"automatic", Conv2dForm::automatic},
                                                            {"im2col", Conv2dForm::im2col}};
-  if (kernels::cpu::implicit_gemm_available()) forms.emplace_back("implicit GEMM", Conv2dForm::implicit_gemm);
-  else BOOST_TEST_MESSAGE(
-      "skipped: the implicit GEMM convolution needs AVX-512 or AVX2 with FMA, which this processor lacks");
+  if (kernels::cpu::implicit_gemm_available()) {
+    forms.emplace_back("implicit GEMM", Conv2dForm::implicit_gemm);
+    forms.emplace_back("Winograd", Conv2dForm::winograd);
+  } else
+    BOOST_TEST_MESSAGE(
+        "skipped: the implicit GEMM and Winograd convolutions need AVX-512 or AVX2 with FMA, which this processor "
+        "lacks");
   struct Unpin {
     ~Unpin() { kernels::cpu::pin_conv2d_form(Conv2dForm::automatic); }
   } unpin;
