@@ -842,8 +842,8 @@ bool winograd_fits(const Window2d& g) {
 
 // U = G g G^T of every filter and channel of each group: groups x 16 x (Cg x Kp), zeros beside.
 std::size_t winograd_weight_bytes(const Window2d& g) {
-  const WinogradShape w{g};
-  return Carve::bytes<float>(g.groups * 16 * w.Cg * w.Kp);
+  const WinogradShape ws{g};
+  return Carve::bytes<float>(g.groups * 16 * ws.Cg * ws.Kp);
 }
 void winograd_weight(const float* weight, const Window2d& g, float* u) {
   const WinogradShape ws{g};
@@ -879,37 +879,37 @@ struct WinogradTask {
   std::int32_t* channel_offsets;
 
   static std::size_t bytes(const Window2d& g) {
-    const WinogradShape w{g};
-    return Carve::bytes<float>(w.Hw * w.Ww * w.Cp) + Carve::bytes<float>(16 * w.tiles * w.Cp) +
-           Carve::bytes<float>(16 * w.tiles * w.Kp) + Carve::bytes<float>(4 * w.tiles * w.Kp) +
-           Carve::bytes<std::int32_t>(w.tiles) + Carve::bytes<std::int32_t>(w.Cg);
+    const WinogradShape ws{g};
+    return Carve::bytes<float>(ws.Hw * ws.Ww * ws.Cp) + Carve::bytes<float>(16 * ws.tiles * ws.Cp) +
+           Carve::bytes<float>(16 * ws.tiles * ws.Kp) + Carve::bytes<float>(4 * ws.tiles * ws.Kp) +
+           Carve::bytes<std::int32_t>(ws.tiles) + Carve::bytes<std::int32_t>(ws.Cg);
   }
-  WinogradTask(Carve& carve, const WinogradShape& w)
-      : xp(carve.take<float>(w.Hw * w.Ww * w.Cp)),
-        v(carve.take<float>(16 * w.tiles * w.Cp)),
-        m(carve.take<float>(16 * w.tiles * w.Kp)),
-        yt(carve.take<float>(4 * w.tiles * w.Kp)),
-        tile_offsets(carve.take<std::int32_t>(w.tiles)),
-        channel_offsets(carve.take<std::int32_t>(w.Cg)) {
-    std::fill(xp, xp + w.Hw * w.Ww * w.Cp, 0.0f);
-    for (std::int64_t t = 0; t < w.tiles; ++t) tile_offsets[t] = static_cast<std::int32_t>(t * w.Cp);
-    for (std::int64_t c = 0; c < w.Cg; ++c) channel_offsets[c] = static_cast<std::int32_t>(c);
+  WinogradTask(Carve& carve, const WinogradShape& ws)
+      : xp(carve.take<float>(ws.Hw * ws.Ww * ws.Cp)),
+        v(carve.take<float>(16 * ws.tiles * ws.Cp)),
+        m(carve.take<float>(16 * ws.tiles * ws.Kp)),
+        yt(carve.take<float>(4 * ws.tiles * ws.Kp)),
+        tile_offsets(carve.take<std::int32_t>(ws.tiles)),
+        channel_offsets(carve.take<std::int32_t>(ws.Cg)) {
+    std::fill(xp, xp + ws.Hw * ws.Ww * ws.Cp, 0.0f);
+    for (std::int64_t t = 0; t < ws.tiles; ++t) tile_offsets[t] = static_cast<std::int32_t>(t * ws.Cp);
+    for (std::int64_t c = 0; c < ws.Cg; ++c) channel_offsets[c] = static_cast<std::int32_t>(c);
   }
 };
 
 // V = B^T d B for every tile and channel, B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]. (ivdep:
 // the 32 pointers are more than GCC checks for overlap before it vectorizes.)
-void winograd_input(const float* xp, const WinogradShape& w, float* v) {
-  const std::int64_t plane = w.tiles * w.Cp;
-  for (std::int64_t ti = 0; ti < w.tiles_h; ++ti)
-    for (std::int64_t tj = 0; tj < w.tiles_w; ++tj) {
+void winograd_input(const float* xp, const WinogradShape& ws, float* v) {
+  const std::int64_t plane = ws.tiles * ws.Cp;
+  for (std::int64_t ti = 0; ti < ws.tiles_h; ++ti)
+    for (std::int64_t tj = 0; tj < ws.tiles_w; ++tj) {
       const float* d[4][4];
       for (int i = 0; i < 4; ++i)
-        for (int j = 0; j < 4; ++j) d[i][j] = xp + ((2 * ti + i) * w.Ww + 2 * tj + j) * w.Cp;
+        for (int j = 0; j < 4; ++j) d[i][j] = xp + ((2 * ti + i) * ws.Ww + 2 * tj + j) * ws.Cp;
       float* out[16];
-      for (int e = 0; e < 16; ++e) out[e] = v + e * plane + (ti * w.tiles_w + tj) * w.Cp;
+      for (int e = 0; e < 16; ++e) out[e] = v + e * plane + (ti * ws.tiles_w + tj) * ws.Cp;
 #pragma GCC ivdep
-      for (std::int64_t c = 0; c < w.Cp; ++c) {
+      for (std::int64_t c = 0; c < ws.Cp; ++c) {
         float t[4][4];  // B^T d
         for (int j = 0; j < 4; ++j) {
           t[0][j] = d[0][j][c] - d[2][j][c];
@@ -929,18 +929,18 @@ void winograd_input(const float* xp, const WinogradShape& w, float* v) {
 
 // Y = A^T M A for every tile and filter, A^T = [1 1 1 0; 0 1 -1 -1], into Y^T, whole tiles:
 // positions (2 tiles_h) x (2 tiles_w), Kp apart.
-void winograd_output(const float* m, const WinogradShape& w, float* yt) {
-  const std::int64_t plane = w.tiles * w.Kp, Qw = 2 * w.tiles_w;
-  for (std::int64_t ti = 0; ti < w.tiles_h; ++ti)
-    for (std::int64_t tj = 0; tj < w.tiles_w; ++tj) {
+void winograd_output(const float* m, const WinogradShape& ws, float* yt) {
+  const std::int64_t plane = ws.tiles * ws.Kp, Qw = 2 * ws.tiles_w;
+  for (std::int64_t ti = 0; ti < ws.tiles_h; ++ti)
+    for (std::int64_t tj = 0; tj < ws.tiles_w; ++tj) {
       const float* in[16];
-      for (int e = 0; e < 16; ++e) in[e] = m + e * plane + (ti * w.tiles_w + tj) * w.Kp;
-      float* y00 = yt + (2 * ti * Qw + 2 * tj) * w.Kp;
-      float* y01 = y00 + w.Kp;
-      float* y10 = y00 + Qw * w.Kp;
-      float* y11 = y10 + w.Kp;
+      for (int e = 0; e < 16; ++e) in[e] = m + e * plane + (ti * ws.tiles_w + tj) * ws.Kp;
+      float* y00 = yt + (2 * ti * Qw + 2 * tj) * ws.Kp;
+      float* y01 = y00 + ws.Kp;
+      float* y10 = y00 + Qw * ws.Kp;
+      float* y11 = y10 + ws.Kp;
 #pragma GCC ivdep
-      for (std::int64_t k = 0; k < w.Kp; ++k) {
+      for (std::int64_t k = 0; k < ws.Kp; ++k) {
         float s[2][4];  // A^T M
         for (int j = 0; j < 4; ++j) {
           s[0][j] = in[j][k] + in[4 + j][k] + in[8 + j][k];
