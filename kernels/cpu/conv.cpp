@@ -817,9 +817,12 @@ void implicit_backward_filter(const float* dy, const float* x, float* dw, const 
 // The input is laid out channels last, so that every transform runs along channels (or filters) in
 // whole vectors.
 
-// Tiles and padded sizes of one sample's group.
+// Tiles and padded sizes of one sample's group. Tiles are transformed and multiplied a band of
+// `band_rows` rows of tiles at a time, whose V and M (16 x tiles x (Cp + Kp) floats) fit in about
+// 384 KB, so that they stay in L2 between the transforms and the products whatever the image size
+// (the CNN's 14 x 14 images take one band).
 struct WinogradShape {
-  std::int64_t tiles_h, tiles_w, tiles, Hw, Ww, Cg, Cp, Kg, Kp;
+  std::int64_t tiles_h, tiles_w, tiles, Hw, Ww, Cg, Cp, Kg, Kp, band_rows, band_tiles;
   explicit WinogradShape(const Window2d& g)
       : tiles_h((g.P() + 1) / 2),
         tiles_w((g.Q() + 1) / 2),
@@ -830,7 +833,10 @@ struct WinogradShape {
         Cg(g.channels_per_group()),
         Cp(lanes16(Cg)),
         Kg(g.filters_per_group()),
-        Kp(lanes16(Kg)) {}
+        Kp(lanes16(Kg)),
+        band_rows(std::clamp<std::int64_t>((384 << 10) / (16 * std::max<std::int64_t>(tiles_w, 1) * (Cp + Kp) * 4), 1,
+                                           std::max<std::int64_t>(tiles_h, 1))),
+        band_tiles(band_rows * tiles_w) {}
 };
 
 // 3x3, stride 1, no dilation, and products at least 16 deep into at least 16 filters (shallower,
@@ -868,8 +874,8 @@ void winograd_weight(const float* weight, const Window2d& g, float* u) {
 }
 
 // What each task carves: the padded image channels last (cleared once, so that its padding stays
-// zero), V (16 x tiles x Cp), M (16 x tiles x Kp), Y^T (whole tiles' positions x Kp) and the GEMMs'
-// offsets.
+// zero), a band's V (16 x band_tiles x Cp) and M (16 x band_tiles x Kp), Y^T (whole tiles'
+// positions x Kp) and the GEMMs' offsets.
 struct WinogradTask {
   float* xp;
   float* v;
@@ -880,34 +886,34 @@ struct WinogradTask {
 
   static std::size_t bytes(const Window2d& g) {
     const WinogradShape ws{g};
-    return Carve::bytes<float>(ws.Hw * ws.Ww * ws.Cp) + Carve::bytes<float>(16 * ws.tiles * ws.Cp) +
-           Carve::bytes<float>(16 * ws.tiles * ws.Kp) + Carve::bytes<float>(4 * ws.tiles * ws.Kp) +
-           Carve::bytes<std::int32_t>(ws.tiles) + Carve::bytes<std::int32_t>(ws.Cg);
+    return Carve::bytes<float>(ws.Hw * ws.Ww * ws.Cp) + Carve::bytes<float>(16 * ws.band_tiles * ws.Cp) +
+           Carve::bytes<float>(16 * ws.band_tiles * ws.Kp) + Carve::bytes<float>(4 * ws.tiles * ws.Kp) +
+           Carve::bytes<std::int32_t>(ws.band_tiles) + Carve::bytes<std::int32_t>(ws.Cg);
   }
   WinogradTask(Carve& carve, const WinogradShape& ws)
       : xp(carve.take<float>(ws.Hw * ws.Ww * ws.Cp)),
-        v(carve.take<float>(16 * ws.tiles * ws.Cp)),
-        m(carve.take<float>(16 * ws.tiles * ws.Kp)),
+        v(carve.take<float>(16 * ws.band_tiles * ws.Cp)),
+        m(carve.take<float>(16 * ws.band_tiles * ws.Kp)),
         yt(carve.take<float>(4 * ws.tiles * ws.Kp)),
-        tile_offsets(carve.take<std::int32_t>(ws.tiles)),
+        tile_offsets(carve.take<std::int32_t>(ws.band_tiles)),
         channel_offsets(carve.take<std::int32_t>(ws.Cg)) {
     std::fill(xp, xp + ws.Hw * ws.Ww * ws.Cp, 0.0f);
-    for (std::int64_t t = 0; t < ws.tiles; ++t) tile_offsets[t] = static_cast<std::int32_t>(t * ws.Cp);
+    for (std::int64_t t = 0; t < ws.band_tiles; ++t) tile_offsets[t] = static_cast<std::int32_t>(t * ws.Cp);
     for (std::int64_t c = 0; c < ws.Cg; ++c) channel_offsets[c] = static_cast<std::int32_t>(c);
   }
 };
 
-// V = B^T d B for every tile and channel, B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]. (ivdep:
-// the 32 pointers are more than GCC checks for overlap before it vectorizes.)
-void winograd_input(const float* xp, const WinogradShape& ws, float* v) {
-  const std::int64_t plane = ws.tiles * ws.Cp;
-  for (std::int64_t ti = 0; ti < ws.tiles_h; ++ti)
+// V = B^T d B for every tile of rows [ti0, ti1) and channel, B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0;
+// 0 1 0 -1]. (ivdep: the 32 pointers are more than GCC checks for overlap before it vectorizes.)
+void winograd_input(const float* xp, const WinogradShape& ws, std::int64_t ti0, std::int64_t ti1, float* v) {
+  const std::int64_t plane = ws.band_tiles * ws.Cp;
+  for (std::int64_t ti = ti0; ti < ti1; ++ti)
     for (std::int64_t tj = 0; tj < ws.tiles_w; ++tj) {
       const float* d[4][4];
       for (int i = 0; i < 4; ++i)
         for (int j = 0; j < 4; ++j) d[i][j] = xp + ((2 * ti + i) * ws.Ww + 2 * tj + j) * ws.Cp;
       float* out[16];
-      for (int e = 0; e < 16; ++e) out[e] = v + e * plane + (ti * ws.tiles_w + tj) * ws.Cp;
+      for (int e = 0; e < 16; ++e) out[e] = v + e * plane + ((ti - ti0) * ws.tiles_w + tj) * ws.Cp;
 #pragma GCC ivdep
       for (std::int64_t c = 0; c < ws.Cp; ++c) {
         float t[4][4];  // B^T d
@@ -927,14 +933,14 @@ void winograd_input(const float* xp, const WinogradShape& ws, float* v) {
     }
 }
 
-// Y = A^T M A for every tile and filter, A^T = [1 1 1 0; 0 1 -1 -1], into Y^T, whole tiles:
-// positions (2 tiles_h) x (2 tiles_w), Kp apart.
-void winograd_output(const float* m, const WinogradShape& ws, float* yt) {
-  const std::int64_t plane = ws.tiles * ws.Kp, Qw = 2 * ws.tiles_w;
-  for (std::int64_t ti = 0; ti < ws.tiles_h; ++ti)
+// Y = A^T M A for every tile of rows [ti0, ti1) and filter, A^T = [1 1 1 0; 0 1 -1 -1], into Y^T,
+// whole tiles: positions (2 tiles_h) x (2 tiles_w), Kp apart.
+void winograd_output(const float* m, const WinogradShape& ws, std::int64_t ti0, std::int64_t ti1, float* yt) {
+  const std::int64_t plane = ws.band_tiles * ws.Kp, Qw = 2 * ws.tiles_w;
+  for (std::int64_t ti = ti0; ti < ti1; ++ti)
     for (std::int64_t tj = 0; tj < ws.tiles_w; ++tj) {
       const float* in[16];
-      for (int e = 0; e < 16; ++e) in[e] = m + e * plane + (ti * ws.tiles_w + tj) * ws.Kp;
+      for (int e = 0; e < 16; ++e) in[e] = m + e * plane + ((ti - ti0) * ws.tiles_w + tj) * ws.Kp;
       float* y00 = yt + (2 * ti * Qw + 2 * tj) * ws.Kp;
       float* y01 = y00 + ws.Kp;
       float* y10 = y00 + Qw * ws.Kp;
@@ -969,11 +975,14 @@ void winograd_forward(const float* x, const float* u, const float* bias, float* 
         for (std::int64_t h = 0; h < g.H; ++h)  // channels last, inside the padding
           transpose_floats(xg + h * g.W, HW, ws.Cg, g.W, task.xp + ((h + g.pad_h) * ws.Ww + g.pad_w) * ws.Cp, ws.Cp,
                            nullptr, false);
-        winograd_input(task.xp, ws, task.v);
-        for (std::int64_t e = 0; e < 16; ++e)
-          gathered_gemm(task.v + e * ws.tiles * ws.Cp, task.tile_offsets, ws.tiles, task.channel_offsets, ws.Cg,
-                        u + (grp * 16 + e) * ws.Cg * ws.Kp, ws.Kp, task.m + e * ws.tiles * ws.Kp, false);
-        winograd_output(task.m, ws, task.yt);
+        for (std::int64_t ti0 = 0; ti0 < ws.tiles_h; ti0 += ws.band_rows) {
+          const std::int64_t ti1 = std::min(ws.tiles_h, ti0 + ws.band_rows), count = (ti1 - ti0) * ws.tiles_w;
+          winograd_input(task.xp, ws, ti0, ti1, task.v);
+          for (std::int64_t e = 0; e < 16; ++e)
+            gathered_gemm(task.v + e * ws.band_tiles * ws.Cp, task.tile_offsets, count, task.channel_offsets, ws.Cg,
+                          u + (grp * 16 + e) * ws.Cg * ws.Kp, ws.Kp, task.m + e * ws.band_tiles * ws.Kp, false);
+          winograd_output(task.m, ws, ti0, ti1, task.yt);
+        }
         // Y^T's rows are whole tiles' positions: with Q even, those of the first P rows are y's.
         float* yg = y + (n * g.K + grp * ws.Kg) * PQ;
         const float* bg = bias != nullptr ? bias + grp * ws.Kg : nullptr;

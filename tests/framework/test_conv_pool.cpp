@@ -166,26 +166,37 @@ BOOST_AUTO_TEST_CASE(conv2d_matches_its_definition) {
   });
 }
 
-// The CNN's second convolution (32 -> 64 channels, 14x14), whose products are 288 deep (576 for the
-// input's gradient), in every form against a double-precision sum. The float32 forms were off by
-// 6e-6 to 3e-5 here (Winograd, summing 32 or 64 terms per element, the least; the implicit GEMM's
-// 576-term input gradient the most); a wrong transform or tile is off by about the values, about 10.
-BOOST_AUTO_TEST_CASE(conv2d_at_the_cnns_depth_matches_its_definition) {
-  const Tensor x = random_tensor({2, 32, 14, 14}, 31), w = random_tensor({64, 32, 3, 3}, 32),
-               b = random_tensor({64}, 33), dy = random_tensor({2, 64, 14, 14}, 34);
-  const Conv2dOptions o{.padding = 1};
-  const auto expected_y = direct_conv(x, w, b, o);
-  const auto expected_dx = direct_input_gradient(dy, w, x.shape(), 1);
-  in_each_form([&] {
-    const Tensor xl = leaf(x.clone());
-    const Tensor y = ops::conv2d(xl, w, b, o);
-    y.backward(dy);
-    const double y_error = largest_difference(y.to_vector(), expected_y);
-    const double dx_error = largest_difference(xl.grad().to_vector(), expected_dx);
-    BOOST_TEST_MESSAGE("largest difference: y " << y_error << ", dx " << dx_error);
-    BOOST_TEST(y_error < 1e-4);
-    BOOST_TEST(dx_error < 1e-4);
-  });
+// Larger convolutions in every form against a double-precision sum, output and input gradient:
+// the CNN's second (32 -> 64 channels, 14x14), whose products are 288 deep (576 for the input's
+// gradient), and a 30x31 image, which Winograd transforms and multiplies in two bands of tile rows
+// (odd Q). The float32 forms were off by 6e-6 to 3e-5 on the first (Winograd, summing 32 or 64
+// terms per element, the least; the implicit GEMM's 576-term input gradient the most); a wrong
+// transform, tile or band is off by about the values, about 10.
+BOOST_AUTO_TEST_CASE(larger_conv2d_matches_its_definition) {
+  struct Case {
+    std::string name;
+    Shape x, w;
+  };
+  const std::vector<Case> cases = {{"the CNN's second convolution", {2, 32, 14, 14}, {64, 32, 3, 3}},
+                                   {"30x31, 16 channels", {1, 16, 30, 31}, {16, 16, 3, 3}}};
+  std::uint64_t seed = 30;
+  for (const Case& c : cases) {
+    const Tensor x = random_tensor(c.x, ++seed), w = random_tensor(c.w, ++seed), b = random_tensor({c.w[0]}, ++seed),
+                 dy = random_tensor({c.x[0], c.w[0], c.x[2], c.x[3]}, ++seed);
+    const Conv2dOptions o{.padding = 1};
+    const auto expected_y = direct_conv(x, w, b, o);
+    const auto expected_dx = direct_input_gradient(dy, w, x.shape(), 1);
+    in_each_form([&] {
+      const Tensor xl = leaf(x.clone());
+      const Tensor y = ops::conv2d(xl, w, b, o);
+      y.backward(dy);
+      const double y_error = largest_difference(y.to_vector(), expected_y);
+      const double dx_error = largest_difference(xl.grad().to_vector(), expected_dx);
+      BOOST_TEST_MESSAGE(c.name << ": largest difference: y " << y_error << ", dx " << dx_error);
+      BOOST_TEST(y_error < 1e-4, c.name);
+      BOOST_TEST(dx_error < 1e-4, c.name);
+    });
+  }
 }
 
 BOOST_AUTO_TEST_CASE(conv2d_gradients) {
