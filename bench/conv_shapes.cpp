@@ -68,7 +68,7 @@ void print_rows(const Conv& c, std::int64_t n, int reps, bool bf16, bool implici
   // Winograd takes 16 or more channels: not the first layer's one.
   const std::array<Form, 5> forms = {{{"float32", "im2col + OpenBLAS", Conv2dForm::im2col, std::nullopt, true},
                                       {"float32", "implicit GEMM", Conv2dForm::implicit_gemm, std::nullopt, implicit},
-                                      {"float32", "Winograd F(2x2, 3x3), dW as implicit GEMM", Conv2dForm::winograd,
+                                      {"float32", "Winograd F(2x2, 3x3)", Conv2dForm::winograd,
                                        std::nullopt, implicit && c.C >= 16},
                                       {"bfloat16", "im2col + bfloat16 GEMM", Conv2dForm::im2col, DType::bf16, bf16},
                                       {"bfloat16", "implicit GEMM (pairs)", Conv2dForm::implicit_gemm, DType::bf16,
@@ -127,8 +127,8 @@ int main(int argc, char** argv) {
   fmt::print("Accrue: {} threads, OpenBLAS {} kernels, bfloat16 kernel: {}. Milliseconds per call (best of 5 rounds "
              "of {}, the forms alternating round by round); fwd+bwd is the layer's backward from a given output "
              "gradient. Each type in both forms: im2col and a GEMM, and the implicit GEMM over the padded image "
-             "(AVX-512, or AVX2 with FMA in float32), and in float32 Winograd F(2x2, 3x3) for the forward pass and "
-             "input gradient (on the same kernels){}. GFLOP/s count a direct convolution's products.\n",
+             "(AVX-512, or AVX2 with FMA in float32), and in float32 Winograd F(2x2, 3x3) for all three passes (on "
+             "the same kernels){}. GFLOP/s count a direct convolution's products.\n",
              kernels::cpu::num_threads(), kernels::cpu::openblas().core,
              kernels::cpu::bf16_kernel_name(kernels::cpu::bf16_kernel()), reps,
              implicit ? "" : ", which this processor lacks");

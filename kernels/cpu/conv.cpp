@@ -7,8 +7,8 @@
 // - im2col: with OpenBLAS's sgemm in float32, and written straight into the bfloat16 kernels' pair
 //   layout for AMX's tiles or vdpbf16ps in bfloat16. It serves processors without the first form,
 //   pointwise convolutions and passes with fewer than 16 output channels per group.
-// A third in float32, Winograd F(2x2, 3x3) on the implicit GEMM's tiles, runs the forward pass and
-// the input's gradient of 3x3 convolutions of stride 1 where it was measured faster (AVX2).
+// A third in float32, Winograd F(2x2, 3x3) on the implicit GEMM's tiles, runs every pass of 3x3
+// convolutions of stride 1 where it was measured faster (AVX2).
 // With stride 1 and dilation 1 the input's gradient runs as a convolution (of dy, with the weight
 // flipped), elsewhere as a product and a col2im scatter.
 
@@ -995,6 +995,129 @@ void winograd_forward(const float* x, const float* u, const float* bias, float* 
   });
 }
 
+// The weight's gradient the same way: with dM = A dY A^T the gradient of M = U (.) V, each
+// element's dU (channels x filters) sums V^T dM over the tiles of every sample, a product as deep as
+// the tiles, and dW = G^T dU G. The output's gradient is transposed once per sample into Y^T's
+// whole-tile layout, zeros past an odd P or Q.
+
+// What each task carves beyond WinogradTask's (its V, and its M holding dM): the thread's dU sums
+// (groups x 16 x Cg x Kp) and the channels' and tiles' offsets for products over tiles.
+struct WinogradFilterTask {
+  float* sum;
+  std::int32_t* channel_rows;
+  std::int32_t* tile_columns;
+
+  static std::size_t bytes(const Window2d& g) {
+    const WinogradShape ws{g};
+    return WinogradTask::bytes(g) + Carve::bytes<float>(g.groups * 16 * ws.Cg * ws.Kp) +
+           Carve::bytes<std::int32_t>(ws.Cg) + Carve::bytes<std::int32_t>(ws.band_tiles);
+  }
+  WinogradFilterTask(Carve& carve, const WinogradShape& ws, const Window2d& g)
+      : sum(carve.take<float>(g.groups * 16 * ws.Cg * ws.Kp)),
+        channel_rows(carve.take<std::int32_t>(ws.Cg)),
+        tile_columns(carve.take<std::int32_t>(ws.band_tiles)) {
+    for (std::int64_t c = 0; c < ws.Cg; ++c) channel_rows[c] = static_cast<std::int32_t>(c);
+    for (std::int64_t t = 0; t < ws.band_tiles; ++t) tile_columns[t] = static_cast<std::int32_t>(t * ws.Cp);
+  }
+};
+
+// dM = A dY A^T for every tile of rows [ti0, ti1) and filter, A = [1 0; 1 1; 1 -1; 0 -1], from
+// Y^T's whole tiles.
+void winograd_output_gradient(const float* yt, const WinogradShape& ws, std::int64_t ti0, std::int64_t ti1,
+                              float* dm) {
+  const std::int64_t plane = ws.band_tiles * ws.Kp, Qw = 2 * ws.tiles_w;
+  for (std::int64_t ti = ti0; ti < ti1; ++ti)
+    for (std::int64_t tj = 0; tj < ws.tiles_w; ++tj) {
+      const float* y00 = yt + (2 * ti * Qw + 2 * tj) * ws.Kp;
+      const float* y01 = y00 + ws.Kp;
+      const float* y10 = y00 + Qw * ws.Kp;
+      const float* y11 = y10 + ws.Kp;
+      float* out[16];
+      for (int e = 0; e < 16; ++e) out[e] = dm + e * plane + ((ti - ti0) * ws.tiles_w + tj) * ws.Kp;
+#pragma GCC ivdep
+      for (std::int64_t k = 0; k < ws.Kp; ++k) {
+        const float a[4][2] = {{y00[k], y01[k]},
+                               {y00[k] + y10[k], y01[k] + y11[k]},
+                               {y00[k] - y10[k], y01[k] - y11[k]},
+                               {-y10[k], -y11[k]}};  // A dY
+        for (int i = 0; i < 4; ++i) {
+          out[4 * i][k] = a[i][0];
+          out[4 * i + 1][k] = a[i][0] + a[i][1];
+          out[4 * i + 2][k] = a[i][0] - a[i][1];
+          out[4 * i + 3][k] = -a[i][1];
+        }
+      }
+    }
+}
+
+// dw (+)= G^T dU G of the threads' summed dU, G^T = [1 .5 .5 0; 0 .5 -.5 0; 0 .5 .5 1].
+void add_winograd_filter_sums(const std::vector<float*>& sums, float* dw, const Window2d& g, bool accumulate) {
+  const WinogradShape ws{g};
+  for (std::int64_t grp = 0; grp < g.groups; ++grp)
+    for (std::int64_t c = 0; c < ws.Cg; ++c)
+      for (std::int64_t k = 0; k < ws.Kg; ++k) {
+        float d[4][4];
+        for (int e = 0; e < 16; ++e) {
+          float v = 0.0f;
+          for (const float* sum : sums) v += sum[((grp * 16 + e) * ws.Cg + c) * ws.Kp + k];
+          d[e / 4][e % 4] = v;
+        }
+        float t[3][4];  // G^T dU
+        for (int j = 0; j < 4; ++j) {
+          t[0][j] = d[0][j] + 0.5f * (d[1][j] + d[2][j]);
+          t[1][j] = 0.5f * (d[1][j] - d[2][j]);
+          t[2][j] = 0.5f * (d[1][j] + d[2][j]) + d[3][j];
+        }
+        float* out = dw + ((grp * ws.Kg + k) * ws.Cg + c) * 9;
+        for (int i = 0; i < 3; ++i) {
+          const float row[3] = {t[i][0] + 0.5f * (t[i][1] + t[i][2]), 0.5f * (t[i][1] - t[i][2]),
+                                0.5f * (t[i][1] + t[i][2]) + t[i][3]};
+          for (int j = 0; j < 3; ++j) out[i * 3 + j] = accumulate ? out[i * 3 + j] + row[j] : row[j];
+        }
+      }
+}
+
+void winograd_backward_filter(const float* dy, const float* x, float* dw, const Window2d& g, bool accumulate,
+                              std::byte* workspace) {
+  const WinogradShape ws{g};
+  const std::int64_t PQ = g.P() * g.Q(), HW = g.H * g.W, Qw = 2 * ws.tiles_w;
+  const int tasks = tasks_for(g.N);
+  if (tasks == 0) {
+    if (!accumulate) std::fill(dw, dw + g.K * ws.Cg * 9, 0.0f);
+    return;
+  }
+  std::vector<float*> sums(static_cast<std::size_t>(tasks));
+  parallel_tasks(tasks, [&](int t) {
+    Carve carve{workspace + t * WinogradFilterTask::bytes(g)};
+    const WinogradTask task{carve, ws};
+    const WinogradFilterTask filter{carve, ws, g};
+    sums[static_cast<std::size_t>(t)] = filter.sum;
+    std::fill(task.yt, task.yt + 4 * ws.tiles * ws.Kp, 0.0f);  // past P, Q and Kg: zeros, never written
+    for (std::int64_t n = sample_begin(g.N, tasks, t); n < sample_begin(g.N, tasks, t + 1); ++n)
+      for (std::int64_t grp = 0; grp < g.groups; ++grp) {
+        const float* xg = x + (n * g.C + grp * ws.Cg) * HW;
+        for (std::int64_t h = 0; h < g.H; ++h)
+          transpose_floats(xg + h * g.W, HW, ws.Cg, g.W, task.xp + ((h + g.pad_h) * ws.Ww + g.pad_w) * ws.Cp, ws.Cp,
+                           nullptr, false);
+        const float* dyg = dy + (n * g.K + grp * ws.Kg) * PQ;
+        if (g.Q() % 2 == 0) transpose_floats(dyg, PQ, ws.Kg, PQ, task.yt, ws.Kp, nullptr, false);
+        else
+          for (std::int64_t p = 0; p < g.P(); ++p)
+            transpose_floats(dyg + p * g.Q(), PQ, ws.Kg, g.Q(), task.yt + p * Qw * ws.Kp, ws.Kp, nullptr, false);
+        for (std::int64_t ti0 = 0; ti0 < ws.tiles_h; ti0 += ws.band_rows) {
+          const std::int64_t ti1 = std::min(ws.tiles_h, ti0 + ws.band_rows), count = (ti1 - ti0) * ws.tiles_w;
+          winograd_input(task.xp, ws, ti0, ti1, task.v);
+          winograd_output_gradient(task.yt, ws, ti0, ti1, task.m);
+          for (std::int64_t e = 0; e < 16; ++e)
+            gathered_gemm(task.v + e * ws.band_tiles * ws.Cp, filter.channel_rows, ws.Cg, filter.tile_columns, count,
+                          task.m + e * ws.band_tiles * ws.Kp, ws.Kp,
+                          filter.sum + (grp * 16 + e) * ws.Cg * ws.Kp, n != sample_begin(g.N, tasks, t) || ti0 != 0);
+        }
+      }
+  });
+  add_winograd_filter_sums(sums, dw, g, accumulate);
+}
+
 std::atomic<Conv2dForm> pinned_form{Conv2dForm::automatic};
 
 // Whether an implicit GEMM the processor can run (`available`) runs a pass whose output has
@@ -1011,11 +1134,12 @@ bool runs_implicit(const Window2d& g, std::int64_t channels, bool available, boo
   }
   return preferred && !g.is_pointwise() && channels >= 16;
 }
-// Whether a forward pass, or the input's gradient run as one, takes the Winograd form: where it
-// fits, unless another form is pinned, with AVX2, where bench/conv_shapes measured it ahead of the
-// implicit GEMM (the CNN's second convolution at batch 64 on a Zen 3: forward 1.81 against 2.83 ms,
-// with the backward pass 6.55 against 8.39 ms). AVX-512 keeps the implicit GEMM, the form measured
-// there, until Winograd is measured on such a processor.
+// Whether a pass (forward, the weight's gradient, or the input's gradient run as a forward pass)
+// takes the Winograd form: where it fits, unless another form is pinned, with AVX2, where
+// bench/conv_shapes measured it ahead of the implicit GEMM (the CNN's second convolution at batch
+// 64 on a Zen 3: forward 1.75-1.76 against 2.70-2.74 ms, with the backward pass 5.48-5.60 against
+// 8.23-8.39 ms). AVX-512 keeps the implicit GEMM, the form measured there, until Winograd is
+// measured on such a processor.
 bool runs_winograd(const Window2d& g) {
   if (!implicit_gemm_runs() || !winograd_fits(g)) return false;
   switch (pinned_form.load()) {
@@ -1066,9 +1190,10 @@ ConvWorkspaceBytes conv2d_workspace_bytes(const Window2d& g) {
       input_gradient_runs_winograd(g)   ? flipped_weight_bytes(g) + winograd_weight_bytes(t) + all(WinogradTask::bytes(t))
       : input_gradient_runs_implicit(g) ? flipped_weight_bytes(g) + packed_weight_bytes(t) + all(ImplicitTask::bytes(t))
                                         : all(backward_data_col_bytes(g));
-  return {.forward = forward,
-          .backward_data = backward_data,
-          .backward_filter = forward_runs_implicit(g) ? all(implicit_filter_task_bytes(g)) : im2col + partials_bytes(g)};
+  const std::size_t backward_filter = runs_winograd(g)          ? all(WinogradFilterTask::bytes(g))
+                                      : forward_runs_implicit(g) ? all(implicit_filter_task_bytes(g))
+                                                                 : im2col + partials_bytes(g);
+  return {.forward = forward, .backward_data = backward_data, .backward_filter = backward_filter};
 }
 
 void conv2d_forward(const float* x, const float* w, const float* bias, float* y, const Window2d& g,
@@ -1103,6 +1228,7 @@ void conv2d_backward_data(const float* dy, const float* w, float* dx, const Wind
 
 void conv2d_backward_filter(const float* dy, const float* x, float* dw, const Window2d& g, bool accumulate,
                             std::byte* workspace) {
+  if (runs_winograd(g)) return winograd_backward_filter(dy, x, dw, g, accumulate, workspace);
   if (!forward_runs_implicit(g)) return im2col_backward_filter(dy, x, dw, g, accumulate, workspace);
   implicit_backward_filter(dy, x, dw, g, accumulate, workspace);
 }

@@ -24,9 +24,9 @@ ConvWorkspaceBytes conv2d_workspace_bytes(const Window2d& g);
 /// The convolution's form: `automatic` runs the implicit GEMM over the padded image where the
 /// processor has AVX-512 or AVX2 with FMA (AVX-512 BF16 and no AMX, in bfloat16) and a pass fills
 /// 16 or more lanes (output channels per group), in float32 with AVX-512 only for products of depth
-/// 16 or more, and im2col with a GEMM otherwise; with AVX2 the forward pass and input gradient of a
-/// float32 3x3 convolution of stride 1 with 16 or more channels and filters per group run as
-/// Winograd F(2x2, 3x3). Benchmarks and tests pin one form for every convolution to compare them
+/// 16 or more, and im2col with a GEMM otherwise; with AVX2 the three passes of a float32 3x3
+/// convolution of stride 1 with 16 or more channels and filters per group run as Winograd
+/// F(2x2, 3x3). Benchmarks and tests pin one form for every convolution to compare them
 /// (pinned `winograd`, the passes it cannot run choose as `automatic` would); pinning the implicit
 /// GEMM or Winograd without AVX-512 or AVX2 throws, and bfloat16 keeps im2col where its pairs cannot
 /// run.

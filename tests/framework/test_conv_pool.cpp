@@ -100,6 +100,30 @@ std::vector<float> direct_input_gradient(const Tensor& dy, const Tensor& w, cons
   return dx;
 }
 
+// dw[k, c, r, s] = sum over n, p, q of dy[n, k, p, q] x[n, c, p - pad + r, q - pad + s]: the weight
+// gradient of a convolution of stride 1, dilation 1 and one group, from its definition.
+std::vector<float> direct_weight_gradient(const Tensor& dy, const Tensor& x, const Shape& w_shape, std::int64_t pad) {
+  const auto dyv = dy.to_vector(), xv = x.to_vector();
+  const std::int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3), K = w_shape[0], R = w_shape[2],
+                     S = w_shape[3], P = dy.size(2), Q = dy.size(3);
+  std::vector<float> dw(static_cast<std::size_t>(K * C * R * S));
+  for (std::int64_t k = 0; k < K; ++k)
+    for (std::int64_t c = 0; c < C; ++c)
+      for (std::int64_t r = 0; r < R; ++r)
+        for (std::int64_t s = 0; s < S; ++s) {
+          double acc = 0.0;
+          for (std::int64_t n = 0; n < N; ++n)
+            for (std::int64_t p = 0; p < P; ++p)
+              for (std::int64_t q = 0; q < Q; ++q) {
+                const std::int64_t h = p - pad + r, ww = q - pad + s;
+                if (h < 0 || h >= H || ww < 0 || ww >= W) continue;
+                acc += static_cast<double>(dyv[((n * K + k) * P + p) * Q + q]) * xv[((n * C + c) * H + h) * W + ww];
+              }
+          dw[((k * C + c) * R + r) * S + s] = static_cast<float>(acc);
+        }
+  return dw;
+}
+
 double largest_difference(const std::vector<float>& got, const std::vector<float>& expected) {
   double worst = 0.0;
   for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(double(got[i]) - expected[i]));
@@ -166,12 +190,13 @@ BOOST_AUTO_TEST_CASE(conv2d_matches_its_definition) {
   });
 }
 
-// Larger convolutions in every form against a double-precision sum, output and input gradient:
-// the CNN's second (32 -> 64 channels, 14x14), whose products are 288 deep (576 for the input's
-// gradient), and a 30x31 image, which Winograd transforms and multiplies in two bands of tile rows
-// (odd Q). The float32 forms were off by 6e-6 to 3e-5 on the first (Winograd, summing 32 or 64
-// terms per element, the least; the implicit GEMM's 576-term input gradient the most); a wrong
-// transform, tile or band is off by about the values, about 10.
+// Larger convolutions in every form against a double-precision sum, output, input gradient and
+// weight gradient: the CNN's second (32 -> 64 channels, 14x14), whose products are 288 deep (576
+// for the input's gradient, 392 for the weight's), and a 30x31 image, which Winograd transforms
+// and multiplies in two bands of tile rows (odd Q). The float32 forms were off by 6e-6 to 3e-5 on
+// the first (Winograd, summing 32 or 64 terms per element, the least on y and dx; the implicit
+// GEMM's 576-term input gradient the most); a wrong transform, tile or band is off by about the
+// values, about 10.
 BOOST_AUTO_TEST_CASE(larger_conv2d_matches_its_definition) {
   struct Case {
     std::string name;
@@ -186,15 +211,19 @@ BOOST_AUTO_TEST_CASE(larger_conv2d_matches_its_definition) {
     const Conv2dOptions o{.padding = 1};
     const auto expected_y = direct_conv(x, w, b, o);
     const auto expected_dx = direct_input_gradient(dy, w, x.shape(), 1);
+    const auto expected_dw = direct_weight_gradient(dy, x, w.shape(), 1);
     in_each_form([&] {
-      const Tensor xl = leaf(x.clone());
-      const Tensor y = ops::conv2d(xl, w, b, o);
+      const Tensor xl = leaf(x.clone()), wl = leaf(w.clone());
+      const Tensor y = ops::conv2d(xl, wl, b, o);
       y.backward(dy);
       const double y_error = largest_difference(y.to_vector(), expected_y);
       const double dx_error = largest_difference(xl.grad().to_vector(), expected_dx);
-      BOOST_TEST_MESSAGE(c.name << ": largest difference: y " << y_error << ", dx " << dx_error);
+      const double dw_error = largest_difference(wl.grad().to_vector(), expected_dw);
+      BOOST_TEST_MESSAGE(c.name << ": largest difference: y " << y_error << ", dx " << dx_error << ", dw "
+                                << dw_error);
       BOOST_TEST(y_error < 1e-4, c.name);
       BOOST_TEST(dx_error < 1e-4, c.name);
+      BOOST_TEST(dw_error < 1e-4, c.name);
     });
   }
 }
