@@ -1000,26 +1000,12 @@ void winograd_forward(const float* x, const float* u, const float* bias, float* 
 // the tiles, and dW = G^T dU G. The output's gradient is transposed once per sample into Y^T's
 // whole-tile layout, zeros past an odd P or Q.
 
-// What each task carves beyond WinogradTask's (its V, and its M holding dM): the thread's dU sums
-// (groups x 16 x Cg x Kp) and the channels' and tiles' offsets for products over tiles.
-struct WinogradFilterTask {
-  float* sum;
-  std::int32_t* channel_rows;
-  std::int32_t* tile_columns;
-
-  static std::size_t bytes(const Window2d& g) {
-    const WinogradShape ws{g};
-    return WinogradTask::bytes(g) + Carve::bytes<float>(g.groups * 16 * ws.Cg * ws.Kp) +
-           Carve::bytes<std::int32_t>(ws.Cg) + Carve::bytes<std::int32_t>(ws.band_tiles);
-  }
-  WinogradFilterTask(Carve& carve, const WinogradShape& ws, const Window2d& g)
-      : sum(carve.take<float>(g.groups * 16 * ws.Cg * ws.Kp)),
-        channel_rows(carve.take<std::int32_t>(ws.Cg)),
-        tile_columns(carve.take<std::int32_t>(ws.band_tiles)) {
-    for (std::int64_t c = 0; c < ws.Cg; ++c) channel_rows[c] = static_cast<std::int32_t>(c);
-    for (std::int64_t t = 0; t < ws.band_tiles; ++t) tile_columns[t] = static_cast<std::int32_t>(t * ws.Cp);
-  }
-};
+// What each task carves beyond WinogradTask's (whose M holds dM, and whose offsets serve with rows
+// and columns swapped): the thread's dU sums, groups x 16 x (Cg x Kp).
+std::size_t winograd_filter_task_bytes(const Window2d& g) {
+  const WinogradShape ws{g};
+  return WinogradTask::bytes(g) + Carve::bytes<float>(g.groups * 16 * ws.Cg * ws.Kp);
+}
 
 // dM = A dY A^T for every tile of rows [ti0, ti1) and filter, A = [1 0; 1 1; 1 -1; 0 -1], from
 // Y^T's whole tiles.
@@ -1088,10 +1074,9 @@ void winograd_backward_filter(const float* dy, const float* x, float* dw, const 
   }
   std::vector<float*> sums(static_cast<std::size_t>(tasks));
   parallel_tasks(tasks, [&](int t) {
-    Carve carve{workspace + t * WinogradFilterTask::bytes(g)};
+    Carve carve{workspace + t * winograd_filter_task_bytes(g)};
     const WinogradTask task{carve, ws};
-    const WinogradFilterTask filter{carve, ws, g};
-    sums[static_cast<std::size_t>(t)] = filter.sum;
+    float* sum = sums[static_cast<std::size_t>(t)] = carve.take<float>(g.groups * 16 * ws.Cg * ws.Kp);
     std::fill(task.yt, task.yt + 4 * ws.tiles * ws.Kp, 0.0f);  // past P, Q and Kg: zeros, never written
     for (std::int64_t n = sample_begin(g.N, tasks, t); n < sample_begin(g.N, tasks, t + 1); ++n)
       for (std::int64_t grp = 0; grp < g.groups; ++grp) {
@@ -1109,9 +1094,9 @@ void winograd_backward_filter(const float* dy, const float* x, float* dw, const 
           winograd_input(task.xp, ws, ti0, ti1, task.v);
           winograd_output_gradient(task.yt, ws, ti0, ti1, task.m);
           for (std::int64_t e = 0; e < 16; ++e)
-            gathered_gemm(task.v + e * ws.band_tiles * ws.Cp, filter.channel_rows, ws.Cg, filter.tile_columns, count,
-                          task.m + e * ws.band_tiles * ws.Kp, ws.Kp,
-                          filter.sum + (grp * 16 + e) * ws.Cg * ws.Kp, n != sample_begin(g.N, tasks, t) || ti0 != 0);
+            gathered_gemm(task.v + e * ws.band_tiles * ws.Cp, task.channel_offsets, ws.Cg, task.tile_offsets, count,
+                          task.m + e * ws.band_tiles * ws.Kp, ws.Kp, sum + (grp * 16 + e) * ws.Cg * ws.Kp,
+                          n != sample_begin(g.N, tasks, t) || ti0 != 0);
         }
       }
   });
@@ -1190,7 +1175,7 @@ ConvWorkspaceBytes conv2d_workspace_bytes(const Window2d& g) {
       input_gradient_runs_winograd(g)   ? flipped_weight_bytes(g) + winograd_weight_bytes(t) + all(WinogradTask::bytes(t))
       : input_gradient_runs_implicit(g) ? flipped_weight_bytes(g) + packed_weight_bytes(t) + all(ImplicitTask::bytes(t))
                                         : all(backward_data_col_bytes(g));
-  const std::size_t backward_filter = runs_winograd(g)          ? all(WinogradFilterTask::bytes(g))
+  const std::size_t backward_filter = runs_winograd(g)          ? all(winograd_filter_task_bytes(g))
                                       : forward_runs_implicit(g) ? all(implicit_filter_task_bytes(g))
                                                                  : im2col + partials_bytes(g);
   return {.forward = forward, .backward_data = backward_data, .backward_filter = backward_filter};
