@@ -457,6 +457,10 @@ bool loopback(const std::string& address) {
 void Playground::serve(httplib::Server& server, std::string page) {
   // Every page that watches holds a thread for its stream; polling clients hold one per connection.
   server.new_task_queue = [] { return new httplib::ThreadPool(max_streams + 80); };
+  // A polling page keeps its connection (httplib closes one after 5 requests by default): 50 pollers
+  // reconnecting every 50 ms overflowed the listen backlog of 5 on a busy machine, and a POST among
+  // them lost its connection (tests/examples/test_playground.cpp).
+  server.set_keep_alive_max_count(1000);
   server.set_keep_alive_timeout(2);
   server.set_payload_max_length(1 << 16);
   server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {

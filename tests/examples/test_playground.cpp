@@ -45,8 +45,11 @@ struct Served {
   // POST with a JSON body: the status and the answer.
   std::pair<int, json> post(const std::string& path, const std::string& body) const {
     auto c = client();
+    const auto t0 = std::chrono::steady_clock::now();
     const auto r = c.Post(path, body, "application/json");
-    BOOST_REQUIRE_MESSAGE(r, "POST " << path << " got no answer");
+    BOOST_REQUIRE_MESSAGE(r, "POST " << path << " got no answer: " << httplib::to_string(r.error()) << " after "
+                                     << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()
+                                     << " s");
     return {r->status, json::parse(r->body)};
   }
 };
