@@ -901,6 +901,14 @@ struct WinogradTask {
     for (std::int64_t t = 0; t < ws.band_tiles; ++t) tile_offsets[t] = static_cast<std::int32_t>(t * ws.Cp);
     for (std::int64_t c = 0; c < ws.Cg; ++c) channel_offsets[c] = static_cast<std::int32_t>(c);
   }
+  // Group `grp` of sample n into xp, channels last, inside the padding.
+  void fill(const float* x, const Window2d& g, const WinogradShape& ws, std::int64_t n, std::int64_t grp) const {
+    const std::int64_t HW = g.H * g.W;
+    const float* xg = x + (n * g.C + grp * ws.Cg) * HW;
+    for (std::int64_t h = 0; h < g.H; ++h)
+      transpose_floats(xg + h * g.W, HW, ws.Cg, g.W, xp + ((h + g.pad_h) * ws.Ww + g.pad_w) * ws.Cp, ws.Cp, nullptr,
+                       false);
+  }
 };
 
 // V = B^T d B for every tile of rows [ti0, ti1) and channel, B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0;
@@ -964,17 +972,14 @@ void winograd_output(const float* m, const WinogradShape& ws, std::int64_t ti0, 
 void winograd_forward(const float* x, const float* u, const float* bias, float* y, bool accumulate, const Window2d& g,
                       std::byte* workspace) {
   const WinogradShape ws{g};
-  const std::int64_t PQ = g.P() * g.Q(), HW = g.H * g.W;
+  const std::int64_t PQ = g.P() * g.Q();
   const int tasks = tasks_for(g.N);
   parallel_tasks(tasks, [&](int t) {
     Carve carve{workspace + t * WinogradTask::bytes(g)};
     const WinogradTask task{carve, ws};
     for (std::int64_t n = sample_begin(g.N, tasks, t); n < sample_begin(g.N, tasks, t + 1); ++n)
       for (std::int64_t grp = 0; grp < g.groups; ++grp) {
-        const float* xg = x + (n * g.C + grp * ws.Cg) * HW;
-        for (std::int64_t h = 0; h < g.H; ++h)  // channels last, inside the padding
-          transpose_floats(xg + h * g.W, HW, ws.Cg, g.W, task.xp + ((h + g.pad_h) * ws.Ww + g.pad_w) * ws.Cp, ws.Cp,
-                           nullptr, false);
+        task.fill(x, g, ws, n, grp);
         for (std::int64_t ti0 = 0; ti0 < ws.tiles_h; ti0 += ws.band_rows) {
           const std::int64_t ti1 = std::min(ws.tiles_h, ti0 + ws.band_rows), count = (ti1 - ti0) * ws.tiles_w;
           winograd_input(task.xp, ws, ti0, ti1, task.v);
@@ -1066,7 +1071,7 @@ void add_winograd_filter_sums(const std::vector<float*>& sums, float* dw, const 
 void winograd_backward_filter(const float* dy, const float* x, float* dw, const Window2d& g, bool accumulate,
                               std::byte* workspace) {
   const WinogradShape ws{g};
-  const std::int64_t PQ = g.P() * g.Q(), HW = g.H * g.W, Qw = 2 * ws.tiles_w;
+  const std::int64_t PQ = g.P() * g.Q(), Qw = 2 * ws.tiles_w;
   const int tasks = tasks_for(g.N);
   if (tasks == 0) {
     if (!accumulate) std::fill(dw, dw + g.K * ws.Cg * 9, 0.0f);
@@ -1080,10 +1085,7 @@ void winograd_backward_filter(const float* dy, const float* x, float* dw, const 
     std::fill(task.yt, task.yt + 4 * ws.tiles * ws.Kp, 0.0f);  // past P, Q and Kg: zeros, never written
     for (std::int64_t n = sample_begin(g.N, tasks, t); n < sample_begin(g.N, tasks, t + 1); ++n)
       for (std::int64_t grp = 0; grp < g.groups; ++grp) {
-        const float* xg = x + (n * g.C + grp * ws.Cg) * HW;
-        for (std::int64_t h = 0; h < g.H; ++h)
-          transpose_floats(xg + h * g.W, HW, ws.Cg, g.W, task.xp + ((h + g.pad_h) * ws.Ww + g.pad_w) * ws.Cp, ws.Cp,
-                           nullptr, false);
+        task.fill(x, g, ws, n, grp);
         const float* dyg = dy + (n * g.K + grp * ws.Kg) * PQ;
         if (g.Q() % 2 == 0) transpose_floats(dyg, PQ, ws.Kg, PQ, task.yt, ws.Kp, nullptr, false);
         else
