@@ -6,7 +6,12 @@
 //
 //   data_parallel [--reps 3] [--models mlp,cnn] [--accumulate 1,4] [--batch 64] [--data DIR]
 //                 [--mlp-samples 60000] [--cnn-samples 12000] [--python /usr/bin/python3]
-//                 [--no-pytorch] [--mpirun mpirun]
+//                 [--no-pytorch] [--mpirun mpirun] [--per-window]
+//
+// --per-window gives every Accrue run accumulate(K, {.weight_gradients = WeightGradients::per_window})
+// (the Dense weight gradients multiplied once per window, see the README's "Gradient accumulation"),
+// which spares a single-thread process at a small micro-batch a read and a write of every Dense
+// weight gradient per micro-batch; PyTorch runs its same loop.
 //
 // Each measurement is a fresh process (or mpirun of two) training one epoch on `samples` samples
 // already in memory; the time is the epoch's, from the first micro-batch to the last step, without
@@ -20,8 +25,8 @@
 // Last, it times the allreduce of each model's gradients alone between 2 processes that arrive
 // together: the part of the allreduce column that is moving bytes rather than waiting.
 //
-// Worker mode (what the driver starts): data_parallel --worker mlp|cnn --batch B --accumulate K
-// --samples N [--distributed], or --worker allreduce --samples ELEMENTS --reps R under mpirun,
+// Worker mode (what the driver starts): data_parallel --worker mlp|cnn --batch B --k K
+// --samples N [--distributed] [--per-window], or --worker allreduce --samples ELEMENTS --reps R under mpirun,
 // printing one "result" line.
 
 #include <CLI/CLI.hpp>
@@ -53,14 +58,15 @@ Sequential make_model(const std::string& name) {
 
 // One epoch in this process (one of a distributed run under mpirun); rank 0 prints
 // "result SECONDS ALLREDUCE_SECONDS WAITED_SECONDS ALLREDUCES BUCKETS_DURING_BACKWARD".
-int worker(const std::string& model_name, std::int64_t batch, int accumulate, std::int64_t samples,
+int worker(const std::string& model_name, std::int64_t batch, int accumulate, bool per_window, std::int64_t samples,
            const std::string& data, bool distributed) {
   const Dataset train = datasets::fashion_mnist(data).train.take(samples);
   manual_seed(0);
   Sequential model = make_model(model_name);
   const optim::Recipe recipe = model_name == "cnn" ? optim::Recipe{optim::Adam{.lr = 1e-3}}
                                                    : optim::Recipe{optim::SGD{.lr = 1e-3}};
-  model.compile(recipe.accumulate(accumulate), losses::CrossEntropy{});
+  const WeightGradients weight_gradients = per_window ? WeightGradients::per_window : WeightGradients::per_micro_batch;
+  model.compile(recipe.accumulate(accumulate, {.weight_gradients = weight_gradients}), losses::CrossEntropy{});
   Clock::time_point start;
   double seconds = 0;
   const TrainingContext* context = nullptr;
@@ -171,7 +177,7 @@ int main(int argc, char** argv) {
   std::vector<int> accumulations{1, 4};
   std::int64_t batch = 64, mlp_samples = 60000, cnn_samples = 12000;
   std::string data, python = "/usr/bin/python3", mpirun = "mpirun", worker_model;
-  bool no_pytorch = false, distributed = false;
+  bool no_pytorch = false, distributed = false, per_window = false;
   app.add_option("--reps", reps, "measurements of each run (medians)")->check(CLI::PositiveNumber);
   app.add_option("--models", models, "mlp, cnn")->delimiter(',');
   app.add_option("--accumulate", accumulations, "accumulation factors")->delimiter(',');
@@ -182,6 +188,7 @@ int main(int argc, char** argv) {
   app.add_option("--python", python, "Python with PyTorch");
   app.add_option("--mpirun", mpirun, "the MPI launcher");
   app.add_flag("--no-pytorch", no_pytorch, "Accrue only");
+  app.add_flag("--per-window", per_window, "Accrue's Dense weight gradients once per window (WeightGradients::per_window)");
   std::int64_t samples = 0;
   int accumulate = 1;
   app.add_option("--worker", worker_model, "(internal) train one epoch of this model and print the time");
@@ -191,27 +198,27 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (worker_model == "allreduce") return allreduce_worker(samples, reps);
-    if (!worker_model.empty()) return worker(worker_model, batch, accumulate, samples, data, distributed);
+    if (!worker_model.empty()) return worker(worker_model, batch, accumulate, per_window, samples, data, distributed);
 
     const std::string self = self_path();
     const std::string root = geteuid() == 0 ? " --allow-run-as-root" : "";
     const bool torch = !no_pytorch && std::system((python + " -c 'import torch' >/dev/null 2>&1").c_str()) == 0;
     if (!no_pytorch && !torch) std::printf("PyTorch: not found (%s -c 'import torch' failed); Accrue only\n", python.c_str());
-    const std::string data_arg = data.empty() ? "" : " --data " + data;
+    const std::string worker_flags = (data.empty() ? "" : " --data " + data) + (per_window ? " --per-window" : "");
     const std::string torch_data = data.empty() ? "/usr/share/datasets/fashion-mnist" : data;
-    std::printf("effective batch %ld; %d measurements of each, alternating; seconds per epoch (medians)\n\n",
-                static_cast<long>(batch), reps);
+    std::printf("effective batch %ld%s; %d measurements of each, alternating; seconds per epoch (medians)\n\n",
+                static_cast<long>(batch), per_window ? ", Accrue's Dense weight gradients once per window" : "", reps);
     std::printf("%-5s %3s %10s %10s %7s %8s %12s %9s %10s %10s %7s\n", "model", "K", "1p x 2t", "2p x 1t", "2p/1p",
                 "2 alone", "allreduce s", "waited s", "torch 1p", "torch DDP", "DDP/1p");
     for (const std::string& model : models)
       for (const int k : accumulations) {
         const std::int64_t n = model == "cnn" ? cnn_samples : mlp_samples;
         ACCRUE_CHECK(batch % (2 * k) == 0, "--batch {}: must divide into 2 processes x accumulation {}", batch, k);
-        const std::string args = fmt::format(" --worker {} --k {} --samples {}{}", model, k, n, data_arg);
+        const std::string args = fmt::format(" --worker {} --k {} --samples {}{}", model, k, n, worker_flags);
         const std::string one = fmt::format("ACCRUE_NUM_THREADS=2 {}{} --batch {}", self, args, batch / k);
         const std::string two =
             fmt::format("{} -np 2{} {}{} --batch {} --distributed", mpirun, root, self, args, batch / k / 2);
-        const std::string half = fmt::format(" --worker {} --k {} --samples {}{} --batch {}", model, k, n / 2, data_arg,
+        const std::string half = fmt::format(" --worker {} --k {} --samples {}{} --batch {}", model, k, n / 2, worker_flags,
                                              batch / k / 2);
         const std::string alone = fmt::format("ACCRUE_NUM_THREADS=1 taskset -c 0 {0}{1} & ACCRUE_NUM_THREADS=1 taskset -c 1 "
                                               "{0}{1}; wait",
