@@ -455,6 +455,16 @@ bool loopback(const std::string& address) {
 }  // namespace
 
 void Playground::serve(httplib::Server& server, std::string page) {
+  set_policies(server);
+  server.Get("/", [page = std::move(page)](const httplib::Request&, httplib::Response& res) {
+    res.set_content(page, "text/html; charset=utf-8");
+  });
+  route_api(server);
+  route_events(server);
+}
+
+// Threads, connections, who may ask, and errors as JSON.
+void Playground::set_policies(httplib::Server& server) {
   // Every page that watches holds a thread for its stream; polling clients hold one per connection.
   server.new_task_queue = [] { return new httplib::ThreadPool(max_streams + 80); };
   // A polling page keeps its connection (httplib closes one after 5 requests by default): 50 pollers
@@ -492,10 +502,9 @@ void Playground::serve(httplib::Server& server, std::string page) {
     if (res.body.empty())
       refuse(res, res.status, fmt::format("{} {}: no such page or method here", req.method, req.path));
   });
+}
 
-  server.Get("/", [page = std::move(page)](const httplib::Request&, httplib::Response& res) {
-    res.set_content(page, "text/html; charset=utf-8");
-  });
+void Playground::route_api(httplib::Server& server) {
   server.Get("/api/status", [this](const httplib::Request&, httplib::Response& res) { answer(res, 200, status()); });
   server.Post("/api/plan", [this](const httplib::Request& req, httplib::Response& res) {
     try {
@@ -523,6 +532,10 @@ void Playground::serve(httplib::Server& server, std::string page) {
     if (!stop()) return refuse(res, 409, "no run is going");
     answer(res, 200, json{{"stopped", run}});
   });
+}
+
+// Server-sent events: a hello with the status, then every event of the log as it comes.
+void Playground::route_events(httplib::Server& server) {
   server.Get("/api/events", [this](const httplib::Request&, httplib::Response& res) {
     if (++streams_ > max_streams) {
       --streams_;

@@ -112,6 +112,9 @@ class Playground {
 
  private:
   class Stream;
+  void set_policies(httplib::Server& server);
+  void route_api(httplib::Server& server);
+  void route_events(httplib::Server& server);
   void train(std::int64_t run, Settings settings);
   accrue::Sequential build(const Settings& settings) const;
   void join_finished();
