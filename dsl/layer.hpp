@@ -19,6 +19,7 @@
 // registers them with add_child() and builds them with build_child(): their parameters appear in
 // its own under "child_name.", as PyTorch names a module's submodules' parameters.
 
+#include <algorithm>
 #include <concepts>
 #include <memory>
 #include <optional>
@@ -51,6 +52,8 @@ struct LayerMemoryUse {
   /// The most backward takes at once while computing its input's gradient, which it computes
   /// only when the input needs one (0: nothing beyond backward_scratch).
   std::size_t input_gradient_scratch = 0;
+  /// Backward's scratch when the input needs its gradient.
+  std::size_t scratch_with_input_gradient() const { return std::max(backward_scratch, input_gradient_scratch); }
   /// Low-precision packs of its weights that training keeps through each accumulation window
   /// (kernels::PackedParameters): for forward (and for backward inside the layer), and for
   /// backward to the layer's input, which is made only when the input needs a gradient.
@@ -61,13 +64,16 @@ struct LayerMemoryUse {
 };
 
 /// The batch a memory plan asks about: `batch` samples of `input_shape` in `input_dtype` on
-/// `device`, under autocast to `autocast` when set.
+/// `device`, under autocast to `autocast` when set; `keeps_packs` when training keeps the weights'
+/// packs through each accumulation window (kernels::PackedParameters), so that products read those
+/// rather than packing or rounding the weights anew.
 struct LayerMemoryQuery {
   Shape input_shape;
   std::int64_t batch = 1;
   DType input_dtype = DType::f32;
   std::optional<DType> autocast;
   Device device = Device::cpu();
+  bool keeps_packs = false;
 
   /// Bytes of a batch of samples of `sample` in `dtype`.
   std::size_t bytes(const Shape& sample, DType dtype) const {

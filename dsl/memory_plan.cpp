@@ -77,7 +77,8 @@ struct LayerChain {
 };
 
 LayerChain layer_chain(const std::vector<std::unique_ptr<Layer>>& layers, const Shape& input, std::int64_t micro_batch,
-                       const std::optional<DType>& autocast, const Device& device, const ParameterBytes& parameters) {
+                       const std::optional<DType>& autocast, const Device& device, const ParameterBytes& parameters,
+                       bool keeps_packs) {
   const std::size_t L = layers.size();
   LayerChain chain{.micro_batch = micro_batch,
                    .uses = std::vector<LayerMemoryUse>(L + 1),
@@ -92,7 +93,8 @@ LayerChain layer_chain(const std::vector<std::unique_ptr<Layer>>& layers, const 
                             .batch = micro_batch,
                             .input_dtype = chain.dtypes[i - 1],
                             .autocast = autocast,
-                            .device = device});
+                            .device = device,
+                            .keeps_packs = keeps_packs});
     chain.shapes[i] = layer.output_shape();
     chain.dtypes[i] = use.output_dtype;
     // A layer records its backward (and keeps anything) only when its input needs a gradient or it
@@ -172,7 +174,7 @@ class StepWalk {
       const bool input_gradient = chain_.needs_grad[i - 1];
       const std::size_t grad_in = !input_gradient || u.output_is_view ? 0 : chain_.bytes(i - 1);
       now_[kActivations] -= u.kept_released_early;
-      const std::size_t scratch = std::max(u.backward_scratch, input_gradient ? u.input_gradient_scratch : 0);
+      const std::size_t scratch = input_gradient ? u.scratch_with_input_gradient() : u.backward_scratch;
       if (chain_.needs_grad[i]) record(grad_out + grad_in + scratch);
       // Its saved tensors are released; its output's last user is done.
       now_[kActivations] -= u.kept_other - u.kept_released_early;
@@ -255,7 +257,7 @@ MemoryPlan Sequential::memory_plan(std::int64_t micro_batch, bool accumulates, b
   plan.precision = autocast ? fmt::format("{} autocast", dtype_name(*autocast)) : "float32";
 
   const ParameterBytes parameters = parameter_bytes(layers_);
-  const LayerChain chain = layer_chain(layers_, *input_shape_, micro_batch, autocast, device_, parameters);
+  const LayerChain chain = layer_chain(layers_, *input_shape_, micro_batch, autocast, device_, parameters, accumulates);
   // Accumulating, fit keeps the weights' low-precision packs through each window, and the rows
   // their float32 gradients wait for.
   const AccumulateOptions options = compiled() ? recipe_.accumulate_options() : AccumulateOptions{};

@@ -90,10 +90,11 @@ struct OpScratch {
   std::size_t kept_forward = 0, kept_for_input_gradient = 0;
 };
 /// linear of `rows` rows of `in` features into `out` multiplying in the low-precision `compute`
-/// type (autocast), x in `x_type`: the float32 accumulator of the output (on a GPU) and GEMM's workspaces.
+/// type (autocast), x in `x_type`: the float32 accumulator of the output (on a GPU) and GEMM's workspaces,
+/// which leave the weight out when `weight_kept` (its pack or rounded copy kept through the window).
 /// In float32, linear takes none.
 OpScratch linear_scratch(Device device, DType compute, DType x_type, std::int64_t rows, std::int64_t in,
-                         std::int64_t out);
+                         std::int64_t out, bool weight_kept);
 
 // ---- convolution and pooling over NCHW images -----------------------------------------------
 /// Stride, zero padding, dilation and groups of a 2-D convolution, per axis as PyTorch's conv2d.

@@ -146,9 +146,9 @@ std::string gemm_low_precision_engine(Device device, DType compute) {
 }
 
 std::size_t gemm_workspace_bytes(Device device, DType compute, std::int64_t M, std::int64_t N, std::int64_t K,
-                                 DType a_type, DType b_type) {
+                                 DType a_type, DType b_type, DType c_type, bool b_kept) {
   if (compute == DType::f32 || M == 0 || N == 0 || K == 0) return 0;
-  if (device.is_cpu()) return cpu::gemm_low_precision_workspace_bytes(M, N, K, compute);
+  if (device.is_cpu()) return cpu::gemm_low_precision_workspace_bytes(M, N, K, compute, c_type, b_kept);
   std::size_t bytes = 0;
   if (a_type != compute) bytes += static_cast<std::size_t>(M * K) * dtype_size(compute);
   if (b_type != compute) bytes += static_cast<std::size_t>(K * N) * dtype_size(compute);

@@ -64,10 +64,12 @@ void gemm_batched(bool trans_a, bool trans_b, float alpha, const Tensor& A, cons
                   std::int64_t batch, DType compute = DType::f32);
 
 /// Bytes of temporaries gemm() allocates on `device` for an M x N x K product of operands of types
-/// a_type and b_type computed in `compute` (transposed or not, the same): the packed operands of
-/// the CPU's bfloat16 kernels, the rounded copies of float32 operands for cuBLAS; 0 for float32.
-/// For memory plans.
+/// a_type and b_type into C of type c_type, computed in `compute` (transposed or not, the same):
+/// the packed operands of the CPU's bfloat16 kernels; on a CPU without one, the float32 copies of
+/// A, of B unless `b_kept` (a parameter whose rounded copy training keeps through the window, which
+/// gemm_kept_parameter_bytes counts) and of a low-precision C; the rounded copies of float32
+/// operands for cuBLAS; 0 for float32. For memory plans.
 std::size_t gemm_workspace_bytes(Device device, DType compute, std::int64_t M, std::int64_t N, std::int64_t K,
-                                 DType a_type, DType b_type);
+                                 DType a_type, DType b_type, DType c_type, bool b_kept);
 
 }  // namespace accrue::kernels

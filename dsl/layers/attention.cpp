@@ -70,7 +70,7 @@ LayerMemoryUse MultiHeadAttention::memory_use(const LayerMemoryQuery& q) const {
                                             .dropout = options_.dropout};
   const LayerMemoryUse out = child(out_proj_).memory_use(
       {.input_shape = q.input_shape, .batch = q.batch, .input_dtype = DType::f32, .autocast = q.autocast,
-       .device = q.device});
+       .device = q.device, .keeps_packs = q.keeps_packs});
   const std::size_t packed = 3 * width * dtype_size(projected);
   return {.output_dtype = out.output_dtype,
           .keeps_input = true,
@@ -81,7 +81,7 @@ LayerMemoryUse MultiHeadAttention::memory_use(const LayerMemoryQuery& q) const {
           // The float32 gradients of q, k and v, then their packed copy for in_proj's backward (most of
           // them alive at once); under autocast also their conversions to the projection's type.
           .backward_scratch = 3 * width * 4 + (projected == DType::f32 ? 2 : 6) * width * dtype_size(projected) +
-                              std::max(kernels::attention_scratch_bytes(q.device, g, true), out.backward_scratch),
+                              std::max(kernels::attention_scratch_bytes(q.device, g, true), out.scratch_with_input_gradient()),
           // in_proj reads its weight as a dim x 3 dim operand forward, 3 dim x dim back to the input.
           .kept_packs = out.kept_packs + out.kept_packs_for_input_gradient +
                         kernels::gemm_kept_parameter_bytes(q.device, projected, dim_, 3 * dim_),
@@ -131,7 +131,8 @@ Tensor TransformerBlock::forward(const Tensor& x) {
 LayerMemoryUse TransformerBlock::memory_use(const LayerMemoryQuery& q) const {
   const auto use = [&](std::size_t c, const Shape& shape, DType dtype) {
     return child(c).memory_use(
-        {.input_shape = shape, .batch = q.batch, .input_dtype = dtype, .autocast = q.autocast, .device = q.device});
+        {.input_shape = shape, .batch = q.batch, .input_dtype = dtype, .autocast = q.autocast, .device = q.device,
+         .keeps_packs = q.keeps_packs});
   };
   const Shape hidden{q.input_shape[0], options_.mlp_dim};
   const LayerMemoryUse n1 = use(norm1, q.input_shape, q.input_dtype), att = use(self_attn, q.input_shape, n1.output_dtype);
@@ -160,7 +161,8 @@ LayerMemoryUse TransformerBlock::memory_use(const LayerMemoryQuery& q) const {
           // The MLP's hidden gradients (before and after GELU), or attention's own, whichever is more.
           // The block's input gradient, which the plan counts beside this, appears only once the MLP's
           // are gone.
-          .backward_scratch = std::max(2 * hidden_kept + std::max(l1.backward_scratch, l2.backward_scratch) - width,
+          .backward_scratch = std::max(2 * hidden_kept +
+                                           std::max(l1.scratch_with_input_gradient(), l2.scratch_with_input_gradient()) - width,
                                        att.backward_scratch),
           // Every sub-layer's input is inside the block and needs its gradient (norm1 has parameters).
           .kept_packs = att.kept_packs + att.kept_packs_for_input_gradient + l1.kept_packs +

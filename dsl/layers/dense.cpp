@@ -46,11 +46,12 @@ LayerMemoryUse Dense::memory_use(const LayerMemoryQuery& q) const {
             .deferred_gradient_rows = DeferredWeightGradients::buffer_bytes(q.device, rows, in, units_)};
   const bool converts = q.input_dtype != DType::f32 && q.input_dtype != *low;
   const DType x_type = converts ? DType::f32 : q.input_dtype;
-  const ops::OpScratch scratch = ops::linear_scratch(q.device, *low, x_type, rows, in, units_);
+  const ops::OpScratch scratch = ops::linear_scratch(q.device, *low, x_type, rows, in, units_, q.keeps_packs);
   return {.output_dtype = *low, .keeps_input = !converts, .keeps_output = false,
           .kept_other = converts ? q.bytes(q.input_shape, DType::f32) : 0,
           .forward_scratch = scratch.forward,
           .backward_scratch = scratch.backward,
+          .input_gradient_scratch = scratch.input_gradient,
           .kept_packs = scratch.kept_forward,
           .kept_packs_for_input_gradient = scratch.kept_for_input_gradient};
 }

@@ -245,14 +245,16 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 }
 
 OpScratch linear_scratch(Device device, DType compute, DType x_type, std::int64_t rows, std::int64_t in,
-                         std::int64_t out) {
-  const auto gemm = [&](std::int64_t M, std::int64_t N, std::int64_t K, DType a, DType b) {
-    return kernels::gemm_workspace_bytes(device, compute, M, N, K, a, b);
+                         std::int64_t out, bool weight_kept) {
+  const auto gemm = [&](std::int64_t M, std::int64_t N, std::int64_t K, DType a, DType b, DType c, bool b_weight) {
+    return kernels::gemm_workspace_bytes(device, compute, M, N, K, a, b, c, b_weight && weight_kept);
   };
-  // Forward x W^T (on a GPU into a float32 accumulator); backward dy W and dy^T x, one after the other.
+  // Forward y = x W^T (on a GPU into a float32 accumulator); backward dW = dy^T x, and before it
+  // dx = dy W when the input needs its gradient.
   return {.forward = (device.is_cpu() ? 0 : static_cast<std::size_t>(rows * out) * dtype_size(DType::f32)) +
-                     gemm(rows, out, in, x_type, DType::f32),
-          .backward = std::max(gemm(rows, in, out, compute, DType::f32), gemm(out, in, rows, compute, x_type)),
+                     gemm(rows, out, in, x_type, DType::f32, compute, true),
+          .backward = gemm(out, in, rows, compute, x_type, DType::f32, false),
+          .input_gradient = gemm(rows, in, out, compute, DType::f32, x_type, true),
           // x W^T reads W as an in x out operand; dy W as an out x in one.
           .kept_forward = kernels::gemm_kept_parameter_bytes(device, compute, in, out),
           .kept_for_input_gradient = kernels::gemm_kept_parameter_bytes(device, compute, out, in, true)};

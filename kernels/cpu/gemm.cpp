@@ -3,7 +3,6 @@
 // a training step (64 x 512 x 784), beats OpenBLAS's own threading (measured in bench/).
 
 #include <algorithm>
-#include <memory>
 #include <vector>
 
 #include "accrue/kernels/cpu/cast.hpp"
@@ -81,28 +80,33 @@ namespace accrue::kernels::cpu {
 // AMX tiles or AVX-512 BF16) where it has one; otherwise the operands are widened to float32
 // (exactly) and multiplied by the float32 kernels: float32 accumulation of the low-precision
 // products either way. C is rounded once at the end when it is low precision.
-std::size_t gemm_low_precision_workspace_bytes(std::int64_t M, std::int64_t N, std::int64_t K, DType low) {
-  if (low != DType::bf16 || K == 0 || M == 0 || N == 0 || bf16_kernel() == Bf16Kernel::none) return 0;
+std::size_t gemm_low_precision_workspace_bytes(std::int64_t M, std::int64_t N, std::int64_t K, DType low, DType c_type,
+                                               bool b_kept) {
+  if (K == 0 || M == 0 || N == 0) return 0;
   // Whichever way round gemm_low_precision multiplies (C or C^T), it packs the same two operands.
-  return bf16_workspace_bytes(M, N, K);
+  if (low == DType::bf16 && bf16_kernel() != Bf16Kernel::none) return bf16_workspace_bytes(M, N, K);
+  const bool b_copied = !(b_kept && low == DType::bf16);  // a kept rounded copy exists for bfloat16 only
+  return static_cast<std::size_t>(M * K + (b_copied ? K * N : 0) + (c_type != DType::f32 ? M * N : 0)) * 4;
 }
 
 namespace {
 // n values of type `type` in float32 as `low` holds them: float32 ones rounded to it, low-precision
-// ones widened exactly. bfloat16's rounding goes straight back to float32 in one pass; the buffer
-// is left uninitialised until written (a zero-filled vector cost a pass of its own: 8% of the MLP's
-// 16 x 4 epoch under .amp() without a bfloat16 kernel). Not counted by the allocator, as
-// gemm_low_precision_workspace_bytes leaves them out of memory plans.
-std::unique_ptr<float[]> widen(const void* src, DType type, DType low, std::int64_t n) {
-  std::unique_ptr<float[]> wide(new float[static_cast<std::size_t>(n)]);
+// ones widened exactly, each in one pass into a buffer left unfilled until written (a zero-filled
+// one cost a pass of its own: 8% of the MLP's 16 x 4 epoch under .amp() without a bfloat16
+// kernel). A temporary of the allocator's, so memory caps and peaks see it; memory plans count it
+// through gemm_low_precision_workspace_bytes.
+Tensor widen(const void* src, DType type, DType low, std::int64_t n) {
+  Tensor wide = Tensor::empty({n}, {.category = MemoryCategory::temporaries});
+  float* out = wide.data<float>();
   if (type != DType::f32) {
-    cast(src, type, wide.get(), DType::f32, n);
+    cast(src, type, out, DType::f32, n);
   } else if (low == DType::bf16) {
-    round_through_bf16(static_cast<const float*>(src), wide.get(), n);
+    round_through_bf16(static_cast<const float*>(src), out, n);
   } else {
-    std::unique_ptr<std::uint16_t[]> rounded(new std::uint16_t[static_cast<std::size_t>(n)]);
-    cast(src, DType::f32, rounded.get(), low, n);
-    cast(rounded.get(), low, wide.get(), DType::f32, n);
+    const auto* in = static_cast<const float*>(src);
+    parallel_for(n, 1 << 14, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t i = begin; i < end; ++i) out[i] = common::float_from_f16_bits(common::f16_bits_from_float(in[i]));
+    });
   }
   return wide;
 }
@@ -130,14 +134,14 @@ void gemm_low_precision(bool trans_a, bool trans_b, std::int64_t M, std::int64_t
   }
   // A float32 parameter (a master weight) keeps its rounded copy through a window, as packs do.
   const auto widened = [&](const void* src, DType type, const ParameterOperand* param, std::int64_t n,
-                           std::unique_ptr<float[]>& fresh) -> const float* {
+                           Tensor& fresh) -> const float* {
     if (param != nullptr && type == DType::f32 && low == DType::bf16)
       if (const float* kept = kept_rounded_parameter(*param, static_cast<const float*>(src), n)) return kept;
     fresh = widen(src, type, low, n);
-    return fresh.get();
+    return fresh.data<float>();
   };
   const std::int64_t a_rows = trans_a ? K : M, b_rows = trans_b ? N : K;
-  std::unique_ptr<float[]> a_fresh, b_fresh;
+  Tensor a_fresh, b_fresh;
   const float* a = widened(A, a_type, a_param, a_rows * lda, a_fresh);
   const float* b = widened(B, b_type, b_param, b_rows * ldb, b_fresh);
   const auto add_bias = [&](float* c) {
@@ -152,10 +156,11 @@ void gemm_low_precision(bool trans_a, bool trans_b, std::int64_t M, std::int64_t
   }
   // All of C's rows are widened, so columns beyond N (ldc > N) go back unchanged: the round trip
   // through float32 is exact.
-  const std::unique_ptr<float[]> c = widen(C, out, out, M * ldc);
-  gemm(trans_a, trans_b, M, N, K, alpha, a, lda, b, ldb, beta, c.get(), ldc);
-  add_bias(c.get());
-  cast(c.get(), DType::f32, C, out, M * ldc);
+  const Tensor wide_c = widen(C, out, out, M * ldc);
+  float* c = wide_c.data<float>();
+  gemm(trans_a, trans_b, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
+  add_bias(c);
+  cast(c, DType::f32, C, out, M * ldc);
 }
 
 }  // namespace accrue::kernels::cpu

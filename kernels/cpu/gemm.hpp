@@ -20,8 +20,12 @@ void gemm_low_precision(bool trans_a, bool trans_b, std::int64_t M, std::int64_t
                         std::int64_t ldb, float beta, DType out, void* C, std::int64_t ldc,
                         const float* column_bias = nullptr, const ParameterOperand* a_param = nullptr,
                         const ParameterOperand* b_param = nullptr);
-/// The temporaries gemm_low_precision allocates for an M x N x K product (0 when it widens to
-/// float32; transposed or not, and whichever way round it multiplies, the same).
-std::size_t gemm_low_precision_workspace_bytes(std::int64_t M, std::int64_t N, std::int64_t K, DType low);
+/// The temporaries gemm_low_precision allocates for an M x N x K product (transposed or not, and
+/// whichever way round it multiplies, the same): with a bfloat16 kernel, the packs of both
+/// operands; without one, the float32 copies it multiplies: A's, B's unless `b_kept` (a float32
+/// parameter whose rounded copy is kept through the window), and C's when C is of type `c_type`
+/// other than float32.
+std::size_t gemm_low_precision_workspace_bytes(std::int64_t M, std::int64_t N, std::int64_t K, DType low, DType c_type,
+                                               bool b_kept);
 
 }  // namespace accrue::kernels::cpu

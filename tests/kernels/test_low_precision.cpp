@@ -230,3 +230,37 @@ BOOST_AUTO_TEST_CASE(low_precision_linear_adds_the_bias_before_rounding_once) {
     BOOST_TEST(off == 0, rows << " rows: " << off << " values further than one rounding from x W^T + b");
   }
 }
+
+// Where a product widens its operands to float32 (float16 always; bfloat16 on a processor without
+// a bfloat16 kernel), the copies are the allocator's temporaries: a memory cap refuses them, and
+// memory plans count the bytes the product takes (A's copy, B's unless it is a parameter whose
+// rounded copy is kept, and a low-precision C's).
+BOOST_AUTO_TEST_CASE(widened_operands_are_counted_temporaries_as_planned) {
+  std::vector<DType> lows{DType::f16};
+  if (kernels::cpu::bf16_kernels_available().empty())
+    lows.push_back(DType::bf16);
+  else
+    BOOST_TEST_MESSAGE("bfloat16 multiplies packed operands on this processor: float16 alone is widened here");
+  const std::int64_t M = 24, N = 40, K = 56;
+  for (const DType low : lows)
+    for (const DType out : {DType::f32, low}) {
+      const std::string what = fmt::format("{} product into {}", dtype_name(low), dtype_name(out));
+      const Tensor A = random_tensor({M, K}, 31), B = ops::cast(random_tensor({K, N}, 32), low);
+      const Tensor C = Tensor::zeros({M, N}, {.dtype = out});
+      const std::size_t planned =
+          kernels::gemm_workspace_bytes(Device::cpu(), low, M, N, K, DType::f32, low, out, false);
+      BOOST_TEST(planned == static_cast<std::size_t>(M * K + K * N + (out == DType::f32 ? 0 : M * N)) * 4, what);
+      const std::size_t before = memory_stats().live_of(MemoryCategory::temporaries);
+      reset_peak_memory();
+      kernels::gemm(false, false, 1.0f, A, B, 0.0f, C, low);
+      BOOST_TEST(memory_stats().peak_of(MemoryCategory::temporaries) - before == planned, what);
+
+      Allocator& cpu = allocator(Device::cpu());
+      cpu.set_limit(memory_stats().live_total + planned - 4);
+      BOOST_CHECK_EXCEPTION(kernels::gemm(false, false, 1.0f, A, B, 0.0f, C, low), OutOfMemory,
+                            accrue::test::message_has({"out of memory on cpu", "temporaries"}));
+      cpu.set_limit(memory_stats().live_total + planned);
+      kernels::gemm(false, false, 1.0f, A, B, 0.0f, C, low);
+      cpu.set_limit(0);
+    }
+}
