@@ -188,7 +188,8 @@ int main(int argc, char** argv) {
   app.add_option("--python", python, "Python with PyTorch");
   app.add_option("--mpirun", mpirun, "the MPI launcher");
   app.add_flag("--no-pytorch", no_pytorch, "Accrue only");
-  app.add_flag("--per-window", per_window, "Accrue's Dense weight gradients once per window (WeightGradients::per_window)");
+  app.add_flag("--per-window", per_window,
+               "Accrue's Dense weight gradients once per window (WeightGradients::per_window)");
   std::int64_t samples = 0;
   int accumulate = 1;
   app.add_option("--worker", worker_model, "(internal) train one epoch of this model and print the time");
@@ -218,8 +219,8 @@ int main(int argc, char** argv) {
         const std::string one = fmt::format("ACCRUE_NUM_THREADS=2 {}{} --batch {}", self, args, batch / k);
         const std::string two =
             fmt::format("{} -np 2{} {}{} --batch {} --distributed", mpirun, root, self, args, batch / k / 2);
-        const std::string half = fmt::format(" --worker {} --k {} --samples {}{} --batch {}", model, k, n / 2, worker_flags,
-                                             batch / k / 2);
+        const std::string half = fmt::format(" --worker {} --k {} --samples {}{} --batch {}", model, k, n / 2,
+                                             worker_flags, batch / k / 2);
         const std::string alone = fmt::format("ACCRUE_NUM_THREADS=1 taskset -c 0 {0}{1} & ACCRUE_NUM_THREADS=1 taskset -c 1 "
                                               "{0}{1}; wait",
                                               self, half);

@@ -80,8 +80,9 @@ LayerMemoryUse MultiHeadAttention::memory_use(const LayerMemoryQuery& q) const {
           .forward_scratch = std::max({packed, kernels::attention_scratch_bytes(q.device, g, false), out.forward_scratch}),
           // The float32 gradients of q, k and v, then their packed copy for in_proj's backward (most of
           // them alive at once); under autocast also their conversions to the projection's type.
-          .backward_scratch = 3 * width * 4 + (projected == DType::f32 ? 2 : 6) * width * dtype_size(projected) +
-                              std::max(kernels::attention_scratch_bytes(q.device, g, true), out.scratch_with_input_gradient()),
+          .backward_scratch =
+              3 * width * 4 + (projected == DType::f32 ? 2 : 6) * width * dtype_size(projected) +
+              std::max(kernels::attention_scratch_bytes(q.device, g, true), out.scratch_with_input_gradient()),
           // in_proj reads its weight as a dim x 3 dim operand forward, 3 dim x dim back to the input.
           .kept_packs = out.kept_packs + out.kept_packs_for_input_gradient +
                         kernels::gemm_kept_parameter_bytes(q.device, projected, dim_, 3 * dim_),
@@ -161,9 +162,10 @@ LayerMemoryUse TransformerBlock::memory_use(const LayerMemoryQuery& q) const {
           // The MLP's hidden gradients (before and after GELU), or attention's own, whichever is more.
           // The block's input gradient, which the plan counts beside this, appears only once the MLP's
           // are gone.
-          .backward_scratch = std::max(2 * hidden_kept +
-                                           std::max(l1.scratch_with_input_gradient(), l2.scratch_with_input_gradient()) - width,
-                                       att.backward_scratch),
+          .backward_scratch =
+              std::max(2 * hidden_kept + std::max(l1.scratch_with_input_gradient(), l2.scratch_with_input_gradient()) -
+                           width,
+                       att.backward_scratch),
           // Every sub-layer's input is inside the block and needs its gradient (norm1 has parameters).
           .kept_packs = att.kept_packs + att.kept_packs_for_input_gradient + l1.kept_packs +
                         l1.kept_packs_for_input_gradient + l2.kept_packs + l2.kept_packs_for_input_gradient,

@@ -105,7 +105,8 @@ Tensor widen(const void* src, DType type, DType low, std::int64_t n) {
   } else {
     const auto* in = static_cast<const float*>(src);
     parallel_for(n, 1 << 14, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t i = begin; i < end; ++i) out[i] = common::float_from_f16_bits(common::f16_bits_from_float(in[i]));
+      for (std::int64_t i = begin; i < end; ++i)
+        out[i] = common::float_from_f16_bits(common::f16_bits_from_float(in[i]));
     });
   }
   return wide;
