@@ -170,6 +170,56 @@ void print_allreduce_alone(const std::vector<std::string>& models, const std::st
   }
 }
 
+// How the driver starts the runs it times.
+struct Launch {
+  std::string self;          // this program
+  std::string mpirun_np2;    // the launcher of two processes, with its flags
+  std::string worker_flags;  // --data and --per-window, as given
+  std::string python;        // empty without PyTorch
+  std::string torch_data;
+  std::int64_t batch;  // effective
+  int reps;
+};
+
+// One row of the table: `model` at accumulation k on n samples, its runs alternating `reps` times.
+void print_row(const Launch& l, const std::string& model, int k, std::int64_t n) {
+  const auto worker = [&](std::int64_t samples, std::int64_t micro_batch) {
+    return fmt::format("{} --worker {} --k {} --samples {} --batch {}{}", l.self, model, k, samples, micro_batch,
+                       l.worker_flags);
+  };
+  const std::string one = "ACCRUE_NUM_THREADS=2 " + worker(n, l.batch / k);
+  const std::string two = fmt::format("{} {} --distributed", l.mpirun_np2, worker(n, l.batch / k / 2));
+  const std::string alone = fmt::format("ACCRUE_NUM_THREADS=1 taskset -c 0 {0} & ACCRUE_NUM_THREADS=1 taskset -c 1 {0}; wait",
+                                        worker(n / 2, l.batch / k / 2));
+  const std::string torch = fmt::format("{} {}/pytorch_ddp.py --model {} --batch {} --accumulate {} --samples {} --data {}",
+                                        l.python, ACCRUE_BENCH_DIR, model, l.batch, k, n, l.torch_data);
+  std::vector<double> t1, t2, apart, ar, waited, p1, p2;
+  for (int r = 0; r < l.reps; ++r) {
+    const Result a = run(one);
+    const Result b = run(two);
+    t1.push_back(a.seconds);
+    t2.push_back(b.seconds);
+    const std::vector<Result> both = run_all(alone);
+    apart.push_back(std::max_element(both.begin(), both.end(), [](const Result& x, const Result& y) {
+                      return x.seconds < y.seconds;
+                    })->seconds);
+    ar.push_back(b.allreduce);
+    waited.push_back(b.waited);
+    if (!l.python.empty()) {
+      p1.push_back(run(torch + " --processes 1").seconds);
+      p2.push_back(run(torch + " --processes 2").seconds);
+    }
+  }
+  const auto cell = [&](const std::vector<double>& v) {
+    return v.empty() ? std::string("-") : fmt::format("{:.2f}", bench::median(v));
+  };
+  std::printf("%-5s %3d %10s %10s %6.2fx %8s %12.2f %9.2f %10s %10s %7s\n", model.c_str(), k, cell(t1).c_str(),
+              cell(t2).c_str(), bench::median(t2) / bench::median(t1), cell(apart).c_str(), bench::median(ar),
+              bench::median(waited), cell(p1).c_str(), cell(p2).c_str(),
+              p1.empty() ? "-" : fmt::format("{:.2f}x", bench::median(p2) / bench::median(p1)).c_str());
+  std::fflush(stdout);
+}
+
 int main(int argc, char** argv) {
   CLI::App app{"Data-parallel training: 1 process x 2 threads against 2 processes x 1 thread"};
   int reps = 3;
@@ -205,51 +255,23 @@ int main(int argc, char** argv) {
     const std::string root = geteuid() == 0 ? " --allow-run-as-root" : "";
     const bool torch = !no_pytorch && std::system((python + " -c 'import torch' >/dev/null 2>&1").c_str()) == 0;
     if (!no_pytorch && !torch) std::printf("PyTorch: not found (%s -c 'import torch' failed); Accrue only\n", python.c_str());
-    const std::string worker_flags = (data.empty() ? "" : " --data " + data) + (per_window ? " --per-window" : "");
-    const std::string torch_data = data.empty() ? "/usr/share/datasets/fashion-mnist" : data;
+    const Launch launch{.self = self,
+                        .mpirun_np2 = fmt::format("{} -np 2{}", mpirun, root),
+                        .worker_flags = (data.empty() ? "" : " --data " + data) + (per_window ? " --per-window" : ""),
+                        .python = torch ? python : "",
+                        .torch_data = data.empty() ? "/usr/share/datasets/fashion-mnist" : data,
+                        .batch = batch,
+                        .reps = reps};
     std::printf("effective batch %ld%s; %d measurements of each, alternating; seconds per epoch (medians)\n\n",
                 static_cast<long>(batch), per_window ? ", Accrue's Dense weight gradients once per window" : "", reps);
     std::printf("%-5s %3s %10s %10s %7s %8s %12s %9s %10s %10s %7s\n", "model", "K", "1p x 2t", "2p x 1t", "2p/1p",
                 "2 alone", "allreduce s", "waited s", "torch 1p", "torch DDP", "DDP/1p");
     for (const std::string& model : models)
       for (const int k : accumulations) {
-        const std::int64_t n = model == "cnn" ? cnn_samples : mlp_samples;
         ACCRUE_CHECK(batch % (2 * k) == 0, "--batch {}: must divide into 2 processes x accumulation {}", batch, k);
-        const std::string args = fmt::format(" --worker {} --k {} --samples {}{}", model, k, n, worker_flags);
-        const std::string one = fmt::format("ACCRUE_NUM_THREADS=2 {}{} --batch {}", self, args, batch / k);
-        const std::string two =
-            fmt::format("{} -np 2{} {}{} --batch {} --distributed", mpirun, root, self, args, batch / k / 2);
-        const std::string half = fmt::format(" --worker {} --k {} --samples {}{} --batch {}", model, k, n / 2,
-                                             worker_flags, batch / k / 2);
-        const std::string alone = fmt::format("ACCRUE_NUM_THREADS=1 taskset -c 0 {0}{1} & ACCRUE_NUM_THREADS=1 taskset -c 1 "
-                                              "{0}{1}; wait",
-                                              self, half);
-        const std::string torch_cmd = fmt::format("{} {}/pytorch_ddp.py --model {} --batch {} --accumulate {} --samples {} --data {}",
-                                                  python, ACCRUE_BENCH_DIR, model, batch, k, n, torch_data);
-        std::vector<double> t1, t2, apart, ar, waited, p1, p2;
-        for (int r = 0; r < reps; ++r) {
-          const Result a = run(one);
-          const Result b = run(two);
-          t1.push_back(a.seconds);
-          t2.push_back(b.seconds);
-          const std::vector<Result> both = run_all(alone);
-          apart.push_back(std::max_element(both.begin(), both.end(), [](const Result& x, const Result& y) {
-                            return x.seconds < y.seconds;
-                          })->seconds);
-          ar.push_back(b.allreduce);
-          waited.push_back(b.waited);
-          if (torch) {
-            p1.push_back(run(torch_cmd + " --processes 1").seconds);
-            p2.push_back(run(torch_cmd + " --processes 2").seconds);
-          }
-        }
-        const auto cell = [&](const std::vector<double>& v) { return v.empty() ? std::string("-") : fmt::format("{:.2f}", bench::median(v)); };
-        std::printf("%-5s %3d %10s %10s %6.2fx %8s %12.2f %9.2f %10s %10s %7s\n", model.c_str(), k, cell(t1).c_str(),
-                    cell(t2).c_str(), bench::median(t2) / bench::median(t1), cell(apart).c_str(), bench::median(ar), bench::median(waited), cell(p1).c_str(),
-                    cell(p2).c_str(), p1.empty() ? "-" : fmt::format("{:.2f}x", bench::median(p2) / bench::median(p1)).c_str());
-        std::fflush(stdout);
+        print_row(launch, model, k, model == "cnn" ? cnn_samples : mlp_samples);
       }
-    print_allreduce_alone(models, fmt::format("{} -np 2{} {}", mpirun, root, self));
+    print_allreduce_alone(models, launch.mpirun_np2 + " " + self);
     return 0;
   } catch (const Error& e) {
     std::fprintf(stderr, "data_parallel: %s\n", e.what());

@@ -76,52 +76,33 @@ std::vector<float> direct_conv(const Tensor& x, const Tensor& w, const Tensor& b
   return y;
 }
 
-// dx[n, c, h, w] = sum over k, r, s of dy[n, k, h + pad - r, w + pad - s] w[k, c, r, s]: the input
-// gradient of a convolution of stride 1, dilation 1 and one group, from its definition.
-std::vector<float> direct_input_gradient(const Tensor& dy, const Tensor& w, const Shape& x_shape, std::int64_t pad) {
-  const auto dyv = dy.to_vector(), wv = w.to_vector();
-  const std::int64_t N = x_shape[0], C = x_shape[1], H = x_shape[2], W = x_shape[3], K = w.size(0), R = w.size(2),
+// The input's and the weight's gradients of a convolution of stride 1, dilation 1 and one group,
+// from its definition: each term x[n, c, p - pad + r, q - pad + s] w[k, c, r, s] of y[n, k, p, q]
+// adds dy[n, k, p, q] w[k, c, r, s] to dx and dy[n, k, p, q] x[n, c, ...] to dw (sums in double).
+struct DirectGradients {
+  std::vector<float> dx, dw;
+};
+DirectGradients direct_gradients(const Tensor& dy, const Tensor& x, const Tensor& w, std::int64_t pad) {
+  const auto dyv = dy.to_vector(), xv = x.to_vector(), wv = w.to_vector();
+  const std::int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3), K = w.size(0), R = w.size(2),
                      S = w.size(3), P = dy.size(2), Q = dy.size(3);
-  std::vector<float> dx(static_cast<std::size_t>(N * C * H * W));
+  std::vector<double> dx(static_cast<std::size_t>(N * C * H * W)), dw(static_cast<std::size_t>(K * C * R * S));
   for (std::int64_t n = 0; n < N; ++n)
-    for (std::int64_t c = 0; c < C; ++c)
-      for (std::int64_t h = 0; h < H; ++h)
-        for (std::int64_t ww = 0; ww < W; ++ww) {
-          double acc = 0.0;
-          for (std::int64_t k = 0; k < K; ++k)
+    for (std::int64_t k = 0; k < K; ++k)
+      for (std::int64_t p = 0; p < P; ++p)
+        for (std::int64_t q = 0; q < Q; ++q) {
+          const double g = dyv[((n * K + k) * P + p) * Q + q];
+          for (std::int64_t c = 0; c < C; ++c)
             for (std::int64_t r = 0; r < R; ++r)
               for (std::int64_t s = 0; s < S; ++s) {
-                const std::int64_t p = h + pad - r, q = ww + pad - s;
-                if (p < 0 || p >= P || q < 0 || q >= Q) continue;
-                acc += static_cast<double>(dyv[((n * K + k) * P + p) * Q + q]) * wv[((k * C + c) * R + r) * S + s];
-              }
-          dx[((n * C + c) * H + h) * W + ww] = static_cast<float>(acc);
-        }
-  return dx;
-}
-
-// dw[k, c, r, s] = sum over n, p, q of dy[n, k, p, q] x[n, c, p - pad + r, q - pad + s]: the weight
-// gradient of a convolution of stride 1, dilation 1 and one group, from its definition.
-std::vector<float> direct_weight_gradient(const Tensor& dy, const Tensor& x, const Shape& w_shape, std::int64_t pad) {
-  const auto dyv = dy.to_vector(), xv = x.to_vector();
-  const std::int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3), K = w_shape[0], R = w_shape[2],
-                     S = w_shape[3], P = dy.size(2), Q = dy.size(3);
-  std::vector<float> dw(static_cast<std::size_t>(K * C * R * S));
-  for (std::int64_t k = 0; k < K; ++k)
-    for (std::int64_t c = 0; c < C; ++c)
-      for (std::int64_t r = 0; r < R; ++r)
-        for (std::int64_t s = 0; s < S; ++s) {
-          double acc = 0.0;
-          for (std::int64_t n = 0; n < N; ++n)
-            for (std::int64_t p = 0; p < P; ++p)
-              for (std::int64_t q = 0; q < Q; ++q) {
                 const std::int64_t h = p - pad + r, ww = q - pad + s;
                 if (h < 0 || h >= H || ww < 0 || ww >= W) continue;
-                acc += static_cast<double>(dyv[((n * K + k) * P + p) * Q + q]) * xv[((n * C + c) * H + h) * W + ww];
+                const std::int64_t xi = ((n * C + c) * H + h) * W + ww, wi = ((k * C + c) * R + r) * S + s;
+                dx[xi] += g * wv[wi];
+                dw[wi] += g * xv[xi];
               }
-          dw[((k * C + c) * R + r) * S + s] = static_cast<float>(acc);
         }
-  return dw;
+  return {{dx.begin(), dx.end()}, {dw.begin(), dw.end()}};
 }
 
 double largest_difference(const std::vector<float>& got, const std::vector<float>& expected) {
@@ -210,15 +191,14 @@ BOOST_AUTO_TEST_CASE(larger_conv2d_matches_its_definition) {
                  dy = random_tensor({c.x[0], c.w[0], c.x[2], c.x[3]}, ++seed);
     const Conv2dOptions o{.padding = 1};
     const auto expected_y = direct_conv(x, w, b, o);
-    const auto expected_dx = direct_input_gradient(dy, w, x.shape(), 1);
-    const auto expected_dw = direct_weight_gradient(dy, x, w.shape(), 1);
+    const DirectGradients expected = direct_gradients(dy, x, w, 1);
     in_each_form([&] {
       const Tensor xl = leaf(x.clone()), wl = leaf(w.clone());
       const Tensor y = ops::conv2d(xl, wl, b, o);
       y.backward(dy);
       const double y_error = largest_difference(y.to_vector(), expected_y);
-      const double dx_error = largest_difference(xl.grad().to_vector(), expected_dx);
-      const double dw_error = largest_difference(wl.grad().to_vector(), expected_dw);
+      const double dx_error = largest_difference(xl.grad().to_vector(), expected.dx);
+      const double dw_error = largest_difference(wl.grad().to_vector(), expected.dw);
       BOOST_TEST_MESSAGE(c.name << ": largest difference: y " << y_error << ", dx " << dx_error << ", dw "
                                 << dw_error);
       BOOST_TEST(y_error < 1e-4, c.name);
