@@ -13,12 +13,12 @@
 #   dataset-fashion-mnist     the FashionMNIST files the tutorial trains on
 #   fortunes                  the text the character-level language model trains on (examples/char_lm)
 #   libopenmpi-dev openmpi-bin  data-parallel training over several processes (mpirun)
-#   libcpp-httplib-dev        the playground's HTTP server (examples/playground)
+#   libboost-dev              Boost.Beast and Asio: the playground's HTTP server (examples/playground)
 set -euo pipefail
 
 packages=(cmake ninja-build g++ libopenblas-dev librange-v3-dev libfmt-dev zlib1g-dev libcli11-dev
           libboost-test-dev nlohmann-json3-dev dataset-fashion-mnist fortunes libopenmpi-dev openmpi-bin
-          libcpp-httplib-dev "$@")
+          libboost-dev "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

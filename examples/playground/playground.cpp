@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <thread>
 
 #include "../example_options.hpp"
@@ -41,6 +42,7 @@ int main(int argc, char** argv) {
   app.add_option("--device", device, "Where to train: best, cpu, cuda, cuda:N")->capture_default_str();
 
   return examples::run_example(app, argc, argv, [&] {
+    ACCRUE_CHECK(!host.empty(), "--host: an empty address; give one such as 127.0.0.1 or 0.0.0.0");
     // SIGINT and SIGTERM go to one thread that stops the server; every other thread blocks them.
     sigset_t signals;
     sigemptyset(&signals);
@@ -51,19 +53,18 @@ int main(int argc, char** argv) {
     const Dataset train = datasets::fashion_mnist(data).train;
     const Device target = Device::parse(device);
     const bool loopback_only = host == "127.0.0.1" || host == "localhost" || host == "::1";
-    playground::Playground playground{train, target, !loopback_only};
-    httplib::Server server;
+    playground::Playground playground{train, target};
+    playground::http::Server server{{.remote_allowed = !loopback_only}};
     const nlohmann::json page_data{
         {"defaults", playground::Settings{}.to_json()}, {"samples", train.size()}, {"device", target.str()}};
     playground.serve(server,
                      callbacks::fill_report_page(detail::playground_page(), "Accrue playground", page_data.dump()));
-    const int bound = port == 0 ? server.bind_to_any_port(host) : (server.bind_to_port(host, port) ? port : -1);
-    if (bound < 0)
-      throw IoError(fmt::format("--host {} --port {}: cannot listen there (in use, or not an address of this machine)",
-                                host, port));
+    const int bound = server.bind(host, port);
     fmt::print("Playground: http://{}:{}/ ({} training samples on {}; Ctrl-C stops)\n",
                host.find(':') != std::string::npos ? "[" + host + "]" : host, bound, train.size(), target.str());
-    std::fflush(stdout);
+    // Nobody can use a server whose address was not printed.
+    if (std::fflush(stdout) != 0 || std::ferror(stdout))
+      throw IoError(fmt::format("the address could not be printed ({}); the playground did not start", std::strerror(errno)));
 
     std::atomic<bool> signalled{false};
     std::thread waiter{[&] {
@@ -72,9 +73,17 @@ int main(int argc, char** argv) {
       signalled = true;
       server.stop();
     }};
-    server.listen_after_bind();
-    // Stopped by a signal, or listening failed: then the waiter still waits, for a signal to this process.
-    if (!signalled) ::kill(::getpid(), SIGTERM);
-    waiter.join();
+    // The waiter waits for a signal to this process: when serving ends otherwise, send one.
+    const auto release = [&] {
+      if (!signalled) ::kill(::getpid(), SIGTERM);
+      waiter.join();
+    };
+    try {
+      server.run();
+    } catch (...) {
+      release();
+      throw;
+    }
+    release();
   });
 }

@@ -15,18 +15,48 @@ namespace {
 
 constexpr std::int64_t largest_micro_batch = 4096, largest_accumulation = 4096;
 
+// A client's value in a message: numbers, booleans and short text as they are; anything else by
+// its type and size, so that a message never grows with what a client sends.
+std::string describe(const nlohmann::json& value) {
+  const auto text = [](const std::string& s) {
+    return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  };
+  switch (value.type()) {
+    case nlohmann::json::value_t::string: {
+      const std::string& s = value.get_ref<const std::string&>();
+      return s.size() <= 40 ? text(s) : fmt::format("a text of {} bytes", s.size());
+    }
+    case nlohmann::json::value_t::array:
+      return fmt::format("an array of {} item{}", value.size(), value.size() == 1 ? "" : "s");
+    case nlohmann::json::value_t::object:
+      return fmt::format("an object of {} key{}", value.size(), value.size() == 1 ? "" : "s");
+    default:
+      return value.dump();  // a number, true, false or null: short
+  }
+}
+
+// A key in a message: at most 40 bytes, with what is not printable escaped (a NUL included).
+std::string key_name(std::string_view key) {
+  std::string out;
+  for (const char c : key.substr(0, 40)) {
+    const auto b = static_cast<unsigned char>(c);
+    out += b < 0x20 || b >= 0x7f ? fmt::format("\\x{:02x}", b) : std::string(1, c);
+  }
+  return key.size() > 40 ? out + "..." : out;
+}
+
 std::int64_t whole(const nlohmann::json& value, std::string_view key, std::int64_t low, std::int64_t high) {
   const bool integral = value.is_number_integer() || value.is_number_unsigned();
   if (!integral || (value.is_number_unsigned() && value.get<std::uint64_t>() > static_cast<std::uint64_t>(high)) ||
       value.get<std::int64_t>() < low || value.get<std::int64_t>() > high)
-    throw SettingsError(fmt::format("{}: {} is not a whole number from {} to {}", key, value.dump(), low, high));
+    throw SettingsError(fmt::format("{}: {} is not a whole number from {} to {}", key, describe(value), low, high));
   return value.get<std::int64_t>();
 }
 
 double number(const nlohmann::json& value, std::string_view key, double low, double high, bool low_included) {
   const double v = value.is_number() ? value.get<double>() : NAN;
   if (!std::isfinite(v) || v < low || (!low_included && v == low) || v > high)
-    throw SettingsError(fmt::format("{}: {} is not a number from {} ({}) to {}", key, value.dump(), low,
+    throw SettingsError(fmt::format("{}: {} is not a number from {} ({}) to {}", key, describe(value), low,
                                     low_included ? "included" : "excluded", high));
   return v;
 }
@@ -37,7 +67,29 @@ std::string one_of(const nlohmann::json& value, std::string_view key, std::initi
     if (value.is_string() && value.get<std::string>() == c) return std::string{c};
     names += (names.empty() ? "" : ", ") + std::string{c};
   }
-  throw SettingsError(fmt::format("{}: {} is not one of {}", key, value.dump(), names));
+  throw SettingsError(fmt::format("{}: {} is not one of {}", key, describe(value), names));
+}
+
+// The body as JSON, nested at most max_settings_depth deep (refused as soon as it goes deeper,
+// before anything deeper is built); SettingsError with nlohmann's reason, without its quote of the
+// client's bytes.
+nlohmann::json parse_json(std::string_view body) {
+  const nlohmann::json::parser_callback_t depth = [](int level, nlohmann::json::parse_event_t, nlohmann::json&) {
+    if (level > max_settings_depth)
+      throw SettingsError(fmt::format("the settings are nested more than {} deep", max_settings_depth));
+    return true;
+  };
+  try {
+    return nlohmann::json::parse(body.empty() ? std::string_view{"{}"} : body, depth);
+  } catch (const nlohmann::json::out_of_range&) {
+    throw SettingsError("the settings hold a number too large for a double");
+  } catch (const nlohmann::json::exception& e) {
+    std::string reason = e.what();
+    reason = reason.substr(0, reason.find("; last read"));
+    if (const std::size_t p = reason.find("] "); reason.starts_with("[json.exception.") && p != std::string::npos)
+      reason = reason.substr(p + 2);
+    throw SettingsError(fmt::format("the settings are not JSON: {}", reason));
+  }
 }
 
 Normalization normalization_of(const std::string& name) {
@@ -81,13 +133,8 @@ json Settings::to_json() const {
 }
 
 Settings parse_settings(std::string_view body, std::int64_t training_samples) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(body.empty() ? std::string_view{"{}"} : body);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw SettingsError(fmt::format("the settings are not JSON: {}", e.what()));
-  }
-  if (!j.is_object()) throw SettingsError(fmt::format("the settings must be a JSON object, got {}", j.dump()));
+  const nlohmann::json j = parse_json(body);
+  if (!j.is_object()) throw SettingsError(fmt::format("the settings must be a JSON object, got {}", describe(j)));
   Settings s;
   const std::string known =
       "model, micro_batch, accumulate, memory_cap_mib, amp, normalization, lr, schedule, epochs, "
@@ -99,10 +146,12 @@ Settings parse_settings(std::string_view body, std::int64_t training_samples) {
       s.micro_batch = whole(value, key, 1, std::min(largest_micro_batch, training_samples));
     else if (key == "accumulate")
       s.accumulate = whole(value, key, 1, largest_accumulation);
-    else if (key == "memory_cap_mib")
+    else if (key == "memory_cap_mib") {
       s.memory_cap_mib = number(value, key, 0, 1 << 20, true);
-    else if (key == "amp") {
-      if (!value.is_boolean()) throw SettingsError(fmt::format("amp: {} is not true or false", value.dump()));
+      if (s.memory_cap_mib > 0 && s.cap_bytes() == 0)
+        throw SettingsError(fmt::format("memory_cap_mib: {} MiB is less than one byte; 0 means no cap", describe(value)));
+    } else if (key == "amp") {
+      if (!value.is_boolean()) throw SettingsError(fmt::format("amp: {} is not true or false", describe(value)));
       s.amp = value.get<bool>();
     } else if (key == "normalization")
       s.normalization = one_of(value, key, {"per_window", "per_micro_batch"});
@@ -119,7 +168,7 @@ Settings parse_settings(std::string_view body, std::int64_t training_samples) {
     else if (key == "seed")
       s.seed = static_cast<std::uint64_t>(whole(value, key, 0, std::int64_t{1} << 53));
     else
-      throw SettingsError(fmt::format("unknown setting '{}'; the settings are {}", key, known));
+      throw SettingsError(fmt::format("unknown setting '{}'; the settings are {}", key_name(key), known));
   }
   if (s.micro_batch * s.accumulate > training_samples)
     throw SettingsError(fmt::format("micro_batch x accumulate = {} x {} = {} is more than the {} training samples",
@@ -130,25 +179,20 @@ Settings parse_settings(std::string_view body, std::int64_t training_samples) {
 // ---- EventLog ----
 
 void EventLog::begin_run(std::int64_t run) {
-  {
-    const std::lock_guard lock{mutex_};
-    run_ = run;
-    events_.clear();
-  }
-  changed_.notify_all();
+  const std::lock_guard lock{mutex_};
+  run_ = run;
+  events_.clear();
+  changed();
 }
 
 void EventLog::publish(std::string event) {
-  {
-    const std::lock_guard lock{mutex_};
-    events_.push_back(std::move(event));
-  }
-  changed_.notify_all();
+  const std::lock_guard lock{mutex_};
+  events_.push_back(std::move(event));
+  changed();
 }
 
-std::vector<std::string> EventLog::wait(Cursor& cursor, std::chrono::milliseconds timeout) {
-  std::unique_lock lock{mutex_};
-  changed_.wait_for(lock, timeout, [&] { return closed_ || cursor.run != run_ || cursor.next < events_.size(); });
+std::vector<std::string> EventLog::take(Cursor& cursor) {
+  const std::lock_guard lock{mutex_};
   if (cursor.run != run_) cursor = {run_, 0};
   std::vector<std::string> out(events_.begin() + static_cast<std::ptrdiff_t>(std::min(cursor.next, events_.size())),
                                events_.end());
@@ -156,12 +200,19 @@ std::vector<std::string> EventLog::wait(Cursor& cursor, std::chrono::millisecond
   return out;
 }
 
-void EventLog::close() {
-  {
-    const std::lock_guard lock{mutex_};
-    closed_ = true;
-  }
-  changed_.notify_all();
+std::uint64_t EventLog::subscribe(std::function<void()> wake) {
+  const std::lock_guard lock{mutex_};
+  subscribers_.emplace_back(next_id_, std::move(wake));
+  return next_id_++;
+}
+
+void EventLog::unsubscribe(std::uint64_t id) {
+  const std::lock_guard lock{mutex_};
+  std::erase_if(subscribers_, [&](const auto& s) { return s.first == id; });
+}
+
+void EventLog::changed() {
+  for (const auto& [id, wake] : subscribers_) wake();
 }
 
 // ---- The run's events ----
@@ -282,12 +333,10 @@ class Playground::Stream final : public Callback {
 
 // ---- Playground ----
 
-Playground::Playground(Dataset train, Device device, bool remote_allowed)
-    : train_(std::move(train)), device_(device), remote_allowed_(remote_allowed) {}
+Playground::Playground(Dataset train, Device device) : train_(std::move(train)), device_(device) {}
 
 Playground::~Playground() {
   closing_ = true;
-  events_.close();
   stop();
   const std::lock_guard control{control_};
   join_finished();
@@ -306,7 +355,7 @@ Sequential Playground::build(const Settings& s) const {
 
 json Playground::plan(const Settings& s) const {
   const Sequential model = build(s);
-  const std::size_t cap = static_cast<std::size_t>(s.memory_cap_mib * 1024 * 1024);
+  const std::size_t cap = s.cap_bytes();
   // Under a cap, the run keeps accumulation to its least memory (defers no weight gradients).
   const MemoryPlan plan = model.memory_plan(s.micro_batch, s.accumulate > 1, cap > 0);
   json out{{"categories", category_names()},
@@ -383,7 +432,7 @@ void Playground::train(std::int64_t run, Settings s) {
   json end{{"type", "end"}, {"run", run}, {"outcome", "finished"}, {"message", ""}, {"oom", false}};
   // The cap is on the model's memory: the limit adds what is live before the run (the datasets).
   const MemoryStats before = memory_stats(device_);
-  const std::size_t cap = static_cast<std::size_t>(s.memory_cap_mib * 1024 * 1024);
+  const std::size_t cap = s.cap_bytes();
   try {
     set_memory_limit(device_, cap > 0 ? before.live_total + cap : 0);
     Sequential model = build(s);
@@ -438,131 +487,84 @@ json Playground::status() const {
 
 namespace {
 
-void answer(httplib::Response& res, int status, const json& body) {
-  res.status = status;
-  res.set_content(body.dump() + "\n", "application/json");
-}
-
-void refuse(httplib::Response& res, int status, const std::string& message) {
-  answer(res, status, json{{"error", message}});
-}
-
-bool loopback(const std::string& address) {
-  return address == "127.0.0.1" || address == "::1" || address.starts_with("::ffff:127.") ||
-         address.starts_with("127.");
+http::Response answer(int status, const json& body) {
+  return {status, body.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"};
 }
 
 }  // namespace
 
-void Playground::serve(httplib::Server& server, std::string page) {
-  set_policies(server);
-  server.Get("/", [page = std::move(page)](const httplib::Request&, httplib::Response& res) {
-    res.set_content(page, "text/html; charset=utf-8");
-  });
-  route_api(server);
-  route_events(server);
-}
+// A page watching: a hello with the status, then every event of the log as it comes.
+class Playground::Watcher final : public http::EventFeed {
+ public:
+  Watcher(Playground& owner, std::function<void()> wake) : owner_(owner), id_(owner.events_.subscribe(std::move(wake))) {}
+  ~Watcher() override {
+    owner_.events_.unsubscribe(id_);
+    --owner_.streams_;
+  }
+  std::string take() override {
+    std::string frames;
+    if (!greeted_) {
+      greeted_ = true;
+      json hello = owner_.status();
+      hello["type"] = "hello";
+      frames += "data: " + hello.dump() + "\n\n";
+    }
+    for (const std::string& e : owner_.events_.take(cursor_)) frames += "data: " + e + "\n\n";
+    return frames;
+  }
 
-// Threads, connections, who may ask, and errors as JSON.
-void Playground::set_policies(httplib::Server& server) {
-  // Every page that watches holds a thread for its stream; polling clients hold one per connection.
-  server.new_task_queue = [] { return new httplib::ThreadPool(max_streams + 80); };
-  // A polling page keeps its connection (httplib closes one after 5 requests by default): 50 pollers
-  // reconnecting every 50 ms overflowed the listen backlog of 5 on a busy machine, and a POST among
-  // them lost its connection (tests/examples/test_playground.cpp).
-  server.set_keep_alive_max_count(1000);
-  server.set_keep_alive_timeout(2);
-  server.set_payload_max_length(1 << 16);
-  server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (!remote_allowed_ && !loopback(req.remote_addr)) {
-      refuse(res, 403,
-             fmt::format("the playground answers loopback only (this request came from {}); start it with "
-                         "--host 0.0.0.0 to open it to other machines",
-                         req.remote_addr));
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    // A page of another site may not start or stop runs (browsers send Origin with cross-site POSTs).
-    if (req.method == "POST" && req.has_header("Origin") &&
-        req.get_header_value("Origin") != "http://" + req.get_header_value("Host")) {
-      refuse(res, 403, fmt::format("requests from the page {} are refused", req.get_header_value("Origin")));
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
-  server.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr e) {
-    try {
-      std::rethrow_exception(e);
-    } catch (const std::exception& x) {
-      refuse(res, 500, x.what());
-    } catch (...) {
-      refuse(res, 500, "unknown error");
-    }
-  });
-  server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (res.body.empty())
-      refuse(res, res.status, fmt::format("{} {}: no such page or method here", req.method, req.path));
-  });
-}
+ private:
+  Playground& owner_;
+  std::uint64_t id_;
+  EventLog::Cursor cursor_;
+  bool greeted_ = false;
+};
 
-void Playground::route_api(httplib::Server& server) {
-  server.Get("/api/status", [this](const httplib::Request&, httplib::Response& res) { answer(res, 200, status()); });
-  server.Post("/api/plan", [this](const httplib::Request& req, httplib::Response& res) {
-    try {
-      const Settings s = parse_settings(req.body, static_cast<std::int64_t>(train_.size()));
-      if (status()["running"]) return refuse(res, 409, "a run is going: its plan is in its \"run\" event");
-      answer(res, 200, plan(s));
-    } catch (const SettingsError& e) {
-      refuse(res, 400, e.what());
-    }
+void Playground::serve(http::Server& server, std::string page) {
+  server.route("GET", "/", [page = std::move(page)](const http::Request&) {
+    return http::Response{200, page, "text/html; charset=utf-8"};
   });
-  server.Post("/api/runs", [this](const httplib::Request& req, httplib::Response& res) {
-    try {
-      const Settings s = parse_settings(req.body, static_cast<std::int64_t>(train_.size()));
-      if (const std::optional<std::int64_t> run = start(s))
-        return answer(res, 201, json{{"run", *run}, {"settings", s.to_json()}});
-      answer(res, 409,
-             json{{"error", "a run is going: watch it (GET /api/events) or stop it (POST /api/stop) first"},
-                  {"status", status()}});
-    } catch (const SettingsError& e) {
-      refuse(res, 400, e.what());
-    }
-  });
-  server.Post("/api/stop", [this](const httplib::Request&, httplib::Response& res) {
-    const std::int64_t run = status()["run"];
-    if (!stop()) return refuse(res, 409, "no run is going");
-    answer(res, 200, json{{"stopped", run}});
-  });
-}
-
-// Server-sent events: a hello with the status, then every event of the log as it comes.
-void Playground::route_events(httplib::Server& server) {
-  server.Get("/api/events", [this](const httplib::Request&, httplib::Response& res) {
+  server.route("GET", "/api/status", [this](const http::Request&) { return answer(200, status()); });
+  // Planning builds a model, and starting or stopping waits for the last run's thread: off the
+  // network threads.
+  server.route("POST", "/api/plan", [this](const http::Request& r) { return plan_request(r); }, true);
+  server.route("POST", "/api/runs", [this](const http::Request& r) { return start_request(r); }, true);
+  server.route("POST", "/api/stop", [this](const http::Request&) { return stop_request(); }, true);
+  server.route_stream("/api/events", [this](const http::Request&, std::function<void()> wake)
+                                         -> std::variant<http::Response, std::unique_ptr<http::EventFeed>> {
     if (++streams_ > max_streams) {
       --streams_;
-      return refuse(res, 503, fmt::format("{} pages are watching already; close one", max_streams));
+      return http::error(503, fmt::format("{} pages are watching already; close one", max_streams));
     }
-    res.set_header("Cache-Control", "no-cache");
-    auto cursor = std::make_shared<EventLog::Cursor>();
-    auto greeted = std::make_shared<bool>(false);
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [this, cursor, greeted](std::size_t, httplib::DataSink& sink) {
-          if (closing_) return false;
-          std::string frames;
-          if (!*greeted) {
-            *greeted = true;
-            json hello = status();
-            hello["type"] = "hello";
-            frames += "data: " + hello.dump() + "\n\n";
-          }
-          for (const std::string& e : events_.wait(*cursor, std::chrono::milliseconds{1000}))
-            frames += "data: " + e + "\n\n";
-          // A comment when there is nothing new: a page that went away is found out within a second.
-          if (frames.empty()) frames = ":\n\n";
-          return sink.write(frames.data(), frames.size());
-        },
-        [this](bool) { --streams_; });
+    return std::make_unique<Watcher>(*this, std::move(wake));
   });
+}
+
+http::Response Playground::plan_request(const http::Request& request) const {
+  try {
+    const Settings s = parse_settings(request.body, static_cast<std::int64_t>(train_.size()));
+    if (status()["running"]) return http::error(409, "a run is going: its plan is in its \"run\" event");
+    return answer(200, plan(s));
+  } catch (const SettingsError& e) {
+    return http::error(400, e.what());
+  }
+}
+
+http::Response Playground::start_request(const http::Request& request) {
+  try {
+    const Settings s = parse_settings(request.body, static_cast<std::int64_t>(train_.size()));
+    if (const std::optional<std::int64_t> run = start(s)) return answer(201, json{{"run", *run}, {"settings", s.to_json()}});
+    return answer(409, json{{"error", "a run is going: watch it (GET /api/events) or stop it (POST /api/stop) first"},
+                            {"status", status()}});
+  } catch (const SettingsError& e) {
+    return http::error(400, e.what());
+  }
+}
+
+http::Response Playground::stop_request() {
+  const std::int64_t run = status()["run"];
+  if (!stop()) return http::error(409, "no run is going");
+  return answer(200, json{{"stopped", run}});
 }
 
 }  // namespace playground

@@ -11,17 +11,16 @@
 //   GET  /api/events   Server-Sent Events: the current run's from its start, then the next runs'
 //   POST /api/stop     ends the run after its current micro-batch; 409 when none is going
 //
-// Settings are a JSON object; keys left out keep their defaults (Settings). Requests that do not
-// come from loopback are refused (403) when the server listens on loopback, and so are POSTs a
-// page of another origin sends (cross-site requests).
-
-#include <httplib.h>
+// Settings are a JSON object; keys left out keep their defaults (Settings). What the server refuses
+// before a request reaches these routes (slow or oversized requests, other machines, pages of other
+// sites) is in http_server.hpp.
 
 #include <accrue/accrue.hpp>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <limits>
@@ -31,6 +30,8 @@
 #include <string_view>
 #include <thread>
 #include <vector>
+
+#include "http_server.hpp"
 
 namespace playground {
 
@@ -52,6 +53,8 @@ struct Settings {
   std::uint64_t seed = 0;
 
   json to_json() const;
+  /// The cap in bytes (0: none).
+  std::size_t cap_bytes() const { return static_cast<std::size_t>(memory_cap_mib * 1024 * 1024); }
 };
 
 /// A setting that cannot be used, with the message the 400 answer carries.
@@ -60,8 +63,11 @@ struct SettingsError : std::runtime_error {
 };
 
 /// The settings in `body` (a JSON object); SettingsError naming the key and what is wrong with it
-/// (text where a number belongs, a micro-batch of 0, an accumulation of 10^9, an unknown key).
+/// (text where a number belongs, a micro-batch of 0, an accumulation of 10^9, an unknown key). The
+/// message describes a client's value by its type and size, never by quoting it whole, and JSON
+/// nested deeper than max_settings_depth is refused as it is read.
 Settings parse_settings(std::string_view body, std::int64_t training_samples);
+inline constexpr int max_settings_depth = 8;
 
 /// The events of the current run, kept from its start so that a page opened late sees all of it.
 class EventLog {
@@ -72,31 +78,32 @@ class EventLog {
   };
   void begin_run(std::int64_t run);
   void publish(std::string event);
-  /// The events after `cursor` (all of a newer run's), waiting up to `timeout` for one; advances it.
-  std::vector<std::string> wait(Cursor& cursor, std::chrono::milliseconds timeout);
-  /// Wakes every waiter for good (the server stops).
-  void close();
+  /// The events after `cursor` (all of a newer run's); advances it. Never blocks.
+  std::vector<std::string> take(Cursor& cursor);
+  /// Calls `wake` after every change, until unsubscribe(id) returns.
+  std::uint64_t subscribe(std::function<void()> wake);
+  void unsubscribe(std::uint64_t id);
 
  private:
+  void changed();  // with mutex_ held: the wake-ups run under it, so none comes after unsubscribe
   std::mutex mutex_;
-  std::condition_variable changed_;
   std::int64_t run_ = 0;
   std::vector<std::string> events_;
-  bool closed_ = false;
+  std::vector<std::pair<std::uint64_t, std::function<void()>>> subscribers_;
+  std::uint64_t next_id_ = 0;
 };
 
 class Playground {
  public:
-  /// Trains on `train` on `device`. `remote_allowed`: answer requests from other machines (the
-  /// server listens beyond loopback).
-  Playground(accrue::Dataset train, accrue::Device device, bool remote_allowed = false);
+  /// Trains on `train` on `device`.
+  Playground(accrue::Dataset train, accrue::Device device);
   /// Stops the run and waits for its thread.
   ~Playground();
   Playground(const Playground&) = delete;
   Playground& operator=(const Playground&) = delete;
 
-  /// Adds the page and the API to `server`, and gives it threads enough for `max_streams` pages.
-  void serve(httplib::Server& server, std::string page);
+  /// Adds the page and the API to `server`.
+  void serve(http::Server& server, std::string page);
 
   /// The memory plan of `settings` against its cap (POST /api/plan).
   json plan(const Settings& settings) const;
@@ -112,16 +119,16 @@ class Playground {
 
  private:
   class Stream;
-  void set_policies(httplib::Server& server);
-  void route_api(httplib::Server& server);
-  void route_events(httplib::Server& server);
+  class Watcher;
+  http::Response plan_request(const http::Request& request) const;
+  http::Response start_request(const http::Request& request);
+  http::Response stop_request();
   void train(std::int64_t run, Settings settings);
   accrue::Sequential build(const Settings& settings) const;
   void join_finished();
 
   accrue::Dataset train_;
   accrue::Device device_;
-  bool remote_allowed_;
   EventLog events_;
   std::mutex control_;        // start and stop, one at a time (held while a stop waits for the thread)
   mutable std::mutex mutex_;  // what the training thread shares with the server's threads

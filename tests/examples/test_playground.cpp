@@ -10,6 +10,7 @@
 #include <limits>
 #include <thread>
 
+#include "http_client.hpp"
 #include "playground_server.hpp"
 #include "test_util.hpp"
 
@@ -19,39 +20,38 @@ using test::random_images;
 
 namespace {
 
+using accrue::test::http::Connection;
+using accrue::test::http::Reply;
+
 // A Playground served on a free loopback port, in its own thread.
 struct Served {
   playground::Playground playground;
-  httplib::Server server;
+  playground::http::Server server;
   int port = 0;
   std::thread thread;
 
-  explicit Served(Dataset train) : playground(std::move(train), Device::cpu()) {
+  explicit Served(Dataset train, playground::http::ServerOptions options = {})
+      : playground(std::move(train), Device::cpu()), server(options) {
     playground.serve(server, "<!DOCTYPE html><title>playground</title>");
-    port = server.bind_to_any_port("127.0.0.1");
-    BOOST_REQUIRE(port > 0);
-    thread = std::thread([this] { server.listen_after_bind(); });
-    while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds{5});
+    port = server.bind("127.0.0.1", 0);
+    thread = std::thread([this] { server.run(); });
   }
   ~Served() {
     server.stop();
     thread.join();
   }
-  httplib::Client client() const {
-    httplib::Client c{"127.0.0.1", port};
-    c.set_read_timeout(30);
-    return c;
-  }
-  // POST with a JSON body: the status and the answer.
-  std::pair<int, json> post(const std::string& path, const std::string& body) const {
-    auto c = client();
+  // A request on a connection of its own: the status and the answer.
+  std::pair<int, json> ask(const std::string& method, const std::string& path, const std::string& body = "",
+                           const std::string& extra = "") const {
+    Connection c{port};
     const auto t0 = std::chrono::steady_clock::now();
-    const auto r = c.Post(path, body, "application/json");
-    BOOST_REQUIRE_MESSAGE(r, "POST " << path << " got no answer: " << httplib::to_string(r.error()) << " after "
-                                     << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()
-                                     << " s");
-    return {r->status, json::parse(r->body)};
+    const std::optional<Reply> r = c.ask(method, path, body, extra);
+    BOOST_REQUIRE_MESSAGE(r, method << " " << path << " got no answer after "
+                                    << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()
+                                    << " s");
+    return {r->status, r->json()};
   }
+  std::pair<int, json> post(const std::string& path, const std::string& body) const { return ask("POST", path, body); }
 };
 
 int threads_of_this_process() {
@@ -64,19 +64,27 @@ int threads_of_this_process() {
 std::vector<json> events(const Served& s, const std::function<bool(const json&)>& until,
                          std::chrono::seconds limit = std::chrono::seconds{60}) {
   std::vector<json> out;
+  Connection c{s.port, std::chrono::milliseconds{1000}};
+  BOOST_REQUIRE(c.send(accrue::test::http::request("GET", "/api/events", s.port)));
   std::string buffer;
   const auto deadline = std::chrono::steady_clock::now() + limit;
-  auto c = s.client();
-  c.Get("/api/events", [&](const char* data, std::size_t size) {
-    buffer.append(data, size);
+  bool head = true;
+  while (std::chrono::steady_clock::now() < deadline) {
+    buffer += c.read_some();
+    if (head) {
+      const std::size_t end = buffer.find("\r\n\r\n");
+      if (end == std::string::npos) continue;
+      BOOST_REQUIRE_MESSAGE(buffer.starts_with("HTTP/1.1 200"), buffer.substr(0, buffer.find("\r\n")));
+      buffer.erase(0, end + 4);
+      head = false;
+    }
     for (std::size_t end; (end = buffer.find("\n\n")) != std::string::npos; buffer.erase(0, end + 2)) {
       const std::string frame = buffer.substr(0, end);
       if (!frame.starts_with("data: ")) continue;  // ":" comments keep the stream alive
       out.push_back(json::parse(frame.substr(6)));
-      if (until(out.back())) return false;
+      if (until(out.back())) return out;
     }
-    return std::chrono::steady_clock::now() < deadline;
-  });
+  }
   return out;
 }
 
@@ -112,11 +120,12 @@ BOOST_AUTO_TEST_CASE(bad_settings_get_400_naming_the_setting) {
   }
   BOOST_TEST(s.playground.training_threads() == 0);
   BOOST_TEST(s.post("/api/stop", "").first == 409);
-  auto c = s.client();
-  const auto missing = c.Get("/api/nothing");
-  BOOST_REQUIRE(missing);
-  BOOST_TEST(missing->status == 404);
-  BOOST_TEST(json::parse(missing->body).at("error").get<std::string>().find("/api/nothing") != std::string::npos);
+  const auto [missing, answer] = s.ask("GET", "/api/nothing");
+  BOOST_TEST(missing == 404);
+  BOOST_TEST(answer.at("error").get<std::string>().find("/api/nothing") != std::string::npos);
+  const auto [wrong_method, why] = s.ask("GET", "/api/runs");
+  BOOST_TEST(wrong_method == 405);
+  BOOST_TEST(why.at("error").get<std::string>().find("POST") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(the_plan_past_the_cap_advises_a_micro_batch) {
@@ -176,11 +185,11 @@ BOOST_AUTO_TEST_CASE(fifty_pollers_and_twenty_start_stop_cycles) {
   std::vector<std::thread> clients;
   for (int i = 0; i < 50; ++i)
     clients.emplace_back([&] {
-      auto c = s.client();
+      Connection c{s.port};  // kept alive, as a polling page keeps its connection
       int answered = 0;
       while (!done) {
-        const auto r = c.Get("/api/status");
-        if (!r || r->status != 200 || !json::parse(r->body).contains("running")) ++failures;
+        const auto r = c.ask("GET", "/api/status");
+        if (!r || r->status != 200 || !r->json().contains("running")) ++failures;
         else ++answered;
         ++polls;
         std::this_thread::sleep_for(std::chrono::milliseconds{10});
@@ -236,4 +245,184 @@ BOOST_AUTO_TEST_CASE(fifty_pollers_and_twenty_start_stop_cycles) {
   BOOST_TEST(threads_of_this_process() == threads_before);
   const auto [status, answer] = s.post("/api/plan", "{}");
   BOOST_TEST(status == 200);
+}
+
+// ---- Clients that misbehave on purpose ----
+
+namespace {
+
+// A JSON array nested `depth` deep, as the setting `key`.
+std::string nested(int depth, const std::string& key = "lr") {
+  return "{\"" + key + "\": " + std::string(static_cast<std::size_t>(depth), '[') +
+         std::string(static_cast<std::size_t>(depth), ']') + "}";
+}
+
+// `body` sent with Transfer-Encoding: chunked, in chunks of `chunk` bytes.
+std::string chunked(const std::string& path, int port, std::string_view body, std::size_t chunk = 4096) {
+  std::string r = "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+                  "\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (std::size_t i = 0; i < body.size(); i += chunk) {
+    const std::string_view part = body.substr(i, chunk);
+    r += fmt::format("{:x}\r\n", part.size()) + std::string(part) + "\r\n";
+  }
+  return r + "0\r\n\r\n";
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(deep_json_and_bodies_of_any_framing_are_bounded) {
+  Served s{random_images(2048)};
+  for (const char* path : {"/api/plan", "/api/runs"}) {
+    // 32,000 levels fit in 64 KiB: refused as the parser goes past the 8th, never dumped whole.
+    Connection c{s.port};
+    BOOST_REQUIRE(c.send(chunked(path, s.port, nested(32'000))));
+    const std::optional<Reply> deep = c.read();
+    BOOST_REQUIRE(deep);
+    BOOST_TEST(deep->status == 400);
+    BOOST_TEST(deep->json().at("error") == "the settings are nested more than 8 deep");
+    // Eight levels parse, and the message names the value by its type and size.
+    const auto [status, answer] = s.post(path, nested(7));
+    BOOST_TEST(status == 400);
+    BOOST_TEST(answer.at("error") == "lr: an array of 1 item is not a number from 0 (excluded) to 10");
+  }
+  // A chunked body past 64 KiB: 413 once it passes, and the connection closes (the rest is never
+  // read into memory).
+  Connection big{s.port};
+  const std::string megabytes(8 << 20, ' ');
+  big.send(chunked("/api/plan", s.port, megabytes, 1 << 16));
+  std::optional<Reply> over = big.read();
+  BOOST_REQUIRE(over);
+  BOOST_TEST(over->status == 413);
+  BOOST_TEST(over->json().at("error") == "the request's body is over 65536 bytes");
+  BOOST_TEST(big.closed_by_server());
+  // A Content-Length past the limit is refused from the head, before any of the body.
+  Connection declared{s.port};
+  declared.send("POST /api/runs HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(s.port) +
+                "\r\nContent-Length: 1073741824\r\n\r\n{");
+  over = declared.read();
+  BOOST_REQUIRE(over);
+  BOOST_TEST(over->status == 413);
+  // A head past 8 KiB: 431.
+  Connection head{s.port};
+  head.send("GET /api/status HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(s.port) + "\r\nX-Big: " +
+            std::string(10'000, 'x') + "\r\n\r\n");
+  over = head.read();
+  BOOST_REQUIRE(over);
+  BOOST_TEST(over->status == 431);
+  BOOST_TEST(s.ask("GET", "/api/status").first == 200);
+}
+
+BOOST_AUTO_TEST_CASE(settings_that_break_json_get_400_naming_the_setting) {
+  Served s{random_images(2048)};
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"{\"model\": \"\xff\xfe\"}", "invalid string: ill-formed UTF-8 byte"},
+      {R"({"lr": 1e309})", "a number too large for a double"},
+      {std::string("{\"a\\u0000b\": 1}"), R"(unknown setting 'a\x00b')"},
+      {R"({"memory_cap_mib": 1e-9})", "memory_cap_mib: 1e-09 MiB is less than one byte; 0 means no cap"},
+      {"{\"model\": \"" + std::string(3000, 'x') + "\"}", "model: a text of 3000 bytes is not one of mlp, cnn"},
+      {R"({"model": {"a": [1, 2]}})", "model: an object of 1 key is not one of mlp, cnn"},
+  };
+  for (const auto& [body, says] : cases) {
+    for (const char* path : {"/api/runs", "/api/plan"}) {
+      const auto [status, answer] = s.post(path, body);
+      BOOST_TEST_CONTEXT(path << " " << body.substr(0, 60) << " -> " << answer.dump()) {
+        BOOST_TEST(status == 400);
+        BOOST_TEST(answer.at("error").get<std::string>().find(says) != std::string::npos);
+        // Never the client's value whole.
+        BOOST_TEST(answer.dump().size() < 300u);
+      }
+    }
+  }
+  // Over 64 KiB by Content-Length: 413 saying so, not "no such page".
+  const auto [status, answer] = s.post("/api/plan", "{\"model\": \"" + std::string(70'000, 'x') + "\"}");
+  BOOST_TEST(status == 413);
+  BOOST_TEST(answer.at("error") == "the request's body is over 65536 bytes");
+  // curl sends Expect: 100-continue with bodies over 1 KiB.
+  Connection c{s.port};
+  const std::string body = R"({"micro_batch": 16, "accumulate": 4})" + std::string(2000, ' ');
+  c.send("POST /api/plan HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(s.port) +
+         "\r\nExpect: 100-continue\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n");
+  const std::optional<Reply> go_on = c.read();
+  BOOST_REQUIRE(go_on);
+  BOOST_TEST(go_on->status == 100);
+  c.send(body);
+  const std::optional<Reply> plan = c.read();
+  BOOST_REQUIRE(plan);
+  BOOST_TEST(plan->status == 200);
+}
+
+BOOST_AUTO_TEST_CASE(slow_clients_take_no_one_elses_answer) {
+  // 150 connections from one address send their heads a byte at a time, past the per-address
+  // limit of 128: every other request is still answered at once, the server closes the slow ones
+  // at their deadline, and no more than the limit stay open meanwhile.
+  Served s{random_images(2048), {.request_deadline = std::chrono::milliseconds{1500}}};
+  std::vector<std::unique_ptr<Connection>> slow;
+  for (int i = 0; i < 150; ++i) {
+    slow.push_back(std::make_unique<Connection>(s.port, std::chrono::milliseconds{10}));
+    slow.back()->send("G");
+  }
+  const auto start = std::chrono::steady_clock::now();
+  double slowest = 0;
+  for (int i = 0; i < 8; ++i) {
+    for (auto& c : slow) c->send("E");
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto [status, answer] = s.ask("GET", "/api/status");
+    slowest = std::max(slowest, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    BOOST_TEST(status == 200);
+    BOOST_TEST(s.server.connections() <= 128 + 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds{100});
+  }
+  BOOST_TEST_MESSAGE("slowest status answer beside 150 slow clients: " << slowest << " s");
+  BOOST_TEST(slowest < 1.0);
+  // Past the deadline every slow connection has been closed.
+  std::this_thread::sleep_for(std::chrono::milliseconds{1500} - (std::chrono::steady_clock::now() - start) +
+                              std::chrono::milliseconds{500});
+  int open = 0;
+  for (auto& c : slow) open += !c->closed_by_server();
+  BOOST_TEST(open == 0);
+  BOOST_TEST(s.server.connections() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(pipelined_requests_are_all_answered_in_order) {
+  Served s{random_images(2048)};
+  Connection c{s.port};
+  c.send(accrue::test::http::request("GET", "/api/status", s.port) + accrue::test::http::request("GET", "/api/nothing", s.port) +
+         accrue::test::http::request("POST", "/api/plan", s.port, "{}"));
+  const std::optional<Reply> first = c.read(), second = c.read(), third = c.read();
+  BOOST_REQUIRE(first);
+  BOOST_REQUIRE(second);
+  BOOST_REQUIRE(third);
+  BOOST_TEST(first->status == 200);
+  BOOST_TEST(second->status == 404);
+  BOOST_TEST(third->status == 200);
+  BOOST_TEST(third->json().contains("plan"));
+}
+
+BOOST_AUTO_TEST_CASE(only_the_servers_own_names_are_answered) {
+  Served s{random_images(2048)};
+  const std::string port = std::to_string(s.port);
+  for (const std::string host : {"127.0.0.1:" + port, "localhost:" + port, "LOCALHOST:" + port, "[::1]:" + port}) {
+    Connection c{s.port};
+    c.send("GET /api/status HTTP/1.1\r\nHost: " + host + "\r\n\r\n");
+    const std::optional<Reply> r = c.read();
+    BOOST_REQUIRE(r);
+    BOOST_TEST(r->status == 200, host);
+  }
+  // A page of a site whose name resolves to 127.0.0.1 (DNS rebinding), another port, or no Host.
+  for (const std::string host : {"Host: rebind.example:" + port + "\r\n", "Host: 127.0.0.1:" + port + "0\r\n",
+                                 std::string{"Host: 127.0.0.1\r\n"}, std::string{}}) {
+    Connection c{s.port};
+    c.send("GET /api/status HTTP/1.1\r\n" + host + "\r\n");
+    const std::optional<Reply> r = c.read();
+    BOOST_REQUIRE(r);
+    BOOST_TEST(r->status == 403, host);
+    BOOST_TEST(r->json().at("error").get<std::string>().find("does not name this server") != std::string::npos);
+  }
+  // A POST from a page of another site.
+  const auto [status, answer] = s.ask("POST", "/api/runs", "{}", "Origin: http://evil.example\r\n");
+  BOOST_TEST(status == 403);
+  BOOST_TEST(s.playground.training_threads() == 0);
+  // The page's own origin may.
+  const auto [plan, _] = s.ask("POST", "/api/plan", "{}", "Origin: http://127.0.0.1:" + port + "\r\n");
+  BOOST_TEST(plan == 200);
 }
