@@ -67,6 +67,7 @@ TrainTest load(const Source& src, const std::string& folder_arg) {
 
 TrainTest fashion_mnist(const std::string& folder) { return load(fashion_source, folder); }
 TrainTest mnist(const std::string& folder) { return load(mnist_source, folder); }
+std::string fashion_mnist_folder(const std::string& folder) { return resolve_folder(fashion_source, folder); }
 
 const char* fashion_mnist_class_name(int label) {
   static constexpr const char* names[] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",

@@ -20,6 +20,9 @@ struct TrainTest {
 /// wrong with a file.
 TrainTest fashion_mnist(const std::string& folder = "");
 
+/// The folder fashion_mnist(folder) reads.
+std::string fashion_mnist_folder(const std::string& folder = "");
+
 /// Reads MNIST from `folder`; when empty, from $ACCRUE_MNIST_DIR, else /usr/share/datasets/mnist.
 TrainTest mnist(const std::string& folder = "");
 

@@ -4,18 +4,21 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "accrue/framework/error.hpp"
+#include "accrue/framework/files.hpp"
 
 namespace accrue::datasets {
 namespace {
 
-// Code points of UTF-8 text; a byte that starts no valid sequence stands for itself (as Latin-1
-// would read it), so any file can be read.
-std::vector<char32_t> code_points(std::string_view s) {
-  std::vector<char32_t> out;
-  out.reserve(s.size());
+namespace fs = std::filesystem;
+
+// Calls f(code point) for each character of UTF-8 text, in order; a byte that starts no valid
+// sequence stands for itself (as Latin-1 would read it), so any file can be read.
+template <class F>
+void for_each_code_point(std::string_view s, F&& f) {
   for (std::size_t i = 0; i < s.size();) {
     const auto b = static_cast<unsigned char>(s[i]);
     const int extra = b < 0x80 ? 0 : (b >> 5) == 0x6 ? 1 : (b >> 4) == 0xE ? 2 : (b >> 3) == 0x1E ? 3 : -1;
@@ -27,14 +30,13 @@ std::vector<char32_t> code_points(std::string_view s) {
       c = (c << 6) | (next & 0x3F);
     }
     if (!valid) {
-      out.push_back(b);
+      f(static_cast<char32_t>(b));
       ++i;
       continue;
     }
-    out.push_back(c);
+    f(c);
     i += static_cast<std::size_t>(extra) + 1;
   }
-  return out;
 }
 
 void append_utf8(std::string& out, char32_t c) {
@@ -55,20 +57,30 @@ void append_utf8(std::string& out, char32_t c) {
   }
 }
 
-std::string read_file(const std::filesystem::path& path) {
+// A regular file's bytes (a device such as /dev/zero, a pipe or a folder is refused, named), read
+// in one piece of the file's size.
+void append_file(std::string& out, const std::string& path) {
+  require_readable_file(path, "text file");
   std::ifstream f(path, std::ios::binary);
-  if (!f) throw IoError(fmt::format("cannot read {}", path.string()));
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
+  std::error_code ec;
+  const std::uintmax_t size = fs::file_size(path, ec);
+  if (!f || ec) throw IoError(fmt::format("text file {} cannot be read", path));
+  const std::size_t at = out.size();
+  out.resize(at + size);
+  f.read(out.data() + at, static_cast<std::streamsize>(size));
+  if (static_cast<std::uintmax_t>(f.gcount()) != size)
+    throw IoError(fmt::format("text file {}: {} of its {} bytes could be read", path, f.gcount(), size));
 }
 
-// The files a folder's text is read from, in name order.
-std::vector<std::filesystem::path> text_files(const std::filesystem::path& folder) {
-  std::vector<std::filesystem::path> files;
-  for (const auto& entry : std::filesystem::directory_iterator(folder))
-    if (entry.is_regular_file() && !entry.is_symlink() && entry.path().extension() != ".dat")
-      files.push_back(entry.path());
+// The files a folder's text is read from, in name order: its regular files, not through symbolic
+// links (a loop of links is passed over like any link), fortune's *.dat index files left out.
+std::vector<std::string> text_files(const std::string& folder, std::string_view what) {
+  std::vector<std::string> files;
+  for (const std::string& entry : list_folder(folder, what)) {
+    std::error_code ec;
+    if (fs::symlink_status(entry, ec).type() == fs::file_type::regular && fs::path(entry).extension() != ".dat")
+      files.push_back(entry);
+  }
   std::sort(files.begin(), files.end());
   return files;
 }
@@ -77,9 +89,17 @@ std::vector<std::filesystem::path> text_files(const std::filesystem::path& folde
 
 Vocabulary::Vocabulary(std::string_view text, Tokenizer tokenizer) : tokenizer_(tokenizer) {
   if (tokenizer == Tokenizer::byte) return;
-  characters_ = code_points(text);
-  std::sort(characters_.begin(), characters_.end());
-  characters_.erase(std::unique(characters_.begin(), characters_.end()), characters_.end());
+  // The characters seen, without a copy of the text: a bit per character of the first 64 Ki, a
+  // set beyond.
+  std::vector<bool> seen(0x10000);
+  std::set<char32_t> beyond;
+  for_each_code_point(text, [&](char32_t c) {
+    if (c < 0x10000) seen[c] = true;
+    else beyond.insert(c);
+  });
+  for (char32_t c = 0; c < 0x10000; ++c)
+    if (seen[c]) characters_.push_back(c);
+  characters_.insert(characters_.end(), beyond.begin(), beyond.end());
 }
 
 std::int64_t Vocabulary::size() const {
@@ -92,18 +112,18 @@ std::vector<std::int32_t> Vocabulary::encode(std::string_view text) const {
     for (const char c : text) out.push_back(static_cast<unsigned char>(c));
     return out;
   }
-  const std::vector<char32_t> chars = code_points(text);
-  out.reserve(chars.size());
-  for (std::size_t i = 0; i < chars.size(); ++i) {
-    const auto it = std::lower_bound(characters_.begin(), characters_.end(), chars[i]);
-    if (it == characters_.end() || *it != chars[i]) {
-      std::string c;
-      append_utf8(c, chars[i]);
+  out.reserve(text.size());  // at most one token per byte
+  for_each_code_point(text, [&](char32_t c) {
+    const auto it = std::lower_bound(characters_.begin(), characters_.end(), c);
+    if (it == characters_.end() || *it != c) {
+      std::string shown;
+      append_utf8(shown, c);
       throw ValueError(fmt::format("character '{}' (U+{:04X}) at character {} is not in the vocabulary of {} characters",
-                                   c, static_cast<std::uint32_t>(chars[i]), i, characters_.size()));
+                                   shown, static_cast<std::uint32_t>(c), out.size(), characters_.size()));
     }
     out.push_back(static_cast<std::int32_t>(it - characters_.begin()));
-  }
+  });
+  out.shrink_to_fit();
   return out;
 }
 
@@ -121,7 +141,12 @@ std::string Vocabulary::decode(const std::vector<std::int32_t>& tokens) const {
   return out;
 }
 
-TextData text(std::string_view text, const TextOptions& options, const std::string& name) {
+namespace {
+
+// Blocks of `tokens`: the text is read, then let go of before the blocks are made, so that at
+// most the text and its tokens, or the tokens and the blocks, are held at once (about 12 bytes per
+// character at the peak, where a copy of each step was held before).
+TextData cut_into_blocks(std::string&& text, const TextOptions& options, const std::string& name) {
   const std::int64_t T = options.block_size, stride = options.stride == 0 ? options.block_size : options.stride;
   ACCRUE_CHECK(T >= 1 && stride >= 1, "{}: block_size and stride must be at least 1, got {} and {}", name, T, stride);
   ACCRUE_CHECK(options.validation_fraction >= 0.0 && options.validation_fraction < 1.0,
@@ -129,17 +154,20 @@ TextData text(std::string_view text, const TextOptions& options, const std::stri
   TextData data;
   data.vocabulary = Vocabulary(text, options.tokenizer);
   const std::vector<std::int32_t> tokens = data.vocabulary.encode(text);
+  std::string{}.swap(text);
   data.tokens = static_cast<std::int64_t>(tokens.size());
   // The validation text is the end; each part is cut into its own blocks, so none crosses over.
   const auto split = static_cast<std::int64_t>(static_cast<double>(data.tokens) * (1.0 - options.validation_fraction));
   const auto blocks = [&](std::int64_t begin, std::int64_t end, const std::string& part) {
-    std::vector<std::int32_t> x, y;
-    std::int64_t n = 0;
-    for (std::int64_t i = begin; i + T + 1 <= end; i += stride, ++n) {
-      x.insert(x.end(), tokens.begin() + i, tokens.begin() + i + T);
-      y.insert(y.end(), tokens.begin() + i + 1, tokens.begin() + i + T + 1);
+    const std::int64_t n = end - begin >= T + 1 ? (end - begin - T - 1) / stride + 1 : 0;
+    const TensorOptions i32{.dtype = DType::i32, .category = MemoryCategory::data};
+    Tensor x = Tensor::empty({n, T}, i32), y = Tensor::empty({n, T}, i32);
+    for (std::int64_t b = 0; b < n; ++b) {
+      const auto from = tokens.begin() + begin + b * stride;
+      std::copy(from, from + T, x.data<std::int32_t>() + b * T);
+      std::copy(from + 1, from + T + 1, y.data<std::int32_t>() + b * T);
     }
-    return Dataset{Tensor::from(x, {n, T}), Tensor::from(y, {n, T}), fmt::format("{} ({})", name, part)};
+    return Dataset{x, y, fmt::format("{} ({})", name, part)};
   };
   data.train = blocks(0, split, "training");
   data.validation = blocks(split, data.tokens, "validation");
@@ -148,17 +176,21 @@ TextData text(std::string_view text, const TextOptions& options, const std::stri
   return data;
 }
 
+}  // namespace
+
+TextData text(std::string_view text, const TextOptions& options, const std::string& name) {
+  return cut_into_blocks(std::string(text), options, name);
+}
+
 TextData text_file(const std::string& path, const TextOptions& options) {
-  const std::filesystem::path p(path);
-  if (!std::filesystem::exists(p)) throw IoError(fmt::format("text_file: {} does not exist", path));
   std::string all;
-  if (std::filesystem::is_directory(p)) {
-    for (const auto& f : text_files(p)) all += read_file(f);
+  if (is_folder(path, "text folder")) {
+    for (const std::string& f : text_files(path, "text folder")) append_file(all, f);
     if (all.empty()) throw IoError(fmt::format("text_file: the folder {} holds no text", path));
   } else {
-    all = read_file(p);
+    append_file(all, path);
   }
-  return text(all, options, path);
+  return cut_into_blocks(std::move(all), options, path);
 }
 
 std::string fortunes_folder() {
@@ -168,16 +200,22 @@ std::string fortunes_folder() {
 
 std::vector<Fortune> read_fortunes(const std::string& folder_in) {
   const std::string folder = folder_in.empty() ? fortunes_folder() : folder_in;
-  if (!std::filesystem::is_directory(folder))
+  std::error_code ec;
+  const fs::file_type type = fs::status(folder, ec).type();
+  if (type == fs::file_type::not_found)
     throw IoError(fmt::format("the fortunes folder {} does not exist: install Debian's fortunes package (apt-get install "
                               "fortunes) or set ACCRUE_FORTUNES_DIR",
                               folder));
+  if (!is_folder(folder, "the fortunes folder"))
+    throw IoError(fmt::format("the fortunes folder {} is not a folder; name the folder holding fortune's files", folder));
   std::vector<Fortune> out;
-  for (const auto& path : text_files(folder)) {
-    std::istringstream in(read_file(path));
+  for (const std::string& path : text_files(folder, "the fortunes folder")) {
+    std::string text;
+    append_file(text, path);
+    std::istringstream in(std::move(text));
     std::string line, quote;
     const auto flush = [&] {
-      if (!quote.empty()) out.push_back({path.filename().string(), std::move(quote)});
+      if (!quote.empty()) out.push_back({fs::path(path).filename().string(), std::move(quote)});
       quote.clear();
     };
     while (std::getline(in, line)) {
@@ -193,7 +231,7 @@ std::vector<Fortune> read_fortunes(const std::string& folder_in) {
 TextData fortunes(const TextOptions& options, const std::string& folder) {
   std::string all;
   for (const Fortune& f : read_fortunes(folder)) all += f.text + "\n";
-  return text(all, options, "fortunes");
+  return cut_into_blocks(std::move(all), options, "fortunes");
 }
 
 }  // namespace accrue::datasets

@@ -16,7 +16,7 @@ Evaluation Sequential::evaluate(const Dataset& data, const EvaluateOptions& opti
   ACCRUE_CHECK(options.batch_size >= 1, "evaluate: batch_size must be at least 1, got {}", options.batch_size);
   ACCRUE_CHECK(!data.empty(), "evaluate: the dataset '{}' is empty", data.name());
   const NoGradGuard no_grad;
-  const TrainingModeGuard mode{*this, false};
+  const EvaluationScope evaluation;
   const std::unique_ptr<distributed::Communicator> alone = distributed::single_process();
   metrics::MeanLoss loss;
   std::vector<Metric> metrics = metrics_;  // copies: evaluation leaves the training metrics alone

@@ -49,7 +49,7 @@ std::vector<std::int32_t> Sequential::generate(const std::vector<std::int32_t>& 
   ACCRUE_CHECK(options.max_tokens >= 0 && options.temperature >= 0.0f && options.top_k >= 0,
                "generate: max_tokens, temperature and top_k must not be negative, got {}, {} and {}",
                options.max_tokens, options.temperature, options.top_k);
-  const TrainingModeGuard evaluation{*this, false};
+  const EvaluationScope evaluation;
   const NoGradGuard no_grad;
   Generator generator{options.seed};
   std::vector<std::int32_t> tokens = prompt, added;

@@ -34,6 +34,16 @@ Layer::Layer(const Layer& other)
   buffer_origins_ = other.buffer_origins_;
 }
 
+namespace {
+thread_local int evaluation_depth = 0;
+}  // namespace
+
+EvaluationScope::EvaluationScope() { ++evaluation_depth; }
+EvaluationScope::~EvaluationScope() { --evaluation_depth; }
+bool EvaluationScope::active() { return evaluation_depth > 0; }
+
+bool Layer::training() const { return training_ && evaluation_depth == 0; }
+
 void Layer::set_training(bool training) {
   training_ = training;
   for (auto& [name, c] : children_) c->set_training(training);

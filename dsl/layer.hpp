@@ -83,6 +83,20 @@ struct LayerMemoryQuery {
   std::size_t input_bytes() const { return bytes(input_shape, input_dtype); }
 };
 
+/// While one lives, the layers that run on this thread behave as in evaluation (dropout off,
+/// batch normalization on its running statistics) whatever their training flag. predict(),
+/// evaluate() and generate() run in one, so they change nothing in the model, and several threads
+/// may run them on one built model at once (a service answering requests).
+class EvaluationScope {
+ public:
+  EvaluationScope();
+  ~EvaluationScope();
+  EvaluationScope(const EvaluationScope&) = delete;
+  EvaluationScope& operator=(const EvaluationScope&) = delete;
+  /// Whether this thread is inside one.
+  static bool active();
+};
+
 class Layer {
  public:
   virtual ~Layer() = default;
@@ -119,8 +133,8 @@ class Layer {
   virtual bool shares_batch_statistics() const { return false; }
 
   /// Dropout and normalization behave differently in training; the model sets this (and this
-  /// layer's children follow).
-  bool training() const { return training_; }
+  /// layer's children follow). False on a thread inside an EvaluationScope, whatever was set.
+  bool training() const;
   void set_training(bool training);
 
   /// Unique name within its model ("dense_1"); set by the model, or by the user beforehand.

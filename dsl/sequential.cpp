@@ -1,4 +1,5 @@
 #include "accrue/dsl/sequential.hpp"
+#include "accrue/framework/utf8.hpp"
 
 #include <cctype>
 #include <map>
@@ -29,10 +30,10 @@ std::uint64_t seed_from_default() {
 }
 }  // namespace
 
-double Evaluation::first_metric() const {
+std::optional<double> Evaluation::first_metric() const {
   for (const auto& [name, value] : logs.items())
     if (name != "loss") return value;
-  throw ValueError("this Evaluation has no metric to bind: compile() the model with one, e.g. {metrics::Accuracy{}}");
+  return std::nullopt;
 }
 
 Sequential::Sequential() : generator_(std::make_unique<Generator>(seed_from_default())) {}
@@ -49,6 +50,8 @@ Sequential& Sequential::add(std::unique_ptr<Layer> layer) {
       if (l->type_name() == layer->type_name()) ++same;
     layer->set_name(same == 0 ? base : fmt::format("{}_{}", base, same));
   }
+  // Names go into JSON (weights, checkpoints, reports): refused here, not when a file is written.
+  require_utf8(layer->name(), fmt::format("Sequential::add: the name of layer {} ({})", layers_.size(), layer->type_name()));
   for (const auto& l : layers_)
     ACCRUE_CHECK(l->name() != layer->name(), "Sequential::add: two layers named '{}'", layer->name());
   layer->set_generator(generator_.get());
@@ -271,19 +274,12 @@ Tensor Sequential::predict(const Tensor& inputs, std::int64_t batch_size) {
   ACCRUE_CHECK(batch_size >= 1, "predict: batch_size must be at least 1, got {}", batch_size);
   ACCRUE_CHECK_SHAPE(inputs.defined() && inputs.rank() >= 1, "predict: needs inputs (N, ...)");
   const NoGradGuard no_grad;
-  const bool was_training = training_;
-  set_training(false);
+  const EvaluationScope evaluation;
+  if (!built_) build(inputs.shape().drop_front());
   std::vector<Tensor> outputs;
   const std::int64_t n = inputs.size(0);
-  try {
-    for (std::int64_t begin = 0; begin < n; begin += batch_size)
-      outputs.push_back(forward(ops::narrow(inputs, begin, std::min(n, begin + batch_size)).to(device_)));
-  } catch (...) {
-    set_training(was_training);
-    throw;
-  }
-  set_training(was_training);
-  if (!built_) build(inputs.shape().drop_front());
+  for (std::int64_t begin = 0; begin < n; begin += batch_size)
+    outputs.push_back(forward(ops::narrow(inputs, begin, std::min(n, begin + batch_size)).to(device_)));
   const Shape out_sample = output_shape();
   Tensor result = Tensor::empty(out_sample.prepend(n), {.device = inputs.device()});
   std::int64_t row = 0;

@@ -13,6 +13,7 @@
 
 #include <concepts>
 #include <iosfwd>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -56,7 +57,8 @@ struct EvaluateOptions {
 };
 
 /// The result of evaluate(): the mean loss and every metric. `auto [loss, accuracy] =
-/// model.evaluate(test)` binds the loss and the first metric.
+/// model.evaluate(test)` binds the loss and the first metric compile() was given; for a model
+/// compiled without metrics the second is NaN (`model.evaluate(test).loss` reads the loss alone).
 struct Evaluation {
   double loss = 0.0;
   Logs logs;
@@ -66,9 +68,10 @@ struct Evaluation {
   double get() const {
     static_assert(I < 2, "an Evaluation binds to (loss, first metric)");
     if constexpr (I == 0) return loss;
-    else return first_metric();
+    else return first_metric().value_or(std::numeric_limits<double>::quiet_NaN());
   }
-  double first_metric() const;
+  /// The first metric compile() was given; none without metrics.
+  std::optional<double> first_metric() const;
 };
 
 class Sequential {
@@ -188,7 +191,9 @@ class Sequential {
   History fit(const Dataset& train, const FitOptions& options = {});
   /// Mean loss and metrics over `data`, in evaluation mode and without recording autograd.
   Evaluation evaluate(const Dataset& data, const EvaluateOptions& options = {});
-  /// The model's outputs for `inputs` (N, ...) computed batch by batch, in evaluation mode.
+  /// The model's outputs for `inputs` (N, ...) computed batch by batch, in evaluation mode
+  /// (EvaluationScope): nothing in the model changes, so threads may predict on one built model
+  /// at once.
   Tensor predict(const Tensor& inputs, std::int64_t batch_size = 32);
   /// Continues `prompt` (int32 tokens) token by token with a causal language model: one built for
   /// samples of T tokens that gives (T, vocabulary) logits, each position seeing only the tokens up

@@ -290,6 +290,7 @@ void TrainingRun::prepare_run() {
     state_.accumulation_factor = checkpoint_->accumulation_factor();
   }
   plan_ = plan_run(model_, options_, train_.size(), state_.batch_size, state_.accumulation_factor);
+  check_machine_memory();
   schedule_.prepare(*plan_);
   sample_units_ = model_.loss().counts(train_.targets());
   counts_tokens_ = train_.targets().rank() >= 2;
@@ -304,6 +305,33 @@ void TrainingRun::prepare_run() {
   make_context();
   optimizer_->zero_grad();
   if (checkpoint_) resume();
+}
+
+// A run whose plan this machine cannot hold is refused with the plan before its first window: the
+// kernel would hand the memory out (it overcommits) and end the process once it is filled. Under
+// a limit, or backing off on out-of-memory, the allocator's refusal at the limit says it instead.
+void TrainingRun::check_machine_memory() const {
+  const MemoryStats now = memory_stats(model_.device());
+  if (!model_.device().is_cpu() || now.limit != 0 || options_.backoff_on_oom) return;
+  const std::optional<std::size_t> available = available_system_memory();
+  if (!available) return;
+  // What the model holds already is part of the plan; datasets in memory are not.
+  const std::size_t held = now.live_of(MemoryCategory::parameters) + now.live_of(MemoryCategory::gradients) +
+                           now.live_of(MemoryCategory::optimizer_state);
+  const MemoryPlan plan = model_.memory_plan(state_.batch_size);
+  if (plan.peak_total <= held + *available) return;
+  std::string advice = " Even a micro-batch of 1 does not fit: use a smaller model.";
+  if (const std::optional<std::int64_t> m = model_.fitting_micro_batch(state_.batch_size, held + *available, 0)) {
+    const std::int64_t effective = state_.batch_size * accumulation_.steps_at(state_.epoch, 0, state_.batch_size),
+                       k = ceil_div(effective, *m);
+    advice = fmt::format(" Micro-batches of {} with accumulate({}) keep the effective batch of {} and are planned to "
+                         "peak at {}.",
+                         *m, k, *m * k, format_bytes(model_.memory_plan(*m, true).peak_total));
+  }
+  throw OutOfMemory(fmt::format("model.memory_plan({}) peaks at {}, but this machine has {} available besides the {} the "
+                                "model holds: the system would end the process once training filled it.{}\n{}",
+                                state_.batch_size, format_bytes(plan.peak_total), format_bytes(*available),
+                                format_bytes(held), advice, plan.str()));
 }
 
 // A distributed run continues from the checkpoint process 0 chose, which every process reads: the

@@ -66,6 +66,7 @@ class TrainingRun {
   // Setup, and what the events share.
   void prepare_model();
   void prepare_run();
+  void check_machine_memory() const;
   void share_checkpoint();
   void agree_on_failure(std::exception_ptr failed);
   void agree_to_start();

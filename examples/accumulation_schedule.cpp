@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   common.add_report_flag(app);
 
   return examples::run_example(app, argc, argv, [&] {
+    common.check_report(common.fashion_mnist_inputs());
     auto [train, test] = datasets::fashion_mnist(common.data);
     manual_seed(common.seed);
     Sequential model{layers::Input{1, 28, 28}, layers::Flatten{}, layers::Dense{256}, layers::ReLU{}, layers::Dense{10}};

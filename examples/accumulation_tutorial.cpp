@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   app.add_option("--lr", lr, "SGD learning rate")->check(examples::finite_number(0));
 
   return examples::run_example(app, argc, argv, [&] {
+    common.check_report(common.fashion_mnist_inputs());
     auto [train, test] = datasets::fashion_mnist(common.data);
     manual_seed(common.seed);
     Sequential large = examples::tutorial_mlp();

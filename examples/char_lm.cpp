@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
   app.add_option("--layers", blocks, "Transformer blocks")->check(examples::whole_number(1, 1024));
   app.add_option("--heads", heads, "Attention heads (dividing the width)")->check(examples::whole_number(1, 1024));
   app.add_option("--dropout", dropout, "Dropout in the blocks")->check(examples::finite_number(0));
-  app.add_option("--max-blocks", max_blocks, "Train on the first N blocks only (0: all)")
+  app.add_option("--max-blocks", max_blocks, "Train on the first N blocks and validate on at most N (0: all)")
       ->check(examples::whole_number(0, most_int64));
   app.add_option("--prompt", prompt, "The start of each generated sample")->capture_default_str();
   app.add_option("--sample-tokens", sample_tokens, "Characters generated after each epoch")
@@ -49,10 +49,29 @@ int main(int argc, char** argv) {
   return examples::run_example(app, argc, argv, [&] {
     ACCRUE_CHECK(dropout < 1.0, "--dropout: {} is not below 1", dropout);
     ACCRUE_CHECK(width % heads == 0, "--heads: {} heads do not divide the width {}", heads, width);
+    ACCRUE_CHECK(sample_tokens == 0 || !prompt.empty(),
+                 "--prompt: empty; a sample needs at least one character to start from (or --sample-tokens 0)");
+    const std::string source = common.data.empty() ? datasets::fortunes_folder() : common.data;
+    common.check_report({{source, "the training text"}});
     manual_seed(common.seed);
     const datasets::TextOptions text{.block_size = block_size};
     datasets::TextData data = common.data.empty() ? datasets::fortunes(text) : datasets::text_file(common.data, text);
-    if (max_blocks > 0) data.train = data.train.take(max_blocks);
+    if (max_blocks > 0) {
+      data.train = data.train.take(max_blocks);
+      data.validation = data.validation.take(std::min(max_blocks, data.validation.size()));
+    }
+    // Found out now, not after an epoch of training.
+    ACCRUE_CHECK(!data.validation.empty(),
+                 "{}: the last {:.0f}% of its {} characters make no validation block of {} and its next one; give more "
+                 "text or a smaller --block-size",
+                 source, 100 * text.validation_fraction, data.tokens, block_size);
+    std::vector<std::int32_t> start;
+    if (sample_tokens > 0) try {
+        start = data.vocabulary.encode(prompt);
+      } catch (const ValueError& e) {
+        throw ValueError(fmt::format("--prompt \"{}\": {} of the training text; start it with characters the text holds",
+                                     prompt, e.what()));
+      }
     const std::int64_t V = data.vocabulary.size();
     if (common.speaks())
       fmt::print("{} characters, a vocabulary of {}; {} training and {} validation blocks of {}\n", data.tokens, V,
@@ -68,7 +87,6 @@ int main(int argc, char** argv) {
                   losses::CrossEntropy{});
     if (common.speaks()) model.summary();
 
-    const std::vector<std::int32_t> start = data.vocabulary.encode(prompt);
     auto each_epoch = callbacks::Lambda{{.epoch_end = [&](int epoch, Logs& logs) {
       logs.set("val_bits_per_character", logs.at("val_loss") / std::numbers::ln2);
       if (!common.speaks()) return;

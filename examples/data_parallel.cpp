@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
 
   return examples::run_example(app, argc, argv, [&] {
     common.distributed = true;
+    common.check_report(common.fashion_mnist_inputs());
     const distributed::Communicator& world = distributed::world();
     manual_seed(common.seed);
     auto [train, test] = datasets::fashion_mnist(common.data);

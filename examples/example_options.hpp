@@ -84,6 +84,7 @@ struct ExampleOptions {
   std::string amp = "off";
   bool distributed = false;
   std::string report;
+  CLI::Option* report_flag_ = nullptr;
 
   /// Adds --epochs (with this object's value as the default), --data (described by `data_help`),
   /// --seed, --device, --amp and --distributed.
@@ -106,9 +107,26 @@ struct ExampleOptions {
 
   /// Adds --report PATH (the examples that train one model take it).
   void add_report_flag(CLI::App& app) {
-    app.add_option("--report", report,
-                   "Write an HTML report of the training to PATH (and its data as JSON lines beside it), rewritten at "
-                   "every epoch's end");
+    report_flag_ = app.add_option("--report", report,
+                                  "Write an HTML report of the training to PATH (and its data as JSON lines beside "
+                                  "it), rewritten at every epoch's end");
+  }
+
+  /// What a run reads, each with what it is for messages: outputs must not overwrite them.
+  using Inputs = std::vector<std::pair<std::string, std::string>>;
+  /// The FashionMNIST folder --data names (or the default one), as Inputs.
+  Inputs fashion_mnist_inputs() const { return {{datasets::fashion_mnist_folder(data), "the training data"}}; }
+
+  /// Refuses, before any work, a --report that names nothing, cannot be written, or would replace
+  /// what must stay: a device (/dev/null), a folder, or one of `inputs`; its JSON lines too when the
+  /// report has them (callbacks::Report).
+  void check_report(const Inputs& inputs, bool json_lines = true) const {
+    if (report_flag_ != nullptr && report_flag_->count() > 0 && report.empty())
+      throw ValueError("--report: the path is empty; name the HTML file to write");
+    if (report.empty()) return;
+    const callbacks::Report page{report};
+    require_output_file(page.path(), "--report", inputs);
+    if (json_lines) require_output_file(page.json_lines_path(), "--report's JSON lines", inputs);
   }
 
   /// The callbacks these flags ask for (callbacks::Report for --report), with `more` after them.

@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
       ->check(examples::whole_number(0, 2));
 
   return examples::run_example(app, argc, argv, [&] {
+    common.check_report(common.fashion_mnist_inputs());
     manual_seed(common.seed);
     auto [train, test] = datasets::fashion_mnist(common.data);
 

@@ -52,8 +52,13 @@ int main(int argc, char** argv) {
       ->check(examples::whole_number(0, most_int64));
 
   return examples::run_example(app, argc, argv, [&] {
-    // Found out now rather than after hours of training.
-    if (!save.empty()) require_writable_file(save, "--save");
+    // Found out now rather than after hours of training. --save may replace the --load file (training
+    // goes on from it, and the file is replaced whole at the end); nothing else read may be replaced.
+    const examples::ExampleOptions::Inputs data = common.fashion_mnist_inputs();
+    if (!save.empty()) require_output_file(save, "--save", data);
+    examples::ExampleOptions::Inputs inputs = data;
+    if (!load.empty()) inputs.emplace_back(load, "the --load weights");
+    common.check_report(inputs);
     manual_seed(common.seed);
     auto [train, test] = datasets::fashion_mnist(common.data);
 

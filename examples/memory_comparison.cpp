@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
     std::vector<Config> configs;
     for (const std::string& name : config_names) configs.push_back(parse(name));
     ACCRUE_CHECK(!configs.empty(), "--configs: no configuration given");
-    if (!common.report.empty()) require_writable_file(common.report, "--report");
+    common.check_report(common.fashion_mnist_inputs(), false);
     const Device device = common.target();
     const auto compiled = [&](const Config& c) {
       manual_seed(common.seed);

@@ -82,6 +82,12 @@ int main(int argc, char** argv) {
 
   return examples::run_example(app, argc, argv, [&] {
     ACCRUE_CHECK(files.size() >= 2, "--files: name at least two files to tell apart, got {}", files.size());
+    // A file named twice would be one class under two labels, and every quotation of it the first.
+    for (std::size_t i = 0; i < files.size(); ++i)
+      for (std::size_t j = 0; j < i; ++j)
+        ACCRUE_CHECK(files[i] != files[j], "--files: '{}' is named twice (classes {} and {}); name each file once",
+                     files[i], j, i);
+    common.check_report({{common.data.empty() ? datasets::fortunes_folder() : common.data, "the fortunes"}});
     manual_seed(common.seed);
     const Split data = quotations(common.data, files, length);
     if (common.speaks())

@@ -20,6 +20,7 @@ class CpuAllocator final : public CachingAllocator {
   bool keeps(std::size_t block) const override { return block <= max_cached_block; }
   void* system_allocate(std::size_t block) override;
   void system_free(void* ptr) noexcept override;
+  std::optional<std::size_t> system_available() const override { return available_system_memory(); }
 };
 
 }  // namespace accrue

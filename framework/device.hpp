@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "accrue/framework/printable.hpp"
+
 #include <cstdint>
 #include <ostream>
 #include <string>
@@ -47,6 +49,4 @@ inline std::ostream& operator<<(std::ostream& os, const Device& d) { return os <
 }  // namespace accrue
 
 template <>
-struct fmt::formatter<accrue::Device> : fmt::formatter<std::string> {
-  auto format(const accrue::Device& d, format_context& ctx) const { return fmt::formatter<std::string>::format(d.str(), ctx); }
-};
+struct fmt::formatter<accrue::Device> : accrue::StrFormatter<accrue::Device> {};

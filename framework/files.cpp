@@ -27,12 +27,24 @@ void require_readable_file(const std::string& path, std::string_view what) {
   ::close(fd);
 }
 
-void require_writable_file(const std::string& path, std::string_view what) {
-  ACCRUE_CHECK(!path.empty(), "{}: the path is empty", what);
+namespace {
+
+// Refuses to replace what is not a regular file (following symbolic links).
+void require_replaceable(const std::string& path, std::string_view what) {
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
   if (status.type() == fs::file_type::directory)
     throw IoError(fmt::format("{} {} is a folder; name a file in it", what, path));
+  if (status.type() != fs::file_type::not_found && status.type() != fs::file_type::regular &&
+      status.type() != fs::file_type::none)
+    throw IoError(fmt::format("{} {} is not a regular file (a device, pipe or socket); name a file to write", what, path));
+}
+
+}  // namespace
+
+void require_writable_file(const std::string& path, std::string_view what) {
+  ACCRUE_CHECK(!path.empty(), "{}: the path is empty", what);
+  require_replaceable(path, what);
   const fs::path folder = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
   const std::string probe = (folder / fmt::format(".accrue-write-check-{}", ::getpid())).string();
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -41,6 +53,24 @@ void require_writable_file(const std::string& path, std::string_view what) {
                               std::strerror(errno)));
   ::close(fd);
   ::unlink(probe.c_str());
+}
+
+void require_output_file(const std::string& path, std::string_view what,
+                         const std::vector<std::pair<std::string, std::string>>& inputs) {
+  require_writable_file(path, what);
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return;
+  for (const auto& [input, role] : inputs) {
+    std::vector<fs::path> files;
+    if (fs::is_directory(input, ec))
+      for (fs::directory_iterator it{input, ec}; !ec && it != fs::directory_iterator{}; it.increment(ec))
+        files.push_back(it->path());
+    else
+      files.push_back(input);
+    for (const fs::path& f : files)
+      if (fs::equivalent(path, f, ec) && !ec)
+        throw IoError(fmt::format("{} {} would overwrite {} {}; name another file", what, path, role, f.string()));
+  }
 }
 
 std::vector<std::string> list_folder(const std::string& dir, std::string_view what) {
@@ -60,7 +90,13 @@ bool is_folder(const std::string& path, std::string_view what) {
   return status.type() == fs::file_type::directory;
 }
 
-void write_atomically(const std::string& path, const std::function<bool(std::FILE*)>& write) {
+void write_atomically(const std::string& path_given, const std::function<bool(std::FILE*)>& write) {
+  require_replaceable(path_given, "the output");
+  // Through a symbolic link: its file is replaced, the link stays.
+  std::string path = path_given;
+  std::error_code ec;
+  if (fs::is_symlink(path_given, ec))
+    if (const fs::path target = fs::canonical(path_given, ec); !ec) path = target.string();
   const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (f == nullptr) throw IoError(fmt::format("{}: cannot write ({})", tmp, std::strerror(errno)));

@@ -8,6 +8,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace accrue {
@@ -18,9 +19,17 @@ namespace accrue {
 void require_readable_file(const std::string& path, std::string_view what);
 
 /// Throws IoError unless a file can be written at `path`: its folder exists and takes a new file,
-/// and `path` is not a folder. Checked by creating and removing a file beside it, so nothing that
-/// is there already is touched. For checks before long work ("--save" before training).
+/// and `path` is not a folder, nor a device, pipe or socket (replacing /dev/null with a regular
+/// file would break every program that writes there). Checked by creating and removing a file
+/// beside it, so nothing that is there already is touched. For checks before long work ("--save"
+/// before training).
 void require_writable_file(const std::string& path, std::string_view what);
+
+/// require_writable_file, and `path` must not be any of `inputs` (files, or folders whose files
+/// count), however named (links included): "--report d/x would overwrite the training data d/x;
+/// name another file". `inputs` pairs each path with what it is, for the message.
+void require_output_file(const std::string& path, std::string_view what,
+                         const std::vector<std::pair<std::string, std::string>>& inputs);
 
 /// The entries of folder `dir` (full paths), or IoError with the reason when it cannot be listed.
 std::vector<std::string> list_folder(const std::string& dir, std::string_view what);
@@ -32,7 +41,8 @@ bool is_folder(const std::string& path, std::string_view what);
 /// Replaces `path` atomically: `write` fills a temporary file beside it ("<path>.tmp-<pid>") and
 /// returns false when a write failed; the file is flushed to disk, renamed over `path`, and the
 /// folder's entry flushed too. A crash or an error at any moment leaves the previous file intact;
-/// throws IoError naming `path` and the reason then.
+/// throws IoError naming `path` and the reason then. A symbolic link to a file is kept and its file
+/// replaced; a path that is a device, pipe, socket or folder is refused before anything is written.
 void write_atomically(const std::string& path, const std::function<bool(std::FILE*)>& write);
 /// write_atomically of `text`.
 void write_text_atomically(const std::string& path, std::string_view text);

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <algorithm>
 #include <array>
@@ -68,6 +69,55 @@ std::string MemoryStats::str() const {
   return out;
 }
 
+namespace {
+
+// The first number of the line of `file` that starts with `key` (meminfo's "MemAvailable:"), or
+// the file's first number when `key` is empty; "max" (no limit) and a missing file give none.
+std::optional<std::size_t> read_number(const std::string& file, std::string_view key = {}) {
+  std::FILE* f = std::fopen(file.c_str(), "r");
+  if (f == nullptr) return std::nullopt;
+  char line[256];
+  std::optional<std::size_t> out;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    const std::string_view l{line};
+    if (!l.starts_with(key)) continue;
+    const char* digits = line + key.size();
+    while (*digits == ' ') ++digits;
+    if (std::isdigit(static_cast<unsigned char>(*digits)) != 0) out = std::strtoull(digits, nullptr, 10);
+    break;
+  }
+  std::fclose(f);
+  return out;
+}
+
+// The control group's limit less its usage: cgroup v2 (the group named in /proc/self/cgroup), or v1.
+std::optional<std::size_t> cgroup_room() {
+  std::string group;
+  if (std::FILE* f = std::fopen("/proc/self/cgroup", "r")) {
+    char line[512];
+    while (std::fgets(line, sizeof line, f) != nullptr)
+      if (std::string_view l{line}; l.starts_with("0::")) group = std::string(l.substr(3, l.find_last_not_of('\n') - 2));
+    std::fclose(f);
+  }
+  for (const auto& [limit, usage] :
+       {std::pair{"/sys/fs/cgroup" + group + "/memory.max", "/sys/fs/cgroup" + group + "/memory.current"},
+        std::pair{std::string{"/sys/fs/cgroup/memory/memory.limit_in_bytes"},
+                  std::string{"/sys/fs/cgroup/memory/memory.usage_in_bytes"}}}) {
+    const std::optional<std::size_t> l = read_number(limit), u = read_number(usage);
+    if (l && u) return *l > *u ? *l - *u : 0;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::size_t> available_system_memory() {
+  std::optional<std::size_t> available = read_number("/proc/meminfo", "MemAvailable:");
+  if (available) *available *= 1024;  // kB
+  if (const std::optional<std::size_t> room = cgroup_room()) available = available ? std::min(*available, *room) : *room;
+  return available;
+}
+
 void Allocator::add_live(MemoryCategory c, std::size_t bytes) {
   const int i = static_cast<int>(c);
   stats_.live[i] += bytes;
@@ -86,8 +136,11 @@ void* Allocator::allocate(std::size_t bytes, MemoryCategory category) {
   }
   void* ptr = raw_allocate(bytes);
   if (ptr == nullptr) {
-    throw OutOfMemory(fmt::format("out of memory on {}: the system refused {} ({}) with {} live:\n{}", device_,
+    const std::optional<std::size_t> available = system_available();
+    throw OutOfMemory(fmt::format("out of memory on {}: the system refused {} ({}) with {} live{}:\n{}", device_,
                                   format_bytes(bytes), category_name(category), format_bytes(stats_.live_total),
+                                  available ? fmt::format("; the machine has {} available", format_bytes(*available))
+                                            : std::string{},
                                   stats_.str()));
   }
   add_live(category, bytes);

@@ -92,6 +92,8 @@ class Allocator {
   virtual void raw_deallocate(void* ptr, std::size_t bytes) noexcept = 0;
   virtual std::size_t reserved_bytes() const = 0;
   virtual void release_cached() noexcept = 0;
+  /// What the system could still give, for the message when it refuses; none when unknown.
+  virtual std::optional<std::size_t> system_available() const { return std::nullopt; }
 
  private:
   void add_live(MemoryCategory c, std::size_t bytes);
@@ -101,6 +103,12 @@ class Allocator {
   MemoryStats stats_;
   MemoryPeak interval_;
 };
+
+/// Host memory this process can still take without the kernel's out-of-memory killer ending it:
+/// MemAvailable of /proc/meminfo, or less where the process's control group has a limit (cgroup v2
+/// memory.max less memory.current, or v1's limit_in_bytes less usage_in_bytes). None where neither
+/// can be read.
+std::optional<std::size_t> available_system_memory();
 
 /// The allocator of `device`. Throws DeviceError for a device without a backend in this build.
 Allocator& allocator(Device device);

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "accrue/framework/printable.hpp"
+
 #include <array>
 #include <cstdint>
 #include <initializer_list>
@@ -72,6 +74,4 @@ struct Size2 {
 }  // namespace accrue
 
 template <>
-struct fmt::formatter<accrue::Shape> : fmt::formatter<std::string> {
-  auto format(const accrue::Shape& s, format_context& ctx) const { return fmt::formatter<std::string>::format(s.str(), ctx); }
-};
+struct fmt::formatter<accrue::Shape> : accrue::StrFormatter<accrue::Shape> {};

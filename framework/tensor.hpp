@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <ostream>
 #include <span>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "accrue/framework/device.hpp"
 #include "accrue/framework/dtype.hpp"
 #include "accrue/framework/error.hpp"
+#include "accrue/framework/printable.hpp"
 #include "accrue/framework/memory.hpp"
 #include "accrue/framework/shape.hpp"
 #include "accrue/framework/storage.hpp"
@@ -175,4 +177,10 @@ class Tensor {
   std::shared_ptr<detail::TensorImpl> impl_;
 };
 
+/// The tensor's str(): up to 12 values with its shape and dtype.
+inline std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
+
 }  // namespace accrue
+
+template <>
+struct fmt::formatter<accrue::Tensor> : accrue::StrFormatter<accrue::Tensor> {};

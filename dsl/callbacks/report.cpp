@@ -10,6 +10,7 @@
 #include "accrue/dsl/callbacks/progress_bar.hpp"
 #include "accrue/dsl/sequential.hpp"
 #include "accrue/framework/files.hpp"
+#include "accrue/framework/utf8.hpp"
 #include "accrue/framework/log.hpp"
 
 namespace accrue::detail {
@@ -69,11 +70,33 @@ json logs_json(const Logs& logs) {
   return j;
 }
 
-// JSON text inside <script>: "</" would end the element.
+// Script code inside <script>: "</" would end the element. "<!--" and "<script" would start HTML's
+// escaped script states, where "</script>" no longer ends it; the vendored scripts hold neither.
 std::string script_safe(std::string text) {
+  ACCRUE_CHECK(text.find("<!--") == std::string::npos && text.find("<script") == std::string::npos,
+               "internal error: a page's script holds '<!--' or '<script'");
   for (std::size_t at = text.find("</"); at != std::string::npos; at = text.find("</", at + 3)) text.replace(at, 2, "<\\/");
   return text;
 }
+
+// JSON text inside <script>, whatever its strings hold: "<", ">" and "&" only occur inside JSON
+// strings, where \u003c, \u003e and \u0026 mean the same characters, so no "</script>", "<!--" or
+// "<script" can reach the HTML parser.
+std::string json_script_safe(std::string_view json_text) {
+  std::string out;
+  out.reserve(json_text.size());
+  for (const char c : json_text) {
+    if (c == '<') out += "\\u003c";
+    else if (c == '>') out += "\\u003e";
+    else if (c == '&') out += "\\u0026";
+    else out += c;
+  }
+  return out;
+}
+
+// JSON of values that may hold any bytes (names of files, layers, metrics): what is not UTF-8 is
+// replaced, never an error after an epoch of training.
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 std::string default_json_lines(const std::string& path) {
   return std::filesystem::path(path).replace_extension(".jsonl").string();
@@ -86,6 +109,7 @@ Report::Report(std::string path, ReportOptions options)
       json_lines_(options.json_lines.empty() ? default_json_lines(path_) : options.json_lines),
       title_(std::move(options.title)) {
   ACCRUE_CHECK(!path_.empty(), "callbacks::Report: the page's path is empty");
+  require_utf8(title_, fmt::format("callbacks::Report: the title '{}'", title_));
   ACCRUE_CHECK(json_lines_ != path_, "callbacks::Report: the JSON lines would overwrite the page {}", path_);
 }
 
@@ -198,7 +222,7 @@ std::string Report::data_json() const {
   for (std::size_t e = 0; e < epoch_logs_.size(); ++e)
     epochs.push_back({{"steps", epoch_steps_[e]}, {"seconds", epoch_time_[e]}, {"logs", logs_json(epoch_logs_[e])}});
   head["epochs"] = epochs;
-  std::string out = head.dump();
+  std::string out = dump(head);
   out.pop_back();  // the closing brace: the columns follow
   // What the page can derive is left out (windows give each micro-batch's place and each step's
   // micro-batch, the epochs each step's epoch), and runs of equal values are (value, count) pairs:
@@ -245,7 +269,7 @@ std::string Report::data_json() const {
   for (const auto& [name, column] : step_running_) {
     if (!first) out += ',';
     first = false;
-    out += json(name).dump() + ":";
+    out += dump(json(name)) + ":";
     put_array(out, column);
   }
   out += "}}}";
@@ -260,14 +284,14 @@ std::string Report::json_lines() const {
   std::string out;
   json run{{"type", "run"}, {"title", title_}, {"banner", banner_}, {"summary", summary_},
            {"plan_peak", plan_peak_}, {"plan_parts", plan_parts_}, {"limit", limit_}, {"datasets", datasets_}};
-  out += run.dump() + "\n";
+  out += dump(run) + "\n";
   std::size_t memory = 0, step = 0, epoch = 0;
   for (std::size_t i = 0; i < micro_loss_.size(); ++i) {
     while (memory + 1 < memory_.size() && memory_[memory + 1].micro_batch <= i) ++memory;
     json mb{{"type", "micro_batch"}, {"index", i}, {"position", micro_position_[i]}, {"samples", micro_samples_[i]},
             {"loss", std::isfinite(micro_loss_[i]) ? json(micro_loss_[i]) : json(nullptr)}};
     if (!memory_.empty()) mb["memory"] = {{"total", memory_[memory].total}, {"parts", memory_[memory].parts}};
-    out += mb.dump() + "\n";
+    out += dump(mb) + "\n";
     for (; step < step_micro_.size() && step_micro_[step] == static_cast<std::int64_t>(i); ++step) {
       const auto number = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
       json s{{"type", "step"}, {"index", step}, {"epoch", step_epoch_[step]}, {"micro_batches", step_micro_batches_[step]},
@@ -275,19 +299,26 @@ std::string Report::json_lines() const {
              {"loss", number(step_loss_[step])}, {"lr", step_lr_[step]}, {"norm_before", number(step_norm_before_[step])},
              {"norm_after", number(step_norm_after_[step])}, {"loss_scale", number(step_scale_[step])}};
       for (const auto& [name, column] : step_running_) s["running_" + name] = number(column[step]);
-      out += s.dump() + "\n";
+      out += dump(s) + "\n";
       for (; epoch < epoch_steps_.size() && epoch_steps_[epoch] == step + 1; ++epoch)
-        out += json{{"type", "epoch"}, {"epoch", epoch}, {"steps", epoch_steps_[epoch]}, {"seconds", epoch_time_[epoch]},
-                    {"logs", logs_json(epoch_logs_[epoch])}}.dump() +
+        out += dump(json{{"type", "epoch"}, {"epoch", epoch}, {"steps", epoch_steps_[epoch]},
+                         {"seconds", epoch_time_[epoch]}, {"logs", logs_json(epoch_logs_[epoch])}}) +
                "\n";
     }
   }
   return out;
 }
 
+// A page that cannot be written (a full disk, a folder gone) is said and tried again at the next
+// epoch's end; training, and the checkpoint that follows the epoch's end, go on.
 void Report::write() const {
-  write_text_atomically(path_, html());
-  write_text_atomically(json_lines_, json_lines());
+  try {
+    write_text_atomically(path_, html());
+    write_text_atomically(json_lines_, json_lines());
+  } catch (const IoError& e) {
+    log::warning("callbacks::Report: the report could not be written ({}); training goes on{}", e.what(),
+                 finished_ ? "" : ", and the report is tried again at the next epoch's end");
+  }
 }
 
 std::string fill_report_page(std::string_view page_template, std::string_view title, std::string_view data_json) {
@@ -301,8 +332,8 @@ std::string fill_report_page(std::string_view page_template, std::string_view ti
   fill("/*PAGE_CSS*/", std::string{detail::page_css()});
   fill("/*PAGE_JS*/", script_safe(std::string{detail::page_js()}));
   fill("/*UPLOT_JS*/", script_safe(std::string{detail::uplot_js()}));
-  fill("/*TITLE*/", script_safe(json(std::string{title}).dump()));
-  fill("/*DATA*/", script_safe(std::string{data_json}));
+  fill("/*TITLE*/", json_script_safe(dump(json(std::string{title}))));
+  fill("/*DATA*/", json_script_safe(data_json));
   return page;
 }
 

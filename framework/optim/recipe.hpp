@@ -8,12 +8,14 @@
 // is the one place it is written. Clipping per micro-batch or before unscaling cannot be expressed.
 
 #include <optional>
+#include <ostream>
 #include <string>
 
 #include "accrue/framework/optim/adam.hpp"
 #include "accrue/framework/optim/optimizer.hpp"
 #include "accrue/framework/optim/recipe_steps.hpp"
 #include "accrue/framework/optim/sgd.hpp"
+#include "accrue/framework/printable.hpp"
 #include "accrue/framework/training/accumulation.hpp"
 
 namespace accrue::optim {
@@ -83,4 +85,9 @@ class Recipe {
   std::optional<std::size_t> memory_budget_;
 };
 
+inline std::ostream& operator<<(std::ostream& os, const Recipe& r) { return os << r.str(); }
+
 }  // namespace accrue::optim
+
+template <>
+struct fmt::formatter<accrue::optim::Recipe> : accrue::StrFormatter<accrue::optim::Recipe> {};

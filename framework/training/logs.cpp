@@ -54,6 +54,13 @@ std::vector<double> History::operator[](const std::string& name) const {
   return values;
 }
 
+std::string History::str() const {
+  if (epochs_.empty()) return "History (no epoch)";
+  std::string s = fmt::format("History ({} epoch{})", epochs_.size(), epochs_.size() == 1 ? "" : "s");
+  for (std::size_t e = 0; e < epochs_.size(); ++e) s += fmt::format("\n  epoch {}: {}", e + 1, epochs_[e].str());
+  return s;
+}
+
 double History::last(const std::string& name) const {
   ACCRUE_CHECK(!epochs_.empty(), "the history is empty: no epoch has finished");
   return epochs_.back().at(name);

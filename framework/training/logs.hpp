@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "accrue/framework/memory.hpp"
+#include "accrue/framework/printable.hpp"
 
 namespace accrue {
 
@@ -59,6 +60,8 @@ class History {
   std::vector<double> operator[](const std::string& name) const;
   /// The value of `name` in the last epoch.
   double last(const std::string& name) const;
+  /// "History (2 epochs)" and a line per epoch: "  epoch 1: loss: 0.5312 - accuracy: 0.8125".
+  std::string str() const;
   const std::vector<Logs>& logs() const { return epochs_; }
   /// Memory of each epoch's training on the model's device: peak_total and the peak of each
   /// category since the epoch began.
@@ -69,4 +72,12 @@ class History {
   std::vector<MemoryStats> memory_;
 };
 
+inline std::ostream& operator<<(std::ostream& os, const Logs& l) { return os << l.str(); }
+inline std::ostream& operator<<(std::ostream& os, const History& h) { return os << h.str(); }
+
 }  // namespace accrue
+
+template <>
+struct fmt::formatter<accrue::Logs> : accrue::StrFormatter<accrue::Logs> {};
+template <>
+struct fmt::formatter<accrue::History> : accrue::StrFormatter<accrue::History> {};

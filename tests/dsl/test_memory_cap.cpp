@@ -181,3 +181,37 @@ BOOST_AUTO_TEST_CASE(backing_off_ends_where_the_smaller_micro_batch_would) {
     BOOST_TEST(got.logs()[e].at("accuracy") == expected.logs()[e].at("accuracy"));
   }
 }
+
+// Without a limit, the machine's own memory bounds a run: the kernel overcommits, so memory that
+// is handed out and then filled ends the process (the out-of-memory killer) instead of raising.
+BOOST_AUTO_TEST_CASE(a_plan_past_the_machines_memory_is_refused_before_anything_is_filled) {
+  const std::optional<std::size_t> available = available_system_memory();
+  if (!available) {
+    BOOST_TEST_MESSAGE("SKIPPED: the machine's available memory cannot be read (no /proc/meminfo)");
+    return;
+  }
+  const std::size_t live = memory_stats().live_total;
+  // One tensor larger than what is available: refused, naming what is.
+  try {
+    const Tensor t = Tensor::empty({static_cast<std::int64_t>(*available / 4 + (16 << 20))});
+    BOOST_FAIL("a tensor larger than the machine's available memory was allocated");
+  } catch (const OutOfMemory& e) {
+    BOOST_TEST(message_has({"the machine has", "available"})(e));
+  }
+  // A convolution of small weights whose activations at micro-batch 8 need about twice what the
+  // machine has: fit refuses with the plan before its first window.
+  const std::int64_t bytes_per_filter = 8 * 256 * 256 * 4;
+  const auto filters = static_cast<std::int64_t>(2 * *available / static_cast<std::size_t>(bytes_per_filter)) + 1;
+  Sequential model{layers::Input{1, 256, 256}, layers::Conv2d{filters, 3, {.padding = 1}}, layers::ReLU{},
+                   layers::GlobalAvgPool2d{}, layers::Dense{2}};
+  model.compile(optim::SGD{.lr = 0.1}, losses::CrossEntropy{});
+  const Dataset data{Tensor::uniform({8, 1, 256, 256}, 0, 1), Tensor::from(std::vector<std::int32_t>(8, 1), {8}), "big"};
+  try {
+    model.fit(data, {.batch_size = 8, .verbose = 0});
+    BOOST_FAIL("a run past the machine's memory started");
+  } catch (const OutOfMemory& e) {
+    BOOST_TEST_MESSAGE(e.what());
+    BOOST_TEST(message_has({"model.memory_plan(8) peaks at", "but this machine has", "activations"})(e));
+  }
+  BOOST_TEST(memory_stats().peak_total < live + (256u << 20));
+}

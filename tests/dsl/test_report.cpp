@@ -65,6 +65,55 @@ BOOST_AUTO_TEST_CASE(a_short_run_writes_the_page_and_its_json_lines) {
   BOOST_TEST(html.find("val_accuracy") != std::string::npos);
 }
 
+// Names the page shows can hold anything a user types: nothing of them may reach the HTML parser as
+// markup ("<!--<script" would start HTML's escaped script states, and the page's own </script>
+// would no longer end its script), and a title that is not UTF-8 is refused before training.
+BOOST_AUTO_TEST_CASE(titles_and_names_cannot_break_the_page) {
+  test::TempDir dir{"report_names"};
+  const std::string page = dir.file("run.html");
+  layers::Dense named{4};
+  named.set_name("<!--<script>x</script>");
+  Sequential model{layers::Input{6}, layers::Dense{8}, std::move(named)};
+  model.compile(optim::SGD{.lr = 0.1}, losses::CrossEntropy{});
+  model.fit(test::blobs(32, 3), {.batch_size = 8, .callbacks = {callbacks::Report{page, {.title = "a <!--<script title"}}},
+                                 .verbose = 0});
+  const std::string html = read(page);
+  BOOST_TEST(html.find("<!--<script") == std::string::npos);
+  BOOST_TEST(html.find("<script>x") == std::string::npos);
+  BOOST_TEST(html.find("a \\u003c!--\\u003cscript title") != std::string::npos);
+  // Every <script> of the page ends where it should: as many openings as closings.
+  BOOST_TEST(count(html, "<script") == count(html, "</script>"));
+  BOOST_CHECK_EXCEPTION(callbacks::Report(page, {.title = "run \xff"}), ValueError,
+                        test::message_has({"the title", "is not UTF-8: byte 0xff at 4"}));
+}
+
+// A page that cannot be written (its folder removed during training) is said, and training goes on
+// to its end with every checkpoint written.
+BOOST_AUTO_TEST_CASE(a_report_that_cannot_be_written_does_not_stop_training) {
+  test::TempDir dir{"report_gone"};
+  const std::filesystem::path pages = dir.path / "pages";
+  std::filesystem::create_directories(pages);
+  Sequential model{layers::Input{6}, layers::Dense{4}};
+  model.compile(optim::SGD{.lr = 0.1}, losses::CrossEntropy{});
+  std::vector<std::string> warnings;
+  log::set_sink([&](log::Level level, std::string_view line) {
+    if (level == log::Level::warning) warnings.emplace_back(line);
+  });
+  const History h = model.fit(
+      test::blobs(32, 3),
+      {.epochs = 2, .batch_size = 8,
+       .callbacks = {callbacks::Report{(pages / "run.html").string()},
+                     callbacks::Lambda{{.train_begin = [&](TrainingContext&) { std::filesystem::remove_all(pages); }}}},
+       .verbose = 0, .checkpoint = {.dir = dir.file("ckpt")}});
+  log::set_sink({});
+  BOOST_TEST(h.epochs() == 2u);
+  BOOST_TEST(std::distance(std::filesystem::directory_iterator{dir.file("ckpt")}, std::filesystem::directory_iterator{}) >= 2);
+  // Each epoch's end and the run's end said it.
+  BOOST_REQUIRE(warnings.size() == 3u);
+  BOOST_TEST(warnings[0].find("the report could not be written") != std::string::npos);
+  BOOST_TEST(warnings[0].find("tried again at the next epoch's end") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(a_folder_that_does_not_exist_is_refused_before_training) {
   Sequential model{layers::Input{6}, layers::Dense{4}};
   model.compile(optim::SGD{.lr = 0.1}, losses::CrossEntropy{});

@@ -1,3 +1,5 @@
+#include <thread>
+
 #include "test_util.hpp"
 
 using namespace accrue;
@@ -89,12 +91,63 @@ BOOST_AUTO_TEST_CASE(predict_evaluate_and_compile_errors) {
   const Tensor labels = Tensor::from(std::vector<std::int32_t>{0, 1, 2, 0, 1, 2, 0, 1, 2, 0}, {10});
   BOOST_CHECK_EXCEPTION(model.fit(Dataset{x, labels}), ValueError, message_has({"compile"}));
   model.compile(optim::SGD{}, losses::CrossEntropy{});
-  BOOST_CHECK_EXCEPTION(([&] { auto [l, a] = model.evaluate(Dataset{x, labels}); (void)l; (void)a; }()), ValueError,
-                        message_has({"no metric"}));
+  // Without metrics, the README's binding still holds: the loss, and NaN for the absent metric.
+  const auto [alone, none] = model.evaluate(Dataset{x, labels});
+  BOOST_TEST(alone == model.evaluate(Dataset{x, labels}).loss);
+  BOOST_TEST(std::isnan(none));
+  BOOST_TEST(!model.evaluate(Dataset{x, labels}).first_metric().has_value());
   model.compile(optim::SGD{}, losses::CrossEntropy{}, {metrics::Accuracy{}});
   const auto [loss, accuracy] = model.evaluate(Dataset{x, labels}, {.batch_size = 3});
   BOOST_TEST(loss == ops::cross_entropy(model(x), labels).item(), boost::test_tools::tolerance(1e-6));
   BOOST_TEST((accuracy >= 0.0 && accuracy <= 1.0));
   const Tensor p = model.predict(x, 3);
   check_close(p, model(x), 1e-6, 1e-6);
+}
+
+// Several threads of a service predicting with one model get what one thread gets, and leave the
+// model as it was (dropout and batch normalization in evaluation mode, the model still training).
+BOOST_AUTO_TEST_CASE(four_threads_predict_at_once_as_one_does) {
+  manual_seed(2);
+  Sequential model{layers::Input{1, 28, 28}, layers::Conv2d{8, 3, {.padding = 1}}, layers::BatchNorm2d{},
+                   layers::ReLU{},           layers::Flatten{},                     layers::Dropout{0.5},
+                   layers::Dense{10}};
+  model.compile(optim::SGD{.lr = 0.1}, losses::CrossEntropy{}, {metrics::Accuracy{}});
+  model.fit(accrue::test::random_images(64), {.batch_size = 16, .verbose = 0});  // running statistics
+  BOOST_REQUIRE(model.training());
+  const Tensor x = accrue::test::random_images(96, 7).inputs();
+  const std::vector<float> alone = model.predict(x, 8).to_vector();
+  std::vector<std::vector<float>> got(4);
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < got.size(); ++t)
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 5; ++round) got[t] = model.predict(x, 8).to_vector();
+    });
+  for (std::thread& t : threads) t.join();
+  for (const std::vector<float>& g : got) BOOST_TEST(g == alone, boost::test_tools::per_element());
+  BOOST_TEST(model.training());
+  BOOST_TEST(model.layer(5).training());
+}
+
+// README: "The chain ... prints as SGD(lr=0.001) accumulate=4 clip=1", with << and with fmt.
+BOOST_AUTO_TEST_CASE(values_print_with_ostream_and_fmt) {
+  const optim::Recipe recipe = optim::SGD{.lr = 1e-3}.accumulate(4).clip(1.0);
+  std::ostringstream out;
+  out << recipe << " | " << Shape{2, 3} << " | " << Tensor::from({1.0f, 2.0f}, {2});
+  BOOST_TEST(out.str() == fmt::format("{} | {} | {}", recipe, Shape{2, 3}, Tensor::from({1.0f, 2.0f}, {2})));
+  BOOST_TEST(out.str().starts_with("SGD(lr=0.001) accumulate=4 clip=1 | (2, 3) | "));
+  History h;
+  Logs logs;
+  logs.set("loss", 0.5);
+  h.append(logs);
+  std::ostringstream history;
+  history << h;
+  BOOST_TEST(history.str() == "History (1 epoch)\n  epoch 1: loss: 0.5000");
+  BOOST_TEST(fmt::format("{}", h) == history.str());
+}
+
+BOOST_AUTO_TEST_CASE(a_layer_name_that_is_not_utf8_is_refused_where_it_is_given) {
+  layers::Dense dense{4};
+  dense.set_name("dense\xff");
+  Sequential model;
+  BOOST_CHECK_EXCEPTION(model.add(dense), ValueError, message_has({"the name of layer 0 (Dense) is not UTF-8: byte 0xff at 5"}));
 }

@@ -1,0 +1,31 @@
+#include "accrue/framework/utf8.hpp"
+
+#include "accrue/framework/error.hpp"
+
+namespace accrue {
+
+std::optional<std::size_t> first_invalid_utf8(std::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    const int extra = b < 0x80 ? 0 : (b >> 5) == 0x6 ? 1 : (b >> 4) == 0xE ? 2 : (b >> 3) == 0x1E ? 3 : -1;
+    if (extra < 0 || (extra > 0 && i + static_cast<std::size_t>(extra) >= text.size())) return i;
+    char32_t c = extra == 0 ? b : extra == 1 ? (b & 0x1F) : extra == 2 ? (b & 0x0F) : (b & 0x07);
+    for (int k = 1; k <= extra; ++k) {
+      const auto next = static_cast<unsigned char>(text[i + static_cast<std::size_t>(k)]);
+      if ((next >> 6) != 0x2) return i;
+      c = (c << 6) | (next & 0x3F);
+    }
+    // Overlong forms, surrogates and code points past Unicode's last are not UTF-8.
+    static constexpr char32_t least[] = {0, 0x80, 0x800, 0x10000};
+    if (c < least[extra] || (c >= 0xD800 && c <= 0xDFFF) || c > 0x10FFFF) return i;
+    i += static_cast<std::size_t>(extra) + 1;
+  }
+  return std::nullopt;
+}
+
+void require_utf8(std::string_view text, std::string_view what) {
+  if (const std::optional<std::size_t> at = first_invalid_utf8(text))
+    throw ValueError(fmt::format("{} is not UTF-8: byte 0x{:02x} at {}", what, static_cast<unsigned char>(text[*at]), *at));
+}
+
+}  // namespace accrue

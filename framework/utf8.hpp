@@ -1,0 +1,19 @@
+#pragma once
+// UTF-8 checks for names that end up in JSON (safetensors headers, reports): a name that is not
+// UTF-8 is refused where it is given, not found out when a file is written after hours of work.
+
+#include <cstddef>
+#include <optional>
+#include <string_view>
+
+namespace accrue {
+
+/// The offset of the first byte of `text` that starts no valid UTF-8 sequence (a stray
+/// continuation byte, a cut or overlong sequence, a surrogate, past U+10FFFF); none when all of
+/// it is UTF-8.
+std::optional<std::size_t> first_invalid_utf8(std::string_view text);
+
+/// Throws ValueError "<what> is not UTF-8: byte 0xff at 3" unless `text` is UTF-8.
+void require_utf8(std::string_view text, std::string_view what);
+
+}  // namespace accrue
