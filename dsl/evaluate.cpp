@@ -7,6 +7,7 @@
 #include "accrue/framework/autograd.hpp"
 #include "accrue/framework/distributed/communicator.hpp"
 #include "accrue/framework/ops.hpp"
+#include "accrue/framework/training/stop_signal.hpp"
 
 namespace accrue {
 
@@ -24,6 +25,12 @@ Evaluation Sequential::evaluate(const Dataset& data, const EvaluateOptions& opti
   distributed::Communicator& processes = options.distributed ? distributed::world() : *alone;
   const DataLoader loader{data, {.batch_size = options.batch_size, .shard = processes.rank(), .shards = processes.size()}};
   for (std::int64_t b = 0; b < loader.size(); ++b) {
+    // Inside fit, SIGINT and SIGTERM stop a long validation between batches (fit writes the
+    // checkpoint); processes that evaluate together finish the pass, as they must agree.
+    if (const int signal = pending_stop_signal(); signal != 0 && processes.size() == 1)
+      throw Interrupted(fmt::format("evaluating '{}' stopped by {} before batch {}/{}", data.name(), signal_name(signal),
+                                    b + 1, loader.size()),
+                        signal);
     const Batch host = loader[b];
     if (host.size() == 0) continue;  // this process's share of a short last batch
     const Batch batch{host.inputs.to(device_), host.targets.to(device_), host.index};

@@ -38,6 +38,31 @@ namespace {
 thread_local int evaluation_depth = 0;
 }  // namespace
 
+std::string config_value_str(const ConfigValue& value) {
+  return std::visit(
+      [](const auto& v) -> std::string {
+        using V = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<V, std::monostate>) return "none";
+        else if constexpr (std::is_same_v<V, bool>) return v ? "true" : "false";
+        else if constexpr (std::is_same_v<V, std::string>) return v;
+        else if constexpr (std::is_same_v<V, std::vector<std::int64_t>>) return fmt::format("({})", fmt::join(v, ", "));
+        else return fmt::format("{}", v);
+      },
+      value);
+}
+
+ConfigValue float_option(float value) { return std::stod(fmt::format("{}", value)); }
+
+ConfigValue size_option(Size2 size) { return std::vector<std::int64_t>{size.h, size.w}; }
+
+std::vector<std::string> Layer::config_lines() const {
+  std::vector<std::string> lines{"type=" + type_name()};
+  for (const auto& [option, value] : config()) lines.push_back(option + "=" + config_value_str(value));
+  for (const auto& [name, c] : children_)
+    for (const std::string& line : c->config_lines()) lines.push_back(name + "." + line);
+  return lines;
+}
+
 EvaluationScope::EvaluationScope() { ++evaluation_depth; }
 EvaluationScope::~EvaluationScope() { --evaluation_depth; }
 bool EvaluationScope::active() { return evaluation_depth > 0; }

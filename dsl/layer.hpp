@@ -25,6 +25,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "accrue/framework/random.hpp"
@@ -83,6 +84,19 @@ struct LayerMemoryQuery {
   std::size_t input_bytes() const { return bytes(input_shape, input_dtype); }
 };
 
+/// One option's value in a layer's configuration: none (an option left unset), a flag, a whole
+/// number, a number, a text, or whole numbers per axis (a kernel of (3, 5)).
+using ConfigValue = std::variant<std::monostate, bool, std::int64_t, double, std::string, std::vector<std::int64_t>>;
+/// A layer's options by name, in the order of its constructor and options (Keras's get_config):
+/// what it was made with, not what it learned.
+using LayerConfig = std::vector<std::pair<std::string, ConfigValue>>;
+/// "512", "true", "0.1", "same", "(3, 5)", "none".
+std::string config_value_str(const ConfigValue& value);
+/// A float option as the number written in the program (0.1f as 0.1, not 0.10000000149011612).
+ConfigValue float_option(float value);
+/// A size per axis, (height, width).
+ConfigValue size_option(Size2 size);
+
 /// While one lives, the layers that run on this thread behave as in evaluation (dropout off,
 /// batch normalization on its running statistics) whatever their training flag. predict(),
 /// evaluate() and generate() run in one, so they change nothing in the model, and several threads
@@ -124,6 +138,15 @@ class Layer {
   /// guess of a layer that keeps both its input and output in the input's dtype; built-in layers
   /// say exactly.
   virtual LayerMemoryUse memory_use(const LayerMemoryQuery& q) const;
+
+  /// The options this layer was made with (Keras's get_config). Built-in layers list theirs; a
+  /// layer of your own lists its own (the default: none), so that the processes of a distributed
+  /// run can find out that they were given different models.
+  virtual LayerConfig config() const { return {}; }
+  /// The configuration of this layer and of the layers inside it, one "option=value" each, the
+  /// type first: "type=Dense", "units=512", "bias=true"; a child's prefixed with its name
+  /// ("self_attn.heads=4").
+  std::vector<std::string> config_lines() const;
 
   /// True for layers whose output depends on statistics of the batch (batch normalization): under
   /// gradient accumulation they see each micro-batch, not the effective batch, and training warns.

@@ -403,7 +403,8 @@ void parse_position(const json& s, const StepPlan& plan, ParsedState& v) {
                plan.spec().epochs);
   if (v.epoch < plan.spec().epochs) {
     const std::size_t slots = plan.epoch_slots(v.epoch).size();
-    ACCRUE_CHECK(v.next_slot < slots, "its next micro-batch {} is past the {} of epoch {}", v.next_slot + 1, slots,
+    // next_slot == slots: every micro-batch trained, the epoch's end to come (stopped in validation).
+    ACCRUE_CHECK(v.next_slot <= slots, "its next micro-batch {} is past the {} of epoch {}", v.next_slot + 1, slots,
                  v.epoch + 1);
   }
 }

@@ -5,6 +5,7 @@
 #include <csignal>
 #include <filesystem>
 #include <numeric>
+#include <sstream>
 
 #include "accrue/dsl/trainer.hpp"
 #include "accrue/framework/autocast.hpp"
@@ -161,6 +162,14 @@ std::int64_t resumed_micro_batch(const TrainingCheckpoint& checkpoint, const dis
               "global micro-batch stays {} and the run keeps its windows, samples and order",
               writers, writers == 1 ? "" : "es", n, global / n, checkpoint.batch_size(), global);
   return global / n;
+}
+
+// The first line of `a` (lines "option=value") that `b` lacks at its place, or "no more options".
+std::string first_difference(const std::string& a, const std::string& b) {
+  std::istringstream x{a}, y{b};
+  for (std::string p, q; std::getline(x, p);)
+    if (!std::getline(y, q) || p != q) return p;
+  return "no more options";
 }
 
 // Runs `f`; the error it threw, if any, for agree_on_failure.
@@ -373,16 +382,29 @@ void TrainingRun::agree_on_failure(std::exception_ptr failed) {
 void TrainingRun::agree_to_start() {
   distributed::Communicator& c = *communicator_;
   RunSignature mine = signature_;
+  // Each layer's type and options (heads, dropout, ...): what shapes and names cannot tell apart.
+  const std::size_t configs_begin = mine.size();
+  for (std::size_t i = 0; i < model_.size(); ++i) {
+    std::string lines;
+    for (const std::string& line : model_.layer(i).config_lines()) lines += line + "\n";
+    mine.emplace_back(fmt::format("layer {} '{}' ({})", i, model_.layer(i).name(), model_.layer(i).type_name()), lines);
+  }
+  const std::size_t configs_end = mine.size();
   std::string layout;
   for (const auto& [name, t] : model_.named_state()) layout += fmt::format("{} {} {}; ", name, t.shape(), dtype_name(t.dtype()));
   mine.emplace_back("model", layout);
   mine.emplace_back("device", model_.device().is_cpu() ? "cpu" : "a GPU");
   mine.emplace_back("processes", std::to_string(c.size()));
-  for (const auto& [what, value] : mine) {
+  for (std::size_t k = 0; k < mine.size(); ++k) {
+    const auto& [what, value] = mine[k];
     const std::vector<std::int64_t> hashes = c.allgather(static_cast<std::int64_t>(std::hash<std::string>{}(value)));
     for (std::size_t r = 1; r < hashes.size(); ++r) {
       if (hashes[r] == hashes[0]) continue;
       const std::string first = c.broadcast(value, 0), other = c.broadcast(value, static_cast<int>(r));
+      if (k >= configs_begin && k < configs_end)
+        throw ValueError(fmt::format("the processes of a distributed run must train the same model, but {} has {} on "
+                                     "rank 0 and {} on rank {}",
+                                     what, first_difference(first, other), first_difference(other, first), r));
       throw ValueError(fmt::format("the processes of a distributed run must train the same run, but the {} is '{}' "
                                    "on rank 0 and '{}' on rank {}",
                                    what, first, other, r));
@@ -467,10 +489,13 @@ void TrainingRun::resume() {
   if (state_.epoch >= options_.epochs || context_.stop_requested)
     log::info("{} is the checkpoint of a finished run ({} epoch{} trained); nothing is left to train",
               checkpoint_->path(), state_.history.epochs(), state_.history.epochs() == 1 ? "" : "s");
+  else if (const std::size_t slots = plan_->epoch_slots(state_.epoch).size(); state_.next_slot == slots)
+    log::info("resuming from {}: epoch {}/{} with its {} micro-batches trained, at its end (validation and callbacks), "
+              "{} optimizer steps done",
+              checkpoint_->path(), state_.epoch + 1, options_.epochs, slots, context_.optimizer_steps);
   else
     log::info("resuming from {}: epoch {}/{}, micro-batch {}/{}, {} optimizer steps done", checkpoint_->path(),
-              state_.epoch + 1, options_.epochs, state_.next_slot + 1, plan_->epoch_slots(state_.epoch).size(),
-              context_.optimizer_steps);
+              state_.epoch + 1, options_.epochs, state_.next_slot + 1, slots, context_.optimizer_steps);
 }
 
 void TrainingRun::begin() {
@@ -749,11 +774,13 @@ void TrainingRun::end_epoch(int epoch) {
   share_buffers();
   check_replicas(epoch);
   context_.epoch_memory = memory_stats(model_.device());
-  if (validation_) {
-    const Evaluation val =
-        model_.evaluate(*validation_, {.batch_size = state_.batch_size, .distributed = options_.distributed});
-    for (const auto& [name, value] : val.logs.items()) logs.set("val_" + name, value);
-  }
+  if (validation_) try {
+      const Evaluation val =
+          model_.evaluate(*validation_, {.batch_size = state_.batch_size, .distributed = options_.distributed});
+      for (const auto& [name, value] : val.logs.items()) logs.set("val_" + name, value);
+    } catch (const Interrupted& e) {
+      stop_in_validation(epoch, e);
+    }
   schedule_.on_epoch_end(logs);
   for (Callback* c : callbacks_) c->on_epoch_end(epoch, logs);
   state_.history.append(logs, context_.epoch_memory);
@@ -851,15 +878,31 @@ void TrainingRun::stop_if_signalled(int epoch, std::size_t next) {
   const std::string at = next < slots_.size() ? fmt::format("after micro-batch {}/{} of epoch {}/{}", next,
                                                              slots_.size(), epoch + 1, options_.epochs)
                                               : fmt::format("at the end of epoch {}/{}", epoch + 1, options_.epochs);
+  if (!checkpointing_.dir.empty() && next < slots_.size()) {
+    state_.next_slot = next;
+    write_checkpoint();
+  }
+  throw_stopped(signal, at);
+}
+
+// A signal during the validation at an epoch's end stops at once, not after the whole pass: the
+// checkpoint then holds the epoch with all its micro-batches trained and its end (validation,
+// callbacks) still to come, which a continued run does first. (A distributed run validates on:
+// its processes agree on a stop only at a window's close.)
+void TrainingRun::stop_in_validation(int epoch, const Interrupted& stopped) {
+  if (!checkpointing_.dir.empty()) {
+    state_.next_slot = slots_.size();
+    write_checkpoint();
+  }
+  throw_stopped(stopped.signal(), fmt::format("during the validation after epoch {}/{}", epoch + 1, options_.epochs));
+}
+
+void TrainingRun::throw_stopped(int signal, const std::string& at) const {
   if (checkpointing_.dir.empty())
     throw Interrupted(fmt::format("training stopped by {} {} ({} optimizer steps); no checkpoint folder is set "
                                   "(checkpoint.dir), so this run cannot be continued",
                                   signal_name(signal), at, context_.optimizer_steps),
                       signal);
-  if (next < slots_.size()) {
-    state_.next_slot = next;
-    write_checkpoint();
-  }
   throw Interrupted(fmt::format("training stopped by {} {} ({} optimizer steps); checkpoint {} holds it: run the same "
                                 "training again to continue from there",
                                 signal_name(signal), at, context_.optimizer_steps, last_checkpoint_path_),

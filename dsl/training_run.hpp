@@ -83,6 +83,8 @@ class TrainingRun {
   std::vector<Callback*> saved_callbacks() const;
   int stop_signal() const;
   void stop_if_signalled(int epoch, std::size_t next);
+  [[noreturn]] void stop_in_validation(int epoch, const Interrupted& stopped);
+  [[noreturn]] void throw_stopped(int signal, const std::string& at) const;
   std::string where(const MicroBatchSlot& slot, std::int64_t samples) const;
   RunParts parts();
 

@@ -10,10 +10,14 @@
 
 #include <CLI/CLI.hpp>
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <accrue/accrue.hpp>
 #include <cerrno>
+#include <csignal>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -159,6 +163,31 @@ struct ExampleOptions {
 inline void print_accuracy(double accuracy) { fmt::print("Accuracy: {:.1f}%\n", 100.0 * accuracy); }
 
 namespace detail {
+// Under mpirun, a process's standard output is a pipe to mpirun, which writes it on and exits 0
+// whatever became of it: what mpirun's own standard output cannot take (/dev/full, a full disk,
+// closed), found from /proc before any work. Nothing when the parent is not mpirun.
+inline std::optional<std::string> launcher_output_problem() {
+  if (!distributed::launched_by_mpi()) return std::nullopt;
+  const std::string parent = fmt::format("/proc/{}", ::getppid());
+  std::string name;
+  if (std::FILE* comm = std::fopen((parent + "/comm").c_str(), "r")) {
+    char text[64] = {};
+    if (std::fgets(text, sizeof text, comm) != nullptr) name = text;
+    std::fclose(comm);
+  }
+  name = name.substr(0, name.find('\n'));
+  if (name != "mpirun" && name != "mpiexec" && name != "orterun" && name != "prterun") return std::nullopt;
+  struct stat out {};
+  if (::stat((parent + "/fd/1").c_str(), &out) != 0)
+    return errno == ENOENT ? std::optional<std::string>{"mpirun's standard output is closed"} : std::nullopt;
+  if (S_ISCHR(out.st_mode) && major(out.st_rdev) == 1 && minor(out.st_rdev) == 7)
+    return "mpirun's standard output is /dev/full: nothing printed can be written";
+  struct statvfs space {};
+  if (S_ISREG(out.st_mode) && ::statvfs((parent + "/fd/1").c_str(), &space) == 0 && space.f_bavail == 0)
+    return "no space is left on the disk of mpirun's standard output";
+  return std::nullopt;
+}
+
 // A message on stderr when it can still be written; a failure to write it changes nothing else.
 inline void report(const std::string& message) {
   std::fputs(message.c_str(), stderr);
@@ -172,6 +201,9 @@ inline int run_example(CLI::App& app, int argc, char** argv, const std::function
   // A closed stdin, stdout or stderr would let the next file opened take its number, and messages
   // meant for the terminal would land in a checkpoint or weights file: point them at /dev/null.
   // Output that has nowhere to go is an error found now, not after training.
+  // A closed pipe (`| head`) makes writes fail with EPIPE, reported below as output that could not
+  // be written, rather than SIGPIPE ending the process without a word (status 141).
+  std::signal(SIGPIPE, SIG_IGN);
   bool closed[3] = {};
   for (int fd = 0; fd <= 2; ++fd) {
     closed[fd] = ::fcntl(fd, F_GETFD) == -1 && errno == EBADF;
@@ -179,6 +211,11 @@ inline int run_example(CLI::App& app, int argc, char** argv, const std::function
   }
   if (closed[1]) {
     detail::report("error: the output could not be written (standard output is closed)");
+    return 1;
+  }
+  // Before MPI starts, so that every process ends at once.
+  if (const std::optional<std::string> problem = detail::launcher_output_problem()) {
+    detail::report(fmt::format("error: the output could not be written ({})", *problem));
     return 1;
   }
   int status = 0;

@@ -15,7 +15,9 @@ cnn=$build/examples/fashion_mnist_cnn
 memory=$build/examples/memory_comparison
 char_lm=$build/examples/char_lm
 classify=$build/examples/sequence_classification
-for program in "$mlp" "$cnn" "$memory" "$char_lm" "$classify"; do
+playground=$build/examples/playground
+data_parallel=$build/examples/data_parallel
+for program in "$mlp" "$cnn" "$memory" "$char_lm" "$classify" "$playground" "$data_parallel"; do
   [[ -x $program ]] || { echo "$program is not built"; exit 1; }
 done
 
@@ -162,6 +164,20 @@ case_ "--save into a folder that does not exist: before training" 1 "cannot be w
   "$mlp" --save /nonexistent/w.safetensors "${fast[@]}"
 if grep -q "Test Results" "$out"; then failed=$((failed + 1)); row FAIL "  ... without training first" "it trained"; fi
 case_ "--save to a folder" 1 "is a folder; name a file in it" "$mlp" --save "$work" "${fast[@]}"
+# Outputs that would replace a device or what the run reads: refused before training, untouched.
+for flag in --save --report; do
+  case_ "$flag /dev/null" 1 "/dev/null is not a regular file (a device, pipe or socket)" "$mlp" "$flag" /dev/null "${fast[@]}"
+  if [[ ! -c /dev/null ]]; then failed=$((failed + 1)); row FAIL "  ... and /dev/null is still a device" "$(ls -l /dev/null)"; fi
+done
+cp "$data/train-labels-idx1-ubyte" "$work/labels.before"
+case_ "--report over the training data" 1 "would overwrite the training data $data/train-labels-idx1-ubyte" \
+  "$mlp" --report "$data/train-labels-idx1-ubyte" "${fast[@]}"
+cmp -s "$data/train-labels-idx1-ubyte" "$work/labels.before" || { failed=$((failed + 1)); row FAIL "  ... and the data is unchanged" "it changed"; }
+cp "$work/w.safetensors" "$work/w.before"
+case_ "--report over the --load weights" 1 "would overwrite the --load weights $work/w.safetensors" \
+  "$mlp" --load "$work/w.safetensors" --report "$work/w.safetensors" "${fast[@]}"
+cmp -s "$work/w.safetensors" "$work/w.before" || { failed=$((failed + 1)); row FAIL "  ... and the weights are unchanged" "they changed"; }
+case_ "--report ''" 1 "--report: the path is empty" "$mlp" --report "" "${fast[@]}"
 
 # ---- checkpoints -----------------------------------------------------------------------------------
 ck=$(fresh "$work/ck")
@@ -202,6 +218,15 @@ kill -INT "$pid"; sleep 0.1; kill -INT "$pid"
 signalled "a second Ctrl-C stops at once" "$work/twice.txt" 130 "stopping after this micro-batch" "^stopped:"
 
 # ---- output that cannot be written -----------------------------------------------------------------
+# A closed pipe (| head): a message and status 1, not SIGPIPE's 141 without a word.
+bash -c '"$0" --epochs 3 --verbose 2 --data "$1" 2> "$2" | head -c 1 > /dev/null; exit "${PIPESTATUS[0]}"' \
+  "$mlp" "$data" "$work/pipe.txt"
+got=$?
+if [[ $got -eq 1 ]] && grep -q "the output could not be written (Broken pipe)" "$work/pipe.txt"; then
+  passed=$((passed + 1)); row PASS "stdout into a pipe that closes (| head -c 1)" "1: $(grep -m1 Broken "$work/pipe.txt")"
+else
+  failed=$((failed + 1)); row FAIL "stdout into a pipe that closes (| head -c 1)" "exit $got (wanted 1)"; tail -n 3 "$work/pipe.txt"
+fi
 case_ "stdout on a full disk" 1 "the output could not be written (No space left on device)" \
   bash -c '"$0" --epochs 3 --verbose 0 --data "$1" > /dev/full' "$mlp" "$data"
 case_ "an error with stderr on a full disk" 1 "" bash -c '"$0" --device nonsense 2>/dev/full' "$mlp"
@@ -233,6 +258,46 @@ case_ "sequence_classification with a file that is not there" 1 "no file 'birds'
   "$classify" --epochs 1 --verbose 0 --files cats,birds --data "$fortunes"
 case_ "sequence_classification without the fortunes folder" 1 "apt-get install fortunes" \
   "$classify" --epochs 1 --verbose 0 --data /nonexistent/fortunes
+case_ "sequence_classification --data /dev/zero" 1 "the fortunes folder /dev/zero is not a folder" \
+  "$classify" --epochs 1 --verbose 0 --data /dev/zero
+case_ "sequence_classification --files cats,cats" 1 "--files: 'cats' is named twice" \
+  "$classify" --epochs 1 --verbose 0 --files cats,cats --data "$fortunes"
+# Text from what is not a regular file, read without bounds before.
+case_ "char_lm --data /dev/zero" 1 "text file /dev/zero is not a regular file (a device, pipe or socket)" \
+  "$char_lm" "${tiny[@]}" --data /dev/zero
+mkfifo "$work/fifo"
+case_ "char_lm --data a FIFO" 1 "text file $work/fifo is not a regular file" "$char_lm" "${tiny[@]}" --data "$work/fifo"
+d=$(fresh "$work/text_loop"); cp "$text" "$d/a.txt"; ln -s "$d/loop" "$d/loop"
+case_ "char_lm on a folder holding a symbolic link loop (passed over)" 0 "Validation loss:" "$char_lm" "${tiny[@]}" --data "$d"
+# Mistakes found before an epoch of training, not after it.
+case_ "char_lm --prompt ''" 1 "--prompt: empty" "$char_lm" "${tiny[@]}" --prompt "" --data "$text"
+if grep -q "^epoch 1" "$out"; then failed=$((failed + 1)); row FAIL "  ... before training" "it trained"; fi
+tr 'A-Z' 'a-z' < "$text" > "$work/lower.txt"
+case_ "char_lm's default prompt against a text without 'T'" 1 "--prompt \"The \": character 'T' (U+0054) at character 0 is not in the vocabulary" \
+  "$char_lm" "${tiny[@]}" --data "$work/lower.txt"
+if grep -q "^epoch 1" "$out"; then failed=$((failed + 1)); row FAIL "  ... before training" "it trained"; fi
+head -c 100 "$text" > "$work/short.txt"  # 10 characters for validation, blocks of 16
+case_ "char_lm on a text that leaves no validation block" 1 "make no validation block of 16" \
+  "$char_lm" "${tiny[@]}" --data "$work/short.txt"
+if grep -q "^epoch 1" "$out"; then failed=$((failed + 1)); row FAIL "  ... before training" "it trained"; fi
+# A 65536-wide block's attention weights alone take 48 GiB: refused at once, never filled until
+# the kernel's out-of-memory killer ends the process.
+case_ "char_lm with a model larger than the machine" 1 "the machine has" \
+  "$char_lm" --epochs 1 --verbose 0 --block-size 16 --width 65536 --heads 1 --layers 1 --data "$text"
+
+# ---- the playground --------------------------------------------------------------------------------
+case_ "playground --host ''" 1 "--host: an empty address" "$playground" --host "" --port 0 --data "$data"
+case_ "playground with stdout on a full disk" 1 "the address could not be printed (No space left on device)" \
+  bash -c '"$0" --port 0 --data "$1" > /dev/full' "$playground" "$data"
+
+# ---- several processes -----------------------------------------------------------------------------
+if command -v mpirun >/dev/null; then
+  [[ $(id -u) -eq 0 ]] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  case_ "mpirun with stdout on /dev/full" 1 "mpirun's standard output is /dev/full" \
+    bash -c 'mpirun --oversubscribe -np 2 "$0" --epochs 1 --data "$1" > /dev/full' "$data_parallel" "$data"
+else
+  skipped=$((skipped + 1)); row SKIP "mpirun with stdout on /dev/full" "no mpirun (Debian's openmpi-bin)"
+fi
 
 # ---- --epochs 2147483647: starts at once, in the memory of one epoch ------------------------------
 # Peak resident memory and time when the first epoch's line appears, for 1 and for 2^31 - 1 epochs.

@@ -39,4 +39,8 @@ LayerMemoryUse Softmax::memory_use(const LayerMemoryQuery& q) const {
           .forward_scratch = converts ? q.bytes(q.input_shape, DType::f32) : 0};
 }
 
+LayerConfig GELU::config() const { return {{"tanh_approximation", options_.tanh_approximation}}; }
+
+LayerConfig Softmax::config() const { return {{"dim", std::int64_t{dim_}}}; }
+
 }  // namespace accrue::layers

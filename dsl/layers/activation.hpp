@@ -21,6 +21,7 @@ class GELU final : public LayerBase<GELU> {
  public:
   explicit(false) GELU(GELUOptions options = {}) : options_(options) {}
   std::string type_name() const override { return "GELU"; }
+  LayerConfig config() const override;
   Tensor forward(const Tensor& x) override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
 
@@ -48,6 +49,7 @@ class Softmax final : public LayerBase<Softmax> {
  public:
   explicit(false) Softmax(int dim = -1) : dim_(dim) {}
   std::string type_name() const override { return "Softmax"; }
+  LayerConfig config() const override;
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;

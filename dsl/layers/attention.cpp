@@ -172,4 +172,22 @@ LayerMemoryUse TransformerBlock::memory_use(const LayerMemoryQuery& q) const {
           .deferred_gradient_rows = att.deferred_gradient_rows + l1.deferred_gradient_rows + l2.deferred_gradient_rows};
 }
 
+LayerConfig MultiHeadAttention::config() const {
+  return {{"heads", heads_},
+          {"dim", dim_},
+          {"causal", options_.causal},
+          {"dropout", float_option(options_.dropout)},
+          {"bias", options_.bias}};
+}
+
+LayerConfig TransformerBlock::config() const {
+  return {{"heads", static_cast<const MultiHeadAttention&>(child(self_attn)).heads()},
+          {"dim", dim_},
+          {"mlp_dim", options_.mlp_dim},
+          {"dropout", float_option(options_.dropout)},
+          {"attention_dropout", float_option(options_.attention_dropout)},
+          {"causal", options_.causal},
+          {"eps", float_option(options_.eps)}};
+}
+
 }  // namespace accrue::layers

@@ -24,6 +24,7 @@ class MultiHeadAttention final : public LayerBase<MultiHeadAttention> {
  public:
   MultiHeadAttention(std::int64_t heads, std::int64_t dim, MultiHeadAttentionOptions options = {});
   std::string type_name() const override { return "MultiHeadAttention"; }
+  LayerConfig config() const override;
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
   /// With padded keys: key_padding int32 (batch, T), non-zero at a padding position that no query
@@ -62,6 +63,7 @@ class TransformerBlock final : public LayerBase<TransformerBlock> {
  public:
   TransformerBlock(std::int64_t heads, std::int64_t dim, TransformerBlockOptions options = {});
   std::string type_name() const override { return "TransformerBlock"; }
+  LayerConfig config() const override;
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;

@@ -68,4 +68,13 @@ LayerMemoryUse BatchNorm::memory_use(const LayerMemoryQuery& q) const {
   return normalization_memory_use(q, q.input_shape[0], q.input_shape[0]);
 }
 
+LayerConfig BatchNorm::config() const {
+  const BatchNormOptions& o = options_;
+  return {{"momentum", o.momentum ? float_option(*o.momentum) : ConfigValue{}},
+          {"eps", float_option(o.eps)},
+          {"affine", o.affine},
+          {"track_running_stats", o.track_running_stats},
+          {"sync", o.sync}};
+}
+
 }  // namespace accrue::layers

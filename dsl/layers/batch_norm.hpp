@@ -36,6 +36,7 @@ class BatchNorm : public Layer {
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
   bool uses_batch_statistics() const override { return true; }
   bool shares_batch_statistics() const override { return options_.sync; }
+  LayerConfig config() const override;
 
   const BatchNormOptions& options() const { return options_; }
   /// Undefined without track_running_stats.

@@ -69,4 +69,15 @@ LayerMemoryUse Conv2d::memory_use(const LayerMemoryQuery& q) const {
           .input_gradient_scratch = scratch.input_gradient, .kept_packs = scratch.kept_forward, .kept_packs_for_input_gradient = scratch.kept_for_input_gradient};
 }
 
+LayerConfig Conv2d::config() const {
+  const Conv2dOptions& o = options_;
+  return {{"filters", filters_},
+          {"kernel_size", size_option(kernel_)},
+          {"stride", size_option(o.stride)},
+          {"padding", o.padding.same ? ConfigValue{std::string{"same"}} : size_option(o.padding.size)},
+          {"dilation", size_option(o.dilation)},
+          {"groups", o.groups},
+          {"bias", o.bias}};
+}
+
 }  // namespace accrue::layers

@@ -44,6 +44,7 @@ class Conv2d final : public LayerBase<Conv2d> {
   Conv2d(std::int64_t filters, Size2 kernel_size, Conv2dOptions options = {});
 
   std::string type_name() const override { return "Conv2d"; }
+  LayerConfig config() const override;
   /// weight (filters, C / groups, kh, kw) and bias (filters), uniform in +-1/sqrt(fan_in) with
   /// fan_in = C / groups * kh * kw: PyTorch's default initialisation.
   Shape build(const Shape& input_shape, Generator& generator) override;

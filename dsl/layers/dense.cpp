@@ -56,4 +56,6 @@ LayerMemoryUse Dense::memory_use(const LayerMemoryQuery& q) const {
           .kept_packs_for_input_gradient = scratch.kept_for_input_gradient};
 }
 
+LayerConfig Dense::config() const { return {{"units", units_}, {"bias", options_.bias}}; }
+
 }  // namespace accrue::layers

@@ -18,6 +18,7 @@ class Dense final : public LayerBase<Dense> {
   explicit(false) Dense(std::int64_t units, DenseOptions options = {});
 
   std::string type_name() const override { return "Dense"; }
+  LayerConfig config() const override;
   /// W is (units, in_features) and b (units), both uniform in +-1/sqrt(in_features): PyTorch's
   /// default initialisation of nn.Linear (Kaiming uniform with a = sqrt(5)).
   Shape build(const Shape& input_shape, Generator& generator) override;

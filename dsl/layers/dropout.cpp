@@ -15,4 +15,6 @@ LayerMemoryUse Dropout::memory_use(const LayerMemoryQuery& q) const {
   return {.output_dtype = q.input_dtype, .output_is_view = rate_ == 0.0f, .keeps_input = false, .keeps_output = false};
 }
 
+LayerConfig Dropout::config() const { return {{"rate", float_option(rate_)}}; }
+
 }  // namespace accrue::layers

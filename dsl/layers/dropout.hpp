@@ -11,6 +11,7 @@ class Dropout final : public LayerBase<Dropout> {
   /// Drop probability in [0, 1): `Dropout{0.5}`.
   explicit(false) Dropout(float rate);
   std::string type_name() const override { return "Dropout"; }
+  LayerConfig config() const override;
   Tensor forward(const Tensor& x) override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
   float rate() const { return rate_; }

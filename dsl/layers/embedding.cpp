@@ -96,4 +96,12 @@ Tensor SinusoidalEncoding::forward(const Tensor& x) { return add_positions(x, na
 
 LayerMemoryUse SinusoidalEncoding::memory_use(const LayerMemoryQuery&) const { return position_memory_use(); }
 
+LayerConfig Embedding::config() const {
+  return {{"num_embeddings", vocab_}, {"embedding_dim", dim_}, {"padding_idx", options_.padding_idx}};
+}
+
+LayerConfig PositionalEmbedding::config() const { return {{"max_length", max_length_}}; }
+
+LayerConfig SinusoidalEncoding::config() const { return {{"max_length", max_length_}}; }
+
 }  // namespace accrue::layers

@@ -19,6 +19,7 @@ class Embedding final : public LayerBase<Embedding> {
  public:
   Embedding(std::int64_t vocab, std::int64_t dim, EmbeddingOptions options = {});
   std::string type_name() const override { return "Embedding"; }
+  LayerConfig config() const override;
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& tokens) override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
@@ -39,6 +40,7 @@ class PositionalEmbedding final : public LayerBase<PositionalEmbedding> {
  public:
   explicit PositionalEmbedding(std::int64_t max_length, std::string name = {});
   std::string type_name() const override { return "PositionalEmbedding"; }
+  LayerConfig config() const override;
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
@@ -55,6 +57,7 @@ class SinusoidalEncoding final : public LayerBase<SinusoidalEncoding> {
  public:
   explicit SinusoidalEncoding(std::int64_t max_length, std::string name = {});
   std::string type_name() const override { return "SinusoidalEncoding"; }
+  LayerConfig config() const override;
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;

@@ -35,4 +35,8 @@ LayerMemoryUse GroupNorm::memory_use(const LayerMemoryQuery& q) const {
   return normalization_memory_use(q, q.batch * groups_, q.input_shape[0]);
 }
 
+LayerConfig GroupNorm::config() const {
+  return {{"groups", groups_}, {"eps", float_option(options_.eps)}, {"affine", options_.affine}};
+}
+
 }  // namespace accrue::layers

@@ -19,6 +19,7 @@ class GroupNorm final : public LayerBase<GroupNorm> {
   /// `groups` groups of channels (the channels are inferred and must divide evenly): `GroupNorm{8}`.
   explicit GroupNorm(std::int64_t groups, GroupNormOptions options = {});
   std::string type_name() const override { return "GroupNorm"; }
+  LayerConfig config() const override;
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;

@@ -38,4 +38,8 @@ LayerMemoryUse LayerNorm::memory_use(const LayerMemoryQuery& q) const {
   return normalization_memory_use(q, rows, normalized_.numel());
 }
 
+LayerConfig LayerNorm::config() const {
+  return {{"dims", std::int64_t{options_.dims}}, {"eps", float_option(options_.eps)}, {"affine", options_.affine}};
+}
+
 }  // namespace accrue::layers

@@ -20,6 +20,7 @@ class LayerNorm final : public LayerBase<LayerNorm> {
  public:
   explicit LayerNorm(LayerNormOptions options = {});
   std::string type_name() const override { return "LayerNorm"; }
+  LayerConfig config() const override;
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;

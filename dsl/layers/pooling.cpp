@@ -40,6 +40,15 @@ LayerMemoryUse Pool2d<Kind>::memory_use(const LayerMemoryQuery& q) const {
           .kept_other = converts ? q.bytes(q.input_shape, DType::f32) : 0};
 }
 
+template <PoolKind Kind>
+LayerConfig Pool2d<Kind>::config() const {
+  const ops::Pool2dOptions& o = options_;
+  return {{"kernel_size", size_option(o.kernel)},
+          {"stride", o.stride ? size_option(*o.stride) : ConfigValue{}},
+          {"padding", size_option(o.padding)},
+          {"count_include_pad", o.count_include_pad}};
+}
+
 template class Pool2d<PoolKind::max>;
 template class Pool2d<PoolKind::average>;
 
@@ -57,5 +66,6 @@ Tensor GlobalAvgPool2d::forward(const Tensor& x) {
 LayerMemoryUse GlobalAvgPool2d::memory_use(const LayerMemoryQuery& q) const {
   return {.output_dtype = q.input_dtype, .keeps_input = false, .keeps_output = false};
 }
+
 
 }  // namespace accrue::layers

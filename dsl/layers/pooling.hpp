@@ -25,6 +25,7 @@ class Pool2d final : public LayerBase<Pool2d<Kind>> {
  public:
   explicit(false) Pool2d(Size2 kernel_size, Pool2dOptions options = {});
   std::string type_name() const override { return Kind == PoolKind::max ? "MaxPool2d" : "AvgPool2d"; }
+  LayerConfig config() const override;
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;

@@ -113,4 +113,11 @@ Recurrent::State GRU::step(const Tensor& projected_input, const State& state, in
   return {ops::add(n, ops::mul(z, ops::sub(state.h, n))), Tensor()};
 }
 
+LayerConfig Recurrent::config() const {
+  return {{"hidden_size", hidden_},
+          {"num_layers", std::int64_t{options_.layers}},
+          {"return_sequences", options_.return_sequences},
+          {"bias", options_.bias}};
+}
+
 }  // namespace accrue::layers

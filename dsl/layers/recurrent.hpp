@@ -23,6 +23,7 @@ class Recurrent : public Layer {
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
+  LayerConfig config() const override;
 
   std::int64_t hidden() const { return hidden_; }
 

@@ -1,6 +1,7 @@
 #include "accrue/framework/distributed/communicator.hpp"
 
 #include <algorithm>
+#include <exception>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -85,6 +86,25 @@ bool launched_by_mpi() {
 
 std::unique_ptr<Communicator> single_process() { return std::make_unique<SingleProcess>(); }
 
+namespace {
+
+Communicator* started_world = nullptr;
+
+// An exception that escapes main under mpirun: its message with the rank, then every process ends.
+[[noreturn]] void terminate_run() {
+  std::string message = "std::terminate was called without an exception";
+  if (const std::exception_ptr e = std::current_exception()) try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      message = fmt::format("uncaught exception: {}", x.what());
+    } catch (...) {
+      message = "uncaught exception of a type that is not std::exception";
+    }
+  started_world->abort(message);
+}
+
+}  // namespace
+
 Communicator& world() {
   static const std::unique_ptr<Communicator> world = [] {
     if (!launched_by_mpi()) return single_process();
@@ -96,6 +116,15 @@ Communicator& world() {
         "Open MPI: install libopenmpi-dev and openmpi-bin, then configure again)");
 #endif
   }();
+  // Registered after the static above: at exit it runs before the world is destroyed (finalized).
+  static const bool hooked = [] {
+    if (world->size() == 1) return false;
+    started_world = world.get();
+    std::set_terminate(terminate_run);
+    ::on_exit([](int status, void*) { started_world->exiting(status); }, nullptr);
+    return true;
+  }();
+  (void)hooked;
   return *world;
 }
 

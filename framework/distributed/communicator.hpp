@@ -71,6 +71,9 @@ class Communicator {
   /// What abort() does after its message: ends the other processes too (MPI_Abort), where this
   /// backend can; this process then exits with status 1.
   virtual void stop_all() {}
+  /// Called as the process exits with `status` (world() arranges it): a process that fails must not
+  /// leave the others waiting for it.
+  virtual void exiting(int /*status*/) {}
 
   /// How long one collective call may take before wait() gives up (the watchdog), in seconds.
   double timeout_seconds() const { return timeout_seconds_; }
@@ -93,7 +96,11 @@ bool launched_by_mpi();
 
 /// The communicator of all processes of this run: over MPI when launched by mpirun (MPI starts on
 /// the first call and finishes at exit), else this process alone. Throws CommunicationError when
-/// launched by mpirun in a build without MPI.
+/// launched by mpirun in a build without MPI. Under mpirun no process leaves the others waiting
+/// for ever: an exception that escapes main ends the run (MPI_Abort) with this rank's name and
+/// message; a process that exits with a failure status waits up to 10 s for the others at
+/// MPI_Finalize, then ends the run; and one whose collective call timed out (the watchdog) ends it
+/// at exit, as MPI cannot be finalized.
 Communicator& world();
 
 /// The communicator for tensors on `device`: world() for the CPU (and for a run of one process);

@@ -8,12 +8,14 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -68,16 +70,20 @@ class MpiThread {
     return call;
   }
 
-  // Waits for `call` for at most `timeout` seconds (the watchdog); rethrows its error.
-  static void wait(Call& call, double timeout, int rank) {
+  // Waits for `call` for at most `timeout` seconds (the watchdog); rethrows its error. A call that
+  // did not finish leaves this thread inside MPI for good: stuck() says so from then on.
+  void wait(Call& call, double timeout, int rank) {
     std::unique_lock lock{call.mutex};
-    if (!call.finished.wait_for(lock, std::chrono::duration<double>(timeout), [&] { return call.done; }))
+    if (!call.finished.wait_for(lock, std::chrono::duration<double>(timeout), [&] { return call.done; })) {
+      stuck_ = true;
       throw CommunicationError(fmt::format(
           "rank {}: {} did not finish within {} s; another process of the run has stopped, hangs, or called a "
           "different collective (distributed::world().set_timeout_seconds changes the limit)",
           rank, call.what, timeout));
+    }
     if (call.error) std::rethrow_exception(call.error);
   }
+  bool stuck() const { return stuck_; }
 
  private:
   void run() {
@@ -111,6 +117,7 @@ class MpiThread {
   std::condition_variable queued_;
   std::deque<std::shared_ptr<Call>> calls_;
   bool stopping_ = false;
+  std::atomic<bool> stuck_{false};
   std::thread thread_;  // last: starts once the queue exists
 };
 
@@ -133,16 +140,34 @@ class MpiWork final : public Work {
 class Mpi final : public Communicator {
  public:
   Mpi(std::unique_ptr<MpiThread> thread, int rank, int size) : Communicator(rank, size), thread_(std::move(thread)) {}
-  ~Mpi() override {
+  ~Mpi() override { finalize(timeout_seconds()); }
+
+  // MPI_Finalize waits for every process to call it. A process that cannot finalize (its MPI
+  // thread is stuck in a call the watchdog gave up on, or the others do not come within `seconds`)
+  // ends the run instead of hanging.
+  void finalize(double seconds) {
+    if (finalized_) return;
+    finalized_ = true;
+    if (thread_->stuck())
+      abort("a collective call did not finish earlier (see above), so MPI cannot be finalized");
     try {
       run("MPI_Finalize", [] {
         int finalized = 0;
         MPI_Finalized(&finalized);
         if (!finalized) MPI_Finalize();
-      });
-    } catch (const Error& e) {
-      std::fprintf(stderr, "%s\n", e.what());
+      }, seconds);
+    } catch (const Error&) {
+      abort(fmt::format("MPI_Finalize waited {} s for the other processes, which did not come (one may be waiting "
+                        "for this one in a collective call)",
+                        seconds));
     }
+  }
+
+  // A process that exits with a failure may have left the others waiting for it in a collective
+  // call: it waits a little for them at MPI_Finalize (they finish too when they failed together),
+  // then ends the run.
+  void exiting(int status) override {
+    if (status != 0 && size() > 1) finalize(10);
   }
   std::string_view backend() const override { return "mpi"; }
 
@@ -158,7 +183,7 @@ class Mpi final : public Communicator {
     const int n = static_cast<int>(t.numel());
     float* data = t.data<float>();
     const int me = rank();
-    auto call = thread_->start("allreduce_sum (MPI_Allreduce)", [=] {
+    auto call = thread_->start("allreduce_sum (MPI_Allreduce)", [=, keep = t] {
       if (n == 0) return;
       check(MPI_Allreduce(MPI_IN_PLACE, data, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce (allreduce_sum)", me);
     });
@@ -207,6 +232,8 @@ class Mpi final : public Communicator {
   // launcher to end the job, which is what is wanted.
   void stop_all() override { MPI_Abort(MPI_COMM_WORLD, 1); }
 
+  MpiThread& thread() { return *thread_; }
+
   // A tensor allreduce's cost, once it was waited for.
   void count(const Call& call, std::size_t tensor_bytes) {
     ++stats_.tensor_allreduces;
@@ -216,18 +243,20 @@ class Mpi final : public Communicator {
 
  private:
   // A blocking collective: started on the MPI thread after everything started before it.
-  void run(std::string what, std::function<void()> body) {
+  void run(std::string what, std::function<void()> body, std::optional<double> timeout = std::nullopt) {
     const std::shared_ptr<Call> call = thread_->start(std::move(what), std::move(body));
-    MpiThread::wait(*call, timeout_seconds(), rank());
+    thread_->wait(*call, timeout.value_or(timeout_seconds()), rank());
     ++stats_.other_calls;
   }
 
   std::unique_ptr<MpiThread> thread_;
+  bool finalized_ = false;
 };
 
 MpiWork::~MpiWork() {
-  // A call that was started must finish before the tensor it writes into may go.
-  if (!waited_) {
+  // A call that was started must finish before the tensor it writes into may go (the call keeps
+  // the tensor's storage, so one stuck in MPI is not waited for: the run is ending then).
+  if (!waited_ && !owner_.thread().stuck()) {
     std::unique_lock lock{call_->mutex};
     call_->finished.wait(lock, [&] { return call_->done; });
   }
@@ -235,7 +264,7 @@ MpiWork::~MpiWork() {
 
 void MpiWork::wait() {
   if (waited_) return;
-  MpiThread::wait(*call_, owner_.timeout_seconds(), owner_.rank());
+  owner_.thread().wait(*call_, owner_.timeout_seconds(), owner_.rank());
   waited_ = true;
   owner_.count(*call_, bytes_);
 }
@@ -256,7 +285,7 @@ std::unique_ptr<Communicator> make_mpi_world() {
     check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank", -1);
     check(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size", rank);
   });
-  MpiThread::wait(*init, 600, -1);
+  thread->wait(*init, 600, -1);
   return std::make_unique<Mpi>(std::move(thread), rank, size);
 }
 

@@ -22,8 +22,8 @@ void on_signal(int signal) {
     return;
   }
   static constexpr char message[] =
-      "\n[accrue] stopping after this micro-batch (a checkpoint is written when there is a checkpoint folder); "
-      "send the signal again to stop at once\n";
+      "\n[accrue] stopping after this micro-batch, or this batch of a validation (a checkpoint is written when there "
+      "is a checkpoint folder); send the signal again to stop at once\n";
   // write() is safe in a signal handler; what it returns cannot be acted on here.
   [[maybe_unused]] const ssize_t written = ::write(STDERR_FILENO, message, sizeof message - 1);
 }
@@ -49,6 +49,11 @@ StopSignal::~StopSignal() {
 }
 
 int StopSignal::received() const { return received_signal.load(); }
+
+int pending_stop_signal() {
+  const std::lock_guard lock{guard_mutex};
+  return guards > 0 ? received_signal.load() : 0;
+}
 
 const char* signal_name(int signal) {
   switch (signal) {

@@ -21,6 +21,10 @@ class StopSignal {
   int received() const;
 };
 
+/// The signal a living StopSignal has received, or 0 (also when none lives): for work inside
+/// training that stops early when asked (the validation at an epoch's end).
+int pending_stop_signal();
+
 /// "SIGINT", "SIGTERM", or "a signal".
 const char* signal_name(int signal);
 

@@ -7,6 +7,10 @@
 //                                  every rank must stop at that window's close, with a checkpoint
 //                                  in DIR
 //   failing_rank resume DIR        the same run, continued from DIR
+//   failing_rank early|uncaught|stall
+//                                  rank 1 fails before training: it returns 1 from main after an
+//                                  error / lets the error escape main / stops before fit (rank 0's
+//                                  watchdog, 5 s, gives up in fit's first collective and returns 1)
 
 #include <accrue/accrue.hpp>
 #include <csignal>
@@ -19,7 +23,8 @@ using namespace accrue;
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "raise";
   distributed::Communicator& world = distributed::world();
-  world.set_timeout_seconds(5);
+  // "early": the others' watchdog would give up only after the run's bound; rank 1's exit must end it.
+  world.set_timeout_seconds(mode == "early" ? 120 : 5);
   std::printf("rank %d pid %d\n", world.rank(), static_cast<int>(getpid()));
   std::fflush(stdout);
   manual_seed(1);
@@ -39,6 +44,14 @@ int main(int argc, char** argv) {
   for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<std::int32_t>(i % 4);
   const Dataset data{Tensor::uniform({4000, 6}, -1, 1), Tensor::from(labels, {4000}), "noise"};
   const bool checkpoints = mode == "signal" || mode == "resume";
+  if (world.rank() == 1) {
+    if (mode == "early") {
+      std::fprintf(stderr, "rank 1: error: an error injected on rank 1 before training\n");
+      return 1;
+    }
+    if (mode == "uncaught") throw IoError("an error injected on rank 1 before training");
+    if (mode == "stall") std::this_thread::sleep_for(std::chrono::hours(1));
+  }
   try {
     model.fit(data, {.epochs = checkpoints ? 1 : 1000,
                      .batch_size = 4,

@@ -188,6 +188,27 @@ BOOST_AUTO_TEST_CASE(processes_that_disagree_are_refused_naming_the_rank) {
                                                     : test::blobs(96, 5),
                                   {.batch_size = 8, .verbose = 0, .distributed = true}),
                         Error, test::message_has({"rank 1"}));
+  // Models whose names and shapes agree but whose options do not (heads, a dropout rate): refused
+  // naming the layer and the option.
+  const auto sequence_data = [] {
+    std::vector<std::int32_t> labels(32);
+    for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<std::int32_t>(i % 2);
+    return Dataset{Tensor::uniform({32, 4, 16}, -1, 1), Tensor::from(labels, {32}), "sequences"};
+  };
+  const std::int64_t heads = world.rank() == 1 ? 2 : 4;
+  const float rate = world.rank() == 1 ? 0.2f : 0.1f;
+  Sequential attention{layers::Input{4, 16}, layers::MultiHeadAttention{heads, 16}, layers::Flatten{},
+                       layers::Dense{2}};
+  attention.compile(optim::SGD{.lr = 0.1}, losses::CrossEntropy{});
+  BOOST_CHECK_EXCEPTION(attention.fit(sequence_data(), {.batch_size = 8, .verbose = 0, .distributed = true}),
+                        ValueError,
+                        test::message_has({"layer 0 'multi_head_attention' (MultiHeadAttention) has heads=4 on rank 0 "
+                                           "and heads=2 on rank 1"}));
+  Sequential dropped{layers::Input{6}, layers::Dense{16}, layers::Dropout{rate}, layers::Dense{4}};
+  dropped.compile(optim::SGD{.lr = 0.1}, losses::CrossEntropy{});
+  BOOST_CHECK_EXCEPTION(dropped.fit(test::blobs(96, 5), {.batch_size = 8, .verbose = 0, .distributed = true}),
+                        ValueError,
+                        test::message_has({"layer 1 'dropout' (Dropout) has rate=0.1 on rank 0 and rate=0.2 on rank 1"}));
 }
 
 BOOST_AUTO_TEST_CASE(one_process_writes_the_csv_log_and_every_history_is_the_same) {

@@ -1,6 +1,6 @@
 #!/bin/bash
-# A rank that raises, is killed, or hangs must not leave the others waiting: the whole run ends
-# within 60 s with a status other than 0 and a message naming the rank. A signal that reaches one
+# A rank that raises, is killed, or hangs must not leave the others waiting, in training or before
+# it: the whole run ends within 60 s with a status other than 0 and a message naming the rank. A signal that reaches one
 # rank stops every rank at the same window's close, with a checkpoint the run continues from.
 #   test_failures.sh MPIEXEC FAILING_RANK_PROGRAM
 set -u
@@ -8,7 +8,7 @@ mpiexec=$1 program=$2
 failed=0
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-for mode in raise kill hang signal resume; do
+for mode in raise kill hang signal resume early uncaught stall; do
   start=$(date +%s)
   output=$(timeout 90 "$mpiexec" -np 2 "$program" "$mode" "$dir" 2>&1)
   status=$? seconds=$(( $(date +%s) - start ))
@@ -19,6 +19,10 @@ for mode in raise kill hang signal resume; do
     # Rank 1's SIGTERM came in micro-batch 6; the window of micro-batches 5 to 8 closes on both.
     signal) expected="rank 0: training stopped by SIGTERM after micro-batch 8/500 .*checkpoint-0000000008" ;;
     resume) expected="resuming from .*checkpoint-0000000008.safetensors: epoch 1/1, micro-batch 9/500" ;;
+    # Rank 1 fails before training; rank 0 waits in fit's first collective.
+    early) expected="rank 1 of 2: MPI_Finalize waited 10 s for the other processes, which did not come" ;;
+    uncaught) expected="rank 1 of 2: uncaught exception: an error injected on rank 1 before training" ;;
+    stall) expected="rank 0 of 2: a collective call did not finish earlier" ;;
   esac
   verdict=ok
   if [ "$status" -eq 124 ] || [ "$seconds" -gt 60 ] || ! grep -Eq "$expected" <<<"$output" ||

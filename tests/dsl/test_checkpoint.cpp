@@ -471,6 +471,54 @@ BOOST_AUTO_TEST_CASE(a_signal_stops_training_with_a_checkpoint_that_continues_th
   std::signal(SIGTERM, SIG_DFL);
 }
 
+namespace {
+// Passes its input on, and raises SIGTERM the `armed`-th time it runs in evaluation mode.
+int raise_in_evaluation = 0;
+class RaiseInEvaluation final : public LayerBase<RaiseInEvaluation> {
+ public:
+  std::string type_name() const override { return "RaiseInEvaluation"; }
+  Tensor forward(const Tensor& x) override {
+    if (!training() && raise_in_evaluation > 0 && --raise_in_evaluation == 0) std::raise(SIGTERM);
+    return x;
+  }
+};
+}  // namespace
+
+// A signal during the validation at an epoch's end stops at once, not after the whole pass, with a
+// checkpoint from which the same training validates that epoch again and ends as if never stopped.
+BOOST_AUTO_TEST_CASE(a_signal_during_validation_stops_it_and_the_run_continues_there) {
+  const Dataset data = blobs(100, 11), validation = blobs(400, 12);  // 13 micro-batches, 50 validation batches
+  const auto made = [](std::uint64_t seed) {
+    manual_seed(seed);
+    Sequential m{layers::Input{6}, layers::Dense{12}, RaiseInEvaluation{}, layers::ReLU{}, layers::Dense{4}};
+    m.compile(optim::Adam{.lr = 1e-2}.accumulate(3), losses::CrossEntropy{}, {metrics::Accuracy{}});
+    return m;
+  };
+  const FitOptions base{.epochs = 2, .batch_size = 8, .validation = validation, .verbose = 0};
+  Sequential reference = made(1);
+  const History expected = reference.fit(data, base);
+  TempDir dir{"validation_signal"};
+  FitOptions options = base;
+  options.checkpoint = {.dir = dir.path.string()};
+  Sequential stopped = made(1);
+  raise_in_evaluation = 3;  // the third validation batch of epoch 1
+  BOOST_CHECK_EXCEPTION(stopped.fit(data, options), Interrupted, [&](const Interrupted& e) {
+    return e.exit_status() == 143 &&
+           message_has({"stopped by SIGTERM during the validation after epoch 1/2", "checkpoint " + dir.path.string()})(e);
+  });
+  raise_in_evaluation = 0;
+  Sequential resumed = made(42);
+  const History h = resumed.fit(data, options);
+  BOOST_TEST(state_bytes(resumed) == state_bytes(reference));
+  BOOST_TEST(same_history(h, expected));
+  // Without a checkpoint folder the message says the run cannot be continued.
+  raise_in_evaluation = 3;
+  Sequential alone = made(1);
+  BOOST_CHECK_EXCEPTION(alone.fit(data, base), Interrupted,
+                        message_has({"during the validation after epoch 1/2", "cannot be continued"}));
+  raise_in_evaluation = 0;
+}
+
 BOOST_AUTO_TEST_CASE(optimizer_state_round_trips_and_mismatches_are_listed) {
   const auto params = [] {
     std::vector<Tensor> p;
