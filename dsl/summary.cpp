@@ -1,5 +1,6 @@
 // summary(): the Keras table of layers, output shapes and parameters, with parameter memory.
 
+#include <algorithm>
 #include <iostream>
 #include <sstream>
 
@@ -19,7 +20,16 @@ std::string batch_shape(const Shape& sample) {
 }  // namespace
 
 std::string Sequential::summary_str(std::optional<std::int64_t> batch) const {
-  constexpr int w_layer = 30, w_shape = 20, w_params = 12, w_memory = 12, w_kept = 14;
+  constexpr int w_params = 12, w_memory = 12, w_kept = 14;
+  // Keras's widths, or wider where a name or a shape needs it, so that the columns stay aligned.
+  std::vector<std::string> names, shapes;
+  std::size_t w_layer = 30, w_shape = 20;
+  for (const auto& l : layers_) {
+    names.push_back(fmt::format("{} ({})", l->name(), l->type_name()));
+    shapes.push_back(l->built() ? batch_shape(l->output_shape()) : "?");
+    w_layer = std::max(w_layer, names.back().size());
+    w_shape = std::max(w_shape, shapes.back().size());
+  }
   // With a batch size, a column of what each layer keeps for backward at that micro-batch.
   std::optional<MemoryPlan> plan;
   if (batch && built_) plan = memory_plan(*batch);
@@ -34,7 +44,6 @@ std::string Sequential::summary_str(std::optional<std::int64_t> batch) const {
   std::size_t bytes = 0;
   for (std::size_t index = 0; index < layers_.size(); ++index) {
     const auto& l = layers_[index];
-    const std::string shape = l->built() ? batch_shape(l->output_shape()) : "?";
     // Buffers (running statistics) count as non-trainable parameters, as in Keras.
     std::size_t layer_bytes = 0;
     std::int64_t layer_count = 0;
@@ -45,8 +54,8 @@ std::string Sequential::summary_str(std::optional<std::int64_t> batch) const {
       }
     bytes += layer_bytes;
     const std::string params = l->built() ? format_count(layer_count) : "?";
-    out += fmt::format(" {:<{}} {:<{}} {:>{}} {:>{}}", fmt::format("{} ({})", l->name(), l->type_name()), w_layer,
-                       shape, w_shape, params, w_params, l->built() ? format_bytes(layer_bytes) : "?", w_memory);
+    out += fmt::format(" {:<{}} {:<{}} {:>{}} {:>{}}", names[index], w_layer, shapes[index], w_shape, params, w_params,
+                       l->built() ? format_bytes(layer_bytes) : "?", w_memory);
     if (plan) out += fmt::format(" {:>{}}", format_bytes(plan->kept_by_layer[index]), w_kept);
     out += "\n";
   }

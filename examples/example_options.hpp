@@ -103,7 +103,8 @@ struct ExampleOptions {
         ->capture_default_str();
     app.add_option("--device", device, "Where to train: best (a GPU when there is one), cpu, cuda, cuda:N")
         ->capture_default_str();
-    app.add_flag("--amp{auto}", amp, "Mixed precision: --amp (bfloat16 on the CPU, float16 on a GPU), --amp=f16, --amp=bf16")
+    app.add_flag("--amp{auto}", amp,
+                 "Mixed precision (off by default): --amp (bfloat16 on the CPU, float16 on a GPU), --amp=f16, --amp=bf16")
         ->check(CLI::IsMember({"off", "auto", "f16", "bf16"}));
     app.add_flag("--distributed", distributed,
                  "Train over the processes mpirun started (mpirun -np 2 ...): each trains its share of every batch");
@@ -218,6 +219,9 @@ inline int run_example(CLI::App& app, int argc, char** argv, const std::function
     detail::report(fmt::format("error: the output could not be written ({})", *problem));
     return 1;
   }
+  // Every flag's help shows its default ("--batch-size ...=64"), whichever example added it.
+  for (CLI::Option* option : app.get_options())
+    if (option->get_name() != "--help" && option->get_default_str().empty()) option->capture_default_str();
   int status = 0;
   try {
     app.parse(argc, argv);

@@ -36,7 +36,9 @@ int main(int argc, char** argv) {
   constexpr auto most_int64 = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
   common.add_to(app);
   common.add_report_flag(app);
-  app.add_option("--batch-size", batch_size, "Samples per optimizer step")->check(examples::whole_number(1, most_int64));
+  app.add_option("--batch-size", batch_size,
+                 "Samples per micro-batch (one forward and backward pass); an optimizer step takes --accumulate of them")
+      ->check(examples::whole_number(1, most_int64));
   app.add_option("--lr", lr, "SGD learning rate")->check(examples::finite_number(0));
   app.add_option("--verbose", verbose, "0 silent, 1 progress bar on a terminal, 2 one line per epoch")
       ->check(examples::whole_number(0, 2));

@@ -139,6 +139,8 @@ case_ "--device nonsense" 1 "device 'nonsense'" "$mlp" --device nonsense "${fast
 case_ "--amp=fp8" 1 "--amp: fp8 not in {off,auto,f16,bf16}" "$cnn" --amp=fp8
 case_ "an unknown flag" 1 "--frobnicate" "$mlp" --frobnicate
 case_ "--help" 0 "--checkpoint-dir" "$mlp" --help
+case_ "--help shows each flag's default" 0 "--checkpoint-every INT:INT in [0, 9223372036854775807]=200" "$mlp" --help
+case_ "--help: --batch-size is the micro-batch" 0 "Samples per micro-batch (one forward and backward pass)" "$mlp" --help
 case_ "--batch-size 9223372036854775807: one batch of all samples" 0 "Accuracy:" \
   "$mlp" --batch-size 9223372036854775807 "${fast[@]}"
 case_ "memory_comparison --configs abc" 1 "--configs: 'abc'" "$memory" --configs abc

@@ -1,10 +1,12 @@
 #include "accrue/dsl/callbacks/progress_bar.hpp"
 
 #include <fmt/format.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "accrue/dsl/sequential.hpp"
 #include "accrue/framework/optim/recipe.hpp"
@@ -105,10 +107,35 @@ std::string ProgressBar::timing(double seconds) const {
                      step, rate, steps);
 }
 
+namespace {
+
+// The width of the terminal `out` shows on (read at every draw: windows are resized), else
+// $COLUMNS, else 80.
+int terminal_columns(std::FILE* out) {
+  winsize size{};
+  if (::ioctl(fileno(out), TIOCGWINSZ, &size) == 0 && size.ws_col > 0) return size.ws_col;
+  if (const char* env = std::getenv("COLUMNS"); env != nullptr && std::atoi(env) > 0) return std::atoi(env);
+  return 80;
+}
+
+}  // namespace
+
 void ProgressBar::draw(const Logs& logs, bool final) {
   const double seconds = std::chrono::duration<double>(Clock::now() - epoch_start_).count();
   const std::int64_t total = context_->steps_per_epoch;
-  const int width = 20;
+  const std::string position = fmt::format("{:>{}}/{} ", position_, std::to_string(total).size(), total);
+  std::string rest = timing(seconds) + sorted(logs) + (final ? peak_memory() : "");
+  // A live line redrawn with \r must fit on one row, or each redraw leaves the rows it wrapped
+  // onto behind: the bar narrows first, then the line is cut (the epoch's last line, which stays,
+  // is printed whole). The last column is left free, where terminals wrap early.
+  int width = 20;
+  if (!final) {
+    const int room = terminal_columns(out_) - 1 - static_cast<int>(position.size());
+    width = std::clamp(room - static_cast<int>(rest.size()) - 1, 0, 20);
+    if (width < 5) width = 0;
+    const int left = room - (width > 0 ? width + 1 : 0);
+    if (static_cast<int>(rest.size()) > left) rest.resize(static_cast<std::size_t>(std::max(0, left)));
+  }
   const int done = total > 0 ? static_cast<int>(width * std::min(position_, total) / total) : width;
   std::string bar;
   for (int i = 0; i < done; ++i) bar += "━";
@@ -117,9 +144,7 @@ void ProgressBar::draw(const Logs& logs, bool final) {
     for (int i = done; i < width; ++i) bar += "━";
     bar += "\x1b[0m";
   }
-  const int digits = static_cast<int>(std::to_string(total).size());
-  fmt::print(out_, "\r{:>{}}/{} {} {}{}{}\x1b[K{}", position_, digits, total, bar, timing(seconds), sorted(logs),
-             final ? peak_memory() : "", final ? "\n" : "");
+  fmt::print(out_, "\r{}{}{}{}\x1b[K{}", position, bar, width > 0 ? " " : "", rest, final ? "\n" : "");
   std::fflush(out_);
 }
 

@@ -56,9 +56,10 @@ struct TransformerBlockOptions {
 
 /// A pre-LayerNorm Transformer block over samples (T, dim):
 ///   x = x + dropout(self_attn(norm1(x)));  x = x + dropout(linear2(dropout(gelu(linear1(norm2(x))))))
-/// as nn.TransformerEncoderLayer(dim, heads, mlp_dim, dropout, activation="gelu",
+/// as nn.TransformerEncoderLayer(dim, heads, dim_feedforward=mlp_dim, dropout, activation="gelu",
 /// batch_first=True, norm_first=True), with the same parameter names (self_attn.*, linear1.*,
-/// linear2.*, norm1.*, norm2.*).
+/// linear2.*, norm1.*, norm2.*). mlp_dim is 4 x dim unless given; PyTorch's dim_feedforward is
+/// 2048 unless given, so pass it there.
 class TransformerBlock final : public LayerBase<TransformerBlock> {
  public:
   TransformerBlock(std::int64_t heads, std::int64_t dim, TransformerBlockOptions options = {});

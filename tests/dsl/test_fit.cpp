@@ -1,6 +1,8 @@
 // The training loop: convergence, logs and progress output, determinism, reductions, and the
 // errors a user meets at the first bad batch.
 
+#include <thread>
+
 #include "test_util.hpp"
 
 #include <cstdio>
@@ -72,6 +74,52 @@ BOOST_AUTO_TEST_CASE(plain_lines_when_not_a_terminal) {
   // Keras 3 order: values sorted by name.
   BOOST_TEST(text.find("accuracy: ") < text.find("- loss: "));
   BOOST_TEST(std::count(text.begin(), text.end(), '\n') == 4 + 2);
+}
+
+// The live bar redraws its line with \r: a line wider than the terminal would wrap, and every
+// redraw would leave a row behind. Each drawn line fits in the terminal's width less one column
+// (here $COLUMNS, the stream being no terminal), the bar narrowing first; the epoch's last line,
+// which stays on screen, is whole.
+BOOST_AUTO_TEST_CASE(the_live_bar_fits_the_terminal_width) {
+  manual_seed(1);
+  Sequential model{layers::Input{6}, layers::Dense{16}, layers::ReLU{}, layers::Dense{4}};
+  model.compile(optim::SGD{.lr = 0.05}, losses::CrossEntropy{}, {metrics::Accuracy{}});
+  for (const int columns : {80, 60, 30}) {
+    ::setenv("COLUMNS", std::to_string(columns).c_str(), 1);
+    std::FILE* out = std::tmpfile();
+    // 300 micro-batches of at least 1 ms: the bar redraws every 100 ms, so at least twice.
+    const auto slow = callbacks::Lambda{{.micro_batch_end = [](const StepRecord&, const Logs&) {
+      std::this_thread::sleep_for(std::chrono::milliseconds{1});
+    }}};
+    model.fit(blobs(300, 5), {.epochs = 1, .batch_size = 1,
+                              .callbacks = {slow, callbacks::ProgressBar{{.mode = callbacks::ProgressBarOptions::Mode::bar,
+                                                                          .stream = out, .banner = false}}},
+                              .verbose = 0});
+    const std::string text = read_file(out);
+    std::fclose(out);
+    // What a terminal shows of each redraw: the text after a \r, without escape sequences, in
+    // characters (the bar's are 3 bytes each).
+    std::size_t drawn = 0, widest = 0;
+    for (std::size_t at = text.find('\r'); at != std::string::npos; at = text.find('\r', at + 1)) {
+      const std::size_t end = std::min(text.find('\r', at + 1), text.find('\n', at + 1));
+      if (end == std::string::npos || text[end] == '\n') continue;  // the epoch's last line
+      std::size_t shown = 0;
+      for (std::size_t i = at + 1; i < end; ++i) {
+        if (text[i] == '\x1b') {
+          while (i < end && std::isalpha(static_cast<unsigned char>(text[i])) == 0) ++i;
+          continue;
+        }
+        shown += (static_cast<unsigned char>(text[i]) & 0xC0) != 0x80;
+      }
+      ++drawn;
+      widest = std::max(widest, shown);
+    }
+    BOOST_TEST_MESSAGE(columns << " columns: " << drawn << " redraws, the widest " << widest << " characters");
+    BOOST_TEST(drawn >= 2u);
+    BOOST_TEST(widest <= static_cast<std::size_t>(columns - 1));
+    BOOST_TEST(text.find("- loss: ") != std::string::npos);  // the last line, whole
+  }
+  ::unsetenv("COLUMNS");
 }
 
 BOOST_AUTO_TEST_CASE(same_seeds_give_the_same_parameters) {

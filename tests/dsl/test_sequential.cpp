@@ -151,3 +151,22 @@ BOOST_AUTO_TEST_CASE(a_layer_name_that_is_not_utf8_is_refused_where_it_is_given)
   Sequential model;
   BOOST_CHECK_EXCEPTION(model.add(dense), ValueError, message_has({"the name of layer 0 (Dense) is not UTF-8: byte 0xff at 5"}));
 }
+
+// A long layer name widens the first column instead of pushing its row's columns out of line.
+BOOST_AUTO_TEST_CASE(summary_columns_stay_aligned_with_long_names) {
+  layers::Dense named{10};
+  named.set_name("a_dense_layer_with_a_name_longer_than_the_column");
+  Sequential model{layers::Input{1, 28, 28}, layers::Flatten{}, layers::Dense{512}, std::move(named)};
+  std::istringstream lines{model.summary_str()};
+  std::vector<std::size_t> shape_columns, param_ends;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("(None") == std::string::npos && line.find("Output Shape") == std::string::npos) continue;
+    shape_columns.push_back(line.find(line.find("(None") != std::string::npos ? "(None" : "Output Shape"));
+    param_ends.push_back(line.size());
+  }
+  BOOST_REQUIRE(shape_columns.size() == 4u);
+  for (std::size_t i = 1; i < shape_columns.size(); ++i) {
+    BOOST_TEST(shape_columns[i] == shape_columns[0]);
+    BOOST_TEST(param_ends[i] == param_ends[0]);
+  }
+}
