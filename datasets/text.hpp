@@ -59,7 +59,8 @@ struct TextData {
 
 /// Reads `path` (a file, or a folder whose regular files are read in name order, symbolic links
 /// and fortune's *.dat index files left out) and cuts it into blocks. Throws IoError naming a
-/// missing or unreadable path, ValueError for options that give no block.
+/// missing or unreadable path, or one that is no regular file (/dev/zero, a pipe: they have no
+/// end to read to); ValueError for options that give no block.
 TextData text_file(const std::string& path, const TextOptions& options = {});
 /// The same from text in memory, named `name` in messages.
 TextData text(std::string_view text, const TextOptions& options = {}, const std::string& name = "text");

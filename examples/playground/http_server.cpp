@@ -6,8 +6,11 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
-#include <accrue/accrue.hpp>
+#include <fmt/format.h>
+
+#include <accrue/framework/error.hpp>
 #include <algorithm>
+#include <array>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -49,17 +52,18 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-// A client's text in a message: at most 60 bytes, control characters escaped.
-std::string shown(std::string_view s) {
-  std::string out;
-  for (const char c : s.substr(0, 60)) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
-    else out += c;
-  }
-  return "'" + out + (s.size() > 60 ? "...'" : "'");
-}
+std::string shown(std::string_view s) { return "'" + printable(s) + "'"; }
 
 }  // namespace
+
+std::string printable(std::string_view text, std::size_t most) {
+  std::string out;
+  for (const char c : text.substr(0, most)) {
+    const auto b = static_cast<unsigned char>(c);
+    out += b < 0x20 || b >= 0x7f ? fmt::format("\\x{:02x}", b) : std::string(1, c);
+  }
+  return text.size() > most ? out + "..." : out;
+}
 
 class Session;
 
@@ -238,8 +242,26 @@ class Session : public std::enable_shared_from_this<Session> {
     response_.prepare_payload();
     stream_.expires_after(server_.options.write_deadline);
     bhttp::async_write(stream_, response_, [self = shared_from_this(), keep](beast::error_code ec, std::size_t) {
-      if (ec || !keep) return self->close();
+      if (ec) return self->close();
+      if (!keep) return self->linger();
       self->read_request();
+    });
+  }
+
+  // Closing a socket with unread bytes resets the connection, and the client may lose the answer
+  // it has not read yet (a 413 while it still sends its body): stop sending, read and drop what
+  // comes for up to a second or 1 MiB, then close (nginx's lingering close).
+  void linger() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.expires_after(std::chrono::seconds{1});
+    drain(0);
+  }
+  void drain(std::size_t dropped) {
+    stream_.async_read_some(net::buffer(ignored_), [self = shared_from_this(), dropped](beast::error_code ec,
+                                                                                        std::size_t n) {
+      if (ec || dropped + n > (1u << 20)) return self->close();
+      self->drain(dropped + n);
     });
   }
 

@@ -21,6 +21,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 
 namespace playground::http {
@@ -40,6 +41,10 @@ struct Response {
 
 /// {"error": message} with `status`; the message may hold any bytes (invalid UTF-8 is replaced).
 Response error(int status, std::string_view message);
+
+/// A client's text for a message: at most `most` bytes, each byte that is not printable ASCII
+/// (a NUL, a newline, UTF-8) as \xNN, and "..." when it was longer.
+std::string printable(std::string_view text, std::size_t most = 60);
 
 /// The frames of an open event stream (Server-Sent Events).
 class EventFeed {
@@ -89,7 +94,8 @@ class Server {
   int bind(const std::string& host, int port);
   /// Serves until stop(); call once, after bind.
   void run();
-  /// Ends run(): closes every connection. Callable from any thread, also before run().
+  /// Ends run() (the connections close when the server is destroyed). Callable from any thread,
+  /// also before run().
   void stop();
 
   /// Connections open now (for tests).

@@ -35,16 +35,6 @@ std::string describe(const nlohmann::json& value) {
   }
 }
 
-// A key in a message: at most 40 bytes, with what is not printable escaped (a NUL included).
-std::string key_name(std::string_view key) {
-  std::string out;
-  for (const char c : key.substr(0, 40)) {
-    const auto b = static_cast<unsigned char>(c);
-    out += b < 0x20 || b >= 0x7f ? fmt::format("\\x{:02x}", b) : std::string(1, c);
-  }
-  return key.size() > 40 ? out + "..." : out;
-}
-
 std::int64_t whole(const nlohmann::json& value, std::string_view key, std::int64_t low, std::int64_t high) {
   const bool integral = value.is_number_integer() || value.is_number_unsigned();
   if (!integral || (value.is_number_unsigned() && value.get<std::uint64_t>() > static_cast<std::uint64_t>(high)) ||
@@ -168,7 +158,7 @@ Settings parse_settings(std::string_view body, std::int64_t training_samples) {
     else if (key == "seed")
       s.seed = static_cast<std::uint64_t>(whole(value, key, 0, std::int64_t{1} << 53));
     else
-      throw SettingsError(fmt::format("unknown setting '{}'; the settings are {}", key_name(key), known));
+      throw SettingsError(fmt::format("unknown setting '{}'; the settings are {}", http::printable(key, 40), known));
   }
   if (s.micro_batch * s.accumulate > training_samples)
     throw SettingsError(fmt::format("micro_batch x accumulate = {} x {} = {} is more than the {} training samples",
