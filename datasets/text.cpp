@@ -9,33 +9,25 @@
 
 #include "accrue/framework/error.hpp"
 #include "accrue/framework/files.hpp"
+#include "accrue/framework/utf8.hpp"
 
 namespace accrue::datasets {
 namespace {
 
 namespace fs = std::filesystem;
 
-// Calls f(code point) for each character of UTF-8 text, in order; a byte that starts no valid
-// sequence stands for itself (as Latin-1 would read it), so any file can be read.
+// Calls f(code point) for each character of UTF-8 text, in order; a byte that starts no sequence
+// stands for itself (as Latin-1 would read it), so any file can be read.
 template <class F>
 void for_each_code_point(std::string_view s, F&& f) {
   for (std::size_t i = 0; i < s.size();) {
-    const auto b = static_cast<unsigned char>(s[i]);
-    const int extra = b < 0x80 ? 0 : (b >> 5) == 0x6 ? 1 : (b >> 4) == 0xE ? 2 : (b >> 3) == 0x1E ? 3 : -1;
-    bool valid = extra >= 0 && i + static_cast<std::size_t>(extra) < s.size();
-    char32_t c = extra == 0 ? b : extra == 1 ? (b & 0x1F) : extra == 2 ? (b & 0x0F) : (b & 0x07);
-    for (int k = 1; valid && k <= extra; ++k) {
-      const auto next = static_cast<unsigned char>(s[i + static_cast<std::size_t>(k)]);
-      valid = (next >> 6) == 0x2;
-      c = (c << 6) | (next & 0x3F);
-    }
-    if (!valid) {
-      f(static_cast<char32_t>(b));
+    if (const std::optional<Utf8Sequence> seq = utf8_sequence_at(s, i)) {
+      f(seq->code_point);
+      i += seq->length;
+    } else {
+      f(static_cast<char32_t>(static_cast<unsigned char>(s[i])));
       ++i;
-      continue;
     }
-    f(c);
-    i += static_cast<std::size_t>(extra) + 1;
   }
 }
 

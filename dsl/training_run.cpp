@@ -67,24 +67,33 @@ std::int64_t planned_micro_batch(const Sequential& model, std::size_t budget, co
                                format_bytes(budget), model.memory_plan(1, effective > 1, true).str()));
 }
 
-// For an out-of-memory error under a limit: the largest micro-batch below the current one that the
-// memory plan fits in the limit beside what else is live, with the accumulation that keeps the
-// effective batch.
+// The memory a run must fit in (a limit, or what the machine has), as messages name it: "the limit
+// of 5.00 MiB", and what to do when even a micro-batch of 1 does not fit.
+struct MemoryBudget {
+  std::size_t bytes;
+  std::string name, remedy;
+};
+
+MemoryBudget limit_budget(std::size_t limit) {
+  return {limit, fmt::format("the limit of {}", format_bytes(limit)),
+          fmt::format("raise the limit of {} or use a smaller model", format_bytes(limit))};
+}
+
+// For a run that does not fit in `budget`: the largest micro-batch below the current one that the
+// memory plan fits in it beside what else is live, with the accumulation that keeps the effective
+// batch.
 std::string fitting_advice(const Sequential& model, std::int64_t micro_batch, std::int64_t effective_batch,
-                           std::size_t live_besides_model) {
-  const MemoryStats stats = memory_stats(model.device());
-  if (stats.limit == 0) return {};
-  if (const std::optional<std::int64_t> m = model.fitting_micro_batch(micro_batch, stats.limit, live_besides_model)) {
+                           std::size_t live_besides_model, const MemoryBudget& budget) {
+  if (const std::optional<std::int64_t> m = model.fitting_micro_batch(micro_batch, budget.bytes, live_besides_model)) {
     const std::int64_t k = ceil_div(effective_batch, *m);
     return fmt::format("\nMicro-batches of {} with accumulate({}) keep the effective batch of {} and are planned to "
-                       "peak at {} (model.memory_plan({}); {} more is live besides the model), within the limit of {}.",
+                       "peak at {} (model.memory_plan({}); {} more is live besides the model), within {}.",
                        *m, k, *m * k, format_bytes(model.memory_plan(*m, true, true).peak_total), *m,
-                       format_bytes(live_besides_model), format_bytes(stats.limit));
+                       format_bytes(live_besides_model), budget.name);
   }
-  return fmt::format("\nEven a micro-batch of 1 is planned to peak at {} (model.memory_plan(1)) beside {} live: raise "
-                     "the limit of {} or use a smaller model.",
+  return fmt::format("\nEven a micro-batch of 1 is planned to peak at {} (model.memory_plan(1)) beside {} live: {}.",
                      format_bytes(model.memory_plan(1, true, true).peak_total), format_bytes(live_besides_model),
-                     format_bytes(stats.limit));
+                     budget.remedy);
 }
 
 // What must be the same for a run to continue from a checkpoint and repeat the run that wrote it.
@@ -329,18 +338,15 @@ void TrainingRun::check_machine_memory() const {
                            now.live_of(MemoryCategory::optimizer_state);
   const MemoryPlan plan = model_.memory_plan(state_.batch_size);
   if (plan.peak_total <= held + *available) return;
-  std::string advice = " Even a micro-batch of 1 does not fit: use a smaller model.";
-  if (const std::optional<std::int64_t> m = model_.fitting_micro_batch(state_.batch_size, held + *available, 0)) {
-    const std::int64_t effective = state_.batch_size * accumulation_.steps_at(state_.epoch, 0, state_.batch_size),
-                       k = ceil_div(effective, *m);
-    advice = fmt::format(" Micro-batches of {} with accumulate({}) keep the effective batch of {} and are planned to "
-                         "peak at {}.",
-                         *m, k, *m * k, format_bytes(model_.memory_plan(*m, true).peak_total));
-  }
+  const std::int64_t effective = state_.batch_size * accumulation_.steps_at(state_.epoch, 0, state_.batch_size);
+  const MemoryBudget machine{held + *available,
+                             fmt::format("the {} this machine has for the model", format_bytes(held + *available)),
+                             "use a smaller model"};
   throw OutOfMemory(fmt::format("model.memory_plan({}) peaks at {}, but this machine has {} available besides the {} the "
                                 "model holds: the system would end the process once training filled it.{}\n{}",
                                 state_.batch_size, format_bytes(plan.peak_total), format_bytes(*available),
-                                format_bytes(held), advice, plan.str()));
+                                format_bytes(held), fitting_advice(model_, state_.batch_size, effective, 0, machine),
+                                plan.str()));
 }
 
 // A distributed run continues from the checkpoint process 0 chose, which every process reads: the
@@ -694,7 +700,9 @@ std::size_t TrainingRun::back_off(OutOfMemory& e, std::size_t k, const StepRecor
   if (!options_.backoff_on_oom || micro < 2 || micro % 2 != 0) {
     e.prepend(where(slot, record.micro_batch_samples));
     if (options_.backoff_on_oom) e.append(fmt::format("\nbackoff_on_oom cannot halve a micro-batch of {}.", micro));
-    e.append(fitting_advice(model_, std::min(micro, train_.size()), plan_->max_effective_batch(), live_besides_model_));
+    if (const std::size_t limit = memory_stats(model_.device()).limit; limit > 0)
+      e.append(fitting_advice(model_, std::min(micro, train_.size()), plan_->max_effective_batch(), live_besides_model_,
+                              limit_budget(limit)));
     throw;
   }
   const std::int64_t window_start = slots_[k - static_cast<std::size_t>(slot.position)].index * micro;

@@ -90,8 +90,8 @@ std::optional<std::size_t> read_number(const std::string& file, std::string_view
   return out;
 }
 
-// The control group's limit less its usage: cgroup v2 (the group named in /proc/self/cgroup), or v1.
-std::optional<std::size_t> cgroup_room() {
+// The process's cgroup v2 group, as /proc/self/cgroup names it ("/" at the root).
+std::string cgroup_v2_group() {
   std::string group;
   if (std::FILE* f = std::fopen("/proc/self/cgroup", "r")) {
     char line[512];
@@ -99,6 +99,12 @@ std::optional<std::size_t> cgroup_room() {
       if (std::string_view l{line}; l.starts_with("0::")) group = std::string(l.substr(3, l.find_last_not_of('\n') - 2));
     std::fclose(f);
   }
+  return group;
+}
+
+// The control group's limit less its usage: cgroup v2 (the group named in /proc/self/cgroup), or v1.
+std::optional<std::size_t> cgroup_room() {
+  static const std::string group = cgroup_v2_group();  // read once: every large allocation asks
   for (const auto& [limit, usage] :
        {std::pair{"/sys/fs/cgroup" + group + "/memory.max", "/sys/fs/cgroup" + group + "/memory.current"},
         std::pair{std::string{"/sys/fs/cgroup/memory/memory.limit_in_bytes"},

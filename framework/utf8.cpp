@@ -4,21 +4,28 @@
 
 namespace accrue {
 
+std::optional<Utf8Sequence> utf8_sequence_at(std::string_view text, std::size_t at) {
+  const auto b = static_cast<unsigned char>(text[at]);
+  const int extra = b < 0x80 ? 0 : (b >> 5) == 0x6 ? 1 : (b >> 4) == 0xE ? 2 : (b >> 3) == 0x1E ? 3 : -1;
+  if (extra < 0 || at + static_cast<std::size_t>(extra) >= text.size()) return std::nullopt;
+  char32_t c = extra == 0 ? b : extra == 1 ? (b & 0x1F) : extra == 2 ? (b & 0x0F) : (b & 0x07);
+  for (int k = 1; k <= extra; ++k) {
+    const auto next = static_cast<unsigned char>(text[at + static_cast<std::size_t>(k)]);
+    if ((next >> 6) != 0x2) return std::nullopt;
+    c = (c << 6) | (next & 0x3F);
+  }
+  return Utf8Sequence{c, static_cast<std::size_t>(extra) + 1};
+}
+
 std::optional<std::size_t> first_invalid_utf8(std::string_view text) {
   for (std::size_t i = 0; i < text.size();) {
-    const auto b = static_cast<unsigned char>(text[i]);
-    const int extra = b < 0x80 ? 0 : (b >> 5) == 0x6 ? 1 : (b >> 4) == 0xE ? 2 : (b >> 3) == 0x1E ? 3 : -1;
-    if (extra < 0 || (extra > 0 && i + static_cast<std::size_t>(extra) >= text.size())) return i;
-    char32_t c = extra == 0 ? b : extra == 1 ? (b & 0x1F) : extra == 2 ? (b & 0x0F) : (b & 0x07);
-    for (int k = 1; k <= extra; ++k) {
-      const auto next = static_cast<unsigned char>(text[i + static_cast<std::size_t>(k)]);
-      if ((next >> 6) != 0x2) return i;
-      c = (c << 6) | (next & 0x3F);
-    }
+    const std::optional<Utf8Sequence> s = utf8_sequence_at(text, i);
+    if (!s) return i;
     // Overlong forms, surrogates and code points past Unicode's last are not UTF-8.
-    static constexpr char32_t least[] = {0, 0x80, 0x800, 0x10000};
-    if (c < least[extra] || (c >= 0xD800 && c <= 0xDFFF) || c > 0x10FFFF) return i;
-    i += static_cast<std::size_t>(extra) + 1;
+    static constexpr char32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
+    const char32_t c = s->code_point;
+    if (c < least[s->length] || (c >= 0xD800 && c <= 0xDFFF) || c > 0x10FFFF) return i;
+    i += s->length;
   }
   return std::nullopt;
 }

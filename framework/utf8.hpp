@@ -8,6 +8,17 @@
 
 namespace accrue {
 
+/// A UTF-8 sequence: its code point and its length in bytes.
+struct Utf8Sequence {
+  char32_t code_point;
+  std::size_t length;
+};
+
+/// The sequence that starts at byte `at` of `text`, when its lead byte and continuation bytes have
+/// the shape of one; none otherwise. Overlong forms, surrogates and values past U+10FFFF pass here
+/// (readers that take any file accept them); first_invalid_utf8 refuses them.
+std::optional<Utf8Sequence> utf8_sequence_at(std::string_view text, std::size_t at);
+
 /// The offset of the first byte of `text` that starts no valid UTF-8 sequence (a stray
 /// continuation byte, a cut or overlong sequence, a surrogate, past U+10FFFF); none when all of
 /// it is UTF-8.
