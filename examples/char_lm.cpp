@@ -18,6 +18,37 @@
 
 using namespace accrue;
 
+namespace {
+
+// The blocks of --data (or the fortunes), the first `max_blocks` of each part when it is not 0;
+// a text that leaves no validation block is refused now, not after an epoch of training.
+datasets::TextData read_text(const std::string& path, std::int64_t block_size, std::int64_t max_blocks) {
+  const datasets::TextOptions text{.block_size = block_size};
+  datasets::TextData data = path.empty() ? datasets::fortunes(text) : datasets::text_file(path, text);
+  if (max_blocks > 0) {
+    data.train = data.train.take(max_blocks);
+    data.validation = data.validation.take(std::min(max_blocks, data.validation.size()));
+  }
+  ACCRUE_CHECK(!data.validation.empty(),
+               "{}: the last {:.0f}% of its {} characters make no validation block of {} and its next one; give more "
+               "text or a smaller --block-size",
+               path.empty() ? datasets::fortunes_folder() : path, 100 * text.validation_fraction, data.tokens,
+               block_size);
+  return data;
+}
+
+// --prompt as tokens, refused before training when the text's vocabulary cannot encode it.
+std::vector<std::int32_t> prompt_tokens(const datasets::Vocabulary& vocabulary, const std::string& prompt) {
+  try {
+    return vocabulary.encode(prompt);
+  } catch (const ValueError& e) {
+    throw ValueError(fmt::format("--prompt \"{}\": {} of the training text; start it with characters the text holds",
+                                 prompt, e.what()));
+  }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"Train a character-level GPT on Debian's fortunes"};
   examples::ExampleOptions common{.epochs = 1};
@@ -51,27 +82,11 @@ int main(int argc, char** argv) {
     ACCRUE_CHECK(width % heads == 0, "--heads: {} heads do not divide the width {}", heads, width);
     ACCRUE_CHECK(sample_tokens == 0 || !prompt.empty(),
                  "--prompt: empty; a sample needs at least one character to start from (or --sample-tokens 0)");
-    const std::string source = common.data.empty() ? datasets::fortunes_folder() : common.data;
-    common.check_report({{source, "the training text"}});
+    common.check_report({{common.data.empty() ? datasets::fortunes_folder() : common.data, "the training text"}});
     manual_seed(common.seed);
-    const datasets::TextOptions text{.block_size = block_size};
-    datasets::TextData data = common.data.empty() ? datasets::fortunes(text) : datasets::text_file(common.data, text);
-    if (max_blocks > 0) {
-      data.train = data.train.take(max_blocks);
-      data.validation = data.validation.take(std::min(max_blocks, data.validation.size()));
-    }
-    // Found out now, not after an epoch of training.
-    ACCRUE_CHECK(!data.validation.empty(),
-                 "{}: the last {:.0f}% of its {} characters make no validation block of {} and its next one; give more "
-                 "text or a smaller --block-size",
-                 source, 100 * text.validation_fraction, data.tokens, block_size);
-    std::vector<std::int32_t> start;
-    if (sample_tokens > 0) try {
-        start = data.vocabulary.encode(prompt);
-      } catch (const ValueError& e) {
-        throw ValueError(fmt::format("--prompt \"{}\": {} of the training text; start it with characters the text holds",
-                                     prompt, e.what()));
-      }
+    const datasets::TextData data = read_text(common.data, block_size, max_blocks);
+    const std::vector<std::int32_t> start = sample_tokens > 0 ? prompt_tokens(data.vocabulary, prompt)
+                                                              : std::vector<std::int32_t>{};
     const std::int64_t V = data.vocabulary.size();
     if (common.speaks())
       fmt::print("{} characters, a vocabulary of {}; {} training and {} validation blocks of {}\n", data.tokens, V,
