@@ -48,8 +48,12 @@ std::pair<std::int64_t, std::int64_t> DataLoader::positions(std::int64_t i, bool
   const std::int64_t global_begin = i * global;
   const std::int64_t count = std::min(global, dataset_.size() - global_begin);
   if (all_shards) return {global_begin, global_begin + count};
-  return {global_begin + count * options_.shard / options_.shards,
-          global_begin + count * (options_.shard + 1) / options_.shards};
+  const auto [first, end] = shard_of_batch(count, options_.shard, options_.shards);
+  return {global_begin + first, global_begin + end};
+}
+
+std::pair<std::int64_t, std::int64_t> shard_of_batch(std::int64_t count, int shard, int shards) {
+  return {count * shard / shards, count * (shard + 1) / shards};
 }
 
 std::vector<std::int64_t> DataLoader::sample_indices(std::int64_t i, bool all_shards) const {

@@ -28,6 +28,10 @@ struct LoaderOptions {
   int shards = 1;
 };
 
+/// Part `shard` of `shards` of a global batch of `count` samples, as positions [first, end) in it:
+/// contiguous and as even as possible, the larger parts last.
+std::pair<std::int64_t, std::int64_t> shard_of_batch(std::int64_t count, int shard, int shards);
+
 struct Batch {
   Tensor inputs;
   Tensor targets;

@@ -6,12 +6,15 @@
 #include <fmt/ranges.h>
 
 #include "accrue/dsl/layers/dropout.hpp"
+#include "accrue/datasets/loader.hpp"
 #include "accrue/framework/autograd.hpp"
+#include "accrue/framework/distributed/communicator.hpp"
 #include "accrue/framework/ops.hpp"
 
 namespace accrue {
 
 namespace {
+
 // Below this relative difference the two gradients agree to float32 rounding.
 constexpr double rounding_only = 1e-4;
 
@@ -35,8 +38,10 @@ std::string AccumulationCheck::str() const {
   return s;
 }
 
-AccumulationCheck verify_accumulation(Sequential& model, const Dataset& data, const AccumulationCheckOptions& options) {
-  ACCRUE_CHECK(model.compiled(), "verify_accumulation needs a compiled model (for its loss)");
+namespace {
+
+// The micro-batch sizes of the window the options describe, checked against `data`.
+std::vector<std::int64_t> window_sizes(const Dataset& data, const AccumulationCheckOptions& options) {
   std::vector<std::int64_t> sizes = options.sizes;
   if (sizes.empty()) {
     ACCRUE_CHECK(options.micro_batches >= 1 && options.micro_batch >= 1,
@@ -47,39 +52,53 @@ AccumulationCheck verify_accumulation(Sequential& model, const Dataset& data, co
   const std::int64_t total = std::accumulate(sizes.begin(), sizes.end(), std::int64_t{0});
   ACCRUE_CHECK(total <= data.size(), "verify_accumulation: the window needs {} samples, '{}' has {}", total, data.name(),
                data.size());
-  model.build(data.sample_shape());
-  const TrainingModeGuard mode{model, options.training};
-  const std::vector<Tensor> params = model.parameters();
-  const std::vector<std::vector<float>> before = take_gradients(params);  // kept aside, restored at the end
-  const bool mean = model.loss().reduction() == Reduction::mean;
-  const int n = static_cast<int>(sizes.size());
+  return sizes;
+}
 
-  // N micro-batches, weighted as training weights them: by what the loss's mean divides by, samples
-  // or, over sequences, counted tokens.
-  const Example all = data.slice(0, total);
-  const std::int64_t total_units = model.loss().units(all.targets);
+// The window accumulated as fit accumulates it: each process's part of each micro-batch forward,
+// its summed loss weighted by loss_weight, backward; the gradients then summed over the processes.
+// Returns the units of each micro-batch (all processes').
+std::vector<std::int64_t> accumulate_window(Sequential& model, const Dataset& data, const std::vector<std::int64_t>& sizes,
+                                            const AccumulationCheckOptions& options) {
+  distributed::Communicator* processes = options.distributed ? &distributed::world() : nullptr;
+  const int n = processes ? processes->size() : 1, rank = processes ? processes->rank() : 0;
+  const std::int64_t total = std::accumulate(sizes.begin(), sizes.end(), std::int64_t{0});
+  const std::int64_t window_units = model.loss().units(data.slice(0, total).targets);
   std::vector<std::int64_t> units;
   std::int64_t begin = 0;
   for (std::int64_t size : sizes) {
-    const Example e = data.slice(begin, begin + size);
-    units.push_back(model.loss().units(e.targets));
-    const Tensor loss_sum = model.loss().batch_sum(model.forward(e.inputs), e.targets);
-    double weight = mean ? 1.0 / static_cast<double>(total_units) : 1.0;
-    if (options.normalization == Normalization::per_micro_batch)
-      weight = (mean && units.back() > 0 ? 1.0 / static_cast<double>(units.back()) : 1.0) / n;
-    (loss_sum * static_cast<float>(weight)).backward();
+    units.push_back(model.loss().units(data.slice(begin, begin + size).targets));
+    const auto [first, end] = shard_of_batch(size, rank, n);
+    if (first < end) {
+      const Example mine = data.slice(begin + first, begin + end);
+      const double weight = loss_weight(options.normalization,
+                                        {.units = model.loss().units(mine.targets),
+                                         .window_units = window_units,
+                                         .window_micro_batches = static_cast<int>(sizes.size()),
+                                         .processes = n,
+                                         .summed_loss = model.loss().reduction() == Reduction::sum});
+      (model.loss().batch_sum(model.forward(mine.inputs), mine.targets) * static_cast<float>(weight)).backward();
+    }
     begin += size;
   }
-  const std::vector<std::vector<float>> accumulated = take_gradients(params);
-  // One batch of all of them.
-  const Tensor loss_sum = model.loss().batch_sum(model.forward(all.inputs), all.targets);
-  (loss_sum * static_cast<float>(mean ? 1.0 / static_cast<double>(total_units) : 1.0)).backward();
-  const std::vector<std::vector<float>> large = take_gradients(params);
+  return units;
+}
 
-  AccumulationCheck check;
+// Every process's gradients added up (nothing to add alone).
+void sum_over_processes(std::vector<std::vector<float>>& gradients, bool distributed) {
+  if (!distributed) return;
+  for (std::vector<float>& g : gradients) {
+    const Tensor t = Tensor::from(g, Shape{static_cast<std::int64_t>(g.size())});
+    distributed::world().allreduce_sum(t);
+    g = t.to_vector<float>();
+  }
+}
+
+// The largest difference between the two gradients, where, and relative to the largest gradient.
+void compare(const std::vector<std::pair<std::string, Tensor>>& names, const std::vector<std::vector<float>>& accumulated,
+             const std::vector<std::vector<float>>& large, AccumulationCheck& check) {
   double largest = 0.0;
-  const auto names = model.named_parameters();
-  for (std::size_t i = 0; i < params.size(); ++i) {
+  for (std::size_t i = 0; i < large.size(); ++i) {
     for (std::size_t j = 0; j < large[i].size(); ++j) {
       largest = std::max(largest, static_cast<double>(std::abs(large[i][j])));
       const double d = std::abs(static_cast<double>(accumulated[i][j]) - large[i][j]);
@@ -90,34 +109,72 @@ AccumulationCheck verify_accumulation(Sequential& model, const Dataset& data, co
     }
   }
   check.max_relative_difference = largest > 0.0 ? check.max_abs_difference / largest : 0.0;
+}
 
-  if (check.max_relative_difference > rounding_only) {
-    for (std::size_t i = 0; i < model.size(); ++i) {
-      const Layer& l = model.layer(i);
-      if (const auto* d = dynamic_cast<const layers::Dropout*>(&l); d != nullptr && options.training && d->rate() > 0.0f)
-        check.likely_causes.push_back(fmt::format("dropout layer '{}' draws a fresh mask for every forward pass, so the "
-                                                  "two runs drop different units (check in evaluation mode to compare)",
-                                                  l.name()));
-      if (l.uses_batch_statistics())
-        check.likely_causes.push_back(fmt::format("layer '{}' ({}) normalizes with the statistics of each micro-batch, "
-                                                  "not of the whole window",
-                                                  l.name(), l.type_name()));
-    }
-    const bool uneven_units = std::adjacent_find(units.begin(), units.end(), std::not_equal_to<>()) != units.end();
-    const bool tokens = all.targets.rank() >= 2;
-    if (options.normalization == Normalization::per_micro_batch && uneven_units && !tokens)
-      check.likely_causes.push_back("per_micro_batch normalization (loss / N) gives each micro-batch the same weight "
-                                    "whatever its size, so samples of smaller micro-batches count more");
-    if (options.normalization == Normalization::per_micro_batch && uneven_units && tokens)
-      check.likely_causes.push_back(fmt::format(
-          "per-micro-batch averaging (each micro-batch's mean loss per token / N) gives each micro-batch the same "
-          "weight whatever its number of real tokens ({} here), so tokens of micro-batches with fewer count more; "
-          "per_window weights by the tokens of the whole window",
-          fmt::join(units, ", ")));
-    if (check.likely_causes.empty())
-      check.likely_causes.push_back("none of the known causes applies: a layer or loss that couples the samples of a "
-                                    "batch (a custom one?)");
+// What makes the accumulated gradient differ from the large batch's beyond rounding.
+std::vector<std::string> likely_causes(const Sequential& model, const Dataset& data, const std::vector<std::int64_t>& sizes,
+                                       const std::vector<std::int64_t>& units, const AccumulationCheckOptions& options) {
+  std::vector<std::string> causes;
+  for (std::size_t i = 0; i < model.size(); ++i) {
+    const Layer& l = model.layer(i);
+    if (const auto* d = dynamic_cast<const layers::Dropout*>(&l); d != nullptr && options.training && d->rate() > 0.0f)
+      causes.push_back(fmt::format("dropout layer '{}' draws a fresh mask for every forward pass, so the two runs drop "
+                                   "different units (check in evaluation mode to compare)",
+                                   l.name()));
+    if (l.uses_batch_statistics())
+      causes.push_back(fmt::format("layer '{}' ({}) normalizes with the statistics of each micro-batch, not of the "
+                                   "whole window",
+                                   l.name(), l.type_name()));
   }
+  const bool uneven_units = std::adjacent_find(units.begin(), units.end(), std::not_equal_to<>()) != units.end();
+  const bool tokens = data.targets().rank() >= 2;
+  const int processes = options.distributed ? distributed::world().size() : 1;
+  const bool uneven_parts = std::any_of(sizes.begin(), sizes.end(), [&](std::int64_t s) { return s % processes != 0; });
+  if (options.normalization == Normalization::per_micro_batch && uneven_parts)
+    causes.push_back("per_micro_batch normalization averages each process's mean loss over the processes, so samples "
+                     "of a process with a smaller part of a micro-batch count more");
+  if (options.normalization == Normalization::per_micro_batch && uneven_units && !tokens)
+    causes.push_back("per_micro_batch normalization (loss / N) gives each micro-batch the same weight whatever its "
+                     "size, so samples of smaller micro-batches count more");
+  if (options.normalization == Normalization::per_micro_batch && uneven_units && tokens)
+    causes.push_back(fmt::format("per-micro-batch averaging (each micro-batch's mean loss per token / N) gives each "
+                                 "micro-batch the same weight whatever its number of real tokens ({} here), so tokens "
+                                 "of micro-batches with fewer count more; per_window weights by the tokens of the "
+                                 "whole window",
+                                 fmt::join(units, ", ")));
+  if (causes.empty())
+    causes.push_back("none of the known causes applies: a layer or loss that couples the samples of a batch (a custom "
+                     "one?)");
+  return causes;
+}
+
+}  // namespace
+
+AccumulationCheck verify_accumulation(Sequential& model, const Dataset& data, const AccumulationCheckOptions& options) {
+  ACCRUE_CHECK(model.compiled(), "verify_accumulation needs a compiled model (for its loss)");
+  const std::vector<std::int64_t> sizes = window_sizes(data, options);
+  model.build(data.sample_shape());
+  const TrainingModeGuard mode{model, options.training};
+  const std::vector<Tensor> params = model.parameters();
+  const std::vector<std::vector<float>> before = take_gradients(params);  // kept aside, restored at the end
+
+  const std::vector<std::int64_t> units = accumulate_window(model, data, sizes, options);
+  std::vector<std::vector<float>> accumulated = take_gradients(params);
+  sum_over_processes(accumulated, options.distributed);
+  // One batch of all of them, on every process.
+  const Example all = data.slice(0, std::accumulate(sizes.begin(), sizes.end(), std::int64_t{0}));
+  const std::int64_t total_units = model.loss().units(all.targets);
+  const bool mean = model.loss().reduction() == Reduction::mean;
+  (model.loss().batch_sum(model.forward(all.inputs), all.targets) *
+   static_cast<float>(mean ? 1.0 / static_cast<double>(total_units) : 1.0))
+      .backward();
+  const std::vector<std::vector<float>> large = take_gradients(params);
+
+  AccumulationCheck check;
+  const auto names = model.named_parameters();
+  compare(names, accumulated, large, check);
+  if (check.max_relative_difference > rounding_only) check.likely_causes = likely_causes(model, data, sizes, units, options);
+  for (std::size_t i = 0; i < params.size(); ++i) check.accumulated.emplace_back(names[i].first, std::move(accumulated[i]));
 
   // Put the gradients back as they were.
   for (std::size_t i = 0; i < params.size(); ++i) {

@@ -2,7 +2,8 @@
 // Teaching aids for gradient accumulation.
 //
 // verify_accumulation() computes one window's gradient twice from the same parameters and data:
-// as N micro-batches accumulated the way training does, and as one batch of all their samples. It
+// as N micro-batches accumulated the way training does (each weighted by the rule fit uses,
+// accrue::loss_weight), and as one batch of all their samples. It
 // reports the largest difference and what likely causes it: dropout (fresh masks in each run),
 // layers that normalize with batch statistics, or the per_micro_batch normalization with uneven
 // micro-batches. Without those the two agree to float32 rounding. The model's parameters and
@@ -24,6 +25,11 @@ struct AccumulationCheckOptions {
   Normalization normalization = Normalization::per_window;
   /// Run in training mode, as fit does (dropout active).
   bool training = true;
+  /// Under mpirun: each size is a global micro-batch that the processes of distributed::world()
+  /// share as fit shares it (contiguous parts, DataLoader's split), each process weighing its part
+  /// as fit does, and the accumulated gradients are summed over the processes. Every process must
+  /// call it with the same model, data and options.
+  bool distributed = false;
 };
 
 struct AccumulationCheck {
@@ -33,6 +39,9 @@ struct AccumulationCheck {
   std::string worst_parameter;
   /// Empty when the difference is float32 rounding.
   std::vector<std::string> likely_causes;
+  /// The window's accumulated gradient of each parameter (named as named_parameters()): what fit
+  /// hands to the window's close (before clipping and the step).
+  std::vector<std::pair<std::string, std::vector<float>>> accumulated;
   /// A paragraph for people: the sizes, the difference and its likely causes.
   std::string str() const;
 };

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "accrue/dsl/training_run.hpp"
+#include "accrue/dsl/fit/training_run.hpp"
 
 namespace accrue {
 

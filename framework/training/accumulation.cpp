@@ -194,4 +194,23 @@ std::string_view normalization_name(Normalization n) {
   return n == Normalization::per_window ? "per_window" : "per_micro_batch";
 }
 
+double loss_weight(Normalization normalization, const MicroBatchShare& share) {
+  if (share.units <= 0) return 0.0;
+  if (normalization == Normalization::per_micro_batch)
+    return (share.summed_loss ? 1.0 : 1.0 / static_cast<double>(share.units)) / share.window_micro_batches /
+           share.processes;
+  return share.summed_loss ? 1.0 : 1.0 / static_cast<double>(share.window_units);
+}
+
+std::int64_t window_units(std::int64_t start, int micro_batches, std::int64_t per_epoch,
+                          const std::function<std::int64_t(std::int64_t, std::int64_t)>& units_of) {
+  std::int64_t n = 0;
+  for (int m = 0; m < micro_batches; ++m) {
+    const std::int64_t at = start + m;
+    const std::int64_t epochs_away = at >= 0 ? at / per_epoch : -((-at + per_epoch - 1) / per_epoch);
+    n += units_of(epochs_away, at - epochs_away * per_epoch);
+  }
+  return n;
+}
+
 }  // namespace accrue

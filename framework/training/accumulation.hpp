@@ -125,6 +125,34 @@ struct AccumulateOptions {
   friend bool operator==(const AccumulateOptions&, const AccumulateOptions&) = default;
 };
 
+/// One micro-batch's share of its window, as the loss weight counts it. Units are what the loss's
+/// mean divides by: samples, or for sequences the tokens it counts (ignore_index left out).
+struct MicroBatchShare {
+  std::int64_t units = 0;         // this process's part of the micro-batch
+  std::int64_t window_units = 0;  // the whole window's, on every process
+  int window_micro_batches = 1;
+  int processes = 1;              // whose gradients are summed at the window's close
+  /// The loss sums its samples' losses (Reduction::sum) instead of averaging them.
+  bool summed_loss = false;
+};
+
+/// The rule of accumulation: the factor on a micro-batch's summed loss, so that the gradients
+/// summed over the window (and over the processes) are
+///   - per_window: the gradient of the mean loss over the window's units, 1 / window_units;
+///   - per_micro_batch: the tutorials' mean / N, 1 / units / window_micro_batches, averaged over the
+///     processes as PyTorch's DDP averages (/ processes);
+/// 1 for a summed loss under per_window (and 1 / N / processes under per_micro_batch), and 0 for a
+/// share without units. fit and verify_accumulation weigh every micro-batch with it.
+double loss_weight(Normalization normalization, const MicroBatchShare& share);
+
+/// The units of a window of `micro_batches` micro-batches that starts at micro-batch `start` of
+/// an epoch of `per_epoch` micro-batches, on all processes: units_of(epochs_away, index) counts
+/// micro-batch `index` of the epoch `epochs_away` from this one. A window carried over an epoch's
+/// end (LastWindow::carry) starts before 0 or runs past the epoch: those parts count in the
+/// neighbouring epoch's order.
+std::int64_t window_units(std::int64_t start, int micro_batches, std::int64_t per_epoch,
+                          const std::function<std::int64_t(std::int64_t epochs_away, std::int64_t index)>& units_of);
+
 std::string_view last_window_name(LastWindow w);
 std::string_view normalization_name(Normalization n);
 

@@ -4,6 +4,7 @@
 
 #include "accrue/framework/amp/grad_scaler.hpp"
 #include "accrue/framework/autograd.hpp"
+#include "accrue/framework/deferred_gradients.hpp"
 #include "accrue/framework/distributed/reducer.hpp"
 #include "accrue/framework/error.hpp"
 #include "accrue/framework/optim/optimizer.hpp"
@@ -24,7 +25,11 @@ std::string_view status_name(StepRecord::Status s) {
 
 void close_window(const WindowClose& w, bool poisoned, std::int64_t& optimizer_steps, StepRecord& record) {
   const optim::Recipe& recipe = w.recipe;
-  if (w.reducer != nullptr) poisoned = w.reducer->finish(poisoned);
+  if (w.deferred != nullptr) poisoned ? w.deferred->discard() : w.deferred->flush();
+  if (w.reducer != nullptr) {
+    w.reducer->request(w.requests);
+    poisoned = w.reducer->finish(poisoned);
+  }
   record.status = StepRecord::Status::applied;
   if (poisoned) {
     record.status = StepRecord::Status::skipped;

@@ -5,20 +5,19 @@
 #include <cstdint>
 #include <vector>
 
+#include "accrue/framework/distributed/reducer.hpp"
 #include "accrue/framework/tensor.hpp"
 #include "accrue/framework/training/step_record.hpp"
 
 namespace accrue {
 
+class DeferredWeightGradients;
 class GradScaler;
 class LrSchedule;
 namespace optim {
 class Optimizer;
 class Recipe;
 }  // namespace optim
-namespace distributed {
-class Reducer;
-}  // namespace distributed
 
 /// What closing a window reads and changes.
 struct WindowClose {
@@ -30,14 +29,21 @@ struct WindowClose {
   double base_lr = 0.0;          // the optimizer's learning rate before any schedule
   double lr_factor = 1.0;        // a factor on top of the schedule (ReduceLROnPlateau)
   bool track_norm = false;       // the gradient norm also without clipping by norm
-  /// The gradient reduction of a data-parallel run (null: this process alone).
+  /// The gradient reduction of a data-parallel run (null: this process alone), and what this
+  /// process asks of every process at this close (a stop, a checkpoint).
   distributed::Reducer* reducer = nullptr;
+  distributed::Reducer::Requests requests = {};
+  /// Weight gradients still waiting (WeightGradients::per_window), or null.
+  DeferredWeightGradients* deferred = nullptr;
 };
 
 /// Closes a window whose gradients are all accumulated in the parameters' .grad(), in this order:
+///   0. deferred weight gradients still waiting (a last micro-batch that had no samples on this
+///      process, or did not reach a layer) are multiplied in, or dropped with a `poisoned` window;
 ///   1. a data-parallel run finishes summing the gradients over its processes (buckets started
 ///      during the last backward pass; every rank then holds the gradient of the whole global
-///      window) and agrees on `poisoned` in the same reduction: one rank's is every rank's;
+///      window) and agrees on `poisoned` and on the requests in the same reduction: one rank's is
+///      every rank's (Reducer::agreed);
 ///   2. a window `poisoned` by a non-finite loss (NanGuard, or float16 overflowing in the forward
 ///      pass) is skipped;
 ///   3. unscale the gradients once (float16 loss scaling); inf or NaN in them skips the step;

@@ -155,6 +155,48 @@ BOOST_AUTO_TEST_CASE(one_reduction_per_optimizer_step) {
   }
 }
 
+// verify_accumulation weighs each process's part of a micro-batch by the rule fit trains with
+// (accrue::loss_weight): its accumulated gradient is the one fit applies, which SGD with lr 1 and no
+// momentum subtracts from each parameter. The last micro-batch of n + 1 samples leaves the
+// processes parts of 1 and 2 samples, where per_micro_batch's average of the processes' means is
+// not the window's mean.
+BOOST_AUTO_TEST_CASE(verify_accumulation_checks_the_gradient_fit_applies) {
+  const int n = distributed::world().size();
+  const std::int64_t batch = 3;  // per process
+  const std::int64_t global = batch * n;
+  const Dataset d = test::blobs(3 * global + n + 1, 5);
+  for (const Normalization normalization : {Normalization::per_micro_batch, Normalization::per_window}) {
+    const std::string name{normalization_name(normalization)};
+    manual_seed(11);
+    Sequential model = mlp();
+    model.compile(optim::SGD{.lr = 1.0}.accumulate(4, {.normalization = normalization}), losses::CrossEntropy{});
+    const AccumulationCheck check = verify_accumulation(
+        model, d, {.sizes = {global, global, global, n + 1}, .normalization = normalization, .distributed = true});
+    const auto before = model.named_parameters();
+    std::vector<std::vector<float>> start;
+    for (const auto& [_, p] : before) start.push_back(p.to_vector<float>());
+    model.fit(d, {.epochs = 1, .batch_size = batch, .shuffle = false, .verbose = 0, .distributed = true});
+    const auto after = model.named_parameters();
+    BOOST_TEST_REQUIRE(check.accumulated.size() == after.size());
+    for (std::size_t i = 0; i < after.size(); ++i) {
+      BOOST_TEST(check.accumulated[i].first == after[i].first);
+      const std::vector<float> end = after[i].second.to_vector<float>();
+      for (std::size_t j = 0; j < end.size(); ++j) {
+        const float applied = start[i][j] - end[j], verified = check.accumulated[i].second[j];
+        BOOST_TEST(std::abs(applied - verified) <= 1e-6f + 1e-4f * std::abs(verified),
+                   name << ": " << after[i].first << "[" << j << "] moved by " << applied << ", verified " << verified);
+      }
+    }
+    if (normalization == Normalization::per_window) {
+      BOOST_TEST(check.max_relative_difference < 1e-5, name);
+    } else {
+      // Alone, the short last micro-batch counts more; on n processes its parts do too.
+      BOOST_TEST(check.max_relative_difference > 1e-3, name);
+      BOOST_TEST(check.str().find(n > 1 ? "over the processes" : "loss / N") != std::string::npos, check.str());
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(distributed_evaluation_counts_every_sample_once) {
   manual_seed(11);
   Sequential model = mlp();

@@ -1,11 +1,17 @@
 #pragma once
 // One call of fit: the run's state and the training loop over it (Trainer::fit makes one and calls
-// fit()). TrainingRun::fit is the loop; each event of it is one member function below, so a reader
-// sees the loop on one screen and finds each event under its name.
+// fit()). The loop is TrainingRun::fit in loop.cpp; the rest of the run lives beside it, one
+// concern per file:
+//   loop.cpp         epochs, windows and their micro-batches (forward, weighted loss, backward),
+//                    each window's close, the epoch's end
+//   setup.cpp        building, planning and preparing the run before its first window
+//   back_off.cpp     memory: the planned micro-batch, the machine's memory, out-of-memory back-off
+//   checkpoints.cpp  checkpoints, resuming, and stopping on a signal
+//   processes.cpp    what the processes of a distributed run agree on and share
 
 #include <chrono>
-#include <exception>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,11 +24,10 @@
 #include "accrue/dsl/fit_options.hpp"
 #include "accrue/dsl/sequential.hpp"
 #include "accrue/dsl/training_checkpoint.hpp"
-#include "accrue/framework/deferred_gradients.hpp"
 #include "accrue/framework/distributed/reducer.hpp"
+#include "accrue/framework/training/step_modes.hpp"
 #include "accrue/framework/training/step_plan.hpp"
 #include "accrue/framework/training/stop_signal.hpp"
-#include "accrue/kernels/gemm.hpp"
 
 namespace accrue::detail {
 
@@ -49,44 +54,66 @@ class TrainingRun {
   distributed::Communicator& communicator() { return *communicator_; }
 
  private:
-  // The run's events, in the order fit calls them.
+  // Slots [begin, end) of the epoch: one window, or the part of one this epoch holds (a window
+  // carried over the epoch's end, or the rest of one a checkpoint cut).
+  struct WindowSlots {
+    std::size_t begin = 0, end = 0;
+    bool empty() const { return begin >= end; }
+  };
+
+  // loop.cpp: the run's events, in the order fit calls them.
   void begin();
-  std::size_t begin_epoch(int epoch);  // returns the first slot to train
+  WindowSlots begin_epoch(int epoch);
+  WindowSlots window_from(std::size_t k) const;
+  void train_window(WindowSlots& window);
+  std::optional<WindowSlots> train_micro_batches(WindowSlots window);
   StepRecord start_record(const MicroBatchSlot& slot) const;
-  std::optional<std::size_t> train_micro_batch(std::size_t k, StepRecord& record);
+  std::optional<WindowSlots> forward_backward(std::size_t k, StepRecord& record);
   void handle_nonfinite_loss(double loss, const StepRecord& record);
   void update_metrics(const Tensor& prediction, const Tensor& targets, double loss, std::int64_t units);
-  std::size_t back_off(OutOfMemory& e, std::size_t k, const StepRecord& record);
+  void end_micro_batch(std::size_t k, StepRecord& record);
   void apply_held_back_updates();
   void close_window(const MicroBatchSlot& slot, StepRecord& record);
   void between_micro_batches(std::size_t k);
   void end_epoch(int epoch);
   History finish();
+  std::string where(const MicroBatchSlot& slot, std::int64_t samples) const;
+  // The units (samples or tokens) the loss weight counts.
+  std::int64_t units_of(const DataLoader& loader, std::int64_t index, bool all_shards) const;
+  std::int64_t micro_batch_units(const MicroBatchSlot& slot, std::int64_t samples) const;
+  std::int64_t window_units(const MicroBatchSlot& slot) const;
 
-  // Setup, and what the events share.
+  // setup.cpp
   void prepare_model();
   void prepare_run();
-  void check_machine_memory() const;
-  void share_checkpoint();
-  void agree_on_failure(std::exception_ptr failed);
-  void agree_to_start();
-  void resume();
-  void aggregate_metrics(Logs& logs);
-  void share_buffers();
-  void check_replicas(int epoch);
   void make_loader();
   void make_callbacks();
   void make_context();
   void replan();
+
+  // back_off.cpp
+  void check_machine_memory() const;
+  WindowSlots back_off(OutOfMemory& e, std::size_t k, const StepRecord& record);
+
+  // checkpoints.cpp
+  void resume();
   void write_checkpoint();
   bool checkpoint_due_by_clock() const;
   std::vector<Callback*> saved_callbacks() const;
+  RunParts parts();
   int stop_signal() const;
   void stop_if_signalled(int epoch, std::size_t next);
   [[noreturn]] void stop_in_validation(int epoch, const Interrupted& stopped);
   [[noreturn]] void throw_stopped(int signal, const std::string& at) const;
-  std::string where(const MicroBatchSlot& slot, std::int64_t samples) const;
-  RunParts parts();
+
+  // processes.cpp
+  void prepare_on_every_process();
+  void share_checkpoint();
+  void agree_on_failure(std::exception_ptr failed);
+  void agree_to_start();
+  void aggregate_metrics(Logs& logs);
+  void share_buffers();
+  void check_replicas(int epoch);
 
   Sequential& model_;
   const Dataset& train_;
@@ -123,10 +150,8 @@ class TrainingRun {
   TrainingContext context_;
   std::vector<Tensor> parameters_;
   std::optional<DType> amp_;
-  // Under accumulation with autocast, each weight's low-precision pack is made once per window.
-  std::optional<kernels::PackedParameters> packed_parameters_;
-  // WeightGradients::per_window: Dense weight gradients multiplied once per window.
-  std::optional<DeferredWeightGradients> deferred_gradients_;
+  // What changes one step (autocast, shared statistics, reduction, deferred gradients, packs).
+  std::optional<StepModes> modes_;
   GradScaler* scaler_ = nullptr;
   bool continue_epoch_ = false;  // a checkpoint taken inside an epoch continues it
   std::chrono::steady_clock::time_point last_checkpoint_;
@@ -144,13 +169,15 @@ class TrainingRun {
   std::optional<std::int64_t> units_per_sample_;
   std::int64_t window_units_ = 0, window_units_of_ = -1;  // and the window they were counted for
   bool counts_tokens_ = false;  // the targets are sequences: units are tokens
-  // Units of batch `index` of `loader`'s epoch: this process's share, or with all_shards the
-  // global batch.
-  std::int64_t units_of(const DataLoader& loader, std::int64_t index, bool all_shards) const;
-  // Units of this process's share (`samples` of them) of micro-batch `slot`.
-  std::int64_t micro_batch_units(const MicroBatchSlot& slot, std::int64_t samples) const;
-  // Units of the whole window of `slot` on all processes, also where it is carried across epochs.
-  std::int64_t window_units(const MicroBatchSlot& slot) const;
 };
+
+// back_off.cpp: the memory planner's micro-batch per process for memory_budget(budget).
+std::int64_t planned_micro_batch(const Sequential& model, std::size_t budget, const distributed::Communicator& processes);
+// checkpoints.cpp
+std::optional<TrainingCheckpoint> find_checkpoint(const std::string& resume_from, const CheckpointOptions& options);
+std::int64_t resumed_micro_batch(const TrainingCheckpoint& checkpoint, const distributed::Communicator& processes);
+RunSignature run_signature(const Sequential& model, const Dataset& train, const TrainerOptions& options,
+                           const AccumulationSchedule& accumulation, const AccumulateOptions& accumulate,
+                           const LrSchedule& schedule);
 
 }  // namespace accrue::detail

@@ -1,0 +1,77 @@
+// What a micro-batch's loss counts and feeds: the units (samples or tokens) of the micro-batch and
+// of its window, an inf or NaN loss, and the epoch's running loss and metrics.
+
+#include "accrue/dsl/fit/training_run.hpp"
+#include "accrue/framework/autograd.hpp"
+#include "accrue/framework/log.hpp"
+
+namespace accrue::detail {
+
+std::int64_t TrainingRun::units_of(const DataLoader& loader, std::int64_t index, bool all_shards) const {
+  std::int64_t n = 0;
+  for (const std::int64_t i : loader.sample_indices(index, all_shards)) n += sample_units_[static_cast<std::size_t>(i)];
+  return n;
+}
+
+std::int64_t TrainingRun::micro_batch_units(const MicroBatchSlot& slot, std::int64_t samples) const {
+  return units_per_sample_ ? samples * *units_per_sample_ : units_of(*loader_, slot.index, false);
+}
+
+std::int64_t TrainingRun::window_units(const MicroBatchSlot& slot) const {
+  if (units_per_sample_) return slot.window_samples * *units_per_sample_;
+  std::optional<DataLoader> other;  // a neighbouring epoch's order, for a carried window
+  return accrue::window_units(slot.index - slot.position, slot.window_micro_batches, loader_->size(),
+                              [&](std::int64_t epochs_away, std::int64_t index) {
+                                if (epochs_away == 0) return units_of(*loader_, index, true);
+                                if (!other || other->epoch() != loader_->epoch() + epochs_away) {
+                                  other.emplace(*loader_);
+                                  other->set_epoch(loader_->epoch() + epochs_away);
+                                }
+                                return units_of(*other, index, true);
+                              });
+}
+
+// An inf or NaN loss: with float16 loss scaling the scaler's business (the window is dropped, as
+// for an overflow in backward); otherwise the first callback that answers decides.
+void TrainingRun::handle_nonfinite_loss(double loss, const StepRecord& record) {
+  if (scaler_) {
+    state_.window_poisoned = true;
+    return;
+  }
+  std::optional<NonFiniteAction> action;
+  for (Callback* c : callbacks_)
+    if ((action = c->on_nonfinite_loss(record))) break;
+  switch (action.value_or(NonFiniteAction::raise)) {
+    case NonFiniteAction::raise:
+      throw NonFiniteError(fmt::format("the loss is {}; lower the learning rate, check the inputs for inf and NaN, or "
+                                       "add callbacks::NanGuard to skip such windows",
+                                       loss));
+    case NonFiniteAction::skip_window: state_.window_poisoned = true; break;
+    case NonFiniteAction::warn:
+      log::warning("epoch {}, micro-batch {}: the loss is {}; going on", record.epoch + 1, record.micro_batch + 1, loss);
+      break;
+  }
+}
+
+// With back-off, a window's metric updates wait for its end, so that a redone window counts once.
+void TrainingRun::update_metrics(const Tensor& prediction, const Tensor& targets, double loss, std::int64_t units) {
+  if (options_.backoff_on_oom) {
+    state_.pending.push_back({prediction.detach(), targets, loss, units});
+    return;
+  }
+  const NoGradGuard no_grad;
+  state_.epoch_loss.add(loss, units);
+  for (Metric& m : model_.metrics_) m.update(prediction, targets, loss);
+}
+
+void TrainingRun::apply_held_back_updates() {
+  if (state_.pending.empty()) return;
+  const NoGradGuard no_grad;
+  for (const PendingUpdate& u : state_.pending) {
+    state_.epoch_loss.add(u.loss, u.units);
+    for (Metric& m : model_.metrics_) m.update(u.prediction, u.targets, u.loss);
+  }
+  state_.pending.clear();
+}
+
+}  // namespace accrue::detail

@@ -1,0 +1,208 @@
+// Building, planning and preparing a run before its first window.
+
+#include <algorithm>
+#include <numeric>
+
+#include "accrue/dsl/fit/training_run.hpp"
+#include "accrue/dsl/trainer.hpp"
+#include "accrue/framework/log.hpp"
+
+namespace accrue::detail {
+
+namespace {
+
+// Warns once per run for each layer that normalizes with batch statistics over fewer samples than
+// a window's: with accumulation the statistics are the micro-batch's, not the effective batch's, and
+// in a distributed run this process's share of it unless the layer shares them (.sync = true).
+void warn_batch_statistics(const Sequential& model, const StepPlan& plan, std::int64_t micro_batch, int processes) {
+  const std::int64_t effective = plan.max_effective_batch();
+  for (std::size_t i = 0; i < model.size(); ++i) {
+    const Layer& l = model.layer(i);
+    if (!l.uses_batch_statistics()) continue;
+    const bool shared = processes > 1 && l.shares_batch_statistics();
+    const std::int64_t covered = shared ? micro_batch * processes : micro_batch;
+    if (covered >= effective) continue;
+    const std::string samples =
+        shared ? fmt::format("the global micro-batch of {} samples ({} from each of {} processes, .sync = true)", covered,
+                             micro_batch, processes)
+        : processes > 1 ? fmt::format("this process's {} samples of each micro-batch (not the {} of all {} processes: "
+                                      "set .sync = true to share them)",
+                                      micro_batch, micro_batch * processes, processes)
+                        : fmt::format("each micro-batch of {} samples", micro_batch);
+    log::warning("layer '{}' ({}) computes its statistics over {}, not over the effective batch of {}: accumulation "
+                 "does not make its statistics those of a large batch. GroupNorm or LayerNorm normalize per sample "
+                 "and behave the same under accumulation",
+                 l.name(), l.type_name(), samples, effective);
+  }
+}
+
+}  // namespace
+
+StepPlan plan_run(const Sequential& model, const TrainerOptions& options, std::int64_t train_size,
+                  std::int64_t micro_batch, int accumulation_factor) {
+  ACCRUE_CHECK(model.compiled(), "the model is not compiled: call model.compile(optimizer, loss, metrics) first");
+  const auto [schedule, accumulate] = resolve_accumulation(model, options);
+  const int processes = options.distributed ? distributed::world().size() : 1;
+  return StepPlan{{.dataset_size = train_size,
+                   .micro_batch = micro_batch * processes,
+                   .drop_last = options.drop_last,
+                   .epochs = options.epochs,
+                   .schedule = accumulation_factor > 1 ? schedule.scaled(accumulation_factor) : schedule,
+                   .last_window = accumulate.last_window}};
+}
+
+TrainingRun::TrainingRun(Sequential& model, const Dataset& train, std::optional<Dataset> validation,
+                         const TrainerOptions& options, const std::string& resume_from)
+    : model_(model),
+      train_(train),
+      validation_(std::move(validation)),
+      options_(options),
+      checkpointing_(options.checkpoint),
+      resume_from_(resume_from),
+      schedule_(options.schedule) {
+  model.check_compiled("fit()");
+  ACCRUE_CHECK(!train.empty(), "fit: the training set '{}' is empty", train.name());
+  if (options.distributed) {
+    communicator_ = &distributed::world();
+    // Backing off changes one process's micro-batch when that process runs out of memory.
+    ACCRUE_CHECK(!options.backoff_on_oom,
+                 "fit: backoff_on_oom does not combine with distributed training yet (every process would have to back "
+                 "off together); set the micro-batch with memory_budget or batch_size instead");
+  } else {
+    own_communicator_ = distributed::single_process();
+    communicator_ = own_communicator_.get();
+  }
+  if (communicator_->size() > 1) {
+    prepare_on_every_process();
+    return;
+  }
+  prepare_model();
+  prepare_run();
+}
+
+// The model, the micro-batch, the optimizer and accumulation, the checkpoint folder and the
+// checkpoint to continue from (process 0's choice in a distributed run).
+void TrainingRun::prepare_model() {
+  Sequential& model = model_;
+  const Dataset& train = train_;
+  const TrainerOptions& options = options_;
+  const bool first = communicator_->rank() == 0;
+  model.build(train.sample_shape());
+  state_.batch_size = options.batch_size;
+  if (const auto budget = model.recipe().memory_budget())
+    state_.batch_size = planned_micro_batch(model, *budget, *communicator_);
+  if (validation_)
+    ACCRUE_CHECK_SHAPE(validation_->sample_shape() == train.sample_shape(),
+                       "fit: validation samples '{}' have shape {}, training samples {}", validation_->name(),
+                       validation_->sample_shape(), train.sample_shape());
+  model.ensure_optimizer();
+  optimizer_ = model.optimizer_.get();
+  std::tie(accumulation_, accumulate_) = resolve_accumulation(model, options);
+  accumulation_.validate_for(state_.batch_size, communicator_->size());
+  // The folder is this run's from here on: a second run there is refused before it reads anything.
+  // In a distributed run process 0 writes the checkpoints.
+  if (!checkpointing_.dir.empty() && first) folder_lock_.emplace(prepare_checkpoint_dir(checkpointing_.dir));
+  // Only runs that write or read checkpoints, or compare their processes, pay for reading the
+  // data's fingerprint.
+  if (!checkpointing_.dir.empty() || !resume_from_.empty() || communicator_->size() > 1)
+    signature_ = run_signature(model, train, options, accumulation_, accumulate_, schedule_);
+  if (first) checkpoint_ = find_checkpoint(resume_from_, checkpointing_);
+}
+
+// The plan, the loader, the callbacks and the context, and the checkpoint's state put back.
+void TrainingRun::prepare_run() {
+  if (checkpoint_) {
+    checkpoint_->check_signature(signature_);
+    // A run that backed off on out-of-memory goes on with the micro-batch it had reached.
+    state_.batch_size = resumed_micro_batch(*checkpoint_, *communicator_);
+    state_.accumulation_factor = checkpoint_->accumulation_factor();
+  }
+  plan_ = plan_run(model_, options_, train_.size(), state_.batch_size, state_.accumulation_factor);
+  check_machine_memory();
+  schedule_.prepare(*plan_);
+  sample_units_ = model_.loss().counts(train_.targets());
+  counts_tokens_ = train_.targets().rank() >= 2;
+  if (std::all_of(sample_units_.begin(), sample_units_.end(), [&](std::int64_t u) { return u == sample_units_[0]; }))
+    units_per_sample_ = sample_units_[0];
+  if (communicator_->rank() == 0) warn_batch_statistics(model_, *plan_, state_.batch_size, communicator_->size());
+  state_.loader_seed = checkpoint_      ? checkpoint_->loader_seed()
+                       : options_.seed ? *options_.seed
+                                       : (static_cast<std::uint64_t>(model_.generator().next_u32()) << 32);
+  make_loader();
+  make_callbacks();
+  make_context();
+  optimizer_->zero_grad();
+  if (checkpoint_) resume();
+}
+
+// The loader of the run's micro-batch and shuffling seed, and the batches it hands to the device.
+void TrainingRun::make_loader() {
+  batches_.reset();  // before the loader it reads from
+  loader_ = std::make_unique<DataLoader>(train_, LoaderOptions{.batch_size = state_.batch_size,
+                                                               .shuffle = options_.shuffle,
+                                                               .seed = state_.loader_seed,
+                                                               .drop_last = options_.drop_last,
+                                                               .shard = communicator_->rank(),
+                                                               .shards = communicator_->size()});
+  batches_ = std::make_unique<DeviceBatches>(*loader_, model_.device());
+}
+
+void TrainingRun::make_callbacks() {
+  // One process speaks for a distributed run.
+  const bool speaks = communicator_->rank() == 0;
+  if (options_.verbose > 0 && speaks) {
+    progress_.emplace(callbacks::ProgressBarOptions{
+        .mode = options_.verbose == 2 ? callbacks::ProgressBarOptions::Mode::lines
+                                      : callbacks::ProgressBarOptions::Mode::automatic});
+    callbacks_.push_back(&*progress_);
+  }
+  if (options_.explain > 0 && speaks) {
+    explain_.emplace(callbacks::ExplainOptions{.windows = options_.explain});
+    callbacks_.push_back(&*explain_);
+  }
+  for (const CallbackHandle& c : options_.callbacks) callbacks_.push_back(c.get());
+  track_grad_norm_ = options_.track_grad_norm ||
+                     std::any_of(callbacks_.begin(), callbacks_.end(), [](const Callback* c) { return c->needs_grad_norm(); });
+}
+
+void TrainingRun::make_context() {
+  context_.model = &model_;
+  context_.optimizer = optimizer_;
+  context_.recipe = &model_.recipe();
+  context_.plan = &*plan_;
+  context_.schedule = &schedule_;
+  context_.epochs = options_.epochs;
+  context_.batch_size = state_.batch_size;
+  context_.processes = communicator_->size();
+  context_.rank = communicator_->rank();
+  context_.samples_per_epoch = plan_->samples_per_epoch();
+  context_.steps_per_epoch = plan_->micro_batches_per_epoch();
+  if (counts_tokens_) context_.tokens_per_epoch = std::accumulate(sample_units_.begin(), sample_units_.end(), std::int64_t{0});
+  context_.base_lr = optimizer_->lr();
+  parameters_ = model_.parameters();
+  if (communicator_->size() > 1) {
+    distributed::Communicator& on_device = distributed::for_device(model_.device());
+    reducer_ = std::make_unique<distributed::Reducer>(on_device, parameters_,
+                                                      distributed::ReducerOptions{.bucket_bytes = options_.bucket_bytes});
+    for (std::size_t i = 0; i < model_.size(); ++i)
+      if (model_.layer(i).shares_batch_statistics()) statistics_group_ = &on_device;
+  }
+  context_.reduction = reducer_ ? &reducer_->stats() : nullptr;
+  amp_ = model_.recipe().amp_dtype(model_.device());
+  scaler_ = model_.scaler();
+  context_.amp_dtype = amp_;
+  context_.scaler = scaler_;
+}
+
+// The plan, the loader and the current epoch's slots for the run's micro-batch and accumulation.
+void TrainingRun::replan() {
+  plan_ = plan_run(model_, options_, train_.size(), state_.batch_size, state_.accumulation_factor);
+  make_loader();
+  loader_->set_epoch(state_.epoch);
+  slots_ = plan_->epoch_slots(state_.epoch);
+  context_.batch_size = state_.batch_size;
+  context_.samples_per_epoch = plan_->samples_per_epoch();
+  context_.steps_per_epoch = plan_->micro_batches_per_epoch();
+}
+
+}  // namespace accrue::detail
