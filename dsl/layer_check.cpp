@@ -27,6 +27,33 @@ Tensor sample_input(const Shape& shape, const LayerCheckOptions& o) {
     if (std::abs(x) < o.gap) x = x < 0 ? -o.gap : o.gap;
   return Tensor::from(v, shape);
 }
+
+// A copy of `layer` computes the same function, and one small SGD step on its parameters lowers the
+// sum of squared outputs. `run` is the layer's forward with its random numbers restarted.
+void check_copy_and_step(Layer& layer, const Tensor& x, const std::function<Tensor(const Tensor&)>& run,
+                         Generator& forward_gen, std::uint64_t seed, const std::function<void(const std::string&)>& fail) {
+  const std::unique_ptr<Layer> copy = layer.clone();
+  copy->set_generator(&forward_gen);
+  {
+    const NoGradGuard no_grad;
+    forward_gen.set_state(seed + 2, 0);
+    const std::vector<float> a = copy->forward(x).to_vector<float>();
+    const std::vector<float> b = run(x).to_vector<float>();
+    if (a != b) fail("clone() computes a different output");
+  }
+  if (layer.named_parameters().empty()) return;
+  std::vector<Tensor> params;
+  for (const auto& p : layer.named_parameters()) params.push_back(p.second);
+  auto opt = optim::SGD{.lr = 1e-3}.create(params);
+  opt->zero_grad();
+  const Tensor loss = ops::sum(ops::square(run(x)));
+  const float before = loss.item();
+  loss.backward();
+  opt->step();
+  const NoGradGuard no_grad;
+  const float after = ops::sum(ops::square(run(x))).item();
+  if (!(after < before)) fail(fmt::format("an SGD step did not lower sum(y^2): {} then {}", before, after));
+}
 }  // namespace
 
 LayerCheckResult check_layer(const Layer& prototype, const Shape& sample_shape, const LayerCheckOptions& options) {
@@ -75,31 +102,7 @@ LayerCheckResult check_layer(const Layer& prototype, const Shape& sample_shape, 
   const GradcheckResult g = gradcheck([&](const std::vector<Tensor>& in) { return run(in[0]); }, inputs, options.gradcheck);
   if (!g.ok) fail(fmt::format("gradients differ from finite differences (input 0 is x, then the parameters):\n{}", g.report));
 
-  // A copy computes the same function.
-  const std::unique_ptr<Layer> copy = layer->clone();
-  copy->set_generator(&forward_gen);
-  {
-    const NoGradGuard no_grad;
-    forward_gen.set_state(options.seed + 2, 0);
-    const std::vector<float> a = copy->forward(x.detach()).to_vector<float>();
-    const std::vector<float> b = run(x.detach()).to_vector<float>();
-    if (a != b) fail("clone() computes a different output");
-  }
-
-  // One small SGD step on the parameters lowers the sum of squared outputs.
-  if (!layer->named_parameters().empty()) {
-    std::vector<Tensor> params;
-    for (const auto& p : layer->named_parameters()) params.push_back(p.second);
-    auto opt = optim::SGD{.lr = 1e-3}.create(params);
-    opt->zero_grad();
-    const Tensor loss = ops::sum(ops::square(run(x.detach())));
-    const float before = loss.item();
-    loss.backward();
-    opt->step();
-    const NoGradGuard no_grad;
-    const float after = ops::sum(ops::square(run(x.detach()))).item();
-    if (!(after < before)) fail(fmt::format("an SGD step did not lower sum(y^2): {} then {}", before, after));
-  }
+  check_copy_and_step(*layer, x.detach(), run, forward_gen, options.seed, fail);
   return result;
 }
 

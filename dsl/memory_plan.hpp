@@ -1,6 +1,6 @@
 #pragma once
 // A model's memory for one training step, predicted from shapes, dtypes and the optimizer before
-// anything runs: Sequential::memory_plan(micro_batch).
+// anything runs: Sequential::memory_plan(micro_batch), the walk in dsl/memory_planner.cpp.
 
 #include <array>
 #include <cstdint>

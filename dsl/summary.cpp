@@ -17,6 +17,37 @@ std::string batch_shape(const Shape& sample) {
   return s + ")";
 }
 
+// A layer's parameters and buffers, counted and in bytes: buffers (running statistics) count as
+// non-trainable parameters, as in Keras.
+std::pair<std::int64_t, std::size_t> parameters_of(const Layer& l) {
+  std::int64_t count = 0;
+  std::size_t bytes = 0;
+  for (const auto* group : {&l.named_parameters(), &l.named_buffers()})
+    for (const auto& p : *group) {
+      bytes += p.second.nbytes();
+      count += p.second.numel();
+    }
+  return {count, bytes};
+}
+
+// Keras's three totals: all, trainable and non-trainable parameters (of `bytes` in all).
+std::string parameter_totals(const Sequential& model, std::size_t bytes) {
+  std::int64_t trainable = 0, frozen = 0;
+  std::size_t trainable_bytes = 0;
+  for (const auto& [name, p] : model.named_parameters()) {
+    if (p.requires_grad()) {
+      trainable += p.numel();
+      trainable_bytes += p.nbytes();
+    } else {
+      frozen += p.numel();
+    }
+  }
+  for (const auto& [name, b] : model.named_buffers()) frozen += b.numel();
+  return fmt::format(" Total params: {} ({})\n", format_count(trainable + frozen), format_bytes(bytes)) +
+         fmt::format(" Trainable params: {} ({})\n", format_count(trainable), format_bytes(trainable_bytes)) +
+         fmt::format(" Non-trainable params: {} ({})\n", format_count(frozen), format_bytes(bytes - trainable_bytes));
+}
+
 }  // namespace
 
 std::string Sequential::summary_str(std::optional<std::int64_t> batch) const {
@@ -44,14 +75,7 @@ std::string Sequential::summary_str(std::optional<std::int64_t> batch) const {
   std::size_t bytes = 0;
   for (std::size_t index = 0; index < layers_.size(); ++index) {
     const auto& l = layers_[index];
-    // Buffers (running statistics) count as non-trainable parameters, as in Keras.
-    std::size_t layer_bytes = 0;
-    std::int64_t layer_count = 0;
-    for (const auto* group : {&l->named_parameters(), &l->named_buffers()})
-      for (const auto& p : *group) {
-        layer_bytes += p.second.nbytes();
-        layer_count += p.second.numel();
-      }
+    const auto [layer_count, layer_bytes] = parameters_of(*l);
     bytes += layer_bytes;
     const std::string params = l->built() ? format_count(layer_count) : "?";
     out += fmt::format(" {:<{}} {:<{}} {:>{}} {:>{}}", names[index], w_layer, shapes[index], w_shape, params, w_params,
@@ -65,20 +89,7 @@ std::string Sequential::summary_str(std::optional<std::int64_t> batch) const {
            " (layers::Input first, model.build(shape), or the first batch of fit).\n";
     return out;
   }
-  std::int64_t trainable = 0, frozen = 0;
-  std::size_t trainable_bytes = 0;
-  for (const auto& [name, p] : named_parameters()) {
-    if (p.requires_grad()) {
-      trainable += p.numel();
-      trainable_bytes += p.nbytes();
-    } else {
-      frozen += p.numel();
-    }
-  }
-  for (const auto& [name, b] : named_buffers()) frozen += b.numel();
-  out += fmt::format(" Total params: {} ({})\n", format_count(trainable + frozen), format_bytes(bytes));
-  out += fmt::format(" Trainable params: {} ({})\n", format_count(trainable), format_bytes(trainable_bytes));
-  out += fmt::format(" Non-trainable params: {} ({})\n", format_count(frozen), format_bytes(bytes - trainable_bytes));
+  out += parameter_totals(*this, bytes);
   if (compiled()) out += fmt::format(" Optimizer: {}, loss: {}\n", recipe_.str(), loss_.name());
   if (plan) out += plan->str() + "\n";
   return out;

@@ -155,6 +155,53 @@ json own_state(const RunParts& parts) {
           {"metrics", metrics}};
 }
 
+// Where the loop stands: epoch, slot, counts, and the micro-batch and accumulation it reached.
+json position_json(const RunParts& parts) {
+  const RunState& r = parts.run;
+  const TrainingContext& c = parts.context;
+  return {{"position",
+           {{"epoch", r.epoch},
+            {"next_slot", r.next_slot},
+            {"micro_batches", r.micro_batches},
+            {"optimizer_steps", c.optimizer_steps},
+            {"window_poisoned", r.window_poisoned},
+            {"stop_requested", c.stop_requested}}},
+          {"loader_seed", r.loader_seed},
+          {"batch_size", r.batch_size},
+          {"accumulation_factor", r.accumulation_factor},
+          {"lr_factor", c.lr_factor}};
+}
+
+json history_json(const History& history) {
+  json out = json::array();
+  for (std::size_t e = 0; e < history.epochs(); ++e) {
+    json logs = json::array();
+    for (const auto& [name, value] : history.logs()[e].items()) logs.push_back({name, number(value)});
+    out.push_back({{"logs", logs}, {"memory", memory_json(history.memory()[e])}});
+  }
+  return out;
+}
+
+// Each callback's type and state; its tensors join `tensors` as callback.<i>.<name>.
+json callbacks_json(const std::vector<Callback*>& callbacks, serialization::NamedTensors& tensors) {
+  json out = json::array();
+  for (std::size_t i = 0; i < callbacks.size(); ++i) {
+    const auto s = callbacks[i]->state();
+    json entry{{"type", callback_type(*callbacks[i])}};
+    if (s) {
+      entry["text"] = s->text;
+      json names = json::array();
+      for (const auto& [name, t] : s->tensors) {
+        tensors.emplace_back(fmt::format("callback.{}.{}", i, name), t);
+        names.push_back(name);
+      }
+      entry["tensors"] = names;
+    }
+    out.push_back(entry);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string rank_state(const RunParts& parts) { return own_state(parts).dump(); }
@@ -181,17 +228,7 @@ void write_training_checkpoint(const std::string& path, const RunParts& parts, c
   state["schedule"] = parts.schedule.state();
 
   const RunState& r = parts.run;
-  const TrainingContext& c = parts.context;
-  state["position"] = {{"epoch", r.epoch},
-                       {"next_slot", r.next_slot},
-                       {"micro_batches", r.micro_batches},
-                       {"optimizer_steps", c.optimizer_steps},
-                       {"window_poisoned", r.window_poisoned},
-                       {"stop_requested", c.stop_requested}};
-  state["loader_seed"] = r.loader_seed;
-  state["batch_size"] = r.batch_size;
-  state["accumulation_factor"] = r.accumulation_factor;
-  state["lr_factor"] = c.lr_factor;
+  state.update(position_json(parts));
   state.update(own_state(parts));
   state["processes"] = std::max<std::size_t>(1, rank_states.size());
   if (!rank_states.empty()) {
@@ -208,29 +245,8 @@ void write_training_checkpoint(const std::string& path, const RunParts& parts, c
   }
   state["pending_losses"] = pending;
   state["pending_units"] = pending_units;
-  json history = json::array();
-  for (std::size_t e = 0; e < r.history.epochs(); ++e) {
-    json logs = json::array();
-    for (const auto& [name, value] : r.history.logs()[e].items()) logs.push_back({name, number(value)});
-    history.push_back({{"logs", logs}, {"memory", memory_json(r.history.memory()[e])}});
-  }
-  state["history"] = history;
-  json saved_callbacks = json::array();
-  for (std::size_t i = 0; i < callbacks.size(); ++i) {
-    const auto s = callbacks[i]->state();
-    json entry{{"type", callback_type(*callbacks[i])}};
-    if (s) {
-      entry["text"] = s->text;
-      json names = json::array();
-      for (const auto& [name, t] : s->tensors) {
-        tensors.emplace_back(fmt::format("callback.{}.{}", i, name), t);
-        names.push_back(name);
-      }
-      entry["tensors"] = names;
-    }
-    saved_callbacks.push_back(entry);
-  }
-  state["callbacks"] = saved_callbacks;
+  state["history"] = history_json(r.history);
+  state["callbacks"] = callbacks_json(callbacks, tensors);
   serialization::save_checkpoint(path, tensors, state.dump());
 }
 

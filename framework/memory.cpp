@@ -12,8 +12,6 @@
 #include <vector>
 #include <fmt/format.h>
 
-#include "accrue/framework/cpu_allocator.hpp"
-#include "accrue/framework/cuda_allocator.hpp"
 #include "accrue/framework/error.hpp"
 
 namespace accrue {
@@ -195,32 +193,6 @@ void Allocator::set_limit(std::size_t bytes) {
   std::lock_guard lock{mutex_};
   stats_.limit = bytes;
 }
-
-namespace {
-
-// Each device's allocator takes ACCRUE_MEMORY_LIMIT's value once, when first used.
-Allocator& with_env_limit(Allocator& a, std::once_flag& flag) {
-  std::call_once(flag, [&] {
-    if (const auto limit = env_memory_limit(a.device().str())) a.set_limit(*limit);
-  });
-  return a;
-}
-
-}  // namespace
-
-Allocator& allocator(Device device) {
-  if (device.is_cpu()) {
-    static CpuAllocator cpu;
-    static std::once_flag flag;
-    return with_env_limit(cpu, flag);
-  }
-  static std::array<std::once_flag, 64> flags;
-  return with_env_limit(cuda_allocator(device.index()), flags.at(static_cast<std::size_t>(device.index())));
-}
-
-MemoryStats memory_stats(Device device) { return allocator(device).stats(); }
-void reset_peak_memory(Device device) { allocator(device).reset_peak(); }
-void set_memory_limit(Device device, std::size_t bytes) { allocator(device).set_limit(bytes); }
 
 std::size_t parse_byte_size(std::string_view text) {
   const auto bad = [&](std::string_view why) {

@@ -4,7 +4,6 @@
 #include <string>
 #include <vector>
 
-#include "accrue/framework/device.hpp"
 
 namespace accrue::kernels {
 

@@ -224,6 +224,12 @@ std::string Report::data_json() const {
   head["epochs"] = epochs;
   std::string out = dump(head);
   out.pop_back();  // the closing brace: the columns follow
+  put_micro_batches_and_memory(out);
+  put_steps(out);
+  return out;
+}
+
+void Report::put_micro_batches_and_memory(std::string& out) const {
   // What the page can derive is left out (windows give each micro-batch's place and each step's
   // micro-batch, the epochs each step's epoch), and runs of equal values are (value, count) pairs:
   // 20 epochs of the tutorial stay under 2 MB.
@@ -244,7 +250,11 @@ std::string Report::data_json() const {
     if (i > 0) out += ',';
     put_array(out, memory_[i].parts, 12);
   }
-  out += "]},\"steps\":{\"micro_batches\":";
+  out += "]}";
+}
+
+void Report::put_steps(std::string& out) const {
+  out += ",\"steps\":{\"micro_batches\":";
   put_runs(out, step_micro_batches_);
   out += ",\"skipped\":";
   std::vector<std::size_t> skipped;
@@ -273,7 +283,6 @@ std::string Report::data_json() const {
     put_array(out, column);
   }
   out += "}}}";
-  return out;
 }
 
 std::string Report::html() const {

@@ -58,6 +58,9 @@ class Report final : public Callback {
   using Clock = std::chrono::steady_clock;
   void write() const;
   std::string data_json() const;
+  // The columns after data_json's head: per micro-batch and memory sample, then per step.
+  void put_micro_batches_and_memory(std::string& out) const;
+  void put_steps(std::string& out) const;
   double seconds() const;
 
   std::string path_, json_lines_, title_;

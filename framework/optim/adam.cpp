@@ -3,7 +3,6 @@
 #include <cmath>
 #include <map>
 
-#include "accrue/framework/optim/recipe.hpp"
 #include "accrue/kernels/optimizer_update.hpp"
 
 namespace accrue::optim {
@@ -44,8 +43,6 @@ std::string AdamConfig<Decoupled>::str() const {
   return adam_str(Decoupled ? "AdamW" : "Adam", lr, betas, eps, weight_decay, AdamConfig{}.weight_decay, amsgrad,
                   maximize);
 }
-
-ACCRUE_DEFINE_RECIPE_STEPS(template <bool Decoupled>, AdamConfig<Decoupled>)
 
 template struct AdamConfig<false>;
 template struct AdamConfig<true>;

@@ -111,4 +111,10 @@ bool operator==(const Recipe& a, const Recipe& b) {
          a.amp_ == b.amp_ && a.memory_budget_ == b.memory_budget_;
 }
 
+// The first links of the built-in configurations' chains (recipe_steps.hpp).
+ACCRUE_DEFINE_RECIPE_STEPS(, SGD)
+ACCRUE_DEFINE_RECIPE_STEPS(template <bool Decoupled>, AdamConfig<Decoupled>)
+ACCRUE_INSTANTIATE_RECIPE_STEPS(AdamConfig<false>)
+ACCRUE_INSTANTIATE_RECIPE_STEPS(AdamConfig<true>)
+
 }  // namespace accrue::optim

@@ -1,8 +1,10 @@
 #pragma once
 // The chain that starts at an optimizer configuration: `optim::SGD{.lr = 1e-3}.accumulate(4).clip(1.0)`
 // is an optim::Recipe (recipe.hpp). Each configuration declares the first links with
-// ACCRUE_RECIPE_STEPS and defines them with ACCRUE_DEFINE_RECIPE_STEPS in its .cpp; a base class
-// would cost users a -Wmissing-field-initializers warning on every designated initializer.
+// ACCRUE_RECIPE_STEPS and defines them with ACCRUE_DEFINE_RECIPE_STEPS: the built-in ones in
+// recipe.cpp (so that a configuration does not include the Recipe it starts), a user's own in a
+// .cpp that includes recipe.hpp. A base class would cost users a -Wmissing-field-initializers
+// warning on every designated initializer.
 
 #include <cstddef>
 #include <cstdint>
@@ -78,3 +80,15 @@ struct ClipOptions {
   Prefix ::accrue::optim::Recipe Config::amp(::accrue::optim::AmpOptions options) const {                    \
     return ::accrue::optim::Recipe{*this}.amp(options);                                                      \
   }
+
+/// Instantiates the links ACCRUE_DEFINE_RECIPE_STEPS defined for a template, for one `Config`.
+#define ACCRUE_INSTANTIATE_RECIPE_STEPS(Config)                                                                 \
+  template ::accrue::optim::Recipe Config::accumulate(::accrue::AccumulationSchedule, ::accrue::AccumulateOptions) \
+      const;                                                                                                   \
+  template ::accrue::optim::Recipe Config::effective_batch(std::int64_t) const;                                \
+  template ::accrue::optim::Recipe Config::memory_budget(std::size_t) const;                                   \
+  template ::accrue::optim::Recipe Config::clip(double, ::accrue::optim::ClipOptions) const;                   \
+  template ::accrue::optim::Recipe Config::clip_value(double) const;                                           \
+  template ::accrue::optim::Recipe Config::amp(bool) const;                                                    \
+  template ::accrue::optim::Recipe Config::amp(::accrue::DType) const;                                         \
+  template ::accrue::optim::Recipe Config::amp(::accrue::optim::AmpOptions) const;

@@ -2,7 +2,6 @@
 
 #include <cmath>
 
-#include "accrue/framework/optim/recipe.hpp"
 #include "accrue/kernels/optimizer_update.hpp"
 
 namespace accrue::optim {
@@ -98,7 +97,5 @@ kernels::common::SgdHyper SgdOptimizer::hyper(bool first_step) const {
                                    config_.maximize,
                                    first_step};
 }
-
-ACCRUE_DEFINE_RECIPE_STEPS(, SGD)
 
 }  // namespace accrue::optim

@@ -106,18 +106,22 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
   });
 }
 
-SafetensorsFile load_safetensors(const std::string& path, const SafetensorsLimits& limits) {
-  require_readable_file(path, "file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError(fmt::format("{}: cannot open ({})", path, std::strerror(errno)));
-  std::error_code ec;
-  const std::uint64_t file_size = std::filesystem::file_size(path, ec);
-  if (ec) throw IoError(fmt::format("{}: cannot find its size ({})", path, ec.message()));
-  if (file_size > limits.max_file_bytes)
-    throw IoError(fmt::format("{}: {} bytes is over the limit of {}", path, file_size, limits.max_file_bytes));
+namespace {
+
+// One tensor's entry in the header: where its bytes lie in the data that follows the header.
+struct Entry {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  std::uint64_t begin, end;
+};
+
+// The header's JSON, read after its length; `file_size` and the limits bound what it may claim.
+nlohmann::json read_header(std::ifstream& in, const std::string& path, std::uint64_t file_size,
+                           const SafetensorsLimits& limits, std::uint64_t& header_size) {
   std::uint8_t length[8];
   if (!in.read(reinterpret_cast<char*>(length), 8)) throw IoError(fmt::format("{}: too short for a safetensors file", path));
-  std::uint64_t header_size = 0;
+  header_size = 0;
   for (int i = 7; i >= 0; --i) header_size = (header_size << 8) | length[i];
   if (header_size > limits.max_header_bytes || header_size > file_size - 8)
     throw IoError(fmt::format("{}: the header claims {} bytes; the file has {} and the limit is {}", path, header_size,
@@ -132,60 +136,47 @@ SafetensorsFile load_safetensors(const std::string& path, const SafetensorsLimit
     throw IoError(fmt::format("{}: the header is not valid JSON ({})", path, e.what()));
   }
   if (!header.is_object()) throw IoError(fmt::format("{}: the header is not a JSON object", path));
-  const std::uint64_t data_size = file_size - 8 - header_size;
+  return header;
+}
 
-  SafetensorsFile result;
-  struct Entry {
-    std::string name;
-    DType dtype;
-    Shape shape;
-    std::uint64_t begin, end;
-  };
-  std::vector<Entry> entries;
-  for (auto it = header.begin(); it != header.end(); ++it) {
-    if (it.key() == "__metadata__") {
-      if (!it->is_object()) throw IoError(fmt::format("{}: __metadata__ is not an object", path));
-      for (auto m = it->begin(); m != it->end(); ++m) {
-        if (!m->is_string()) throw IoError(fmt::format("{}: metadata '{}' is not a string", path, m.key()));
-        result.metadata[m.key()] = m->get<std::string>();
-      }
-      continue;
-    }
-    const auto& v = *it;
-    const auto where = [&](const std::string& what) { return IoError(fmt::format("{}: tensor '{}': {}", path, it.key(), what)); };
-    if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets"))
-      throw where("needs dtype, shape and data_offsets");
-    Entry e;
-    e.name = it.key();
-    if (!v["dtype"].is_string() || !from_safetensors_dtype(v["dtype"].get<std::string>(), &e.dtype))
-      throw where(fmt::format("dtype {} is not one Accrue reads (F32, F16, BF16, I32)", v["dtype"].dump()));
-    if (!v["shape"].is_array() || v["shape"].size() > static_cast<std::size_t>(Shape::max_rank))
-      throw where("shape is not an array of at most 8 dimensions");
-    std::uint64_t bytes = dtype_size(e.dtype);
-    for (const auto& d : v["shape"]) {
-      if (!d.is_number_unsigned()) throw where("a dimension is not a non-negative integer");
-      const std::uint64_t dim = d.get<std::uint64_t>();
-      if (dim != 0 && bytes > data_size / dim) throw where("its shape holds more bytes than the file");
-      bytes *= dim;
-      e.shape.push_back(static_cast<std::int64_t>(dim));
-    }
-    const auto& off = v["data_offsets"];
-    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
-      throw where("data_offsets is not a pair of non-negative integers");
-    e.begin = off[0].get<std::uint64_t>();
-    e.end = off[1].get<std::uint64_t>();
-    if (e.begin > e.end || e.end > data_size)
-      throw where(fmt::format("bytes [{}, {}) lie outside the {} bytes of data", e.begin, e.end, data_size));
-    if (e.end - e.begin != bytes)
-      throw where(fmt::format("shape {} of {} needs {} bytes but its range holds {}", e.shape, dtype_name(e.dtype), bytes,
-                              e.end - e.begin));
-    entries.push_back(std::move(e));
+// The entry `name` describes as `v`, checked against the `data_size` bytes of data.
+Entry read_entry(const std::string& path, const std::string& name, const nlohmann::json& v, std::uint64_t data_size) {
+  const auto where = [&](const std::string& what) { return IoError(fmt::format("{}: tensor '{}': {}", path, name, what)); };
+  if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets"))
+    throw where("needs dtype, shape and data_offsets");
+  Entry e;
+  e.name = name;
+  if (!v["dtype"].is_string() || !from_safetensors_dtype(v["dtype"].get<std::string>(), &e.dtype))
+    throw where(fmt::format("dtype {} is not one Accrue reads (F32, F16, BF16, I32)", v["dtype"].dump()));
+  if (!v["shape"].is_array() || v["shape"].size() > static_cast<std::size_t>(Shape::max_rank))
+    throw where("shape is not an array of at most 8 dimensions");
+  std::uint64_t bytes = dtype_size(e.dtype);
+  for (const auto& d : v["shape"]) {
+    if (!d.is_number_unsigned()) throw where("a dimension is not a non-negative integer");
+    const std::uint64_t dim = d.get<std::uint64_t>();
+    if (dim != 0 && bytes > data_size / dim) throw where("its shape holds more bytes than the file");
+    bytes *= dim;
+    e.shape.push_back(static_cast<std::int64_t>(dim));
   }
+  const auto& off = v["data_offsets"];
+  if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+    throw where("data_offsets is not a pair of non-negative integers");
+  e.begin = off[0].get<std::uint64_t>();
+  e.end = off[1].get<std::uint64_t>();
+  if (e.begin > e.end || e.end > data_size)
+    throw where(fmt::format("bytes [{}, {}) lie outside the {} bytes of data", e.begin, e.end, data_size));
+  if (e.end - e.begin != bytes)
+    throw where(fmt::format("shape {} of {} needs {} bytes but its range holds {}", e.shape, dtype_name(e.dtype), bytes,
+                            e.end - e.begin));
+  return e;
+}
+
+// The format asks the tensors to cover the data with no gap: bytes beyond them are damage (a file
+// appended to, or two files run together), not something to ignore.
+void check_coverage(const std::string& path, const std::vector<Entry>& entries, std::uint64_t data_size) {
   std::vector<const Entry*> by_offset;
   for (const Entry& e : entries) by_offset.push_back(&e);
   std::sort(by_offset.begin(), by_offset.end(), [](const Entry* a, const Entry* b) { return a->begin < b->begin; });
-  // The format asks the tensors to cover the data with no gap: bytes beyond them are damage
-  // (a file appended to, or two files run together), not something to ignore.
   std::uint64_t covered = 0;
   for (const Entry* e : by_offset) {
     if (e->begin < covered)
@@ -199,6 +190,37 @@ SafetensorsFile load_safetensors(const std::string& path, const SafetensorsLimit
     throw IoError(fmt::format("{}: {} bytes after the last tensor's data belong to no tensor (the tensors end at byte "
                               "{} of {} data bytes)",
                               path, data_size - covered, covered, data_size));
+}
+
+}  // namespace
+
+SafetensorsFile load_safetensors(const std::string& path, const SafetensorsLimits& limits) {
+  require_readable_file(path, "file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw IoError(fmt::format("{}: cannot open ({})", path, std::strerror(errno)));
+  std::error_code ec;
+  const std::uint64_t file_size = std::filesystem::file_size(path, ec);
+  if (ec) throw IoError(fmt::format("{}: cannot find its size ({})", path, ec.message()));
+  if (file_size > limits.max_file_bytes)
+    throw IoError(fmt::format("{}: {} bytes is over the limit of {}", path, file_size, limits.max_file_bytes));
+  std::uint64_t header_size = 0;
+  const nlohmann::json header = read_header(in, path, file_size, limits, header_size);
+  const std::uint64_t data_size = file_size - 8 - header_size;
+
+  SafetensorsFile result;
+  std::vector<Entry> entries;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    if (it.key() != "__metadata__") {
+      entries.push_back(read_entry(path, it.key(), *it, data_size));
+      continue;
+    }
+    if (!it->is_object()) throw IoError(fmt::format("{}: __metadata__ is not an object", path));
+    for (auto m = it->begin(); m != it->end(); ++m) {
+      if (!m->is_string()) throw IoError(fmt::format("{}: metadata '{}' is not a string", path, m.key()));
+      result.metadata[m.key()] = m->get<std::string>();
+    }
+  }
+  check_coverage(path, entries, data_size);
 
   const std::streamoff data_start = static_cast<std::streamoff>(8 + header_size);
   for (const Entry& e : entries) {

@@ -27,8 +27,16 @@ StepPlan::StepPlan(const Spec& spec) : spec_(spec) {
                "{} epochs of {} samples are more samples than a 64-bit count holds; train fewer epochs", spec.epochs,
                samples_per_epoch_);
 
-  // Epoch by epoch, until an epoch starts as one before it did under the same accumulation: the
-  // epochs between them then repeat, as many whole turns as the accumulation holds, and are skipped.
+  const int max_planned = walk_epochs();
+  ACCRUE_CHECK(!__builtin_mul_overflow(std::int64_t{max_planned}, b, &max_effective_batch_),
+               "a micro-batch of {} accumulated {} times is a larger batch than a 64-bit count holds", b, max_planned);
+}
+
+// Epoch by epoch, until an epoch starts as one before it did under the same accumulation: the
+// epochs between them then repeat, as many whole turns as the accumulation holds, and are skipped.
+// Returns the largest accumulation any window was planned with.
+int StepPlan::walk_epochs() {
+  const Spec& spec = spec_;
   using Key = std::tuple<bool, int, int, std::int64_t, std::int64_t, std::int64_t>;
   const auto key_of = [](const EpochStart& s) {
     return s.carrying ? Key{true, s.open.planned, s.open.micro_batches, s.open.samples, s.epoch - s.open.first_epoch,
@@ -79,8 +87,7 @@ StepPlan::StepPlan(const Spec& spec) : spec_(spec) {
     ++end_.steps;
     end_.samples += s.open.samples;
   }
-  ACCRUE_CHECK(!__builtin_mul_overflow(std::int64_t{max_planned}, b, &max_effective_batch_),
-               "a micro-batch of {} accumulated {} times is a larger batch than a 64-bit count holds", b, max_planned);
+  return max_planned;
 }
 
 template <class F>

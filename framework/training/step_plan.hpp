@@ -103,6 +103,8 @@ class StepPlan {
     EpochStart turn;
   };
 
+  // Works out the epoch starts and cycles; returns the largest planned accumulation.
+  int walk_epochs();
   // Runs epoch s.epoch: calls closed(window, first, count) for each window that closes in it
   // (count of its micro-batches from `first` lie in this epoch) and returns the next epoch's start.
   template <class F>
