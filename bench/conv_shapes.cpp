@@ -9,9 +9,9 @@
 #include <CLI/CLI.hpp>
 #include <accrue/accrue.hpp>
 #include <accrue/kernels/conv.hpp>
-#include <accrue/kernels/cpu/bf16_gemm.hpp>
+#include <accrue/kernels/cpu/gemm/bf16.hpp>
 #include <accrue/kernels/cpu/conv.hpp>
-#include <accrue/kernels/cpu/openblas.hpp>
+#include <accrue/kernels/cpu/gemm/openblas.hpp>
 #include <accrue/kernels/cpu/parallel.hpp>
 #include <algorithm>
 #include <array>

@@ -7,11 +7,11 @@
 
 #include <CLI/CLI.hpp>
 #include <accrue/accrue.hpp>
-#include <accrue/kernels/cpu/bf16_gemm.hpp>
+#include <accrue/kernels/cpu/gemm/bf16.hpp>
 #include <accrue/kernels/cpu/gemm.hpp>
-#include <accrue/kernels/cpu/openblas.hpp>
+#include <accrue/kernels/cpu/gemm/openblas.hpp>
 #include <accrue/kernels/cpu/parallel.hpp>
-#include <accrue/kernels/cpu/skinny_gemm.hpp>
+#include <accrue/kernels/cpu/gemm/skinny.hpp>
 #include <algorithm>
 #include <chrono>
 

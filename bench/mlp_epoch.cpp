@@ -24,7 +24,7 @@
 
 #include <CLI/CLI.hpp>
 #include <accrue/accrue.hpp>
-#include <accrue/kernels/cpu/openblas.hpp>
+#include <accrue/kernels/cpu/gemm/openblas.hpp>
 #include <accrue/kernels/cpu/parallel.hpp>
 #include <accrue/kernels/gemm.hpp>
 #include <accrue/framework/device_runtime.hpp>

@@ -2,7 +2,7 @@
 
 #include "accrue/kernels/cast.hpp"
 #include "accrue/kernels/cpu/gemm.hpp"
-#include "accrue/kernels/cpu/skinny_gemm.hpp"
+#include "accrue/kernels/cpu/gemm/skinny.hpp"
 #include "accrue/kernels/cuda/gemm.hpp"
 #include "accrue/kernels/dispatch.hpp"
 #include "accrue/kernels/reduce.hpp"

@@ -103,4 +103,15 @@ void batch_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mea
       });
 }
 
+void layer_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y, const Tensor& mean,
+                        const Tensor& rstd, std::int64_t rows, std::int64_t features, float eps) {
+  group_norm_forward(x, gamma, beta, y, mean, rstd, {.N = rows, .C = features, .L = 1, .groups = 1}, eps);
+}
+
+void layer_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd,
+                         const Tensor& dy, const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
+                         std::int64_t rows, std::int64_t features) {
+  group_norm_backward(x, gamma, mean, rstd, dy, dx, dgamma, dbeta, {.N = rows, .C = features, .L = 1, .groups = 1});
+}
+
 }  // namespace accrue::kernels

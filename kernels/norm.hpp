@@ -23,6 +23,14 @@ void group_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mea
                          const Tensor& dy, const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
                          const NormShape& s);
 
+/// Layer normalization of each of `rows` rows of x over its last `features` values, gamma and beta
+/// (features) per value: group normalization's math with one group, the row's values as channels.
+void layer_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y, const Tensor& mean,
+                        const Tensor& rstd, std::int64_t rows, std::int64_t features, float eps);
+void layer_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd,
+                         const Tensor& dy, const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta,
+                         std::int64_t rows, std::int64_t features);
+
 /// Training mode: statistics of this batch (mean and rstd (C) saved for backward); running_mean
 /// and running_var (C), when defined, move towards them by `momentum` (the variance unbiased).
 void batch_norm_forward_training(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y,

@@ -8,7 +8,7 @@
 namespace accrue::ops {
 namespace {
 
-enum class Kind : std::uint8_t { batch, group };
+enum class Kind : std::uint8_t { batch, group, layer };
 
 class NormNode final : public Node {
  public:
@@ -28,10 +28,14 @@ class NormNode final : public Node {
     Tensor dgamma = has_gamma_ && sink.needs(1) ? Tensor::empty(gamma.shape(), on) : Tensor();
     Tensor dbeta = edges.size() > 2 && sink.needs(2) ? Tensor::empty(gamma.defined() ? gamma.shape() : Shape{shape_.C}, on)
                                                            : Tensor();
+    const Tensor& mean = mean_.get(name_);
+    const Tensor& rstd = rstd_.get(name_);
     if (kind_ == Kind::batch)
-      kernels::batch_norm_backward(x, gamma, mean_.get(name_), rstd_.get(name_), grad, dx, dgamma, dbeta, shape_, eps_);
+      kernels::batch_norm_backward(x, gamma, mean, rstd, grad, dx, dgamma, dbeta, shape_, eps_);
+    else if (kind_ == Kind::layer)
+      kernels::layer_norm_backward(x, gamma, mean, rstd, grad, dx, dgamma, dbeta, shape_.N, shape_.C);
     else
-      kernels::group_norm_backward(x, gamma, mean_.get(name_), rstd_.get(name_), grad, dx, dgamma, dbeta, shape_);
+      kernels::group_norm_backward(x, gamma, mean, rstd, grad, dx, dgamma, dbeta, shape_);
     if (sink.needs(0)) sink.add(0, std::move(dx));
     if (dgamma.defined()) sink.add(1, std::move(dgamma));
     if (dbeta.defined()) sink.add(2, std::move(dbeta));
@@ -70,6 +74,8 @@ Tensor normalize(Kind kind, const char* name, const Tensor& x, const Tensor& gam
   Tensor mean = Tensor::empty({sets}, on), rstd = Tensor::empty({sets}, on);
   if (kind == Kind::batch)
     kernels::batch_norm_forward_training(x, gamma, beta, y, mean, rstd, running_mean, running_var, s, momentum, eps);
+  else if (kind == Kind::layer)
+    kernels::layer_norm_forward(x, gamma, beta, y, mean, rstd, s.N, s.C, eps);
   else
     kernels::group_norm_forward(x, gamma, beta, y, mean, rstd, s, eps);
   if (needs_grad({&x, &gamma, &beta}))
@@ -138,7 +144,7 @@ Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tenso
   check_affine("layer_norm", bias, "bias", normalized_shape, x);
   const std::int64_t D = normalized_shape.numel(), rows = D == 0 ? 0 : x.numel() / D;
   // One group per row, with the normalized elements as its channels (each with its own gamma).
-  return normalize(Kind::group, "layer_norm", x, weight, bias, {.N = rows, .C = D, .L = 1, .groups = 1}, eps, Tensor(),
+  return normalize(Kind::layer, "layer_norm", x, weight, bias, {.N = rows, .C = D, .L = 1, .groups = 1}, eps, Tensor(),
                    Tensor(), 0.0f);
 }
 

@@ -8,7 +8,7 @@
 #include "accrue/framework/tensor.hpp"
 #include "accrue/kernels/common/conv_geometry.hpp"
 #include "accrue/kernels/conv.hpp"
-#include "accrue/kernels/cpu/bf16_gemm.hpp"
+#include "accrue/kernels/cpu/gemm/bf16.hpp"
 
 namespace accrue::kernels::cpu {
 

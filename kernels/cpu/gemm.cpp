@@ -7,10 +7,10 @@
 
 #include "accrue/kernels/cpu/cast.hpp"
 #include "accrue/kernels/common/half.hpp"
-#include "accrue/kernels/cpu/bf16_gemm.hpp"
-#include "accrue/kernels/cpu/openblas.hpp"
+#include "accrue/kernels/cpu/gemm/bf16.hpp"
+#include "accrue/kernels/cpu/gemm/openblas.hpp"
 #include "accrue/kernels/cpu/parallel.hpp"
-#include "accrue/kernels/cpu/skinny_gemm.hpp"
+#include "accrue/kernels/cpu/gemm/skinny.hpp"
 #include "accrue/kernels/cpu/gemm.hpp"
 
 namespace accrue::kernels::cpu {
@@ -76,7 +76,7 @@ void gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64
 
 namespace accrue::kernels::cpu {
 
-// float16 and bfloat16 multiplies. bfloat16 runs on the processor's bfloat16 kernel (bf16_gemm.hpp:
+// float16 and bfloat16 multiplies. bfloat16 runs on the processor's bfloat16 kernel (gemm/bf16.hpp:
 // AMX tiles or AVX-512 BF16) where it has one; otherwise the operands are widened to float32
 // (exactly) and multiplied by the float32 kernels: float32 accumulation of the low-precision
 // products either way. C is rounded once at the end when it is low precision.

@@ -3,7 +3,7 @@
 // defined in kernels/cpu/gemm.cpp.
 
 #include "accrue/framework/tensor.hpp"
-#include "accrue/kernels/cpu/bf16_gemm.hpp"
+#include "accrue/kernels/cpu/gemm/bf16.hpp"
 #include "accrue/kernels/gemm.hpp"
 
 namespace accrue::kernels::cpu {
@@ -14,7 +14,7 @@ void gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64
 /// The same computed in `low` (float16 or bfloat16): A and B each of type a_type / b_type (float32
 /// or `low`), C of type `out` (float32 or `low`). column_bias (N float32 values), when given, is
 /// added to every row of C before it is rounded. a_param / b_param, when given, say that operand
-/// is a parameter whose bfloat16 pack may be kept (see open_parameter_packs in bf16_gemm.hpp).
+/// is a parameter whose bfloat16 pack may be kept (see open_parameter_packs in gemm/bf16.hpp).
 void gemm_low_precision(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
                         DType low, const void* A, DType a_type, std::int64_t lda, const void* B, DType b_type,
                         std::int64_t ldb, float beta, DType out, void* C, std::int64_t ldc,

@@ -12,7 +12,7 @@ void softmax_forward(int device, const float* x, float* y, std::int64_t outer, s
 void softmax_backward(int device, const float* y, const float* dy, float* dx, std::int64_t outer, std::int64_t D,
                       std::int64_t inner, bool log, bool accumulate);
 
-/// Attention's masked softmax (masked_softmax.cu): one thread per row, the math of
+/// Attention's masked softmax (softmax.cu; the others in softmax.cpp call cuDNN): one thread per row, the math of
 /// common/softmax.hpp.
 void masked_softmax_forward(int device, const float* x, const float* mask, float* y, std::int64_t rows, std::int64_t D,
                             std::int64_t T_q, float scale, bool causal);

@@ -4,7 +4,7 @@
 
 #include "test_util.hpp"
 
-#include <accrue/kernels/cpu/bf16_gemm.hpp>
+#include <accrue/kernels/cpu/gemm/bf16.hpp>
 #include <accrue/kernels/gemm.hpp>
 
 using namespace accrue;

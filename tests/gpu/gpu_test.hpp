@@ -3,6 +3,8 @@
 // device the program prints why and exits with 77, which ctest reports as skipped.
 
 #include <accrue/kernels/device_query.hpp>
+#include <accrue/kernels/dispatch.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -27,9 +29,46 @@ inline void check_gpu_close(const Tensor& got_on_gpu, const Tensor& cpu, double 
   check_close(got_on_gpu.to(Device::cpu()), cpu, atol, rtol, what);
 }
 
+/// The table of GPU_OP_CASEs: each case's name and the Ops it runs.
+inline std::vector<std::pair<std::string, std::vector<kernels::Op>>>& op_cases() {
+  static std::vector<std::pair<std::string, std::vector<kernels::Op>>> cases;
+  return cases;
+}
+inline bool list_case(const char* name, std::vector<kernels::Op> ops) {
+  op_cases().emplace_back(name, std::move(ops));
+  return true;
+}
+
+/// Prints which cases run each Op; false when an Op the CPU backend supports in some dtype has none.
+inline bool every_op_has_a_case() {
+  bool complete = true;
+  for (const kernels::Op op : kernels::all_ops()) {
+    std::string cases;
+    for (const auto& [name, ops] : op_cases())
+      if (std::find(ops.begin(), ops.end(), op) != ops.end()) cases += (cases.empty() ? "" : ", ") + name;
+    bool supported = false;
+    for (const DType t : {DType::f32, DType::f16, DType::bf16, DType::i32})
+      supported = supported || kernels::supports(op, Device::cpu(), t);
+    if (supported && cases.empty()) complete = false;
+    std::printf("%-18s %s\n", std::string(kernels::op_name(op)).c_str(),
+                cases.empty() ? (supported ? "NO CASE" : "(not supported)") : cases.c_str());
+  }
+  return complete;
+}
+
 }  // namespace accrue::test
 
+/// A case of the table: a test of `name` that runs the kernels' Ops listed after it on both devices.
+#define GPU_OP_CASE(name, ...)                                                                 \
+  static const bool name##_listed = ::accrue::test::list_case(#name, {__VA_ARGS__});          \
+  BOOST_AUTO_TEST_CASE(name)
+
 int main(int argc, char* argv[]) {
+  if (argc == 2 && std::strcmp(argv[1], "--table") == 0) {
+    if (accrue::test::every_op_has_a_case()) return 0;
+    std::printf("every Op the CPU backend supports needs a GPU_OP_CASE that runs it\n");
+    return 1;
+  }
   const int devices = accrue::Device::cuda_device_count();
   if (devices == 0) {
     const auto& query = accrue::kernels::cuda_device_count();

@@ -1,4 +1,7 @@
 // Every op and kernel of the CUDA backend against the CPU backend: forward values and gradients.
+// A table, as ggml's test-backend-ops: each GPU_OP_CASE names the kernels' Ops it runs on both
+// devices, and `test_gpu_ops --table` (ctest's test_gpu_op_table, which needs no GPU) fails when an
+// Op the CPU backend supports has no case.
 
 #include <accrue/kernels/amp_update.hpp>
 #include <accrue/kernels/cast.hpp>
@@ -48,7 +51,7 @@ BOOST_AUTO_TEST_CASE(the_gpu_runs_every_op_the_cpu_runs) {
                  kernels::op_name(op) << " in " << dtype_name(t));
 }
 
-BOOST_AUTO_TEST_CASE(tensors_move_between_devices_exactly) {
+GPU_OP_CASE(tensors_move_between_devices_exactly, kernels::Op::copy) {
   const Tensor a = random_tensor({17, 33}, 1);
   const Tensor g = a.to(gpu());
   BOOST_TEST(g.device() == gpu());
@@ -60,7 +63,7 @@ BOOST_AUTO_TEST_CASE(tensors_move_between_devices_exactly) {
   BOOST_CHECK_EXCEPTION(g.data<float>(), ValueError, message_has({"cuda:0", "to(Device::cpu())"}));
 }
 
-BOOST_AUTO_TEST_CASE(random_fills_match_the_cpu) {
+GPU_OP_CASE(random_fills_match_the_cpu, kernels::Op::random_fill) {
   // Philox is counter-based: the same seed and offset give the same numbers on both devices.
   Generator a{5}, b{5};
   // low + (high - low) u: nvcc may fuse it into one FMA, which rounds once where the CPU rounds twice.
@@ -70,7 +73,7 @@ BOOST_AUTO_TEST_CASE(random_fills_match_the_cpu) {
                   1e-5, "normal");
 }
 
-BOOST_AUTO_TEST_CASE(unary_ops) {
+GPU_OP_CASE(unary_ops, kernels::Op::unary) {
   const Tensor x = away_from_zero({37, 29}, 2);
   const Tensor positive = random_tensor({37, 29}, 3, 0.1f, 3.0f);
   const std::vector<std::pair<std::string, Fn>> ops_list = {
@@ -92,7 +95,7 @@ BOOST_AUTO_TEST_CASE(unary_ops) {
   compare("pow", {positive}, [](auto& v) { return ops::pow(v[0], 1.7f); });
 }
 
-BOOST_AUTO_TEST_CASE(unary_ops_in_low_precision) {
+GPU_OP_CASE(unary_ops_in_low_precision, kernels::Op::unary) {
   for (DType t : {DType::f16, DType::bf16}) {
     BOOST_TEST_REQUIRE(kernels::supports(kernels::Op::unary, gpu(), t), dtype_name(t));
     const Tensor x = ops::cast(away_from_zero({64, 33}, 4), t);
@@ -108,7 +111,7 @@ BOOST_AUTO_TEST_CASE(unary_ops_in_low_precision) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(binary_ops_with_broadcasting) {
+GPU_OP_CASE(binary_ops_with_broadcasting, kernels::Op::binary, kernels::Op::sum_to_shape) {
   const std::vector<std::pair<Shape, Shape>> shapes = {
       {{8, 5}, {8, 5}}, {{8, 5}, {5}}, {{8, 5}, {8, 1}}, {{3, 1, 5}, {1, 4, 1}}, {{2, 3, 4, 5}, {3, 1, 5}}, {{}, {6, 2}},
       {{2000, 10}, {10}},  // a bias gradient summed over many rows (the block-reduction path)
@@ -123,7 +126,8 @@ BOOST_AUTO_TEST_CASE(binary_ops_with_broadcasting) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(reductions) {
+GPU_OP_CASE(reductions, kernels::Op::sum_dim, kernels::Op::expand_dim, kernels::Op::argmax_rows,
+            kernels::Op::sum_of_squares) {
   const Tensor x = random_tensor({6, 7, 8}, 20);
   compare("sum", {x}, [](auto& v) { return ops::sum(v[0]); }, 1e-4);
   compare("mean", {x}, [](auto& v) { return ops::mean(v[0]); }, 1e-5);
@@ -144,7 +148,8 @@ BOOST_AUTO_TEST_CASE(reductions) {
   BOOST_TEST(std::abs(gpu_sq - cpu_sq) <= 1e-9 * cpu_sq);
 }
 
-BOOST_AUTO_TEST_CASE(shape_ops_and_matmul) {
+GPU_OP_CASE(shape_ops_and_matmul, kernels::Op::gemm, kernels::Op::permute, kernels::Op::copy_columns,
+            kernels::Op::gather_rows, kernels::Op::scatter_add_rows, kernels::Op::add_into) {
   const Tensor x = random_tensor({4, 3, 5}, 30), w = random_tensor({6, 15}, 31), b = random_tensor({6}, 32);
   compare("reshape+linear", {x, w, b},
           [](auto& v) { return ops::linear(ops::reshape(v[0], {4, 15}), v[1], v[2]); }, 1e-4);
@@ -169,7 +174,7 @@ BOOST_AUTO_TEST_CASE(shape_ops_and_matmul) {
           [](auto& v) { return ops::bmm(v[0], v[1], {.transpose_a = true, .transpose_b = true}); }, 1e-4);
 }
 
-BOOST_AUTO_TEST_CASE(gemm_every_transpose_and_low_precision) {
+GPU_OP_CASE(gemm_every_transpose_and_low_precision, kernels::Op::gemm, kernels::Op::fill) {
   const std::int64_t M = 37, N = 21, K = 45;
   std::uint64_t seed = 40;
   for (bool ta : {false, true})
@@ -192,7 +197,7 @@ BOOST_AUTO_TEST_CASE(gemm_every_transpose_and_low_precision) {
     }
 }
 
-BOOST_AUTO_TEST_CASE(softmax_and_log_softmax_over_cudnn) {
+GPU_OP_CASE(softmax_and_log_softmax_over_cudnn, kernels::Op::softmax) {
   const Tensor x = random_tensor({5, 7, 3}, 50, -3.0f, 3.0f);
   for (int dim : {0, 1, 2}) {
     compare("softmax dim " + std::to_string(dim), {x}, [=](auto& v) { return ops::softmax(v[0], dim); });
@@ -200,7 +205,7 @@ BOOST_AUTO_TEST_CASE(softmax_and_log_softmax_over_cudnn) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(masked_softmax_matches_the_cpu) {
+GPU_OP_CASE(masked_softmax_matches_the_cpu, kernels::Op::masked_softmax) {
   const Tensor scores = random_tensor({2, 4, 7, 9}, 60, -3, 3);
   const Tensor mask = random_tensor({7, 9}, 61);
   compare("masked_softmax causal", {scores}, [](auto& v) { return ops::masked_softmax(v[0], {.scale = 0.5f, .causal = true}); });
@@ -208,7 +213,7 @@ BOOST_AUTO_TEST_CASE(masked_softmax_matches_the_cpu) {
           [&](auto& v) { return ops::masked_softmax(v[0], {.scale = 0.5f, .mask = mask.to(v[0].device())}); });
 }
 
-BOOST_AUTO_TEST_CASE(attention_matches_the_cpu) {
+GPU_OP_CASE(attention_matches_the_cpu, kernels::Op::attention) {
   const Tensor q = random_tensor({2, 4, 7, 8}, 62, -1, 1), k = random_tensor({2, 4, 9, 8}, 63, -1, 1);
   const Tensor v = random_tensor({2, 4, 9, 5}, 64, -1, 1), mask = random_tensor({7, 9}, 65);
   const Tensor padding = Tensor::from(std::vector<std::int32_t>(18, 0), {2, 9});
@@ -228,7 +233,7 @@ BOOST_AUTO_TEST_CASE(attention_matches_the_cpu) {
           });
 }
 
-BOOST_AUTO_TEST_CASE(cross_entropy_fused) {
+GPU_OP_CASE(cross_entropy_fused, kernels::Op::cross_entropy) {
   const Tensor logits = random_tensor({64, 10}, 60, -5.0f, 5.0f);
   Generator gen{61};
   std::vector<std::int32_t> y(64);
@@ -255,7 +260,7 @@ BOOST_AUTO_TEST_CASE(cross_entropy_fused) {
                         message_has({"label 12", "sample 1"}));
 }
 
-BOOST_AUTO_TEST_CASE(dropout_draws_the_cpu_mask) {
+GPU_OP_CASE(dropout_draws_the_cpu_mask, kernels::Op::dropout) {
   const Tensor x = random_tensor({40, 50}, 70);
   Generator a{71}, b{71};
   std::vector<Tensor> cpu_in{leaf(x.clone().detach())};
@@ -268,7 +273,7 @@ BOOST_AUTO_TEST_CASE(dropout_draws_the_cpu_mask) {
   check_gpu_close(g_in.grad(), cpu_in[0].grad(), 0.0, 1e-6, "dropout gradient");
 }
 
-BOOST_AUTO_TEST_CASE(casts_round_as_on_the_cpu) {
+GPU_OP_CASE(casts_round_as_on_the_cpu, kernels::Op::cast) {
   std::vector<float> v = random_tensor({1000}, 80, -70000.0f, 70000.0f).to_vector();
   const float inf = std::numeric_limits<float>::infinity();
   v.insert(v.end(), {0.0f, -0.0f, 1e-8f, -6e-8f, 65504.0f, 65520.0f, inf, -inf, std::nanf(""), 1.0f + 1.0f / 2048});
@@ -285,7 +290,7 @@ BOOST_AUTO_TEST_CASE(casts_round_as_on_the_cpu) {
   }
 }
 
-BOOST_AUTO_TEST_CASE(optimizer_updates_over_many_tensors) {
+GPU_OP_CASE(optimizer_updates_over_many_tensors, kernels::Op::sgd_update, kernels::Op::adam_update) {
   // More tensors than one launch's table and more chunks than one launch's blocks.
   std::vector<Shape> shapes;
   for (int i = 0; i < 30; ++i) shapes.push_back({(i % 7) + 1, 13});
@@ -322,7 +327,8 @@ BOOST_AUTO_TEST_CASE(optimizer_updates_over_many_tensors) {
     }
 }
 
-BOOST_AUTO_TEST_CASE(global_norm_unscale_and_clip_over_many_tensors) {
+GPU_OP_CASE(global_norm_unscale_and_clip_over_many_tensors, kernels::Op::sum_of_squares,
+            kernels::Op::unscale_and_check, kernels::Op::unary_in_place) {
   std::vector<Tensor> cpu, dev;
   for (int i = 0; i < 40; ++i) {
     cpu.push_back(random_tensor({(i % 5) * 1000 + 3}, 100 + static_cast<std::uint64_t>(i)));
@@ -358,7 +364,8 @@ BOOST_AUTO_TEST_CASE(device_memory_is_counted_and_capped) {
   a.set_limit(0);
 }
 
-BOOST_AUTO_TEST_CASE(convolution_pooling_and_normalization_match_the_cpu) {
+GPU_OP_CASE(convolution_pooling_and_normalization_match_the_cpu, kernels::Op::conv2d, kernels::Op::pool2d,
+            kernels::Op::batch_norm, kernels::Op::group_norm) {
   // cuDNN's convolution, pooling and batch normalization, and the own group/layer-norm kernels.
   const std::vector<std::pair<std::string, ops::Conv2dOptions>> convs = {
       {"3x3 padding 1", {.padding = 1}},
@@ -397,7 +404,7 @@ BOOST_AUTO_TEST_CASE(convolution_pooling_and_normalization_match_the_cpu) {
   check_gpu_close(rv_g, rv, 1e-5, 1e-5, "running_var");
 }
 
-BOOST_AUTO_TEST_CASE(what_a_first_gpu_run_must_check) {
+GPU_OP_CASE(what_a_first_gpu_run_must_check, kernels::Op::conv2d, kernels::Op::pool2d, kernels::Op::batch_norm) {
   // The convolution algorithm cuDNN's heuristics give for the shapes the examples use, each pass.
   compare("conv2d 3x3, a batch of 64", {random_tensor({64, 1, 28, 28}, 20), random_tensor({32, 1, 3, 3}, 21), random_tensor({32}, 22)},
           [](const auto& in) { return ops::conv2d(in[0], in[1], in[2], {.padding = 1}); }, 1e-4);
@@ -422,7 +429,7 @@ BOOST_AUTO_TEST_CASE(what_a_first_gpu_run_must_check) {
           [](const auto& in) { return ops::batch_norm(in[0], Tensor(), Tensor(), in[1], in[2], true, 0.1f, 1e-3f); }, 1e-3);
 }
 
-BOOST_AUTO_TEST_CASE(empty_sizes_come_to_what_the_cpu_gives) {
+GPU_OP_CASE(empty_sizes_come_to_what_the_cpu_gives, kernels::Op::conv2d, kernels::Op::gemm) {
   // A batch of 0: no output, and weight and bias gradients of no term (zero), as on the CPU.
   compare("conv2d of an empty batch", {Tensor::empty({0, 3, 5, 5}), random_tensor({4, 3, 3, 3}, 40), random_tensor({4}, 41)},
           [](const auto& in) { return ops::conv2d(in[0], in[1], in[2], {.padding = 1}); });

@@ -5,8 +5,8 @@
 
 #include <cstring>
 
-#include <accrue/kernels/cpu/openblas.hpp>
-#include <accrue/kernels/cpu/skinny_gemm.hpp>
+#include <accrue/kernels/cpu/gemm/openblas.hpp>
+#include <accrue/kernels/cpu/gemm/skinny.hpp>
 #include <accrue/kernels/gemm.hpp>
 #include <accrue/kernels/reduce.hpp>
 

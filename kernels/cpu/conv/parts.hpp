@@ -24,8 +24,8 @@
 #include "accrue/framework/error.hpp"
 
 #include "accrue/kernels/common/half.hpp"
-#include "accrue/kernels/cpu/bf16_gemm.hpp"
-#include "accrue/kernels/cpu/openblas.hpp"
+#include "accrue/kernels/cpu/gemm/bf16.hpp"
+#include "accrue/kernels/cpu/gemm/openblas.hpp"
 #include "accrue/kernels/cpu/parallel.hpp"
 #include "accrue/kernels/cpu/gemm.hpp"
 

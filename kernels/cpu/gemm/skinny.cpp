@@ -13,7 +13,7 @@
 // FMA (8 lanes, 16 registers, so smaller tiles), chosen at run time by what the processor has;
 // other shapes and processors use OpenBLAS.
 
-#include "accrue/kernels/cpu/skinny_gemm.hpp"
+#include "accrue/kernels/cpu/gemm/skinny.hpp"
 
 #include <algorithm>
 #include <array>

@@ -1,5 +1,5 @@
 #pragma once
-// GEMMs with a small batch dimension, read in place (see skinny_gemm.cpp).
+// GEMMs with a small batch dimension, read in place (see skinny.cpp).
 
 #include <cstdint>
 #include <vector>

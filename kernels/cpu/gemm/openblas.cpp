@@ -1,4 +1,4 @@
-#include "accrue/kernels/cpu/openblas.hpp"
+#include "accrue/kernels/cpu/gemm/openblas.hpp"
 
 #include <dlfcn.h>
 

@@ -13,7 +13,7 @@
 // float32 and is written out (alpha, beta, the output type, transposed or not) while in cache. Linux grants AMX's 8 KiB of
 // tile state per process on request (arch_prctl); without either kernel the callers widen to float32.
 
-#include "accrue/kernels/cpu/bf16_gemm.hpp"
+#include "accrue/kernels/cpu/gemm/bf16.hpp"
 
 #include <sys/syscall.h>
 #include <unistd.h>

@@ -1,5 +1,5 @@
 #pragma once
-// bfloat16 GEMM with float32 accumulation (see bf16_gemm.cpp): operands packed once into layouts
+// bfloat16 GEMM with float32 accumulation (see bf16.cpp): operands packed once into layouts
 // both bfloat16 kernels read, AMX tiles or AVX-512 BF16 dot products, float32 results.
 
 #include <cstdint>
