@@ -14,7 +14,7 @@ namespace conv_detail {
 // for each of the 16 elements the products summed over channels are a product of a
 // (tiles x channels) and a (channels x filters) matrix, which the implicit GEMM's tiles run; the
 // result M comes back as Y = A^T M A. G halves, B and A add and subtract, so the transforms round
-// little (tests/framework/test_conv_pool.cpp holds every form to 1e-5 of a double-precision sum).
+// little (tests/ops/test_conv.cpp holds every form to 1e-5 of a double-precision sum).
 // The input is laid out channels last, so that every transform runs along channels (or filters) in
 // whole vectors.
 

@@ -1,9 +1,9 @@
-// batch_norm, group_norm and layer_norm: values against the definitions, finite-difference
+// batch_norm, group_norm and layer_norm (framework/ops/norm.cpp): values against the definitions, finite-difference
 // gradients in every mode, running statistics with PyTorch's momentum convention, and errors.
 
 #include <cmath>
 
-#include "test_util.hpp"
+#include "op_test.hpp"
 
 using namespace accrue;
 using accrue::test::leaf;
@@ -12,12 +12,9 @@ using accrue::test::random_tensor;
 
 namespace {
 
-void expect_gradients(const std::string& name, const std::function<Tensor(const std::vector<Tensor>&)>& f,
-                      const std::vector<Tensor>& inputs) {
-  // Normalization couples every element of a set: a looser absolute tolerance for the sums.
-  const GradcheckResult r = gradcheck(f, inputs, {.eps = 1e-2, .atol = 5e-3, .rtol = 2e-2, .max_elements = 300});
-  BOOST_CHECK_MESSAGE(r.ok, name << ": gradients differ from finite differences (max error " << r.max_abs_error << ")\n"
-                                 << r.report);
+// Normalization couples every element of a set: a looser absolute tolerance for the sums.
+void expect_gradients(const std::string& name, const accrue::test::OpFn& f, const std::vector<Tensor>& inputs) {
+  accrue::test::expect_gradients(name, f, inputs, {.eps = 1e-2, .atol = 5e-3, .rtol = 2e-2, .max_elements = 300});
 }
 
 // Mean and biased variance of the elements of x (N, C, L) with index i picked by `in_set`.
@@ -34,6 +31,8 @@ std::pair<double, double> moments(const std::vector<float>& v, F&& in_set) {
 }
 
 }  // namespace
+
+BOOST_AUTO_TEST_SUITE(norm)
 
 BOOST_AUTO_TEST_CASE(batch_norm_normalizes_each_channel_over_the_batch) {
   const std::int64_t N = 3, C = 2, L = 4;
@@ -134,3 +133,5 @@ BOOST_AUTO_TEST_CASE(bad_normalization_input_is_named) {
   BOOST_CHECK_EXCEPTION(ops::batch_norm(random_tensor({4, 3}, 1), Tensor(), Tensor(), Tensor::ones({2}), Tensor(), true),
                         ShapeError, message_has({"weight of shape (2,)", "(4, 3)"}));
 }
+
+BOOST_AUTO_TEST_SUITE_END()

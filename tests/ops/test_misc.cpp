@@ -1,0 +1,20 @@
+// Dropout (framework/ops/misc.cpp) with a fixed mask: finite-difference gradients.
+
+#include "op_test.hpp"
+
+using namespace accrue;
+using accrue::test::leaf;
+using accrue::test::random_tensor;
+using accrue::test::expect_gradients;
+
+BOOST_AUTO_TEST_SUITE(misc)
+
+BOOST_AUTO_TEST_CASE(dropout_with_a_fixed_mask) {
+  // Re-seeding inside f gives the same mask at every evaluation, so the op is a fixed function.
+  expect_gradients("dropout", [](const auto& in) {
+    Generator gen{99};
+    return ops::dropout(in[0], 0.3f, true, &gen);
+  }, {leaf(random_tensor({8, 16}, 93))});
+}
+
+BOOST_AUTO_TEST_SUITE_END()
