@@ -1,4 +1,4 @@
-// Training throughput of the character-level GPT of examples/char_lm.cpp in tokens per second,
+// Training throughput of the character-level GPT of examples/07_char_lm.cpp in tokens per second,
 // Accrue against the same model in PyTorch (bench/pytorch_char_lm.py: nn.TransformerEncoderLayer
 // blocks, pre-LayerNorm, GELU, causal mask), in one run.
 //

@@ -1,4 +1,4 @@
-// The convolutions of the FashionMNIST CNN (examples/fashion_mnist_cnn.cpp), forward and forward +
+// The convolutions of the FashionMNIST CNN (examples/05_fashion_mnist_cnn.cpp), forward and forward +
 // backward, timed in Accrue in float32 and in bfloat16 (autocast), each in both forms (im2col and a
 // GEMM, and the implicit GEMM over the padded image), one sample per thread, and, in the same run,
 // in PyTorch with its oneDNN (mkldnn) convolution in both types and with oneDNN switched off (its

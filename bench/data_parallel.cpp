@@ -1,6 +1,6 @@
 // Data-parallel training on this machine: one process with 2 threads against 2 processes with one
 // thread each (mpirun -np 2 ... --distributed), at the same effective batch, for the tutorial MLP
-// (784-512-512-10, SGD 1e-3) and the CNN of examples/fashion_mnist_cnn.cpp (Adam 1e-3), at
+// (784-512-512-10, SGD 1e-3) and the CNN of examples/05_fashion_mnist_cnn.cpp (Adam 1e-3), at
 // accumulation 1 and 4; beside PyTorch's DistributedDataParallel over gloo doing the same
 // (bench/pytorch_ddp.py), when Debian's python3-torch is installed.
 //

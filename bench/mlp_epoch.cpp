@@ -1,5 +1,5 @@
 // One training epoch of the FashionMNIST tutorial MLP (784-512-512-10, SGD lr 1e-3, cross-entropy,
-// 60,000 samples already in memory), and of the CNN of examples/fashion_mnist_cnn.cpp (two 3x3
+// 60,000 samples already in memory), and of the CNN of examples/05_fashion_mnist_cnn.cpp (two 3x3
 // convolution blocks of 32 and 64 channels with ReLU and 2x2 max-pooling, Dense 128, Dense 10,
 // Adam lr 1e-3), Accrue against PyTorch in the same run.
 //

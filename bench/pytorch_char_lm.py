@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The PyTorch side of bench/char_lm_tokens: the GPT of examples/char_lm.cpp (token and learned
+"""The PyTorch side of bench/char_lm_tokens: the GPT of examples/07_char_lm.cpp (token and learned
 position embeddings, causal pre-LayerNorm nn.TransformerEncoderLayer blocks with GELU, a last
 LayerNorm, a linear head), trained with AdamW (weight decay 0.1) and gradient clipping to 1.0.
 

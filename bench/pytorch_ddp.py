@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The PyTorch side of bench/data_parallel: one epoch of the tutorial MLP (SGD 1e-3) or the CNN of
-examples/fashion_mnist_cnn.cpp (Adam 1e-3) in one process with 2 threads, or in N processes with
+examples/05_fashion_mnist_cnn.cpp (Adam 1e-3) in one process with 2 threads, or in N processes with
 one thread each under DistributedDataParallel over gloo (loopback), at the same effective batch.
 
 Each epoch's shuffled order is split into global micro-batches of batch / accumulate samples, each

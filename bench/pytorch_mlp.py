@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The PyTorch side of bench/mlp_epoch: trains the tutorial MLP (SGD 1e-3) or the CNN of
-examples/fashion_mnist_cnn.cpp (Adam 1e-3) for one epoch per request.
+examples/05_fashion_mnist_cnn.cpp (Adam 1e-3) for one epoch per request.
 
 Protocol on stdin/stdout, one line each: the worker prints "ready"; "epoch B K f32|amp mlp|cnn"
 trains one epoch of micro-batches of B (shuffled, data already in memory as tensors) with gradients

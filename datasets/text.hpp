@@ -78,7 +78,7 @@ std::string fortunes_folder();
 /// is missing.
 std::vector<Fortune> read_fortunes(const std::string& folder = "");
 /// The fortunes as one text (each followed by a blank line), cut into blocks: the corpus of
-/// examples/char_lm, about 2.5 million characters.
+/// examples/07_char_lm, about 2.5 million characters.
 TextData fortunes(const TextOptions& options = {}, const std::string& folder = "");
 
 }  // namespace accrue::datasets

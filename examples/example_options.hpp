@@ -70,7 +70,7 @@ inline Sequential tutorial_mlp() {
                     layers::Dense{512},       layers::ReLU{},    layers::Dense{10}};
 }
 
-/// The CNN of data_parallel and the playground: two blocks of 3x3 convolution (same size), ReLU and
+/// The CNN of 05_fashion_mnist_cnn, 06_data_parallel and the playground: two blocks of 3x3 convolution (same size), ReLU and
 /// 2x2 max-pooling, then 128 -> 10.
 inline Sequential tutorial_cnn() {
   return Sequential{layers::Input{1, 28, 28},

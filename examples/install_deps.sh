@@ -11,7 +11,7 @@
 #   libboost-test-dev         the test suites
 #   nlohmann-json3-dev        the PyTorch reference data of the parity test
 #   dataset-fashion-mnist     the FashionMNIST files the tutorial trains on
-#   fortunes                  the text the character-level language model trains on (examples/char_lm)
+#   fortunes                  the text the character-level language model trains on (examples/07_char_lm)
 #   libopenmpi-dev openmpi-bin  data-parallel training over several processes (mpirun)
 #   libboost-dev              Boost.Beast and Asio: the playground's HTTP server (examples/playground)
 set -euo pipefail

@@ -6,5 +6,5 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/examples/install_deps.sh"
 build=${ACCRUE_BUILD_DIR:-$root/build}
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
-cmake --build "$build" --target fashion_mnist_mlp
-"$build/examples/fashion_mnist_mlp" "$@"
+cmake --build "$build" --target 01_fashion_mnist_mlp
+"$build/examples/01_fashion_mnist_mlp" "$@"

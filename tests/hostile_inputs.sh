@@ -10,13 +10,13 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
-mlp=$build/examples/fashion_mnist_mlp
-cnn=$build/examples/fashion_mnist_cnn
-memory=$build/examples/memory_comparison
-char_lm=$build/examples/char_lm
-classify=$build/examples/sequence_classification
+mlp=$build/examples/01_fashion_mnist_mlp
+cnn=$build/examples/05_fashion_mnist_cnn
+memory=$build/examples/04_memory_comparison
+char_lm=$build/examples/07_char_lm
+classify=$build/examples/08_sequence_classification
 playground=$build/examples/playground
-data_parallel=$build/examples/data_parallel
+data_parallel=$build/examples/06_data_parallel
 for program in "$mlp" "$cnn" "$memory" "$char_lm" "$classify" "$playground" "$data_parallel"; do
   [[ -x $program ]] || { echo "$program is not built"; exit 1; }
 done

@@ -22,7 +22,7 @@ limit_bytes=$((60 * 1000 * 1000))
 "$root/examples/install_deps.sh" xz-utils
 # The GPU machine runs one process: its programs need no MPI libraries.
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DACCRUE_CUDA=ON -DACCRUE_MPI=OFF -DACCRUE_NATIVE=OFF >/dev/null
-programs=(test_gpu_libraries test_gpu_ops test_gpu_training fashion_mnist_mlp fashion_mnist_cnn mlp_epoch)
+programs=(test_gpu_libraries test_gpu_ops test_gpu_training 01_fashion_mnist_mlp 05_fashion_mnist_cnn mlp_epoch)
 cmake --build "$build" --target "${programs[@]}"
 
 stage=$(mktemp -d)

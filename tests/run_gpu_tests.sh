@@ -18,4 +18,4 @@ if [[ -f "$log" ]] && grep -q '^SKIPPED:' "$log"; then
   exit 1
 fi
 [[ $status -eq 0 ]] || exit "$status"
-"$build/examples/fashion_mnist_mlp" --device cuda --epochs "${ACCRUE_GPU_EPOCHS:-1}"
+"$build/examples/01_fashion_mnist_mlp" --device cuda --epochs "${ACCRUE_GPU_EPOCHS:-1}"

@@ -99,7 +99,7 @@ class Report final : public Callback {
 /// become the vendored uPlot, /*PAGE_CSS*/ and /*PAGE_JS*/ what Accrue's pages share (fonts, and
 /// script errors counted in the body's data-errors, dsl/callbacks/report/page.*), /*TITLE*/ `title` as a JSON string and /*DATA*/ `data_json` (JSON),
 /// each made safe inside <script>. Report's page is made with it, and so can a program's own page
-/// (memory_comparison's, the playground's). Throws when a marker is missing.
+/// (04_memory_comparison's, the playground's). Throws when a marker is missing.
 std::string fill_report_page(std::string_view page_template, std::string_view title, std::string_view data_json);
 
 }  // namespace accrue::callbacks

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The report page in a real browser (Debian's chromium, headless): a short run (accumulation_schedule:
+# The report page in a real browser (Debian's chromium, headless): a short run (03_accumulation_schedule:
 # accumulation 8 then 4, warmup-cosine, clipping) opens with no errors and one point per optimizer
 # step in the LR chart, a report as long as 20 tutorial epochs renders in under a second, and
-# memory_comparison's page draws its bars. Screenshots go to SHOTS.
+# 04_memory_comparison's page draws its bars. Screenshots go to SHOTS.
 #   test_report.sh BUILD_DIR SHOTS_DIR
 # Exits 77 (skipped, with the reason) without chromium or the FashionMNIST files.
 set -uo pipefail
@@ -26,7 +26,7 @@ check() {  # what, condition
   if eval "$2"; then echo "ok: $1"; else echo "FAILED: $1"; failed=1; fi
 }
 
-if "$build/examples/accumulation_schedule" --epochs 3 --report "$work/run.html" >"$work/run.log" 2>&1; then
+if "$build/examples/03_accumulation_schedule" --epochs 3 --report "$work/run.html" >"$work/run.log" 2>&1; then
   b=$(body "$work/run.html")
   steps=$(grep -c '^{"type":"step"' "$work/run.jsonl")
   echo "short run: $steps optimizer steps; $b"
@@ -40,7 +40,7 @@ elif grep -q "FashionMNIST" "$work/run.log"; then
   exit 77
 else
   cat "$work/run.log"
-  check "accumulation_schedule trains with --report" false
+  check "03_accumulation_schedule trains with --report" false
 fi
 
 ACCRUE_REPORT_OUT="$work/large.html" "$build/tests/test_report" --run_test=twenty_tutorial_epochs_of_steps_stay_under_2_mb \
@@ -50,7 +50,7 @@ ms=$(attribute "$b" data-render-ms)
 echo "20 epochs: $(stat -c %s "$work/large.html") bytes, $(attribute "$b" data-lr-points) steps, rendered ${ms:-?} ms after navigation"
 check "the long report opens without errors" '[[ -n "$b" && -z "$(attribute "$b" data-errors)" ]]'
 check "the long report renders in under a second" '[[ -n "$ms" && "$ms" -lt 1000 ]]'
-if "$build/examples/memory_comparison" --configs 64,16x4 --report "$work/memory.html" >"$work/memory.log" 2>&1; then
+if "$build/examples/04_memory_comparison" --configs 64,16x4 --report "$work/memory.html" >"$work/memory.log" 2>&1; then
   b=$(body "$work/memory.html")
   echo "memory comparison: $b"
   check "the memory comparison page opens without errors" '[[ -n "$b" && -z "$(attribute "$b" data-errors)" ]]'
@@ -59,6 +59,6 @@ if "$build/examples/memory_comparison" --configs 64,16x4 --report "$work/memory.
     "file://$work/memory.html" >/dev/null 2>&1
 else
   cat "$work/memory.log"
-  check "memory_comparison writes its page" false
+  check "04_memory_comparison writes its page" false
 fi
 exit $failed

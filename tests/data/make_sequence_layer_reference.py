@@ -4,7 +4,7 @@ with a key padding mask), a pre-LayerNorm nn.TransformerEncoderLayer, nn.LSTM an
 on fixed inputs and PyTorch's own initial weights, for tests/dsl/test_sequence_layers.cpp.
 Each case: the configuration, the input x (tokens for Embedding), parameters, the upstream
 gradient g, the output y, and the gradients of sum(y * g) for x and every parameter. Then
-"training": four optimizer steps of a tiny GPT as examples/char_lm trains it (train_tiny_gpt).
+"training": four optimizer steps of a tiny GPT as examples/07_char_lm trains it (train_tiny_gpt).
 Run with Debian's python3-torch: /usr/bin/python3 this_file."""
 import json
 import os

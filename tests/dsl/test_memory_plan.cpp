@@ -1,5 +1,5 @@
 // Sequential::memory_plan against what training really allocates: every category and the peak
-// total within 10% for the tutorial MLP and the CNN of examples/fashion_mnist_cnn.cpp, in float32
+// total within 10% for the tutorial MLP and the CNN of examples/05_fashion_mnist_cnn.cpp, in float32
 // and with .amp(), with and without accumulation (and with weight gradients multiplied per window).
 
 #include "test_util.hpp"

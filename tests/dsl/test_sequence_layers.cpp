@@ -179,7 +179,7 @@ BOOST_AUTO_TEST_CASE(a_causal_model_generates_repeatably_from_a_seed) {
 }
 
 BOOST_AUTO_TEST_CASE(a_tiny_gpt_trains_as_pytorch_trains_it) {
-  // examples/char_lm's model, small: AdamW, clipping, micro-batches of 3 accumulated 2, from
+  // examples/07_char_lm's model, small: AdamW, clipping, micro-batches of 3 accumulated 2, from
   // PyTorch's initial weights; four steps give PyTorch's losses and parameters.
   const json ref = test::pytorch_reference("pytorch_sequence_layers.json")["training"];
   Sequential model{layers::Input{8}, layers::Embedding{11, 8}, layers::PositionalEmbedding{8},

@@ -104,11 +104,11 @@ else
 fi
 
 # ---- 4. training and the benchmark ---------------------------------------------------------------
-run_step cpu_tutorial_1_epoch "$work/bin/fashion_mnist_mlp" --device cpu --epochs 1 --verbose 2
+run_step cpu_tutorial_1_epoch "$work/bin/01_fashion_mnist_mlp" --device cpu --epochs 1 --verbose 2
 if [[ $gpu -eq 1 ]]; then
-  run_step gpu_tutorial "$work/bin/fashion_mnist_mlp" --device cuda --epochs 5 --verbose 2
-  run_step gpu_cnn "$work/bin/fashion_mnist_cnn" --device cuda --epochs 2 --verbose 2
-  run_step gpu_cnn_amp "$work/bin/fashion_mnist_cnn" --device cuda --epochs 1 --amp --verbose 2
+  run_step gpu_tutorial "$work/bin/01_fashion_mnist_mlp" --device cuda --epochs 5 --verbose 2
+  run_step gpu_cnn "$work/bin/05_fashion_mnist_cnn" --device cuda --epochs 2 --verbose 2
+  run_step gpu_cnn_amp "$work/bin/05_fashion_mnist_cnn" --device cuda --epochs 1 --amp --verbose 2
   python=$(command -v python3 || echo /usr/bin/python3)
   run_step gpu_bench "$work/bin/mlp_epoch" --device cuda --reps 3 --python "$python" \
     --data "$ACCRUE_FASHION_MNIST_DIR" --configs 64,16x4,64amp,16x4amp,cnn64,cnn16x4

@@ -5,8 +5,8 @@
 //
 // --report PATH writes the report of the accumulated run.
 //
-//   accumulation_tutorial [--epochs 5] [--data DIR] [--seed 0] [--lr 1e-3] [--amp[=f16|bf16]] [--device best|cpu|cuda]
-//                         [--report PATH]
+//   02_accumulation_tutorial [--epochs 5] [--data DIR] [--seed 0] [--lr 1e-3] [--amp[=f16|bf16]] [--device best|cpu|cuda]
+//                            [--report PATH]
 
 #include <cmath>
 

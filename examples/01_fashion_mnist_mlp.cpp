@@ -1,10 +1,10 @@
 // The classic FashionMNIST tutorial network (PyTorch's "Quickstart"/"Optimizing Model Parameters"):
 // Flatten, Dense 512, ReLU, Dense 512, ReLU, Dense 10, cross-entropy, SGD with lr 1e-3, batch 64.
 //
-//   fashion_mnist_mlp [--epochs 20] [--batch-size 64] [--lr 1e-3] [--data DIR] [--seed 0]
-//                     [--accumulate N] [--clip MAX_NORM] [--amp[=f16|bf16]] [--explain WINDOWS] [--verbose 0|1|2]
-//                     [--device best|cpu|cuda|cuda:N] [--save PATH] [--load PATH]
-//                     [--checkpoint-dir DIR] [--checkpoint-every MICRO_BATCHES]
+//   01_fashion_mnist_mlp [--epochs 20] [--batch-size 64] [--lr 1e-3] [--data DIR] [--seed 0]
+//                        [--accumulate N] [--clip MAX_NORM] [--amp[=f16|bf16]] [--explain WINDOWS] [--verbose 0|1|2]
+//                        [--device best|cpu|cuda|cuda:N] [--save PATH] [--load PATH]
+//                        [--checkpoint-dir DIR] [--checkpoint-every MICRO_BATCHES]
 //
 // --save writes the weights after training as safetensors under PyTorch's names ("1.weight", ...),
 // which torch's load_state_dict takes; --load starts from such a file (from Accrue or PyTorch).

@@ -1,10 +1,10 @@
-// The CNN of fashion_mnist_cnn.cpp trained data-parallel: launched by mpirun, every process trains
+// The CNN of 05_fashion_mnist_cnn.cpp trained data-parallel: launched by mpirun, every process trains
 // its share of each batch and the gradients are summed once per optimizer step; the result is the
 // run of one process with a batch of batch-size x processes. Alone (no mpirun) it is that run.
 //
-//   mpirun -np 2 build/examples/data_parallel [--epochs 3] [--batch-size 32] [--accumulate 1]
+//   mpirun -np 2 build/examples/06_data_parallel [--epochs 3] [--batch-size 32] [--accumulate 1]
 //                                             [--data DIR] [--seed 0] [--verbose 0|1|2]
-//   build/examples/data_parallel --batch-size 64     # the same training in one process
+//   build/examples/06_data_parallel --batch-size 64     # the same training in one process
 //
 // Only rank 0 prints; every rank ends with the same model. With GPUs (--device best, the default)
 // each process trains on its own, cuda:local_rank, and gradients travel over NCCL; otherwise on the

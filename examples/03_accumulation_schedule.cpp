@@ -3,7 +3,7 @@
 // Lightning's accumulate_grad_batches={0: 8, 2: 4, 4: 2}. The plan (optimizer steps, warmup, the
 // learning rate at chosen steps) is printed before training, and checked against what training did.
 //
-//   accumulation_schedule [--epochs 6] [--data DIR] [--seed 0] [--amp[=f16|bf16]] [--device best|cpu|cuda]
+//   03_accumulation_schedule [--epochs 6] [--data DIR] [--seed 0] [--amp[=f16|bf16]] [--device best|cpu|cuda]
 
 #include "example_options.hpp"
 

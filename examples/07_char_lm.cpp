@@ -4,9 +4,9 @@
 // steps, gradient accumulation, clipping and (with --amp) mixed precision. Each epoch prints the
 // validation loss, its bits per character and a generated sample.
 //
-//   char_lm [--epochs 1] [--data FILE_OR_FOLDER] [--batch-size 16] [--accumulate 4] [--amp[=f16|bf16]]
-//           [--lr 2e-3] [--block-size 128] [--width 128] [--layers 4] [--heads 4] [--dropout 0.1]
-//           [--max-blocks N] [--prompt TEXT] [--sample-tokens 300] [--seed 0] [--device ...] [--report PATH]
+//   07_char_lm [--epochs 1] [--data FILE_OR_FOLDER] [--batch-size 16] [--accumulate 4] [--amp[=f16|bf16]]
+//              [--lr 2e-3] [--block-size 128] [--width 128] [--layers 4] [--heads 4] [--dropout 0.1]
+//              [--max-blocks N] [--prompt TEXT] [--sample-tokens 300] [--seed 0] [--device ...] [--report PATH]
 //
 // The last line is "Validation loss: X", the mean cross-entropy per character in nats.
 

@@ -2,9 +2,9 @@
 // convolution blocks (32 and 64 channels, ReLU, 2x2 max-pooling), Dense 128, Dense 10; Adam with
 // lr 1e-3 on micro-batches of 16 accumulated 4 at a time (an effective batch of 64).
 //
-//   fashion_mnist_cnn [--epochs 5] [--norm none|batch|group] [--amp[=f16|bf16]] [--batch-size 16]
-//                     [--accumulate 4] [--lr 1e-3] [--data DIR] [--seed 0] [--verbose 0|1|2]
-//                     [--device best|cpu|cuda|cuda:N]
+//   05_fashion_mnist_cnn [--epochs 5] [--norm none|batch|group] [--amp[=f16|bf16]] [--batch-size 16]
+//                        [--accumulate 4] [--lr 1e-3] [--data DIR] [--seed 0] [--verbose 0|1|2]
+//                        [--device best|cpu|cuda|cuda:N]
 //
 // --norm batch puts BatchNorm2d after each convolution: its statistics are those of each
 // micro-batch of 16, not of the effective batch of 64, and training says so. --norm group puts

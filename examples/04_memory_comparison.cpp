@@ -5,8 +5,8 @@
 // with the out-of-memory error, 16 x 4 trains, and its accuracy is the last line. --report PATH draws
 // the same as a page: planned and measured peaks as grouped bars, with the time per epoch.
 //
-//   memory_comparison [--epochs 1] [--data DIR] [--seed 0] [--amp[=f16|bf16]] [--device best|cpu|cuda]
-//                     [--configs 64,16x4,8x8,4x16] [--report PATH]
+//   04_memory_comparison [--epochs 1] [--data DIR] [--seed 0] [--amp[=f16|bf16]] [--device best|cpu|cuda]
+//                        [--configs 64,16x4,8x8,4x16] [--report PATH]
 
 #include <nlohmann/json.hpp>
 
@@ -18,7 +18,7 @@
 using namespace accrue;
 
 namespace accrue::detail {
-std::string_view memory_comparison_page();  // memory_comparison.html, compiled in by CMake
+std::string_view memory_comparison_page();  // 04_memory_comparison.html, compiled in by CMake
 }
 
 namespace {

@@ -2,9 +2,9 @@
 // characters, padded to a common length, and its last state is classified: the recurrent
 // counterpart of the FashionMNIST tutorial, on variable-length sequences.
 //
-//   sequence_classification [--epochs 10] [--files computers,definitions,people,songs-poems]
-//                           [--length 96] [--batch-size 32] [--accumulate 1] [--hidden 64] [--lr 3e-3]
-//                           [--data FOLDER] [--seed 0] [--device ...] [--amp]
+//   08_sequence_classification [--epochs 10] [--files computers,definitions,people,songs-poems]
+//                              [--length 96] [--batch-size 32] [--accumulate 1] [--hidden 64] [--lr 3e-3]
+//                              [--data FOLDER] [--seed 0] [--device ...] [--amp]
 //
 // Quotations longer than --length keep their first characters; shorter ones are padded in front
 // (Keras's pad_sequences default), so the LSTM's last step is always a real character and its last
