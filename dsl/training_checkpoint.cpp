@@ -1,9 +1,6 @@
 #include "accrue/dsl/training_checkpoint.hpp"
 
-#include <fcntl.h>
 #include <nlohmann/json.hpp>
-#include <sys/file.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -12,7 +9,6 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
-#include <regex>
 #include <typeinfo>
 
 #include "accrue/dsl/json_state.hpp"
@@ -43,102 +39,101 @@ double to_double(const json& j) {
   throw ValueError(fmt::format("'{}' is not a number", s));
 }
 
-json memory_json(const MemoryStats& m) {
-  return {{"live", m.live}, {"peak", m.peak}, {"live_total", m.live_total}, {"peak_total", m.peak_total},
-          {"reserved", m.reserved}, {"limit", m.limit}};
+// ---- The schema. Each part of the state with fixed fields is one list of them, fields(f, part),
+// which the writer and the reader both walk, so that the two cannot drift apart. The keys are
+// those every earlier version wrote.
+
+// Writes each field into a JSON object.
+struct Write {
+  json& out;
+  template <class T>
+  void operator()(const char* key, const T& value) const {
+    out[key] = value;
+  }
+};
+
+// Reads each field from a JSON object; every integer goes through json_integer (input from disk).
+struct Read {
+  const json& in;
+  template <class T>
+  void operator()(const char* key, T& value) const {
+    const json& j = in.at(key);
+    if constexpr (std::is_same_v<T, bool> || std::is_floating_point_v<T>) {
+      value = j.get<T>();
+    } else if constexpr (std::is_integral_v<T>) {
+      value = json_integer<T>(j, key);
+    } else {  // a fixed number of integers (memory by category)
+      ACCRUE_CHECK(j.is_array() && j.size() == value.size(), "'{}' is not {} values", key, value.size());
+      for (std::size_t i = 0; i < value.size(); ++i) value[i] = json_integer<typename T::value_type>(j[i], key);
+    }
+  }
+};
+
+// Where the loop stands ("position").
+struct Position {
+  int epoch = 0;
+  std::size_t next_slot = 0;
+  std::int64_t micro_batches = 0, optimizer_steps = 0;
+  bool window_poisoned = false, stop_requested = false;
+};
+template <class F, class P>
+void fields(F&& f, P& p) requires std::is_same_v<std::remove_const_t<P>, Position> {
+  f("epoch", p.epoch);
+  f("next_slot", p.next_slot);
+  f("micro_batches", p.micro_batches);
+  f("optimizer_steps", p.optimizer_steps);
+  f("window_poisoned", p.window_poisoned);
+  f("stop_requested", p.stop_requested);
 }
 
-MemoryStats memory_from(const json& j) {
-  MemoryStats m;
-  const auto sizes = [](const json& a, auto& out, const char* what) {
-    ACCRUE_CHECK(a.is_array() && a.size() == out.size(), "memory statistics '{}' are not {} values", what, out.size());
-    for (std::size_t i = 0; i < out.size(); ++i) out[i] = json_integer<std::size_t>(a[i], what);
-  };
-  sizes(j.at("live"), m.live, "live");
-  sizes(j.at("peak"), m.peak, "peak");
-  m.live_total = json_integer<std::size_t>(j.at("live_total"), "live_total");
-  m.peak_total = json_integer<std::size_t>(j.at("peak_total"), "peak_total");
-  m.reserved = json_integer<std::size_t>(j.at("reserved"), "reserved");
-  m.limit = json_integer<std::size_t>(j.at("limit"), "limit");
-  return m;
+// What the run reached beside it, at the top level: its micro-batch and accumulation factor (after
+// any back-off), its shuffling seed, the learning-rate factor of ReduceLROnPlateau.
+struct Settings {
+  std::uint64_t loader_seed = 0;
+  std::int64_t batch_size = 0;
+  int accumulation_factor = 1;
+  double lr_factor = 1.0;
+};
+template <class F, class S>
+void fields(F&& f, S& s) requires std::is_same_v<std::remove_const_t<S>, Settings> {
+  f("loader_seed", s.loader_seed);
+  f("batch_size", s.batch_size);
+  f("accumulation_factor", s.accumulation_factor);
+  f("lr_factor", s.lr_factor);
+}
+
+template <class F, class S>
+void fields(F&& f, S& s) requires std::is_same_v<std::remove_const_t<S>, GradScaler::State> {
+  f("scale", s.scale);
+  f("growth_tracker", s.growth_tracker);
+  f("skipped_steps", s.skipped_steps);
+}
+
+template <class F, class M>
+void fields(F&& f, M& m) requires std::is_same_v<std::remove_const_t<M>, MemoryStats> {
+  f("live", m.live);
+  f("peak", m.peak);
+  f("live_total", m.live_total);
+  f("peak_total", m.peak_total);
+  f("reserved", m.reserved);
+  f("limit", m.limit);
+}
+
+template <class T>
+json write_fields(const T& part) {
+  json out = json::object();
+  fields(Write{out}, part);
+  return out;
+}
+
+template <class T>
+T read_fields(const json& in) {
+  T part{};
+  fields(Read{in}, part);
+  return part;
 }
 
 std::string callback_type(const Callback& c) { return typeid(c).name(); }
-
-}  // namespace
-
-std::string checkpoint_name(std::int64_t micro_batches) {
-  return fmt::format("checkpoint-{:010}.safetensors", micro_batches);
-}
-
-std::vector<std::string> checkpoints_in(const std::string& dir) {
-  static const std::regex pattern{R"(checkpoint-(\d{1,18})\.safetensors)"};
-  std::vector<std::pair<std::int64_t, std::string>> found;
-  if (!is_folder(dir, "checkpoint folder")) return {};  // not made yet: no checkpoint
-  for (const std::string& path : list_folder(dir, "checkpoint folder")) {
-    std::smatch m;
-    const std::string name = std::filesystem::path(path).filename().string();
-    std::error_code ec;
-    if (std::regex_match(name, m, pattern) && std::filesystem::is_regular_file(path, ec))
-      found.emplace_back(std::stoll(m[1].str()), path);
-  }
-  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  std::vector<std::string> paths;
-  for (auto& f : found) paths.push_back(std::move(f.second));
-  return paths;
-}
-
-CheckpointFolderLock::CheckpointFolderLock(const std::string& dir) {
-  const std::string path = (std::filesystem::path(dir) / ".accrue-lock").string();
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw IoError(fmt::format("checkpoint folder {}: cannot open its lock file {} ({})", dir, path, std::strerror(errno)));
-  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-    const int error = errno;
-    char holder[32] = {};
-    const ssize_t n = ::pread(fd_, holder, sizeof holder - 1, 0);
-    ::close(fd_);
-    if (error == EWOULDBLOCK)
-      throw IoError(fmt::format("checkpoint folder {} is in use by another training run (process {}, which holds {}); "
-                                "two runs in one folder would take over each other's checkpoints: wait for it to end "
-                                "or give this run another folder",
-                                dir, n > 0 ? std::string(holder, static_cast<std::size_t>(n)) : std::string{"unknown"},
-                                path));
-    throw IoError(fmt::format("checkpoint folder {}: cannot lock {} ({})", dir, path, std::strerror(error)));
-  }
-  // The holder's process id, for the message of a run that finds the folder taken.
-  const std::string pid = std::to_string(::getpid());
-  if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size()))
-    log::warning("checkpoint folder {}: could not write this process's id into {} ({})", dir, path, std::strerror(errno));
-}
-
-CheckpointFolderLock::~CheckpointFolderLock() {
-  if (fd_ >= 0) ::close(fd_);  // closing releases the lock
-}
-
-CheckpointFolderLock prepare_checkpoint_dir(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw IoError(fmt::format("checkpoint: cannot create the folder {} ({})", dir, ec.message()));
-  CheckpointFolderLock lock{dir};
-  // save_safetensors writes "<name>.tmp-<pid>" and renames it; a kill in between leaves it behind.
-  // With the folder locked, no other run is writing one.
-  for (const std::string& path : list_folder(dir, "checkpoint folder")) {
-    const std::string name = std::filesystem::path(path).filename().string();
-    if (name.starts_with("checkpoint-") && name.find(".safetensors.tmp-") != std::string::npos)
-      std::filesystem::remove(path, ec);
-  }
-  return lock;
-}
-
-void keep_newest_checkpoints(const std::string& dir, int keep) {
-  const std::vector<std::string> all = checkpoints_in(dir);
-  for (std::size_t i = static_cast<std::size_t>(keep); i < all.size(); ++i) {
-    std::error_code ec;
-    std::filesystem::remove(all[i], ec);
-  }
-}
-
-namespace {
 
 // What differs between the processes of a distributed run: the random generators (dropout draws
 // from each process's own) and each process's share of the epoch's running loss and metrics.
@@ -155,21 +150,14 @@ json own_state(const RunParts& parts) {
           {"metrics", metrics}};
 }
 
-// Where the loop stands: epoch, slot, counts, and the micro-batch and accumulation it reached.
+// Where the loop stands, and what the run reached beside it.
 json position_json(const RunParts& parts) {
   const RunState& r = parts.run;
   const TrainingContext& c = parts.context;
-  return {{"position",
-           {{"epoch", r.epoch},
-            {"next_slot", r.next_slot},
-            {"micro_batches", r.micro_batches},
-            {"optimizer_steps", c.optimizer_steps},
-            {"window_poisoned", r.window_poisoned},
-            {"stop_requested", c.stop_requested}}},
-          {"loader_seed", r.loader_seed},
-          {"batch_size", r.batch_size},
-          {"accumulation_factor", r.accumulation_factor},
-          {"lr_factor", c.lr_factor}};
+  json out = write_fields(Settings{r.loader_seed, r.batch_size, r.accumulation_factor, c.lr_factor});
+  out["position"] = write_fields(Position{r.epoch, r.next_slot, r.micro_batches, c.optimizer_steps, r.window_poisoned,
+                                          c.stop_requested});
+  return out;
 }
 
 json history_json(const History& history) {
@@ -177,7 +165,7 @@ json history_json(const History& history) {
   for (std::size_t e = 0; e < history.epochs(); ++e) {
     json logs = json::array();
     for (const auto& [name, value] : history.logs()[e].items()) logs.push_back({name, number(value)});
-    out.push_back({{"logs", logs}, {"memory", memory_json(history.memory()[e])}});
+    out.push_back({{"logs", logs}, {"memory", write_fields(history.memory()[e])}});
   }
   return out;
 }
@@ -221,10 +209,7 @@ void write_training_checkpoint(const std::string& path, const RunParts& parts, c
   for (const auto& [name, t] : optimizer.tensors)
     if (t.defined()) tensors.emplace_back("optimizer." + name, t);
   state["optimizer"] = optimizer.counters;
-  if (parts.scaler != nullptr) {
-    const GradScaler::State s = parts.scaler->state();
-    state["scaler"] = {{"scale", s.scale}, {"growth_tracker", s.growth_tracker}, {"skipped_steps", s.skipped_steps}};
-  }
+  if (parts.scaler != nullptr) state["scaler"] = write_fields(parts.scaler->state());
   state["schedule"] = parts.schedule.state();
 
   const RunState& r = parts.run;
@@ -305,20 +290,20 @@ void TrainingCheckpoint::check_signature(const RunSignature& now) const {
 }
 
 std::int64_t TrainingCheckpoint::batch_size() const {
-  const auto b = reading(path_, [&] { return json_integer<std::int64_t>(data_->state.at("batch_size"), "batch_size"); });
+  const auto b = reading(path_, [&] { return read_fields<Settings>(data_->state).batch_size; });
   if (b < 1) throw IoError(fmt::format("checkpoint {}: its micro-batch is {}; it was not loaded", path_, b));
   return b;
 }
 
 int TrainingCheckpoint::accumulation_factor() const {
-  const int f = reading(path_, [&] { return json_integer<int>(data_->state.at("accumulation_factor"), "accumulation_factor"); });
+  const int f = reading(path_, [&] { return read_fields<Settings>(data_->state).accumulation_factor; });
   if (f < 1 || (f & (f - 1)) != 0)
     throw IoError(fmt::format("checkpoint {}: its accumulation factor is {}, not a power of 2; it was not loaded", path_, f));
   return f;
 }
 
 std::uint64_t TrainingCheckpoint::loader_seed() const {
-  return reading(path_, [&] { return json_integer<std::uint64_t>(data_->state.at("loader_seed"), "loader_seed"); });
+  return reading(path_, [&] { return read_fields<Settings>(data_->state).loader_seed; });
 }
 
 namespace {
@@ -329,10 +314,7 @@ struct ParsedState {
   std::optional<GradScaler::State> scaler;
   std::string schedule;
   std::array<std::uint64_t, 2> model_generator{}, default_generator{};
-  int epoch = 0;
-  std::size_t next_slot = 0;
-  std::int64_t micro_batches = 0, optimizer_steps = 0;
-  bool window_poisoned = false, stop_requested = false;
+  Position position;
   double lr_factor = 1.0;
   metrics::MeanLoss epoch_loss;
   std::vector<Metric> metrics;
@@ -390,9 +372,7 @@ void parse_counters(const json& s, ParsedState& v) {
   for (auto it = counters.begin(); it != counters.end(); ++it)
     v.optimizer.counters[it.key()] = json_integer<std::int64_t>(*it, "an optimizer counter");
   if (s.contains("scaler") && !s["scaler"].is_null()) {
-    const json& sc = s["scaler"];
-    v.scaler = GradScaler::State{sc.at("scale").get<double>(), json_integer<std::int64_t>(sc.at("growth_tracker"), "growth_tracker"),
-                                 json_integer<std::int64_t>(sc.at("skipped_steps"), "skipped_steps")};
+    v.scaler = read_fields<GradScaler::State>(s["scaler"]);
     ACCRUE_CHECK(std::isfinite(v.scaler->scale) && v.scaler->scale > 0 && v.scaler->growth_tracker >= 0 &&
                      v.scaler->skipped_steps >= 0,
                  "its loss scaler state (scale {}, growth tracker {}) is not valid", v.scaler->scale,
@@ -403,25 +383,19 @@ void parse_counters(const json& s, ParsedState& v) {
 
 // Where the run stood, checked against the run's plan.
 void parse_position(const json& s, const StepPlan& plan, ParsedState& v) {
-  const json& pos = s.at("position");
-  v.epoch = json_integer<int>(pos.at("epoch"), "epoch");
-  v.next_slot = json_integer<std::size_t>(pos.at("next_slot"), "next_slot");
-  v.micro_batches = json_integer<std::int64_t>(pos.at("micro_batches"), "micro_batches");
-  v.optimizer_steps = json_integer<std::int64_t>(pos.at("optimizer_steps"), "optimizer_steps");
-  v.window_poisoned = pos.at("window_poisoned").get<bool>();
-  v.stop_requested = pos.at("stop_requested").get<bool>();
-  v.lr_factor = s.at("lr_factor").get<double>();
+  const Position p = v.position = read_fields<Position>(s.at("position"));
+  v.lr_factor = read_fields<Settings>(s).lr_factor;
   ACCRUE_CHECK(std::isfinite(v.lr_factor) && v.lr_factor >= 0.0, "its learning-rate factor {} is not finite and >= 0",
                v.lr_factor);
-  ACCRUE_CHECK(v.micro_batches >= 0 && v.optimizer_steps >= 0, "its counts of micro-batches ({}) and steps ({}) are negative",
-               v.micro_batches, v.optimizer_steps);
-  ACCRUE_CHECK(v.epoch >= 0 && v.epoch <= plan.spec().epochs, "its epoch {} is outside the run's {} epochs", v.epoch + 1,
+  ACCRUE_CHECK(p.micro_batches >= 0 && p.optimizer_steps >= 0, "its counts of micro-batches ({}) and steps ({}) are negative",
+               p.micro_batches, p.optimizer_steps);
+  ACCRUE_CHECK(p.epoch >= 0 && p.epoch <= plan.spec().epochs, "its epoch {} is outside the run's {} epochs", p.epoch + 1,
                plan.spec().epochs);
-  if (v.epoch < plan.spec().epochs) {
-    const std::size_t slots = plan.epoch_slots(v.epoch).size();
+  if (p.epoch < plan.spec().epochs) {
+    const std::size_t slots = plan.epoch_slots(p.epoch).size();
     // next_slot == slots: every micro-batch trained, the epoch's end to come (stopped in validation).
-    ACCRUE_CHECK(v.next_slot <= slots, "its next micro-batch {} is past the {} of epoch {}", v.next_slot + 1, slots,
-                 v.epoch + 1);
+    ACCRUE_CHECK(p.next_slot <= slots, "its next micro-batch {} is past the {} of epoch {}", p.next_slot + 1, slots,
+                 p.epoch + 1);
   }
 }
 
@@ -439,10 +413,10 @@ void parse_metrics(const json& s, const json& own, const std::vector<Metric>& mo
     const json& ms = metrics[i].at("state");
     if (ms.is_null()) {
       v.metrics[i].reset();
-      if (v.next_slot > 0)
+      if (v.position.next_slot > 0)
         log::warning("metric '{}' keeps no state (no state() member), so its value for epoch {} covers only the "
                      "micro-batches after the resume",
-                     name, v.epoch + 1);
+                     name, v.position.epoch + 1);
     } else {
       v.metrics[i].load_state(ms.get<std::vector<double>>());
     }
@@ -450,7 +424,7 @@ void parse_metrics(const json& s, const json& own, const std::vector<Metric>& mo
   for (const json& e : s.at("history")) {
     Logs logs;
     for (const json& item : e.at("logs")) logs.set(item.at(0).get<std::string>(), to_double(item.at(1)));
-    v.history.append(std::move(logs), memory_from(e.at("memory")));
+    v.history.append(std::move(logs), read_fields<MemoryStats>(e.at("memory")));
   }
 }
 
@@ -533,17 +507,17 @@ void TrainingCheckpoint::restore(RunParts& parts, int rank, int processes) const
   parts.model.generator().set_state(v.model_generator[0], v.model_generator[1]);
   default_generator().set_state(v.default_generator[0], v.default_generator[1]);
   RunState& r = parts.run;
-  r.epoch = v.epoch;
-  r.next_slot = v.next_slot;
-  r.micro_batches = v.micro_batches;
-  r.window_poisoned = v.window_poisoned;
+  r.epoch = v.position.epoch;
+  r.next_slot = v.position.next_slot;
+  r.micro_batches = v.position.micro_batches;
+  r.window_poisoned = v.position.window_poisoned;
   r.epoch_loss = v.epoch_loss;
   if (rank == 0) r.pending = std::move(v.pending);
   r.history = std::move(v.history);
   parts.metrics = std::move(v.metrics);
-  parts.context.optimizer_steps = v.optimizer_steps;
+  parts.context.optimizer_steps = v.position.optimizer_steps;
   parts.context.lr_factor = v.lr_factor;
-  parts.context.stop_requested = v.stop_requested;
+  parts.context.stop_requested = v.position.stop_requested;
 }
 
 void TrainingCheckpoint::restore_callbacks(const std::vector<Callback*>& callbacks) const {
