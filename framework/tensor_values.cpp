@@ -1,12 +1,10 @@
-// Tensor's members that read, write or move values (fills, casts, copies between devices), its
-// ops (reshape, narrow, clone) and backward: they run kernels or autograd, so they stand above the
-// kernels, while the core of Tensor (tensor.cpp) stands below them.
+// Tensor's members that read, write or move values (fills, casts, copies between devices): they
+// run kernels, so they stand beside them, above the core of Tensor (tensor.cpp); kernels may use
+// them. Its ops (reshape, narrow, clone) and backward stand above autograd, in tensor_ops.cpp.
 
 #include <cmath>
 #include <cstring>
 
-#include "accrue/framework/autograd.hpp"
-#include "accrue/framework/ops.hpp"
 #include "accrue/framework/random.hpp"
 #include "accrue/framework/tensor.hpp"
 #include "accrue/kernels/cast.hpp"
@@ -114,26 +112,6 @@ template std::vector<std::int32_t> Tensor::to_vector<std::int32_t>() const;
 template std::vector<bfloat16> Tensor::to_vector<bfloat16>() const;
 template std::vector<float16> Tensor::to_vector<float16>() const;
 
-
-void Tensor::backward(bool retain_graph) const {
-  ACCRUE_CHECK(numel() == 1,
-               "backward() without a gradient needs a one-element tensor (a loss), got shape {}; pass a gradient of "
-               "that shape",
-               shape());
-  run_backward(*this, Tensor::ones(shape(), {.dtype = dtype(), .device = device()}), retain_graph);
-}
-
-void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
-  ACCRUE_CHECK_SHAPE(gradient.shape() == shape(), "backward: gradient of shape {} for a tensor of shape {}",
-                     gradient.shape(), shape());
-  run_backward(*this, gradient, retain_graph);
-}
-
-Tensor Tensor::reshape(const Shape& shape) const { return ops::reshape(*this, shape); }
-
-Tensor Tensor::narrow(std::int64_t begin, std::int64_t end) const { return ops::narrow(*this, begin, end); }
-
-Tensor Tensor::clone() const { return ops::clone(*this); }
 
 Tensor Tensor::to(Device device) const {
   if (device == this->device()) return *this;

@@ -32,7 +32,7 @@ void cross_entropy_forward(const Tensor& logits, const Tensor& labels, float smo
                 cuda::first_out_of_range(device, ptr<std::int32_t>(labels), B, C, static_cast<int*>(flag.data()), ignore);
             bad >= 0)
           throw ValueError(fmt::format("label {} of sample {} in the batch is outside [0, {}): the model has {} outputs",
-                                       labels.narrow(bad, bad + 1).item(), bad, C, C));
+                                       labels.to(Device::cpu()).to_vector<std::int32_t>()[static_cast<std::size_t>(bad)], bad, C, C));
         loss.bump_version();
         lse.bump_version();
         return cuda::cross_entropy_forward(device, ptr<float>(logits), ptr<std::int32_t>(labels), B, C, smoothing,

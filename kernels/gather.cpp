@@ -20,7 +20,7 @@ void gather_rows(const Tensor& table, const Tensor& indices, const Tensor& out) 
   const auto bad_index = [&](std::int64_t at) {
     return ValueError(fmt::format(
         "index {} at position {} is outside [0, {}): the table has {} rows",
-        indices.detach().view_as_shape({n}).narrow(at, at + 1).to(Device::cpu()).to_vector<std::int32_t>()[0], at, V,
+        indices.to(Device::cpu()).to_vector<std::int32_t>()[static_cast<std::size_t>(at)], at, V,
         V));
   };
   out.bump_version();
