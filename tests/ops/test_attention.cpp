@@ -2,12 +2,6 @@
 // definition, with gradients.
 
 #include "op_test.hpp"
-
-using namespace accrue;
-using accrue::test::leaf;
-using accrue::test::random_tensor;
-using accrue::test::expect_gradients;
-
 namespace {
 
 // Attention written out of ops for comparison: (B, H, T, d) operands.

@@ -8,12 +8,6 @@
 #include <accrue/kernels/conv.hpp>
 #include <accrue/kernels/cpu/conv.hpp>
 
-using namespace accrue;
-using accrue::test::distinct_values;
-using accrue::test::expect_gradients;
-using accrue::test::largest_difference;
-using accrue::test::leaf;
-using accrue::test::random_tensor;
 using ops::Conv2dOptions;
 using ops::Pool2dOptions;
 

@@ -2,14 +2,6 @@
 // the binary ones with broadcasting.
 
 #include "op_test.hpp"
-
-using namespace accrue;
-using accrue::test::away_from_zero;
-using accrue::test::leaf;
-using accrue::test::random_tensor;
-using accrue::test::expect_gradients;
-using accrue::test::expect_unary;
-
 BOOST_AUTO_TEST_SUITE(elementwise)
 
 BOOST_AUTO_TEST_CASE(unary_ops) {

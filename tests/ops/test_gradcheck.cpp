@@ -2,12 +2,6 @@
 // gradient.
 
 #include "op_test.hpp"
-
-using namespace accrue;
-using accrue::test::leaf;
-using accrue::test::random_tensor;
-using accrue::test::expect_gradients;
-
 BOOST_AUTO_TEST_SUITE(gradient_check)
 
 BOOST_AUTO_TEST_CASE(gradcheck_catches_a_wrong_gradient) {

@@ -2,12 +2,6 @@
 // gradients.
 
 #include "op_test.hpp"
-
-using namespace accrue;
-using accrue::test::leaf;
-using accrue::test::random_tensor;
-using accrue::test::expect_gradients;
-
 BOOST_AUTO_TEST_SUITE(linear)
 
 BOOST_AUTO_TEST_CASE(matrix_products) {

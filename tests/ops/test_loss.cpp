@@ -1,12 +1,6 @@
 // Losses (framework/ops/loss.cpp): finite-difference gradients of cross-entropy and MSE.
 
 #include "op_test.hpp"
-
-using namespace accrue;
-using accrue::test::leaf;
-using accrue::test::random_tensor;
-using accrue::test::expect_gradients;
-
 BOOST_AUTO_TEST_SUITE(loss)
 
 BOOST_AUTO_TEST_CASE(loss_functions) {

@@ -1,12 +1,6 @@
 // Dropout (framework/ops/misc.cpp) with a fixed mask: finite-difference gradients.
 
 #include "op_test.hpp"
-
-using namespace accrue;
-using accrue::test::leaf;
-using accrue::test::random_tensor;
-using accrue::test::expect_gradients;
-
 BOOST_AUTO_TEST_SUITE(misc)
 
 BOOST_AUTO_TEST_CASE(dropout_with_a_fixed_mask) {

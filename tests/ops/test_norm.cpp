@@ -1,19 +1,15 @@
-// batch_norm, group_norm and layer_norm (framework/ops/norm.cpp): values against the definitions, finite-difference
-// gradients in every mode, running statistics with PyTorch's momentum convention, and errors.
+// batch_norm, group_norm and layer_norm (framework/ops/norm.cpp): values against the definitions,
+// finite-difference gradients in every mode, running statistics with PyTorch's momentum
+// convention, and errors.
 
 #include <cmath>
 
 #include "op_test.hpp"
 
-using namespace accrue;
-using accrue::test::leaf;
-using accrue::test::message_has;
-using accrue::test::random_tensor;
-
 namespace {
 
 // Normalization couples every element of a set: a looser absolute tolerance for the sums.
-void expect_gradients(const std::string& name, const accrue::test::OpFn& f, const std::vector<Tensor>& inputs) {
+void expect_norm_gradients(const std::string& name, const accrue::test::OpFn& f, const std::vector<Tensor>& inputs) {
   accrue::test::expect_gradients(name, f, inputs, {.eps = 1e-2, .atol = 5e-3, .rtol = 2e-2, .max_elements = 300});
 }
 
@@ -63,21 +59,21 @@ BOOST_AUTO_TEST_CASE(batch_norm_normalizes_each_channel_over_the_batch) {
 }
 
 BOOST_AUTO_TEST_CASE(batch_norm_gradients) {
-  expect_gradients("batch_norm 4-D affine",
+  expect_norm_gradients("batch_norm 4-D affine",
                    [](const auto& in) { return ops::batch_norm(in[0], Tensor(), Tensor(), in[1], in[2], true); },
                    {leaf(random_tensor({3, 2, 3, 2}, 4, -2, 2)), leaf(random_tensor({2}, 5, 0.5f, 1.5f)),
                     leaf(random_tensor({2}, 6))});
-  expect_gradients("batch_norm 2-D no affine",
+  expect_norm_gradients("batch_norm 2-D no affine",
                    [](const auto& in) { return ops::batch_norm(in[0], Tensor(), Tensor(), Tensor(), Tensor(), true); },
                    {leaf(random_tensor({5, 3}, 7, -2, 2))});
-  expect_gradients("batch_norm 3-D with running statistics",
+  expect_norm_gradients("batch_norm 3-D with running statistics",
                    [](const auto& in) {
                      return ops::batch_norm(in[0], Tensor::zeros({2}), Tensor::ones({2}), in[1], in[2], true);
                    },
                    {leaf(random_tensor({2, 2, 5}, 8, -2, 2)), leaf(random_tensor({2}, 9, 0.5f, 1.5f)),
                     leaf(random_tensor({2}, 10))});
   const Tensor rm = random_tensor({3}, 11), rv = random_tensor({3}, 12, 0.5f, 2.0f);
-  expect_gradients("batch_norm evaluation",
+  expect_norm_gradients("batch_norm evaluation",
                    [rm, rv](const auto& in) { return ops::batch_norm(in[0], rm, rv, in[1], in[2], false); },
                    {leaf(random_tensor({2, 3, 2, 2}, 13)), leaf(random_tensor({3}, 14)), leaf(random_tensor({3}, 15))});
 }
@@ -98,17 +94,17 @@ BOOST_AUTO_TEST_CASE(group_norm_normalizes_each_sample_and_group) {
 
 BOOST_AUTO_TEST_CASE(group_and_layer_norm_gradients) {
   for (std::int64_t groups : {1, 2, 6})
-    expect_gradients("group_norm groups " + std::to_string(groups),
+    expect_norm_gradients("group_norm groups " + std::to_string(groups),
                      [groups](const auto& in) { return ops::group_norm(in[0], groups, in[1], in[2]); },
                      {leaf(random_tensor({2, 6, 2, 2}, 30 + groups, -2, 2)), leaf(random_tensor({6}, 40, 0.5f, 1.5f)),
                       leaf(random_tensor({6}, 41))});
-  expect_gradients("group_norm no affine", [](const auto& in) { return ops::group_norm(in[0], 2, Tensor(), Tensor()); },
+  expect_norm_gradients("group_norm no affine", [](const auto& in) { return ops::group_norm(in[0], 2, Tensor(), Tensor()); },
                    {leaf(random_tensor({3, 4, 3}, 42, -2, 2))});
-  expect_gradients("layer_norm last dimension",
+  expect_norm_gradients("layer_norm last dimension",
                    [](const auto& in) { return ops::layer_norm(in[0], {5}, in[1], in[2]); },
                    {leaf(random_tensor({4, 5}, 43, -2, 2)), leaf(random_tensor({5}, 44, 0.5f, 1.5f)),
                     leaf(random_tensor({5}, 45))});
-  expect_gradients("layer_norm two dimensions",
+  expect_norm_gradients("layer_norm two dimensions",
                    [](const auto& in) { return ops::layer_norm(in[0], {3, 2}, in[1], in[2]); },
                    {leaf(random_tensor({2, 2, 3, 2}, 46, -2, 2)), leaf(random_tensor({3, 2}, 47, 0.5f, 1.5f)),
                     leaf(random_tensor({3, 2}, 48))});

@@ -1,12 +1,6 @@
 // Reductions (framework/ops/reduce.cpp): finite-difference gradients of sums and means.
 
 #include "op_test.hpp"
-
-using namespace accrue;
-using accrue::test::leaf;
-using accrue::test::random_tensor;
-using accrue::test::expect_gradients;
-
 BOOST_AUTO_TEST_SUITE(reduce)
 
 BOOST_AUTO_TEST_CASE(reductions) {

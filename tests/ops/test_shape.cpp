@@ -2,13 +2,6 @@
 // permutations, values and finite-difference gradients.
 
 #include "op_test.hpp"
-
-using namespace accrue;
-using accrue::test::leaf;
-using accrue::test::random_tensor;
-using accrue::test::message_has;
-using accrue::test::expect_gradients;
-
 BOOST_AUTO_TEST_SUITE(shape)
 
 BOOST_AUTO_TEST_CASE(slice_split_and_cat) {

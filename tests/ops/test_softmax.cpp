@@ -1,12 +1,6 @@
 // Softmax (framework/ops/softmax.cpp): softmax and log_softmax, and attention's masked softmax.
 
 #include "op_test.hpp"
-
-using namespace accrue;
-using accrue::test::leaf;
-using accrue::test::random_tensor;
-using accrue::test::expect_gradients;
-
 BOOST_AUTO_TEST_SUITE(softmax)
 
 BOOST_AUTO_TEST_CASE(softmax_family) {
