@@ -14,7 +14,7 @@
 // every micro-batch's summed loss is weighted by 1 / (samples in the window) before backward, so
 // the gradients that add up in .grad() are those of the window's mean loss; then close_window
 // (framework/training/window_close.hpp) unscales, checks, clips, steps and zeroes, in the order it
-// documents. The loop itself is TrainingRun::fit (training_run.cpp).
+// documents. The loop itself is TrainingRun::fit (fit/loop.cpp).
 
 #include <optional>
 

@@ -1,7 +1,7 @@
 #pragma once
 // Training checkpoints: everything the training loop needs to continue a run exactly where it
 // stood between two micro-batches (see FitOptions::checkpoint and resume_from). Written and read
-// by TrainingRun (training_run.cpp); the file format is framework/serialization/checkpoint.hpp.
+// by TrainingRun (fit/checkpoints.cpp); the file format is framework/serialization/checkpoint.hpp.
 //
 // A checkpoint holds the parameters and buffers, the gradients gathered so far in an open
 // accumulation window, the optimizer's state, the loss scaler, the schedule's state, both random
