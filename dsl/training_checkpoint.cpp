@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -119,6 +120,16 @@ void fields(F&& f, M& m) requires std::is_same_v<std::remove_const_t<M>, MemoryS
   f("limit", m.limit);
 }
 
+// Each process's random generators as [seed, offset]: the model's and the default one.
+struct Generators {
+  std::array<std::uint64_t, 2> model{}, fallback{};
+};
+template <class F, class G>
+void fields(F&& f, G& g) requires std::is_same_v<std::remove_const_t<G>, Generators> {
+  f("model", g.model);
+  f("default", g.fallback);
+}
+
 template <class T>
 json write_fields(const T& part) {
   json out = json::object();
@@ -145,7 +156,7 @@ json own_state(const RunParts& parts) {
     const auto s = m.state();
     metrics.push_back(s ? json{{"name", m.name()}, {"state", *s}} : json{{"name", m.name()}, {"state", nullptr}});
   }
-  return {{"generators", {{"model", {g.seed(), g.offset()}}, {"default", {d.seed(), d.offset()}}}},
+  return {{"generators", write_fields(Generators{{g.seed(), g.offset()}, {d.seed(), d.offset()}})},
           {"epoch_loss", parts.run.epoch_loss.state()},
           {"metrics", metrics}};
 }
@@ -313,7 +324,7 @@ struct ParsedState {
   optim::OptimizerState optimizer;
   std::optional<GradScaler::State> scaler;
   std::string schedule;
-  std::array<std::uint64_t, 2> model_generator{}, default_generator{};
+  Generators generators;
   Position position;
   double lr_factor = 1.0;
   metrics::MeanLoss epoch_loss;
@@ -353,16 +364,6 @@ json share_of(const json& s, int rank, int processes) {
     if (!own["metrics"][m].at("state").is_null())
       own["metrics"][m]["state"] = counts([m](const json& w) -> const json& { return w.at("metrics").at(m).at("state"); });
   return own;
-}
-
-// The random generators of this process.
-void parse_generators(const json& own, ParsedState& v) {
-  const json& gens = own.at("generators");
-  for (auto [key, out] : {std::pair{"model", &v.model_generator}, std::pair{"default", &v.default_generator}}) {
-    const json& g = gens.at(key);
-    ACCRUE_CHECK(g.is_array() && g.size() == 2, "its {} generator is not [seed, offset]", key);
-    *out = {json_integer<std::uint64_t>(g[0], "a generator seed"), json_integer<std::uint64_t>(g[1], "a generator offset")};
-  }
 }
 
 // The optimizer's counters, the loss scaler and the schedule.
@@ -474,7 +475,7 @@ void TrainingCheckpoint::restore(RunParts& parts, int rank, int processes) const
   reading(path_, [&] {
     const json own = share_of(s, rank, processes);
     parse_counters(s, v);
-    parse_generators(own, v);
+    v.generators = read_fields<Generators>(own.at("generators"));
     parse_position(s, *parts.context.plan, v);
     parse_metrics(s, own, parts.metrics, v);
     parse_tensors(s, tensors, parts.model.device(), found, v);
@@ -504,8 +505,8 @@ void TrainingCheckpoint::restore(RunParts& parts, int rank, int processes) const
   }
   if (parts.scaler != nullptr) parts.scaler->load_state(*v.scaler);
   parts.schedule = std::move(schedule);
-  parts.model.generator().set_state(v.model_generator[0], v.model_generator[1]);
-  default_generator().set_state(v.default_generator[0], v.default_generator[1]);
+  parts.model.generator().set_state(v.generators.model[0], v.generators.model[1]);
+  default_generator().set_state(v.generators.fallback[0], v.generators.fallback[1]);
   RunState& r = parts.run;
   r.epoch = v.position.epoch;
   r.next_slot = v.position.next_slot;
