@@ -46,7 +46,7 @@ std::optional<TrainingRun::WindowSlots> TrainingRun::train_micro_batches(WindowS
 // After micro-batch k's backward: the window's close when it is the last, the callbacks, and
 // between micro-batches a checkpoint or a stop on a signal.
 void TrainingRun::end_micro_batch(std::size_t k, StepRecord& record) {
-  const MicroBatchSlot& slot = slots_[k];
+  const MicroBatchSlot slot = slots_[k];
   if (slot.closes_window) apply_held_back_updates();
   const Logs running = metric_logs(state_.epoch_loss, model_.metrics_);
   ++state_.micro_batches;

@@ -4,7 +4,9 @@
 //
 // A window is the run of micro-batches whose gradients are added up before one optimizer step. Its
 // loss is weighted by the number of samples in the whole window, so the accumulated gradient is the
-// gradient of the mean loss over exactly those samples, whatever the micro-batch sizes.
+// gradient of the mean loss over exactly those samples, whatever the micro-batch sizes. The weight
+// is computed in one place, loss_weight below, which fit, verify_accumulation and
+// examples/00_manual_loop.cpp call.
 
 #include <cstdint>
 #include <functional>
