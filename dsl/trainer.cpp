@@ -8,21 +8,6 @@
 
 namespace accrue {
 
-std::pair<AccumulationSchedule, AccumulateOptions> resolve_accumulation(const Sequential& model,
-                                                                        const TrainerOptions& options) {
-  const optim::Recipe& recipe = model.recipe();
-  if (options.accumulate.is_set() && recipe.accumulates())
-    throw ValueError(fmt::format("accumulation is set twice: in compile() ({}) and in the fit/Trainer options ({}); "
-                                 "set it in one place",
-                                 recipe.accumulation().str(), options.accumulate.str()));
-  if (options.accumulate.is_set()) return {options.accumulate, options.accumulate_options};
-  if (recipe.accumulates() && options.accumulate_options != AccumulateOptions{})
-    throw ValueError(fmt::format("accumulate_options in the fit/Trainer options go with their accumulate, and compile() "
-                                 "set accumulation ({}); pass the options there: .accumulate({}, {{...}})",
-                                 recipe.accumulation().str(), recipe.accumulation().str()));
-  return {recipe.accumulation(), recipe.accumulate_options()};
-}
-
 Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
   ACCRUE_CHECK(options_.epochs >= 1, "epochs must be at least 1, got {}", options_.epochs);
   ACCRUE_CHECK(options_.batch_size >= 1, "batch_size must be at least 1, got {}", options_.batch_size);

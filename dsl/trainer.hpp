@@ -57,9 +57,5 @@ class Trainer {
   TrainerOptions options_;
 };
 
-/// The accumulation that applies to `model` under `options`: the fit/Trainer options', else the
-/// compiled recipe's. Throws ValueError when both set one.
-std::pair<AccumulationSchedule, AccumulateOptions> resolve_accumulation(const Sequential& model,
-                                                                        const TrainerOptions& options);
 
 }  // namespace accrue

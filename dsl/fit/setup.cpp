@@ -4,7 +4,6 @@
 #include <numeric>
 
 #include "accrue/dsl/fit/training_run.hpp"
-#include "accrue/dsl/trainer.hpp"
 #include "accrue/framework/log.hpp"
 
 namespace accrue::detail {
@@ -37,6 +36,21 @@ void warn_batch_statistics(const Sequential& model, const StepPlan& plan, std::i
 }
 
 }  // namespace
+
+std::pair<AccumulationSchedule, AccumulateOptions> resolve_accumulation(const Sequential& model,
+                                                                        const TrainerOptions& options) {
+  const optim::Recipe& recipe = model.recipe();
+  if (options.accumulate.is_set() && recipe.accumulates())
+    throw ValueError(fmt::format("accumulation is set twice: in compile() ({}) and in the fit/Trainer options ({}); "
+                                 "set it in one place",
+                                 recipe.accumulation().str(), options.accumulate.str()));
+  if (options.accumulate.is_set()) return {options.accumulate, options.accumulate_options};
+  if (recipe.accumulates() && options.accumulate_options != AccumulateOptions{})
+    throw ValueError(fmt::format("accumulate_options in the fit/Trainer options go with their accumulate, and compile() "
+                                 "set accumulation ({}); pass the options there: .accumulate({}, {{...}})",
+                                 recipe.accumulation().str(), recipe.accumulation().str()));
+  return {recipe.accumulation(), recipe.accumulate_options()};
+}
 
 StepPlan plan_run(const Sequential& model, const TrainerOptions& options, std::int64_t train_size,
                   std::int64_t micro_batch, int accumulation_factor) {

@@ -31,6 +31,11 @@
 
 namespace accrue::detail {
 
+/// The accumulation that applies to `model` under `options`: the fit/Trainer options', else the
+/// compiled recipe's. Throws ValueError when both set one.
+std::pair<AccumulationSchedule, AccumulateOptions> resolve_accumulation(const Sequential& model,
+                                                                        const TrainerOptions& options);
+
 /// The plan of a run of `model` (compiled) on `train_size` samples under `options`, with
 /// micro-batches of `micro_batch` on each process and the accumulation schedule multiplied by
 /// `accumulation_factor` (both differ from the options' after an out-of-memory back-off). A
