@@ -4,6 +4,8 @@
 // concern per file:
 //   loop.cpp         epochs, windows and their micro-batches (forward, weighted loss, backward),
 //                    each window's close, the epoch's end
+//   micro_batch_loss.cpp  what a micro-batch's loss counts (samples or tokens, its window's too),
+//                    an inf or NaN loss, the running loss and metrics
 //   setup.cpp        building, planning and preparing the run before its first window
 //   back_off.cpp     memory: the planned micro-batch, the machine's memory, out-of-memory back-off
 //   checkpoints.cpp  checkpoints, resuming, and stopping on a signal
@@ -74,15 +76,17 @@ class TrainingRun {
   std::optional<WindowSlots> train_micro_batches(WindowSlots window);
   StepRecord start_record(const MicroBatchSlot& slot) const;
   std::optional<WindowSlots> forward_backward(std::size_t k, StepRecord& record);
-  void handle_nonfinite_loss(double loss, const StepRecord& record);
-  void update_metrics(const Tensor& prediction, const Tensor& targets, double loss, std::int64_t units);
   void end_micro_batch(std::size_t k, StepRecord& record);
-  void apply_held_back_updates();
   void close_window(const MicroBatchSlot& slot, StepRecord& record);
   void between_micro_batches(std::size_t k);
   void end_epoch(int epoch);
   History finish();
   std::string where(const MicroBatchSlot& slot, std::int64_t samples) const;
+
+  // micro_batch_loss.cpp
+  void handle_nonfinite_loss(double loss, const StepRecord& record);
+  void update_metrics(const Tensor& prediction, const Tensor& targets, double loss, std::int64_t units);
+  void apply_held_back_updates();
   // The units (samples or tokens) the loss weight counts.
   std::int64_t units_of(const DataLoader& loader, std::int64_t index, bool all_shards) const;
   std::int64_t micro_batch_units(const MicroBatchSlot& slot, std::int64_t samples) const;
