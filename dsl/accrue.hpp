@@ -6,6 +6,7 @@
 #include "accrue/datasets/idx.hpp"
 #include "accrue/datasets/loader.hpp"
 #include "accrue/datasets/mnist.hpp"
+#include "accrue/datasets/npy.hpp"
 #include "accrue/datasets/text.hpp"
 #include "accrue/dsl/callbacks.hpp"
 #include "accrue/dsl/callbacks/csv_logger.hpp"

@@ -1,0 +1,188 @@
+#include "accrue/datasets/npy.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <numeric>
+#include <optional>
+
+#include "accrue/framework/error.hpp"
+#include "accrue/framework/files.hpp"
+#include "accrue/framework/ops.hpp"
+
+namespace accrue::datasets {
+namespace {
+
+// What the header says.
+struct Header {
+  std::string descr;
+  bool fortran_order = false;
+  std::vector<std::int64_t> shape;
+  bool has_descr = false, has_order = false, has_shape = false;
+};
+
+// The header's dict literal, read as Python writes it; errors give the byte offset in the file.
+class HeaderParser {
+ public:
+  HeaderParser(const std::string& path, std::string_view text, std::size_t offset)
+      : path_(path), text_(text), offset_(offset) {}
+
+  Header parse() {
+    Header h;
+    expect('{');
+    while (skip_spaces(), peek() != '}') {
+      const std::string key = string_literal();
+      expect(':');
+      if (key == "descr") {
+        h.descr = string_literal();
+        h.has_descr = true;
+      } else if (key == "fortran_order") {
+        h.fortran_order = boolean();
+        h.has_order = true;
+      } else if (key == "shape") {
+        h.shape = tuple();
+        h.has_shape = true;
+      } else {
+        fail(fmt::format("unknown key '{}' (a .npy header has descr, fortran_order and shape)", key));
+      }
+      skip_spaces();
+      if (peek() == ',') ++at_;
+    }
+    if (!h.has_descr || !h.has_order || !h.has_shape) fail("the header lacks descr, fortran_order or shape");
+    return h;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const {
+    throw IoError(fmt::format("{}: byte {} of the .npy header: {}", path_, offset_ + at_, what));
+  }
+  void skip_spaces() {
+    while (at_ < text_.size() && (text_[at_] == ' ' || text_[at_] == '\n' || text_[at_] == '\t')) ++at_;
+  }
+  char peek() {
+    if (at_ >= text_.size()) fail("the header ends inside its dict");
+    return text_[at_];
+  }
+  void expect(char c) {
+    skip_spaces();
+    if (peek() != c) fail(fmt::format("'{}' where '{}' belongs", text_[at_], c));
+    ++at_;
+  }
+  std::string string_literal() {
+    skip_spaces();
+    const char quote = peek();
+    if (quote != '\'' && quote != '"') fail("a key or descr that is not a quoted string");
+    const std::size_t end = text_.find(quote, at_ + 1);
+    if (end == std::string_view::npos) fail("a string without its closing quote");
+    std::string s{text_.substr(at_ + 1, end - at_ - 1)};
+    at_ = end + 1;
+    return s;
+  }
+  bool boolean() {
+    skip_spaces();
+    if (text_.substr(at_, 4) == "True") return at_ += 4, true;
+    if (text_.substr(at_, 5) == "False") return at_ += 5, false;
+    fail("fortran_order is neither True nor False");
+  }
+  std::vector<std::int64_t> tuple() {
+    expect('(');
+    std::vector<std::int64_t> dims;
+    while (skip_spaces(), peek() != ')') {
+      std::int64_t d = 0;
+      const std::size_t start = at_;
+      while (at_ < text_.size() && text_[at_] >= '0' && text_[at_] <= '9') {
+        if (__builtin_mul_overflow(d, 10, &d) || __builtin_add_overflow(d, text_[at_] - '0', &d))
+          fail("a dimension too large for 64 bits");
+        ++at_;
+      }
+      if (at_ == start) fail("a dimension that is not a non-negative whole number");
+      if (dims.size() == static_cast<std::size_t>(Shape::max_rank))
+        fail(fmt::format("more than {} dimensions", Shape::max_rank));
+      dims.push_back(d);
+      skip_spaces();
+      if (peek() == ',') ++at_;
+    }
+    ++at_;
+    return dims;
+  }
+
+  const std::string& path_;
+  std::string_view text_;
+  std::size_t offset_, at_ = 0;
+};
+
+// The Accrue dtype of a descr ('<f4', '>i4', '=f2', ...) and whether its bytes need swapping.
+std::pair<DType, bool> dtype_of_descr(const std::string& path, const std::string& descr) {
+  static const std::vector<std::pair<std::string, DType>> types = {{"f4", DType::f32}, {"f2", DType::f16}, {"i4", DType::i32}};
+  if (descr.size() == 3 && (descr[0] == '<' || descr[0] == '>' || descr[0] == '='))
+    for (const auto& [code, dtype] : types)
+      if (descr.substr(1) == code) return {dtype, descr[0] == '>'};
+  throw IoError(fmt::format("{}: its dtype '{}' is not one Accrue reads (float32 '<f4', float16 '<f2', int32 '<i4', "
+                            "either byte order); save it with array.astype(numpy.float32) or .astype(numpy.int32)",
+                            path, descr));
+}
+
+}  // namespace
+
+Tensor npy(const std::string& path, const NpyLimits& limits) {
+  require_readable_file(path, "file");
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) throw IoError(fmt::format("{}: cannot open ({})", path, std::strerror(errno)));
+  const std::uint64_t file_size = static_cast<std::uint64_t>(in.tellg());
+  in.seekg(0);
+  char lead[12] = {};
+  in.read(lead, 10);
+  if (in.gcount() < 10 || std::memcmp(lead, "\x93NUMPY", 6) != 0)
+    throw IoError(fmt::format("{}: not a .npy file (it does not start with \\x93NUMPY)", path));
+  const int major = static_cast<unsigned char>(lead[6]);
+  if (major < 1 || major > 3)
+    throw IoError(fmt::format("{}: .npy version {} (Accrue reads versions 1 to 3)", path, major));
+  std::uint32_t header_bytes = static_cast<unsigned char>(lead[8]) | static_cast<unsigned char>(lead[9]) << 8;
+  std::size_t start = 10;
+  if (major >= 2) {
+    in.read(lead + 10, 2);
+    if (in.gcount() < 2) throw IoError(fmt::format("{}: truncated in its header's length", path));
+    header_bytes |= static_cast<std::uint32_t>(static_cast<unsigned char>(lead[10])) << 16 |
+                    static_cast<std::uint32_t>(static_cast<unsigned char>(lead[11])) << 24;
+    start = 12;
+  }
+  if (header_bytes > limits.max_header_bytes || header_bytes > file_size - start)
+    throw IoError(fmt::format("{}: the header claims {} bytes; the file has {} after its start and the limit is {}",
+                              path, header_bytes, file_size - start, limits.max_header_bytes));
+  std::string text(header_bytes, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(header_bytes));
+  const Header h = HeaderParser{path, text, start}.parse();
+  const auto [dtype, swap] = dtype_of_descr(path, h.descr);
+
+  std::uint64_t count = 1;
+  for (const std::int64_t d : h.shape)
+    if (__builtin_mul_overflow(count, static_cast<std::uint64_t>(d), &count))
+      throw IoError(fmt::format("{}: its shape holds more elements than a 64-bit count", path));
+  const std::uint64_t size = dtype_size(dtype), data_bytes = count * size;
+  if (count > limits.max_bytes / size)
+    throw IoError(fmt::format("{}: {} elements of {} are over the limit of {} bytes", path, count, dtype_name(dtype),
+                              limits.max_bytes));
+  const std::uint64_t after_header = file_size - start - header_bytes;
+  if (after_header != data_bytes)
+    throw IoError(fmt::format("{}: shape {} of {} needs {} bytes of data, the file has {} after its header{}", path,
+                              Shape(h.shape), h.descr, data_bytes, after_header,
+                              after_header < data_bytes ? " (truncated)" : ""));
+  // Fortran order is C order of the reversed shape, read as that and transposed back.
+  std::vector<std::int64_t> stored = h.shape;
+  if (h.fortran_order) std::reverse(stored.begin(), stored.end());
+  Tensor t = Tensor::empty(Shape(stored), {.dtype = dtype, .category = MemoryCategory::data});
+  auto* bytes = static_cast<unsigned char*>(t.data_ptr());
+  in.read(reinterpret_cast<char*>(bytes), static_cast<std::streamsize>(data_bytes));
+  if (static_cast<std::uint64_t>(in.gcount()) != data_bytes) throw IoError(fmt::format("{}: truncated in its data", path));
+  if (swap)
+    for (std::uint64_t i = 0; i < count; ++i) std::reverse(bytes + i * size, bytes + (i + 1) * size);
+  if (!h.fortran_order || h.shape.size() < 2) return t;
+  std::vector<int> reversed(h.shape.size());
+  std::iota(reversed.rbegin(), reversed.rend(), 0);
+  Tensor c_order = Tensor::empty(Shape(h.shape), {.dtype = dtype, .category = MemoryCategory::data});
+  c_order.copy_(ops::permute(t, reversed));
+  return c_order;
+}
+
+}  // namespace accrue::datasets
