@@ -56,14 +56,13 @@ std::vector<std::int64_t> window_sizes(const Dataset& data, const AccumulationCh
 }
 
 // The window accumulated as fit accumulates it: each process's part of each micro-batch forward,
-// its summed loss weighted by loss_weight, backward; the gradients then summed over the processes.
-// Returns the units of each micro-batch (all processes').
+// its summed loss weighted by loss_weight against the window's `window_units`, backward (the
+// gradients are summed over the processes afterwards). Returns the units of each micro-batch (all
+// processes').
 std::vector<std::int64_t> accumulate_window(Sequential& model, const Dataset& data, const std::vector<std::int64_t>& sizes,
-                                            const AccumulationCheckOptions& options) {
+                                            std::int64_t window_units, const AccumulationCheckOptions& options) {
   distributed::Communicator* processes = options.distributed ? &distributed::world() : nullptr;
   const int n = processes ? processes->size() : 1, rank = processes ? processes->rank() : 0;
-  const std::int64_t total = std::accumulate(sizes.begin(), sizes.end(), std::int64_t{0});
-  const std::int64_t window_units = model.loss().units(data.slice(0, total).targets);
   std::vector<std::int64_t> units;
   std::int64_t begin = 0;
   for (std::int64_t size : sizes) {
@@ -158,12 +157,12 @@ AccumulationCheck verify_accumulation(Sequential& model, const Dataset& data, co
   const std::vector<Tensor> params = model.parameters();
   const std::vector<std::vector<float>> before = take_gradients(params);  // kept aside, restored at the end
 
-  const std::vector<std::int64_t> units = accumulate_window(model, data, sizes, options);
+  const Example all = data.slice(0, std::accumulate(sizes.begin(), sizes.end(), std::int64_t{0}));
+  const std::int64_t total_units = model.loss().units(all.targets);
+  const std::vector<std::int64_t> units = accumulate_window(model, data, sizes, total_units, options);
   std::vector<std::vector<float>> accumulated = take_gradients(params);
   sum_over_processes(accumulated, options.distributed);
   // One batch of all of them, on every process.
-  const Example all = data.slice(0, std::accumulate(sizes.begin(), sizes.end(), std::int64_t{0}));
-  const std::int64_t total_units = model.loss().units(all.targets);
   const bool mean = model.loss().reduction() == Reduction::mean;
   (model.loss().batch_sum(model.forward(all.inputs), all.targets) *
    static_cast<float>(mean ? 1.0 / static_cast<double>(total_units) : 1.0))

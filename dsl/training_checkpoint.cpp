@@ -77,8 +77,8 @@ struct Position {
   std::int64_t micro_batches = 0, optimizer_steps = 0;
   bool window_poisoned = false, stop_requested = false;
 };
-template <class F, class P>
-void fields(F&& f, P& p) requires std::is_same_v<std::remove_const_t<P>, Position> {
+template <class F>
+void fields(F&& f, Position& p) {
   f("epoch", p.epoch);
   f("next_slot", p.next_slot);
   f("micro_batches", p.micro_batches);
@@ -95,23 +95,23 @@ struct Settings {
   int accumulation_factor = 1;
   double lr_factor = 1.0;
 };
-template <class F, class S>
-void fields(F&& f, S& s) requires std::is_same_v<std::remove_const_t<S>, Settings> {
+template <class F>
+void fields(F&& f, Settings& s) {
   f("loader_seed", s.loader_seed);
   f("batch_size", s.batch_size);
   f("accumulation_factor", s.accumulation_factor);
   f("lr_factor", s.lr_factor);
 }
 
-template <class F, class S>
-void fields(F&& f, S& s) requires std::is_same_v<std::remove_const_t<S>, GradScaler::State> {
+template <class F>
+void fields(F&& f, GradScaler::State& s) {
   f("scale", s.scale);
   f("growth_tracker", s.growth_tracker);
   f("skipped_steps", s.skipped_steps);
 }
 
-template <class F, class M>
-void fields(F&& f, M& m) requires std::is_same_v<std::remove_const_t<M>, MemoryStats> {
+template <class F>
+void fields(F&& f, MemoryStats& m) {
   f("live", m.live);
   f("peak", m.peak);
   f("live_total", m.live_total);
@@ -124,14 +124,14 @@ void fields(F&& f, M& m) requires std::is_same_v<std::remove_const_t<M>, MemoryS
 struct Generators {
   std::array<std::uint64_t, 2> model{}, fallback{};
 };
-template <class F, class G>
-void fields(F&& f, G& g) requires std::is_same_v<std::remove_const_t<G>, Generators> {
+template <class F>
+void fields(F&& f, Generators& g) {
   f("model", g.model);
   f("default", g.fallback);
 }
 
 template <class T>
-json write_fields(const T& part) {
+json write_fields(T part) {  // a copy: fields() walks a part the reader fills too
   json out = json::object();
   fields(Write{out}, part);
   return out;

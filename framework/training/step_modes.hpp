@@ -13,21 +13,18 @@
 //     once per window instead of once per micro-batch.
 // Outside the step: NoGradGuard (metrics, evaluation) and EvaluationScope (predict, evaluate).
 
-#include <memory>
 #include <optional>
 
+#include "accrue/framework/autocast.hpp"
 #include "accrue/framework/deferred_gradients.hpp"
+#include "accrue/framework/distributed/sync_batch_norm.hpp"
 #include "accrue/framework/dtype.hpp"
 #include "accrue/kernels/gemm.hpp"
 
 namespace accrue {
 
-class AutocastGuard;
-class ObserveLeafGradients;
 namespace distributed {
-class Communicator;
 class Reducer;
-class ShareBatchStatistics;
 }  // namespace distributed
 
 struct StepModesOptions {
@@ -50,16 +47,17 @@ class StepModes {
   /// On while it lives: what one pass of a micro-batch runs under.
   class Pass {
    public:
-    ~Pass();
+    ~Pass() = default;
     Pass(const Pass&) = delete;
     Pass& operator=(const Pass&) = delete;
 
    private:
     friend class StepModes;
     Pass(const StepModesOptions& o, bool forward, bool closes_window);
-    std::unique_ptr<AutocastGuard> autocast_;
-    std::unique_ptr<distributed::ShareBatchStatistics> sharing_;
-    std::unique_ptr<ObserveLeafGradients> observing_;
+    // Declared in the order they go on; off in the reverse order.
+    distributed::ShareBatchStatistics sharing_;
+    std::optional<AutocastGuard> autocast_;
+    std::optional<ObserveLeafGradients> observing_;
   };
   /// A micro-batch's forward pass and loss: autocast and shared batch statistics.
   [[nodiscard]] Pass forward() const { return Pass{options_, true, false}; }

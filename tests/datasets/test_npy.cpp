@@ -2,6 +2,8 @@
 // versions 1 and 2, a scalar, and every malformed case with its message. The files are written
 // here byte by byte as numpy.lib.format lays them out.
 
+#include <sys/stat.h>
+
 #include <accrue/datasets/npy.hpp>
 #include <cstring>
 #include <filesystem>
@@ -105,6 +107,13 @@ BOOST_AUTO_TEST_CASE(malformed_files_are_named_with_what_is_wrong) {
     BOOST_CHECK_EXCEPTION(datasets::npy(path), IoError, message_has(words));
   };
   refused("/nonexistent/a.npy", {"/nonexistent/a.npy"});
+  refused(std::filesystem::temp_directory_path().string(), {"is a folder, not a file"});
+  refused("/dev/null", {"/dev/null", "not a regular file"});
+  const std::string fifo = (std::filesystem::temp_directory_path() / "accrue_test_fifo.npy").string();
+  std::filesystem::remove(fifo);
+  BOOST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  refused(fifo, {fifo, "not a regular file"});  // refused at once, not waiting for a writer
+  std::filesystem::remove(fifo);
   const std::string text = (std::filesystem::temp_directory_path() / "accrue_test_text.npy").string();
   std::ofstream(text) << "x,y\n1,2\n";
   refused(text, {text, "not a .npy file"});
