@@ -1,6 +1,7 @@
 #include "accrue/datasets/device_batches.hpp"
 
 #include <array>
+#include <chrono>
 #include <cstring>
 
 #include "accrue/datasets/prefetch.hpp"
@@ -68,28 +69,41 @@ struct DeviceBatches::Staging {
   Prefetch<CudaCopier> prefetch;
 };
 
-DeviceBatches::DeviceBatches(const DataLoader& loader, Device device) : loader_(loader), device_(device) {
+DeviceBatches::DeviceBatches(const DataLoader& loader, Device device, BatchQueueOptions queue)
+    : loader_(loader), device_(device) {
+  const bool in_memory = loader.dataset().in_memory();
+  if (!in_memory && resolve_workers(queue.workers) > 0) queue_ = std::make_unique<BatchQueue>(loader, queue);
   // Data already on a device is handed over as it is (moved when on another); only host data is staged.
-  if (device.is_cuda() && loader.dataset().inputs().device().is_cpu()) staging_ = std::make_unique<Staging>(device);
+  if (device.is_cuda() && (!in_memory || loader.dataset().inputs().device().is_cpu()))
+    staging_ = std::make_unique<Staging>(device);
 }
 
 DeviceBatches::~DeviceBatches() = default;
 
 void DeviceBatches::reset() {
   if (staging_) staging_->prefetch.drop();
+  if (queue_) queue_->reset();
 }
 
-Batch DeviceBatches::load(std::int64_t index) const {
-  const Batch b = loader_[index];
+Batch DeviceBatches::host(std::int64_t index) { return queue_ ? queue_->get(index) : loader_[index]; }
+
+Batch DeviceBatches::load(std::int64_t index) {
+  const Batch b = host(index);
   return Batch{b.inputs.to(device_), b.targets.to(device_), b.index};  // to() keeps what is there already
 }
 
 Batch DeviceBatches::get(std::int64_t index, std::optional<std::int64_t> next) {
+  const auto start = std::chrono::steady_clock::now();
+  struct Timed {
+    double& total;
+    std::chrono::steady_clock::time_point start;
+    ~Timed() { total += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); }
+  } timed{waited_, start};
   if (!staging_) return load(index);
   Prefetch<CudaCopier>& prefetch = staging_->prefetch;
   std::optional<Batch> batch = prefetch.take(index);
   if (!batch) batch = load(index);
-  if (next && *next >= 0 && *next < loader_.size()) prefetch.start(loader_[*next]);
+  if (next && *next >= 0 && *next < loader_.size()) prefetch.start(host(*next));
   return std::move(*batch);
 }
 

@@ -4,18 +4,21 @@
 // pinned memory and copied on a side stream, so the copy overlaps the compute; the compute
 // stream waits for that copy when it needs the batch, or before the batch is dropped (see
 // prefetch.hpp for the order). A dataset already on a device is handed over without staging.
+// A dataset not in memory (read from files, or transformed) is read ahead on background threads
+// (batch_queue.hpp) on every device.
 
 #include <cstdint>
 #include <memory>
 #include <optional>
 
+#include "accrue/datasets/batch_queue.hpp"
 #include "accrue/datasets/loader.hpp"
 
 namespace accrue {
 
 class DeviceBatches {
  public:
-  DeviceBatches(const DataLoader& loader, Device device);
+  DeviceBatches(const DataLoader& loader, Device device, BatchQueueOptions queue = {});
   ~DeviceBatches();
   DeviceBatches(const DeviceBatches&) = delete;
   DeviceBatches& operator=(const DeviceBatches&) = delete;
@@ -27,14 +30,23 @@ class DeviceBatches {
   void reset();
 
   Device device() const { return device_; }
+  /// Seconds get() has spent so far before it could return: reading the batch, or waiting for the
+  /// background threads to have it ready.
+  double waited_seconds() const { return waited_; }
+  /// Whether batches are read on background threads.
+  bool reads_ahead() const { return queue_ != nullptr; }
 
  private:
   struct Staging;
+  // Batch `index` of the loader on the host, from the queue when there is one.
+  Batch host(std::int64_t index);
   // Batch `index` of the loader, moved to the device without staging.
-  Batch load(std::int64_t index) const;
+  Batch load(std::int64_t index);
   const DataLoader& loader_;
   Device device_;
-  std::unique_ptr<Staging> staging_;  // GPU only
+  std::unique_ptr<BatchQueue> queue_;  // data not in memory
+  std::unique_ptr<Staging> staging_;   // GPU only
+  double waited_ = 0.0;
 };
 
 }  // namespace accrue

@@ -68,8 +68,9 @@ Batch DataLoader::operator[](std::int64_t i) const {
   const auto [begin, end] = positions(i, false);
   const Example e = options_.shuffle
                         ? dataset_.gather(std::span<const std::int64_t>(order_).subspan(
-                              static_cast<std::size_t>(begin), static_cast<std::size_t>(end - begin)))
-                        : dataset_.slice(begin, end);
+                                              static_cast<std::size_t>(begin), static_cast<std::size_t>(end - begin)),
+                                          context())
+                        : dataset_.slice(begin, end, context());
   return Batch{e.inputs, e.targets, i};
 }
 

@@ -50,11 +50,16 @@ class DataLoader {
   /// Chooses the sample order of `epoch` (the same for the same seed and epoch).
   void set_epoch(std::int64_t epoch);
   std::int64_t epoch() const { return epoch_; }
-  /// Batch i of the current epoch: views of the data in order, a gathered copy when shuffled.
+  /// Batch i of the current epoch: views of data in memory taken in order, else a batch gathered
+  /// or read (transformed as sample index, seed and epoch say).
   Batch operator[](std::int64_t i) const;
   /// The dataset indices of batch i's samples, in order: this shard's, or with `all_shards` those
   /// of every shard's part of global batch i.
   std::vector<std::int64_t> sample_indices(std::int64_t i, bool all_shards = false) const;
+
+  /// What the current epoch's samples depend on besides their index: the seed and the epoch, from
+  /// which transforms draw (transforms.hpp).
+  ReadContext context() const { return {options_.seed, epoch_}; }
 
   const Dataset& dataset() const { return dataset_; }
   const LoaderOptions& options() const { return options_; }

@@ -2,12 +2,14 @@
 // Everything a training program uses, in one include: `#include <accrue/accrue.hpp>`.
 
 #include "accrue/config.hpp"
+#include "accrue/datasets/batch_queue.hpp"
 #include "accrue/datasets/dataset.hpp"
 #include "accrue/datasets/idx.hpp"
 #include "accrue/datasets/loader.hpp"
 #include "accrue/datasets/mnist.hpp"
 #include "accrue/datasets/npy.hpp"
 #include "accrue/datasets/text.hpp"
+#include "accrue/datasets/transforms.hpp"
 #include "accrue/dsl/callbacks.hpp"
 #include "accrue/dsl/callbacks/csv_logger.hpp"
 #include "accrue/dsl/callbacks/early_stopping.hpp"

@@ -55,6 +55,9 @@ struct TrainingContext {
   /// otherwise.
   std::int64_t tokens_per_epoch = 0;
   std::int64_t steps_per_epoch = 0;  // micro-batches per epoch
+  /// Whether the training data is read on background threads (not in memory); the progress line
+  /// then shows the share of the epoch spent waiting for it (StepRecord::data_wait).
+  bool reads_data_ahead = false;
   /// The optimizer's learning rate before any schedule.
   double base_lr = 0.0;
   /// Mixed precision: the low-precision type, and the loss scaler when losses are scaled.

@@ -45,8 +45,12 @@ struct FitOptions {
   std::vector<CallbackHandle> callbacks = {};
   /// Reshuffle the training data every epoch.
   bool shuffle = true;
-  /// Seed of the shuffling; by default drawn from the model's generator.
+  /// Seed of the shuffling and of the transforms' randomness (transforms.hpp); by default drawn
+  /// from the model's generator (and saved in checkpoints).
   std::optional<std::uint64_t> seed = {};
+  /// Background threads reading a dataset that is not in memory (files, transforms): -1, one per
+  /// core up to 4; 0 reads on the training thread.
+  int data_workers = -1;
   /// Leave out a short last batch.
   bool drop_last = false;
   /// 0: silent; 1: a live bar on a terminal, one line per epoch otherwise; 2: one line per epoch.

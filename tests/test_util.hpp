@@ -121,6 +121,26 @@ inline Dataset blobs(std::int64_t n, std::uint64_t seed) {
   return Dataset{Tensor::from(x, {n, 6}), Tensor::from(y, {n}), "blobs"};
 }
 
+/// Small colour images (3, 8, 8) of four classes (a bright quadrant per class, noise besides),
+/// through the augmentations of an image course: a padded random crop, flips and colour jitter.
+/// Read sample by sample, as a folder of images would be.
+inline Dataset augmented_images(std::int64_t n, std::uint64_t seed) {
+  Generator gen{seed};
+  std::vector<float> x = Tensor::uniform({n, 3, 8, 8}, 0.0f, 0.5f, &gen).to_vector();
+  std::vector<std::int32_t> y(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) {
+    const int label = static_cast<int>(gen.below(4));
+    y[static_cast<std::size_t>(i)] = label;
+    for (int c = 0; c < 3; ++c)
+      for (int r = 0; r < 4; ++r)
+        for (int q = 0; q < 4; ++q)
+          x[static_cast<std::size_t>(((i * 3 + c) * 8 + r + 4 * (label / 2)) * 8 + q + 4 * (label % 2))] += 0.5f;
+  }
+  const Dataset images{Tensor::from(x, {n, 3, 8, 8}), Tensor::from(y, {n}), "quadrants"};
+  return images.map({transforms::RandomCrop{8, {.padding = {1}, .padding_mode = transforms::PaddingMode::reflect}},
+                     transforms::RandomHorizontalFlip{}, transforms::ColorJitter{{.brightness = 0.3, .saturation = 0.3}}});
+}
+
 inline Tensor leaf(Tensor t) {
   t.set_requires_grad(true);
   return t;

@@ -87,6 +87,7 @@ void ProgressBar::on_epoch_begin(int epoch) {
   epoch_start_ = last_draw_ = Clock::now();
   samples_seen_ = 0;
   batches_seen_ = 0;
+  data_wait_ = 0.0;
   position_ = 0;
   if (live_) {
     fmt::print(out_, "Epoch {}/{}\n", epoch + 1, context_->epochs);
@@ -103,6 +104,8 @@ std::string ProgressBar::timing(double seconds) const {
   std::string steps = fmt::format("opt_step {}/{}", context_->optimizer_steps, total_steps_);
   if (skipped_ > 0) steps += fmt::format(" - skipped {}", skipped_);
   if (context_->scaler) steps += fmt::format(" - loss_scale {:g}", context_->scaler->scale());
+  if (context_->reads_data_ahead && seconds > 0.0)
+    steps += fmt::format(" - data_wait {:.0f}%", 100.0 * std::min(1.0, data_wait_ / seconds));
   return fmt::format("{}s {} - {:.0f} samples/s - {}", seconds >= 10.0 ? std::round(seconds) : std::round(seconds * 10) / 10,
                      step, rate, steps);
 }
@@ -162,6 +165,7 @@ void ProgressBar::on_optimizer_step(const StepRecord& record) {
 void ProgressBar::on_micro_batch_end(const StepRecord& record, const Logs& running) {
   batches_seen_ += 1;
   samples_seen_ += record.micro_batch_samples;
+  data_wait_ += record.data_wait;
   position_ = record.micro_batch + 1;  // a resumed epoch starts where its checkpoint was taken
   if (!live_) return;
   const auto now = Clock::now();

@@ -49,7 +49,8 @@ class ProgressBar final : public Callback {
   std::int64_t total_steps_ = 0;
   Clock::time_point epoch_start_, last_draw_;
   std::int64_t samples_seen_ = 0;
-  std::int64_t batches_seen_ = 0;  // trained in this epoch by this process
+  std::int64_t batches_seen_ = 0;
+  double data_wait_ = 0.0;  // seconds of this epoch  // trained in this epoch by this process
   std::int64_t position_ = 0;      // of the last micro-batch in its epoch, from 1
   std::int64_t skipped_ = 0;  // optimizer steps skipped for inf or NaN
 };

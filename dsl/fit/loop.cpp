@@ -121,7 +121,9 @@ std::optional<TrainingRun::WindowSlots> TrainingRun::forward_backward(std::size_
   const bool every_micro_batch = modes_->shares_statistics();
   if (state_.window_poisoned && !every_micro_batch) return std::nullopt;
   const MicroBatchSlot slot = slots_[k];
+  const double waited = batches_->waited_seconds();
   const Batch batch = batches_->get(slot.index, k + 1 < slots_.size() ? std::optional{slots_[k + 1].index} : std::nullopt);
+  record.data_wait = batches_->waited_seconds() - waited;
   record.micro_batch_samples = batch.size();
   // The window's units over all processes, counted when it opens, or when a run resumes inside it:
   // every micro-batch's weight needs them all.

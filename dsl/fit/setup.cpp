@@ -134,8 +134,9 @@ void TrainingRun::prepare_run() {
   plan_ = plan_run(model_, options_, train_.size(), state_.batch_size, state_.accumulation_factor);
   check_machine_memory();
   schedule_.prepare(*plan_);
-  sample_units_ = model_.loss().counts(train_.targets());
-  counts_tokens_ = train_.targets().rank() >= 2;
+  const Tensor targets = train_.targets();  // read from each sample when not in memory
+  sample_units_ = model_.loss().counts(targets);
+  counts_tokens_ = targets.rank() >= 2;
   if (std::all_of(sample_units_.begin(), sample_units_.end(), [&](std::int64_t u) { return u == sample_units_[0]; }))
     units_per_sample_ = sample_units_[0];
   if (communicator_->rank() == 0) warn_batch_statistics(model_, *plan_, state_.batch_size, communicator_->size());
@@ -158,7 +159,7 @@ void TrainingRun::make_loader() {
                                                                .drop_last = options_.drop_last,
                                                                .shard = communicator_->rank(),
                                                                .shards = communicator_->size()});
-  batches_ = std::make_unique<DeviceBatches>(*loader_, model_.device());
+  batches_ = std::make_unique<DeviceBatches>(*loader_, model_.device(), BatchQueueOptions{.workers = options_.data_workers});
 }
 
 void TrainingRun::make_callbacks() {
@@ -191,6 +192,7 @@ void TrainingRun::make_context() {
   context_.rank = communicator_->rank();
   context_.samples_per_epoch = plan_->samples_per_epoch();
   context_.steps_per_epoch = plan_->micro_batches_per_epoch();
+  context_.reads_data_ahead = batches_ && batches_->reads_ahead();
   if (counts_tokens_) context_.tokens_per_epoch = std::accumulate(sample_units_.begin(), sample_units_.end(), std::int64_t{0});
   context_.base_lr = optimizer_->lr();
   parameters_ = model_.parameters();

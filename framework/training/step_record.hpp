@@ -33,6 +33,9 @@ struct StepRecord {
   std::int64_t micro_batch_tokens = 0;
   /// The factor the micro-batch's summed loss was multiplied by before backward.
   double loss_weight = 1.0;
+  /// Seconds the trainer waited for this micro-batch's data (reading it, or for the background
+  /// threads to have it ready).
+  double data_wait = 0.0;
   /// Mean loss per sample (per counted token over sequences) of this micro-batch.
   double loss = 0.0;
   /// Optimizer steps applied so far (including this one when applied).

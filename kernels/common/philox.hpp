@@ -20,13 +20,14 @@ ACCRUE_HD std::uint32_t mulhilo32(std::uint32_t a, std::uint32_t b, std::uint32_
   return static_cast<std::uint32_t>(product);
 }
 
-/// The 128 random bits of block `counter` for `seed`.
-ACCRUE_HD Philox4 philox4x32_10(std::uint64_t seed, std::uint64_t counter) {
+/// The 128 random bits of block `counter` for `seed`; `high` fills the counter's upper 64 bits
+/// (a second coordinate, such as a sample index).
+ACCRUE_HD Philox4 philox4x32_10(std::uint64_t seed, std::uint64_t counter, std::uint64_t high = 0) {
   constexpr std::uint32_t m0 = 0xD2511F53u, m1 = 0xCD9E8D57u;
   constexpr std::uint32_t w0 = 0x9E3779B9u, w1 = 0xBB67AE85u;
   std::uint32_t k0 = static_cast<std::uint32_t>(seed), k1 = static_cast<std::uint32_t>(seed >> 32);
   std::uint32_t c0 = static_cast<std::uint32_t>(counter), c1 = static_cast<std::uint32_t>(counter >> 32);
-  std::uint32_t c2 = 0, c3 = 0;
+  std::uint32_t c2 = static_cast<std::uint32_t>(high), c3 = static_cast<std::uint32_t>(high >> 32);
   for (int round = 0; round < 10; ++round) {
     std::uint32_t hi0, hi1;
     const std::uint32_t lo0 = mulhilo32(m0, c0, &hi0);

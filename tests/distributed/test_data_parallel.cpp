@@ -107,6 +107,24 @@ BOOST_AUTO_TEST_CASE(n_processes_train_as_one_process_with_n_times_the_batch) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(augmented_images_train_as_on_one_process) {
+  // Each process reads and transforms its share of every micro-batch on its own threads; sample i
+  // of epoch e is cropped, flipped and jittered the same wherever it is read.
+  const int n = distributed::world().size();
+  const Dataset images = test::augmented_images(90, 6);
+  const auto train_images = [&](bool distributed, std::int64_t batch, int workers) {
+    manual_seed(4);
+    Sequential m{layers::Input{3, 8, 8}, layers::Flatten{}, layers::Dense{12}, layers::ReLU{}, layers::Dense{4}};
+    m.compile(optim::SGD{.lr = 0.1, .momentum = 0.9}.accumulate(2), losses::CrossEntropy{});
+    m.fit(images, {.epochs = 2, .batch_size = batch, .seed = 17, .data_workers = workers, .verbose = 0,
+                   .distributed = distributed});
+    return m;
+  };
+  const Sequential dp = train_images(true, 5, 2), one = train_images(false, 5 * n, 0);
+  const auto a = dp.named_parameters(), b = one.named_parameters();
+  for (std::size_t i = 0; i < a.size(); ++i) test::check_close(a[i].second, b[i].second, 1e-5, 1e-4, "augmented: " + a[i].first);
+}
+
 BOOST_AUTO_TEST_CASE(bfloat16_autocast_trains_as_one_process_too) {
   const int n = distributed::world().size();
   // Each sample's bfloat16 products do not depend on the batch it is in; the sums of the batch's
