@@ -15,9 +15,15 @@ int resolve_workers(int workers) {
   return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u));
 }
 
+int batches_read_ahead(const BatchQueueOptions& options) {
+  const int workers = resolve_workers(options.workers);
+  if (workers == 0) return 0;
+  return options.depth > 0 ? options.depth : std::max(2, 2 * workers);
+}
+
 BatchQueue::BatchQueue(const DataLoader& loader, BatchQueueOptions options) : loader_(loader) {
   const int workers = resolve_workers(options.workers);
-  depth_ = options.depth > 0 ? options.depth : std::max(2, 2 * workers);
+  depth_ = std::max(1, batches_read_ahead(options));
   for (int w = 0; w < workers; ++w) threads_.emplace_back([this] { work(); });
 }
 

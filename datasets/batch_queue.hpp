@@ -72,5 +72,7 @@ class BatchQueue {
 
 /// The number of background threads BatchQueueOptions::workers asks for (-1 resolved).
 int resolve_workers(int workers);
+/// The most batches a queue with `options` holds besides the one its reader has (0 without workers).
+int batches_read_ahead(const BatchQueueOptions& options);
 
 }  // namespace accrue

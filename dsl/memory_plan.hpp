@@ -13,13 +13,15 @@ namespace accrue {
 
 struct MemoryPlan {
   std::int64_t micro_batch = 0;
+  /// Micro-batches a background queue holds ready besides the one training (BatchQueue).
+  std::int64_t read_ahead = 0;
   Device device = Device::cpu();
   /// The precision the plan assumed ("float32", "bfloat16 autocast").
   std::string precision;
   /// The predicted peak of each category over a training step (forward, backward, optimizer step):
   /// parameters (buffers included), gradients, optimizer state, activations kept for backward,
-  /// temporaries and workspaces, and data: one micro-batch of inputs and targets (a dataset held
-  /// in memory is not included).
+  /// temporaries and workspaces, and data: one micro-batch of inputs and targets, and those read
+  /// ahead (a dataset held in memory is not included).
   std::array<std::size_t, memory_category_count> peak{};
   /// The predicted peak of everything at once (not the sum of the category peaks, which fall at
   /// different moments).

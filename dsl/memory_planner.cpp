@@ -225,9 +225,10 @@ MemoryPlan Sequential::memory_plan(std::int64_t micro_batch) const {
 }
 
 std::optional<std::int64_t> Sequential::fitting_micro_batch(std::int64_t micro_batch, std::size_t limit,
-                                                            std::size_t live_besides) const {
+                                                            std::size_t live_besides, std::int64_t read_ahead) const {
   for (std::int64_t m = micro_batch / 2; m >= 1; m /= 2)
-    if (memory_plan(m, /*accumulating=*/true, /*under_limit=*/true).peak_total + live_besides <= limit) return m;
+    if (memory_plan(m, /*accumulating=*/true, /*under_limit=*/true, read_ahead).peak_total + live_besides <= limit)
+      return m;
   return std::nullopt;
 }
 
@@ -236,12 +237,15 @@ bool Sequential::defers_weight_gradients(bool accumulating, const AccumulateOpti
   return accumulating && options.weight_gradients == WeightGradients::per_window && !capped;
 }
 
-MemoryPlan Sequential::memory_plan(std::int64_t micro_batch, bool accumulates, bool under_limit) const {
+MemoryPlan Sequential::memory_plan(std::int64_t micro_batch, bool accumulates, bool under_limit,
+                                   std::int64_t read_ahead) const {
   ACCRUE_CHECK(micro_batch > 0, "memory_plan: the micro-batch must be positive, got {}", micro_batch);
+  ACCRUE_CHECK(read_ahead >= 0, "memory_plan: read_ahead must not be negative, got {}", read_ahead);
   ACCRUE_CHECK(built_, "memory_plan: model '{}' is not built yet; declare layers::Input or call build(shape) first",
                name_);
   MemoryPlan plan;
   plan.micro_batch = micro_batch;
+  plan.read_ahead = read_ahead;
   plan.device = device_;
   const std::optional<DType> autocast = compiled() ? recipe_.amp_dtype(device_) : std::nullopt;
   plan.precision = autocast ? fmt::format("{} autocast", dtype_name(*autocast)) : "float32";
@@ -275,7 +279,9 @@ MemoryPlan Sequential::memory_plan(std::int64_t micro_batch, bool accumulates, b
   std::array<std::size_t, memory_category_count> at_start{};
   at_start[kParameters] = parameters.parameters + packs;
   at_start[kOptimizer] = static_cast<std::size_t>(state_tensors) * parameters.gradients;
-  at_start[kData] = static_cast<std::size_t>(micro_batch * input_shape_->numel()) * 4 + target_bytes;
+  // The micro-batch training, and those a background queue holds ready.
+  at_start[kData] = static_cast<std::size_t>(1 + read_ahead) *
+                    (static_cast<std::size_t>(micro_batch * input_shape_->numel()) * 4 + target_bytes);
   // Accumulating, the gradients of earlier micro-batches are there from the start; otherwise each
   // layer's appear with its backward.
   at_start[kGradients] = (accumulates ? parameters.gradients : 0) + waiting_rows;

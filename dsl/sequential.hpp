@@ -168,17 +168,20 @@ class Sequential {
   MemoryPlan memory_plan(std::int64_t micro_batch) const;
   /// The same, saying whether windows hold more than one micro-batch (the gradients then live
   /// through the whole window) instead of taking it from the compiled recipe, and whether the run
-  /// will have a memory limit or budget not set yet (which WeightGradients::per_window gives way to).
-  MemoryPlan memory_plan(std::int64_t micro_batch, bool accumulating, bool under_limit = false) const;
+  /// will have a memory limit or budget not set yet (which WeightGradients::per_window gives way to),
+  /// and how many micro-batches a background queue holds ready besides the one training
+  /// (BatchQueue, for data not in memory).
+  MemoryPlan memory_plan(std::int64_t micro_batch, bool accumulating, bool under_limit = false,
+                         std::int64_t read_ahead = 0) const;
   /// Whether fit multiplies float32 weight gradients once per window (DeferredWeightGradients):
   /// accumulating with `options` asking for WeightGradients::per_window, and memory not capped (no
   /// limit on the model's device, no memory_budget), where accumulation keeps to its least memory.
   bool defers_weight_gradients(bool accumulating, const AccumulateOptions& options) const;
   /// The micro-batch an out-of-memory error advises: the largest of micro_batch / 2, / 4, ... down
   /// to 1 whose plan (accumulating) fits in `limit` beside `live_besides` bytes that are not the
-  /// model's; none when even 1 does not.
+  /// model's (and `read_ahead` micro-batches of data); none when even 1 does not.
   std::optional<std::int64_t> fitting_micro_batch(std::int64_t micro_batch, std::size_t limit,
-                                                  std::size_t live_besides) const;
+                                                  std::size_t live_besides, std::int64_t read_ahead = 0) const;
 
   /// Prints the layers with output shapes, parameter counts and parameter memory; with a batch
   /// size, also what each layer keeps for backward at that micro-batch and the memory plan.

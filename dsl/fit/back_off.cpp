@@ -24,16 +24,17 @@ MemoryBudget limit_budget(std::size_t limit) {
 // memory plan fits in it beside what else is live, with the accumulation that keeps the effective
 // batch.
 std::string fitting_advice(const Sequential& model, std::int64_t micro_batch, std::int64_t effective_batch,
-                           std::size_t live_besides_model, const MemoryBudget& budget) {
-  if (const std::optional<std::int64_t> m = model.fitting_micro_batch(micro_batch, budget.bytes, live_besides_model)) {
+                           std::size_t live_besides_model, std::int64_t read_ahead, const MemoryBudget& budget) {
+  if (const std::optional<std::int64_t> m =
+          model.fitting_micro_batch(micro_batch, budget.bytes, live_besides_model, read_ahead)) {
     const std::int64_t k = ceil_div(effective_batch, *m);
     return fmt::format("\nMicro-batches of {} with accumulate({}) keep the effective batch of {} and are planned to "
                        "peak at {} (model.memory_plan({}); {} more is live besides the model), within {}.",
-                       *m, k, *m * k, format_bytes(model.memory_plan(*m, true, true).peak_total), *m,
+                       *m, k, *m * k, format_bytes(model.memory_plan(*m, true, true, read_ahead).peak_total), *m,
                        format_bytes(live_besides_model), budget.name);
   }
   return fmt::format("\nEven a micro-batch of 1 is planned to peak at {} (model.memory_plan(1)) beside {} live: {}.",
-                     format_bytes(model.memory_plan(1, true, true).peak_total), format_bytes(live_besides_model),
+                     format_bytes(model.memory_plan(1, true, true, read_ahead).peak_total), format_bytes(live_besides_model),
                      budget.remedy);
 }
 
@@ -41,13 +42,14 @@ std::string fitting_advice(const Sequential& model, std::int64_t micro_batch, st
 
 // The memory planner: the largest micro-batch per process whose plan fits the budget and that,
 // times the processes, divides the effective batch.
-std::int64_t planned_micro_batch(const Sequential& model, std::size_t budget, const distributed::Communicator& processes) {
+std::int64_t planned_micro_batch(const Sequential& model, std::size_t budget, const distributed::Communicator& processes,
+                                 std::int64_t read_ahead) {
   const std::int64_t effective = model.recipe().accumulation().effective_samples();
   const int n = processes.size();
   for (std::int64_t m = effective / n; m >= 1; --m) {
     if (effective % (m * n) != 0) continue;
     // A distributed run's gradients are its buckets, there for the whole run as when accumulating.
-    const MemoryPlan plan = model.memory_plan(m, m * n < effective || n > 1, /*under_limit=*/true);
+    const MemoryPlan plan = model.memory_plan(m, m * n < effective || n > 1, /*under_limit=*/true, read_ahead);
     if (plan.peak_total > budget) continue;
     if (processes.rank() == 0)
       log::info("memory budget {}: micro-batch {}{} x accumulate {} = effective batch {}, planned peak {}{}\n{}",
@@ -57,7 +59,7 @@ std::int64_t planned_micro_batch(const Sequential& model, std::size_t budget, co
   }
   throw ValueError(fmt::format("memory_budget({}): even a micro-batch of 1 is planned to need more; raise the budget "
                                "or use a smaller model:\n{}",
-                               format_bytes(budget), model.memory_plan(1, effective > 1, true).str()));
+                               format_bytes(budget), model.memory_plan(1, effective > 1, true, read_ahead).str()));
 }
 
 // A run whose plan this machine cannot hold is refused with the plan before its first window: the
@@ -71,7 +73,7 @@ void TrainingRun::check_machine_memory() const {
   // What the model holds already is part of the plan; datasets in memory are not.
   const std::size_t held = now.live_of(MemoryCategory::parameters) + now.live_of(MemoryCategory::gradients) +
                            now.live_of(MemoryCategory::optimizer_state);
-  const MemoryPlan plan = model_.memory_plan(state_.batch_size);
+  const MemoryPlan plan = model_.memory_plan(state_.batch_size, model_.recipe().accumulates(), false, read_ahead_);
   if (plan.peak_total <= held + *available) return;
   const std::int64_t effective = state_.batch_size * accumulation_.steps_at(state_.epoch, 0, state_.batch_size);
   const MemoryBudget machine{held + *available,
@@ -80,7 +82,7 @@ void TrainingRun::check_machine_memory() const {
   throw OutOfMemory(fmt::format("model.memory_plan({}) peaks at {}, but this machine has {} available besides the {} the "
                                 "model holds: the system would end the process once training filled it.{}\n{}",
                                 state_.batch_size, format_bytes(plan.peak_total), format_bytes(*available),
-                                format_bytes(held), fitting_advice(model_, state_.batch_size, effective, 0, machine),
+                                format_bytes(held), fitting_advice(model_, state_.batch_size, effective, 0, read_ahead_, machine),
                                 plan.str()));
 }
 
@@ -99,7 +101,7 @@ TrainingRun::WindowSlots TrainingRun::back_off(OutOfMemory& e, std::size_t k, co
     if (options_.backoff_on_oom) e.append(fmt::format("\nbackoff_on_oom cannot halve a micro-batch of {}.", micro));
     if (const std::size_t limit = memory_stats(model_.device()).limit; limit > 0)
       e.append(fitting_advice(model_, std::min(micro, train_.size()), plan_->max_effective_batch(), live_besides_model_,
-                              limit_budget(limit)));
+                              read_ahead_, limit_budget(limit)));
     throw;
   }
   const std::int64_t window_start = slots_[k - static_cast<std::size_t>(slot.position)].index * micro;

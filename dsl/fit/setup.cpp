@@ -103,8 +103,9 @@ void TrainingRun::prepare_model() {
   const bool first = communicator_->rank() == 0;
   model.build(train.sample_shape());
   state_.batch_size = options.batch_size;
+  if (!train.in_memory()) read_ahead_ = batches_read_ahead({.workers = options.data_workers});
   if (const auto budget = model.recipe().memory_budget())
-    state_.batch_size = planned_micro_batch(model, *budget, *communicator_);
+    state_.batch_size = planned_micro_batch(model, *budget, *communicator_, read_ahead_);
   if (validation_)
     ACCRUE_CHECK_SHAPE(validation_->sample_shape() == train.sample_shape(),
                        "fit: validation samples '{}' have shape {}, training samples {}", validation_->name(),

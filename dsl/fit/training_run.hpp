@@ -170,6 +170,7 @@ class TrainingRun {
   // Memory that is not the model's (datasets held in memory, the user's tensors), for advice when
   // an allocation passes a limit.
   std::size_t live_besides_model_ = 0;
+  std::int64_t read_ahead_ = 0;  // micro-batches the data queue holds ready (data not in memory)
   // What the loss's mean divides by for each training sample (Loss::counts: 1 each, or the tokens
   // a sequence counts), and their sum over the current window on all processes.
   // When every sample counts alike (classes: 1; blocks of text without padding: their length),
@@ -181,7 +182,8 @@ class TrainingRun {
 };
 
 // back_off.cpp: the memory planner's micro-batch per process for memory_budget(budget).
-std::int64_t planned_micro_batch(const Sequential& model, std::size_t budget, const distributed::Communicator& processes);
+std::int64_t planned_micro_batch(const Sequential& model, std::size_t budget, const distributed::Communicator& processes,
+                                 std::int64_t read_ahead);
 // checkpoints.cpp
 std::optional<TrainingCheckpoint> find_checkpoint(const std::string& resume_from, const CheckpointOptions& options);
 std::int64_t resumed_micro_batch(const TrainingCheckpoint& checkpoint, const distributed::Communicator& processes);

@@ -8,6 +8,8 @@
 
 #include <zlib.h>
 
+#include <thread>
+
 using namespace accrue;
 using accrue::test::augmented_images;
 using accrue::test::check_close;
@@ -50,6 +52,12 @@ struct Crash final : Callback {
   explicit Crash(std::int64_t after) : n(after) {}
   void on_micro_batch_end(const StepRecord&, const Logs&) override {
     if (++seen == n) throw std::runtime_error("killed");
+  }
+};
+
+struct Slow final : Callback {
+  void on_micro_batch_end(const StepRecord&, const Logs&) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 };
 
@@ -130,4 +138,23 @@ BOOST_AUTO_TEST_CASE(fit_shows_the_time_it_waited_for_data) {
   const std::string text = test::read_file(out);
   BOOST_TEST(text.find("data_wait") != std::string::npos, text);
   std::fclose(out);
+}
+
+BOOST_AUTO_TEST_CASE(the_batches_read_ahead_are_counted_as_data_and_planned) {
+  const Dataset data = augmented_images(96, 5);
+  Sequential m = model();
+  m.compile(optim::SGD{.lr = 0.1}, losses::CrossEntropy{});
+  const std::size_t batch_bytes = 8 * (3 * 8 * 8 * 4 + 4);
+  const MemoryPlan plan = m.memory_plan(8, false, false, batches_read_ahead({.workers = 2}));
+  BOOST_TEST(plan.read_ahead == 4);
+  BOOST_TEST(plan.peak_of(MemoryCategory::data) == 5 * batch_bytes);
+  BOOST_TEST(plan.str().find("4 read ahead") != std::string::npos, plan.str());
+  const std::size_t before = memory_stats().live_of(MemoryCategory::data);
+  reset_peak_memory();
+  // A slow model: the two workers fill the queue while it trains.
+  m.fit(data, {.epochs = 1, .batch_size = 8, .callbacks = {Slow{}}, .data_workers = 2, .verbose = 0});
+  const std::size_t peak = memory_stats().peak_of(MemoryCategory::data) - before;
+  BOOST_TEST_MESSAGE("data peak during fit " << peak << " bytes, plan " << plan.peak_of(MemoryCategory::data));
+  BOOST_TEST(peak > 3 * batch_bytes);
+  BOOST_TEST(peak <= plan.peak_of(MemoryCategory::data) + 96 * 4);  // + every target, read once before training
 }
