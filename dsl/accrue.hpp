@@ -3,6 +3,7 @@
 
 #include "accrue/config.hpp"
 #include "accrue/datasets/batch_queue.hpp"
+#include "accrue/datasets/csv.hpp"
 #include "accrue/datasets/dataset.hpp"
 #include "accrue/datasets/idx.hpp"
 #include "accrue/datasets/loader.hpp"
@@ -33,6 +34,7 @@
 #include "accrue/dsl/layers/group_norm.hpp"
 #include "accrue/dsl/layers/input.hpp"
 #include "accrue/dsl/layers/layer_norm.hpp"
+#include "accrue/dsl/layers/normalization.hpp"
 #include "accrue/dsl/layers/pooling.hpp"
 #include "accrue/dsl/layers/recurrent.hpp"
 #include "accrue/dsl/layers/residual.hpp"

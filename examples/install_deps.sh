@@ -14,11 +14,14 @@
 #   fortunes                  the text the character-level language model trains on (examples/07_char_lm)
 #   libopenmpi-dev openmpi-bin  data-parallel training over several processes (mpirun)
 #   libboost-dev              Boost.Beast and Asio: the playground's HTTP server (examples/playground)
+#   libpng-dev libjpeg62-turbo-dev  decoding PNG and JPEG files (datasets::image_folder)
+#   python3-sklearn           scikit-learn's CSV tables (examples/tabular_csv, tests/datasets/test_csv)
+#   tuxpaint-stamps-default   PNG images sorted in category folders (examples/image_folder)
 set -euo pipefail
 
 packages=(cmake ninja-build g++ libopenblas-dev librange-v3-dev libfmt-dev zlib1g-dev libcli11-dev
           libboost-test-dev nlohmann-json3-dev dataset-fashion-mnist fortunes libopenmpi-dev openmpi-bin
-          libboost-dev "$@")
+          libboost-dev libpng-dev libjpeg62-turbo-dev python3-sklearn tuxpaint-stamps-default "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -45,8 +45,7 @@ inline void check_close(const Tensor& got, const std::vector<float>& ref, double
 }
 
 /// A predicate for BOOST_CHECK_EXCEPTION: the message holds every one of `parts`.
-inline auto message_has(std::initializer_list<std::string> parts) {
-  std::vector<std::string> wanted(parts);
+inline auto message_has(std::vector<std::string> wanted) {
   return [wanted](const std::exception& e) {
     const std::string message = e.what();
     for (const auto& w : wanted) {

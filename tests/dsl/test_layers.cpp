@@ -47,6 +47,12 @@ BOOST_AUTO_TEST_CASE(convolutional_and_normalization_layers_keep_their_contract)
   expect_contract(layers::GroupNorm{4, {.affine = false}}, {4, 2, 2});
   expect_contract(layers::LayerNorm{}, {6});
   expect_contract(layers::LayerNorm{{.dims = 3}}, {2, 3, 3});
+  layers::Normalization adapted;
+  adapted.adapt(Tensor::from({1.0f, 2.0f, 3.0f, 5.0f, 2.0f, 7.0f}, {3, 2}));
+  expect_contract(adapted, {2});
+  layers::Normalization channels{{.axis = 0}};
+  channels.adapt(Tensor::uniform({4, 3, 2, 2}, -1.0f, 2.0f));
+  expect_contract(channels, {3, 2, 2});
 }
 
 BOOST_AUTO_TEST_CASE(dense_infers_input_and_initialises_as_pytorch) {

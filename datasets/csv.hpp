@@ -1,0 +1,63 @@
+#pragma once
+// Tables in CSV files (RFC 4180): fields separated by a delimiter, records by LF or CRLF, a field
+// in double quotes may hold the delimiter, line breaks and "" for a quote. Numbers are parsed
+// without the locale (std::from_chars). With tf.data's make_csv_dataset's defaults: a header row,
+// ',' between fields, an empty field a missing value.
+//
+//   auto table = datasets::csv("breast_cancer.csv", {.header = false, .skip_rows = 1});
+//
+// reads scikit-learn's tables as they ship (a first line of counts and class names, then rows
+// whose last field is the class).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "accrue/datasets/dataset.hpp"
+
+namespace accrue::datasets {
+
+/// A column: its name in the header, or its position (0 first, -1 last).
+struct Column {
+  std::variant<std::string, int> ref;
+  Column(int index) : ref(index) {}                   // NOLINT: -1 reads as the last column
+  Column(const char* name) : ref(std::string(name)) {}  // NOLINT: "age" reads as a column
+  Column(std::string name) : ref(std::move(name)) {}    // NOLINT
+};
+
+struct CsvOptions {
+  /// The column the model predicts; none: every target is 0.
+  std::optional<Column> target = Column{-1};
+  /// The first row (after skip_rows) names the columns.
+  bool header = true;
+  char delimiter = ',';
+  /// Rows skipped before the header or the data.
+  int skip_rows = 0;
+  /// The feature columns, in this order; empty: every column but the target.
+  std::vector<Column> columns = {};
+  /// Feature columns whose values are categories (any text): each becomes one-hot columns, one per
+  /// distinct value in sorted order, or with one_hot = false a single column of the value's index.
+  std::vector<Column> categorical = {};
+  bool one_hot = true;
+  /// The target is a class: an int32 index (numbers must be whole and not negative; text is
+  /// numbered in sorted order). Otherwise a float32 value of shape (1,), for regression.
+  bool classes = true;
+  /// The value an empty numeric field takes; none: an empty field is an error naming its place.
+  std::optional<float> missing = {};
+  /// Files larger than this are refused before they are read.
+  std::uint64_t max_bytes = std::uint64_t{1} << 30;
+};
+
+/// The table in `path` as a dataset in memory: inputs (rows, features) float32, targets (rows,)
+/// int32 classes or (rows, 1) float32 values. Throws IoError naming the file, the line and the
+/// column (by name when there is a header) for a malformed record, a field that is not a number,
+/// a missing value without a fill, or a column that does not exist.
+Dataset csv(const std::string& path, const CsvOptions& options = {});
+
+/// The names of the input features csv() makes with `options` (one per one-hot column:
+/// "colour=red"), in the order of the inputs' columns.
+std::vector<std::string> csv_features(const std::string& path, const CsvOptions& options = {});
+
+}  // namespace accrue::datasets

@@ -1,0 +1,145 @@
+// CSV tables: RFC 4180 quoting, categorical columns, missing values, every malformed case with the
+// line and column it names, scikit-learn's tables as they ship, and the Normalization layer whose
+// statistics come from the training split.
+
+#include <accrue/datasets/csv.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "test_util.hpp"
+
+using namespace accrue;
+using accrue::test::message_has;
+
+namespace {
+
+std::string write(const test::TempDir& dir, const std::string& name, const std::string& text) {
+  const std::string path = (dir.path / name).string();
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+const std::string sklearn = "/usr/lib/python3/dist-packages/sklearn/datasets/data/";
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(quoted_fields_categories_and_line_endings) {
+  test::TempDir dir{"csv_good"};
+  // CRLF line ends, a quoted name holding the delimiter, a quote and a line break, a categorical
+  // column, a class given as text, spaces around numbers, no newline at the end.
+  const std::string path = write(dir, "people.csv",
+                                 "name,age,colour,height,label\r\n"
+                                 "\"Smith, \"\"Jo\"\"\",31,red, 1.5e2 ,yes\r\n"
+                                 "\"two\nlines\",  42,blue,170,no\r\n"
+                                 "plain,7,red,-3,yes");
+  const Dataset d = datasets::csv(path, {.columns = {"age", "colour", "height"}, .categorical = {"colour"}});
+  BOOST_TEST(d.size() == 3);
+  BOOST_TEST(d.inputs().shape() == Shape({3, 4}));  // age, colour=blue, colour=red, height
+  BOOST_TEST(d.inputs().to_vector() == std::vector<float>({31, 0, 1, 150, 42, 1, 0, 170, 7, 0, 1, -3}));
+  BOOST_TEST(d.targets().to_vector<std::int32_t>() == std::vector<std::int32_t>({1, 0, 1}));  // "no" < "yes"
+  BOOST_TEST(datasets::csv_features(path, {.columns = {"age", "colour", "height"}, .categorical = {"colour"}}) ==
+             std::vector<std::string>({"age", "colour=blue", "colour=red", "height"}));
+  // Categories as indices, a regression target, a semicolon-separated file, a fill for a gap.
+  const Dataset indices = datasets::csv(path, {.target = "height", .columns = {"colour"}, .categorical = {"colour"},
+                                               .one_hot = false, .classes = false});
+  BOOST_TEST(indices.inputs().to_vector() == std::vector<float>({1, 0, 1}));
+  BOOST_TEST(indices.targets().shape() == Shape({3, 1}));
+  BOOST_TEST(indices.targets().to_vector() == std::vector<float>({150, 170, -3}));
+  const std::string semi = write(dir, "semi.csv", "a;b;y\n1;;0\n\n2;5;1\n");
+  const Dataset filled = datasets::csv(semi, {.delimiter = ';', .missing = -1.0f});
+  BOOST_TEST(filled.inputs().to_vector() == std::vector<float>({1, -1, 2, 5}));
+}
+
+BOOST_AUTO_TEST_CASE(every_malformed_case_names_the_line_and_column) {
+  test::TempDir dir{"csv_bad"};
+  struct Case {
+    std::string text;
+    datasets::CsvOptions options;
+    std::vector<std::string> message;
+  };
+  const std::vector<Case> cases = {
+      {"a,b,y\n1,2,0\n3,4\n", {}, {"bad.csv", "line 3 has 2 fields", "the header has 3"}},
+      {"a,b,y\n1,\"2,0\n3,4,1\n", {}, {"line 2, column 2", "not closed before the end of the file"}},
+      {"a,b,y\n1,\"2\"x,0\n", {}, {"line 2, column 2", "'x' after the closing quote"}},
+      {"a,b,y\n1,2\"3,0\n", {}, {"line 2, column 2", "quote inside a field"}},
+      {"a,b,y\n1,2,0\n1,abc,0\n", {}, {"line 3, column 2 ('b')", "'abc' is not a number", ".categorical"}},
+      {"a,b,y\n1,,0\n", {}, {"line 2, column 2 ('b')", "missing", "CsvOptions::missing"}},
+      {"a,b,y\n1,2,\n", {}, {"line 2, column 3 ('y')", "target is missing"}},
+      {"a,b,y\n1,2,0.5\n", {}, {"line 2, column 3 ('y')", "'0.5' is not a whole number", ".classes = false"}},
+      {"a,b,y\n1,2,-1\n", {}, {"line 2, column 3 ('y')", "'-1' is not a whole number"}},
+      {"a,b,y\n1,2,0\n", {.target = "z"}, {"no column 'z'", "a, b, y"}},
+      {"a,b,y\n1,2,0\n", {.target = 5}, {"no column 5", "3 columns"}},
+      {"1,2,0\n", {.header = false, .columns = {"a"}}, {"column 'a'", "without a header", "by position"}},
+      {"a,b,y\n", {}, {"no data rows"}},
+      {"", {}, {"no header row"}},
+      {"a,b,y\n1,2,0\n", {.columns = {"y"}}, {"column 3 ('y') is the target and a feature"}},
+      {"a,b,y\n1,nan,0\n", {}, {"'nan' is not a number"}},
+      {"a,b,y\n1,2,0\n", {.max_bytes = 4}, {"over the limit of 4", "max_bytes"}},
+  };
+  for (const Case& c : cases) {
+    const std::string path = write(dir, "bad.csv", c.text);
+    BOOST_TEST_CONTEXT(c.text) {
+      BOOST_CHECK_EXCEPTION(datasets::csv(path, c.options), IoError, message_has(c.message));
+    }
+  }
+  BOOST_CHECK_EXCEPTION(datasets::csv((dir.path / "absent.csv").string()), Error, message_has({"absent.csv"}));
+}
+
+BOOST_AUTO_TEST_CASE(scikit_learns_tables_read_as_they_ship) {
+  if (!std::filesystem::exists(sklearn + "breast_cancer.csv")) {
+    BOOST_TEST_MESSAGE("SKIPPED: scikit-learn's tables are absent (Debian's python3-sklearn)");
+    return;
+  }
+  // A first line of counts and class names, then rows whose last field is the class.
+  const datasets::CsvOptions sk{.header = false, .skip_rows = 1};
+  const Dataset cancer = datasets::csv(sklearn + "breast_cancer.csv", sk);
+  BOOST_TEST(cancer.inputs().shape() == Shape({569, 30}));
+  const auto y = cancer.targets().to_vector<std::int32_t>();
+  BOOST_TEST(std::count(y.begin(), y.end(), 1) == 357);  // benign, as load_breast_cancer counts them
+  BOOST_TEST(cancer.inputs().to_vector()[0] == 17.99f);
+  const Dataset iris = datasets::csv(sklearn + "iris.csv", sk);
+  BOOST_TEST(iris.inputs().shape() == Shape({150, 4}));
+  const Dataset wine = datasets::csv(sklearn + "wine_data.csv", sk);
+  BOOST_TEST(wine.inputs().shape() == Shape({178, 13}));
+  const auto w = wine.targets().to_vector<std::int32_t>();
+  BOOST_TEST(*std::max_element(w.begin(), w.end()) == 2);
+}
+
+BOOST_AUTO_TEST_CASE(normalization_adapts_to_the_training_split_and_is_saved_with_the_weights) {
+  Generator gen{3};
+  const Tensor x = ops::add(ops::mul(Tensor::normal({200, 3}, 0.0f, 1.0f, &gen), Tensor::from({1.0f, 10.0f, 0.1f}, {3})),
+                            Tensor::from({5.0f, -2.0f, 0.0f}, {3}));
+  const Dataset data{x, Tensor::zeros({200}, {.dtype = DType::i32}), "features"};
+  const auto [train, test] = data.split(0.75, 1);
+  layers::Normalization norm;
+  norm.adapt(train);
+  // The statistics of the training split alone, as numpy's mean and var (ddof 0) give them.
+  const auto v = train.inputs().to_vector();
+  for (int f = 0; f < 3; ++f) {
+    double s = 0, q = 0;
+    for (std::size_t r = 0; r < v.size() / 3; ++r) s += v[r * 3 + f], q += double(v[r * 3 + f]) * v[r * 3 + f];
+    const double n = double(v.size() / 3), m = s / n;
+    BOOST_TEST(norm.mean()[f] == m, boost::test_tools::tolerance(1e-5));
+    BOOST_TEST(norm.variance()[f] == q / n - m * m, boost::test_tools::tolerance(1e-4));
+  }
+  manual_seed(2);
+  Sequential model{layers::Input{3}, norm, layers::Dense{2}};
+  const Tensor normalized = model.layer<layers::Normalization>(0).forward(train.inputs());
+  const auto nv = normalized.to_vector();
+  double mean0 = 0;
+  for (std::size_t r = 0; r < nv.size() / 3; ++r) mean0 += nv[r * 3 + 1];
+  BOOST_TEST(mean0 / double(nv.size() / 3) == 0.0, boost::test_tools::tolerance(1e-4));
+  // Saved with the weights: a fresh, unadapted layer loads them.
+  test::TempDir dir{"normalization"};
+  const std::string file = (dir.path / "m.safetensors").string();
+  model.save_weights(file);
+  manual_seed(2);
+  Sequential loaded{layers::Input{3}, layers::Normalization{}, layers::Dense{2}};
+  loaded.load_weights(file);
+  BOOST_TEST(loaded.layer<layers::Normalization>(0).mean() == norm.mean());
+  BOOST_TEST(loaded.predict(test.inputs()).to_vector() == model.predict(test.inputs()).to_vector());
+  // Adapted after being built, on the model's own layer.
+  loaded.layer<layers::Normalization>(0).adapt(test);
+  BOOST_TEST(loaded.layer<layers::Normalization>(0).mean() != norm.mean());
+  BOOST_CHECK_EXCEPTION((Sequential{layers::Input{4}, norm}), ShapeError, message_has({"Normalization", "3 features"}));
+}
