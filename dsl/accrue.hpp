@@ -6,6 +6,8 @@
 #include "accrue/datasets/csv.hpp"
 #include "accrue/datasets/dataset.hpp"
 #include "accrue/datasets/idx.hpp"
+#include "accrue/datasets/image_files.hpp"
+#include "accrue/datasets/image_folder.hpp"
 #include "accrue/datasets/loader.hpp"
 #include "accrue/datasets/mnist.hpp"
 #include "accrue/datasets/npy.hpp"

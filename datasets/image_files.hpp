@@ -1,0 +1,40 @@
+#pragma once
+// PNG and JPEG files decoded to 8-bit pixels (and written, for tests, examples and looking at
+// augmented samples): libpng's simplified API (every bit depth, palette,
+// grey, alpha, 16-bit and interlaced PNGs converted by libpng itself) and libjpeg-turbo (baseline
+// and progressive JPEGs, grey and YCbCr, CMYK refused). The format is told by the file's first
+// bytes, not its name.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace accrue::datasets {
+
+/// Pixels row-major, `channels` interleaved per pixel: 1 grey, 3 RGB, 4 RGBA.
+struct DecodedImage {
+  std::int64_t width = 0, height = 0;
+  int channels = 0;
+  std::vector<std::uint8_t> pixels;
+};
+
+struct ImageLimits {
+  /// Images claiming more pixels than this are refused before anything is allocated.
+  std::int64_t max_pixels = std::int64_t{1} << 26;
+};
+
+/// Whether `bytes` start as a PNG or a JPEG file does.
+bool looks_like_image(std::string_view bytes);
+/// Decodes `bytes` (a whole PNG or JPEG file) to `channels` (1, 3 or 4): colour to grey as libpng
+/// and libjpeg do it, grey to colour by repetition, alpha dropped or added opaque. Throws IoError
+/// naming `name` for anything not a complete, valid image.
+DecodedImage decode_image(std::string_view bytes, const std::string& name, int channels, const ImageLimits& limits = {});
+/// The file at `path`, read and decoded.
+DecodedImage read_image(const std::string& path, int channels, const ImageLimits& limits = {});
+/// Writes `image` (1, 3 or 4 channels) as an 8-bit PNG file, replacing what is there.
+void write_png(const std::string& path, const DecodedImage& image);
+/// Writes `image` (1 or 3 channels) as a baseline JPEG file of `quality` (1 to 100).
+void write_jpeg(const std::string& path, const DecodedImage& image, int quality = 90);
+
+}  // namespace accrue::datasets

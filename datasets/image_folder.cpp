@@ -1,0 +1,186 @@
+#include "accrue/datasets/image_folder.hpp"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include "accrue/framework/log.hpp"
+#include "accrue/framework/random.hpp"
+
+namespace accrue::datasets {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ImageFile {
+  std::string path;  // relative to the folder
+  std::int32_t label;
+  std::uintmax_t bytes;
+};
+
+std::string lower_extension(const fs::path& p) {
+  std::string e = p.extension().string();
+  std::transform(e.begin(), e.end(), e.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return e;
+}
+
+std::vector<std::string> class_folders(const std::string& dir, const ImageFolderOptions& options) {
+  if (!fs::is_directory(dir)) throw IoError(fmt::format("{}: not a folder (image_folder reads one sub-folder per class)", dir));
+  std::vector<std::string> found;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir))
+    if (e.is_directory()) found.push_back(e.path().filename().string());
+  std::sort(found.begin(), found.end());
+  if (options.class_names.empty()) {
+    if (found.empty()) throw IoError(fmt::format("{}: no sub-folders; image_folder reads one sub-folder per class", dir));
+    return found;
+  }
+  for (const std::string& name : options.class_names)
+    if (!std::binary_search(found.begin(), found.end(), name))
+      throw IoError(fmt::format("{}: class_names names '{}', which is not a sub-folder (there are: {})", dir, name,
+                                fmt::join(found, ", ")));
+  return options.class_names;
+}
+
+// Every image file of every class, sorted by class, then by path within it (Keras's order).
+std::vector<ImageFile> index_files(const std::string& dir, const std::vector<std::string>& classes,
+                                   const ImageFolderOptions& options) {
+  std::vector<ImageFile> files;
+  std::int64_t undecodable = 0;
+  const auto walk_options = options.follow_links ? fs::directory_options::follow_directory_symlink
+                                                 : fs::directory_options::none;
+  for (std::size_t label = 0; label < classes.size(); ++label) {
+    std::vector<ImageFile> mine;
+    for (const fs::directory_entry& e : fs::recursive_directory_iterator(fs::path(dir) / classes[label], walk_options)) {
+      if (!e.is_regular_file()) continue;
+      const std::string ext = lower_extension(e.path());
+      if (ext == ".bmp" || ext == ".gif") ++undecodable;
+      if (ext != ".png" && ext != ".jpg" && ext != ".jpeg") continue;
+      mine.push_back({fs::relative(e.path(), dir).string(), static_cast<std::int32_t>(label), e.file_size()});
+    }
+    std::sort(mine.begin(), mine.end(), [](const ImageFile& a, const ImageFile& b) { return a.path < b.path; });
+    files.insert(files.end(), mine.begin(), mine.end());
+  }
+  if (undecodable > 0) log::warning("{}: {} .bmp or .gif files skipped (Accrue decodes PNG and JPEG)", dir, undecodable);
+  if (files.empty())
+    throw IoError(fmt::format("{}: no .png, .jpg or .jpeg files in its {} class folders", dir, classes.size()));
+  return files;
+}
+
+// Decoded on demand: reading sample i opens, decodes and resizes its file.
+class ImageFolderSource final : public SampleSource {
+ public:
+  ImageFolderSource(std::string dir, std::vector<ImageFile> files, ImageFolderOptions options, std::string name)
+      : dir_(std::move(dir)), files_(std::move(files)), options_(std::move(options)), name_(std::move(name)) {}
+
+  std::string name() const override { return name_; }
+  std::int64_t size() const override { return static_cast<std::int64_t>(files_.size()); }
+  SampleLayout layout() const override {
+    return {{{options_.channels, options_.image_size.h, options_.image_size.w}, DType::f32}, {Shape{}, DType::i32}};
+  }
+  void read(std::int64_t i, const ReadContext&, void* input, void* target) const override {
+    const ImageFile& f = files_[static_cast<std::size_t>(i)];
+    const std::string path = (fs::path(dir_) / f.path).string();
+    const DecodedImage decoded = read_image(path, options_.channels, options_.limits);
+    transforms::Image image(decoded.channels, decoded.height, decoded.width);
+    // Interleaved bytes to planes of floats in [0, 1], as ToTensor.
+    const auto plane = static_cast<std::size_t>(decoded.width * decoded.height);
+    for (std::size_t p = 0; p < plane; ++p)
+      for (int c = 0; c < decoded.channels; ++c)
+        image.pixels[static_cast<std::size_t>(c) * plane + p] =
+            static_cast<float>(decoded.pixels[p * static_cast<std::size_t>(decoded.channels) + static_cast<std::size_t>(c)]) /
+            255.0f;
+    if (options_.crop_to_aspect_ratio) image = central_window(image);
+    image = transforms::functional::resize(image, options_.image_size, options_.interpolation, true);
+    std::memcpy(input, image.pixels.data(), image.pixels.size() * sizeof(float));
+    std::memcpy(target, &f.label, sizeof f.label);
+  }
+  void read_target(std::int64_t i, void* target) const override {
+    std::memcpy(target, &files_[static_cast<std::size_t>(i)].label, sizeof(std::int32_t));
+  }
+  std::string fingerprint() const override {
+    // The files' names, labels and sizes, and how they are read: not their bytes.
+    uLong crc = crc32(0, nullptr, 0);
+    const std::string how = fmt::format("{} {} {} {};", options_.image_size.str(), options_.channels,
+                                        static_cast<int>(options_.interpolation), options_.crop_to_aspect_ratio);
+    crc = crc32_z(crc, reinterpret_cast<const Bytef*>(how.data()), how.size());
+    for (const ImageFile& f : files_) {
+      const std::string line = fmt::format("{} {} {}\n", f.path, f.label, f.bytes);
+      crc = crc32_z(crc, reinterpret_cast<const Bytef*>(line.data()), line.size());
+    }
+    return crc32_fingerprint(static_cast<std::uint32_t>(crc));
+  }
+
+ private:
+  // Keras's smart_resize: the largest centred window with the target's aspect ratio.
+  transforms::Image central_window(const transforms::Image& image) const {
+    const double target = static_cast<double>(options_.image_size.w) / static_cast<double>(options_.image_size.h);
+    std::int64_t h = image.height, w = static_cast<std::int64_t>(static_cast<double>(h) * target);
+    if (w > image.width) {
+      w = image.width;
+      h = static_cast<std::int64_t>(static_cast<double>(w) / target);
+    }
+    h = std::max<std::int64_t>(h, 1), w = std::max<std::int64_t>(w, 1);
+    return transforms::functional::crop(image, (image.height - h) / 2, (image.width - w) / 2, h, w);
+  }
+
+  std::string dir_;
+  std::vector<ImageFile> files_;
+  ImageFolderOptions options_;
+  std::string name_;
+};
+
+std::vector<ImageFile> side(std::vector<ImageFile> files, const ImageFolderOptions& options, Subset subset) {
+  if (subset == Subset::all) return files;
+  // Shuffled with the seed, then the last validation_split of them for validation, as Keras.
+  Generator gen{options.seed};
+  for (std::size_t i = files.size(); i > 1; --i) std::swap(files[i - 1], files[gen.below(i)]);
+  const auto validation = static_cast<std::size_t>(options.validation_split * static_cast<double>(files.size()));
+  const auto cut = static_cast<std::ptrdiff_t>(files.size() - validation);
+  if (subset == Subset::training) return {files.begin(), files.begin() + cut};
+  return {files.begin() + cut, files.end()};
+}
+
+void check_options(const ImageFolderOptions& o) {
+  ACCRUE_CHECK(o.image_size.h >= 1 && o.image_size.w >= 1, "image_folder: image_size {} must be at least 1x1",
+               o.image_size.str());
+  ACCRUE_CHECK(o.channels == 1 || o.channels == 3 || o.channels == 4, "image_folder: channels must be 1, 3 or 4, got {}",
+               o.channels);
+  ACCRUE_CHECK(o.validation_split >= 0.0 && o.validation_split < 1.0,
+               "image_folder: validation_split {} is not in [0, 1)", o.validation_split);
+  ACCRUE_CHECK(o.subset == Subset::all || o.validation_split > 0.0,
+               "image_folder: a training or validation subset needs a validation_split");
+  ACCRUE_CHECK(o.subset != Subset::all || o.validation_split == 0.0,
+               "image_folder: a validation_split needs .subset (training or validation), or image_folder_split for both");
+}
+
+Dataset make(const std::string& dir, const ImageFolderOptions& options, Subset subset) {
+  const std::vector<std::string> classes = class_folders(dir, options);
+  std::vector<ImageFile> files = side(index_files(dir, classes, options), options, subset);
+  const std::string name = fmt::format("{}{}", fs::path(dir).filename().string(),
+                                       subset == Subset::training ? " (training)" : subset == Subset::validation ? " (validation)" : "");
+  return Dataset{std::make_shared<const ImageFolderSource>(dir, std::move(files), options, name)};
+}
+
+}  // namespace
+
+Dataset image_folder(const std::string& dir, const ImageFolderOptions& options) {
+  check_options(options);
+  return make(dir, options, options.subset);
+}
+
+std::pair<Dataset, Dataset> image_folder_split(const std::string& dir, ImageFolderOptions options) {
+  ACCRUE_CHECK(options.validation_split > 0.0, "image_folder_split: needs a validation_split above 0");
+  options.subset = Subset::training;
+  check_options(options);
+  return {make(dir, options, Subset::training), make(dir, options, Subset::validation)};
+}
+
+std::vector<std::string> image_folder_classes(const std::string& dir, const ImageFolderOptions& options) {
+  return class_folders(dir, options);
+}
+
+}  // namespace accrue::datasets
