@@ -123,17 +123,28 @@ std::pair<DType, bool> dtype_of_descr(const std::string& path, const std::string
                             path, descr));
 }
 
-}  // namespace
+// The bytes of a .npy file, from a stream or from memory: read(dst, n) gives how many it copied.
+struct FileBytes {
+  std::ifstream& in;
+  std::size_t read(void* dst, std::size_t n) {
+    in.read(static_cast<char*>(dst), static_cast<std::streamsize>(n));
+    return static_cast<std::size_t>(in.gcount());
+  }
+};
+struct MemoryBytes {
+  std::string_view bytes;
+  std::size_t read(void* dst, std::size_t n) {
+    n = std::min(n, bytes.size());
+    std::memcpy(dst, bytes.data(), n);
+    bytes.remove_prefix(n);
+    return n;
+  }
+};
 
-Tensor npy(const std::string& path, const NpyLimits& limits) {
-  require_readable_file(path, "file");
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) throw IoError(fmt::format("{}: cannot open ({})", path, std::strerror(errno)));
-  const std::uint64_t file_size = static_cast<std::uint64_t>(in.tellg());
-  in.seekg(0);
+template <class Bytes>
+Tensor parse_npy(Bytes in, std::uint64_t file_size, const std::string& path, const NpyLimits& limits) {
   char lead[12] = {};
-  in.read(lead, 10);
-  if (in.gcount() < 10 || std::memcmp(lead, "\x93NUMPY", 6) != 0)
+  if (in.read(lead, 10) < 10 || std::memcmp(lead, "\x93NUMPY", 6) != 0)
     throw IoError(fmt::format("{}: not a .npy file (it does not start with \\x93NUMPY)", path));
   const int major = static_cast<unsigned char>(lead[6]);
   if (major < 1 || major > 3)
@@ -141,8 +152,7 @@ Tensor npy(const std::string& path, const NpyLimits& limits) {
   std::uint32_t header_bytes = static_cast<unsigned char>(lead[8]) | static_cast<unsigned char>(lead[9]) << 8;
   std::size_t start = 10;
   if (major >= 2) {
-    in.read(lead + 10, 2);
-    if (in.gcount() < 2) throw IoError(fmt::format("{}: truncated in its header's length", path));
+    if (in.read(lead + 10, 2) < 2) throw IoError(fmt::format("{}: truncated in its header's length", path));
     header_bytes |= static_cast<std::uint32_t>(static_cast<unsigned char>(lead[10])) << 16 |
                     static_cast<std::uint32_t>(static_cast<unsigned char>(lead[11])) << 24;
     start = 12;
@@ -151,7 +161,7 @@ Tensor npy(const std::string& path, const NpyLimits& limits) {
     throw IoError(fmt::format("{}: the header claims {} bytes; the file has {} after its start and the limit is {}",
                               path, header_bytes, file_size - start, limits.max_header_bytes));
   std::string text(header_bytes, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(header_bytes));
+  in.read(text.data(), header_bytes);
   const Header h = HeaderParser{path, text, start}.parse();
   const auto [dtype, swap] = dtype_of_descr(path, h.descr);
 
@@ -173,8 +183,7 @@ Tensor npy(const std::string& path, const NpyLimits& limits) {
   if (h.fortran_order) std::reverse(stored.begin(), stored.end());
   Tensor t = Tensor::empty(Shape(stored), {.dtype = dtype, .category = MemoryCategory::data});
   auto* bytes = static_cast<unsigned char*>(t.data_ptr());
-  in.read(reinterpret_cast<char*>(bytes), static_cast<std::streamsize>(data_bytes));
-  if (static_cast<std::uint64_t>(in.gcount()) != data_bytes) throw IoError(fmt::format("{}: truncated in its data", path));
+  if (in.read(bytes, data_bytes) != data_bytes) throw IoError(fmt::format("{}: truncated in its data", path));
   if (swap)
     for (std::uint64_t i = 0; i < count; ++i) std::reverse(bytes + i * size, bytes + (i + 1) * size);
   if (!h.fortran_order || h.shape.size() < 2) return t;
@@ -183,6 +192,21 @@ Tensor npy(const std::string& path, const NpyLimits& limits) {
   Tensor c_order = Tensor::empty(Shape(h.shape), {.dtype = dtype, .category = MemoryCategory::data});
   c_order.copy_(ops::permute(t, reversed));
   return c_order;
+}
+
+}  // namespace
+
+Tensor npy(const std::string& path, const NpyLimits& limits) {
+  require_readable_file(path, "file");
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) throw IoError(fmt::format("{}: cannot open ({})", path, std::strerror(errno)));
+  const auto file_size = static_cast<std::uint64_t>(in.tellg());
+  in.seekg(0);
+  return parse_npy(FileBytes{in}, file_size, path, limits);
+}
+
+Tensor npy_from_memory(std::string_view bytes, const std::string& name, const NpyLimits& limits) {
+  return parse_npy(MemoryBytes{bytes}, bytes.size(), name, limits);
 }
 
 }  // namespace accrue::datasets

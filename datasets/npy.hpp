@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "accrue/framework/tensor.hpp"
 
@@ -24,5 +25,8 @@ struct NpyLimits {
 /// where the header is malformed: not a .npy file, an unsupported version or dtype, a shape that
 /// overflows or passes the limit, truncated data, or bytes after the data.
 Tensor npy(const std::string& path, const NpyLimits& limits = {});
+/// The same from the bytes of a .npy file in memory (a member of an .npz archive), `name` naming
+/// it in errors.
+Tensor npy_from_memory(std::string_view bytes, const std::string& name, const NpyLimits& limits = {});
 
 }  // namespace accrue::datasets

@@ -3,6 +3,7 @@
 
 #include "accrue/config.hpp"
 #include "accrue/datasets/batch_queue.hpp"
+#include "accrue/datasets/cifar.hpp"
 #include "accrue/datasets/csv.hpp"
 #include "accrue/datasets/dataset.hpp"
 #include "accrue/datasets/idx.hpp"
@@ -11,6 +12,7 @@
 #include "accrue/datasets/loader.hpp"
 #include "accrue/datasets/mnist.hpp"
 #include "accrue/datasets/npy.hpp"
+#include "accrue/datasets/npz.hpp"
 #include "accrue/datasets/text.hpp"
 #include "accrue/datasets/transforms.hpp"
 #include "accrue/dsl/callbacks.hpp"

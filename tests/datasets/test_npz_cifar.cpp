@@ -1,0 +1,110 @@
+// .npz archives as NumPy writes them (tests/data/make_npz_files.py), damaged archives, and
+// CIFAR-10/100's binary records generated here in their layout.
+
+#include <accrue/datasets/cifar.hpp>
+#include <accrue/datasets/npz.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "test_util.hpp"
+
+using namespace accrue;
+using accrue::test::message_has;
+
+namespace {
+
+std::string data_file(const std::string& name) { return std::string(ACCRUE_TEST_DATA_DIR) + "/npz/" + name; }
+
+std::string bytes_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// n CIFAR records: label (k * 7) % classes, pixel p of record k = (k + p) % 256.
+std::string cifar_records(int n, int label_bytes) {
+  std::string out;
+  for (int k = 0; k < n; ++k) {
+    if (label_bytes == 2) out += static_cast<char>(k % 20);
+    out += static_cast<char>((k * 7) % (label_bytes == 2 ? 100 : 10));
+    for (int p = 0; p < 3072; ++p) out += static_cast<char>((k + p) % 256);
+  }
+  return out;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(numpys_stored_and_compressed_archives) {
+  for (const std::string file : {"stored.npz", "compressed.npz"}) {
+    BOOST_TEST_CONTEXT(file) {
+      const auto arrays = datasets::npz(data_file(file));
+      const Tensor& x = arrays.at("x");
+      BOOST_TEST(x.shape() == Shape({3, 4}));
+      for (int k = 0; k < 12; ++k) BOOST_TEST(x.to_vector()[static_cast<std::size_t>(k)] == k * 0.5f - 1.0f);
+      BOOST_TEST(arrays.at("y").to_vector<std::int32_t>() == std::vector<std::int32_t>({2, 0, 1}));
+    }
+  }
+  // Big-endian float32 in Fortran order, and float16.
+  const auto stored = datasets::npz(data_file("stored.npz"));
+  BOOST_TEST(stored.at("z").to_vector() == std::vector<float>({0, 1, 2, 3, 4, 5}));
+  BOOST_TEST(ops::cast(datasets::npz(data_file("compressed.npz")).at("h"), DType::f32).to_vector() ==
+             std::vector<float>({1.5f, -2.25f}));
+  // The arrays make a dataset.
+  const Dataset d{stored.at("x"), stored.at("y"), "stored"};
+  BOOST_TEST(d.size() == 3);
+}
+
+BOOST_AUTO_TEST_CASE(damaged_archives_are_named_with_their_member_and_offset) {
+  test::TempDir dir{"npz_bad"};
+  const std::string stored = bytes_of(data_file("stored.npz")), compressed = bytes_of(data_file("compressed.npz"));
+  const auto refused = [&](const std::string& bytes, std::vector<std::string> parts) {
+    const std::string path = (dir.path / "bad.npz").string();
+    std::ofstream(path, std::ios::binary) << bytes;
+    BOOST_CHECK_EXCEPTION(datasets::npz(path), IoError, message_has(parts));
+  };
+  refused("not a zip at all, just some text long enough", {"bad.npz", "not a ZIP archive"});
+  refused(stored.substr(0, stored.size() / 2), {"bad.npz", "not a ZIP archive"});
+  // A flipped byte inside x.npy's data fails its CRC; inside a deflated stream it fails to inflate.
+  std::string flipped = stored;
+  flipped[stored.find("\x93NUMPY") + 130] ^= 0x55;
+  refused(flipped, {"bad.npz", "'x.npy'", "CRC-32"});
+  std::string garbled = compressed;
+  for (int k = 60; k < 90; ++k) garbled[static_cast<std::size_t>(k)] ^= 0x5A;
+  refused(garbled, {"bad.npz", "byte"});
+  // An unknown compression method in the central directory.
+  std::string method = stored;
+  const std::size_t central = method.find("PK\x01\x02");
+  method[central + 10] = 12;  // bzip2
+  refused(method, {"'x.npy'", "compression method 12"});
+  BOOST_CHECK_EXCEPTION(datasets::npz(data_file("float64.npz")), IoError, message_has({"float64.npz:d.npy", "<f8", "astype"}));
+}
+
+BOOST_AUTO_TEST_CASE(cifar_records_read_as_torchvision_gives_them) {
+  test::TempDir dir{"cifar"};
+  for (int b = 1; b <= 5; ++b) std::ofstream((dir.path / fmt::format("data_batch_{}.bin", b)).string(), std::ios::binary) << cifar_records(4, 1);
+  std::ofstream((dir.path / "test_batch.bin").string(), std::ios::binary) << cifar_records(3, 1);
+  std::ofstream((dir.path / "batches.meta.txt").string()) << "airplane\nautomobile\nbird\ncat\ndeer\ndog\nfrog\nhorse\nship\ntruck\n\n";
+  const datasets::Cifar c = datasets::cifar10(dir.path.string());
+  BOOST_TEST(c.train.size() == 20);
+  BOOST_TEST(c.test.size() == 3);
+  BOOST_TEST(c.classes.at(9) == "truck");
+  BOOST_TEST(c.train.sample_shape() == Shape({3, 32, 32}));
+  BOOST_TEST(c.test.targets().to_vector<std::int32_t>() == std::vector<std::int32_t>({0, 7, 4}));
+  const auto x = c.test[2].inputs.to_vector();  // record 2: red plane first, row-major
+  BOOST_TEST(x[0] == 2 / 255.0f);
+  BOOST_TEST(x[1024 + 5] == ((2 + 1024 + 5) % 256) / 255.0f);
+  // CIFAR-100: fine or coarse labels.
+  std::ofstream((dir.path / "train.bin").string(), std::ios::binary) << cifar_records(6, 2);
+  std::ofstream((dir.path / "test.bin").string(), std::ios::binary) << cifar_records(2, 2);
+  BOOST_TEST(datasets::cifar100(dir.path.string()).train.targets().to_vector<std::int32_t>() ==
+             std::vector<std::int32_t>({0, 7, 14, 21, 28, 35}));
+  BOOST_TEST(datasets::cifar100(dir.path.string(), false).train.targets().to_vector<std::int32_t>() ==
+             std::vector<std::int32_t>({0, 1, 2, 3, 4, 5}));
+  // Malformed: a missing file says where to get them, a truncated one its size, a label its offset.
+  std::filesystem::remove(dir.path / "data_batch_3.bin");
+  BOOST_CHECK_EXCEPTION(datasets::cifar10(dir.path.string()), IoError, message_has({"data_batch_3.bin", "cs.toronto.edu"}));
+  BOOST_CHECK_EXCEPTION(datasets::cifar10_records(cifar_records(2, 1).substr(0, 5000), "part"), IoError,
+                        message_has({"part", "5000 bytes", "3073"}));
+  std::string bad = cifar_records(3, 1);
+  bad[3073 * 2] = 10;
+  BOOST_CHECK_EXCEPTION(datasets::cifar10_records(bad, "labels"), IoError, message_has({"labels", "byte 6146", "label 10"}));
+}
