@@ -1,5 +1,8 @@
 #include "accrue/datasets/batch_queue.hpp"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "accrue/framework/autograd.hpp"
@@ -49,6 +52,9 @@ BatchQueue::Ready BatchQueue::produce(const DataLoader& loader, std::int64_t ind
 }
 
 void BatchQueue::work() {
+  // Below the trainer's threads: reading ahead fills the gaps the training leaves on the cores
+  // rather than preempting a kernel's thread and delaying every thread that waits for it.
+  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);
   std::unique_lock lock{mutex_};
   for (;;) {
     wake_workers_.wait(lock, [&] { return stopping_ || (epoch_ && next_to_read_ < std::min(end_, next_to_take_ + depth_)); });

@@ -151,10 +151,13 @@ DecodedImage decode_image(std::string_view bytes, const std::string& name, int c
 }
 
 DecodedImage read_image(const std::string& path, int channels, const ImageLimits& limits) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw IoError(fmt::format("{}: cannot open it ({})", path, std::strerror(errno)));
-  const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  return decode_image(bytes, path, channels, limits);
+  ScratchVector<char> bytes(static_cast<std::size_t>(in.tellg()));
+  in.seekg(0);
+  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (static_cast<std::size_t>(in.gcount()) != bytes.size()) throw IoError(fmt::format("{}: could not read it whole", path));
+  return decode_image({bytes.data(), bytes.size()}, path, channels, limits);
 }
 
 namespace {

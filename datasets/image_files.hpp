@@ -10,13 +10,15 @@
 #include <string_view>
 #include <vector>
 
+#include "accrue/datasets/scratch.hpp"
+
 namespace accrue::datasets {
 
 /// Pixels row-major, `channels` interleaved per pixel: 1 grey, 3 RGB, 4 RGBA.
 struct DecodedImage {
   std::int64_t width = 0, height = 0;
   int channels = 0;
-  std::vector<std::uint8_t> pixels;
+  ScratchVector<std::uint8_t> pixels;
 };
 
 struct ImageLimits {

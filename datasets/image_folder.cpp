@@ -86,15 +86,17 @@ class ImageFolderSource final : public SampleSource {
     const std::string path = (fs::path(dir_) / f.path).string();
     const DecodedImage decoded = read_image(path, options_.channels, options_.limits);
     transforms::Image image(decoded.channels, decoded.height, decoded.width);
-    // Interleaved bytes to planes of floats in [0, 1], as ToTensor.
+    // Interleaved bytes to planes of floats in [0, 1], as ToTensor divides them.
     const auto plane = static_cast<std::size_t>(decoded.width * decoded.height);
-    for (std::size_t p = 0; p < plane; ++p)
-      for (int c = 0; c < decoded.channels; ++c)
-        image.pixels[static_cast<std::size_t>(c) * plane + p] =
-            static_cast<float>(decoded.pixels[p * static_cast<std::size_t>(decoded.channels) + static_cast<std::size_t>(c)]) /
-            255.0f;
+    const auto channels = static_cast<std::size_t>(decoded.channels);
+    for (std::size_t c = 0; c < channels; ++c) {
+      float* out = image.pixels.data() + c * plane;
+      const std::uint8_t* in = decoded.pixels.data() + c;
+      for (std::size_t p = 0; p < plane; ++p) out[p] = static_cast<float>(in[p * channels]) / 255.0f;
+    }
     if (options_.crop_to_aspect_ratio) image = central_window(image);
-    image = transforms::functional::resize(image, options_.image_size, options_.interpolation, true);
+    if (image.height != options_.image_size.h || image.width != options_.image_size.w)
+      image = transforms::functional::resize(image, options_.image_size, options_.interpolation, true);
     std::memcpy(input, image.pixels.data(), image.pixels.size() * sizeof(float));
     std::memcpy(target, &f.label, sizeof f.label);
   }
@@ -159,7 +161,12 @@ void check_options(const ImageFolderOptions& o) {
 
 Dataset make(const std::string& dir, const ImageFolderOptions& options, Subset subset) {
   const std::vector<std::string> classes = class_folders(dir, options);
-  std::vector<ImageFile> files = side(index_files(dir, classes, options), options, subset);
+  std::vector<ImageFile> all = index_files(dir, classes, options);
+  const std::size_t total = all.size();
+  std::vector<ImageFile> files = side(std::move(all), options, subset);
+  if (files.empty())
+    throw IoError(fmt::format("{}: validation_split {} of its {} images leaves the {} subset empty", dir,
+                              options.validation_split, total, subset == Subset::training ? "training" : "validation"));
   const std::string name = fmt::format("{}{}", fs::path(dir).filename().string(),
                                        subset == Subset::training ? " (training)" : subset == Subset::validation ? " (validation)" : "");
   return Dataset{std::make_shared<const ImageFolderSource>(dir, std::move(files), options, name)};

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "accrue/datasets/dataset.hpp"
+#include "accrue/datasets/scratch.hpp"
 #include "accrue/framework/shape.hpp"
 
 namespace accrue::transforms {
@@ -32,7 +33,7 @@ namespace accrue::transforms {
 /// An image being transformed: channels x height x width floats, row-major.
 struct Image {
   std::int64_t channels = 0, height = 0, width = 0;
-  std::vector<float> pixels;
+  datasets::ScratchVector<float> pixels;
   Image() = default;
   Image(std::int64_t c, std::int64_t h, std::int64_t w, float fill = 0.0f)
       : channels(c), height(h), width(w), pixels(static_cast<std::size_t>(c * h * w), fill) {}
@@ -41,6 +42,11 @@ struct Image {
   }
   float at(std::int64_t c, std::int64_t y, std::int64_t x) const {
     return pixels[static_cast<std::size_t>((c * height + y) * width + x)];
+  }
+  /// Row y of channel c.
+  float* row(std::int64_t c, std::int64_t y) { return &pixels[static_cast<std::size_t>((c * height + y) * width)]; }
+  const float* row(std::int64_t c, std::int64_t y) const {
+    return &pixels[static_cast<std::size_t>((c * height + y) * width)];
   }
   Shape shape() const { return {channels, height, width}; }
 };

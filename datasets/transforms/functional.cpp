@@ -34,10 +34,12 @@ std::int64_t reflect_index(std::int64_t i, std::int64_t n, PaddingMode mode) {
 
 // Weights of an output pixel over a run of input pixels: torch's _compute_weights_aa, the filter
 // stretched over the whole footprint when shrinking (antialias) or not.
+// Per output pixel, the run of input pixels it reads and their weights: indices past an edge are
+// folded onto the edge pixel (torch clamps them), so every run lies inside the input.
 struct Taps {
-  std::vector<std::int64_t> first;   // per output pixel
-  std::vector<std::int64_t> count;   // per output pixel
-  std::vector<double> weights;       // count weights per output pixel, stride `stride`
+  std::vector<std::int64_t> first;  // per output pixel
+  std::vector<std::int64_t> count;  // per output pixel
+  std::vector<float> weights;       // `count` weights per output pixel, `stride` apart
   std::int64_t stride = 0;
 };
 
@@ -50,6 +52,8 @@ double filter(Interpolation interpolation, bool antialias, double x) {
   return 0.0;
 }
 
+// torch's _compute_weights_aa (the filter stretched over the whole footprint when shrinking with
+// antialias), or align_corners=False sampling without it.
 Taps filter_taps(std::int64_t in, std::int64_t out, Interpolation interpolation, bool antialias) {
   const double scale = static_cast<double>(in) / static_cast<double>(out);
   const double half = interpolation == Interpolation::bilinear ? 1.0 : 2.0;
@@ -60,49 +64,70 @@ Taps filter_taps(std::int64_t in, std::int64_t out, Interpolation interpolation,
   taps.stride = static_cast<std::int64_t>(std::ceil(support)) * 2 + 1;
   taps.first.resize(static_cast<std::size_t>(out));
   taps.count.resize(static_cast<std::size_t>(out));
-  taps.weights.assign(static_cast<std::size_t>(out * taps.stride), 0.0);
+  taps.weights.assign(static_cast<std::size_t>(out * taps.stride), 0.0f);
+  std::vector<double> w(static_cast<std::size_t>(taps.stride));
   for (std::int64_t i = 0; i < out; ++i) {
     const double center = scale * (static_cast<double>(i) + 0.5);
     std::int64_t lo, n;
     if (antialias) {
       lo = std::max<std::int64_t>(static_cast<std::int64_t>(center - support + 0.5), 0);
       n = std::min<std::int64_t>(static_cast<std::int64_t>(center + support + 0.5), in) - lo;
-    } else {  // align_corners=False sampling with edge clamping, as interpolate without antialias
+    } else {
       lo = static_cast<std::int64_t>(std::floor(center - 0.5)) - static_cast<std::int64_t>(half) + 1;
       n = static_cast<std::int64_t>(2 * half);
     }
     n = std::min(n, taps.stride);
     double total = 0.0;
-    double* w = &taps.weights[static_cast<std::size_t>(i * taps.stride)];
     for (std::int64_t j = 0; j < n; ++j) {
-      w[j] = filter(interpolation, antialias, (static_cast<double>(j + lo) - center + 0.5) * inv);
-      total += w[j];
+      w[static_cast<std::size_t>(j)] = filter(interpolation, antialias, (static_cast<double>(j + lo) - center + 0.5) * inv);
+      total += w[static_cast<std::size_t>(j)];
     }
-    if (antialias) {
-      for (std::int64_t j = 0; j < n; ++j) w[j] = total != 0.0 ? w[j] / total : 0.0;
-    }
-    taps.first[static_cast<std::size_t>(i)] = lo;
-    taps.count[static_cast<std::size_t>(i)] = n;
+    const double norm = antialias && total != 0.0 ? 1.0 / total : 1.0;
+    // Fold taps past the edges onto the edge pixels.
+    const std::int64_t first = std::clamp<std::int64_t>(lo, 0, in - 1);
+    const std::int64_t last = std::clamp<std::int64_t>(lo + n - 1, 0, in - 1);
+    float* out_w = &taps.weights[static_cast<std::size_t>(i * taps.stride)];
+    for (std::int64_t j = 0; j < n; ++j)
+      out_w[std::clamp<std::int64_t>(lo + j, 0, in - 1) - first] += static_cast<float>(w[static_cast<std::size_t>(j)] * norm);
+    taps.first[static_cast<std::size_t>(i)] = first;
+    taps.count[static_cast<std::size_t>(i)] = n > 0 ? last - first + 1 : 0;
   }
   return taps;
 }
 
-// One pass of a separable resize along width (horizontal) or height.
-Image resample(const Image& image, std::int64_t out, bool horizontal, const Taps& taps) {
-  Image r(image.channels, horizontal ? image.height : out, horizontal ? out : image.width);
-  const std::int64_t in = horizontal ? image.width : image.height;
+// One pass of a separable resize along the width: each output pixel of a row a weighted run of
+// input pixels of that row.
+Image resample_rows(const Image& image, std::int64_t out, const Taps& taps) {
+  Image r(image.channels, image.height, out);
   for (std::int64_t c = 0; c < image.channels; ++c)
-    for (std::int64_t y = 0; y < r.height; ++y)
-      for (std::int64_t x = 0; x < r.width; ++x) {
-        const std::int64_t o = horizontal ? x : y;
-        const double* w = &taps.weights[static_cast<std::size_t>(o * taps.stride)];
-        double sum = 0.0;
-        for (std::int64_t j = 0; j < taps.count[static_cast<std::size_t>(o)]; ++j) {
-          const std::int64_t s = std::clamp<std::int64_t>(taps.first[static_cast<std::size_t>(o)] + j, 0, in - 1);
-          sum += w[j] * (horizontal ? image.at(c, y, s) : image.at(c, s, x));
-        }
-        r.at(c, y, x) = static_cast<float>(sum);
+    for (std::int64_t y = 0; y < image.height; ++y) {
+      const float* row = image.row(c, y);
+      float* dst = r.row(c, y);
+      for (std::int64_t x = 0; x < out; ++x) {
+        const float* w = &taps.weights[static_cast<std::size_t>(x * taps.stride)];
+        const float* src = row + taps.first[static_cast<std::size_t>(x)];
+        float sum = 0.0f;
+        for (std::int64_t j = 0; j < taps.count[static_cast<std::size_t>(x)]; ++j) sum += w[j] * src[j];
+        dst[x] = sum;
       }
+    }
+  return r;
+}
+
+// And along the height: each output row a weighted sum of input rows, over whole rows at once.
+Image resample_columns(const Image& image, std::int64_t out, const Taps& taps) {
+  Image r(image.channels, out, image.width);
+  const std::int64_t width = image.width;
+  for (std::int64_t c = 0; c < image.channels; ++c)
+    for (std::int64_t y = 0; y < out; ++y) {
+      float* dst = r.row(c, y);
+      const float* w = &taps.weights[static_cast<std::size_t>(y * taps.stride)];
+      for (std::int64_t j = 0; j < taps.count[static_cast<std::size_t>(y)]; ++j) {
+        const float* src = image.row(c, taps.first[static_cast<std::size_t>(y)] + j);
+        const float wj = w[j];
+        for (std::int64_t x = 0; x < width; ++x) dst[x] += wj * src[x];
+      }
+    }
   return r;
 }
 
@@ -199,11 +224,11 @@ Image resize(const Image& image, Size2 size, Interpolation interpolation, bool a
   if (interpolation == Interpolation::nearest) return resize_nearest(image, size);
   if (size.h == image.height && size.w == image.width) return image;
   // Horizontal first, then vertical, as torch and PIL run the two passes.
-  const Image wide = size.w == image.width
-                         ? image
-                         : resample(image, size.w, true, filter_taps(image.width, size.w, interpolation, antialias));
-  return size.h == image.height ? wide
-                                : resample(wide, size.h, false, filter_taps(image.height, size.h, interpolation, antialias));
+  const Image wide =
+      size.w == image.width ? image : resample_rows(image, size.w, filter_taps(image.width, size.w, interpolation, antialias));
+  return size.h == image.height
+             ? wide
+             : resample_columns(wide, size.h, filter_taps(image.height, size.h, interpolation, antialias));
 }
 
 Image center_crop(const Image& image, Size2 size) {

@@ -88,6 +88,8 @@ BOOST_AUTO_TEST_CASE(a_validation_split_is_reproducible_and_disjoint) {
   BOOST_TEST(only.fingerprint() == val.fingerprint());
   BOOST_TEST(train.fingerprint() != val.fingerprint());
   BOOST_CHECK_EXCEPTION(datasets::image_folder(zoo.path(), {.validation_split = 0.2}), ValueError, message_has({"subset"}));
+  BOOST_CHECK_EXCEPTION(datasets::image_folder_split(zoo.path(), {.validation_split = 0.1}), IoError,
+                        message_has({"validation_split 0.1 of its 6 images leaves the validation subset empty"}));
 }
 
 BOOST_AUTO_TEST_CASE(damaged_files_and_bad_folders_are_named) {
@@ -131,7 +133,7 @@ BOOST_AUTO_TEST_CASE(damaged_files_and_bad_folders_are_named) {
   BOOST_CHECK_EXCEPTION(datasets::image_folder(zoo.path(), {.class_names = {"cow"}}), IoError, message_has({"'cow'", "cat, dog"}));
   BOOST_CHECK_EXCEPTION(datasets::image_folder(zoo.path(), {.class_names = {"empty"}}), IoError, message_has({"no .png"}));
   // A huge claimed size is refused before anything is allocated.
-  datasets::DecodedImage wide{64, 4, 3, std::vector<std::uint8_t>(64 * 4 * 3, 9)};
+  datasets::DecodedImage wide{64, 4, 3, datasets::ScratchVector<std::uint8_t>(64 * 4 * 3, 9)};
   datasets::write_png(zoo.file("fish/wide.png"), wide);
   BOOST_CHECK_EXCEPTION(datasets::read_image(zoo.file("fish/wide.png"), 3, {.max_pixels = 100}), IoError,
                         message_has({"wide.png", "64x4", "limit"}));

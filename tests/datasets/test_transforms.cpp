@@ -29,7 +29,8 @@ const json& reference() {
 Image image_of(const json& j) {
   const auto shape = j["shape"].get<std::vector<std::int64_t>>();
   Image image(shape[0], shape[1], shape[2]);
-  image.pixels = j["values"].get<std::vector<float>>();
+  const auto values = j["values"].get<std::vector<float>>();
+  image.pixels.assign(values.begin(), values.end());
   return image;
 }
 

@@ -1,0 +1,178 @@
+// The input pipeline: samples per second of read + decode + augment + batch from image folders it
+// generates, Accrue's DataLoader with its background BatchQueue against torchvision's ImageFolder
+// with the same transforms behind DataLoader(num_workers=W), in one alternated run; then whether a
+// CNN epoch on the PNG folder waits for its data, against the same epoch on the same samples held
+// in memory.
+//
+//   input_pipeline [--dir /tmp/accrue-input-pipeline] [--png 5000] [--jpeg 600] [--batch 64]
+//                  [--workers 2] [--reps 5] [--cnn-reps 3] [--python /usr/bin/python3] [--no-pytorch] [--no-cnn]
+//
+// png32: 32x32 RGB PNGs (CIFAR-like), RandomCrop(32, padding 4), RandomHorizontalFlip, Normalize.
+// jpeg224: 224x224 RGB JPEGs of quality 90 (ImageNet-like), RandomResizedCrop(224),
+// RandomHorizontalFlip, Normalize. Both sides use W threads or processes to prepare batches.
+// The CNN: two 3x3 convolution blocks (32 and 64 channels, ReLU, 2x2 max-pooling), Dense 128,
+// Dense 10, Adam, batch 64; "in memory" is the folder's augmented samples read once (to_memory()),
+// so the two epochs compute the same; the ratio is what reading every sample anew costs.
+
+#include <CLI/CLI.hpp>
+#include <accrue/accrue.hpp>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "python_worker.hpp"
+#include "timing.hpp"
+
+using namespace accrue;
+namespace fs = std::filesystem;
+
+namespace {
+
+// n images of w x h in ten class folders: a colour per class, smooth waves and some noise, so
+// that they compress as photographs do rather than as noise or flat colour.
+void make_folder(const fs::path& dir, int n, int size, bool jpeg) {
+  const fs::path done = dir / "complete";
+  if (fs::exists(done) && std::ifstream(done).get() != EOF) {
+    int have = 0;
+    std::ifstream(done) >> have;
+    if (have == n) return;
+  }
+  fs::remove_all(dir);
+  Generator gen{static_cast<std::uint64_t>(size)};
+  for (int i = 0; i < n; ++i) {
+    const int label = i % 10;
+    fs::create_directories(dir / fmt::format("class_{}", label));
+    datasets::DecodedImage image{size, size, 3, datasets::ScratchVector<std::uint8_t>(static_cast<std::size_t>(size * size * 3))};
+    const double fx = 0.05 + 0.1 * gen.next_double(), fy = 0.05 + 0.1 * gen.next_double();
+    for (int y = 0; y < size; ++y)
+      for (int x = 0; x < size; ++x)
+        for (int c = 0; c < 3; ++c) {
+          const double base = 40.0 + 20.0 * ((label + c * 3) % 10);
+          const double wave = 50.0 * std::sin(fx * x * (c + 1)) * std::cos(fy * y);
+          const double v = base + wave + 25.0 * gen.next_double();
+          image.pixels[static_cast<std::size_t>((y * size + x) * 3 + c)] = static_cast<std::uint8_t>(std::clamp(v, 0.0, 255.0));
+        }
+    const fs::path file = dir / fmt::format("class_{}", label) / fmt::format("{:06d}.{}", i, jpeg ? "jpg" : "png");
+    if (jpeg)
+      datasets::write_jpeg(file.string(), image, 90);
+    else
+      datasets::write_png(file.string(), image);
+  }
+  std::ofstream(done) << n;
+}
+
+Dataset pipeline(const fs::path& dir, const std::string& kind) {
+  if (kind == "png32")
+    return datasets::image_folder(dir.string(), {.image_size = 32})
+        .map({transforms::RandomCrop{32, {.padding = {4}}}, transforms::RandomHorizontalFlip{},
+              transforms::Normalize{{0.4914f, 0.4822f, 0.4465f}, {0.2470f, 0.2435f, 0.2616f}}});
+  return datasets::image_folder(dir.string(), {.image_size = 224})
+      .map({transforms::RandomResizedCrop{224}, transforms::RandomHorizontalFlip{},
+            transforms::Normalize{{0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f}}});
+}
+
+// One shuffled epoch of a folder through a loader and its queue, kept from one epoch to the next
+// (as persistent DataLoader workers are).
+struct AccrueEpochs {
+  Dataset data;
+  DataLoader loader;
+  BatchQueue queue;
+  std::int64_t epoch = 0;
+  AccrueEpochs(Dataset d, std::int64_t batch, int workers)
+      : data(std::move(d)), loader(data, {.batch_size = batch, .shuffle = true, .seed = 1}), queue(loader, {.workers = workers}) {}
+  double run() {
+    loader.set_epoch(epoch++);
+    const auto start = std::chrono::steady_clock::now();
+    for (std::int64_t i = 0; i < loader.size(); ++i) (void)queue.get(i);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+};
+
+Sequential cnn() {
+  manual_seed(3);
+  return Sequential{layers::Input{3, 32, 32},
+                    layers::Conv2d{32, 3, {.padding = layers::same}}, layers::ReLU{}, layers::MaxPool2d{2},
+                    layers::Conv2d{64, 3, {.padding = layers::same}}, layers::ReLU{}, layers::MaxPool2d{2},
+                    layers::Flatten{}, layers::Dense{128}, layers::ReLU{}, layers::Dense{10}};
+}
+
+struct WaitMeter final : Callback {
+  std::shared_ptr<double> waited = std::make_shared<double>(0.0);
+  void on_micro_batch_end(const StepRecord& r, const Logs&) override { *waited += r.data_wait; }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Input pipeline: Accrue's loader against torchvision's ImageFolder and DataLoader"};
+  std::string dir = "/tmp/accrue-input-pipeline", python = "/usr/bin/python3";
+  int png = 5000, jpeg = 600, workers = 2, reps = 5, cnn_reps = 3;
+  std::int64_t batch = 64;
+  bool no_pytorch = false, no_cnn = false;
+  app.add_option("--dir", dir, "Where the generated folders go (kept for the next run)");
+  app.add_option("--png", png, "32x32 PNG images");
+  app.add_option("--jpeg", jpeg, "224x224 JPEG images");
+  app.add_option("--batch", batch, "Batch size");
+  app.add_option("--workers", workers, "Threads (Accrue) and worker processes (PyTorch) preparing batches");
+  app.add_option("--reps", reps, "Epochs of each pipeline, alternated");
+  app.add_option("--cnn-reps", cnn_reps, "CNN epochs of each kind, alternated");
+  app.add_option("--python", python, "The Python with torch and torchvision");
+  app.add_flag("--no-pytorch", no_pytorch, "Measure Accrue alone");
+  app.add_flag("--no-cnn", no_cnn, "Leave out the CNN epochs");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    const fs::path root{dir};
+    make_folder(root / "png32", png, 32, false);
+    make_folder(root / "jpeg224", jpeg, 224, true);
+    std::unique_ptr<bench::PythonWorker> torch;
+    if (!no_pytorch) {
+      torch = std::make_unique<bench::PythonWorker>(
+          python, std::vector<std::string>{bench::script_beside(argv[0], "pytorch_input_pipeline.py", ACCRUE_BENCH_DIR)},
+          std::vector<std::pair<std::string, std::string>>{{"BENCH_THREADS", "2"}});
+      fmt::print("PyTorch side: {}\n", torch->banner());
+    }
+    fmt::print("{} cores; batches of {}, {} workers on each side; medians of {} alternated epochs\n",
+               std::thread::hardware_concurrency(), batch, workers, reps);
+    fmt::print("{:<9} {:>8} {:>16} {:>16} {:>8}\n", "folder", "samples", "Accrue samples/s", "PyTorch samples/s", "ratio");
+    for (const auto& [kind, count] : {std::pair<std::string, int>{"png32", png}, {"jpeg224", jpeg}}) {
+      AccrueEpochs accrue{pipeline(root / kind, kind), batch, workers};
+      std::vector<double> ours, theirs;
+      const std::string request = fmt::format("epoch {} {} {} {}", (root / kind).string(), kind, batch, workers);
+      (void)accrue.run();  // warm-up: the page cache, the allocator, and PyTorch's workers starting
+      if (torch) (void)torch->ask(request);
+      for (int r = 0; r < reps; ++r) {
+        ours.push_back(count / accrue.run());
+        if (torch) theirs.push_back(count / torch->ask(request));
+      }
+      const double a = bench::median(ours), t = torch ? bench::median(theirs) : 0.0;
+      fmt::print("{:<9} {:>8} {:>16.0f} {:>16} {:>8}\n", kind, count, a, torch ? fmt::format("{:.0f}", t) : "-",
+                 torch ? fmt::format("{:.2f}x", a / t) : "-");
+    }
+    if (no_cnn) return 0;
+    // The CNN: one epoch reading and augmenting every sample, against the same samples in memory.
+    const Dataset streamed = pipeline(root / "png32", "png32");
+    const Dataset held = streamed.to_memory();
+    std::vector<double> from_folder, from_memory, waits;
+    for (int r = 0; r < cnn_reps + 1; ++r)
+      for (const bool folder : {true, false}) {
+        Sequential m = cnn();
+        m.compile(optim::Adam{.lr = 1e-3}, losses::CrossEntropy{});
+        WaitMeter meter;
+        const auto start = std::chrono::steady_clock::now();
+        m.fit(folder ? streamed : held, {.epochs = 1, .batch_size = batch, .callbacks = {meter}, .seed = 1,
+                                          .data_workers = workers, .verbose = 0});
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (r == 0) continue;  // warm-up
+        (folder ? from_folder : from_memory).push_back(s);
+        if (folder) waits.push_back(*meter.waited / s);
+      }
+    const double f = bench::median(from_folder), m = bench::median(from_memory);
+    fmt::print("CNN epoch on {} PNGs: {:.2f} s reading the folder (waiting for data {:.1f}% of it), {:.2f} s in "
+               "memory: {:.3f}x\n",
+               png, f, 100.0 * bench::median(waits), m, f / m);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}
