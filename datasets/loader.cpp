@@ -7,16 +7,6 @@
 #include "accrue/framework/random.hpp"
 
 namespace accrue {
-namespace {
-// SplitMix64: spreads (seed, epoch) over the whole seed space, so nearby seeds and epochs give
-// unrelated permutations.
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-}  // namespace
 
 DataLoader::DataLoader(Dataset dataset, LoaderOptions options) : dataset_(std::move(dataset)), options_(options) {
   ACCRUE_CHECK(options_.batch_size >= 1, "DataLoader: batch_size must be at least 1, got {}", options_.batch_size);
@@ -37,7 +27,7 @@ void DataLoader::set_epoch(std::int64_t epoch) {
   if (!options_.shuffle) return;
   order_.resize(static_cast<std::size_t>(dataset_.size()));
   std::iota(order_.begin(), order_.end(), 0);
-  Generator gen{mix(options_.seed ^ mix(static_cast<std::uint64_t>(epoch)))};
+  Generator gen{splitmix64(options_.seed ^ splitmix64(static_cast<std::uint64_t>(epoch)))};
   for (std::size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[gen.below(i)]);
 }
 

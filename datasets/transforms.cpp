@@ -6,17 +6,12 @@
 #include <cstring>
 
 #include "accrue/framework/error.hpp"
+#include "accrue/framework/random.hpp"
 #include "accrue/kernels/common/philox.hpp"
 
 namespace accrue::transforms {
 namespace {
 
-std::uint64_t splitmix(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 const char* name_of(Interpolation i) {
   switch (i) {
@@ -89,7 +84,7 @@ class TransformSource final : public SampleSource {
 }  // namespace
 
 Draws::Draws(std::uint64_t seed, std::int64_t epoch, std::int64_t sample, int transform)
-    : key_(splitmix(seed ^ splitmix(static_cast<std::uint64_t>(transform) + 0x7F4A7C15ull))),
+    : key_(splitmix64(seed ^ splitmix64(static_cast<std::uint64_t>(transform) + 0x7F4A7C15ull))),
       sample_(static_cast<std::uint64_t>(sample)),
       counter_(static_cast<std::uint64_t>(epoch) << 32) {}
 

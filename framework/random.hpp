@@ -45,6 +45,15 @@ class Generator {
   std::uint64_t offset_ = 0;
 };
 
+/// SplitMix64: spreads nearby seeds (a seed and an epoch, a transform's place) over the whole seed
+/// space, so that they give unrelated streams.
+constexpr std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
 /// The process-wide generator that layers use for initialisation and dropout unless given one.
 Generator& default_generator();
 /// Reseeds the default generator, as torch.manual_seed.
