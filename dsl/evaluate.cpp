@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "accrue/datasets/device_batches.hpp"
 #include "accrue/datasets/loader.hpp"
 #include "accrue/dsl/sequential.hpp"
 #include "accrue/framework/autograd.hpp"
@@ -24,6 +25,9 @@ Evaluation Sequential::evaluate(const Dataset& data, const EvaluateOptions& opti
   for (Metric& m : metrics) m.reset();
   distributed::Communicator& processes = options.distributed ? distributed::world() : *alone;
   const DataLoader loader{data, {.batch_size = options.batch_size, .shard = processes.rank(), .shards = processes.size()}};
+  // Data not in memory is read ahead on background threads, as fit reads it; a GPU gets the next
+  // batch copied while this one runs.
+  DeviceBatches batches{loader, device_};
   for (std::int64_t b = 0; b < loader.size(); ++b) {
     // Inside fit, SIGINT and SIGTERM stop a long validation between batches (fit writes the
     // checkpoint); processes that evaluate together finish the pass, as they must agree.
@@ -31,9 +35,8 @@ Evaluation Sequential::evaluate(const Dataset& data, const EvaluateOptions& opti
       throw Interrupted(fmt::format("evaluating '{}' stopped by {} before batch {}/{}", data.name(), signal_name(signal),
                                     b + 1, loader.size()),
                         signal);
-    const Batch host = loader[b];
-    if (host.size() == 0) continue;  // this process's share of a short last batch
-    const Batch batch{host.inputs.to(device_), host.targets.to(device_), host.index};
+    const Batch batch = batches.get(b, b + 1 < loader.size() ? std::optional{b + 1} : std::nullopt);
+    if (batch.size() == 0) continue;  // this process's share of a short last batch
     try {
       const Tensor prediction = forward(batch.inputs);
       const double loss_value = loss_.batch_sum(prediction, batch.targets).item();

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <iterator>
+#include <utility>
 
 #include "accrue/dsl/callbacks/progress_bar.hpp"
 #include "accrue/dsl/sequential.hpp"
@@ -147,6 +148,7 @@ void Report::on_micro_batch_end(const StepRecord& record, const Logs& running) {
   micro_loss_.push_back(record.micro_batch_samples > 0 ? record.loss : NAN);
   micro_samples_.push_back(record.micro_batch_samples);
   micro_position_.push_back(record.position);
+  data_wait_ += record.data_wait;
   const MemoryPeak peak = allocator(context_->model->device()).take_interval_peak();
   std::vector<std::size_t> parts(peak.parts.begin(), peak.parts.end());
   std::size_t& data = parts[static_cast<int>(MemoryCategory::data)];
@@ -194,6 +196,7 @@ void Report::on_epoch_end(int /*epoch*/, Logs& logs) {
   epoch_logs_.push_back(logs);
   epoch_steps_.push_back(step_lr_.size());
   epoch_time_.push_back(seconds());
+  epoch_data_wait_.push_back(std::exchange(data_wait_, 0.0));
   write();
 }
 
@@ -220,7 +223,10 @@ std::string Report::data_json() const {
   head["clipping"] = context_ != nullptr && (context_->recipe->clip_norm().has_value());
   json epochs = json::array();
   for (std::size_t e = 0; e < epoch_logs_.size(); ++e)
-    epochs.push_back({{"steps", epoch_steps_[e]}, {"seconds", epoch_time_[e]}, {"logs", logs_json(epoch_logs_[e])}});
+    epochs.push_back({{"steps", epoch_steps_[e]},
+                      {"seconds", epoch_time_[e]},
+                      {"data_wait", epoch_data_wait_[e]},
+                      {"logs", logs_json(epoch_logs_[e])}});
   head["epochs"] = epochs;
   std::string out = dump(head);
   out.pop_back();  // the closing brace: the columns follow
@@ -311,7 +317,8 @@ std::string Report::json_lines() const {
       out += dump(s) + "\n";
       for (; epoch < epoch_steps_.size() && epoch_steps_[epoch] == step + 1; ++epoch)
         out += dump(json{{"type", "epoch"}, {"epoch", epoch}, {"steps", epoch_steps_[epoch]},
-                         {"seconds", epoch_time_[epoch]}, {"logs", logs_json(epoch_logs_[epoch])}}) +
+                         {"seconds", epoch_time_[epoch]}, {"data_wait", epoch_data_wait_[epoch]},
+                         {"logs", logs_json(epoch_logs_[epoch])}}) +
                "\n";
     }
   }

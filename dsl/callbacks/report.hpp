@@ -93,6 +93,9 @@ class Report final : public Callback {
   std::vector<Logs> epoch_logs_;
   std::vector<std::size_t> epoch_steps_;
   std::vector<double> epoch_time_;
+  // Seconds the trainer waited for data (StepRecord::data_wait): per epoch, and in the current one.
+  std::vector<double> epoch_data_wait_;
+  double data_wait_ = 0.0;
 };
 
 /// A self-contained page from `page_template` (HTML): its markers /*UPLOT_CSS*/ and /*UPLOT_JS*/

@@ -138,6 +138,14 @@ BOOST_AUTO_TEST_CASE(fit_shows_the_time_it_waited_for_data) {
   const std::string text = test::read_file(out);
   BOOST_TEST(text.find("data_wait") != std::string::npos, text);
   std::fclose(out);
+  // And the report, per epoch.
+  test::TempDir dir{"data_wait_report"};
+  Sequential r = model();
+  r.compile(optim::SGD{.lr = 0.1}, losses::CrossEntropy{});
+  r.fit(data, {.epochs = 2, .batch_size = 16, .callbacks = {callbacks::Report{dir.file("run.html")}}, .verbose = 0});
+  const std::string lines = test::read_file(dir.file("run.jsonl"));
+  BOOST_TEST(lines.find("\"type\":\"epoch\"") != std::string::npos);
+  BOOST_TEST(lines.find("\"data_wait\":") != std::string::npos, lines.substr(0, 400));
 }
 
 BOOST_AUTO_TEST_CASE(the_batches_read_ahead_are_counted_as_data_and_planned) {
