@@ -16,7 +16,8 @@ namespace accrue {
 struct LoaderOptions {
   std::int64_t batch_size = 32;
   bool shuffle = false;
-  /// Shuffling seed; epoch e uses a permutation derived from (seed, e).
+  /// Shuffling seed; epoch e uses a permutation derived from (seed, e). Transforms draw their
+  /// randomness from it too (transforms.hpp).
   std::uint64_t seed = 0;
   /// Leave out the last batch when it is short.
   bool drop_last = false;
