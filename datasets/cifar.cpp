@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "accrue/framework/error.hpp"
+#include "accrue/framework/files.hpp"
 
 namespace accrue::datasets {
 namespace {
@@ -62,6 +63,7 @@ Dataset records(std::string bytes, const std::string& name, std::size_t label_by
 
 std::string read_all(const std::string& dir, const std::string& file, const char* which) {
   const std::string path = (std::filesystem::path(dir) / file).string();
+  if (std::filesystem::exists(path)) require_readable_file(path, "CIFAR file");  // not a folder, a FIFO or a device
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw IoError(fmt::format("{}: not found. Download the {} binary version from https://www.cs.toronto.edu/~kriz/cifar.html "

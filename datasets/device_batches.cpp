@@ -93,12 +93,11 @@ Batch DeviceBatches::load(std::int64_t index) {
 }
 
 Batch DeviceBatches::get(std::int64_t index, std::optional<std::int64_t> next) {
-  const auto start = std::chrono::steady_clock::now();
   struct Timed {
     double& total;
-    std::chrono::steady_clock::time_point start;
+    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
     ~Timed() { total += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); }
-  } timed{waited_, start};
+  } timed{waited_};
   if (!staging_) return load(index);
   Prefetch<CudaCopier>& prefetch = staging_->prefetch;
   std::optional<Batch> batch = prefetch.take(index);

@@ -126,7 +126,7 @@ std::vector<std::string> likely_causes(const Sequential& model, const Dataset& d
                                    l.name(), l.type_name()));
   }
   const bool uneven_units = std::adjacent_find(units.begin(), units.end(), std::not_equal_to<>()) != units.end();
-  const bool tokens = data.targets().rank() >= 2;
+  const bool tokens = data.layout().target.shape.rank() >= 1;  // from the layout: no target is read
   const int processes = options.distributed ? distributed::world().size() : 1;
   const bool uneven_parts = std::any_of(sizes.begin(), sizes.end(), [&](std::int64_t s) { return s % processes != 0; });
   if (options.normalization == Normalization::per_micro_batch && uneven_parts)

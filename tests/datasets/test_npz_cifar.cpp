@@ -1,6 +1,8 @@
 // .npz archives as NumPy writes them (tests/data/make_npz_files.py), damaged archives, and
 // CIFAR-10/100's binary records generated here in their layout.
 
+#include <sys/stat.h>
+
 #include <accrue/datasets/cifar.hpp>
 #include <accrue/datasets/npz.hpp>
 #include <filesystem>
@@ -100,6 +102,15 @@ BOOST_AUTO_TEST_CASE(cifar_records_read_as_torchvision_gives_them) {
   BOOST_TEST(datasets::cifar100(dir.path.string(), false).train.targets().to_vector<std::int32_t>() ==
              std::vector<std::int32_t>({0, 1, 2, 3, 4, 5}));
   // Malformed: a missing file says where to get them, a truncated one its size, a label its offset.
+  // A folder, a FIFO or a device where a file belongs is refused, not read (a FIFO would block).
+  std::filesystem::remove(dir.path / "data_batch_2.bin");
+  std::filesystem::create_directory(dir.path / "data_batch_2.bin");
+  BOOST_CHECK_EXCEPTION(datasets::cifar10(dir.path.string()), IoError, message_has({"data_batch_2.bin", "folder"}));
+  std::filesystem::remove(dir.path / "data_batch_2.bin");
+  BOOST_REQUIRE(::mkfifo((dir.path / "data_batch_2.bin").c_str(), 0600) == 0);
+  BOOST_CHECK_EXCEPTION(datasets::cifar10(dir.path.string()), IoError, message_has({"data_batch_2.bin"}));
+  std::filesystem::remove(dir.path / "data_batch_2.bin");
+  std::ofstream((dir.path / "data_batch_2.bin").string(), std::ios::binary) << cifar_records(4, 1);
   std::filesystem::remove(dir.path / "data_batch_3.bin");
   BOOST_CHECK_EXCEPTION(datasets::cifar10(dir.path.string()), IoError, message_has({"data_batch_3.bin", "cs.toronto.edu"}));
   BOOST_CHECK_EXCEPTION(datasets::cifar10_records(cifar_records(2, 1).substr(0, 5000), "part"), IoError,
