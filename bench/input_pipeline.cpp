@@ -2,10 +2,15 @@
 // generates, Accrue's DataLoader with its background BatchQueue against torchvision's ImageFolder
 // with the same transforms behind DataLoader(num_workers=W), in one alternated run; then whether a
 // CNN epoch on the PNG folder waits for its data, against the same epoch on the same samples held
-// in memory.
+// in memory; and microseconds per image of decoding the PNGs alone, libpng's simplified API against
+// Accrue's direct path for plain PNGs (and libspng's, when the bench was built with libspng-dev).
 //
 //   input_pipeline [--dir /tmp/accrue-input-pipeline] [--png 5000] [--jpeg 600] [--batch 64]
 //                  [--workers 2] [--reps 5] [--cnn-reps 3] [--python /usr/bin/python3] [--no-pytorch] [--no-cnn]
+//                  [--no-decoders] [--busy 2]
+//
+// --busy N: Accrue's PNG epochs again with N threads of this process spinning beside them (other
+// programs keeping the cores busy), where idle-priority data workers get no CPU.
 //
 // png32: 32x32 RGB PNGs (CIFAR-like), RandomCrop(32, padding 4), RandomHorizontalFlip, Normalize.
 // jpeg224: 224x224 RGB JPEGs of quality 90 (ImageNet-like), RandomResizedCrop(224),
@@ -19,6 +24,12 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <thread>
+
+#if defined(ACCRUE_BENCH_SPNG)
+#include <spng.h>
+#endif
 
 #include "python_worker.hpp"
 #include "timing.hpp"
@@ -96,6 +107,47 @@ Sequential cnn() {
                     layers::Flatten{}, layers::Dense{128}, layers::ReLU{}, layers::Dense{10}};
 }
 
+// Microseconds per PNG of each decoder over the folder's files held in memory, alternated.
+void compare_decoders(const fs::path& dir, int reps) {
+  std::vector<std::string> files;
+  for (const auto& entry : fs::recursive_directory_iterator(dir))
+    if (entry.path().extension() == ".png") {
+      std::ifstream in{entry.path(), std::ios::binary};
+      files.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+  std::vector<std::pair<std::string, std::function<void(const std::string&)>>> decoders = {
+      {"libpng (simplified API)", [](const std::string& b) { (void)datasets::detail::decode_png_with_libpng(b, "png", {}); }},
+      {"Accrue's direct path", [](const std::string& b) {
+         if (!datasets::detail::decode_plain_png(b, {})) throw ValueError("the bench's PNGs should be plain");
+       }}};
+#if defined(ACCRUE_BENCH_SPNG)
+  decoders.emplace_back(fmt::format("libspng {}.{}.{}", SPNG_VERSION_MAJOR, SPNG_VERSION_MINOR, SPNG_VERSION_PATCH), [](const std::string& b) {
+    std::vector<unsigned char> out;
+    spng_ctx* ctx = spng_ctx_new(0);
+    std::size_t size = 0;
+    spng_set_png_buffer(ctx, b.data(), b.size());
+    spng_decoded_image_size(ctx, SPNG_FMT_RGBA8, &size);
+    out.resize(size);
+    const int status = spng_decode_image(ctx, out.data(), out.size(), SPNG_FMT_RGBA8, 0);
+    spng_ctx_free(ctx);
+    if (status != 0) throw IoError(spng_strerror(status));
+  });
+#endif
+  std::vector<std::vector<double>> us(decoders.size());
+  for (int r = 0; r < reps + 1; ++r)
+    for (std::size_t d = 0; d < decoders.size(); ++d) {
+      const auto start = std::chrono::steady_clock::now();
+      for (const auto& b : files) decoders[d].second(b);
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (r > 0) us[d].push_back(1e6 * s / static_cast<double>(files.size()));
+    }
+  fmt::print("Decoding {} 32x32 PNGs from memory on one thread, medians of {}:\n", files.size(), reps);
+  for (std::size_t d = 0; d < decoders.size(); ++d) fmt::print("  {:<26} {:6.2f} us per image\n", decoders[d].first, bench::median(us[d]));
+#if !defined(ACCRUE_BENCH_SPNG)
+  fmt::print("  (libspng: not measured; install libspng-dev and reconfigure)\n");
+#endif
+}
+
 struct WaitMeter final : Callback {
   std::shared_ptr<double> waited = std::make_shared<double>(0.0);
   void on_micro_batch_end(const StepRecord& r, const Logs&) override { *waited += r.data_wait; }
@@ -108,7 +160,8 @@ int main(int argc, char** argv) {
   std::string dir = "/tmp/accrue-input-pipeline", python = "/usr/bin/python3";
   int png = 5000, jpeg = 600, workers = 2, reps = 5, cnn_reps = 3;
   std::int64_t batch = 64;
-  bool no_pytorch = false, no_cnn = false;
+  bool no_pytorch = false, no_cnn = false, no_decoders = false;
+  int busy = 0;
   app.add_option("--dir", dir, "Where the generated folders go (kept for the next run)");
   app.add_option("--png", png, "32x32 PNG images");
   app.add_option("--jpeg", jpeg, "224x224 JPEG images");
@@ -119,6 +172,8 @@ int main(int argc, char** argv) {
   app.add_option("--python", python, "The Python with torch and torchvision");
   app.add_flag("--no-pytorch", no_pytorch, "Measure Accrue alone");
   app.add_flag("--no-cnn", no_cnn, "Leave out the CNN epochs");
+  app.add_flag("--no-decoders", no_decoders, "Leave out the PNG decoders' comparison");
+  app.add_option("--busy", busy, "Also read the PNG folder with this many threads spinning beside it");
   CLI11_PARSE(app, argc, argv);
   try {
     const fs::path root{dir};
@@ -148,6 +203,22 @@ int main(int argc, char** argv) {
       fmt::print("{:<9} {:>8} {:>16.0f} {:>16} {:>8}\n", kind, count, a, torch ? fmt::format("{:.0f}", t) : "-",
                  torch ? fmt::format("{:.2f}x", a / t) : "-");
     }
+    if (busy > 0) {
+      AccrueEpochs accrue{pipeline(root / "png32", "png32"), batch, workers};
+      std::atomic<bool> stop{false};
+      std::vector<std::thread> spinning;
+      for (int t = 0; t < busy; ++t)
+        spinning.emplace_back([&] {
+          while (!stop.load(std::memory_order_relaxed)) {
+          }
+        });
+      std::vector<double> rates;
+      for (int r = 0; r < reps; ++r) rates.push_back(png / accrue.run());
+      stop = true;
+      for (auto& t : spinning) t.join();
+      fmt::print("png32 with {} threads spinning beside it: {:.0f} samples/s\n", busy, bench::median(rates));
+    }
+    if (!no_decoders) compare_decoders(root / "png32", reps);
     if (no_cnn) return 0;
     // The CNN: one epoch reading and augmenting every sample, against the same samples in memory.
     const Dataset streamed = pipeline(root / "png32", "png32");

@@ -1,7 +1,7 @@
 #pragma once
 // Batches of a DataLoader read ahead on background threads: samples are read, decoded and
-// transformed by a pool of workers into a bounded queue of ready batches while the trainer
-// computes. Each worker builds whole batches, in order of index; the queue holds at most `depth`
+// transformed by a pool of workers, in the CPU time the trainer and other programs leave
+// (SCHED_IDLE), into a bounded queue of ready batches. Each worker builds whole batches, in order of index; the queue holds at most `depth`
 // batches beyond the one asked for, and their memory is counted as data.
 //
 // A batch is a pure function of (loader seed, epoch, batch index), so reading ahead, the number of
@@ -38,7 +38,9 @@ class BatchQueue {
 
   /// Batch `index` of the loader's current epoch. The batches after it are read ahead; asking for
   /// another index than the next (a new epoch, a resume, a replanned epoch) starts again there. A
-  /// worker's error (a corrupt file) is thrown here, for the batch it belongs to.
+  /// batch that no worker has begun, or that its worker does not deliver within twice a batch's
+  /// usual CPU time, is read on the calling thread. A worker's error (a corrupt file) is thrown
+  /// here, for the batch it belongs to.
   Batch get(std::int64_t index);
   /// Drops what was read ahead.
   void reset();
@@ -53,8 +55,10 @@ class BatchQueue {
   struct Ready {
     Batch batch;
     std::exception_ptr error;
+    double cpu_seconds = 0.0;  // of the thread that read it
   };
   void work();
+  void count_cpu(double seconds);
   void restart(std::int64_t index);
   static Ready produce(const DataLoader& loader, std::int64_t index) noexcept;
 
@@ -67,6 +71,7 @@ class BatchQueue {
   std::map<std::int64_t, Ready> ready_;
   bool stopping_ = false;
   double waited_ = 0.0;
+  double batch_cpu_seconds_ = 0.0;  // a moving average over the batches read
   std::vector<std::thread> threads_;
 };
 

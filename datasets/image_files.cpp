@@ -4,12 +4,16 @@
 // jerror.h after jpeglib.h, which it needs.
 #include <jerror.h>
 #include <png.h>
+#include <zlib.h>
 
+#include <cctype>
 #include <csetjmp>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "accrue/framework/error.hpp"
 #include "accrue/framework/files.hpp"
@@ -26,7 +30,126 @@ void check_size(std::int64_t width, std::int64_t height, const std::string& name
                               limits.max_pixels));
 }
 
-DecodedImage decode_png(std::string_view bytes, const std::string& name, const ImageLimits& limits) {
+std::uint32_t big_endian(const char* p) {
+  const auto* u = reinterpret_cast<const unsigned char*>(p);
+  return std::uint32_t{u[0]} << 24 | std::uint32_t{u[1]} << 16 | std::uint32_t{u[2]} << 8 | u[3];
+}
+
+// PNG's five row filters undone in place (filtered bytes in, pixel bytes out), `bpp` bytes per pixel.
+bool unfilter(unsigned char* row, const unsigned char* above, std::size_t length, std::size_t bpp, int filter) {
+  switch (filter) {
+    case 0: return true;
+    case 1:
+      for (std::size_t i = bpp; i < length; ++i) row[i] = static_cast<unsigned char>(row[i] + row[i - bpp]);
+      return true;
+    case 2:
+      if (above)
+        for (std::size_t i = 0; i < length; ++i) row[i] = static_cast<unsigned char>(row[i] + above[i]);
+      return true;
+    case 3:
+      for (std::size_t i = 0; i < length; ++i) {
+        const unsigned left = i >= bpp ? row[i - bpp] : 0u, up = above ? above[i] : 0u;
+        row[i] = static_cast<unsigned char>(row[i] + ((left + up) >> 1));
+      }
+      return true;
+    case 4:
+      for (std::size_t i = 0; i < length; ++i) {
+        const int a = i >= bpp ? row[i - bpp] : 0, b = above ? above[i] : 0, c = above && i >= bpp ? above[i - bpp] : 0;
+        const int pa = std::abs(b - c), pb = std::abs(a - c), pc = std::abs(a + b - 2 * c);
+        row[i] = static_cast<unsigned char>(row[i] + (pa <= pb && pa <= pc ? a : pb <= pc ? b : c));
+      }
+      return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+namespace detail {
+
+std::optional<DecodedImage> decode_plain_png(std::string_view bytes, const ImageLimits& limits) {
+  // Chunks: IHDR first, the IDATs in one run, IEND; every CRC checked. Anything with colour
+  // management other than sRGB, a palette, transparency by chunk, 16 bits or interlacing is libpng's.
+  if (!bytes.starts_with(png_magic)) return std::nullopt;
+  std::size_t at = png_magic.size();
+  std::int64_t width = 0, height = 0;
+  int channels = 0;
+  std::vector<std::string_view> idat;
+  bool header = false, ended = false, in_idat = false, idat_done = false;
+  while (!ended) {
+    if (bytes.size() - at < 12) return std::nullopt;
+    const std::uint32_t length = big_endian(bytes.data() + at);
+    if (length > bytes.size() - at - 12) return std::nullopt;
+    const std::string_view type = bytes.substr(at + 4, 4), data = bytes.substr(at + 8, length);
+    const auto crc = static_cast<std::uint32_t>(::crc32(0, reinterpret_cast<const Bytef*>(bytes.data() + at + 4), length + 4));
+    if (crc != big_endian(bytes.data() + at + 8 + length)) return std::nullopt;
+    at += 12 + std::size_t{length};
+    if (!header) {
+      if (type != "IHDR" || length != 13) return std::nullopt;
+      width = big_endian(data.data());
+      height = big_endian(data.data() + 4);
+      const int depth = data[8], colour = data[9];
+      channels = colour == 0 ? 1 : colour == 2 ? 3 : colour == 4 ? 2 : colour == 6 ? 4 : 0;
+      if (depth != 8 || channels == 0 || data[10] != 0 || data[11] != 0 || data[12] != 0) return std::nullopt;
+      // libpng's own limit on each side is a million pixels.
+      if (width <= 0 || height <= 0 || width > 1000000 || height > 1000000 || width > limits.max_pixels / height)
+        return std::nullopt;
+      header = true;
+    } else if (type == "IDAT") {
+      if (idat_done) return std::nullopt;
+      in_idat = true;
+      idat.push_back(data);
+    } else {
+      idat_done = in_idat;
+      if (type == "IEND") ended = true;
+      // sRGB (which libpng's writer adds) and sRGB's gamma change nothing for 8-bit output.
+      else if (type == "gAMA" ? data != std::string_view("\0\0\xb1\x8f", 4)
+                              : type == "IHDR" || type == "PLTE" || type == "tRNS" || type == "cHRM" || type == "iCCP" ||
+                                    type == "sBIT" || std::isupper(static_cast<unsigned char>(type[0])))
+        return std::nullopt;
+    }
+  }
+  if (!in_idat) return std::nullopt;
+  // The whole image inflated at once (libpng inflates a row at a time, which keeps zlib off its
+  // fast path for small images), then unfiltered row by row into place.
+  const auto row_bytes = static_cast<std::size_t>(width) * static_cast<std::size_t>(channels);
+  if (static_cast<std::size_t>(height) * (row_bytes + 1) > UINT32_MAX) return std::nullopt;
+  ScratchVector<unsigned char> raw(static_cast<std::size_t>(height) * (row_bytes + 1));
+  z_stream z{};
+  if (inflateInit(&z) != Z_OK) return std::nullopt;
+  z.next_out = raw.data();
+  z.avail_out = static_cast<uInt>(raw.size());
+  int status = Z_OK;
+  for (std::size_t k = 0; k < idat.size() && status == Z_OK; ++k) {
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(idat[k].data()));
+    z.avail_in = static_cast<uInt>(idat[k].size());
+    status = inflate(&z, k + 1 == idat.size() ? Z_FINISH : Z_NO_FLUSH);
+    if (status == Z_BUF_ERROR && z.avail_in == 0 && k + 1 < idat.size()) status = Z_OK;  // an empty IDAT
+    if (status == Z_STREAM_END && (z.avail_in != 0 || k + 1 != idat.size())) status = Z_DATA_ERROR;  // data after the stream
+  }
+  const bool whole = status == Z_STREAM_END && z.avail_out == 0;
+  inflateEnd(&z);
+  if (!whole) return std::nullopt;
+  const int out_channels = channels == 2 ? 4 : channels;
+  DecodedImage out{width, height, out_channels, ScratchVector<std::uint8_t>(static_cast<std::size_t>(width * height * out_channels))};
+  const unsigned char* above = nullptr;
+  for (std::int64_t y = 0; y < height; ++y) {
+    unsigned char* row = raw.data() + static_cast<std::size_t>(y) * (row_bytes + 1);
+    if (!unfilter(row + 1, above, row_bytes, static_cast<std::size_t>(channels), row[0])) return std::nullopt;
+    above = row + 1;
+    std::uint8_t* to = out.pixels.data() + static_cast<std::size_t>(y) * static_cast<std::size_t>(width * out_channels);
+    if (channels != 2) {
+      std::memcpy(to, row + 1, row_bytes);
+      continue;
+    }
+    for (std::int64_t x = 0; x < width; ++x, to += 4)  // grey and alpha as libpng gives them: grey repeated
+      to[0] = to[1] = to[2] = row[1 + 2 * x], to[3] = row[2 + 2 * x];
+  }
+  return out;
+}
+
+DecodedImage decode_png_with_libpng(std::string_view bytes, const std::string& name, const ImageLimits& limits) {
+
   png_image image{};
   image.version = PNG_IMAGE_VERSION;
   struct Free {
@@ -44,6 +167,15 @@ DecodedImage decode_png(std::string_view bytes, const std::string& name, const I
   if (!png_image_finish_read(&image, nullptr, out.pixels.data(), 0, nullptr))
     throw IoError(fmt::format("{}: a damaged or truncated PNG file ({})", name, image.message));
   return out;
+}
+
+}  // namespace detail
+
+namespace {
+
+DecodedImage decode_png(std::string_view bytes, const std::string& name, const ImageLimits& limits) {
+  if (auto plain = detail::decode_plain_png(bytes, limits)) return std::move(*plain);
+  return detail::decode_png_with_libpng(bytes, name, limits);
 }
 
 struct JpegError {

@@ -6,6 +6,7 @@
 // bytes, not its name.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,5 +39,14 @@ DecodedImage read_image(const std::string& path, int channels, const ImageLimits
 void write_png(const std::string& path, const DecodedImage& image);
 /// Writes `image` (1 or 3 channels) as a baseline JPEG file of `quality` (1 to 100).
 void write_jpeg(const std::string& path, const DecodedImage& image, int quality = 90);
+
+namespace detail {
+/// The common PNGs (8-bit grey, grey and alpha, RGB or RGBA, not interlaced, in sRGB or without
+/// colour management, without palette or transparency chunks, every CRC and the zlib stream intact) decoded without
+/// libpng, as libpng would decode them (grey and alpha as RGBA); anything else is nullopt.
+std::optional<DecodedImage> decode_plain_png(std::string_view bytes, const ImageLimits& limits);
+/// libpng's decoding of any PNG to RGBA; throws IoError naming `name` for a damaged file.
+DecodedImage decode_png_with_libpng(std::string_view bytes, const std::string& name, const ImageLimits& limits);
+}  // namespace detail
 
 }  // namespace accrue::datasets

@@ -266,7 +266,9 @@ class Lambda final : public Transform {
 /// The deterministic functions the transforms apply, with torchvision.transforms.functional's
 /// meaning, for fixed parameters.
 namespace functional {
-Image crop(const Image& image, std::int64_t top, std::int64_t left, std::int64_t height, std::int64_t width);
+/// Rows top.. and columns left.. of the image; what lies outside it is `fill`.
+Image crop(const Image& image, std::int64_t top, std::int64_t left, std::int64_t height, std::int64_t width,
+           float fill = 0.0f);
 /// pad = left, top, right, bottom.
 Image pad(const Image& image, const std::int64_t pad[4], PaddingMode mode, float fill = 0.0f);
 void hflip(Image& image);

@@ -164,42 +164,35 @@ void check_rgb(const Image& image, const char* what) {
 
 }  // namespace
 
-Image crop(const Image& image, std::int64_t top, std::int64_t left, std::int64_t height, std::int64_t width) {
-  // Outside the image is zero, as torchvision's crop pads a crop that does not fit.
-  Image r(image.channels, height, width);
+Image crop(const Image& image, std::int64_t top, std::int64_t left, std::int64_t height, std::int64_t width, float fill) {
+  // Outside the image is `fill`, as torchvision's crop pads a crop that does not fit. Each row is
+  // a run of fill, a copy of the image's row and a run of fill.
+  Image r(image.channels, height, width, fill);
+  const std::int64_t x0 = std::clamp<std::int64_t>(-left, 0, width), x1 = std::clamp<std::int64_t>(image.width - left, x0, width);
   for (std::int64_t c = 0; c < image.channels; ++c)
     for (std::int64_t y = 0; y < height; ++y) {
       const std::int64_t sy = top + y;
-      if (sy < 0 || sy >= image.height) continue;
-      for (std::int64_t x = 0; x < width; ++x) {
-        const std::int64_t sx = left + x;
-        if (sx >= 0 && sx < image.width) r.at(c, y, x) = image.at(c, sy, sx);
-      }
+      if (sy < 0 || sy >= image.height || x1 == x0) continue;
+      std::copy_n(image.row(c, sy) + left + x0, x1 - x0, r.row(c, y) + x0);
     }
   return r;
 }
 
 Image pad(const Image& image, const std::int64_t pad[4], PaddingMode mode, float fill) {
-  Image r(image.channels, image.height + pad[1] + pad[3], image.width + pad[0] + pad[2], fill);
-  if (mode == PaddingMode::reflect)
-    ACCRUE_CHECK_SHAPE(pad[0] < image.width && pad[2] < image.width && pad[1] < image.height && pad[3] < image.height,
-                       "transforms: reflect padding of {} needs padding below the image's size ({}x{})",
-                       fmt::format("[{}, {}, {}, {}]", pad[0], pad[1], pad[2], pad[3]), image.height, image.width);
+  const std::int64_t height = image.height + pad[1] + pad[3], width = image.width + pad[0] + pad[2];
+  if (mode == PaddingMode::constant) return crop(image, -pad[1], -pad[0], height, width, fill);
+  ACCRUE_CHECK_SHAPE(mode != PaddingMode::reflect ||
+                         (pad[0] < image.width && pad[2] < image.width && pad[1] < image.height && pad[3] < image.height),
+                     "transforms: reflect padding of {} needs padding below the image's size ({}x{})",
+                     fmt::format("[{}, {}, {}, {}]", pad[0], pad[1], pad[2], pad[3]), image.height, image.width);
+  Image r(image.channels, height, width);
+  std::vector<std::int64_t> columns(static_cast<std::size_t>(width));
+  for (std::int64_t x = 0; x < width; ++x) columns[static_cast<std::size_t>(x)] = reflect_index(x - pad[0], image.width, mode);
   for (std::int64_t c = 0; c < image.channels; ++c)
-    for (std::int64_t y = 0; y < r.height; ++y) {
-      std::int64_t sy = y - pad[1];
-      if (sy < 0 || sy >= image.height) {
-        if (mode == PaddingMode::constant) continue;
-        sy = reflect_index(sy, image.height, mode);
-      }
-      for (std::int64_t x = 0; x < r.width; ++x) {
-        std::int64_t sx = x - pad[0];
-        if (sx < 0 || sx >= image.width) {
-          if (mode == PaddingMode::constant) continue;
-          sx = reflect_index(sx, image.width, mode);
-        }
-        r.at(c, y, x) = image.at(c, sy, sx);
-      }
+    for (std::int64_t y = 0; y < height; ++y) {
+      const float* from = image.row(c, reflect_index(y - pad[1], image.height, mode));
+      float* to = r.row(c, y);
+      for (std::int64_t x = 0; x < width; ++x) to[x] = from[columns[static_cast<std::size_t>(x)]];
     }
   return r;
 }

@@ -68,6 +68,7 @@ class ThreadPool {
   ~ThreadPool() { stop_workers(); }
 
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
+  void rest(int change) { resting_.fetch_add(change); }
 
   void resize(int threads) {
     const std::lock_guard lock{run_mutex_};
@@ -118,7 +119,7 @@ class ThreadPool {
       // Spin for a few tens of microseconds: the next kernel of a training step usually comes
       // sooner than a wake-up from sleep would.
       std::uint64_t now = generation_.load();
-      for (int spins = 0; now == seen && spins < 20000; ++spins) {
+      for (int spins = 0; now == seen && spins < 20000 && resting_.load(std::memory_order_relaxed) == 0; ++spins) {
         cpu_relax();
         now = generation_.load(std::memory_order_relaxed);
       }
@@ -162,6 +163,7 @@ class ThreadPool {
   std::mutex run_mutex_;
   std::atomic<std::uint64_t> generation_{0};
   std::atomic<bool> stop_{false};
+  std::atomic<int> resting_{0};  // RestingWorkers alive
   std::atomic<Job*> job_{nullptr};
   std::atomic<int> in_job_{0};
   std::mutex sleep_mutex_;
@@ -182,6 +184,9 @@ void set_num_threads(int threads) {
   ACCRUE_CHECK(threads >= 1, "set_num_threads needs at least 1 thread, got {}", threads);
   if (threads != pool().threads()) pool().resize(threads);
 }
+
+RestingWorkers::RestingWorkers() { pool().rest(1); }
+RestingWorkers::~RestingWorkers() { pool().rest(-1); }
 
 namespace detail {
 void run_tasks(int tasks, void (*call)(void*, int), void* context) { pool().run(tasks, call, context); }

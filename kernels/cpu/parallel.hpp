@@ -17,6 +17,17 @@ int num_threads();
 /// Changes the thread count (1 runs everything on the calling thread).
 void set_num_threads(int threads);
 
+/// While one lives, the pool's threads sleep as soon as they finish a job instead of spinning for
+/// the next: the thread that made it is about to block, and other threads (the data workers) can
+/// have the cores.
+class RestingWorkers {
+ public:
+  RestingWorkers();
+  ~RestingWorkers();
+  RestingWorkers(const RestingWorkers&) = delete;
+  RestingWorkers& operator=(const RestingWorkers&) = delete;
+};
+
 namespace detail {
 void run_tasks(int tasks, void (*call)(void*, int), void* context);
 }

@@ -4,6 +4,9 @@
 #include "test_util.hpp"
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 
 #include "accrue/datasets/batch_queue.hpp"
 #include "accrue/datasets/transforms.hpp"
@@ -123,4 +126,45 @@ BOOST_AUTO_TEST_CASE(a_workers_error_reaches_the_batch_it_belongs_to) {
   BOOST_TEST(queue.get(0).size() == 10);
   BOOST_TEST(queue.get(1).size() == 10);
   BOOST_CHECK_EXCEPTION(queue.get(2), ValueError, message_has({"broken.png"}));
+}
+
+BOOST_AUTO_TEST_CASE(batches_the_workers_do_not_deliver_are_read_by_the_trainer) {
+  // Workers that never finish a read (as SCHED_IDLE workers get no CPU while other programs keep
+  // the cores busy): the trainer reads every batch itself, without waiting more than a grace
+  // period each, the same batches; what the workers finish late is dropped, not held.
+  struct Gate {
+    std::mutex mutex;
+    std::condition_variable opened;
+    bool open = false;
+    std::thread::id trainer = std::this_thread::get_id();
+  };
+  auto gate = std::make_shared<Gate>();
+  const Dataset stuck = Dataset::from(
+      60,
+      [gate](std::int64_t i) {
+        if (std::this_thread::get_id() != gate->trainer) {
+          std::unique_lock lock{gate->mutex};
+          gate->opened.wait(lock, [&] { return gate->open; });
+        }
+        return Numbers{60}.get(i);
+      },
+      "stuck");
+  DataLoader loader{stuck, {.batch_size = 6, .shuffle = true, .seed = 2}};
+  const DataLoader expected{Dataset::from(Numbers{60}), {.batch_size = 6, .shuffle = true, .seed = 2}};
+  const std::size_t before = memory_stats(Device::cpu()).live_of(MemoryCategory::data);
+  {
+    BatchQueue queue{loader, {.workers = 2, .depth = 2}};
+    const auto start = std::chrono::steady_clock::now();
+    for (std::int64_t i = 0; i < loader.size(); ++i)
+      BOOST_TEST(queue.get(i).targets.to_vector<std::int32_t>() == expected[i].targets.to_vector<std::int32_t>());
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    BOOST_TEST(seconds < 2.0);  // at most the two stuck batches' grace, 20 ms each before any estimate
+    BOOST_TEST(queue.waited_seconds() > 0.0);
+    {
+      const std::lock_guard lock{gate->mutex};
+      gate->open = true;
+    }
+    gate->opened.notify_all();
+  }
+  BOOST_TEST(memory_stats(Device::cpu()).live_of(MemoryCategory::data) == before);
 }

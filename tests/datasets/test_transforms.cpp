@@ -151,6 +151,40 @@ BOOST_AUTO_TEST_CASE(random_transforms_draw_within_their_ranges) {
   BOOST_TEST(flipped < 570);
 }
 
+BOOST_AUTO_TEST_CASE(random_crop_is_the_padded_image_cropped_at_the_drawn_offset) {
+  // Constant padding is done as one crop at an offset, other modes pad first: both must equal
+  // torchvision's order (pad, then pad_if_needed on each side, then crop at offsets drawn in that
+  // order), for asymmetric padding, a fill, and an image too small for the crop.
+  Image image(2, 5, 7);
+  for (std::size_t k = 0; k < image.pixels.size(); ++k) image.pixels[k] = static_cast<float>(k) + 1.0f;
+  for (const PaddingMode mode : {PaddingMode::constant, PaddingMode::edge, PaddingMode::reflect, PaddingMode::symmetric})
+    for (const Size2 size : {Size2{6, 8}, Size2{12, 9}}) {
+      const RandomCrop crop{size, {.padding = {1, 2, 3, 4}, .pad_if_needed = true, .fill = 7.0f, .padding_mode = mode}};
+      for (std::int64_t sample = 0; sample < 50; ++sample) {
+        Image out = image;
+        Draws draws{5, 1, sample, 0};
+        crop.apply(out, draws);
+        const std::int64_t pad[4] = {1, 2, 3, 4};
+        Image expected = functional::pad(image, pad, mode, 7.0f);
+        if (expected.width < size.w) {
+          const std::int64_t d = size.w - expected.width, p[4] = {d, 0, d, 0};
+          expected = functional::pad(expected, p, mode, 7.0f);
+        }
+        if (expected.height < size.h) {
+          const std::int64_t d = size.h - expected.height, p[4] = {0, d, 0, d};
+          expected = functional::pad(expected, p, mode, 7.0f);
+        }
+        Draws same{5, 1, sample, 0};
+        if (expected.height != size.h || expected.width != size.w) {
+          const std::int64_t top = same.below(expected.height - size.h + 1), left = same.below(expected.width - size.w + 1);
+          expected = functional::crop(expected, top, left, size.h, size.w);
+        }
+        BOOST_TEST((out.shape() == expected.shape()));
+        BOOST_TEST((out.pixels == expected.pixels), "mode " << static_cast<int>(mode) << " " << size.str() << " sample " << sample);
+      }
+    }
+}
+
 BOOST_AUTO_TEST_CASE(output_shapes_follow_torchvision_and_bad_inputs_are_named) {
   BOOST_TEST(Resize::smaller_edge(32).output_shape({3, 40, 80}) == Shape({3, 32, 64}));
   BOOST_TEST(Resize::smaller_edge(32).output_shape({3, 90, 40}) == Shape({3, 72, 32}));

@@ -73,6 +73,25 @@ BOOST_AUTO_TEST_CASE(many_short_jobs_back_to_back) {
   BOOST_TEST(total.load() == 20000L * 3);
 }
 
+BOOST_AUTO_TEST_CASE(resting_workers_still_take_every_job) {
+  // While a RestingWorkers lives (the trainer waits for data), workers sleep between jobs instead
+  // of spinning: every job must still run exactly once, nested and overlapping rests included,
+  // and the pool spins again after.
+  const int before = cpu::num_threads();
+  cpu::set_num_threads(3);
+  std::atomic<long> total{0};
+  {
+    const cpu::RestingWorkers outer;
+    for (int job = 0; job < 2000; ++job) {
+      const cpu::RestingWorkers inner;
+      cpu::parallel_tasks(3, [&](int t) { total += t + 1; });
+    }
+  }
+  for (int job = 0; job < 2000; ++job) cpu::parallel_tasks(3, [&](int t) { total += t + 1; });
+  BOOST_TEST(total.load() == 4000L * 6);
+  cpu::set_num_threads(before);
+}
+
 BOOST_AUTO_TEST_CASE(workers_stopped_before_they_start_do_not_hang) {
   // Regression: a worker thread that first ran after the pool had begun shutting down slept
   // forever, and the join at exit hung. Resizing at once after creating workers provokes it.
