@@ -17,7 +17,11 @@ char_lm=$build/examples/07_char_lm
 classify=$build/examples/08_sequence_classification
 playground=$build/examples/playground
 data_parallel=$build/examples/06_data_parallel
-for program in "$mlp" "$cnn" "$memory" "$char_lm" "$classify" "$playground" "$data_parallel"; do
+tabular=$build/examples/09_tabular_csv
+image_folder=$build/examples/10_image_folder
+cifar=$build/examples/11_cifar10
+for program in "$mlp" "$cnn" "$memory" "$char_lm" "$classify" "$playground" "$data_parallel" "$tabular" "$image_folder" \
+  "$cifar"; do
   [[ -x $program ]] || { echo "$program is not built"; exit 1; }
 done
 
@@ -300,6 +304,29 @@ if command -v mpirun >/dev/null; then
 else
   skipped=$((skipped + 1)); row SKIP "mpirun with stdout on /dev/full" "no mpirun (Debian's openmpi-bin)"
 fi
+
+# ---- your own data: CSV tables, image folders, CIFAR's files -----------------------------------------
+case_ "a CSV file that is not there" 1 "CSV file /nonexistent.csv does not exist" "$tabular" --data /nonexistent.csv
+printf '1,2,0\n3,x,1\n5,6,0\n' > "$work/letters.csv"
+case_ "a word in a CSV column of numbers" 1 "letters.csv: line 2, column 2" "$tabular" --data "$work/letters.csv" \
+  --skip-rows 0 --epochs 1 --verbose 0
+printf '1,2,0\n3,,1\n5,6,0\n' > "$work/gap.csv"
+case_ "an empty CSV cell" 1 "gap.csv: line 2, column 2: the value is missing" "$tabular" --data "$work/gap.csv" \
+  --skip-rows 0 --epochs 1 --verbose 0
+case_ "an image folder that is not there" 1 "/nonexistent: not a folder" "$image_folder" --data /nonexistent
+d=$(fresh "$work/stamps")
+mkdir -p "$d/coins" "$d/other"
+find /usr/share/tuxpaint/stamps/symbols/money -name '*.png' | head -n 8 | xargs -I{} cp {} "$d/coins/"
+find /usr/share/tuxpaint/stamps/animals -name '*.png' | head -n 8 | xargs -I{} cp {} "$d/other/"
+head -c 300 "$(find "$d/other" -name '*.png' | head -n 1)" > "$d/other/cut.png"
+case_ "a truncated PNG in an image folder" 1 "cut.png: a damaged or truncated PNG file" "$image_folder" --data "$d" \
+  --epochs 1 --verbose 0 --image-size 16 --crop 12
+case_ "--crop larger than --image-size" 1 "--crop 64 is larger than --image-size 40" "$image_folder" --data "$d" --crop 64
+case_ "CIFAR's folder not there" 1 "/nonexistent/data_batch_1.bin: not found" "$cifar" --data /nonexistent
+d=$(fresh "$work/cifar")
+for f in data_batch_1 data_batch_2 data_batch_3 data_batch_4 data_batch_5 test_batch; do head -c 3073 /dev/urandom > "$d/$f.bin"; done
+head -c 5000 /dev/urandom > "$d/data_batch_3.bin"
+case_ "a CIFAR file cut inside a record" 1 "not whole records of 3073 bytes" "$cifar" --data "$d" --epochs 1 --verbose 0
 
 # ---- --epochs 2147483647: starts at once, in the memory of one epoch ------------------------------
 # Peak resident memory and time when the first epoch's line appears, for 1 and for 2^31 - 1 epochs.
