@@ -97,6 +97,8 @@ ConfigValue float_option(float value);
 /// A size per axis, (height, width).
 ConfigValue size_option(Size2 size);
 
+class ConfigReader;  // layer_registry.hpp: a configuration read back, for from_config
+
 /// While one lives, the layers that run on this thread behave as in evaluation (dropout off,
 /// batch normalization on its running statistics) whatever their training flag. predict(),
 /// evaluate() and generate() run in one, so they change nothing in the model, and several threads
@@ -143,6 +145,9 @@ class Layer {
   /// layer of your own lists its own (the default: none), so that the processes of a distributed
   /// run can find out that they were given different models.
   virtual LayerConfig config() const { return {}; }
+  /// The layers this one was given to hold (Residual's), which a saved model lists inside it;
+  /// none for a layer that makes its own from its configuration (TransformerBlock).
+  virtual std::vector<const Layer*> given_layers() const { return {}; }
   /// The configuration of this layer and of the layers inside it, one "option=value" each, the
   /// type first: "type=Dense", "units=512", "bias=true"; a child's prefixed with its name
   /// ("self_attn.heads=4").

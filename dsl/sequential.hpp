@@ -37,6 +37,12 @@ namespace detail {
 class TrainingRun;
 }
 
+class Sequential;
+/// The model Sequential::save wrote to `path`: its layers made from their registered types
+/// (layer_registry.hpp) and built, and its weights and buffers loaded, so that it gives the same
+/// outputs bit for bit. Throws naming the file, and the layer, for anything missing or unknown.
+Sequential load_model(const std::string& path);
+
 /// How Sequential::generate picks each next token.
 struct GenerateOptions {
   /// Tokens to add after the prompt.
@@ -162,6 +168,11 @@ class Sequential {
   /// training checkpoint; throws naming every missing, unexpected or mismatched tensor at once,
   /// and changes nothing then.
   void load_weights(const std::string& path);
+  /// Writes the whole model to a safetensors file: the weights as save_weights writes them (PyTorch
+  /// loads them as they are), and the architecture (each layer's type, name and configuration,
+  /// the layers inside a Residual, the input shape) as JSON under "accrue.model" in the file's
+  /// metadata. load_model() makes the same model from it, with no code of the model's own.
+  void save(const std::string& path) const;
 
   /// The memory of one training step at `micro_batch`, predicted from the layers' shapes and
   /// dtypes, the precision and the optimizer, before anything runs (see MemoryPlan).

@@ -1,4 +1,5 @@
 #include "accrue/dsl/layers/attention.hpp"
+#include "accrue/dsl/layer_registry.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -180,6 +181,11 @@ LayerConfig MultiHeadAttention::config() const {
           {"bias", options_.bias}};
 }
 
+MultiHeadAttention MultiHeadAttention::from_config(const ConfigReader& c) {
+  return MultiHeadAttention{c.integer("heads"), c.integer("dim"),
+                            {.causal = c.flag("causal"), .dropout = c.real("dropout"), .bias = c.flag("bias")}};
+}
+
 LayerConfig TransformerBlock::config() const {
   return {{"heads", static_cast<const MultiHeadAttention&>(child(self_attn)).heads()},
           {"dim", dim_},
@@ -188,6 +194,15 @@ LayerConfig TransformerBlock::config() const {
           {"attention_dropout", float_option(options_.attention_dropout)},
           {"causal", options_.causal},
           {"eps", float_option(options_.eps)}};
+}
+
+TransformerBlock TransformerBlock::from_config(const ConfigReader& c) {
+  return TransformerBlock{c.integer("heads"), c.integer("dim"),
+                          {.mlp_dim = c.integer("mlp_dim"),
+                           .dropout = c.real("dropout"),
+                           .attention_dropout = c.real("attention_dropout"),
+                           .causal = c.flag("causal"),
+                           .eps = c.real("eps")}};
 }
 
 }  // namespace accrue::layers

@@ -25,6 +25,8 @@ class MultiHeadAttention final : public LayerBase<MultiHeadAttention> {
   MultiHeadAttention(std::int64_t heads, std::int64_t dim, MultiHeadAttentionOptions options = {});
   std::string type_name() const override { return "MultiHeadAttention"; }
   LayerConfig config() const override;
+  /// The layer config() describes (layer_registry.hpp).
+  static MultiHeadAttention from_config(const ConfigReader& c);
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
   /// With padded keys: key_padding int32 (batch, T), non-zero at a padding position that no query
@@ -65,6 +67,8 @@ class TransformerBlock final : public LayerBase<TransformerBlock> {
   TransformerBlock(std::int64_t heads, std::int64_t dim, TransformerBlockOptions options = {});
   std::string type_name() const override { return "TransformerBlock"; }
   LayerConfig config() const override;
+  /// The layer config() describes (layer_registry.hpp).
+  static TransformerBlock from_config(const ConfigReader& c);
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;

@@ -1,4 +1,5 @@
 #include "accrue/dsl/layers/batch_norm.hpp"
+#include "accrue/dsl/layer_registry.hpp"
 
 #include "accrue/dsl/layers/normalization_memory.hpp"
 #include "accrue/framework/distributed/sync_batch_norm.hpp"
@@ -75,6 +76,14 @@ LayerConfig BatchNorm::config() const {
           {"affine", o.affine},
           {"track_running_stats", o.track_running_stats},
           {"sync", o.sync}};
+}
+
+BatchNormOptions BatchNorm::options_from_config(const ConfigReader& c) {
+  return {.momentum = c.is_set("momentum") ? std::optional<float>{c.real("momentum")} : std::nullopt,
+          .eps = c.real("eps"),
+          .affine = c.flag("affine"),
+          .track_running_stats = c.flag("track_running_stats"),
+          .sync = c.flag("sync")};
 }
 
 }  // namespace accrue::layers

@@ -37,6 +37,8 @@ class BatchNorm : public Layer {
   bool uses_batch_statistics() const override { return true; }
   bool shares_batch_statistics() const override { return options_.sync; }
   LayerConfig config() const override;
+  /// The options config() describes (layer_registry.hpp).
+  static BatchNormOptions options_from_config(const ConfigReader& c);
 
   const BatchNormOptions& options() const { return options_; }
   /// Undefined without track_running_stats.

@@ -1,4 +1,5 @@
 #include "accrue/dsl/layers/conv2d.hpp"
+#include "accrue/dsl/layer_registry.hpp"
 
 #include <cmath>
 
@@ -78,6 +79,18 @@ LayerConfig Conv2d::config() const {
           {"dilation", size_option(o.dilation)},
           {"groups", o.groups},
           {"bias", o.bias}};
+}
+
+Conv2d Conv2d::from_config(const ConfigReader& c) {
+  const bool same = std::holds_alternative<std::string>(c.value("padding"));
+  if (same && c.text("padding") != "same")
+    throw ValueError(fmt::format("Conv2d: padding '{}' is neither 'same' nor sizes", c.text("padding")));
+  return Conv2d{c.integer("filters"), c.size("kernel_size"),
+                {.stride = c.size("stride"),
+                 .padding = same ? layers::same : Padding{c.size("padding")},
+                 .dilation = c.size("dilation"),
+                 .groups = c.integer("groups"),
+                 .bias = c.flag("bias")}};
 }
 
 }  // namespace accrue::layers

@@ -45,6 +45,8 @@ class Conv2d final : public LayerBase<Conv2d> {
 
   std::string type_name() const override { return "Conv2d"; }
   LayerConfig config() const override;
+  /// The layer config() describes (layer_registry.hpp).
+  static Conv2d from_config(const ConfigReader& c);
   /// weight (filters, C / groups, kh, kw) and bias (filters), uniform in +-1/sqrt(fan_in) with
   /// fan_in = C / groups * kh * kw: PyTorch's default initialisation.
   Shape build(const Shape& input_shape, Generator& generator) override;

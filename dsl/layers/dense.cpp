@@ -1,4 +1,5 @@
 #include "accrue/dsl/layers/dense.hpp"
+#include "accrue/dsl/layer_registry.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -57,5 +58,7 @@ LayerMemoryUse Dense::memory_use(const LayerMemoryQuery& q) const {
 }
 
 LayerConfig Dense::config() const { return {{"units", units_}, {"bias", options_.bias}}; }
+
+Dense Dense::from_config(const ConfigReader& c) { return Dense{c.integer("units"), {.bias = c.flag("bias")}}; }
 
 }  // namespace accrue::layers

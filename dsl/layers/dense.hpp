@@ -19,6 +19,8 @@ class Dense final : public LayerBase<Dense> {
 
   std::string type_name() const override { return "Dense"; }
   LayerConfig config() const override;
+  /// The layer config() describes (layer_registry.hpp).
+  static Dense from_config(const ConfigReader& c);
   /// W is (units, in_features) and b (units), both uniform in +-1/sqrt(in_features): PyTorch's
   /// default initialisation of nn.Linear (Kaiming uniform with a = sqrt(5)).
   Shape build(const Shape& input_shape, Generator& generator) override;

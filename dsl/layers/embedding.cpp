@@ -1,4 +1,5 @@
 #include "accrue/dsl/layers/embedding.hpp"
+#include "accrue/dsl/layer_registry.hpp"
 
 #include <cmath>
 #include <vector>
@@ -98,6 +99,10 @@ LayerMemoryUse SinusoidalEncoding::memory_use(const LayerMemoryQuery&) const { r
 
 LayerConfig Embedding::config() const {
   return {{"num_embeddings", vocab_}, {"embedding_dim", dim_}, {"padding_idx", options_.padding_idx}};
+}
+
+Embedding Embedding::from_config(const ConfigReader& c) {
+  return Embedding{c.integer("num_embeddings"), c.integer("embedding_dim"), {.padding_idx = c.integer("padding_idx")}};
 }
 
 LayerConfig PositionalEmbedding::config() const { return {{"max_length", max_length_}}; }

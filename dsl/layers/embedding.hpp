@@ -20,6 +20,8 @@ class Embedding final : public LayerBase<Embedding> {
   Embedding(std::int64_t vocab, std::int64_t dim, EmbeddingOptions options = {});
   std::string type_name() const override { return "Embedding"; }
   LayerConfig config() const override;
+  /// The layer config() describes (layer_registry.hpp).
+  static Embedding from_config(const ConfigReader& c);
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& tokens) override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;

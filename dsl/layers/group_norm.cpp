@@ -1,4 +1,5 @@
 #include "accrue/dsl/layers/group_norm.hpp"
+#include "accrue/dsl/layer_registry.hpp"
 
 #include "accrue/dsl/layers/normalization_memory.hpp"
 #include "accrue/framework/ops.hpp"
@@ -37,6 +38,10 @@ LayerMemoryUse GroupNorm::memory_use(const LayerMemoryQuery& q) const {
 
 LayerConfig GroupNorm::config() const {
   return {{"groups", groups_}, {"eps", float_option(options_.eps)}, {"affine", options_.affine}};
+}
+
+GroupNorm GroupNorm::from_config(const ConfigReader& c) {
+  return GroupNorm{c.integer("groups"), {.eps = c.real("eps"), .affine = c.flag("affine")}};
 }
 
 }  // namespace accrue::layers

@@ -20,6 +20,8 @@ class GroupNorm final : public LayerBase<GroupNorm> {
   explicit GroupNorm(std::int64_t groups, GroupNormOptions options = {});
   std::string type_name() const override { return "GroupNorm"; }
   LayerConfig config() const override;
+  /// The layer config() describes (layer_registry.hpp).
+  static GroupNorm from_config(const ConfigReader& c);
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;

@@ -1,4 +1,5 @@
 #include "accrue/dsl/layers/layer_norm.hpp"
+#include "accrue/dsl/layer_registry.hpp"
 
 #include <algorithm>
 
@@ -40,6 +41,10 @@ LayerMemoryUse LayerNorm::memory_use(const LayerMemoryQuery& q) const {
 
 LayerConfig LayerNorm::config() const {
   return {{"dims", std::int64_t{options_.dims}}, {"eps", float_option(options_.eps)}, {"affine", options_.affine}};
+}
+
+LayerNorm LayerNorm::from_config(const ConfigReader& c) {
+  return LayerNorm{{.dims = static_cast<int>(c.integer("dims")), .eps = c.real("eps"), .affine = c.flag("affine")}};
 }
 
 }  // namespace accrue::layers

@@ -21,6 +21,8 @@ class LayerNorm final : public LayerBase<LayerNorm> {
   explicit LayerNorm(LayerNormOptions options = {});
   std::string type_name() const override { return "LayerNorm"; }
   LayerConfig config() const override;
+  /// The layer config() describes (layer_registry.hpp).
+  static LayerNorm from_config(const ConfigReader& c);
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;

@@ -1,4 +1,5 @@
 #include "accrue/dsl/layers/pooling.hpp"
+#include "accrue/dsl/layer_registry.hpp"
 
 namespace accrue::layers {
 
@@ -47,6 +48,14 @@ LayerConfig Pool2d<Kind>::config() const {
           {"stride", o.stride ? size_option(*o.stride) : ConfigValue{}},
           {"padding", size_option(o.padding)},
           {"count_include_pad", o.count_include_pad}};
+}
+
+template <PoolKind Kind>
+Pool2d<Kind> Pool2d<Kind>::from_config(const ConfigReader& c) {
+  return Pool2d{c.size("kernel_size"),
+                {.stride = c.is_set("stride") ? std::optional<Size2>{c.size("stride")} : std::nullopt,
+                 .padding = c.size("padding"),
+                 .count_include_pad = c.flag("count_include_pad")}};
 }
 
 template class Pool2d<PoolKind::max>;

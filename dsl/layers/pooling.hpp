@@ -26,6 +26,8 @@ class Pool2d final : public LayerBase<Pool2d<Kind>> {
   explicit(false) Pool2d(Size2 kernel_size, Pool2dOptions options = {});
   std::string type_name() const override { return Kind == PoolKind::max ? "MaxPool2d" : "AvgPool2d"; }
   LayerConfig config() const override;
+  /// The layer config() describes (layer_registry.hpp).
+  static Pool2d from_config(const ConfigReader& c);
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;

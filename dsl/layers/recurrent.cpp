@@ -1,4 +1,5 @@
 #include "accrue/dsl/layers/recurrent.hpp"
+#include "accrue/dsl/layer_registry.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -118,6 +119,12 @@ LayerConfig Recurrent::config() const {
           {"num_layers", std::int64_t{options_.layers}},
           {"return_sequences", options_.return_sequences},
           {"bias", options_.bias}};
+}
+
+RecurrentOptions Recurrent::options_from_config(const ConfigReader& c) {
+  return {.layers = static_cast<int>(c.integer("num_layers")),
+          .return_sequences = c.flag("return_sequences"),
+          .bias = c.flag("bias")};
 }
 
 }  // namespace accrue::layers

@@ -24,6 +24,8 @@ class Recurrent : public Layer {
   Tensor forward(const Tensor& x) override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
   LayerConfig config() const override;
+  /// The options config() describes (layer_registry.hpp).
+  static RecurrentOptions options_from_config(const ConfigReader& c);
 
   std::int64_t hidden() const { return hidden_; }
 

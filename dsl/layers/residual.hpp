@@ -7,6 +7,8 @@
 // module holding an nn.Sequential. The inner layers must give back samples of the input's shape.
 
 #include <concepts>
+#include <memory>
+#include <vector>
 
 #include "accrue/dsl/layer.hpp"
 
@@ -20,7 +22,16 @@ class Residual final : public LayerBase<Residual> {
     std::size_t i = 0;
     (add_child(std::to_string(i++), std::forward<Ls>(inner)), ...);
   }
+  /// The inner layers as made elsewhere (load_model).
+  explicit Residual(std::vector<std::unique_ptr<Layer>> inner) {
+    for (std::size_t i = 0; i < inner.size(); ++i) add_child(std::to_string(i), std::move(inner[i]));
+  }
   std::string type_name() const override { return "Residual"; }
+  std::vector<const Layer*> given_layers() const override {
+    std::vector<const Layer*> inner;
+    for (std::size_t i = 0; i < child_count(); ++i) inner.push_back(&child(i));
+    return inner;
+  }
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;

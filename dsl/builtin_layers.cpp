@@ -1,0 +1,87 @@
+// The built-in layer types and how each is made from its configuration.
+
+#include "accrue/dsl/layer_registry.hpp"
+#include "accrue/dsl/layers/activation.hpp"
+#include "accrue/dsl/layers/attention.hpp"
+#include "accrue/dsl/layers/batch_norm.hpp"
+#include "accrue/dsl/layers/conv2d.hpp"
+#include "accrue/dsl/layers/dense.hpp"
+#include "accrue/dsl/layers/dropout.hpp"
+#include "accrue/dsl/layers/embedding.hpp"
+#include "accrue/dsl/layers/flatten.hpp"
+#include "accrue/dsl/layers/group_norm.hpp"
+#include "accrue/dsl/layers/layer_norm.hpp"
+#include "accrue/dsl/layers/normalization.hpp"
+#include "accrue/dsl/layers/pooling.hpp"
+#include "accrue/dsl/layers/recurrent.hpp"
+#include "accrue/dsl/layers/residual.hpp"
+#include "accrue/framework/error.hpp"
+
+namespace accrue {
+namespace {
+
+template <class L, class... A>
+std::unique_ptr<Layer> made(A&&... args) {
+  return std::make_unique<L>(std::forward<A>(args)...);
+}
+
+}  // namespace
+
+namespace detail {
+
+std::map<std::string, LayerFactory> builtin_layers() {
+  std::map<std::string, LayerFactory> table;
+  table["Dense"] = [](const ConfigReader& c, auto) { return made<layers::Dense>(layers::Dense::from_config(c)); };
+  table["Conv2d"] = [](const ConfigReader& c, auto) { return made<layers::Conv2d>(layers::Conv2d::from_config(c)); };
+  table["BatchNorm1d"] = [](const ConfigReader& c, auto) {
+    return made<layers::BatchNorm1d>(layers::BatchNorm::options_from_config(c));
+  };
+  table["BatchNorm2d"] = [](const ConfigReader& c, auto) {
+    return made<layers::BatchNorm2d>(layers::BatchNorm::options_from_config(c));
+  };
+  table["GroupNorm"] = [](const ConfigReader& c, auto) { return made<layers::GroupNorm>(layers::GroupNorm::from_config(c)); };
+  table["LayerNorm"] = [](const ConfigReader& c, auto) { return made<layers::LayerNorm>(layers::LayerNorm::from_config(c)); };
+  table["Dropout"] = [](const ConfigReader& c, auto) { return made<layers::Dropout>(c.real("rate")); };
+  table["Embedding"] = [](const ConfigReader& c, auto) { return made<layers::Embedding>(layers::Embedding::from_config(c)); };
+  table["PositionalEmbedding"] = [](const ConfigReader& c, auto) {
+    return made<layers::PositionalEmbedding>(c.integer("max_length"));
+  };
+  table["SinusoidalEncoding"] = [](const ConfigReader& c, auto) {
+    return made<layers::SinusoidalEncoding>(c.integer("max_length"));
+  };
+  table["ReLU"] = [](const ConfigReader&, auto) { return made<layers::ReLU>(); };
+  table["Sigmoid"] = [](const ConfigReader&, auto) { return made<layers::Sigmoid>(); };
+  table["Tanh"] = [](const ConfigReader&, auto) { return made<layers::Tanh>(); };
+  table["GELU"] = [](const ConfigReader& c, auto) {
+    return made<layers::GELU>(layers::GELUOptions{.tanh_approximation = c.flag("tanh_approximation")});
+  };
+  table["Softmax"] = [](const ConfigReader& c, auto) { return made<layers::Softmax>(static_cast<int>(c.integer("dim"))); };
+  table["Flatten"] = [](const ConfigReader&, auto) { return made<layers::Flatten>(); };
+  table["MaxPool2d"] = [](const ConfigReader& c, auto) { return made<layers::MaxPool2d>(layers::MaxPool2d::from_config(c)); };
+  table["AvgPool2d"] = [](const ConfigReader& c, auto) { return made<layers::AvgPool2d>(layers::AvgPool2d::from_config(c)); };
+  table["GlobalAvgPool2d"] = [](const ConfigReader&, auto) { return made<layers::GlobalAvgPool2d>(); };
+  table["Normalization"] = [](const ConfigReader& c, auto) {
+    return made<layers::Normalization>(layers::NormalizationOptions{.axis = static_cast<int>(c.integer("axis"))});
+  };
+  table["LSTM"] = [](const ConfigReader& c, auto) {
+    return made<layers::LSTM>(c.integer("hidden_size"), layers::Recurrent::options_from_config(c));
+  };
+  table["GRU"] = [](const ConfigReader& c, auto) {
+    return made<layers::GRU>(c.integer("hidden_size"), layers::Recurrent::options_from_config(c));
+  };
+  table["MultiHeadAttention"] = [](const ConfigReader& c, auto) {
+    return made<layers::MultiHeadAttention>(layers::MultiHeadAttention::from_config(c));
+  };
+  table["TransformerBlock"] = [](const ConfigReader& c, auto) {
+    return made<layers::TransformerBlock>(layers::TransformerBlock::from_config(c));
+  };
+  table["Residual"] = [](const ConfigReader& c, std::vector<std::unique_ptr<Layer>> inner) {
+    ACCRUE_CHECK(!inner.empty(), "a saved Residual holds no layers");
+    (void)c;
+    return made<layers::Residual>(std::move(inner));
+  };
+  return table;
+}
+
+}  // namespace detail
+}  // namespace accrue

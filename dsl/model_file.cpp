@@ -1,0 +1,135 @@
+// Sequential::save and load_model: a whole model in one safetensors file, the weights under
+// PyTorch's names and the architecture as JSON in the metadata (Keras's model.save/load_model).
+
+#include <nlohmann/json.hpp>
+
+#include "accrue/config.hpp"
+#include "accrue/dsl/layer_registry.hpp"
+#include "accrue/dsl/sequential.hpp"
+#include "accrue/framework/autograd.hpp"
+#include "accrue/framework/serialization/checkpoint.hpp"
+
+namespace accrue {
+namespace {
+
+using nlohmann::ordered_json;
+constexpr const char* model_key = "accrue.model";
+constexpr int model_format = 1;
+
+ordered_json json_of(const ConfigValue& v) {
+  return std::visit(
+      [](const auto& x) -> ordered_json {
+        if constexpr (std::is_same_v<std::decay_t<decltype(x)>, std::monostate>) return nullptr;
+        else return x;
+      },
+      v);
+}
+
+ordered_json json_of(const Layer& layer) {
+  ordered_json j{{"type", layer.type_name()}, {"name", layer.name()}};
+  ordered_json config = ordered_json::object();
+  for (const auto& [name, value] : layer.config()) config[name] = json_of(value);
+  j["config"] = std::move(config);
+  const std::vector<const Layer*> inner = layer.given_layers();
+  if (!inner.empty()) {
+    ordered_json layers = ordered_json::array();
+    for (const Layer* l : inner) layers.push_back(json_of(*l));
+    j["layers"] = std::move(layers);
+  }
+  return j;
+}
+
+// Errors while reading name the file and the layer's place: "m.safetensors: layer 3 (Dense): ...".
+struct Reading {
+  const std::string& path;
+  std::string where;
+  [[noreturn]] void fail(const std::string& what) const {
+    throw ValueError(fmt::format("{}: {}{}", path, where.empty() ? "" : where + ": ", what));
+  }
+};
+
+ConfigValue config_value(const ordered_json& j, const Reading& r, const std::string& option) {
+  if (j.is_null()) return std::monostate{};
+  if (j.is_boolean()) return j.get<bool>();
+  if (j.is_number_integer()) return j.get<std::int64_t>();
+  if (j.is_number_float()) return j.get<double>();
+  if (j.is_string()) return j.get<std::string>();
+  if (j.is_array() && std::all_of(j.begin(), j.end(), [](const auto& e) { return e.is_number_integer(); }))
+    return j.get<std::vector<std::int64_t>>();
+  r.fail(fmt::format("option '{}' holds {}, not a flag, a number, a text or whole numbers", option, j.dump()));
+}
+
+std::unique_ptr<Layer> layer_of(const ordered_json& j, const Reading& outer, const std::string& place) {
+  Reading r{outer.path, outer.where.empty() ? place : outer.where + ", " + place};
+  if (!j.is_object() || !j.contains("type") || !j["type"].is_string() || !j.contains("config") || !j["config"].is_object())
+    r.fail("a layer needs a \"type\" and a \"config\" object");
+  const std::string type = j["type"].get<std::string>();
+  r.where += " (" + type + ")";
+  LayerConfig config;
+  for (const auto& [name, value] : j["config"].items()) config.emplace_back(name, config_value(value, r, name));
+  std::vector<std::unique_ptr<Layer>> inner;
+  if (j.contains("layers")) {
+    if (!j["layers"].is_array()) r.fail("\"layers\" is not a list");
+    for (std::size_t i = 0; i < j["layers"].size(); ++i) inner.push_back(layer_of(j["layers"][i], r, fmt::format("inner layer {}", i)));
+  }
+  std::unique_ptr<Layer> layer;
+  try {
+    layer = make_layer(type, config, std::move(inner));
+  } catch (const Error& e) {
+    r.fail(e.what());
+  }
+  if (j.contains("name") && j["name"].is_string()) layer->set_name(j["name"].get<std::string>());
+  return layer;
+}
+
+}  // namespace
+
+void Sequential::save(const std::string& path) const {
+  ACCRUE_CHECK(built_, "save: model '{}' is not built yet (layers::Input, build(shape) or fit), so it has no weights", name_);
+  ordered_json model{{"format", model_format}, {"producer", "accrue " ACCRUE_VERSION}, {"name", name_},
+                     {"input_shape", std::vector<std::int64_t>(input_shape_->dims().begin(), input_shape_->dims().end())}};
+  ordered_json layers = ordered_json::array();
+  for (const auto& layer : layers_) layers.push_back(json_of(*layer));
+  model["layers"] = std::move(layers);
+  serialization::save_safetensors(path, named_state(),
+                                  {{"format", "pt"}, {"producer", "accrue " ACCRUE_VERSION}, {model_key, model.dump()}});
+}
+
+Sequential load_model(const std::string& path) {
+  serialization::SafetensorsFile file = serialization::load_safetensors(path);
+  const Reading top{path, ""};
+  const auto found = file.metadata.find(model_key);
+  if (found == file.metadata.end())
+    top.fail("holds weights but no model (no \"accrue.model\" in its metadata): Sequential::save writes one; for "
+             "weights alone, make the model in code and call load_weights");
+  ordered_json j;
+  try {
+    j = ordered_json::parse(found->second);
+  } catch (const nlohmann::json::exception& e) {
+    top.fail(fmt::format("the model's JSON does not parse ({})", e.what()));
+  }
+  if (!j.is_object() || j.value("format", 0) != model_format)
+    top.fail(fmt::format("the model is in format {}, this Accrue reads format {}", j.is_object() ? j.value("format", 0) : 0, model_format));
+  if (!j.contains("layers") || !j["layers"].is_array() || !j.contains("input_shape") || !j["input_shape"].is_array())
+    top.fail("the model needs \"layers\" and \"input_shape\" lists");
+  Sequential model;
+  for (std::size_t i = 0; i < j["layers"].size(); ++i) model.add(layer_of(j["layers"][i], top, fmt::format("layer {}", i)));
+  std::vector<std::int64_t> dims;
+  try {
+    dims = j["input_shape"].get<std::vector<std::int64_t>>();
+  } catch (const nlohmann::json::exception&) {
+    top.fail("\"input_shape\" is not a list of whole numbers");
+  }
+  model.build(Shape(dims));
+  serialization::TensorMatch match;
+  const auto copies = match.match(model.named_state(), file.tensors, "", true, "the file");
+  match.add_unexpected(file.tensors);
+  if (!match.problems.empty())
+    top.fail(fmt::format("its weights do not fit the model it describes ({} problem{}):{}", match.problems.size(),
+                         match.problems.size() == 1 ? "" : "s", match.problem_lines()));
+  const NoGradGuard no_grad;
+  for (auto [param, value] : copies) param.copy_(value);
+  return model;
+}
+
+}  // namespace accrue

@@ -1,0 +1,208 @@
+// A whole model in one file: Sequential::save writes the weights and the architecture, load_model
+// makes the same model with no code of its own, giving the same outputs bit for bit; a layer type
+// the program has not registered, and a damaged description, are refused with their names.
+
+#include "test_util.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <thread>
+
+#include "accrue/dsl/layer_registry.hpp"
+#include "accrue/framework/serialization/safetensors.hpp"
+
+using namespace accrue;
+using accrue::test::message_has;
+
+namespace {
+
+// A layer of a user's own, registered with the one line the header shows.
+class Scale final : public LayerBase<Scale> {
+ public:
+  explicit Scale(double factor) : factor_(factor) {}
+  static Scale from_config(const ConfigReader& c) { return Scale{c.number("factor")}; }
+  LayerConfig config() const override { return {{"factor", factor_}}; }
+  std::string type_name() const override { return "Scale"; }
+  Tensor forward(const Tensor& x) override { return x * static_cast<float>(factor_); }
+
+ private:
+  double factor_;
+};
+
+// The same, never registered.
+class Unregistered final : public LayerBase<Unregistered> {
+ public:
+  std::string type_name() const override { return "Unregistered"; }
+  Tensor forward(const Tensor& x) override { return x; }
+};
+
+}  // namespace
+
+ACCRUE_REGISTER_LAYER(Scale);
+
+namespace {
+
+Tensor images(std::int64_t n, Shape sample, std::uint64_t seed) {
+  Generator g{seed};
+  std::vector<std::int64_t> dims{n};
+  for (const std::int64_t d : sample.dims()) dims.push_back(d);
+  return Tensor::uniform(Shape(std::span<const std::int64_t>(dims)), -1.0f, 1.0f, &g);
+}
+
+Tensor tokens(std::int64_t n, std::int64_t length, std::int64_t vocabulary, std::int64_t padded_from) {
+  std::vector<std::int32_t> t;
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t p = 0; p < length; ++p)
+      t.push_back(p >= padded_from + i % 2 ? 0 : static_cast<std::int32_t>(1 + (i * 7 + p * 3) % (vocabulary - 1)));
+  return Tensor::from(t, {n, length});
+}
+
+// Trains one step (so that weights, running statistics and the optimizer have moved from their
+// starting values), saves, loads, and compares predictions bit for bit and the layers' configurations.
+void round_trip(Sequential& model, const Tensor& x, const Tensor& y, const std::string& what) {
+  model.compile(optim::Adam{.lr = 1e-2}, losses::CrossEntropy{});
+  model.fit(Dataset{x, y}, {.epochs = 1, .batch_size = x.shape()[0], .verbose = 0});
+  test::TempDir dir{"model_file"};
+  const std::string path = (dir.path / "m.safetensors").string();
+  model.save(path);
+  Sequential loaded = load_model(path);
+  BOOST_TEST_INFO(what);
+  BOOST_REQUIRE(loaded.size() == model.size());
+  for (std::size_t i = 0; i < model.size(); ++i) {
+    BOOST_TEST(loaded.layer(i).config_lines() == model.layer(i).config_lines(), what << " layer " << i);
+    BOOST_TEST(loaded.layer(i).name() == model.layer(i).name());
+  }
+  const auto a = model.predict(x, 3).to_vector<float>(), b = loaded.predict(x, 3).to_vector<float>();
+  BOOST_TEST((a == b), what << ": predictions differ");
+  // The weights are still the PyTorch state_dict a weights-only model loads.
+  Sequential same = load_model(path);
+  BOOST_TEST(same.named_state().size() == model.named_state().size());
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(every_built_in_layer_type_is_registered) {
+  for (const char* type : {"Dense", "Conv2d", "BatchNorm1d", "BatchNorm2d", "GroupNorm", "LayerNorm", "Dropout", "Embedding",
+                           "PositionalEmbedding", "SinusoidalEncoding", "ReLU", "GELU", "Sigmoid", "Tanh", "Softmax", "Flatten",
+                           "MaxPool2d", "AvgPool2d", "GlobalAvgPool2d", "Normalization", "LSTM", "GRU",
+                           "MultiHeadAttention", "TransformerBlock", "Residual", "Scale"})
+    BOOST_TEST(layer_type_registered(type), type);
+  BOOST_TEST(!layer_type_registered("Unregistered"));
+}
+
+BOOST_AUTO_TEST_CASE(image_models_come_back_the_same) {
+  manual_seed(1);
+  const Tensor x = images(7, {1, 12, 12}, 2);
+  std::vector<std::int32_t> labels{0, 1, 2, 3, 0, 1, 2};
+  const Tensor y = Tensor::from(labels, {7});
+  Sequential mlp{layers::Input{1, 12, 12}, layers::Flatten{}, layers::Dense{32}, layers::ReLU{}, layers::Dropout{0.25f},
+                 layers::Dense{4}};
+  round_trip(mlp, x, y, "MLP");
+  Sequential batch_norm{layers::Input{1, 12, 12},
+                        layers::Conv2d{6, 3, {.padding = layers::same}},
+                        layers::BatchNorm2d{},
+                        layers::ReLU{},
+                        layers::MaxPool2d{2},
+                        layers::Conv2d{8, {3, 1}, {.stride = {1, 2}, .padding = {1, 0}, .dilation = 1, .bias = false}},
+                        layers::BatchNorm2d{{.momentum = std::nullopt, .eps = 1e-3f}},
+                        layers::AvgPool2d{2, {.stride = 1, .padding = 1, .count_include_pad = false}},
+                        layers::Flatten{},
+                        layers::BatchNorm1d{},
+                        layers::Dense{4}};
+  round_trip(batch_norm, x, y, "CNN with BatchNorm");
+  Sequential group_norm{layers::Input{1, 12, 12}, layers::Conv2d{8, 3, {.groups = 1}}, layers::GroupNorm{4},
+                        layers::GELU{{.tanh_approximation = true}}, layers::Conv2d{8, 3, {.dilation = 2, .groups = 2}},
+                        layers::Tanh{}, layers::GlobalAvgPool2d{}, layers::Dense{4}, layers::Sigmoid{}, Scale{2.5}};
+  round_trip(group_norm, x, y, "CNN with GroupNorm and a layer of the user's own");
+}
+
+BOOST_AUTO_TEST_CASE(sequence_models_come_back_the_same) {
+  manual_seed(2);
+  const Tensor x = tokens(6, 8, 11, 5);
+  const Tensor y = Tensor::from(std::vector<std::int32_t>{0, 1, 2, 0, 1, 2}, {6});
+  for (const bool lstm : {true, false}) {
+    Sequential classifier{layers::Input{8}, layers::Embedding{11, 6, {.padding_idx = 0}}};
+    if (lstm) classifier.add(layers::LSTM{5, {.layers = 2, .return_sequences = false}});
+    else classifier.add(layers::GRU{5, {.return_sequences = false, .bias = false}});
+    classifier.add(layers::Dense{3});
+    round_trip(classifier, x, y, lstm ? "LSTM classifier" : "GRU classifier");
+  }
+  // A character-level GPT: causal attention, LayerNorm, GELU inside its blocks; per-token targets.
+  const Tensor next = tokens(6, 8, 11, 8);
+  Sequential gpt{layers::Input{8},
+                 layers::Embedding{11, 16},
+                 layers::PositionalEmbedding{8},
+                 layers::TransformerBlock{2, 16, {.mlp_dim = 24, .dropout = 0.1f, .causal = true}},
+                 layers::Residual{layers::LayerNorm{}, layers::MultiHeadAttention{4, 16, {.causal = true, .bias = false}}},
+                 layers::LayerNorm{{.eps = 1e-6f}},
+                 layers::Dense{11}};
+  round_trip(gpt, x, next, "GPT");
+  Sequential sinusoidal{layers::Input{8}, layers::Embedding{11, 8}, layers::SinusoidalEncoding{16},
+                        layers::Softmax{-1}, layers::Flatten{}, layers::Dense{3}};
+  round_trip(sinusoidal, x, y, "sinusoidal encoding and softmax");
+}
+
+BOOST_AUTO_TEST_CASE(normalization_statistics_come_back_with_the_model) {
+  manual_seed(3);
+  Tensor x = images(9, {5}, 4) * 3.0f + 1.0f;
+  layers::Normalization norm;
+  norm.adapt(x);
+  Sequential model{layers::Input{5}, norm, layers::Dense{2}};
+  round_trip(model, x, Tensor::from(std::vector<std::int32_t>{0, 1, 0, 1, 0, 1, 0, 1, 0}, {9}), "Normalization");
+}
+
+BOOST_AUTO_TEST_CASE(unknown_layer_types_and_damaged_descriptions_are_named) {
+  test::TempDir dir{"model_file_errors"};
+  const std::string path = (dir.path / "m.safetensors").string();
+  Sequential mine{layers::Input{3}, layers::Dense{4}, Unregistered{}, layers::Dense{2}};
+  mine.save(path);
+  BOOST_CHECK_EXCEPTION(load_model(path), ValueError,
+                        message_has({path, "layer 1 (Unregistered)", "'Unregistered'", "ACCRUE_REGISTER_LAYER(Unregistered)"}));
+  // Weights alone are not a model.
+  mine.save_weights(path);
+  BOOST_CHECK_EXCEPTION(load_model(path), ValueError, message_has({path, "no model", "load_weights"}));
+  // An option of the wrong kind, and one missing, name the layer and the option.
+  Sequential plain{layers::Input{3}, layers::Dense{4}, layers::ReLU{}, layers::Dense{2}};
+  plain.save(path);
+  const auto rewrite = [&](const std::function<void(nlohmann::json&)>& change) {
+    serialization::SafetensorsFile file = serialization::load_safetensors(path);
+    nlohmann::json j = nlohmann::json::parse(file.metadata.at("accrue.model"));
+    change(j);
+    file.metadata["accrue.model"] = j.dump();
+    const std::string damaged = (dir.path / "damaged.safetensors").string();
+    serialization::save_safetensors(damaged, file.tensors, file.metadata);
+    return damaged;
+  };
+  BOOST_CHECK_EXCEPTION(load_model(rewrite([](auto& j) { j["layers"][2]["config"]["units"] = "two"; })), ValueError,
+                        message_has({"layer 2 (Dense)", "'units'", "whole number", "a text"}));
+  BOOST_CHECK_EXCEPTION(load_model(rewrite([](auto& j) { j["layers"][0]["config"].erase("bias"); })), ValueError,
+                        message_has({"layer 0 (Dense)", "no option 'bias'"}));
+  // A description whose layers do not fit the weights: nothing half-loaded, every problem named.
+  BOOST_CHECK_EXCEPTION(load_model(rewrite([](auto& j) { j["layers"][0]["config"]["units"] = 5; })), ValueError,
+                        message_has({"do not fit", "0.weight"}));
+}
+
+BOOST_AUTO_TEST_CASE(a_loaded_model_predicts_on_four_threads_at_once_as_on_one) {
+  manual_seed(4);
+  Sequential model{layers::Input{1, 12, 12}, layers::Conv2d{4, 3}, layers::BatchNorm2d{}, layers::ReLU{},
+                   layers::Dropout{0.5f}, layers::Flatten{}, layers::Dense{3}};
+  test::TempDir dir{"model_file_threads"};
+  const std::string path = (dir.path / "m.safetensors").string();
+  model.save(path);
+  Sequential loaded = load_model(path);
+  std::vector<Tensor> inputs;
+  std::vector<std::vector<float>> alone;
+  for (std::uint64_t k = 0; k < 4; ++k) {
+    inputs.push_back(images(9, {1, 12, 12}, 10 + k));
+    alone.push_back(loaded.predict(inputs.back(), 4).to_vector<float>());
+  }
+  std::vector<std::vector<float>> together(4);
+  std::vector<std::thread> threads;
+  for (std::size_t k = 0; k < 4; ++k)
+    threads.emplace_back([&, k] {
+      for (int repeat = 0; repeat < 20; ++repeat) together[k] = loaded.predict(inputs[k], 4).to_vector<float>();
+    });
+  for (auto& t : threads) t.join();
+  for (std::size_t k = 0; k < 4; ++k) BOOST_TEST((together[k] == alone[k]), "thread " << k);
+}
