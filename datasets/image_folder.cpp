@@ -70,6 +70,35 @@ std::vector<ImageFile> index_files(const std::string& dir, const std::vector<std
   return files;
 }
 
+// Keras's smart_resize: the largest centred window with the target's aspect ratio.
+transforms::Image central_window(const transforms::Image& image, Size2 size) {
+  const double target = static_cast<double>(size.w) / static_cast<double>(size.h);
+  std::int64_t h = image.height, w = static_cast<std::int64_t>(static_cast<double>(h) * target);
+  if (w > image.width) {
+    w = image.width;
+    h = static_cast<std::int64_t>(static_cast<double>(w) / target);
+  }
+  h = std::max<std::int64_t>(h, 1), w = std::max<std::int64_t>(w, 1);
+  return transforms::functional::crop(image, (image.height - h) / 2, (image.width - w) / 2, h, w);
+}
+
+transforms::Image image_as_read(const std::string& path, const ImageFolderOptions& options) {
+  const DecodedImage decoded = read_image(path, options.channels, options.limits);
+  transforms::Image image(decoded.channels, decoded.height, decoded.width);
+  // Interleaved bytes to planes of floats in [0, 1], as ToTensor divides them.
+  const auto plane = static_cast<std::size_t>(decoded.width * decoded.height);
+  const auto channels = static_cast<std::size_t>(decoded.channels);
+  for (std::size_t c = 0; c < channels; ++c) {
+    float* out = image.pixels.data() + c * plane;
+    const std::uint8_t* in = decoded.pixels.data() + c;
+    for (std::size_t p = 0; p < plane; ++p) out[p] = static_cast<float>(in[p * channels]) / 255.0f;
+  }
+  if (options.crop_to_aspect_ratio) image = central_window(image, options.image_size);
+  if (image.height != options.image_size.h || image.width != options.image_size.w)
+    image = transforms::functional::resize(image, options.image_size, options.interpolation, true);
+  return image;
+}
+
 // Decoded on demand: reading sample i opens, decodes and resizes its file.
 class ImageFolderSource final : public SampleSource {
  public:
@@ -84,19 +113,7 @@ class ImageFolderSource final : public SampleSource {
   void read(std::int64_t i, const ReadContext&, void* input, void* target) const override {
     const ImageFile& f = files_[static_cast<std::size_t>(i)];
     const std::string path = (fs::path(dir_) / f.path).string();
-    const DecodedImage decoded = read_image(path, options_.channels, options_.limits);
-    transforms::Image image(decoded.channels, decoded.height, decoded.width);
-    // Interleaved bytes to planes of floats in [0, 1], as ToTensor divides them.
-    const auto plane = static_cast<std::size_t>(decoded.width * decoded.height);
-    const auto channels = static_cast<std::size_t>(decoded.channels);
-    for (std::size_t c = 0; c < channels; ++c) {
-      float* out = image.pixels.data() + c * plane;
-      const std::uint8_t* in = decoded.pixels.data() + c;
-      for (std::size_t p = 0; p < plane; ++p) out[p] = static_cast<float>(in[p * channels]) / 255.0f;
-    }
-    if (options_.crop_to_aspect_ratio) image = central_window(image);
-    if (image.height != options_.image_size.h || image.width != options_.image_size.w)
-      image = transforms::functional::resize(image, options_.image_size, options_.interpolation, true);
+    const transforms::Image image = image_as_read(path, options_);
     std::memcpy(input, image.pixels.data(), image.pixels.size() * sizeof(float));
     std::memcpy(target, &f.label, sizeof f.label);
   }
@@ -117,18 +134,6 @@ class ImageFolderSource final : public SampleSource {
   }
 
  private:
-  // Keras's smart_resize: the largest centred window with the target's aspect ratio.
-  transforms::Image central_window(const transforms::Image& image) const {
-    const double target = static_cast<double>(options_.image_size.w) / static_cast<double>(options_.image_size.h);
-    std::int64_t h = image.height, w = static_cast<std::int64_t>(static_cast<double>(h) * target);
-    if (w > image.width) {
-      w = image.width;
-      h = static_cast<std::int64_t>(static_cast<double>(w) / target);
-    }
-    h = std::max<std::int64_t>(h, 1), w = std::max<std::int64_t>(w, 1);
-    return transforms::functional::crop(image, (image.height - h) / 2, (image.width - w) / 2, h, w);
-  }
-
   std::string dir_;
   std::vector<ImageFile> files_;
   ImageFolderOptions options_;
@@ -173,6 +178,11 @@ Dataset make(const std::string& dir, const ImageFolderOptions& options, Subset s
 }
 
 }  // namespace
+
+Tensor read_image_sample(const std::string& path, const ImageFolderOptions& options) {
+  const transforms::Image image = image_as_read(path, options);
+  return Tensor::from(std::vector<float>(image.pixels.begin(), image.pixels.end()), image.shape());
+}
 
 Dataset image_folder(const std::string& dir, const ImageFolderOptions& options) {
   check_options(options);

@@ -52,6 +52,9 @@ struct ImageFolderOptions {
 Dataset image_folder(const std::string& dir, const ImageFolderOptions& options = {});
 /// Both sides of options.validation_split: (training, validation), as Keras's subset="both".
 std::pair<Dataset, Dataset> image_folder_split(const std::string& dir, ImageFolderOptions options);
+/// One image file as image_folder reads each sample: decoded, converted to options.channels, in
+/// [0, 1], cropped and resized to options.image_size; a (C, H, W) float32 tensor (for predicting).
+Tensor read_image_sample(const std::string& path, const ImageFolderOptions& options = {});
 /// The class names image_folder gives labels 0, 1, ... to.
 std::vector<std::string> image_folder_classes(const std::string& dir, const ImageFolderOptions& options = {});
 

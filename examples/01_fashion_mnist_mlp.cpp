@@ -3,11 +3,13 @@
 //
 //   01_fashion_mnist_mlp [--epochs 20] [--batch-size 64] [--lr 1e-3] [--data DIR] [--seed 0]
 //                        [--accumulate N] [--clip MAX_NORM] [--amp[=f16|bf16]] [--explain WINDOWS] [--verbose 0|1|2]
-//                        [--device best|cpu|cuda|cuda:N] [--save PATH] [--load PATH]
+//                        [--device best|cpu|cuda|cuda:N] [--save PATH] [--load PATH] [--save-model PATH]
 //                        [--checkpoint-dir DIR] [--checkpoint-every MICRO_BATCHES]
 //
 // --save writes the weights after training as safetensors under PyTorch's names ("1.weight", ...),
 // which torch's load_state_dict takes; --load starts from such a file (from Accrue or PyTorch).
+// --save-model writes the whole model (the same weights and the architecture), which load_model and
+// 12_predict read without this program's code.
 // --checkpoint-dir writes training checkpoints there (at each epoch's end and every
 // --checkpoint-every micro-batches) and, when the folder already holds one, continues from the
 // newest: a run killed at any moment and started again with the same flags ends as if never killed.
@@ -30,7 +32,7 @@ int main(int argc, char** argv) {
   int accumulate = 1;
   double clip = 0.0;
   int explain = 0;
-  std::string save, load, checkpoint_dir;
+  std::string save, load, save_model, checkpoint_dir;
   std::int64_t checkpoint_every = 200;
   constexpr auto most_int = static_cast<std::uint64_t>(std::numeric_limits<int>::max());
   constexpr auto most_int64 = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
@@ -48,6 +50,7 @@ int main(int argc, char** argv) {
   app.add_option("--explain", explain, "Explain the first N windows step by step")->check(examples::whole_number(0, most_int));
   app.add_option("--save", save, "Write the weights after training to this safetensors file");
   app.add_option("--load", load, "Start from the weights in this safetensors file");
+  app.add_option("--save-model", save_model, "Write the whole model after training to this safetensors file (load_model, 12_predict)");
   app.add_option("--checkpoint-dir", checkpoint_dir,
                  "Write training checkpoints to this folder, and continue from the newest one there");
   app.add_option("--checkpoint-every", checkpoint_every, "Micro-batches between checkpoints (0: at epoch ends only)")
@@ -58,6 +61,7 @@ int main(int argc, char** argv) {
     // goes on from it, and the file is replaced whole at the end); nothing else read may be replaced.
     const examples::ExampleOptions::Inputs data = common.fashion_mnist_inputs();
     if (!save.empty()) require_output_file(save, "--save", data);
+    if (!save_model.empty()) require_output_file(save_model, "--save-model", data);
     examples::ExampleOptions::Inputs inputs = data;
     if (!load.empty()) inputs.emplace_back(load, "the --load weights");
     common.check_report(inputs);
@@ -99,6 +103,10 @@ int main(int argc, char** argv) {
     if (!save.empty()) {
       model.save_weights(save);
       fmt::print("Saved the weights to {}\n", save);
+    }
+    if (!save_model.empty()) {
+      model.save(save_model);
+      fmt::print("Saved the model to {}\n", save_model);
     }
     examples::print_accuracy(accuracy);
   });

@@ -1,0 +1,87 @@
+// Classifies images with a model saved by Sequential::save, with none of the model's code: the
+// inference half of a program that trains elsewhere.
+//
+//   12_predict MODEL FILE... [--top 3] [--classes fashion_mnist|NAME,NAME,...] [--first 5]
+//
+// Each FILE is a PNG or JPEG image (decoded, converted and resized to the model's input shape as
+// datasets::image_folder reads samples) or an IDX file of images such as FashionMNIST's
+// t10k-images-idx3-ubyte (its first --first images, in [0, 1]). For each image it prints the --top
+// most probable classes (the softmax of the model's outputs), by name with --classes.
+//
+//   01_fashion_mnist_mlp --epochs 2 --save-model mlp.safetensors
+//   12_predict mlp.safetensors /usr/share/dataset-fashion-mnist/t10k-images-idx3-ubyte.gz --classes fashion_mnist
+
+#include <algorithm>
+#include <numeric>
+
+#include "example_options.hpp"
+
+using namespace accrue;
+
+namespace {
+
+std::string class_name(std::int64_t k, const std::string& classes) {
+  if (classes == "fashion_mnist") return datasets::fashion_mnist_class_name(static_cast<int>(k));
+  if (!classes.empty()) {
+    std::vector<std::string> names;
+    std::size_t at = 0;
+    for (std::size_t comma; (comma = classes.find(',', at)) != std::string::npos; at = comma + 1)
+      names.push_back(classes.substr(at, comma - at));
+    names.push_back(classes.substr(at));
+    if (k < static_cast<std::int64_t>(names.size())) return names[static_cast<std::size_t>(k)];
+  }
+  return fmt::format("class {}", k);
+}
+
+// (label, batch of samples) for one FILE argument.
+std::vector<std::pair<std::string, Tensor>> inputs_of(const std::string& file, const Shape& sample, std::int64_t first) {
+  const bool idx = file.find("idx") != std::string::npos;
+  if (idx) {
+    const datasets::IdxArray images = datasets::read_idx(file);
+    Tensor all = datasets::idx_to_float(images, 1.0f / 255.0f);
+    const std::int64_t n = std::min(first, all.shape()[0]);
+    ACCRUE_CHECK_SHAPE(all.shape().numel() / all.shape()[0] == sample.numel(),
+                       "{}: its images are {} values each, the model takes samples of {}", file,
+                       all.shape().numel() / all.shape()[0], sample);
+    std::vector<std::pair<std::string, Tensor>> out;
+    for (std::int64_t i = 0; i < n; ++i)
+      out.emplace_back(fmt::format("{} [{}]", file, i), all.narrow(i, i + 1).reshape(sample.prepend(1)));
+    return out;
+  }
+  ACCRUE_CHECK_SHAPE(sample.rank() == 3, "{}: an image, but the model takes samples of {}, not (channels, height, width)", file, sample);
+  Tensor image = datasets::read_image_sample(
+      file, {.image_size = Size2{sample[1], sample[2]}, .channels = static_cast<int>(sample[0])});
+  return {{file, image.reshape(sample.prepend(1))}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Classify images with a saved model"};
+  std::string model_path, classes;
+  std::vector<std::string> files;
+  std::int64_t top = 3, first = 5;
+  app.add_option("model", model_path, "A model written by Sequential::save (--save-model)")->required();
+  app.add_option("files", files, "PNG or JPEG images, or IDX files of images")->required();
+  app.add_option("--top", top, "Classes printed per image")->check(examples::whole_number(1, 1000));
+  app.add_option("--first", first, "Images taken from each IDX file")->check(examples::whole_number(1, 1000000));
+  app.add_option("--classes", classes, "fashion_mnist, or the class names in order, separated by commas");
+  return examples::run_example(app, argc, argv, [&] {
+    Sequential model = load_model(model_path);
+    const Shape sample = *model.input_shape();
+    for (const std::string& file : files)
+      for (const auto& [label, x] : inputs_of(file, sample, first)) {
+        const std::vector<float> p = ops::softmax(model.predict(x, 1).reshape(Shape{model.output_shape().numel()}), -1).to_vector<float>();
+        std::vector<std::int64_t> order(p.size());
+        std::iota(order.begin(), order.end(), 0);
+        const auto shown = static_cast<std::ptrdiff_t>(std::min<std::size_t>(static_cast<std::size_t>(top), p.size()));
+        std::partial_sort(order.begin(), order.begin() + shown, order.end(),
+                          [&](std::int64_t a, std::int64_t b) { return p[static_cast<std::size_t>(a)] > p[static_cast<std::size_t>(b)]; });
+        std::string line = label + ":";
+        for (std::ptrdiff_t r = 0; r < shown; ++r)
+          line += fmt::format("{} {} ({:.1f}%)", r == 0 ? "" : ",", class_name(order[static_cast<std::size_t>(r)], classes),
+                              100.0 * p[static_cast<std::size_t>(order[static_cast<std::size_t>(r)])]);
+        fmt::print("{}\n", line);
+      }
+  });
+}
