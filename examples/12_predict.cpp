@@ -12,6 +12,7 @@
 //   12_predict mlp.safetensors /usr/share/dataset-fashion-mnist/t10k-images-idx3-ubyte.gz --classes fashion_mnist
 
 #include <algorithm>
+#include <fstream>
 #include <numeric>
 
 #include "example_options.hpp"
@@ -35,8 +36,10 @@ std::string class_name(std::int64_t k, const std::string& classes) {
 
 // (label, batch of samples) for one FILE argument.
 std::vector<std::pair<std::string, Tensor>> inputs_of(const std::string& file, const Shape& sample, std::int64_t first) {
-  const bool idx = file.find("idx") != std::string::npos;
-  if (idx) {
+  // By the file's first bytes, not its name: PNG and JPEG have signatures, anything else is read as IDX.
+  std::string head(8, '\0');
+  std::ifstream(file, std::ios::binary).read(head.data(), static_cast<std::streamsize>(head.size()));
+  if (!datasets::looks_like_image(head)) {
     const datasets::IdxArray images = datasets::read_idx(file);
     Tensor all = datasets::idx_to_float(images, 1.0f / 255.0f);
     const std::int64_t n = std::min(first, all.shape()[0]);
