@@ -83,5 +83,6 @@ std::map<std::string, LayerFactory> builtin_layers();
 
 /// Registers the layer class `Type` (with `static Type from_config(const ConfigReader&)`) under
 /// its own name, at namespace scope in the file that defines it, so that load_model can make it.
+/// Its type_name() must be that name; a layer named otherwise calls register_layer<L>("its name").
 #define ACCRUE_REGISTER_LAYER(Type) \
   [[maybe_unused]] static const bool accrue_layer_registered_##Type = ::accrue::register_layer<Type>(#Type)
