@@ -153,6 +153,47 @@ struct WaitMeter final : Callback {
   void on_micro_batch_end(const StepRecord& r, const Logs&) override { *waited += r.data_wait; }
 };
 
+// Accrue's PNG epochs with `busy` threads of this process spinning beside them.
+void read_beside_busy_threads(const fs::path& dir, int count, std::int64_t batch, int workers, int reps, int busy) {
+  AccrueEpochs accrue{pipeline(dir, "png32"), batch, workers};
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> spinning;
+  for (int t = 0; t < busy; ++t)
+    spinning.emplace_back([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+      }
+    });
+  std::vector<double> rates;
+  for (int r = 0; r < reps; ++r) rates.push_back(count / accrue.run());
+  stop = true;
+  for (auto& t : spinning) t.join();
+  fmt::print("png32 with {} threads spinning beside it: {:.0f} samples/s\n", busy, bench::median(rates));
+}
+
+// The CNN: one epoch reading and augmenting every sample, against the same samples in memory.
+void compare_cnn_epochs(const fs::path& dir, int count, std::int64_t batch, int workers, int reps) {
+  const Dataset streamed = pipeline(dir, "png32");
+  const Dataset held = streamed.to_memory();
+  std::vector<double> from_folder, from_memory, waits;
+  for (int r = 0; r < reps + 1; ++r)
+    for (const bool folder : {true, false}) {
+      Sequential m = cnn();
+      m.compile(optim::Adam{.lr = 1e-3}, losses::CrossEntropy{});
+      WaitMeter meter;
+      const auto start = std::chrono::steady_clock::now();
+      m.fit(folder ? streamed : held, {.epochs = 1, .batch_size = batch, .callbacks = {meter}, .seed = 1,
+                                        .data_workers = workers, .verbose = 0});
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (r == 0) continue;  // warm-up
+      (folder ? from_folder : from_memory).push_back(s);
+      if (folder) waits.push_back(*meter.waited / s);
+    }
+  const double f = bench::median(from_folder), m = bench::median(from_memory);
+  fmt::print("CNN epoch on {} PNGs: {:.2f} s reading the folder (waiting for data {:.1f}% of it), {:.2f} s in "
+             "memory: {:.3f}x\n",
+             count, f, 100.0 * bench::median(waits), m, f / m);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -203,44 +244,9 @@ int main(int argc, char** argv) {
       fmt::print("{:<9} {:>8} {:>16.0f} {:>16} {:>8}\n", kind, count, a, torch ? fmt::format("{:.0f}", t) : "-",
                  torch ? fmt::format("{:.2f}x", a / t) : "-");
     }
-    if (busy > 0) {
-      AccrueEpochs accrue{pipeline(root / "png32", "png32"), batch, workers};
-      std::atomic<bool> stop{false};
-      std::vector<std::thread> spinning;
-      for (int t = 0; t < busy; ++t)
-        spinning.emplace_back([&] {
-          while (!stop.load(std::memory_order_relaxed)) {
-          }
-        });
-      std::vector<double> rates;
-      for (int r = 0; r < reps; ++r) rates.push_back(png / accrue.run());
-      stop = true;
-      for (auto& t : spinning) t.join();
-      fmt::print("png32 with {} threads spinning beside it: {:.0f} samples/s\n", busy, bench::median(rates));
-    }
+    if (busy > 0) read_beside_busy_threads(root / "png32", png, batch, workers, reps, busy);
     if (!no_decoders) compare_decoders(root / "png32", reps);
-    if (no_cnn) return 0;
-    // The CNN: one epoch reading and augmenting every sample, against the same samples in memory.
-    const Dataset streamed = pipeline(root / "png32", "png32");
-    const Dataset held = streamed.to_memory();
-    std::vector<double> from_folder, from_memory, waits;
-    for (int r = 0; r < cnn_reps + 1; ++r)
-      for (const bool folder : {true, false}) {
-        Sequential m = cnn();
-        m.compile(optim::Adam{.lr = 1e-3}, losses::CrossEntropy{});
-        WaitMeter meter;
-        const auto start = std::chrono::steady_clock::now();
-        m.fit(folder ? streamed : held, {.epochs = 1, .batch_size = batch, .callbacks = {meter}, .seed = 1,
-                                          .data_workers = workers, .verbose = 0});
-        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        if (r == 0) continue;  // warm-up
-        (folder ? from_folder : from_memory).push_back(s);
-        if (folder) waits.push_back(*meter.waited / s);
-      }
-    const double f = bench::median(from_folder), m = bench::median(from_memory);
-    fmt::print("CNN epoch on {} PNGs: {:.2f} s reading the folder (waiting for data {:.1f}% of it), {:.2f} s in "
-               "memory: {:.3f}x\n",
-               png, f, 100.0 * bench::median(waits), m, f / m);
+    if (!no_cnn) compare_cnn_epochs(root / "png32", png, batch, workers, cnn_reps);
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;

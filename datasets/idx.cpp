@@ -58,10 +58,6 @@ class GzFile {
   gzFile file_;
 };
 
-std::uint32_t big_endian_u32(const std::uint8_t* p) {
-  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | std::uint32_t{p[3]};
-}
-
 void to_host_order(std::vector<std::uint8_t>& bytes, std::size_t width) {
   if (width == 1) return;
   for (std::size_t i = 0; i + width <= bytes.size(); i += width) std::reverse(bytes.begin() + i, bytes.begin() + i + width);

@@ -30,11 +30,6 @@ void check_size(std::int64_t width, std::int64_t height, const std::string& name
                               limits.max_pixels));
 }
 
-std::uint32_t big_endian(const char* p) {
-  const auto* u = reinterpret_cast<const unsigned char*>(p);
-  return std::uint32_t{u[0]} << 24 | std::uint32_t{u[1]} << 16 | std::uint32_t{u[2]} << 8 | u[3];
-}
-
 // PNG's five row filters undone in place (filtered bytes in, pixel bytes out), `bpp` bytes per pixel.
 bool unfilter(unsigned char* row, const unsigned char* above, std::size_t length, std::size_t bpp, int filter) {
   switch (filter) {
@@ -78,16 +73,16 @@ std::optional<DecodedImage> decode_plain_png(std::string_view bytes, const Image
   bool header = false, ended = false, in_idat = false, idat_done = false;
   while (!ended) {
     if (bytes.size() - at < 12) return std::nullopt;
-    const std::uint32_t length = big_endian(bytes.data() + at);
+    const std::uint32_t length = big_endian_u32(bytes.data() + at);
     if (length > bytes.size() - at - 12) return std::nullopt;
     const std::string_view type = bytes.substr(at + 4, 4), data = bytes.substr(at + 8, length);
     const auto crc = static_cast<std::uint32_t>(::crc32(0, reinterpret_cast<const Bytef*>(bytes.data() + at + 4), length + 4));
-    if (crc != big_endian(bytes.data() + at + 8 + length)) return std::nullopt;
+    if (crc != big_endian_u32(bytes.data() + at + 8 + length)) return std::nullopt;
     at += 12 + std::size_t{length};
     if (!header) {
       if (type != "IHDR" || length != 13) return std::nullopt;
-      width = big_endian(data.data());
-      height = big_endian(data.data() + 4);
+      width = big_endian_u32(data.data());
+      height = big_endian_u32(data.data() + 4);
       const int depth = data[8], colour = data[9];
       channels = colour == 0 ? 1 : colour == 2 ? 3 : colour == 4 ? 2 : colour == 6 ? 4 : 0;
       if (depth != 8 || channels == 0 || data[10] != 0 || data[11] != 0 || data[12] != 0) return std::nullopt;

@@ -151,32 +151,33 @@ Shape RandomCrop::output_shape(const Shape& input) const {
 }
 
 void RandomCrop::apply(Image& image, Draws& draws) const {
+  // Where the image sits in the padded one: padding, then pad_if_needed on both sides of an axis
+  // still short of the crop, as torchvision pads.
+  std::int64_t top_pad = pad_[1], left_pad = pad_[0];
+  std::int64_t height = image.height + pad_[1] + pad_[3], width = image.width + pad_[0] + pad_[2];
+  const std::int64_t more_w = options_.pad_if_needed ? std::max<std::int64_t>(size_.w - width, 0) : 0;
+  const std::int64_t more_h = options_.pad_if_needed ? std::max<std::int64_t>(size_.h - height, 0) : 0;
+  left_pad += more_w, width += 2 * more_w, top_pad += more_h, height += 2 * more_h;
+  const bool fits = height == size_.h && width == size_.w;  // then nothing is drawn
+  if (fits && top_pad == 0 && left_pad == 0) return;
+  const std::int64_t top = fits ? 0 : draws.below(height - size_.h + 1);
+  const std::int64_t left = fits ? 0 : draws.below(width - size_.w + 1);
   if (options_.padding_mode == PaddingMode::constant) {
     // Padding with a constant and cropping the padded image is one crop of the image at an offset.
-    std::int64_t top_pad = pad_[1], left_pad = pad_[0];
-    std::int64_t height = image.height + pad_[1] + pad_[3], width = image.width + pad_[0] + pad_[2];
-    if (options_.pad_if_needed && width < size_.w) left_pad += size_.w - width, width += 2 * (size_.w - width);
-    if (options_.pad_if_needed && height < size_.h) top_pad += size_.h - height, height += 2 * (size_.h - height);
-    const bool fits = height == size_.h && width == size_.w;  // then nothing is drawn, as below
-    if (fits && top_pad == 0 && left_pad == 0) return;
-    const std::int64_t top = fits ? 0 : draws.below(height - size_.h + 1);
-    const std::int64_t left = fits ? 0 : draws.below(width - size_.w + 1);
     image = functional::crop(image, top - top_pad, left - left_pad, size_.h, size_.w, options_.fill);
     return;
   }
+  // The other modes pad in torchvision's steps: reflecting an image already reflected differs.
   if (pad_[0] || pad_[1] || pad_[2] || pad_[3]) image = functional::pad(image, pad_, options_.padding_mode, options_.fill);
-  if (options_.pad_if_needed && image.width < size_.w) {
-    const std::int64_t d = size_.w - image.width, p[4] = {d, 0, d, 0};
+  if (more_w > 0) {
+    const std::int64_t p[4] = {more_w, 0, more_w, 0};
     image = functional::pad(image, p, options_.padding_mode, options_.fill);
   }
-  if (options_.pad_if_needed && image.height < size_.h) {
-    const std::int64_t d = size_.h - image.height, p[4] = {0, d, 0, d};
+  if (more_h > 0) {
+    const std::int64_t p[4] = {0, more_h, 0, more_h};
     image = functional::pad(image, p, options_.padding_mode, options_.fill);
   }
-  if (image.height == size_.h && image.width == size_.w) return;
-  const std::int64_t top = draws.below(image.height - size_.h + 1);
-  const std::int64_t left = draws.below(image.width - size_.w + 1);
-  image = functional::crop(image, top, left, size_.h, size_.w);
+  if (!fits) image = functional::crop(image, top, left, size_.h, size_.w);
 }
 
 // Flips -------------------------------------------------------------------------------------------

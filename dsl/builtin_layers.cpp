@@ -75,9 +75,8 @@ std::map<std::string, LayerFactory> builtin_layers() {
   table["TransformerBlock"] = [](const ConfigReader& c, auto) {
     return made<layers::TransformerBlock>(layers::TransformerBlock::from_config(c));
   };
-  table["Residual"] = [](const ConfigReader& c, std::vector<std::unique_ptr<Layer>> inner) {
+  table["Residual"] = [](const ConfigReader&, std::vector<std::unique_ptr<Layer>> inner) {
     ACCRUE_CHECK(!inner.empty(), "a saved Residual holds no layers");
-    (void)c;
     return made<layers::Residual>(std::move(inner));
   };
   return table;

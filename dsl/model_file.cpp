@@ -6,7 +6,6 @@
 #include "accrue/config.hpp"
 #include "accrue/dsl/layer_registry.hpp"
 #include "accrue/dsl/sequential.hpp"
-#include "accrue/framework/autograd.hpp"
 #include "accrue/framework/serialization/checkpoint.hpp"
 
 namespace accrue {
@@ -122,13 +121,9 @@ Sequential load_model(const std::string& path) {
   }
   model.build(Shape(dims));
   serialization::TensorMatch match;
-  const auto copies = match.match(model.named_state(), file.tensors, "", true, "the file");
-  match.add_unexpected(file.tensors);
-  if (!match.problems.empty())
+  if (!match.copy_all(model.named_state(), file.tensors, "the file"))
     top.fail(fmt::format("its weights do not fit the model it describes ({} problem{}):{}", match.problems.size(),
                          match.problems.size() == 1 ? "" : "s", match.problem_lines()));
-  const NoGradGuard no_grad;
-  for (auto [param, value] : copies) param.copy_(value);
   return model;
 }
 

@@ -3,7 +3,6 @@
 
 #include "accrue/config.hpp"
 #include "accrue/dsl/sequential.hpp"
-#include "accrue/framework/autograd.hpp"
 #include "accrue/framework/serialization/checkpoint.hpp"
 
 namespace accrue {
@@ -24,14 +23,10 @@ void Sequential::load_weights(const std::string& path) {
     file.tensors = std::move(weights);
   }
   serialization::TensorMatch found;
-  const auto copies = found.match(named_state(), file.tensors, "", true, "the file");
-  found.add_unexpected(file.tensors);
-  if (!found.problems.empty())
+  if (!found.copy_all(named_state(), file.tensors, "the file"))
     throw ValueError(fmt::format("load_weights: {} does not fit model '{}' ({} problem{}); nothing was loaded:{}", path,
                                  name_, found.problems.size(), found.problems.size() == 1 ? "" : "s",
                                  found.problem_lines()));
-  const NoGradGuard no_grad;
-  for (auto [param, value] : copies) param.copy_(value);
 }
 
 }  // namespace accrue

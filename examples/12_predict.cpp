@@ -21,17 +21,22 @@ using namespace accrue;
 
 namespace {
 
-std::string class_name(std::int64_t k, const std::string& classes) {
-  if (classes == "fashion_mnist") return datasets::fashion_mnist_class_name(static_cast<int>(k));
-  if (!classes.empty()) {
-    std::vector<std::string> names;
+// --classes: FashionMNIST's ten names, or those given; none gives "class K".
+std::vector<std::string> class_names(const std::string& classes) {
+  std::vector<std::string> names;
+  if (classes == "fashion_mnist") {
+    for (int k = 0; k < 10; ++k) names.emplace_back(datasets::fashion_mnist_class_name(k));
+  } else if (!classes.empty()) {
     std::size_t at = 0;
     for (std::size_t comma; (comma = classes.find(',', at)) != std::string::npos; at = comma + 1)
       names.push_back(classes.substr(at, comma - at));
     names.push_back(classes.substr(at));
-    if (k < static_cast<std::int64_t>(names.size())) return names[static_cast<std::size_t>(k)];
   }
-  return fmt::format("class {}", k);
+  return names;
+}
+
+std::string class_name(std::int64_t k, const std::vector<std::string>& names) {
+  return k < static_cast<std::int64_t>(names.size()) ? names[static_cast<std::size_t>(k)] : fmt::format("class {}", k);
 }
 
 // (label, batch of samples) for one FILE argument.
@@ -71,6 +76,7 @@ int main(int argc, char** argv) {
   app.add_option("--classes", classes, "fashion_mnist, or the class names in order, separated by commas");
   return examples::run_example(app, argc, argv, [&] {
     Sequential model = load_model(model_path);
+    const std::vector<std::string> names = class_names(classes);
     const Shape sample = *model.input_shape();
     for (const std::string& file : files)
       for (const auto& [label, x] : inputs_of(file, sample, first)) {
@@ -82,7 +88,7 @@ int main(int argc, char** argv) {
                           [&](std::int64_t a, std::int64_t b) { return p[static_cast<std::size_t>(a)] > p[static_cast<std::size_t>(b)]; });
         std::string line = label + ":";
         for (std::ptrdiff_t r = 0; r < shown; ++r)
-          line += fmt::format("{} {} ({:.1f}%)", r == 0 ? "" : ",", class_name(order[static_cast<std::size_t>(r)], classes),
+          line += fmt::format("{} {} ({:.1f}%)", r == 0 ? "" : ",", class_name(order[static_cast<std::size_t>(r)], names),
                               100.0 * p[static_cast<std::size_t>(order[static_cast<std::size_t>(r)])]);
         fmt::print("{}\n", line);
       }

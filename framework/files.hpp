@@ -2,8 +2,9 @@
 // Checks on paths before Accrue reads or writes them, so that a missing file, a folder where a file
 // belongs, a loop of symbolic links or a permission is reported as an IoError naming the path and
 // the reason, instead of escaping as std::filesystem_error or showing up later as "damaged data";
-// and the one way Accrue replaces a file, atomically.
+// the one way Accrue replaces a file, atomically; and the byte order file formats store numbers in.
 
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -12,6 +13,12 @@
 #include <vector>
 
 namespace accrue {
+
+/// The unsigned 32-bit number stored big-endian at `bytes` (IDX headers, PNG chunks).
+inline std::uint32_t big_endian_u32(const void* bytes) {
+  const auto* u = static_cast<const unsigned char*>(bytes);
+  return std::uint32_t{u[0]} << 24 | std::uint32_t{u[1]} << 16 | std::uint32_t{u[2]} << 8 | std::uint32_t{u[3]};
+}
 
 /// Throws IoError unless `path` is a regular file this process can open for reading: "<what> <path>
 /// does not exist", "... is a folder, not a file", "... cannot be read (Permission denied)".

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "accrue/framework/autograd.hpp"
 #include "accrue/framework/error.hpp"
 #include "accrue/framework/files.hpp"
 
@@ -68,6 +69,15 @@ void TensorMatch::add_unexpected(const NamedTensors& file) {
   for (const auto& entry : file)
     if (std::find(claimed.begin(), claimed.end(), entry.first) == claimed.end())
       problems.push_back(fmt::format("unexpected '{}' {}", entry.first, entry.second.shape()));
+}
+
+bool TensorMatch::copy_all(const NamedTensors& into, const NamedTensors& file, const std::string& file_kind) {
+  const auto copies = match(into, file, "", true, file_kind);
+  add_unexpected(file);
+  if (!problems.empty()) return false;
+  const NoGradGuard no_grad;
+  for (auto [to, from] : copies) to.copy_(from);
+  return true;
 }
 
 std::string TensorMatch::problem_lines() const {

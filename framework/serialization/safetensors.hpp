@@ -39,6 +39,10 @@ struct TensorMatch {
                                                const std::string& prefix, bool required, const std::string& file_kind);
   /// Adds "unexpected 'name' shape" for each tensor of `file` nobody claimed.
   void add_unexpected(const NamedTensors& file);
+  /// Copies each tensor of `file` into its namesake in `into` when every one of `into` is there
+  /// with its shape and dtype and `file` holds nothing else; otherwise copies nothing, and the
+  /// problems say why. Returns whether it copied.
+  bool copy_all(const NamedTensors& into, const NamedTensors& file, const std::string& file_kind);
   /// The problems, one per line, each indented by two spaces.
   std::string problem_lines() const;
 };
