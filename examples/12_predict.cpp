@@ -42,6 +42,7 @@ std::string class_name(std::int64_t k, const std::vector<std::string>& names) {
 // (label, batch of samples) for one FILE argument.
 std::vector<std::pair<std::string, Tensor>> inputs_of(const std::string& file, const Shape& sample, std::int64_t first) {
   // By the file's first bytes, not its name: PNG and JPEG have signatures, anything else is read as IDX.
+  require_readable_file(file, "image or IDX file");
   std::string head(8, '\0');
   std::ifstream(file, std::ios::binary).read(head.data(), static_cast<std::streamsize>(head.size()));
   if (!datasets::looks_like_image(head)) {

@@ -20,8 +20,9 @@ data_parallel=$build/examples/06_data_parallel
 tabular=$build/examples/09_tabular_csv
 image_folder=$build/examples/10_image_folder
 cifar=$build/examples/11_cifar10
+predict=$build/examples/12_predict
 for program in "$mlp" "$cnn" "$memory" "$char_lm" "$classify" "$playground" "$data_parallel" "$tabular" "$image_folder" \
-  "$cifar"; do
+  "$cifar" "$predict"; do
   [[ -x $program ]] || { echo "$program is not built"; exit 1; }
 done
 
@@ -327,6 +328,20 @@ d=$(fresh "$work/cifar")
 for f in data_batch_1 data_batch_2 data_batch_3 data_batch_4 data_batch_5 test_batch; do head -c 3073 /dev/urandom > "$d/$f.bin"; done
 head -c 5000 /dev/urandom > "$d/data_batch_3.bin"
 case_ "a CIFAR file cut inside a record" 1 "not whole records of 3073 bytes" "$cifar" --data "$d" --epochs 1 --verbose 0
+
+# ---- a saved model: --save-model and 12_predict -----------------------------------------------------
+case_ "--save-model into a folder that is not there" 1 "--save-model /nonexistent/m.safetensors cannot be written" \
+  "$mlp" "${fast[@]}" --save-model /nonexistent/m.safetensors
+case_ "a model file that is not there" 1 "file /nonexistent.safetensors does not exist" "$predict" /nonexistent.safetensors x.png
+case_ "a folder for the model" 1 "is a folder, not a file" "$predict" "$work" x.png
+mkfifo "$work/model.fifo"
+case_ "a FIFO for the model" 1 "model.fifo is not a regular file" "$predict" "$work/model.fifo" x.png
+"$mlp" "${fast[@]}" --save "$work/weights.safetensors" --save-model "$work/model.safetensors" > /dev/null 2>&1
+case_ "weights alone for a model" 1 "holds weights but no model" "$predict" "$work/weights.safetensors" x.png
+case_ "an image that is not there" 1 "image or IDX file /nonexistent.png does not exist" "$predict" "$work/model.safetensors" \
+  /nonexistent.png
+printf 'not an image' > "$work/notes.txt"
+case_ "a text file to classify" 1 "notes.txt: not an IDX file" "$predict" "$work/model.safetensors" "$work/notes.txt"
 
 # ---- --epochs 2147483647: starts at once, in the memory of one epoch ------------------------------
 # Peak resident memory and time when the first epoch's line appears, for 1 and for 2^31 - 1 epochs.
