@@ -58,8 +58,12 @@ ConfigValue config_value(const ordered_json& j, const Reading& r, const std::str
   r.fail(fmt::format("option '{}' holds {}, not a flag, a number, a text or whole numbers", option, j.dump()));
 }
 
-std::unique_ptr<Layer> layer_of(const ordered_json& j, const Reading& outer, const std::string& place) {
+// Layers inside layers (Residual) nest at most this deep: a file cannot exhaust the stack.
+constexpr int max_nesting = 64;
+
+std::unique_ptr<Layer> layer_of(const ordered_json& j, const Reading& outer, const std::string& place, int depth = 0) {
   Reading r{outer.path, outer.where.empty() ? place : outer.where + ", " + place};
+  if (depth >= max_nesting) r.fail(fmt::format("layers nest more than {} deep", max_nesting));
   if (!j.is_object() || !j.contains("type") || !j["type"].is_string() || !j.contains("config") || !j["config"].is_object())
     r.fail("a layer needs a \"type\" and a \"config\" object");
   const std::string type = j["type"].get<std::string>();
@@ -69,7 +73,7 @@ std::unique_ptr<Layer> layer_of(const ordered_json& j, const Reading& outer, con
   std::vector<std::unique_ptr<Layer>> inner;
   if (j.contains("layers")) {
     if (!j["layers"].is_array()) r.fail("\"layers\" is not a list");
-    for (std::size_t i = 0; i < j["layers"].size(); ++i) inner.push_back(layer_of(j["layers"][i], r, fmt::format("inner layer {}", i)));
+    for (std::size_t i = 0; i < j["layers"].size(); ++i) inner.push_back(layer_of(j["layers"][i], r, fmt::format("inner layer {}", i), depth + 1));
   }
   std::unique_ptr<Layer> layer;
   try {

@@ -178,6 +178,18 @@ BOOST_AUTO_TEST_CASE(unknown_layer_types_and_damaged_descriptions_are_named) {
                         message_has({"layer 2 (Dense)", "'units'", "whole number", "a text"}));
   BOOST_CHECK_EXCEPTION(load_model(rewrite([](auto& j) { j["layers"][0]["config"].erase("bias"); })), ValueError,
                         message_has({"layer 0 (Dense)", "no option 'bias'"}));
+  // Layers nested without end are refused, not followed until the stack runs out.
+  BOOST_CHECK_EXCEPTION(load_model(rewrite([](auto& j) {
+                          nlohmann::json inner = {{"type", "ReLU"}, {"config", nlohmann::json::object()}};
+                          for (int k = 0; k < 200; ++k) {
+                            nlohmann::json outer = {{"type", "Residual"}, {"config", nlohmann::json::object()}};
+                            outer["layers"] = nlohmann::json::array();
+                            outer["layers"].push_back(std::move(inner));
+                            inner = std::move(outer);
+                          }
+                          j["layers"][1] = inner;
+                        })),
+                        ValueError, message_has({"layer 1 (Residual)", "nest more than 64 deep"}));
   // A description whose layers do not fit the weights: nothing half-loaded, every problem named.
   BOOST_CHECK_EXCEPTION(load_model(rewrite([](auto& j) { j["layers"][0]["config"]["units"] = 5; })), ValueError,
                         message_has({"do not fit", "0.weight"}));
