@@ -134,6 +134,12 @@ std::string Layer::describe() const {
   return name_.empty() ? fmt::format("layer ({})", type_name()) : fmt::format("layer '{}' ({})", name_, type_name());
 }
 
+std::string Layer::to_onnx(onnx::Graph&, const std::string&) const {
+  throw ValueError(fmt::format("{} has no ONNX form: a layer of your own is exported once it overrides "
+                               "Layer::to_onnx (accrue/dsl/onnx.hpp), writing its nodes with onnx::Graph",
+                               describe()));
+}
+
 Tensor& Layer::add_parameter(std::string name, Tensor value) {
   if (value.category() != MemoryCategory::parameters) value.storage()->set_category(MemoryCategory::parameters);
   if (!value.requires_grad()) value.set_requires_grad(true);

@@ -97,6 +97,9 @@ ConfigValue float_option(float value);
 /// A size per axis, (height, width).
 ConfigValue size_option(Size2 size);
 
+namespace onnx {
+class Graph;  // onnx.hpp: the graph export_onnx writes
+}
 class ConfigReader;  // layer_registry.hpp: a configuration read back, for from_config
 
 /// While one lives, the layers that run on this thread behave as in evaluation (dropout off,
@@ -152,6 +155,11 @@ class Layer {
   /// type first: "type=Dense", "units=512", "bias=true"; a child's prefixed with its name
   /// ("self_attn.heads=4").
   std::vector<std::string> config_lines() const;
+
+  /// Writes this layer's ONNX nodes in inference form into `graph`, reading the value named `x`
+  /// (batch first), and returns its output's name (onnx.hpp). Built-in layers have one; the default
+  /// throws ValueError naming the layer, so a layer of your own is exported once it overrides this.
+  virtual std::string to_onnx(onnx::Graph& graph, const std::string& x) const;
 
   /// True for layers whose output depends on statistics of the batch (batch normalization): under
   /// gradient accumulation they see each micro-batch, not the effective batch, and training warns.

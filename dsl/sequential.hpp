@@ -28,6 +28,7 @@
 #include "accrue/framework/training/logs.hpp"
 #include "accrue/dsl/loss.hpp"
 #include "accrue/dsl/metrics.hpp"
+#include "accrue/dsl/onnx.hpp"
 #include "accrue/framework/optim/recipe.hpp"
 #include "accrue/framework/training/lr_schedule.hpp"
 
@@ -173,6 +174,10 @@ class Sequential {
   /// the layers inside a Residual, the input shape) as JSON under "accrue.model" in the file's
   /// metadata. load_model() makes the same model from it, with no code of the model's own.
   void save(const std::string& path) const;
+  /// Writes the model as an ONNX file (onnx.hpp) in inference form: dropout left out, batch
+  /// normalization on its running statistics. Throws naming a layer that has no ONNX form. The
+  /// nodes each layer became are returned, and summary() shows them from then on.
+  OnnxExport export_onnx(const std::string& path, const OnnxExportOptions& options = {});
 
   /// The memory of one training step at `micro_batch`, predicted from the layers' shapes and
   /// dtypes, the precision and the optimizer, before anything runs (see MemoryPlan).
@@ -239,6 +244,9 @@ class Sequential {
   std::unique_ptr<GradScaler> scaler_;
   Loss loss_;
   std::vector<Metric> metrics_;
+  // What the last export_onnx wrote, for summary().
+  std::string onnx_path_;
+  std::vector<OnnxExport::LayerNodes> onnx_layers_;
 };
 
 /// Puts a model in training or evaluation mode for a scope and restores the previous mode after,

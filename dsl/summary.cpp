@@ -92,6 +92,7 @@ std::string Sequential::summary_str(std::optional<std::int64_t> batch) const {
   out += parameter_totals(*this, bytes);
   if (compiled()) out += fmt::format(" Optimizer: {}, loss: {}\n", recipe_.str(), loss_.name());
   if (plan) out += plan->str() + "\n";
+  if (!onnx_layers_.empty()) out += OnnxExport{.path = onnx_path_, .layers = onnx_layers_}.str();
   return out;
 }
 

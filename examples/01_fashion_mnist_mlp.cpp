@@ -4,12 +4,15 @@
 //   01_fashion_mnist_mlp [--epochs 20] [--batch-size 64] [--lr 1e-3] [--data DIR] [--seed 0]
 //                        [--accumulate N] [--clip MAX_NORM] [--amp[=f16|bf16]] [--explain WINDOWS] [--verbose 0|1|2]
 //                        [--device best|cpu|cuda|cuda:N] [--save PATH] [--load PATH] [--save-model PATH]
+//                        [--export-onnx PATH]
 //                        [--checkpoint-dir DIR] [--checkpoint-every MICRO_BATCHES]
 //
 // --save writes the weights after training as safetensors under PyTorch's names ("1.weight", ...),
 // which torch's load_state_dict takes; --load starts from such a file (from Accrue or PyTorch).
 // --save-model writes the whole model (the same weights and the architecture), which load_model and
-// 12_predict read without this program's code.
+// 12_predict read without this program's code. --export-onnx writes it as an ONNX file (opset 17)
+// and, where ONNX Runtime is installed (tests/onnx/install_onnxruntime.sh), runs it there on the
+// first 7 test images beside predict, printing the largest differences; 12_predict --onnx reads it.
 // --checkpoint-dir writes training checkpoints there (at each epoch's end and every
 // --checkpoint-every micro-batches) and, when the folder already holds one, continues from the
 // newest: a run killed at any moment and started again with the same flags ends as if never killed.
@@ -32,7 +35,7 @@ int main(int argc, char** argv) {
   int accumulate = 1;
   double clip = 0.0;
   int explain = 0;
-  std::string save, load, save_model, checkpoint_dir;
+  std::string save, load, save_model, export_onnx, checkpoint_dir;
   std::int64_t checkpoint_every = 200;
   constexpr auto most_int = static_cast<std::uint64_t>(std::numeric_limits<int>::max());
   constexpr auto most_int64 = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
@@ -51,6 +54,7 @@ int main(int argc, char** argv) {
   app.add_option("--save", save, "Write the weights after training to this safetensors file");
   app.add_option("--load", load, "Start from the weights in this safetensors file");
   app.add_option("--save-model", save_model, "Write the whole model after training to this safetensors file (load_model, 12_predict)");
+  app.add_option("--export-onnx", export_onnx, "Write the model after training to this ONNX file, checked in ONNX Runtime where installed");
   app.add_option("--checkpoint-dir", checkpoint_dir,
                  "Write training checkpoints to this folder, and continue from the newest one there");
   app.add_option("--checkpoint-every", checkpoint_every, "Micro-batches between checkpoints (0: at epoch ends only)")
@@ -62,6 +66,7 @@ int main(int argc, char** argv) {
     const examples::ExampleOptions::Inputs data = common.fashion_mnist_inputs();
     if (!save.empty()) require_output_file(save, "--save", data);
     if (!save_model.empty()) require_output_file(save_model, "--save-model", data);
+    if (!export_onnx.empty()) require_output_file(export_onnx, "--export-onnx", data);
     examples::ExampleOptions::Inputs inputs = data;
     if (!load.empty()) inputs.emplace_back(load, "the --load weights");
     common.check_report(inputs);
@@ -107,6 +112,14 @@ int main(int argc, char** argv) {
     if (!save_model.empty()) {
       model.save(save_model);
       fmt::print("Saved the model to {}\n", save_model);
+    }
+    if (!export_onnx.empty()) {
+      std::string why;
+      const bool runtime = !onnx::onnxruntime_folder(&why).empty();
+      const OnnxExport exported =
+          model.export_onnx(export_onnx, {.verify = runtime, .verify_inputs = test.inputs().narrow(0, 7)});
+      fmt::print("Exported the model to {}\n{}", export_onnx, exported.str());
+      if (!runtime) fmt::print("Not run in ONNX Runtime: {}\n", why);
     }
     examples::print_accuracy(accuracy);
   });

@@ -1,7 +1,8 @@
 // Classifies images with a model saved by Sequential::save, with none of the model's code: the
-// inference half of a program that trains elsewhere.
+// inference half of a program that trains elsewhere. With --onnx, MODEL is an ONNX file written by
+// export_onnx, run by ONNX Runtime (onnx::run_onnxruntime) instead of Accrue: the same classes.
 //
-//   12_predict MODEL FILE... [--top 3] [--classes fashion_mnist|NAME,NAME,...] [--first 5]
+//   12_predict [--onnx] MODEL FILE... [--top 3] [--classes fashion_mnist|NAME,NAME,...] [--first 5]
 //
 // Each FILE is a PNG or JPEG image (decoded, converted and resized to the model's input shape as
 // datasets::image_folder reads samples) or an IDX file of images such as FashionMNIST's
@@ -10,6 +11,8 @@
 //
 //   01_fashion_mnist_mlp --epochs 2 --save-model mlp.safetensors
 //   12_predict mlp.safetensors /usr/share/dataset-fashion-mnist/t10k-images-idx3-ubyte.gz --classes fashion_mnist
+//   01_fashion_mnist_mlp --epochs 2 --export-onnx mlp.onnx
+//   12_predict --onnx mlp.onnx /usr/share/dataset-fashion-mnist/t10k-images-idx3-ubyte.gz --classes fashion_mnist
 
 #include <algorithm>
 #include <fstream>
@@ -63,6 +66,22 @@ std::vector<std::pair<std::string, Tensor>> inputs_of(const std::string& file, c
   return {{file, image.reshape(sample.prepend(1))}};
 }
 
+// "label: Name (p%), Name (p%)": the `top` most probable classes of `logits`.
+std::string top_classes(const std::string& label, const Tensor& logits, std::int64_t top, const std::vector<std::string>& names) {
+  const std::vector<float> p = ops::softmax(logits, -1).to_vector<float>();
+  std::vector<std::int64_t> order(p.size());
+  std::iota(order.begin(), order.end(), 0);
+  const auto shown = static_cast<std::ptrdiff_t>(std::min<std::size_t>(static_cast<std::size_t>(top), p.size()));
+  const auto at = [&](std::int64_t k) { return p[static_cast<std::size_t>(k)]; };
+  std::partial_sort(order.begin(), order.begin() + shown, order.end(), [&](std::int64_t a, std::int64_t b) { return at(a) > at(b); });
+  std::string line = label + ":";
+  for (std::ptrdiff_t r = 0; r < shown; ++r) {
+    const std::int64_t k = order[static_cast<std::size_t>(r)];
+    line += fmt::format("{} {} ({:.1f}%)", r == 0 ? "" : ",", class_name(k, names), 100.0 * at(k));
+  }
+  return line;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -70,28 +89,32 @@ int main(int argc, char** argv) {
   std::string model_path, classes;
   std::vector<std::string> files;
   std::int64_t top = 3, first = 5;
-  app.add_option("model", model_path, "A model written by Sequential::save (--save-model)")->required();
+  bool use_onnx = false;
+  app.add_option("model", model_path, "A model written by Sequential::save (--save-model), or with --onnx an ONNX file")->required();
   app.add_option("files", files, "PNG or JPEG images, or IDX files of images")->required();
+  app.add_flag("--onnx", use_onnx, "MODEL is an ONNX file (export_onnx, --export-onnx), run in ONNX Runtime");
   app.add_option("--top", top, "Classes printed per image")->check(examples::whole_number(1, 1000));
   app.add_option("--first", first, "Images taken from each IDX file")->check(examples::whole_number(1, 1000000));
   app.add_option("--classes", classes, "fashion_mnist, or the class names in order, separated by commas");
   return examples::run_example(app, argc, argv, [&] {
-    Sequential model = load_model(model_path);
+    std::optional<Sequential> model;
+    if (!use_onnx) model = load_model(model_path);
+    const Shape sample = use_onnx ? onnx::sample_shape(model_path) : *model->input_shape();
     const std::vector<std::string> names = class_names(classes);
-    const Shape sample = *model.input_shape();
+    std::vector<std::string> labels;
+    std::vector<Tensor> batch;
     for (const std::string& file : files)
-      for (const auto& [label, x] : inputs_of(file, sample, first)) {
-        const std::vector<float> p = ops::softmax(model.predict(x, 1).reshape(Shape{model.output_shape().numel()}), -1).to_vector<float>();
-        std::vector<std::int64_t> order(p.size());
-        std::iota(order.begin(), order.end(), 0);
-        const auto shown = static_cast<std::ptrdiff_t>(std::min<std::size_t>(static_cast<std::size_t>(top), p.size()));
-        std::partial_sort(order.begin(), order.begin() + shown, order.end(),
-                          [&](std::int64_t a, std::int64_t b) { return p[static_cast<std::size_t>(a)] > p[static_cast<std::size_t>(b)]; });
-        std::string line = label + ":";
-        for (std::ptrdiff_t r = 0; r < shown; ++r)
-          line += fmt::format("{} {} ({:.1f}%)", r == 0 ? "" : ",", class_name(order[static_cast<std::size_t>(r)], names),
-                              100.0 * p[static_cast<std::size_t>(order[static_cast<std::size_t>(r)])]);
-        fmt::print("{}\n", line);
+      for (auto& [label, x] : inputs_of(file, sample, first)) {
+        labels.push_back(label);
+        batch.push_back(x);
       }
+    // Every image in one batch: one run of ONNX Runtime's process for them all.
+    const Tensor x = ops::cat(batch, 0);
+    const Tensor logits = use_onnx ? onnx::run_onnxruntime(model_path, {x}).at(0) : model->predict(x, 32);
+    const std::int64_t classes_out = logits.shape().numel() / logits.size(0);
+    for (std::size_t i = 0; i < labels.size(); ++i) {
+      const auto row = static_cast<std::int64_t>(i);
+      fmt::print("{}\n", top_classes(labels[i], logits.narrow(row, row + 1).reshape(Shape{classes_out}), top, names));
+    }
   });
 }

@@ -1,6 +1,7 @@
 #include "accrue/dsl/layers/activation.hpp"
 
 #include "accrue/framework/ops.hpp"
+#include "accrue/dsl/onnx.hpp"
 
 namespace accrue::layers {
 
@@ -42,5 +43,29 @@ LayerMemoryUse Softmax::memory_use(const LayerMemoryQuery& q) const {
 LayerConfig GELU::config() const { return {{"tanh_approximation", options_.tanh_approximation}}; }
 
 LayerConfig Softmax::config() const { return {{"dim", std::int64_t{dim_}}}; }
+
+std::string ReLU::to_onnx(onnx::Graph& g, const std::string& x) const { return g.node("Relu", {x}); }
+std::string Sigmoid::to_onnx(onnx::Graph& g, const std::string& x) const { return g.node("Sigmoid", {x}); }
+std::string Tanh::to_onnx(onnx::Graph& g, const std::string& x) const { return g.node("Tanh", {x}); }
+std::string GELU::to_onnx(onnx::Graph& g, const std::string& x) const {
+  return gelu_to_onnx(g, x, options_.tanh_approximation);
+}
+std::string Softmax::to_onnx(onnx::Graph& g, const std::string& x) const {
+  return g.node("Softmax", {x}, {{"axis", std::int64_t{dim_ < 0 ? dim_ : dim_ + 1}}});
+}
+
+// Opset 17 has no Gelu (it came in 20): x/2 (1 + erf(x/sqrt 2)), or with tanh x/2 (1 + tanh(sqrt(2/pi)
+// (x + 0.044715 x^3))), as torch.onnx writes them.
+std::string gelu_to_onnx(onnx::Graph& g, const std::string& x, bool tanh_approximation) {
+  std::string inner;
+  if (tanh_approximation) {
+    const std::string cube = g.node("Mul", {g.node("Mul", {x, x}), x});
+    const std::string sum = g.node("Add", {x, g.node("Mul", {cube, g.scalar(0.044715f)})});
+    inner = g.node("Tanh", {g.node("Mul", {sum, g.scalar(0.7978845608028654f)})});
+  } else {
+    inner = g.node("Erf", {g.node("Div", {x, g.scalar(1.4142135623730951f)})});
+  }
+  return g.node("Mul", {g.node("Mul", {x, g.node("Add", {inner, g.scalar(1.0f)})}), g.scalar(0.5f)});
+}
 
 }  // namespace accrue::layers

@@ -9,6 +9,7 @@ class ReLU final : public LayerBase<ReLU> {
  public:
   std::string type_name() const override { return "ReLU"; }
   Tensor forward(const Tensor& x) override;
+  std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
 };
 
@@ -23,6 +24,7 @@ class GELU final : public LayerBase<GELU> {
   std::string type_name() const override { return "GELU"; }
   LayerConfig config() const override;
   Tensor forward(const Tensor& x) override;
+  std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
 
  private:
@@ -33,6 +35,7 @@ class Sigmoid final : public LayerBase<Sigmoid> {
  public:
   std::string type_name() const override { return "Sigmoid"; }
   Tensor forward(const Tensor& x) override;
+  std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
 };
 
@@ -40,6 +43,7 @@ class Tanh final : public LayerBase<Tanh> {
  public:
   std::string type_name() const override { return "Tanh"; }
   Tensor forward(const Tensor& x) override;
+  std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
 };
 
@@ -52,10 +56,15 @@ class Softmax final : public LayerBase<Softmax> {
   LayerConfig config() const override;
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
+  std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
 
  private:
   int dim_;
 };
+
+/// GELU's ONNX nodes (opset 17 has no Gelu): the erf form, or the tanh approximation; for the
+/// layers that apply GELU inside themselves (TransformerBlock).
+std::string gelu_to_onnx(onnx::Graph& graph, const std::string& x, bool tanh_approximation);
 
 }  // namespace accrue::layers

@@ -4,12 +4,14 @@
 #include <algorithm>
 #include <cmath>
 
+#include "accrue/dsl/layers/activation.hpp"
 #include "accrue/dsl/layers/dense.hpp"
 #include "accrue/dsl/layers/layer_norm.hpp"
 #include "accrue/framework/deferred_gradients.hpp"
 #include "accrue/framework/ops.hpp"
 #include "accrue/kernels/attention.hpp"
 #include "accrue/kernels/gemm.hpp"
+#include "accrue/dsl/onnx.hpp"
 
 namespace accrue::layers {
 namespace {
@@ -203,6 +205,38 @@ TransformerBlock TransformerBlock::from_config(const ConfigReader& c) {
                            .attention_dropout = c.real("attention_dropout"),
                            .causal = c.flag("causal"),
                            .eps = c.real("eps")}};
+}
+
+// The projections as MatMuls, the heads by Reshape and Transpose, attention as MatMul, Softmax and
+// MatMul, the causal mask added to the scores (-inf above the diagonal), as torch.onnx writes
+// nn.MultiheadAttention. Inside a Sequential nothing passes a key-padding mask.
+std::string MultiHeadAttention::to_onnx(onnx::Graph& g, const std::string& x) const {
+  const std::int64_t T = input_shape()[0], d = dim_ / heads_;
+  std::string qkv = g.node("MatMul", {x, g.weight_transposed("in_proj_weight", named_parameters().at(0).second)});
+  if (options_.bias) qkv = g.node("Add", {qkv, g.weight("in_proj_bias", named_parameters().at(1).second)});
+  const std::vector<std::string> parts = g.nodes("Split", {qkv, g.ints({dim_, dim_, dim_})}, 3, {{"axis", std::int64_t{-1}}});
+  const auto heads = [&](const std::string& v, std::vector<std::int64_t> perm) {
+    return g.node("Transpose", {g.node("Reshape", {v, g.ints({0, 0, heads_, d})})}, {{"perm", std::move(perm)}});
+  };
+  const std::string q = heads(parts[0], {0, 2, 1, 3}), k = heads(parts[1], {0, 2, 3, 1}), v = heads(parts[2], {0, 2, 1, 3});
+  std::string scores = g.node("Mul", {g.node("MatMul", {q, k}), g.scalar(1.0f / std::sqrt(static_cast<float>(d)))});
+  if (options_.causal) {
+    std::vector<float> mask(static_cast<std::size_t>(T * T), 0.0f);
+    for (std::int64_t i = 0; i < T; ++i)
+      for (std::int64_t j = i + 1; j < T; ++j) mask[static_cast<std::size_t>(i * T + j)] = -INFINITY;
+    scores = g.node("Add", {scores, g.weight("causal_mask", std::move(mask), {T, T})});
+  }
+  const std::string attended = g.node("MatMul", {g.node("Softmax", {scores}, {{"axis", std::int64_t{-1}}}), v});
+  const std::string merged = g.node("Reshape", {g.node("Transpose", {attended}, {{"perm", std::vector<std::int64_t>{0, 2, 1, 3}}}),
+                                                g.ints({0, 0, dim_})});
+  return g.layer(child(out_proj_), merged);
+}
+
+// Pre-norm, as forward: x + attention(norm1(x)), then + linear2(GELU(linear1(norm2(.)))).
+std::string TransformerBlock::to_onnx(onnx::Graph& g, const std::string& x) const {
+  const std::string x1 = g.node("Add", {x, g.layer(child(self_attn), g.layer(child(norm1), x))});
+  const std::string hidden = gelu_to_onnx(g, g.layer(child(linear1), g.layer(child(norm2), x1)), false);
+  return g.node("Add", {x1, g.layer(child(linear2), hidden)});
 }
 
 }  // namespace accrue::layers

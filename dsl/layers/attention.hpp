@@ -29,6 +29,7 @@ class MultiHeadAttention final : public LayerBase<MultiHeadAttention> {
   static MultiHeadAttention from_config(const ConfigReader& c);
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
+  std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;
   /// With padded keys: key_padding int32 (batch, T), non-zero at a padding position that no query
   /// attends to (nn.MultiheadAttention's key_padding_mask).
   Tensor forward(const Tensor& x, const Tensor& key_padding);
@@ -71,6 +72,7 @@ class TransformerBlock final : public LayerBase<TransformerBlock> {
   static TransformerBlock from_config(const ConfigReader& c);
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
+  std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
 
  private:

@@ -4,6 +4,7 @@
 #include "accrue/dsl/layers/normalization_memory.hpp"
 #include "accrue/framework/distributed/sync_batch_norm.hpp"
 #include "accrue/framework/ops.hpp"
+#include "accrue/dsl/onnx.hpp"
 
 namespace accrue::layers {
 
@@ -84,6 +85,30 @@ BatchNormOptions BatchNorm::options_from_config(const ConfigReader& c) {
           .affine = c.flag("affine"),
           .track_running_stats = c.flag("track_running_stats"),
           .sync = c.flag("sync")};
+}
+
+// Inference form: BatchNormalization on the running statistics. Without running statistics
+// PyTorch normalizes by the batch's own in evaluation too, and so does the export: the mean and
+// (biased) variance over the batch and every position, then the affine part per channel.
+std::string BatchNorm::to_onnx(onnx::Graph& g, const std::string& x) const {
+  const std::int64_t C = input_shape()[0];
+  const int rank = input_shape().rank();
+  const Tensor weight = options_.affine ? named_parameters().at(0).second : Tensor::ones({C});
+  const Tensor bias = options_.affine ? named_parameters().at(1).second : Tensor::zeros({C});
+  if (options_.track_running_stats)
+    return g.node("BatchNormalization",
+                  {x, g.weight("weight", weight), g.weight("bias", bias), g.weight("running_mean", running_mean()),
+                   g.weight("running_var", running_var())},
+                  {{"epsilon", options_.eps}});
+  std::vector<std::int64_t> axes{0}, per_channel{C};
+  for (int d = 1; d < rank; ++d) axes.push_back(d + 1), per_channel.push_back(1);
+  const std::string mean = g.node("ReduceMean", {x}, {{"axes", axes}});
+  const std::string centred = g.node("Sub", {x, mean});
+  const std::string variance = g.node("ReduceMean", {g.node("Mul", {centred, centred})}, {{"axes", axes}});
+  const std::string scale = g.node("Sqrt", {g.node("Add", {variance, g.scalar(options_.eps)})});
+  const std::string normed = g.node("Div", {centred, scale});
+  const std::string scaled = g.node("Mul", {normed, g.weight("weight", weight.to_vector<float>(), per_channel)});
+  return g.node("Add", {scaled, g.weight("bias", bias.to_vector<float>(), per_channel)});
 }
 
 }  // namespace accrue::layers

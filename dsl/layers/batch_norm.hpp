@@ -33,6 +33,7 @@ class BatchNorm : public Layer {
  public:
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
+  std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
   bool uses_batch_statistics() const override { return true; }
   bool shares_batch_statistics() const override { return options_.sync; }

@@ -2,6 +2,7 @@
 #include "accrue/dsl/layer_registry.hpp"
 
 #include <cmath>
+#include "accrue/dsl/onnx.hpp"
 
 namespace accrue::layers {
 
@@ -91,6 +92,18 @@ Conv2d Conv2d::from_config(const ConfigReader& c) {
                  .dilation = c.size("dilation"),
                  .groups = c.integer("groups"),
                  .bias = c.flag("bias")}};
+}
+
+std::string Conv2d::to_onnx(onnx::Graph& g, const std::string& x) const {
+  std::vector<std::string> inputs{x, g.weight("weight", weight())};
+  if (options_.bias) inputs.push_back(g.weight("bias", bias()));
+  const Conv2dOptions& o = options_;
+  return g.node("Conv", std::move(inputs),
+                {{"kernel_shape", std::vector<std::int64_t>{kernel_.h, kernel_.w}},
+                 {"strides", std::vector<std::int64_t>{o.stride.h, o.stride.w}},
+                 {"pads", std::vector<std::int64_t>{padding_.h, padding_.w, padding_.h, padding_.w}},
+                 {"dilations", std::vector<std::int64_t>{o.dilation.h, o.dilation.w}},
+                 {"group", o.groups}});
 }
 
 }  // namespace accrue::layers

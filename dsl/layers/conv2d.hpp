@@ -51,6 +51,7 @@ class Conv2d final : public LayerBase<Conv2d> {
   /// fan_in = C / groups * kh * kw: PyTorch's default initialisation.
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
+  std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
 
   std::int64_t filters() const { return filters_; }

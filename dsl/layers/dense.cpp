@@ -6,6 +6,7 @@
 
 #include "accrue/framework/deferred_gradients.hpp"
 #include "accrue/framework/ops.hpp"
+#include "accrue/dsl/onnx.hpp"
 
 namespace accrue::layers {
 
@@ -60,5 +61,17 @@ LayerMemoryUse Dense::memory_use(const LayerMemoryQuery& q) const {
 LayerConfig Dense::config() const { return {{"units", units_}, {"bias", options_.bias}}; }
 
 Dense Dense::from_config(const ConfigReader& c) { return Dense{c.integer("units"), {.bias = c.flag("bias")}}; }
+
+// (batch, features) is one Gemm, as torch.onnx exports nn.Linear; longer samples multiply by the
+// transposed weight (MatMul broadcasts over the leading dimensions) and add the bias.
+std::string Dense::to_onnx(onnx::Graph& g, const std::string& x) const {
+  if (input_shape().rank() == 1) {
+    std::vector<std::string> inputs{x, g.weight("weight", weight())};
+    if (options_.bias) inputs.push_back(g.weight("bias", bias()));
+    return g.node("Gemm", std::move(inputs), {{"transB", std::int64_t{1}}});
+  }
+  const std::string y = g.node("MatMul", {x, g.weight_transposed("weight", weight())});
+  return options_.bias ? g.node("Add", {y, g.weight("bias", bias())}) : y;
+}
 
 }  // namespace accrue::layers

@@ -25,6 +25,7 @@ class Dense final : public LayerBase<Dense> {
   /// default initialisation of nn.Linear (Kaiming uniform with a = sqrt(5)).
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
+  std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
 
   std::int64_t units() const { return units_; }

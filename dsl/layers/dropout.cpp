@@ -1,6 +1,7 @@
 #include "accrue/dsl/layers/dropout.hpp"
 
 #include "accrue/framework/ops.hpp"
+#include "accrue/dsl/onnx.hpp"
 
 namespace accrue::layers {
 
@@ -16,5 +17,8 @@ LayerMemoryUse Dropout::memory_use(const LayerMemoryQuery& q) const {
 }
 
 LayerConfig Dropout::config() const { return {{"rate", float_option(rate_)}}; }
+
+// Inference: the identity, no node.
+std::string Dropout::to_onnx(onnx::Graph&, const std::string& x) const { return x; }
 
 }  // namespace accrue::layers

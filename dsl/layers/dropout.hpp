@@ -13,6 +13,7 @@ class Dropout final : public LayerBase<Dropout> {
   std::string type_name() const override { return "Dropout"; }
   LayerConfig config() const override;
   Tensor forward(const Tensor& x) override;
+  std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
   float rate() const { return rate_; }
 

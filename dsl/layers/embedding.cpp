@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "accrue/framework/ops.hpp"
+#include "accrue/dsl/onnx.hpp"
 
 namespace accrue::layers {
 namespace {
@@ -108,5 +109,20 @@ Embedding Embedding::from_config(const ConfigReader& c) {
 LayerConfig PositionalEmbedding::config() const { return {{"max_length", max_length_}}; }
 
 LayerConfig SinusoidalEncoding::config() const { return {{"max_length", max_length_}}; }
+
+std::string Embedding::to_onnx(onnx::Graph& g, const std::string& x) const {
+  return g.node("Gather", {g.weight("weight", weight()), x}, {{"axis", std::int64_t{0}}});
+}
+
+// The samples' length is fixed when the model is built: the table's first T rows, added.
+std::string PositionalEmbedding::to_onnx(onnx::Graph& g, const std::string& x) const {
+  const std::int64_t T = input_shape()[0];
+  return g.node("Add", {x, g.weight("weight", ops::slice(named_parameters().at(0).second, 0, 0, T))});
+}
+
+std::string SinusoidalEncoding::to_onnx(onnx::Graph& g, const std::string& x) const {
+  const std::int64_t T = input_shape()[0];
+  return g.node("Add", {x, g.weight("pe", ops::slice(named_buffers().at(0).second, 0, 0, T))});
+}
 
 }  // namespace accrue::layers

@@ -24,6 +24,7 @@ class Embedding final : public LayerBase<Embedding> {
   static Embedding from_config(const ConfigReader& c);
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& tokens) override;
+  std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
 
   std::int64_t vocab() const { return vocab_; }
@@ -45,6 +46,7 @@ class PositionalEmbedding final : public LayerBase<PositionalEmbedding> {
   LayerConfig config() const override;
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
+  std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
 
  private:
@@ -62,6 +64,7 @@ class SinusoidalEncoding final : public LayerBase<SinusoidalEncoding> {
   LayerConfig config() const override;
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
+  std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
 
  private:

@@ -10,6 +10,7 @@ class Flatten final : public LayerBase<Flatten> {
   std::string type_name() const override { return "Flatten"; }
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
+  std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
 };
 

@@ -3,6 +3,7 @@
 
 #include "accrue/dsl/layers/normalization_memory.hpp"
 #include "accrue/framework/ops.hpp"
+#include "accrue/dsl/onnx.hpp"
 
 namespace accrue::layers {
 
@@ -42,6 +43,27 @@ LayerConfig GroupNorm::config() const {
 
 GroupNorm GroupNorm::from_config(const ConfigReader& c) {
   return GroupNorm{c.integer("groups"), {.eps = c.real("eps"), .affine = c.flag("affine")}};
+}
+
+// Opset 17 has no GroupNormalization (18's was redefined in 21): the groups as the channels of an
+// InstanceNormalization, (N, G, rest), then the sample's shape again and the affine part per
+// channel, as torch.onnx writes it.
+std::string GroupNorm::to_onnx(onnx::Graph& g, const std::string& x) const {
+  const Shape& sample = input_shape();
+  const std::int64_t C = sample[0];
+  const std::string grouped = g.node("Reshape", {x, g.ints({0, groups_, -1})});
+  const std::string normed =
+      g.node("InstanceNormalization",
+             {grouped, g.weight("group_scale", std::vector<float>(static_cast<std::size_t>(groups_), 1.0f), {groups_}),
+              g.weight("group_bias", std::vector<float>(static_cast<std::size_t>(groups_), 0.0f), {groups_})},
+             {{"epsilon", options_.eps}});
+  std::vector<std::int64_t> shape{0}, per_channel{C};
+  for (std::int64_t d : sample) shape.push_back(d);
+  for (int d = 1; d < sample.rank(); ++d) per_channel.push_back(1);
+  const std::string y = g.node("Reshape", {normed, g.ints(shape)});
+  if (!options_.affine) return y;
+  const std::string scaled = g.node("Mul", {y, g.weight("weight", named_parameters().at(0).second.to_vector<float>(), per_channel)});
+  return g.node("Add", {scaled, g.weight("bias", named_parameters().at(1).second.to_vector<float>(), per_channel)});
 }
 
 }  // namespace accrue::layers

@@ -24,6 +24,7 @@ class GroupNorm final : public LayerBase<GroupNorm> {
   static GroupNorm from_config(const ConfigReader& c);
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
+  std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
   std::int64_t groups() const { return groups_; }
 

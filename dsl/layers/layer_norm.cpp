@@ -5,6 +5,7 @@
 
 #include "accrue/dsl/layers/normalization_memory.hpp"
 #include "accrue/framework/ops.hpp"
+#include "accrue/dsl/onnx.hpp"
 
 namespace accrue::layers {
 
@@ -45,6 +46,18 @@ LayerConfig LayerNorm::config() const {
 
 LayerNorm LayerNorm::from_config(const ConfigReader& c) {
   return LayerNorm{{.dims = static_cast<int>(c.integer("dims")), .eps = c.real("eps"), .affine = c.flag("affine")}};
+}
+
+std::string LayerNorm::to_onnx(onnx::Graph& g, const std::string& x) const {
+  std::vector<std::string> inputs{x};
+  if (options_.affine) {
+    inputs.push_back(g.weight("weight", named_parameters().at(0).second));
+    inputs.push_back(g.weight("bias", named_parameters().at(1).second));
+  } else {
+    inputs.push_back(g.weight("weight", Tensor::ones(normalized_)));
+  }
+  return g.node("LayerNormalization", std::move(inputs),
+                {{"axis", std::int64_t{-options_.dims}}, {"epsilon", options_.eps}});
 }
 
 }  // namespace accrue::layers

@@ -25,6 +25,7 @@ class LayerNorm final : public LayerBase<LayerNorm> {
   static LayerNorm from_config(const ConfigReader& c);
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
+  std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
   /// The trailing shape normalized over (valid once built).
   const Shape& normalized_shape() const { return normalized_; }

@@ -1,10 +1,12 @@
 #include "accrue/dsl/layers/normalization.hpp"
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 
 #include "accrue/framework/autograd.hpp"
 #include "accrue/framework/ops.hpp"
+#include "accrue/dsl/onnx.hpp"
 
 namespace accrue::layers {
 
@@ -118,5 +120,15 @@ std::vector<float> Normalization::variance() const {
 }
 
 LayerConfig Normalization::config() const { return {{"axis", std::int64_t{options_.axis}}}; }
+
+// (x - mean) / max(sqrt(variance), 1e-7), the divisor computed here as forward computes it.
+std::string Normalization::to_onnx(onnx::Graph& g, const std::string& x) const {
+  const Tensor& mean = named_buffers().at(0).second;
+  std::vector<float> divisor = named_buffers().at(1).second.to_vector<float>();
+  for (float& v : divisor) v = std::clamp(std::sqrt(v), 1e-7f, FLT_MAX);
+  const Shape& s = mean.shape();
+  return g.node("Div", {g.node("Sub", {x, g.weight("mean", mean)}),
+                        g.weight("std", std::move(divisor), std::vector<std::int64_t>(s.begin(), s.end()))});
+}
 
 }  // namespace accrue::layers

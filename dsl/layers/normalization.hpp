@@ -30,6 +30,7 @@ class Normalization final : public LayerBase<Normalization> {
   LayerConfig config() const override;
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
+  std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;
 
   /// Computes mean and variance from every input sample of `data` (read once, batch by batch).
   void adapt(const Dataset& data);

@@ -1,5 +1,6 @@
 #include "accrue/dsl/layers/pooling.hpp"
 #include "accrue/dsl/layer_registry.hpp"
+#include "accrue/dsl/onnx.hpp"
 
 namespace accrue::layers {
 
@@ -58,6 +59,18 @@ Pool2d<Kind> Pool2d<Kind>::from_config(const ConfigReader& c) {
                  .count_include_pad = c.flag("count_include_pad")}};
 }
 
+template <PoolKind Kind>
+std::string Pool2d<Kind>::to_onnx(onnx::Graph& g, const std::string& x) const {
+  const ops::Pool2dOptions& o = options_;
+  const Size2 stride = o.stride.value_or(o.kernel);
+  onnx::Attributes attributes{{"kernel_shape", std::vector<std::int64_t>{o.kernel.h, o.kernel.w}},
+                              {"strides", std::vector<std::int64_t>{stride.h, stride.w}},
+                              {"pads", std::vector<std::int64_t>{o.padding.h, o.padding.w, o.padding.h, o.padding.w}}};
+  if (Kind == PoolKind::max) return g.node("MaxPool", {x}, std::move(attributes));
+  attributes.emplace_back("count_include_pad", std::int64_t{o.count_include_pad});
+  return g.node("AveragePool", {x}, std::move(attributes));
+}
+
 template class Pool2d<PoolKind::max>;
 template class Pool2d<PoolKind::average>;
 
@@ -76,5 +89,9 @@ LayerMemoryUse GlobalAvgPool2d::memory_use(const LayerMemoryQuery& q) const {
   return {.output_dtype = q.input_dtype, .keeps_input = false, .keeps_output = false};
 }
 
+
+std::string GlobalAvgPool2d::to_onnx(onnx::Graph& g, const std::string& x) const {
+  return g.node("Flatten", {g.node("GlobalAveragePool", {x})}, {{"axis", std::int64_t{1}}});
+}
 
 }  // namespace accrue::layers

@@ -30,6 +30,7 @@ class Pool2d final : public LayerBase<Pool2d<Kind>> {
   static Pool2d from_config(const ConfigReader& c);
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
+  std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
 
  private:
@@ -49,6 +50,7 @@ class GlobalAvgPool2d final : public LayerBase<GlobalAvgPool2d> {
   /// (C, H, W) -> (C).
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
+  std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
 };
 

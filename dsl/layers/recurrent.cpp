@@ -6,6 +6,7 @@
 
 #include "accrue/framework/deferred_gradients.hpp"
 #include "accrue/framework/ops.hpp"
+#include "accrue/dsl/onnx.hpp"
 
 namespace accrue::layers {
 
@@ -125,6 +126,54 @@ RecurrentOptions Recurrent::options_from_config(const ConfigReader& c) {
   return {.layers = static_cast<int>(c.integer("num_layers")),
           .return_sequences = c.flag("return_sequences"),
           .bias = c.flag("bias")};
+}
+
+namespace {
+
+// Rows of `matrix` (gates x H rows of `cols`) with its gates in `order`: ONNX's gate order from
+// PyTorch's, which Accrue keeps.
+std::vector<float> gates_reordered(const Tensor& matrix, std::int64_t H, const std::vector<int>& order) {
+  const std::vector<float> v = matrix.to_vector<float>();
+  const std::size_t block = static_cast<std::size_t>(H) * (v.size() / (order.size() * static_cast<std::size_t>(H)));
+  std::vector<float> out;
+  out.reserve(v.size());
+  for (int gate : order) out.insert(out.end(), v.begin() + gate * block, v.begin() + (gate + 1) * block);
+  return out;
+}
+
+}  // namespace
+
+// One ONNX LSTM or GRU node per layer over (T, batch, features), forward only, the initial states
+// zero as in forward. The gates are reordered: PyTorch's LSTM i,f,g,o to ONNX's i,o,f,c, its GRU
+// r,z,n to ONNX's z,r,h, with linear_before_reset as PyTorch's GRU computes n.
+std::string Recurrent::to_onnx(onnx::Graph& g, const std::string& x) const {
+  const bool lstm = gates_ == 4;
+  const std::vector<int> order = lstm ? std::vector<int>{0, 3, 1, 2} : std::vector<int>{1, 0, 2};
+  g.note(lstm ? "gates i,f,g,o (PyTorch's order) written as ONNX's i,o,f,c"
+              : "gates r,z,n (PyTorch's order) written as ONNX's z,r,h, linear_before_reset=1");
+  const std::int64_t H = hidden_, rows = gates_ * H;
+  std::string sequence = g.node("Transpose", {x}, {{"perm", std::vector<std::int64_t>{1, 0, 2}}});
+  std::string last;
+  for (int k = 0; k < options_.layers; ++k) {
+    const std::int64_t in = k == 0 ? input_shape()[1] : H;
+    std::vector<std::string> inputs{sequence,
+                                    g.weight(fmt::format("W_l{}", k), gates_reordered(parameter(k, 0), H, order), {1, rows, in}),
+                                    g.weight(fmt::format("R_l{}", k), gates_reordered(parameter(k, 1), H, order), {1, rows, H})};
+    if (options_.bias) {
+      std::vector<float> b = gates_reordered(parameter(k, 2), H, order);
+      const std::vector<float> hidden_bias = gates_reordered(parameter(k, 3), H, order);
+      b.insert(b.end(), hidden_bias.begin(), hidden_bias.end());
+      inputs.push_back(g.weight(fmt::format("B_l{}", k), std::move(b), {1, 2 * rows}));
+    }
+    onnx::Attributes attributes{{"hidden_size", H}};
+    if (!lstm) attributes.emplace_back("linear_before_reset", std::int64_t{1});
+    const std::vector<std::string> out = g.nodes(lstm ? "LSTM" : "GRU", std::move(inputs), 2, std::move(attributes));
+    // Y is (T, directions, batch, H); Y_h (directions, batch, H).
+    sequence = g.node("Squeeze", {out[0], g.ints({1})});
+    last = out[1];
+  }
+  if (options_.return_sequences) return g.node("Transpose", {sequence}, {{"perm", std::vector<std::int64_t>{1, 0, 2}}});
+  return g.node("Squeeze", {last, g.ints({0})});
 }
 
 }  // namespace accrue::layers

@@ -22,6 +22,7 @@ class Recurrent : public Layer {
  public:
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
+  std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
   LayerConfig config() const override;
   /// The options config() describes (layer_registry.hpp).

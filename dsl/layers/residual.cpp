@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "accrue/framework/ops.hpp"
+#include "accrue/dsl/onnx.hpp"
 
 namespace accrue::layers {
 
@@ -42,6 +43,12 @@ LayerMemoryUse Residual::memory_use(const LayerMemoryQuery& q) const {
   }
   if (previous_keeps_output) total.kept_other += at.input_bytes();
   return total;
+}
+
+std::string Residual::to_onnx(onnx::Graph& g, const std::string& x) const {
+  std::string y = x;
+  for (std::size_t i = 0; i < child_count(); ++i) y = g.layer(child(i), y);
+  return g.node("Add", {x, y});
 }
 
 }  // namespace accrue::layers

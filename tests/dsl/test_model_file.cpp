@@ -3,6 +3,7 @@
 // the program has not registered, and a damaged description, are refused with their names.
 
 #include "test_util.hpp"
+#include "model_zoo.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -14,6 +15,8 @@
 
 using namespace accrue;
 using accrue::test::message_has;
+using accrue::test::zoo::images;
+using accrue::test::zoo::tokens;
 
 namespace {
 
@@ -43,26 +46,10 @@ ACCRUE_REGISTER_LAYER(Scale);
 
 namespace {
 
-Tensor images(std::int64_t n, Shape sample, std::uint64_t seed) {
-  Generator g{seed};
-  std::vector<std::int64_t> dims{n};
-  for (const std::int64_t d : sample.dims()) dims.push_back(d);
-  return Tensor::uniform(Shape(std::span<const std::int64_t>(dims)), -1.0f, 1.0f, &g);
-}
-
-Tensor tokens(std::int64_t n, std::int64_t length, std::int64_t vocabulary, std::int64_t padded_from) {
-  std::vector<std::int32_t> t;
-  for (std::int64_t i = 0; i < n; ++i)
-    for (std::int64_t p = 0; p < length; ++p)
-      t.push_back(p >= padded_from + i % 2 ? 0 : static_cast<std::int32_t>(1 + (i * 7 + p * 3) % (vocabulary - 1)));
-  return Tensor::from(t, {n, length});
-}
-
-// Trains one step (so that weights, running statistics and the optimizer have moved from their
-// starting values), saves, loads, and compares predictions bit for bit and the layers' configurations.
+// Trains one step (zoo::train_one_step), saves, loads, and compares predictions bit for bit and the
+// layers' configurations.
 void round_trip(Sequential& model, const Tensor& x, const Tensor& y, const std::string& what) {
-  model.compile(optim::Adam{.lr = 1e-2}, losses::CrossEntropy{});
-  model.fit(Dataset{x, y}, {.epochs = 1, .batch_size = x.shape()[0], .verbose = 0});
+  test::zoo::train_one_step(model, {what, {}, x, y});
   test::TempDir dir{"model_file"};
   const std::string path = (dir.path / "m.safetensors").string();
   model.save(path);
@@ -93,51 +80,22 @@ BOOST_AUTO_TEST_CASE(every_built_in_layer_type_is_registered) {
 
 BOOST_AUTO_TEST_CASE(image_models_come_back_the_same) {
   manual_seed(1);
-  const Tensor x = images(7, {1, 12, 12}, 2);
-  std::vector<std::int32_t> labels{0, 1, 2, 3, 0, 1, 2};
-  const Tensor y = Tensor::from(labels, {7});
-  Sequential mlp{layers::Input{1, 12, 12}, layers::Flatten{}, layers::Dense{32}, layers::ReLU{}, layers::Dropout{0.25f},
-                 layers::Dense{4}};
-  round_trip(mlp, x, y, "MLP");
-  Sequential batch_norm{layers::Input{1, 12, 12},
-                        layers::Conv2d{6, 3, {.padding = layers::same}},
-                        layers::BatchNorm2d{},
-                        layers::ReLU{},
-                        layers::MaxPool2d{2},
-                        layers::Conv2d{8, {3, 1}, {.stride = {1, 2}, .padding = {1, 0}, .dilation = 1, .bias = false}},
-                        layers::BatchNorm2d{{.momentum = std::nullopt, .eps = 1e-3f}},
-                        layers::AvgPool2d{2, {.stride = 1, .padding = 1, .count_include_pad = false}},
-                        layers::Flatten{},
-                        layers::BatchNorm1d{},
-                        layers::Dense{4}};
-  round_trip(batch_norm, x, y, "CNN with BatchNorm");
-  Sequential group_norm{layers::Input{1, 12, 12}, layers::Conv2d{8, 3, {.groups = 1}}, layers::GroupNorm{4},
-                        layers::GELU{{.tanh_approximation = true}}, layers::Conv2d{8, 3, {.dilation = 2, .groups = 2}},
-                        layers::Tanh{}, layers::GlobalAvgPool2d{}, layers::Dense{4}, layers::Sigmoid{}, Scale{2.5}};
-  round_trip(group_norm, x, y, "CNN with GroupNorm and a layer of the user's own");
+  for (const test::zoo::Example& e : test::zoo::image_models()) {
+    Sequential model = e.make();
+    // A layer of the user's own, registered, comes back too.
+    if (e.name == "CNN with GroupNorm") model.add(Scale{2.5});
+    round_trip(model, e.x, e.y, e.name);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(sequence_models_come_back_the_same) {
   manual_seed(2);
+  for (const test::zoo::Example& e : test::zoo::sequence_models()) {
+    Sequential model = e.make();
+    round_trip(model, e.x, e.y, e.name);
+  }
   const Tensor x = tokens(6, 8, 11, 5);
   const Tensor y = Tensor::from(std::vector<std::int32_t>{0, 1, 2, 0, 1, 2}, {6});
-  for (const bool lstm : {true, false}) {
-    Sequential classifier{layers::Input{8}, layers::Embedding{11, 6, {.padding_idx = 0}}};
-    if (lstm) classifier.add(layers::LSTM{5, {.layers = 2, .return_sequences = false}});
-    else classifier.add(layers::GRU{5, {.return_sequences = false, .bias = false}});
-    classifier.add(layers::Dense{3});
-    round_trip(classifier, x, y, lstm ? "LSTM classifier" : "GRU classifier");
-  }
-  // A character-level GPT: causal attention, LayerNorm, GELU inside its blocks; per-token targets.
-  const Tensor next = tokens(6, 8, 11, 8);
-  Sequential gpt{layers::Input{8},
-                 layers::Embedding{11, 16},
-                 layers::PositionalEmbedding{8},
-                 layers::TransformerBlock{2, 16, {.mlp_dim = 24, .dropout = 0.1f, .causal = true}},
-                 layers::Residual{layers::LayerNorm{}, layers::MultiHeadAttention{4, 16, {.causal = true, .bias = false}}},
-                 layers::LayerNorm{{.eps = 1e-6f}},
-                 layers::Dense{11}};
-  round_trip(gpt, x, next, "GPT");
   Sequential sinusoidal{layers::Input{8}, layers::Embedding{11, 8}, layers::SinusoidalEncoding{16},
                         layers::Softmax{-1}, layers::Flatten{}, layers::Dense{3}};
   round_trip(sinusoidal, x, y, "sinusoidal encoding and softmax");
