@@ -127,6 +127,12 @@ std::string Vocabulary::token_text(std::int32_t token) const {
   return out;
 }
 
+std::string Vocabulary::characters() const {
+  std::string out;
+  for (const char32_t c : characters_) append_utf8(out, c);
+  return out;
+}
+
 std::string Vocabulary::decode(const std::vector<std::int32_t>& tokens) const {
   std::string out;
   for (const std::int32_t t : tokens) out += token_text(t);

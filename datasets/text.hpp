@@ -32,6 +32,10 @@ class Vocabulary {
   std::string decode(const std::vector<std::int32_t>& tokens) const;
   /// Character i as UTF-8 (for printing a vocabulary).
   std::string token_text(std::int32_t token) const;
+  /// Every character in token order, as UTF-8 (empty for bytes): Vocabulary(characters(),
+  /// Tokenizer::character) is this vocabulary again (a saved model stores it so).
+  std::string characters() const;
+  friend bool operator==(const Vocabulary&, const Vocabulary&) = default;
 
  private:
   Tokenizer tokenizer_ = Tokenizer::byte;

@@ -85,6 +85,21 @@ std::unique_ptr<Layer> layer_of(const ordered_json& j, const Reading& outer, con
   return layer;
 }
 
+datasets::Vocabulary vocabulary_of(const ordered_json& j, const Reading& r) {
+  const bool valid = j.is_object() && j.contains("tokenizer") && j["tokenizer"].is_string() &&
+                     j.contains("characters") && j["characters"].is_string();
+  const std::string tokenizer = valid ? j["tokenizer"].get<std::string>() : "";
+  if (tokenizer == "byte") return datasets::Vocabulary{"", datasets::Tokenizer::byte};
+  if (tokenizer != "character")
+    r.fail("the vocabulary needs a \"tokenizer\" (\"byte\" or \"character\") and its \"characters\"");
+  const std::string characters = j["characters"].get<std::string>();
+  datasets::Vocabulary vocabulary{characters, datasets::Tokenizer::character};
+  // Sorted and each once, as Vocabulary::characters() writes them: token i stays character i.
+  if (vocabulary.characters() != characters)
+    r.fail("the vocabulary's characters are not each once in order, so its tokens would not be the trained ones");
+  return vocabulary;
+}
+
 }  // namespace
 
 void Sequential::save(const std::string& path) const {
@@ -94,6 +109,9 @@ void Sequential::save(const std::string& path) const {
   ordered_json layers = ordered_json::array();
   for (const auto& layer : layers_) layers.push_back(json_of(*layer));
   model["layers"] = std::move(layers);
+  if (vocabulary_)
+    model["vocabulary"] = {{"tokenizer", vocabulary_->tokenizer() == datasets::Tokenizer::byte ? "byte" : "character"},
+                           {"characters", vocabulary_->characters()}};
   serialization::save_safetensors(path, named_state(),
                                   {{"format", "pt"}, {"producer", "accrue " ACCRUE_VERSION}, {model_key, model.dump()}});
 }
@@ -124,6 +142,7 @@ Sequential load_model(const std::string& path) {
     top.fail("\"input_shape\" is not a list of whole numbers");
   }
   model.build(Shape(dims));
+  if (j.contains("vocabulary")) model.set_vocabulary(vocabulary_of(j["vocabulary"], top));
   serialization::TensorMatch match;
   if (!match.copy_all(model.named_state(), file.tensors, "the file"))
     top.fail(fmt::format("its weights do not fit the model it describes ({} problem{}):{}", match.problems.size(),

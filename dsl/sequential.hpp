@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "accrue/datasets/dataset.hpp"
+#include "accrue/datasets/text.hpp"
 #include "accrue/dsl/callbacks.hpp"
 #include "accrue/dsl/fit_options.hpp"
 #include "accrue/dsl/layer.hpp"
@@ -179,6 +180,12 @@ class Sequential {
   /// nodes each layer became are returned, and summary() shows them from then on.
   OnnxExport export_onnx(const std::string& path, const OnnxExportOptions& options = {});
 
+  /// The vocabulary of a text model, which save() writes with it and load_model() gives back, so
+  /// that a loaded model encodes prompts and decodes what it generates as the trained one did.
+  void set_vocabulary(datasets::Vocabulary vocabulary) { vocabulary_ = std::move(vocabulary); }
+  /// The vocabulary set or loaded; null when none was.
+  const datasets::Vocabulary* vocabulary() const { return vocabulary_ ? &*vocabulary_ : nullptr; }
+
   /// The memory of one training step at `micro_batch`, predicted from the layers' shapes and
   /// dtypes, the precision and the optimizer, before anything runs (see MemoryPlan).
   MemoryPlan memory_plan(std::int64_t micro_batch) const;
@@ -244,6 +251,7 @@ class Sequential {
   std::unique_ptr<GradScaler> scaler_;
   Loss loss_;
   std::vector<Metric> metrics_;
+  std::optional<datasets::Vocabulary> vocabulary_;
   // What the last export_onnx wrote, for summary().
   std::string onnx_path_;
   std::vector<OnnxExport::LayerNodes> onnx_layers_;

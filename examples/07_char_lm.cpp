@@ -7,7 +7,11 @@
 //   07_char_lm [--epochs 1] [--data FILE_OR_FOLDER] [--batch-size 16] [--accumulate 4] [--amp[=f16|bf16]]
 //              [--lr 2e-3] [--block-size 128] [--width 128] [--layers 4] [--heads 4] [--dropout 0.1]
 //              [--max-blocks N] [--prompt TEXT] [--sample-tokens 300] [--seed 0] [--device ...] [--report PATH]
+//              [--save-model PATH]
+//   07_char_lm --generate-from PATH [--prompt TEXT] [--sample-tokens 300] [--seed 0]
 //
+// --save-model writes the trained model with its vocabulary (Sequential::set_vocabulary);
+// --generate-from loads such a file and only generates a sample, with none of the training's code.
 // The last line is "Validation loss: X", the mean cross-entropy per character in nats.
 
 #include <cmath>
@@ -77,12 +81,28 @@ int main(int argc, char** argv) {
   app.add_option("--verbose", verbose, "0 silent, 1 progress bar on a terminal, 2 one line per epoch")
       ->check(examples::whole_number(0, 2));
 
+  std::string save_model, generate_from;
+  app.add_option("--save-model", save_model, "Write the trained model and its vocabulary to this safetensors file");
+  app.add_option("--generate-from", generate_from, "Load a model written by --save-model and only generate a sample");
+
   return examples::run_example(app, argc, argv, [&] {
     ACCRUE_CHECK(dropout < 1.0, "--dropout: {} is not below 1", dropout);
     ACCRUE_CHECK(width % heads == 0, "--heads: {} heads do not divide the width {}", heads, width);
     ACCRUE_CHECK(sample_tokens == 0 || !prompt.empty(),
                  "--prompt: empty; a sample needs at least one character to start from (or --sample-tokens 0)");
-    common.check_report({{common.data.empty() ? datasets::fortunes_folder() : common.data, "the training text"}});
+    if (!generate_from.empty()) {
+      Sequential saved = load_model(generate_from);
+      ACCRUE_CHECK(saved.vocabulary() != nullptr, "--generate-from {}: the model holds no vocabulary to encode --prompt",
+                   generate_from);
+      fmt::print("{}{}\n", prompt,
+                 saved.vocabulary()->decode(saved.generate(prompt_tokens(*saved.vocabulary(), prompt),
+                                                           {.max_tokens = sample_tokens, .temperature = 0.8f,
+                                                            .top_k = 20, .seed = common.seed})));
+      return;
+    }
+    const examples::ExampleOptions::Inputs text{{common.data.empty() ? datasets::fortunes_folder() : common.data, "the training text"}};
+    common.check_report(text);
+    if (!save_model.empty()) require_output_file(save_model, "--save-model", text);
     manual_seed(common.seed);
     const datasets::TextData data = read_text(common.data, block_size, max_blocks);
     const std::vector<std::int32_t> start = sample_tokens > 0 ? prompt_tokens(data.vocabulary, prompt)
@@ -118,5 +138,10 @@ int main(int argc, char** argv) {
                      .callbacks = common.callbacks({each_epoch}), .seed = common.seed, .verbose = verbose,
                      .distributed = common.distributed});
     if (common.speaks()) fmt::print("Validation loss: {:.4f}\n", history.last("val_loss"));
+    if (!save_model.empty() && common.speaks()) {
+      model.set_vocabulary(data.vocabulary);
+      model.save(save_model);
+      fmt::print("Saved the model and its vocabulary to {}\n", save_model);
+    }
   });
 }

@@ -151,6 +151,33 @@ BOOST_AUTO_TEST_CASE(unknown_layer_types_and_damaged_descriptions_are_named) {
   // A description whose layers do not fit the weights: nothing half-loaded, every problem named.
   BOOST_CHECK_EXCEPTION(load_model(rewrite([](auto& j) { j["layers"][0]["config"]["units"] = 5; })), ValueError,
                         message_has({"do not fit", "0.weight"}));
+  // A vocabulary whose characters are out of order would give other tokens than training's.
+  BOOST_CHECK_EXCEPTION(load_model(rewrite([](auto& j) { j["vocabulary"] = {{"tokenizer", "character"}, {"characters", "ba"}}; })),
+                        ValueError, message_has({"vocabulary", "not each once in order"}));
+  BOOST_CHECK_EXCEPTION(load_model(rewrite([](auto& j) { j["vocabulary"] = {{"tokenizer", "words"}}; })), ValueError,
+                        message_has({"vocabulary needs a \"tokenizer\""}));
+}
+
+BOOST_AUTO_TEST_CASE(a_text_models_vocabulary_comes_back_with_it) {
+  manual_seed(11);
+  test::TempDir dir{"model_file_vocabulary"};
+  const std::string path = (dir.path / "m.safetensors").string();
+  for (const auto tokenizer : {datasets::Tokenizer::character, datasets::Tokenizer::byte}) {
+    const datasets::Vocabulary vocabulary{"h\u00e9llo w\u00f6rld, \u00e7a va? \U0001F642\n", tokenizer};
+    const std::int64_t V = vocabulary.size();
+    Sequential gpt{layers::Input{8}, layers::Embedding{V, 16}, layers::PositionalEmbedding{8},
+                   layers::TransformerBlock{2, 16, {.causal = true}}, layers::LayerNorm{}, layers::Dense{V}};
+    gpt.build(Shape{8});
+    BOOST_TEST(gpt.vocabulary() == nullptr);
+    gpt.set_vocabulary(vocabulary);
+    gpt.save(path);
+    Sequential loaded = load_model(path);
+    BOOST_REQUIRE(loaded.vocabulary() != nullptr);
+    BOOST_TEST((*loaded.vocabulary() == vocabulary));
+    const std::vector<std::int32_t> prompt = loaded.vocabulary()->encode("h\u00e9llo");
+    const GenerateOptions greedy{.max_tokens = 12, .temperature = 0.0f};
+    BOOST_TEST(loaded.vocabulary()->decode(loaded.generate(prompt, greedy)) == vocabulary.decode(gpt.generate(prompt, greedy)));
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_loaded_model_predicts_on_four_threads_at_once_as_on_one) {
