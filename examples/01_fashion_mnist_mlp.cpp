@@ -112,6 +112,7 @@ int main(int argc, char** argv) {
     if (!save_model.empty()) {
       model.save(save_model);
       fmt::print("Saved the model to {}\n", save_model);
+      common.link_in_report("the whole model", save_model);
     }
     if (!export_onnx.empty()) {
       std::string why;
@@ -120,6 +121,7 @@ int main(int argc, char** argv) {
           model.export_onnx(export_onnx, {.verify = runtime, .verify_inputs = test.inputs().narrow(0, 7)});
       fmt::print("Exported the model to {}\n{}", export_onnx, exported.str());
       if (!runtime) fmt::print("Not run in ONNX Runtime: {}\n", why);
+      common.link_in_report("ONNX model", export_onnx);
     }
     examples::print_accuracy(accuracy);
   });

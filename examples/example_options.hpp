@@ -89,6 +89,8 @@ struct ExampleOptions {
   bool distributed = false;
   std::string report;
   CLI::Option* report_flag_ = nullptr;
+  // The --report page callbacks() made, kept to link files made after training.
+  mutable std::shared_ptr<callbacks::Report> report_page_;
 
   /// Adds --epochs (with this object's value as the default), --data (described by `data_help`),
   /// --seed, --device, --amp and --distributed.
@@ -136,8 +138,15 @@ struct ExampleOptions {
 
   /// The callbacks these flags ask for (callbacks::Report for --report), with `more` after them.
   std::vector<CallbackHandle> callbacks(std::vector<CallbackHandle> more = {}) const {
-    if (!report.empty()) more.insert(more.begin(), callbacks::Report{report});
+    if (!report.empty()) {
+      report_page_ = std::make_shared<callbacks::Report>(report);
+      more.insert(more.begin(), report_page_);
+    }
     return more;
+  }
+  /// Links `path` from the --report page (callbacks::Report::link), when there is one.
+  void link_in_report(const std::string& label, const std::string& path) const {
+    if (report_page_) report_page_->link(label, path);
   }
 
   /// Whether this process prints and writes files: the first of a distributed run, or the only one.

@@ -116,6 +116,8 @@ Report::Report(std::string path, ReportOptions options)
 
 void Report::on_train_begin(TrainingContext& context) {
   context_ = &context;
+  micro_batch_ = context.batch_size;
+  clipping_ = context.recipe->clip_norm().has_value();
   writes_ = context.rank == 0;
   if (!writes_) return;
   require_writable_file(path_, "report");
@@ -203,7 +205,19 @@ void Report::on_epoch_end(int /*epoch*/, Logs& logs) {
 void Report::on_train_end(const Logs& /*logs*/) {
   if (!writes_) return;
   finished_ = true;
+  finished_seconds_ = seconds();
   write();
+  // The context ends with fit; a page written again later (link) needs none of it.
+  context_ = nullptr;
+}
+
+void Report::link(std::string label, const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  const fs::path folder = fs::absolute(fs::path(path_)).parent_path();
+  const fs::path relative = fs::absolute(fs::path(path), error).lexically_relative(folder);
+  links_.emplace_back(std::move(label), relative.empty() ? path : relative.generic_string());
+  if (writes_ && !banner_.empty()) write();
 }
 
 double Report::seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
@@ -213,14 +227,16 @@ std::string Report::data_json() const {
   head["format"] = 1;
   head["title"] = title_;
   head["finished"] = finished_;
-  head["seconds"] = seconds();
+  head["seconds"] = finished_ ? finished_seconds_ : seconds();
   head["banner"] = banner_;
   head["summary"] = summary_;
+  head["files"] = json::array();
+  for (const auto& [label, href] : links_) head["files"].push_back({{"label", label}, {"href", href}});
   head["categories"] = category_names();
-  head["plan"] = {{"micro_batch", context_ ? context_->batch_size : 0}, {"peak", plan_peak_}, {"parts", plan_parts_}};
+  head["plan"] = {{"micro_batch", micro_batch_}, {"peak", plan_peak_}, {"parts", plan_parts_}};
   head["limit"] = limit_;
   head["datasets"] = datasets_;
-  head["clipping"] = context_ != nullptr && (context_->recipe->clip_norm().has_value());
+  head["clipping"] = clipping_;
   json epochs = json::array();
   for (std::size_t e = 0; e < epoch_logs_.size(); ++e)
     epochs.push_back({{"steps", epoch_steps_[e]},

@@ -46,6 +46,11 @@ class Report final : public Callback {
   void on_epoch_end(int epoch, Logs& logs) override;
   void on_train_end(const Logs& logs) override;
   bool needs_grad_norm() const override { return true; }
+  /// Lists `path` under "Files" on the page as `label` ("ONNX model"), linked relative to the
+  /// page's folder, and writes the page again when training wrote it already: a file made after
+  /// training (an exported or saved model) is found from its run's report. Give fit the Report as
+  /// a shared_ptr to call this on the one that trained.
+  void link(std::string label, const std::string& path);
 
   const std::string& path() const { return path_; }
   const std::string& json_lines_path() const { return json_lines_; }
@@ -69,6 +74,12 @@ class Report final : public Callback {
   bool finished_ = false;
   Clock::time_point start_, last_step_;
   std::string banner_, summary_;
+  // The files linked (label, path relative to the page), and the run's seconds once it finished.
+  std::vector<std::pair<std::string, std::string>> links_;
+  double finished_seconds_ = 0.0;
+  // From the training context, which lives only while fit runs.
+  std::int64_t micro_batch_ = 0;
+  bool clipping_ = false;
   // The memory plan at the run's micro-batch: its peak, each category's part, and the cap.
   std::size_t plan_peak_ = 0, limit_ = 0, datasets_ = 0;
   std::vector<std::size_t> plan_parts_;

@@ -2,7 +2,8 @@
 # The report page in a real browser (Debian's chromium, headless): a short run (03_accumulation_schedule:
 # accumulation 8 then 4, warmup-cosine, clipping) opens with no errors and one point per optimizer
 # step in the LR chart, a report as long as 20 tutorial epochs renders in under a second, and
-# 04_memory_comparison's page draws its bars. Screenshots go to SHOTS.
+# 04_memory_comparison's page draws its bars, and the tutorial's page links the ONNX file it exported.
+# Screenshots go to SHOTS.
 #   test_report.sh BUILD_DIR SHOTS_DIR
 # Exits 77 (skipped, with the reason) without chromium or the FashionMNIST files.
 set -uo pipefail
@@ -60,5 +61,15 @@ if "$build/examples/04_memory_comparison" --configs 64,16x4 --report "$work/memo
 else
   cat "$work/memory.log"
   check "04_memory_comparison writes its page" false
+fi
+if "$build/examples/01_fashion_mnist_mlp" --epochs 1 --verbose 0 --report "$work/mlp.html" --export-onnx "$work/mlp.onnx" \
+  >"$work/mlp.log" 2>&1; then
+  dom=$(timeout 60 "$chromium" "${flags[@]}" --dump-dom "file://$work/mlp.html" 2>/dev/null)
+  b=$(grep -o '<body[^>]*>' <<<"$dom")
+  check "the tutorial's page opens without errors" '[[ -n "$b" && -z "$(attribute "$b" data-errors)" ]]'
+  check "it links the exported ONNX file" 'grep -q "<a href=\"mlp.onnx\">ONNX model (mlp.onnx)</a>" <<<"$dom"'
+else
+  cat "$work/mlp.log"
+  check "01_fashion_mnist_mlp exports with --report" false
 fi
 exit $failed

@@ -65,6 +65,28 @@ BOOST_AUTO_TEST_CASE(a_short_run_writes_the_page_and_its_json_lines) {
   BOOST_TEST(html.find("val_accuracy") != std::string::npos);
 }
 
+// A file made after training (an exported model) is linked from the page, relative to its folder,
+// and the page written again keeps the run's time.
+BOOST_AUTO_TEST_CASE(files_made_after_training_are_linked_from_the_page) {
+  test::TempDir dir{"report_link"};
+  const std::string page = dir.file("run.html");
+  Sequential model{layers::Input{6}, layers::Dense{4}};
+  model.compile(optim::SGD{.lr = 0.1}, losses::CrossEntropy{});
+  auto report = std::make_shared<callbacks::Report>(page);
+  model.fit(test::blobs(16, 3), {.batch_size = 8, .callbacks = {report}, .verbose = 0});
+  const std::string before = read(page);
+  const std::size_t at = before.find("\"seconds\":");
+  BOOST_REQUIRE(at != std::string::npos);
+  const std::string seconds = before.substr(at, before.find(',', at) - at);
+  std::filesystem::create_directories(dir.path / "models");
+  model.export_onnx(dir.file("models/m.onnx"));
+  report->link("ONNX model", dir.file("models/m.onnx"));
+  const std::string after = read(page);
+  BOOST_TEST(after.find(R"({"label":"ONNX model","href":"models/m.onnx"})") != std::string::npos);
+  BOOST_TEST(after.find(seconds) != std::string::npos, "the run's time is kept: " << seconds);
+  BOOST_TEST(after.find("<p id=\"files\" hidden>") != std::string::npos);
+}
+
 // Names the page shows can hold anything a user types: nothing of them may reach the HTML parser as
 // markup ("<!--<script" would start HTML's escaped script states, and the page's own </script>
 // would no longer end its script), and a title that is not UTF-8 is refused before training.
