@@ -2,8 +2,40 @@
 
 #include <numeric>
 
+#include "accrue/dsl/layer_registry.hpp"
+
 namespace accrue {
 namespace losses {
+
+namespace {
+
+ConfigValue reduction_option(Reduction r) {
+  return std::string{r == Reduction::mean ? "mean" : r == Reduction::sum ? "sum" : "none"};
+}
+
+Reduction reduction_of(const ConfigReader& c) {
+  const std::string r = c.text("reduction");
+  if (r == "mean") return Reduction::mean;
+  if (r == "sum") return Reduction::sum;
+  if (r == "none") return Reduction::none;
+  throw ValueError(fmt::format("{}: reduction '{}' is none of mean, sum, none", c.type(), r));
+}
+
+}  // namespace
+
+LayerConfig CrossEntropy::config() const {
+  return {{"reduction", reduction_option(reduction)},
+          {"label_smoothing", float_option(label_smoothing)},
+          {"ignore_index", ignore_index}};
+}
+
+CrossEntropy CrossEntropy::from_config(const ConfigReader& c) {
+  return {.reduction = reduction_of(c), .label_smoothing = c.real("label_smoothing"), .ignore_index = c.integer("ignore_index")};
+}
+
+LayerConfig MSE::config() const { return {{"reduction", reduction_option(reduction)}}; }
+
+MSE MSE::from_config(const ConfigReader& c) { return {.reduction = reduction_of(c)}; }
 
 Tensor CrossEntropy::per_sample(const Tensor& logits, const Tensor& labels) const {
   const Tensor values = ops::cross_entropy(logits, labels, Reduction::none, label_smoothing, ignore_index);

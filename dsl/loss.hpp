@@ -9,9 +9,11 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "accrue/dsl/layer.hpp"
 #include "accrue/framework/ops.hpp"
 
 namespace accrue {
@@ -34,6 +36,9 @@ struct CrossEntropy {
   /// The reduced loss, as nn.CrossEntropyLoss(...)(logits, labels).
   Tensor operator()(const Tensor& logits, const Tensor& labels) const;
   std::string name() const { return "CrossEntropy"; }
+  /// Its options, which a saved model keeps (Sequential::save).
+  LayerConfig config() const;
+  static CrossEntropy from_config(const ConfigReader& c);
 };
 
 /// Mean squared error, per sample the mean over its elements: PyTorch's nn.MSELoss.
@@ -43,6 +48,8 @@ struct MSE {
   Tensor per_sample(const Tensor& prediction, const Tensor& target) const;
   Tensor operator()(const Tensor& prediction, const Tensor& target) const;
   std::string name() const { return "MSE"; }
+  LayerConfig config() const;
+  static MSE from_config(const ConfigReader& c);
 };
 
 }  // namespace losses
@@ -75,6 +82,7 @@ class Loss {
         reduction_(loss.reduction),
         name_(loss.name()) {
     if constexpr (CountingLoss<T>) counts_ = [loss](const Tensor& t) { return loss.counts(t); };
+    if constexpr (requires { loss.config(); }) config_ = loss.config();
   }
   template <LossCallable F>
   Loss(F loss, std::string name = "custom_loss")  // NOLINT: implicit on purpose
@@ -94,12 +102,16 @@ class Loss {
   /// Their sum over a batch.
   std::int64_t units(const Tensor& targets) const;
   const std::string& name() const { return name_; }
+  /// The options of a built-in loss, which a saved model keeps (name() is its type); none for a
+  /// function of your own.
+  const std::optional<LayerConfig>& config() const { return config_; }
 
  private:
   std::function<Tensor(const Tensor&, const Tensor&)> per_sample_;
   std::function<std::vector<std::int64_t>(const Tensor&)> counts_;
   Reduction reduction_ = Reduction::mean;
   std::string name_;
+  std::optional<LayerConfig> config_;
 };
 
 }  // namespace accrue

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "accrue/dsl/layer.hpp"
 #include "accrue/framework/error.hpp"
 #include "accrue/framework/tensor.hpp"
 #include "accrue/framework/training/logs.hpp"
@@ -30,6 +31,8 @@ class Accuracy {
   void add(double loss_sum, std::int64_t units);
   double result() const { return total_ == 0 ? 0.0 : static_cast<double>(correct_) / static_cast<double>(total_); }
   std::string name() const { return "accuracy"; }
+  /// No options; a saved model keeps the metric by its name.
+  LayerConfig config() const { return {}; }
   /// The running counts, for checkpoints taken inside an epoch.
   std::vector<double> state() const { return {static_cast<double>(correct_), static_cast<double>(total_)}; }
   void load_state(const std::vector<double>& state);
@@ -50,6 +53,7 @@ class MeanLoss {
   void add(double loss_sum, std::int64_t units);
   double result() const { return count_ == 0 ? 0.0 : sum_ / static_cast<double>(count_); }
   std::string name() const { return "loss"; }
+  LayerConfig config() const { return {}; }
   /// The running sum and count, for checkpoints taken inside an epoch.
   std::vector<double> state() const { return {sum_, static_cast<double>(count_)}; }
   void load_state(const std::vector<double>& state);
@@ -91,6 +95,9 @@ class Metric {
   }
   double result() const { return impl_->result(); }
   std::string name() const { return impl_->name(); }
+  /// The options of a built-in metric, which a saved model keeps (name() is its type); none for
+  /// a metric of your own.
+  std::optional<LayerConfig> config() const { return impl_->config(); }
   /// The running values of the epoch so far, for a checkpoint taken inside an epoch: what the
   /// metric's `std::vector<double> state() const` returns, or nullopt when it has none (a resumed
   /// epoch's value then covers only the batches after the resume).
@@ -106,6 +113,7 @@ class Metric {
     virtual void update(const Tensor& p, const Tensor& t, double loss_sum) = 0;
     virtual double result() const = 0;
     virtual std::string name() const = 0;
+    virtual std::optional<LayerConfig> config() const = 0;
     virtual std::optional<std::vector<double>> state() const = 0;
     virtual void load_state(const std::vector<double>& state) = 0;
   };
@@ -117,6 +125,10 @@ class Metric {
     void update(const Tensor& p, const Tensor& t, double loss_sum) override { metric.update(p, t, loss_sum); }
     double result() const override { return metric.result(); }
     std::string name() const override { return metric.name(); }
+    std::optional<LayerConfig> config() const override {
+      if constexpr (requires { metric.config(); }) return metric.config();
+      else return std::nullopt;
+    }
     std::optional<std::vector<double>> state() const override {
       if constexpr (requires { metric.state(); }) return metric.state();
       else return std::nullopt;

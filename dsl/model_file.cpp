@@ -1,34 +1,26 @@
 // Sequential::save and load_model: a whole model in one safetensors file, the weights under
 // PyTorch's names and the architecture as JSON in the metadata (Keras's model.save/load_model).
 
-#include <nlohmann/json.hpp>
-
 #include "accrue/config.hpp"
 #include "accrue/dsl/layer_registry.hpp"
+#include "accrue/dsl/model_json.hpp"
 #include "accrue/dsl/sequential.hpp"
+#include "accrue/framework/log.hpp"
 #include "accrue/framework/serialization/checkpoint.hpp"
 
 namespace accrue {
 namespace {
 
-using nlohmann::ordered_json;
+using detail::config_of;
+using detail::json_of;
+using detail::ordered_json;
+using detail::Reading;
 constexpr const char* model_key = "accrue.model";
 constexpr int model_format = 1;
 
-ordered_json json_of(const ConfigValue& v) {
-  return std::visit(
-      [](const auto& x) -> ordered_json {
-        if constexpr (std::is_same_v<std::decay_t<decltype(x)>, std::monostate>) return nullptr;
-        else return x;
-      },
-      v);
-}
-
 ordered_json json_of(const Layer& layer) {
   ordered_json j{{"type", layer.type_name()}, {"name", layer.name()}};
-  ordered_json config = ordered_json::object();
-  for (const auto& [name, value] : layer.config()) config[name] = json_of(value);
-  j["config"] = std::move(config);
+  j["config"] = json_of(layer.config());
   const std::vector<const Layer*> inner = layer.given_layers();
   if (!inner.empty()) {
     ordered_json layers = ordered_json::array();
@@ -38,38 +30,17 @@ ordered_json json_of(const Layer& layer) {
   return j;
 }
 
-// Errors while reading name the file and the layer's place: "m.safetensors: layer 3 (Dense): ...".
-struct Reading {
-  const std::string& path;
-  std::string where;
-  [[noreturn]] void fail(const std::string& what) const {
-    throw ValueError(fmt::format("{}: {}{}", path, where.empty() ? "" : where + ": ", what));
-  }
-};
-
-ConfigValue config_value(const ordered_json& j, const Reading& r, const std::string& option) {
-  if (j.is_null()) return std::monostate{};
-  if (j.is_boolean()) return j.get<bool>();
-  if (j.is_number_integer()) return j.get<std::int64_t>();
-  if (j.is_number_float()) return j.get<double>();
-  if (j.is_string()) return j.get<std::string>();
-  if (j.is_array() && std::all_of(j.begin(), j.end(), [](const auto& e) { return e.is_number_integer(); }))
-    return j.get<std::vector<std::int64_t>>();
-  r.fail(fmt::format("option '{}' holds {}, not a flag, a number, a text or whole numbers", option, j.dump()));
-}
-
 // Layers inside layers (Residual) nest at most this deep: a file cannot exhaust the stack.
 constexpr int max_nesting = 64;
 
 std::unique_ptr<Layer> layer_of(const ordered_json& j, const Reading& outer, const std::string& place, int depth = 0) {
-  Reading r{outer.path, outer.where.empty() ? place : outer.where + ", " + place};
+  Reading r = outer.at(place);
   if (depth >= max_nesting) r.fail(fmt::format("layers nest more than {} deep", max_nesting));
   if (!j.is_object() || !j.contains("type") || !j["type"].is_string() || !j.contains("config") || !j["config"].is_object())
     r.fail("a layer needs a \"type\" and a \"config\" object");
   const std::string type = j["type"].get<std::string>();
   r.where += " (" + type + ")";
-  LayerConfig config;
-  for (const auto& [name, value] : j["config"].items()) config.emplace_back(name, config_value(value, r, name));
+  const LayerConfig config = config_of(j["config"], r);
   std::vector<std::unique_ptr<Layer>> inner;
   if (j.contains("layers")) {
     if (!j["layers"].is_array()) r.fail("\"layers\" is not a list");
@@ -109,6 +80,7 @@ void Sequential::save(const std::string& path) const {
   ordered_json layers = ordered_json::array();
   for (const auto& layer : layers_) layers.push_back(json_of(*layer));
   model["layers"] = std::move(layers);
+  if (compiled()) model["compile"] = detail::compile_json(recipe_, loss_, metrics_);
   if (vocabulary_)
     model["vocabulary"] = {{"tokenizer", vocabulary_->tokenizer() == datasets::Tokenizer::byte ? "byte" : "character"},
                            {"characters", vocabulary_->characters()}};
@@ -143,6 +115,9 @@ Sequential load_model(const std::string& path) {
   }
   model.build(Shape(dims));
   if (j.contains("vocabulary")) model.set_vocabulary(vocabulary_of(j["vocabulary"], top));
+  if (j.contains("compile"))
+    if (const std::string why = detail::compile_from_json(model, j["compile"], top); !why.empty())
+      log::info("{}: the model is not compiled: it was {}; compile it before training it further", path, why);
   serialization::TensorMatch match;
   if (!match.copy_all(model.named_state(), file.tensors, "the file"))
     top.fail(fmt::format("its weights do not fit the model it describes ({} problem{}):{}", match.problems.size(),

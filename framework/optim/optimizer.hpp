@@ -109,6 +109,12 @@ class AnyOptimizer {
   bool defined() const { return impl_ != nullptr; }
   std::unique_ptr<Optimizer> create(std::vector<Tensor> parameters) const { return impl_->create(std::move(parameters)); }
   std::string str() const { return impl_ ? impl_->str() : std::string{"(no optimizer)"}; }
+  /// The configuration held when it is a T (optim::SGD, optim::Adam), else null.
+  template <class T>
+  const T* get() const {
+    const auto* model = dynamic_cast<const Model<T>*>(impl_.get());
+    return model != nullptr ? &model->config : nullptr;
+  }
   /// State tensors the optimizer keeps per parameter, each of the parameter's size (SGD with
   /// momentum 1, Adam 2, with amsgrad 3), for memory plans; nullopt for a configuration that does
   /// not say (a `state_tensors()` member tells).

@@ -14,6 +14,12 @@ AccumulationSchedule::AccumulationSchedule(std::initializer_list<std::pair<int, 
   for (const auto& [epoch, n] : per_epoch) table_.emplace_back(epoch, n);
 }
 
+AccumulationSchedule AccumulationSchedule::per_epoch(const std::vector<std::pair<std::int64_t, int>>& keys) {
+  AccumulationSchedule s{Kind::per_epoch};
+  s.table_ = keys;
+  return s;
+}
+
 AccumulationSchedule AccumulationSchedule::by_step(std::vector<std::pair<std::int64_t, int>> steps) {
   AccumulationSchedule s{Kind::per_step};
   s.table_ = std::move(steps);

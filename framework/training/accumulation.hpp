@@ -42,7 +42,14 @@ class AccumulationSchedule {
   /// of 32 accumulates 8. The micro-batch must divide it (checked when training starts).
   static AccumulationSchedule effective_batch(std::int64_t samples);
 
+  /// A per-epoch dictionary from a list: per_epoch({{0, 8}, {4, 2}}) is {{0, 8}, {4, 2}}.
+  static AccumulationSchedule per_epoch(const std::vector<std::pair<std::int64_t, int>>& keys);
+
   Kind kind() const { return kind_; }
+  /// The micro-batches of a constant schedule.
+  int constant() const { return constant_; }
+  /// The keys of a per-epoch or per-step dictionary, in order.
+  const std::vector<std::pair<std::int64_t, int>>& keys() const { return table_; }
   /// The samples per window of effective_batch(samples); 0 for other kinds.
   std::int64_t effective_samples() const { return kind_ == Kind::effective_batch ? samples_ : 0; }
   /// Whether a value was given (a default-constructed schedule is not set).

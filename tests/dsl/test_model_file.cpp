@@ -158,6 +158,68 @@ BOOST_AUTO_TEST_CASE(unknown_layer_types_and_damaged_descriptions_are_named) {
                         message_has({"vocabulary needs a \"tokenizer\""}));
 }
 
+// Loads `path` and checks that the model comes back compiled as `model` was, and trains on as it does.
+void expect_same_compile(Sequential& model, const std::string& path, const std::string& what) {
+  BOOST_TEST_CONTEXT(what) {
+    model.save(path);
+    Sequential loaded = load_model(path);
+    BOOST_REQUIRE(loaded.compiled());
+    BOOST_TEST((loaded.recipe() == model.recipe()), loaded.recipe().str() << " against " << model.recipe().str());
+    BOOST_TEST(loaded.loss().name() == model.loss().name());
+    BOOST_TEST((loaded.loss().config() == model.loss().config()));
+    BOOST_REQUIRE(loaded.metrics().size() == model.metrics().size());
+    for (std::size_t i = 0; i < model.metrics().size(); ++i) BOOST_TEST(loaded.metrics()[i].name() == model.metrics()[i].name());
+    const Dataset data = test::blobs(40, 3);
+    const FitOptions options{.epochs = 2, .batch_size = 4, .seed = 5, .verbose = 0};
+    model.fit(data, options);
+    loaded.fit(data, options);
+    for (std::size_t i = 0; i < model.parameters().size(); ++i)
+      BOOST_TEST((loaded.parameters()[i].to_vector<float>() == model.parameters()[i].to_vector<float>()), "parameter " << i);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(the_compile_settings_come_back_with_the_model) {
+  test::TempDir dir{"model_file_compile"};
+  const std::string path = (dir.path / "m.safetensors").string();
+  const auto mlp = [] {
+    manual_seed(12);
+    return Sequential{layers::Input{6}, layers::Dense{8}, layers::ReLU{}, layers::Dense{4}};
+  };
+  Sequential adamw = mlp();
+  adamw.compile(optim::AdamW{.lr = 3e-3, .betas = {0.8, 0.95}, .weight_decay = 0.05, .amsgrad = true}
+                    .accumulate({{0, 4}, {1, 2}}, {.last_window = LastWindow::drop, .normalization = Normalization::per_micro_batch})
+                    .clip(0.5, {.error_if_nonfinite = true})
+                    .amp(optim::AmpOptions{.dtype = DType::bf16, .scaler = {.init_scale = 1024.0}}),
+                losses::CrossEntropy{.label_smoothing = 0.1f, .ignore_index = 2}, {metrics::Accuracy{}, metrics::MeanLoss{}});
+  expect_same_compile(adamw, path, "AdamW, accumulation per epoch, clipping, bfloat16");
+  Sequential sgd = mlp();
+  sgd.compile(optim::SGD{.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-4, .nesterov = true}
+                  .accumulate(AccumulationSchedule::by_step({{0, 2}, {3, 3}}), {.weight_gradients = WeightGradients::per_window})
+                  .clip_value(0.25),
+              losses::CrossEntropy{.reduction = Reduction::sum});
+  expect_same_compile(sgd, path, "SGD with Nesterov momentum, accumulation by step, clip_value");
+  Sequential adam = mlp();
+  adam.compile(optim::Adam{.lr = 1e-2, .eps = 1e-6}.effective_batch(8).memory_budget(std::size_t{64} << 20),
+               losses::CrossEntropy{}, {metrics::Accuracy{}});
+  expect_same_compile(adam, path, "Adam, effective batch and memory budget");
+  // A damaged part is refused, named.
+  serialization::SafetensorsFile file = serialization::load_safetensors(path);
+  nlohmann::json j = nlohmann::json::parse(file.metadata.at("accrue.model"));
+  j["compile"]["optimizer"]["type"] = "Lion";
+  file.metadata["accrue.model"] = j.dump();
+  serialization::save_safetensors(path, file.tensors, file.metadata);
+  BOOST_CHECK_EXCEPTION(load_model(path), ValueError,
+                        message_has({path, "compile settings", "optimizer 'Lion' is none of SGD, Adam, AdamW"}));
+  // A loss of the user's own cannot be in a file: the model comes back uncompiled, and says why.
+  Sequential own = mlp();
+  own.compile(optim::SGD{}, Loss([](const Tensor& p, const Tensor&) { return ops::sum(p); }, "my_loss"));
+  own.save(path);
+  BOOST_TEST(!load_model(path).compiled());
+  Sequential plain = mlp();
+  plain.save(path);
+  BOOST_TEST(!load_model(path).compiled());
+}
+
 BOOST_AUTO_TEST_CASE(a_text_models_vocabulary_comes_back_with_it) {
   manual_seed(11);
   test::TempDir dir{"model_file_vocabulary"};

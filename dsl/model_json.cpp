@@ -1,0 +1,257 @@
+// A saved model's JSON: configurations, the errors of reading one, and the compile settings.
+
+#include "accrue/dsl/model_json.hpp"
+
+#include "accrue/dsl/layer_registry.hpp"
+#include "accrue/dsl/sequential.hpp"
+
+namespace accrue::detail {
+namespace {
+
+template <class Enum>
+struct Names {
+  std::vector<std::pair<Enum, const char*>> values;
+  const char* name(Enum e) const {
+    for (const auto& [v, n] : values)
+      if (v == e) return n;
+    return "?";
+  }
+  Enum value(const std::string& text, const Reading& r, const char* option) const {
+    std::string known;
+    for (const auto& [v, n] : values) {
+      if (text == n) return v;
+      known += (known.empty() ? "" : ", ") + std::string(n);
+    }
+    r.fail(fmt::format("{} '{}' is none of {}", option, text, known));
+  }
+};
+
+const Names<LastWindow> last_windows{{{LastWindow::normalize, "normalize"}, {LastWindow::drop, "drop"}, {LastWindow::carry, "carry"}}};
+const Names<Normalization> normalizations{
+    {{Normalization::per_window, "per_window"}, {Normalization::per_micro_batch, "per_micro_batch"}}};
+const Names<WeightGradients> weight_gradients{
+    {{WeightGradients::per_micro_batch, "per_micro_batch"}, {WeightGradients::per_window, "per_window"}}};
+const Names<DType> low_types{{{DType::bf16, "bfloat16"}, {DType::f16, "float16"}}};
+
+ordered_json typed(const std::string& type, const LayerConfig& config) {
+  return {{"type", type}, {"config", json_of(config)}};
+}
+
+// The optimizer as a type and configuration, or null when it is not one of the built-in ones.
+ordered_json optimizer_json(const optim::AnyOptimizer& o) {
+  if (const auto* sgd = o.get<optim::SGD>())
+    return typed("SGD", {{"lr", sgd->lr}, {"momentum", sgd->momentum}, {"dampening", sgd->dampening},
+                         {"weight_decay", sgd->weight_decay}, {"nesterov", sgd->nesterov}, {"maximize", sgd->maximize}});
+  const auto adam = [](const std::string& type, const auto& a) {
+    return typed(type, {{"lr", a.lr}, {"beta1", a.betas[0]}, {"beta2", a.betas[1]}, {"eps", a.eps},
+                        {"weight_decay", a.weight_decay}, {"amsgrad", a.amsgrad}, {"maximize", a.maximize}});
+  };
+  if (const auto* a = o.get<optim::Adam>()) return adam("Adam", *a);
+  if (const auto* a = o.get<optim::AdamW>()) return adam("AdamW", *a);
+  return nullptr;
+}
+
+optim::AnyOptimizer optimizer_of(const ConfigReader& c) {
+  if (c.type() == "SGD")
+    return optim::SGD{.lr = c.number("lr"), .momentum = c.number("momentum"), .dampening = c.number("dampening"),
+                      .weight_decay = c.number("weight_decay"), .nesterov = c.flag("nesterov"), .maximize = c.flag("maximize")};
+  const auto adam = [&](auto a) {
+    a.lr = c.number("lr");
+    a.betas = {c.number("beta1"), c.number("beta2")};
+    a.eps = c.number("eps");
+    a.weight_decay = c.number("weight_decay");
+    a.amsgrad = c.flag("amsgrad");
+    a.maximize = c.flag("maximize");
+    return optim::AnyOptimizer{a};
+  };
+  if (c.type() == "Adam") return adam(optim::Adam{});
+  if (c.type() == "AdamW") return adam(optim::AdamW{});
+  throw ValueError(fmt::format("optimizer '{}' is none of SGD, Adam, AdamW", c.type()));
+}
+
+ordered_json keys_json(const AccumulationSchedule& s) {
+  ordered_json keys = ordered_json::array();
+  for (const auto& [key, n] : s.keys()) keys.push_back({key, n});
+  return keys;
+}
+
+ordered_json accumulation_json(const AccumulationSchedule& s) {
+  using Kind = AccumulationSchedule::Kind;
+  switch (s.kind()) {
+    case Kind::unset: return nullptr;
+    case Kind::constant: return {{"kind", "constant"}, {"micro_batches", s.constant()}};
+    case Kind::per_epoch: return {{"kind", "per_epoch"}, {"keys", keys_json(s)}};
+    case Kind::per_step: return {{"kind", "per_step"}, {"keys", keys_json(s)}};
+    case Kind::effective_batch: return {{"kind", "effective_batch"}, {"samples", s.effective_samples()}};
+    case Kind::callable: break;
+  }
+  return nullptr;
+}
+
+AccumulationSchedule accumulation_of(const ordered_json& j, const Reading& r) {
+  const std::string kind = j.value("kind", "");
+  try {
+    if (kind == "constant") return AccumulationSchedule(j.at("micro_batches").get<int>());
+    if (kind == "effective_batch") return AccumulationSchedule::effective_batch(j.at("samples").get<std::int64_t>());
+    const auto keys = j.at("keys").get<std::vector<std::pair<std::int64_t, int>>>();
+    if (kind == "per_epoch") return AccumulationSchedule::per_epoch(keys);
+    if (kind == "per_step") return AccumulationSchedule::by_step(keys);
+  } catch (const nlohmann::json::exception& e) {
+    r.fail(fmt::format("accumulation '{}': {}", kind, e.what()));
+  }
+  r.fail(fmt::format("accumulation kind '{}' is none of constant, per_epoch, per_step, effective_batch", kind));
+}
+
+ordered_json amp_json(const optim::AmpOptions& a) {
+  return {{"dtype", a.dtype ? ordered_json(low_types.name(*a.dtype)) : ordered_json(nullptr)},
+          {"loss_scaling", a.loss_scaling ? ordered_json(*a.loss_scaling) : ordered_json(nullptr)},
+          {"init_scale", a.scaler.init_scale},
+          {"growth_factor", a.scaler.growth_factor},
+          {"backoff_factor", a.scaler.backoff_factor},
+          {"growth_interval", a.scaler.growth_interval}};
+}
+
+optim::AmpOptions amp_of(const ordered_json& j, const Reading& r) {
+  optim::AmpOptions a;
+  try {
+    if (!j.at("dtype").is_null()) a.dtype = low_types.value(j.at("dtype").get<std::string>(), r, "amp dtype");
+    if (!j.at("loss_scaling").is_null()) a.loss_scaling = j.at("loss_scaling").get<bool>();
+    a.scaler = {.init_scale = j.at("init_scale").get<double>(), .growth_factor = j.at("growth_factor").get<double>(),
+                .backoff_factor = j.at("backoff_factor").get<double>(), .growth_interval = j.at("growth_interval").get<int>()};
+  } catch (const nlohmann::json::exception& e) {
+    r.fail(fmt::format("amp: {}", e.what()));
+  }
+  return a;
+}
+
+Loss loss_of(const ConfigReader& c) {
+  if (c.type() == "CrossEntropy") return losses::CrossEntropy::from_config(c);
+  if (c.type() == "MSE") return losses::MSE::from_config(c);
+  throw ValueError(fmt::format("loss '{}' is none of CrossEntropy, MSE", c.type()));
+}
+
+Metric metric_of(const ConfigReader& c) {
+  if (c.type() == "accuracy") return metrics::Accuracy{};
+  if (c.type() == "loss") return metrics::MeanLoss{};
+  throw ValueError(fmt::format("metric '{}' is none of accuracy, loss", c.type()));
+}
+
+// The recipe's parts besides the optimizer, on `recipe`.
+optim::Recipe with_steps(optim::Recipe recipe, const ordered_json& j, const Reading& r) {
+  if (!j["accumulate"].is_null()) {
+    const ordered_json& o = j["accumulate_options"];
+    recipe = recipe.accumulate(accumulation_of(j["accumulate"], r),
+                               {.last_window = last_windows.value(o.value("last_window", ""), r, "last_window"),
+                                .normalization = normalizations.value(o.value("normalization", ""), r, "normalization"),
+                                .weight_gradients = weight_gradients.value(o.value("weight_gradients", ""), r, "weight_gradients")});
+  }
+  if (!j["clip"].is_null())
+    recipe = recipe.clip(j["clip"].value("max_norm", 0.0), {.error_if_nonfinite = j["clip"].value("error_if_nonfinite", false)});
+  if (!j["clip_value"].is_null()) recipe = recipe.clip_value(j["clip_value"].get<double>());
+  if (!j["amp"].is_null()) recipe = recipe.amp(amp_of(j["amp"], r));
+  if (!j["memory_budget"].is_null()) recipe = recipe.memory_budget(j["memory_budget"].get<std::size_t>());
+  return recipe;
+}
+
+}  // namespace
+
+ordered_json json_of(const ConfigValue& v) {
+  return std::visit(
+      [](const auto& x) -> ordered_json {
+        if constexpr (std::is_same_v<std::decay_t<decltype(x)>, std::monostate>) return nullptr;
+        else return x;
+      },
+      v);
+}
+
+ordered_json json_of(const LayerConfig& config) {
+  ordered_json j = ordered_json::object();
+  for (const auto& [name, value] : config) j[name] = json_of(value);
+  return j;
+}
+
+void Reading::fail(const std::string& what) const {
+  throw ValueError(fmt::format("{}: {}{}", path, where.empty() ? "" : where + ": ", what));
+}
+
+ConfigValue config_value(const ordered_json& j, const Reading& r, const std::string& option) {
+  if (j.is_null()) return std::monostate{};
+  if (j.is_boolean()) return j.get<bool>();
+  if (j.is_number_integer()) return j.get<std::int64_t>();
+  if (j.is_number_float()) return j.get<double>();
+  if (j.is_string()) return j.get<std::string>();
+  if (j.is_array() && std::all_of(j.begin(), j.end(), [](const auto& e) { return e.is_number_integer(); }))
+    return j.get<std::vector<std::int64_t>>();
+  r.fail(fmt::format("option '{}' holds {}, not a flag, a number, a text or whole numbers", option, j.dump()));
+}
+
+LayerConfig config_of(const ordered_json& j, const Reading& r) {
+  if (!j.is_object()) r.fail("a configuration is not an object");
+  LayerConfig config;
+  for (const auto& [name, value] : j.items()) config.emplace_back(name, config_value(value, r, name));
+  return config;
+}
+
+ordered_json compile_json(const optim::Recipe& recipe, const Loss& loss, const std::vector<Metric>& metrics) {
+  ordered_json not_saved = ordered_json::array();
+  ordered_json j{{"recipe", recipe.str()}, {"optimizer", optimizer_json(recipe.optimizer())}};
+  if (j["optimizer"].is_null()) not_saved.push_back(fmt::format("the optimizer {} (not a built-in one)", recipe.optimizer().str()));
+  j["accumulate"] = accumulation_json(recipe.accumulation());
+  if (recipe.accumulation().kind() == AccumulationSchedule::Kind::callable)
+    not_saved.push_back("the accumulation schedule (a function of the epoch)");
+  const AccumulateOptions& o = recipe.accumulate_options();
+  j["accumulate_options"] = {{"last_window", last_windows.name(o.last_window)},
+                             {"normalization", normalizations.name(o.normalization)},
+                             {"weight_gradients", weight_gradients.name(o.weight_gradients)}};
+  j["clip"] = recipe.clip_norm() ? ordered_json{{"max_norm", *recipe.clip_norm()},
+                                                {"error_if_nonfinite", recipe.clip_options().error_if_nonfinite}}
+                                 : ordered_json(nullptr);
+  j["clip_value"] = recipe.clip_value_limit() ? ordered_json(*recipe.clip_value_limit()) : ordered_json(nullptr);
+  j["amp"] = recipe.amp_options() ? amp_json(*recipe.amp_options()) : ordered_json(nullptr);
+  j["memory_budget"] = recipe.memory_budget() ? ordered_json(*recipe.memory_budget()) : ordered_json(nullptr);
+  if (loss.config()) j["loss"] = typed(loss.name(), *loss.config());
+  else not_saved.push_back(fmt::format("the loss '{}' (a function of your own)", loss.name()));
+  j["metrics"] = ordered_json::array();
+  for (const Metric& m : metrics) {
+    if (const auto config = m.config()) j["metrics"].push_back(typed(m.name(), *config));
+    else not_saved.push_back(fmt::format("the metric '{}' (one of your own)", m.name()));
+  }
+  j["not_saved"] = std::move(not_saved);
+  return j;
+}
+
+std::string compile_from_json(Sequential& model, const ordered_json& j, const Reading& outer) {
+  const Reading r = outer.at("compile settings");
+  if (!j.is_object() || !j.contains("not_saved") || !j["not_saved"].is_array()) r.fail("not an object with \"not_saved\"");
+  if (!j["not_saved"].empty()) {
+    std::string parts;
+    for (const auto& part : j["not_saved"]) parts += (parts.empty() ? "" : ", ") + part.get<std::string>();
+    return fmt::format("compiled with {} ({}), which the file cannot hold", j.value("recipe", "?"), parts);
+  }
+  for (const char* key : {"optimizer", "accumulate", "accumulate_options", "clip", "clip_value", "amp", "memory_budget", "loss", "metrics"})
+    if (!j.contains(key)) r.fail(fmt::format("\"{}\" is missing", key));
+  const auto reader = [&](const ordered_json& part, const LayerConfig& config) {
+    if (!part.is_object() || !part.contains("type") || !part["type"].is_string()) r.fail("a part needs a \"type\"");
+    return ConfigReader(part["type"].get<std::string>(), config);
+  };
+  try {
+    const LayerConfig optimizer_config = config_of(j["optimizer"].value("config", ordered_json::object()), r);
+    optim::Recipe recipe = with_steps(optimizer_of(reader(j["optimizer"], optimizer_config)), j, r);
+    const LayerConfig loss_config = config_of(j["loss"].value("config", ordered_json::object()), r);
+    const Loss loss = loss_of(reader(j["loss"], loss_config));
+    std::vector<Metric> metrics;
+    for (const ordered_json& m : j["metrics"]) {
+      const LayerConfig config = config_of(m.value("config", ordered_json::object()), r);
+      metrics.push_back(metric_of(reader(m, config)));
+    }
+    model.compile(std::move(recipe), loss, std::move(metrics));
+  } catch (const ValueError& e) {
+    if (std::string_view(e.what()).starts_with(outer.path)) throw;
+    r.fail(e.what());
+  } catch (const nlohmann::json::exception& e) {
+    r.fail(e.what());
+  }
+  return {};
+}
+
+}  // namespace accrue::detail

@@ -1,0 +1,48 @@
+#pragma once
+// Inside Sequential::save and load_model (model_file.cpp): configurations as JSON, the errors of a
+// file being read, and the compile settings (optimizer, accumulation, clipping, precision, loss,
+// metrics) written and read back. Not installed: it includes nlohmann's JSON.
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "accrue/dsl/layer.hpp"
+#include "accrue/dsl/loss.hpp"
+#include "accrue/dsl/metrics.hpp"
+#include "accrue/framework/optim/recipe.hpp"
+
+namespace accrue {
+class Sequential;
+}
+
+namespace accrue::detail {
+
+using nlohmann::ordered_json;
+
+ordered_json json_of(const ConfigValue& value);
+ordered_json json_of(const LayerConfig& config);
+
+/// Errors while reading name the file and the place: "m.safetensors: layer 3 (Dense): ...".
+struct Reading {
+  const std::string& path;
+  std::string where;
+  [[noreturn]] void fail(const std::string& what) const;
+  /// The same reader one level in: "layer 3", then "layer 3, inner layer 0".
+  Reading at(const std::string& place) const { return {path, where.empty() ? place : where + ", " + place}; }
+};
+
+ConfigValue config_value(const ordered_json& j, const Reading& r, const std::string& option);
+/// An object's options in order; fails naming the place when it is not an object.
+LayerConfig config_of(const ordered_json& j, const Reading& r);
+
+/// The compile settings as JSON: "recipe" (its str(), for people), then each part as a type and a
+/// configuration; the parts a file cannot hold (a loss or metric of your own, an optimizer not
+/// built in, a schedule given as a function) are listed under "not_saved" instead.
+ordered_json compile_json(const optim::Recipe& recipe, const Loss& loss, const std::vector<Metric>& metrics);
+/// Compiles `model` as compile_json described, when every part was saved; otherwise leaves it
+/// uncompiled and returns why (empty once compiled). Fails naming the option that is damaged.
+std::string compile_from_json(Sequential& model, const ordered_json& j, const Reading& r);
+
+}  // namespace accrue::detail
