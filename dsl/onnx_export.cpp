@@ -99,7 +99,7 @@ std::vector<onnx::Difference> verify(Sequential& model, const std::string& path,
     if (batch == 1 && n == 1 && !out.empty()) break;
     const Tensor x = batch == n ? inputs : ops::slice(inputs, 0, 0, 1);
     const Tensor expected = model.predict(x, batch);
-    Tensor fed = x;
+    Tensor fed = x.to(model.device());
     {
       const EvaluationScope evaluating;
       const NoGradGuard no_grad;

@@ -343,6 +343,18 @@ case_ "an image that is not there" 1 "image or IDX file /nonexistent.png does no
 printf 'not an image' > "$work/notes.txt"
 case_ "a text file to classify" 1 "notes.txt: not an IDX file" "$predict" "$work/model.safetensors" "$work/notes.txt"
 
+# ---- ONNX: --export-onnx and 12_predict --onnx; a text model's --generate-from -----------------------
+case_ "--export-onnx into a folder that is not there" 1 "--export-onnx /nonexistent/m.onnx cannot be written" \
+  "$mlp" "${fast[@]}" --export-onnx /nonexistent/m.onnx
+case_ "an ONNX file that is not there" 1 "ONNX model /nonexistent.onnx does not exist" "$predict" --onnx /nonexistent.onnx x.png
+case_ "a safetensors file as an ONNX model" 1 "model.safetensors: not an ONNX model" "$predict" --onnx "$work/model.safetensors" \
+  "$work/notes.txt"
+"$mlp" "${fast[@]}" --export-onnx "$work/model.onnx" > /dev/null 2>&1
+head -c 3000 "$work/model.onnx" > "$work/cut.onnx"
+case_ "an ONNX file cut short" 1 "cut.onnx: not an ONNX model" "$predict" --onnx "$work/cut.onnx" "$work/notes.txt"
+case_ "a model for images asked to generate text" 1 "holds no vocabulary" "$char_lm" --generate-from "$work/model.safetensors"
+case_ "weights alone to generate from" 1 "holds weights but no model" "$char_lm" --generate-from "$work/weights.safetensors"
+
 # ---- --epochs 2147483647: starts at once, in the memory of one epoch ------------------------------
 # Peak resident memory and time when the first epoch's line appears, for 1 and for 2^31 - 1 epochs.
 first_epoch() {  # EPOCHS: prints "seconds peak_kib" (the peak read last before the line or the exit)
