@@ -6,6 +6,7 @@
 #include "accrue/dsl/model_json.hpp"
 #include "accrue/dsl/sequential.hpp"
 #include "accrue/framework/log.hpp"
+#include "accrue/framework/memory.hpp"
 #include "accrue/framework/serialization/checkpoint.hpp"
 
 namespace accrue {
@@ -71,6 +72,42 @@ datasets::Vocabulary vocabulary_of(const ordered_json& j, const Reading& r) {
   return vocabulary;
 }
 
+// The model `j` describes, built and holding the file's weights; a JSON value of an unexpected kind
+// throws nlohmann's exception, which load_model names as damage.
+Sequential model_of(const ordered_json& j, const serialization::SafetensorsFile& file, const Reading& top) {
+  const std::string& path = top.path;
+  if (!j.is_object() || !j.contains("format") || !j["format"].is_number_integer() || j["format"].get<std::int64_t>() != model_format)
+    top.fail(fmt::format("the model is in format {}, this Accrue reads format {}", j.is_object() && j.contains("format") ? j["format"].dump() : "none", model_format));
+  if (!j.contains("layers") || !j["layers"].is_array() || !j.contains("input_shape") || !j["input_shape"].is_array())
+    top.fail("the model needs \"layers\" and \"input_shape\" lists");
+  Sequential model;
+  for (std::size_t i = 0; i < j["layers"].size(); ++i) model.add(layer_of(j["layers"][i], top, fmt::format("layer {}", i)));
+  std::vector<std::int64_t> dims;
+  try {
+    dims = j["input_shape"].get<std::vector<std::int64_t>>();
+  } catch (const nlohmann::json::exception&) {
+    top.fail("\"input_shape\" is not a list of whole numbers");
+  }
+  {
+    // The model must match the file's tensors: none of its parameters is larger than the largest.
+    std::size_t largest = 0;
+    for (const auto& [name, t] : file.tensors) largest = std::max(largest, t.nbytes());
+    const AllocationCeiling ceiling{std::max<std::size_t>(largest, 1 << 20),
+                                    fmt::format("while building the model {} describes (its largest tensor is {})", path,
+                                                format_bytes(largest))};
+    model.build(Shape(dims));
+  }
+  if (j.contains("vocabulary")) model.set_vocabulary(vocabulary_of(j["vocabulary"], top));
+  if (j.contains("compile"))
+    if (const std::string why = detail::compile_from_json(model, j["compile"], top); !why.empty())
+      log::info("{}: the model is not compiled: it was {}; compile it before training it further", path, why);
+  serialization::TensorMatch match;
+  if (!match.copy_all(model.named_state(), file.tensors, "the file"))
+    top.fail(fmt::format("its weights do not fit the model it describes ({} problem{}):{}", match.problems.size(),
+                         match.problems.size() == 1 ? "" : "s", match.problem_lines()));
+  return model;
+}
+
 }  // namespace
 
 void Sequential::save(const std::string& path) const {
@@ -101,28 +138,11 @@ Sequential load_model(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     top.fail(fmt::format("the model's JSON does not parse ({})", e.what()));
   }
-  if (!j.is_object() || j.value("format", 0) != model_format)
-    top.fail(fmt::format("the model is in format {}, this Accrue reads format {}", j.is_object() ? j.value("format", 0) : 0, model_format));
-  if (!j.contains("layers") || !j["layers"].is_array() || !j.contains("input_shape") || !j["input_shape"].is_array())
-    top.fail("the model needs \"layers\" and \"input_shape\" lists");
-  Sequential model;
-  for (std::size_t i = 0; i < j["layers"].size(); ++i) model.add(layer_of(j["layers"][i], top, fmt::format("layer {}", i)));
-  std::vector<std::int64_t> dims;
   try {
-    dims = j["input_shape"].get<std::vector<std::int64_t>>();
-  } catch (const nlohmann::json::exception&) {
-    top.fail("\"input_shape\" is not a list of whole numbers");
+    return model_of(j, file, top);
+  } catch (const nlohmann::json::exception& e) {
+    top.fail(fmt::format("the model's description is damaged ({})", e.what()));
   }
-  model.build(Shape(dims));
-  if (j.contains("vocabulary")) model.set_vocabulary(vocabulary_of(j["vocabulary"], top));
-  if (j.contains("compile"))
-    if (const std::string why = detail::compile_from_json(model, j["compile"], top); !why.empty())
-      log::info("{}: the model is not compiled: it was {}; compile it before training it further", path, why);
-  serialization::TensorMatch match;
-  if (!match.copy_all(model.named_state(), file.tensors, "the file"))
-    top.fail(fmt::format("its weights do not fit the model it describes ({} problem{}):{}", match.problems.size(),
-                         match.problems.size() == 1 ? "" : "s", match.problem_lines()));
-  return model;
 }
 
 }  // namespace accrue

@@ -131,7 +131,27 @@ void Allocator::add_live(MemoryCategory c, std::size_t bytes) {
   if (stats_.live_total > interval_.total) interval_ = {stats_.live_total, stats_.live};
 }
 
+namespace {
+// AllocationCeiling's: 0 for none.
+thread_local std::size_t ceiling_bytes = 0;
+thread_local std::string ceiling_why;
+}  // namespace
+
+AllocationCeiling::AllocationCeiling(std::size_t bytes, std::string why)
+    : previous_bytes_(ceiling_bytes), previous_why_(std::move(ceiling_why)) {
+  ceiling_bytes = bytes;
+  ceiling_why = std::move(why);
+}
+
+AllocationCeiling::~AllocationCeiling() {
+  ceiling_bytes = previous_bytes_;
+  ceiling_why = std::move(previous_why_);
+}
+
 void* Allocator::allocate(std::size_t bytes, MemoryCategory category) {
+  if (ceiling_bytes != 0 && bytes > ceiling_bytes)
+    throw OutOfMemory(fmt::format("allocating {} ({}) on {}: more than the {} allowed {}", format_bytes(bytes),
+                                  category_name(category), device_, format_bytes(ceiling_bytes), ceiling_why));
   std::lock_guard lock{mutex_};
   if (stats_.limit != 0 && stats_.live_total + bytes > stats_.limit) {
     throw OutOfMemory(fmt::format("out of memory on {}: allocating {} ({}) would pass the limit of {} with {} live:\n{}",

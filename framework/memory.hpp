@@ -110,6 +110,22 @@ class Allocator {
 /// can be read.
 std::optional<std::size_t> available_system_memory();
 
+/// While one lives, an allocation on this thread larger than `bytes` fails at once with OutOfMemory
+/// saying `why`, whatever the memory free. load_model builds the model a file describes under the
+/// size of the file's largest tensor: a damaged description cannot make it take memory that the
+/// weights it must match never need.
+class AllocationCeiling {
+ public:
+  AllocationCeiling(std::size_t bytes, std::string why);
+  ~AllocationCeiling();
+  AllocationCeiling(const AllocationCeiling&) = delete;
+  AllocationCeiling& operator=(const AllocationCeiling&) = delete;
+
+ private:
+  std::size_t previous_bytes_;
+  std::string previous_why_;
+};
+
 /// The allocator of `device`. Throws DeviceError for a device without a backend in this build.
 Allocator& allocator(Device device);
 

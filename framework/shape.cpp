@@ -24,7 +24,8 @@ int Shape::normalize(int i) const {
 
 std::int64_t Shape::numel() const {
   std::int64_t n = 1;
-  for (int i = 0; i < rank_; ++i) n *= dims_[i];
+  for (int i = 0; i < rank_; ++i)
+    if (__builtin_mul_overflow(n, dims_[i], &n)) throw ShapeError(fmt::format("shape {} has more elements than 2^63", str()));
   return n;
 }
 

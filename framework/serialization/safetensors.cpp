@@ -98,7 +98,13 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
     header[name] = {{"dtype", safetensors_dtype(t.dtype())}, {"shape", shape}, {"data_offsets", {offset, offset + t.nbytes()}}};
     offset += t.nbytes();
   }
-  std::string text = header.dump();
+  std::string text;
+  try {
+    text = header.dump();
+  } catch (const nlohmann::json::exception&) {
+    // Strings a JSON file cannot hold: a name or metadata value that is not UTF-8.
+    throw ValueError(fmt::format("save_safetensors {}: a tensor name or metadata value is not UTF-8 text", path));
+  }
   text.resize((text.size() + 7) / 8 * 8, ' ');  // pad so the data starts 8-byte aligned
 
   write_atomically(path, [&](std::FILE* f) {

@@ -151,6 +151,12 @@ BOOST_AUTO_TEST_CASE(unknown_layer_types_and_damaged_descriptions_are_named) {
   // A description whose layers do not fit the weights: nothing half-loaded, every problem named.
   BOOST_CHECK_EXCEPTION(load_model(rewrite([](auto& j) { j["layers"][0]["config"]["units"] = 5; })), ValueError,
                         message_has({"do not fit", "0.weight"}));
+  // A description asking for far larger weights than the file holds is refused before it takes the
+  // memory (300 million units: 2.2 GiB), and one past 2^63 elements too.
+  BOOST_CHECK_EXCEPTION(load_model(rewrite([](auto& j) { j["layers"][0]["config"]["units"] = 300000000; })), OutOfMemory,
+                        message_has({"layer 'dense'", "while building the model", "its largest tensor is"}));
+  BOOST_CHECK_EXCEPTION(load_model(rewrite([](auto& j) { j["layers"][0]["config"]["units"] = std::int64_t{1} << 62; })),
+                        Error, message_has({"layer 'dense'", "more elements than 2^63"}));
   // A vocabulary whose characters are out of order would give other tokens than training's.
   BOOST_CHECK_EXCEPTION(load_model(rewrite([](auto& j) { j["vocabulary"] = {{"tokenizer", "character"}, {"characters", "ba"}}; })),
                         ValueError, message_has({"vocabulary", "not each once in order"}));
