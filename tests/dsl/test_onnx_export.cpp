@@ -6,6 +6,7 @@
 #include "test_util.hpp"
 #include "model_zoo.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -98,6 +99,23 @@ void check_export(Sequential& model, const Tensor& x7, const std::string& what, 
 }
 
 }  // namespace
+
+BOOST_AUTO_TEST_CASE(differences_are_measured_as_documented) {
+  const Tensor accrue = Tensor::from({1.0f, 0.0f, 100.0f}, {3});
+  // 5e-6 absolute is within 1e-5; 0.005 at 100 is beyond it but 5e-5 relative.
+  onnx::Difference d = onnx::compare(Tensor::from({1.000005f, 0.0f, 100.005f}, {3}), accrue);
+  BOOST_TEST(d.within, d.str());
+  BOOST_TEST(d.max_abs == 0.005, boost::test_tools::tolerance(1e-3));
+  BOOST_TEST(d.max_rel == 5e-5, boost::test_tools::tolerance(1e-2));
+  // Beyond 1e-5 where Accrue's value is 0: no relative bound can hold.
+  d = onnx::compare(Tensor::from({1.0f, 2e-5f, 100.0f}, {3}), accrue);
+  BOOST_TEST(!d.within);
+  BOOST_TEST(std::isinf(d.max_rel));
+  d = onnx::compare(Tensor::from({1.0f, NAN, 100.0f}, {3}), accrue);
+  BOOST_TEST(!d.within);
+  BOOST_TEST(std::isnan(d.max_abs));
+  BOOST_CHECK_THROW(onnx::compare(Tensor::from({1.0f, 2.0f}, {2}), accrue), ShapeError);
+}
 
 BOOST_AUTO_TEST_CASE(the_zoo_runs_in_onnx_runtime_as_in_accrue) {
   manual_seed(5);
