@@ -8,30 +8,33 @@
 namespace accrue::detail {
 namespace {
 
+// An enum's values and their names: the names the project already prints (last_window_name,
+// normalization_name, dtype_name), so that a file spells them as messages and Recipe::str do.
 template <class Enum>
 struct Names {
-  std::vector<std::pair<Enum, const char*>> values;
-  const char* name(Enum e) const {
-    for (const auto& [v, n] : values)
-      if (v == e) return n;
-    return "?";
-  }
+  std::vector<Enum> values;
+  std::string_view (*name_of)(Enum);
+  std::string name(Enum e) const { return std::string(name_of(e)); }
   Enum value(const std::string& text, const Reading& r, const char* option) const {
     std::string known;
-    for (const auto& [v, n] : values) {
-      if (text == n) return v;
-      known += (known.empty() ? "" : ", ") + std::string(n);
+    for (const Enum v : values) {
+      if (text == name_of(v)) return v;
+      known += (known.empty() ? "" : ", ") + name(v);
     }
     r.fail(fmt::format("{} '{}' is none of {}", option, text, known));
   }
 };
 
-const Names<LastWindow> last_windows{{{LastWindow::normalize, "normalize"}, {LastWindow::drop, "drop"}, {LastWindow::carry, "carry"}}};
-const Names<Normalization> normalizations{
-    {{Normalization::per_window, "per_window"}, {Normalization::per_micro_batch, "per_micro_batch"}}};
-const Names<WeightGradients> weight_gradients{
-    {{WeightGradients::per_micro_batch, "per_micro_batch"}, {WeightGradients::per_window, "per_window"}}};
-const Names<DType> low_types{{{DType::bf16, "bfloat16"}, {DType::f16, "float16"}}};
+// WeightGradients has no printed name elsewhere.
+std::string_view weight_gradients_name(WeightGradients w) {
+  return w == WeightGradients::per_window ? "per_window" : "per_micro_batch";
+}
+
+const Names<LastWindow> last_windows{{LastWindow::normalize, LastWindow::drop, LastWindow::carry}, last_window_name};
+const Names<Normalization> normalizations{{Normalization::per_window, Normalization::per_micro_batch}, normalization_name};
+const Names<WeightGradients> weight_gradients{{WeightGradients::per_micro_batch, WeightGradients::per_window},
+                                              weight_gradients_name};
+const Names<DType> low_types{{DType::bf16, DType::f16}, dtype_name};
 
 ordered_json typed(const std::string& type, const LayerConfig& config) {
   return {{"type", type}, {"config", json_of(config)}};
