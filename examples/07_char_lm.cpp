@@ -51,6 +51,15 @@ std::vector<std::int32_t> prompt_tokens(const datasets::Vocabulary& vocabulary, 
   }
 }
 
+// --generate-from: a sample from a model saved with its vocabulary, without the training text.
+void generate_with_saved_model(const std::string& path, const std::string& prompt, std::int64_t tokens, std::uint64_t seed) {
+  Sequential saved = load_model(path);
+  ACCRUE_CHECK(saved.vocabulary() != nullptr, "--generate-from {}: the model holds no vocabulary to encode --prompt", path);
+  const std::vector<std::int32_t> start = prompt_tokens(*saved.vocabulary(), prompt);
+  fmt::print("{}{}\n", prompt,
+             saved.vocabulary()->decode(saved.generate(start, {.max_tokens = tokens, .temperature = 0.8f, .top_k = 20, .seed = seed})));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -90,16 +99,7 @@ int main(int argc, char** argv) {
     ACCRUE_CHECK(width % heads == 0, "--heads: {} heads do not divide the width {}", heads, width);
     ACCRUE_CHECK(sample_tokens == 0 || !prompt.empty(),
                  "--prompt: empty; a sample needs at least one character to start from (or --sample-tokens 0)");
-    if (!generate_from.empty()) {
-      Sequential saved = load_model(generate_from);
-      ACCRUE_CHECK(saved.vocabulary() != nullptr, "--generate-from {}: the model holds no vocabulary to encode --prompt",
-                   generate_from);
-      fmt::print("{}{}\n", prompt,
-                 saved.vocabulary()->decode(saved.generate(prompt_tokens(*saved.vocabulary(), prompt),
-                                                           {.max_tokens = sample_tokens, .temperature = 0.8f,
-                                                            .top_k = 20, .seed = common.seed})));
-      return;
-    }
+    if (!generate_from.empty()) return generate_with_saved_model(generate_from, prompt, sample_tokens, common.seed);
     const examples::ExampleOptions::Inputs text{{common.data.empty() ? datasets::fortunes_folder() : common.data, "the training text"}};
     common.check_report(text);
     if (!save_model.empty()) require_output_file(save_model, "--save-model", text);
