@@ -42,6 +42,7 @@
 #include "accrue/dsl/layers/pooling.hpp"
 #include "accrue/dsl/layers/recurrent.hpp"
 #include "accrue/dsl/layers/residual.hpp"
+#include "accrue/framework/build_info.hpp"
 #include "accrue/framework/training/logs.hpp"
 #include "accrue/dsl/loss.hpp"
 #include "accrue/dsl/metrics.hpp"

@@ -231,6 +231,7 @@ inline int run_example(CLI::App& app, int argc, char** argv, const std::function
   // Every flag's help shows its default ("--batch-size ...=64"), whichever example added it.
   for (CLI::Option* option : app.get_options())
     if (option->get_name() != "--help" && option->get_default_str().empty()) option->capture_default_str();
+  app.set_version_flag("--version", [] { return build_info().str(); }, "Print the build of Accrue and what it runs with here");
   int status = 0;
   try {
     app.parse(argc, argv);

@@ -29,7 +29,7 @@ void gather_rows(const Tensor& table, const Tensor& indices, const Tensor& out) 
       Op::gather_rows, out.device(), out.dtype(),
       [&] {
         const std::int32_t* idx = indices.data<std::int32_t>();
-        if (const std::int64_t bad = cpu::first_out_of_range(idx, n, V); bad >= 0) throw bad_index(bad);
+        if (const std::int64_t bad = cpu::first_out_of_range(idx, n, V, common::no_ignored_label); bad >= 0) throw bad_index(bad);
         cpu::gather_rows(out.dtype(), table.data_ptr(), idx, out.data_ptr(), n, D);
       },
       [&](int device) {

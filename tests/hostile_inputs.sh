@@ -246,6 +246,13 @@ case_ "ACCRUE_MEMORY_LIMIT names a device twice" 1 "cpu is given more than once"
 case_ "ACCRUE_MEMORY_LIMIT=abc" 1 "'abc' is not a memory size" env ACCRUE_MEMORY_LIMIT=abc "$mlp" "${fast[@]}"
 case_ "ACCRUE_MEMORY_LIMIT below the data" 1 "limit" env ACCRUE_MEMORY_LIMIT=1MiB "$mlp" "${fast[@]}"
 
+# ---- the CPU kernels' instruction set ----------------------------------------------------------------
+case_ "ACCRUE_CPU_CAPABILITY=avx3" 1 "ACCRUE_CPU_CAPABILITY=avx3 is none of baseline, avx2" \
+  env ACCRUE_CPU_CAPABILITY=avx3 "$mlp" "${fast[@]}"
+case_ "ACCRUE_CPU_CAPABILITY=avx2 trains" 0 "Accuracy:" env ACCRUE_CPU_CAPABILITY=avx2 "$mlp" "${fast[@]}"
+case_ "--version says which kernels run" 0 "CPU kernels: baseline (ACCRUE_CPU_CAPABILITY" \
+  env ACCRUE_CPU_CAPABILITY=baseline "$mlp" --version
+
 # ---- the character-level language model ------------------------------------------------------------
 text=$work/corpus.txt
 for ((i = 0; i < 40; i++)); do echo "The quick brown fox jumps over the lazy dog $i times."; done > "$text"

@@ -7,7 +7,7 @@
 #   BUNDLE_DIR/run.sh [RESULTS_DIR]            on the GPU machine (see tests/gpu/bundle_run.sh)
 #
 # The bundle holds the gpu tests, the examples and the benchmark built for sm_80 and sm_90 (PTX for
-# later GPUs) with portable x86-64 CPU code, the shared libraries they load that such a machine
+# later GPUs) with CPU kernels for every x86-64 (chosen at run time), the shared libraries they load that such a machine
 # lacks (OpenBLAS and its Fortran runtime, Boost.Test, fmt, zlib) packed with xz, a FashionMNIST
 # copy, and run.sh. CUDA's own libraries are not packed (cuDNN alone is larger than what can be
 # copied to such a machine): run.sh finds the machine's and checks their versions. The bundle must
@@ -21,7 +21,7 @@ build=${ACCRUE_GPU_BUNDLE_BUILD_DIR:-$root/build-gpu-bundle}
 limit_bytes=$((60 * 1000 * 1000))
 "$root/examples/install_deps.sh" xz-utils
 # The GPU machine runs one process: its programs need no MPI libraries.
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DACCRUE_CUDA=ON -DACCRUE_MPI=OFF -DACCRUE_NATIVE=OFF >/dev/null
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DACCRUE_CUDA=ON -DACCRUE_MPI=OFF >/dev/null
 programs=(test_gpu_libraries test_gpu_ops test_gpu_training 01_fashion_mnist_mlp 05_fashion_mnist_cnn mlp_epoch)
 cmake --build "$build" --target "${programs[@]}"
 

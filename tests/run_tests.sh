@@ -7,7 +7,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 # run puppeteer-core (a node that came without Debian's package brings its own npm).
 browser=(chromium)
 command -v node >/dev/null && command -v npm >/dev/null || browser+=(nodejs npm)
-"$root/examples/install_deps.sh" "${browser[@]}"
+# The packages' test: cpack's DEB generator (dpkg-shlibdeps, file) and pkg-config. The CPU kernels'
+# run as older processors: qemu-user (tests/kernels/under_qemu.sh).
+tools=(dpkg-dev file pkg-config qemu-user)
+"$root/examples/install_deps.sh" "${browser[@]}" "${tools[@]}"
 build=${ACCRUE_BUILD_DIR:-$root/build}
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build "$build"

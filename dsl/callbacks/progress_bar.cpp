@@ -11,6 +11,8 @@
 #include "accrue/dsl/sequential.hpp"
 #include "accrue/framework/optim/recipe.hpp"
 #include "accrue/framework/training/lr_schedule.hpp"
+#include "accrue/kernels/cpu/capability.hpp"
+#include "accrue/kernels/cpu/capability.hpp"
 #include "accrue/kernels/gemm.hpp"
 
 namespace accrue::callbacks {
@@ -51,7 +53,9 @@ std::string training_banner(const TrainingContext& c) {
   out += fmt::format("  optimizer {}; last window: {}", c.recipe->str(), last_window_name(spec.last_window));
   out += fmt::format("\n  learning rate {:g}, schedule {}", c.base_lr, c.schedule->str());
   if (c.schedule->warmup_steps() > 0) out += fmt::format(", warmup {} steps", format_count(c.schedule->warmup_steps()));
-  out += fmt::format("\n  device {}, ", c.model->device());
+  out += fmt::format("\n  device {}", c.model->device());
+  if (c.model->device().is_cpu()) out += fmt::format(" (kernels {})", kernels::cpu::capability_name(kernels::cpu::capability()));
+  out += ", ";
   if (c.amp_dtype)
     out += fmt::format("precision {} autocast with float32 master weights (products: {}), {}", dtype_name(*c.amp_dtype),
                        kernels::gemm_low_precision_engine(c.model->device(), *c.amp_dtype),

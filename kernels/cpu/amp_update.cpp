@@ -4,7 +4,7 @@
 #include "accrue/kernels/common/amp_update.hpp"
 #include "accrue/kernels/cpu/parallel.hpp"
 
-namespace accrue::kernels::cpu {
+namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT {
 
 bool unscale_and_check(float* g, std::int64_t n, float inverse_scale) {
   std::atomic<bool> found{false};
@@ -18,4 +18,4 @@ bool unscale_and_check(float* g, std::int64_t n, float inverse_scale) {
   return found.load();
 }
 
-}  // namespace accrue::kernels::cpu
+}  // namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT

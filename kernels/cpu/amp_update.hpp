@@ -6,9 +6,10 @@
 
 #include "accrue/framework/tensor.hpp"
 #include "accrue/kernels/amp_update.hpp"
+#include "accrue/kernels/cpu/variant.hpp"
 
 namespace accrue::kernels::cpu {
 
-bool unscale_and_check(float* g, std::int64_t n, float inverse_scale);
+ACCRUE_CPU_KERNEL(unscale_and_check, bool(float* g, std::int64_t n, float inverse_scale));
 
 }  // namespace accrue::kernels::cpu

@@ -5,7 +5,7 @@
 #include "accrue/kernels/cpu/gemm.hpp"
 #include "accrue/kernels/cpu/parallel.hpp"
 
-namespace accrue::kernels::cpu {
+namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT {
 namespace {
 
 // Each thread takes a contiguous run of heads; GEMMs called from inside a task run on that thread.
@@ -89,4 +89,4 @@ void attention_backward(const common::AttentionGeometry& g, const float* q, cons
   });
 }
 
-}  // namespace accrue::kernels::cpu
+}  // namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT

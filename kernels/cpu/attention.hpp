@@ -5,17 +5,20 @@
 #include <cstdint>
 
 #include "accrue/kernels/common/attention.hpp"
+#include "accrue/kernels/cpu/variant.hpp"
 
 namespace accrue::kernels::cpu {
 
 /// Threads attention runs on for `g`: the scratch holds this many heads' buffers.
-int attention_threads(const common::AttentionGeometry& g);
+ACCRUE_CPU_KERNEL(attention_threads, int(const common::AttentionGeometry& g));
 
-void attention_forward(const common::AttentionGeometry& g, const float* q, const float* k, const float* v,
-                       const float* mask, const std::int32_t* padding, float* out, float* scratch);
+ACCRUE_CPU_KERNEL(attention_forward,
+                  void(const common::AttentionGeometry& g, const float* q, const float* k, const float* v,
+                       const float* mask, const std::int32_t* padding, float* out, float* scratch));
 /// dq, dk or dv null: not computed.
-void attention_backward(const common::AttentionGeometry& g, const float* q, const float* k, const float* v,
-                        const float* mask, const std::int32_t* padding, const float* dout, float* dq, float* dk,
-                        float* dv, bool accumulate_q, bool accumulate_k, bool accumulate_v, float* scratch);
+ACCRUE_CPU_KERNEL(attention_backward,
+                  void(const common::AttentionGeometry& g, const float* q, const float* k, const float* v,
+                       const float* mask, const std::int32_t* padding, const float* dout, float* dq, float* dk,
+                       float* dv, bool accumulate_q, bool accumulate_k, bool accumulate_v, float* scratch));
 
 }  // namespace accrue::kernels::cpu

@@ -2,15 +2,15 @@
 #include <type_traits>
 
 #if defined(__x86_64__)
-#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
+#include "accrue/kernels/cpu/capability.hpp"
 #include "accrue/kernels/cpu/cast.hpp"
 #include "accrue/kernels/common/half.hpp"
 #include "accrue/kernels/cpu/parallel.hpp"
 
-namespace accrue::kernels::cpu {
+namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT {
 namespace {
 
 template <class From, class To>
@@ -40,16 +40,8 @@ __attribute__((target("f16c,avx512f"))) void from_f16_hardware(const float16* in
   convert_portable(in, out, i, end);
 }
 
-bool has_f16c() {
-  static const bool has = [] {
-    __builtin_cpu_init();
-    // F16C through cpuid: clang's __builtin_cpu_supports does not know the name.
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    const bool f16c = __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & bit_F16C) != 0;
-    return __builtin_cpu_supports("avx512f") && f16c;
-  }();
-  return has;
-}
+// F16C with AVX-512's 16-lane conversions (F16C itself is part of level avx2).
+bool has_f16c() { return capability() >= Capability::avx512; }
 #endif
 
 template <class From, class To>
@@ -94,4 +86,4 @@ void cast(const void* src, DType from, void* dst, DType to, std::int64_t n) {
   }
 }
 
-}  // namespace accrue::kernels::cpu
+}  // namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT

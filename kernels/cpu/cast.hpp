@@ -4,9 +4,10 @@
 
 #include "accrue/framework/tensor.hpp"
 #include "accrue/kernels/cast.hpp"
+#include "accrue/kernels/cpu/variant.hpp"
 
 namespace accrue::kernels::cpu {
 
-void cast(const void* src, DType from, void* dst, DType to, std::int64_t n);
+ACCRUE_CPU_KERNEL(cast, void(const void* src, DType from, void* dst, DType to, std::int64_t n));
 
 }  // namespace accrue::kernels::cpu

@@ -6,7 +6,7 @@
 #include "accrue/kernels/common/half.hpp"
 #include "accrue/kernels/cpu/parallel.hpp"
 
-namespace accrue::kernels::cpu {
+namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT {
 
 namespace {
 template <class T>
@@ -40,4 +40,4 @@ void copy_columns(DType dtype, const void* src, void* dst, std::int64_t rows, co
   }
 }
 
-}  // namespace accrue::kernels::cpu
+}  // namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT

@@ -5,10 +5,11 @@
 
 #include "accrue/framework/dtype.hpp"
 #include "accrue/kernels/common/concat.hpp"
+#include "accrue/kernels/cpu/variant.hpp"
 
 namespace accrue::kernels::cpu {
 
-void copy_columns(DType dtype, const void* src, void* dst, std::int64_t rows, const common::ColumnBlock& block,
-                  bool accumulate);
+ACCRUE_CPU_KERNEL(copy_columns, void(DType dtype, const void* src, void* dst, std::int64_t rows,
+                                     const common::ColumnBlock& block, bool accumulate));
 
 }  // namespace accrue::kernels::cpu

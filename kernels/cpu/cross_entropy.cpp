@@ -5,7 +5,7 @@
 #include "accrue/kernels/cpu/parallel.hpp"
 #include "accrue/kernels/cpu/cross_entropy.hpp"
 
-namespace accrue::kernels::cpu {
+namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT {
 
 std::int64_t first_out_of_range(const std::int32_t* labels, std::int64_t B, std::int64_t C, std::int64_t ignore) {
   for (std::int64_t b = 0; b < B; ++b)
@@ -40,4 +40,4 @@ void cross_entropy_backward(const float* logits, const std::int32_t* labels, std
   });
 }
 
-}  // namespace accrue::kernels::cpu
+}  // namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT

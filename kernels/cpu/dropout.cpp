@@ -7,7 +7,7 @@
 #include "accrue/kernels/cpu/parallel.hpp"
 #include "accrue/kernels/cpu/dropout.hpp"
 
-namespace accrue::kernels::cpu {
+namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT {
 
 namespace {
 
@@ -77,4 +77,4 @@ void dropout_apply(DType dtype, const void* in, void* out, std::int64_t n, float
   }
 }
 
-}  // namespace accrue::kernels::cpu
+}  // namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT

@@ -5,12 +5,13 @@
 #include <cstdint>
 
 #include "accrue/framework/tensor.hpp"
+#include "accrue/kernels/cpu/variant.hpp"
 #include "accrue/kernels/dropout.hpp"
 
 namespace accrue::kernels::cpu {
 
 /// out (+)= in * mask over any float storage type.
-void dropout_apply(DType dtype, const void* in, void* out, std::int64_t n, float p, std::uint64_t seed,
-                   std::uint64_t offset, bool accumulate);
+ACCRUE_CPU_KERNEL(dropout_apply, void(DType dtype, const void* in, void* out, std::int64_t n, float p,
+                                      std::uint64_t seed, std::uint64_t offset, bool accumulate));
 
 }  // namespace accrue::kernels::cpu

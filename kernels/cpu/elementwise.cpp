@@ -10,7 +10,7 @@
 #include "accrue/kernels/cpu/parallel.hpp"
 #include "accrue/kernels/cpu/elementwise.hpp"
 
-namespace accrue::kernels::cpu {
+namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT {
 namespace {
 
 // Elements per thread below which splitting costs more than it saves (a few microseconds of
@@ -226,4 +226,4 @@ void fill_normal(float* t, std::int64_t n, float mean, float stddev, std::uint64
   });
 }
 
-}  // namespace accrue::kernels::cpu
+}  // namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT

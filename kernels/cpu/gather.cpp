@@ -5,7 +5,7 @@
 #include "accrue/framework/dtype.hpp"
 #include "accrue/kernels/cpu/parallel.hpp"
 
-namespace accrue::kernels::cpu {
+namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT {
 
 void gather_rows(DType dtype, const void* table, const std::int32_t* indices, void* out, std::int64_t n,
                  std::int64_t D) {
@@ -34,4 +34,4 @@ void scatter_add_rows(const float* grad, const std::int32_t* indices, float* tab
   });
 }
 
-}  // namespace accrue::kernels::cpu
+}  // namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT

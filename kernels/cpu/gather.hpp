@@ -4,11 +4,13 @@
 #include <cstdint>
 
 #include "accrue/framework/dtype.hpp"
+#include "accrue/kernels/cpu/variant.hpp"
 
 namespace accrue::kernels::cpu {
 
-void gather_rows(DType dtype, const void* table, const std::int32_t* indices, void* out, std::int64_t n, std::int64_t D);
-void scatter_add_rows(const float* grad, const std::int32_t* indices, float* table_grad, std::int64_t n, std::int64_t D,
-                      std::int64_t skip);
+ACCRUE_CPU_KERNEL(gather_rows, void(DType dtype, const void* table, const std::int32_t* indices, void* out,
+                                    std::int64_t n, std::int64_t D));
+ACCRUE_CPU_KERNEL(scatter_add_rows, void(const float* grad, const std::int32_t* indices, float* table_grad,
+                                         std::int64_t n, std::int64_t D, std::int64_t skip));
 
 }  // namespace accrue::kernels::cpu

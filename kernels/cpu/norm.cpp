@@ -6,7 +6,7 @@
 #include "accrue/kernels/cpu/parallel.hpp"
 #include "accrue/kernels/cpu/norm.hpp"
 
-namespace accrue::kernels::cpu {
+namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT {
 namespace {
 
 float gamma_at(const float* gamma, std::int64_t c) { return gamma != nullptr ? gamma[c] : 1.0f; }
@@ -157,4 +157,4 @@ void batch_norm_backward(const float* x, const float* gamma, const float* mean, 
   });
 }
 
-}  // namespace accrue::kernels::cpu
+}  // namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT

@@ -5,18 +5,21 @@
 #include <cstdint>
 
 #include "accrue/framework/tensor.hpp"
+#include "accrue/kernels/cpu/variant.hpp"
 #include "accrue/kernels/norm.hpp"
 
 namespace accrue::kernels::cpu {
 
-void group_norm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean, float* rstd,
-                        const NormShape& s, float eps);
-void group_norm_backward(const float* x, const float* gamma, const float* mean, const float* rstd, const float* dy,
-                         float* dx, float* dgamma, float* dbeta, const NormShape& s);
-void batch_norm_forward_training(const float* x, const float* gamma, const float* beta, float* y, float* mean,
-                                 float* rstd, float* running_mean, float* running_var, const NormShape& s,
-                                 float momentum, float eps);
-void batch_norm_backward(const float* x, const float* gamma, const float* mean, const float* rstd, const float* dy,
-                         float* dx, float* dgamma, float* dbeta, const NormShape& s);
+ACCRUE_CPU_KERNEL(group_norm_forward, void(const float* x, const float* gamma, const float* beta, float* y, float* mean,
+                                           float* rstd, const NormShape& s, float eps));
+ACCRUE_CPU_KERNEL(group_norm_backward,
+                  void(const float* x, const float* gamma, const float* mean, const float* rstd, const float* dy,
+                       float* dx, float* dgamma, float* dbeta, const NormShape& s));
+ACCRUE_CPU_KERNEL(batch_norm_forward_training,
+                  void(const float* x, const float* gamma, const float* beta, float* y, float* mean, float* rstd,
+                       float* running_mean, float* running_var, const NormShape& s, float momentum, float eps));
+ACCRUE_CPU_KERNEL(batch_norm_backward,
+                  void(const float* x, const float* gamma, const float* mean, const float* rstd, const float* dy,
+                       float* dx, float* dgamma, float* dbeta, const NormShape& s));
 
 }  // namespace accrue::kernels::cpu

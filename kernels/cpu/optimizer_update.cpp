@@ -3,7 +3,7 @@
 #include "accrue/kernels/cpu/parallel.hpp"
 #include "accrue/kernels/cpu/optimizer_update.hpp"
 
-namespace accrue::kernels::cpu {
+namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT {
 namespace {
 
 constexpr std::int64_t update_grain = 1 << 15;
@@ -60,4 +60,4 @@ void adam_update(float* param, const float* grad, float* exp_avg, float* exp_avg
       h.weight_decay != 0.0f, h.decoupled, h.amsgrad, h.maximize);
 }
 
-}  // namespace accrue::kernels::cpu
+}  // namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT

@@ -6,12 +6,14 @@
 
 #include "accrue/framework/tensor.hpp"
 #include "accrue/kernels/common/optimizer_updates.hpp"
+#include "accrue/kernels/cpu/variant.hpp"
 #include "accrue/kernels/optimizer_update.hpp"
 
 namespace accrue::kernels::cpu {
 
-void sgd_update(float* param, const float* grad, float* momentum_buffer, std::int64_t n, const common::SgdHyper& hyper);
-void adam_update(float* param, const float* grad, float* exp_avg, float* exp_avg_sq, float* max_exp_avg_sq,
-                 std::int64_t n, const common::AdamHyper& hyper);
+ACCRUE_CPU_KERNEL(sgd_update, void(float* param, const float* grad, float* momentum_buffer, std::int64_t n,
+                                   const common::SgdHyper& hyper));
+ACCRUE_CPU_KERNEL(adam_update, void(float* param, const float* grad, float* exp_avg, float* exp_avg_sq,
+                                    float* max_exp_avg_sq, std::int64_t n, const common::AdamHyper& hyper));
 
 }  // namespace accrue::kernels::cpu

@@ -3,7 +3,7 @@
 #include "accrue/kernels/common/half.hpp"
 #include "accrue/kernels/cpu/parallel.hpp"
 
-namespace accrue::kernels::cpu {
+namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT {
 
 namespace {
 template <class T>
@@ -29,4 +29,4 @@ void permute(DType dtype, const void* x, void* y, std::int64_t n, const common::
   }
 }
 
-}  // namespace accrue::kernels::cpu
+}  // namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT

@@ -5,9 +5,11 @@
 
 #include "accrue/framework/dtype.hpp"
 #include "accrue/kernels/common/permute.hpp"
+#include "accrue/kernels/cpu/variant.hpp"
 
 namespace accrue::kernels::cpu {
 
-void permute(DType dtype, const void* x, void* y, std::int64_t n, const common::PermuteIndex& index, bool accumulate);
+ACCRUE_CPU_KERNEL(permute, void(DType dtype, const void* x, void* y, std::int64_t n, const common::PermuteIndex& index,
+                                bool accumulate));
 
 }  // namespace accrue::kernels::cpu

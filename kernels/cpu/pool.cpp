@@ -14,7 +14,7 @@
 #include "accrue/kernels/cpu/parallel.hpp"
 #include "accrue/kernels/cpu/pool.hpp"
 
-namespace accrue::kernels::cpu {
+namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT {
 namespace {
 
 // Planes per task below which splitting does not pay (a 28x28 plane is about a microsecond).
@@ -309,4 +309,4 @@ void pool2d_backward_bf16(const std::uint16_t* x, const std::uint16_t* dy, std::
   });
 }
 
-}  // namespace accrue::kernels::cpu
+}  // namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT

@@ -4,14 +4,17 @@
 
 #include "accrue/framework/tensor.hpp"
 #include "accrue/kernels/common/pool.hpp"
+#include "accrue/kernels/cpu/variant.hpp"
 #include "accrue/kernels/pool.hpp"
 
 namespace accrue::kernels::cpu {
 
-void pool2d_forward(const float* x, float* y, const Window2d& g, PoolMode mode);
-void pool2d_backward(const float* x, const float* dy, float* dx, const Window2d& g, PoolMode mode, bool accumulate);
-void pool2d_forward_bf16(const std::uint16_t* x, std::uint16_t* y, const Window2d& g, PoolMode mode);
-void pool2d_backward_bf16(const std::uint16_t* x, const std::uint16_t* dy, std::uint16_t* dx, const Window2d& g,
-                          PoolMode mode, bool accumulate);
+ACCRUE_CPU_KERNEL(pool2d_forward, void(const float* x, float* y, const Window2d& g, PoolMode mode));
+ACCRUE_CPU_KERNEL(pool2d_backward,
+                  void(const float* x, const float* dy, float* dx, const Window2d& g, PoolMode mode, bool accumulate));
+ACCRUE_CPU_KERNEL(pool2d_forward_bf16,
+                  void(const std::uint16_t* x, std::uint16_t* y, const Window2d& g, PoolMode mode));
+ACCRUE_CPU_KERNEL(pool2d_backward_bf16, void(const std::uint16_t* x, const std::uint16_t* dy, std::uint16_t* dx,
+                                             const Window2d& g, PoolMode mode, bool accumulate));
 
 }  // namespace accrue::kernels::cpu

@@ -5,7 +5,7 @@
 #include "accrue/kernels/cpu/parallel.hpp"
 #include "accrue/kernels/cpu/reduce.hpp"
 
-namespace accrue::kernels::cpu {
+namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT {
 namespace {
 constexpr std::int64_t reduce_grain = 1 << 15;
 }
@@ -144,4 +144,4 @@ void argmax_rows(const float* x, std::int64_t rows, std::int64_t C, std::int32_t
   }
 }
 
-}  // namespace accrue::kernels::cpu
+}  // namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT

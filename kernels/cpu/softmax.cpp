@@ -3,7 +3,7 @@
 #include "accrue/kernels/cpu/parallel.hpp"
 #include "accrue/kernels/cpu/softmax.hpp"
 
-namespace accrue::kernels::cpu {
+namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT {
 
 void softmax_forward(const float* x, float* y, std::int64_t outer, std::int64_t D, std::int64_t inner, bool log) {
   parallel_for(outer * inner, std::max<std::int64_t>(1, 4096 / std::max<std::int64_t>(D, 1)),
@@ -45,4 +45,4 @@ void masked_softmax_backward(const float* y, const float* dy, float* dx, std::in
                });
 }
 
-}  // namespace accrue::kernels::cpu
+}  // namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT

@@ -5,17 +5,19 @@
 #include <cstdint>
 
 #include "accrue/framework/tensor.hpp"
+#include "accrue/kernels/cpu/variant.hpp"
 #include "accrue/kernels/softmax.hpp"
 
 namespace accrue::kernels::cpu {
 
-void softmax_forward(const float* x, float* y, std::int64_t outer, std::int64_t D, std::int64_t inner, bool log);
-void softmax_backward(const float* y, const float* dy, float* dx, std::int64_t outer, std::int64_t D, std::int64_t inner,
-                      bool log, bool accumulate);
+ACCRUE_CPU_KERNEL(softmax_forward,
+                  void(const float* x, float* y, std::int64_t outer, std::int64_t D, std::int64_t inner, bool log));
+ACCRUE_CPU_KERNEL(softmax_backward, void(const float* y, const float* dy, float* dx, std::int64_t outer, std::int64_t D,
+                                         std::int64_t inner, bool log, bool accumulate));
 
-void masked_softmax_forward(const float* x, const float* mask, float* y, std::int64_t rows, std::int64_t D,
-                            std::int64_t T_q, float scale, bool causal);
-void masked_softmax_backward(const float* y, const float* dy, float* dx, std::int64_t rows, std::int64_t D, float scale,
-                             bool accumulate);
+ACCRUE_CPU_KERNEL(masked_softmax_forward, void(const float* x, const float* mask, float* y, std::int64_t rows,
+                                               std::int64_t D, std::int64_t T_q, float scale, bool causal));
+ACCRUE_CPU_KERNEL(masked_softmax_backward, void(const float* y, const float* dy, float* dx, std::int64_t rows,
+                                                std::int64_t D, float scale, bool accumulate));
 
 }  // namespace accrue::kernels::cpu

@@ -15,7 +15,7 @@ targets=("$@")
 "$root/examples/install_deps.sh" clang-14 libclang-rt-14-dev
 build=${ACCRUE_FUZZ_BUILD_DIR:-$root/build-fuzz}
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang-14 \
-  -DCMAKE_CXX_COMPILER=clang++-14 -DACCRUE_FUZZ=ON -DACCRUE_CUDA=OFF -DACCRUE_MPI=OFF -DACCRUE_BUILD_TESTS=OFF \
+  -DCMAKE_CXX_COMPILER=clang++-14 -DACCRUE_FUZZ=ON -DACCRUE_CUDA=OFF -DACCRUE_MPI=OFF -DACCRUE_CPU_VARIANTS=OFF -DACCRUE_BUILD_TESTS=OFF \
   -DACCRUE_BUILD_EXAMPLES=OFF -DACCRUE_BUILD_BENCH=OFF >/dev/null
 cmake --build "$build" --target "${targets[@]}"
 for t in "${targets[@]}"; do

@@ -4,6 +4,7 @@
 // and the offsets of positions and taps. Used by the float32 implicit GEMM, Winograd and the
 // bfloat16 pair kernels.
 
+#include "accrue/kernels/cpu/capability.hpp"
 #include "accrue/kernels/cpu/conv/parts.hpp"
 
 namespace accrue::kernels::cpu::conv_detail {
@@ -160,19 +161,11 @@ inline void gathered_gemm(const GatheredTiles<T, U>& tiles, const T* xp, const s
 
 // The float32 implicit GEMM's kernels: AVX-512 where the processor has it, else AVX2 with FMA.
 enum class ImplicitKernel { none, avx2, avx512 };
-#if defined(__x86_64__)
 inline ImplicitKernel implicit_kernel() {
-  static const ImplicitKernel kernel = [] {
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") != 0) return ImplicitKernel::avx512;
-    if (__builtin_cpu_supports("avx2") != 0 && __builtin_cpu_supports("fma") != 0) return ImplicitKernel::avx2;
-    return ImplicitKernel::none;
-  }();
-  return kernel;
+  if (capability() >= Capability::avx512) return ImplicitKernel::avx512;
+  if (capability() >= Capability::avx2) return ImplicitKernel::avx2;
+  return ImplicitKernel::none;
 }
-#else
-inline ImplicitKernel implicit_kernel() { return ImplicitKernel::none; }
-#endif
 inline bool implicit_gemm_runs() { return implicit_kernel() != ImplicitKernel::none; }
 
 inline void gathered_gemm(const float* xp, const std::int32_t* row_off, std::int64_t rows, const std::int32_t* col_off,

@@ -11,12 +11,9 @@
 // times a row of 16 pairs of B into 16 float32 lanes. Operands are packed into padded buffers first
 // (converting from float32 and transposing as the layout needs), each 32 x 32 block of C accumulates in
 // float32 and is written out (alpha, beta, the output type, transposed or not) while in cache. Linux grants AMX's 8 KiB of
-// tile state per process on request (arch_prctl); without either kernel the callers widen to float32.
+// tile state per process on request (arch_prctl, in capability.cpp); without either kernel the callers widen to float32.
 
 #include "accrue/kernels/cpu/gemm/bf16.hpp"
-
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -28,6 +25,7 @@
 
 #include "accrue/framework/error.hpp"
 #include "accrue/kernels/common/half.hpp"
+#include "accrue/kernels/cpu/capability.hpp"
 #include "accrue/kernels/cpu/parallel.hpp"
 
 #if defined(__x86_64__)
@@ -469,35 +467,13 @@ ACCRUE_TARGET_AVX512_BF16 void dot_block(const Bf16A& a, const Bf16B& b, std::in
     for (int s = 0; s < Cols; ++s) _mm512_storeu_ps(acc + r * ldacc + 16 * s, c[r][s]);
 }
 
-bool request_amx() {
-  __builtin_cpu_init();
-  if (!__builtin_cpu_supports("avx512f")) return false;
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  __asm__("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(7), "c"(0));
-  const bool amx_bf16 = (edx >> 22) & 1u, amx_tile = (edx >> 24) & 1u;
-  if (!amx_bf16 || !amx_tile) return false;
-  constexpr long arch_req_xcomp_perm = 0x1023, xfeature_xtiledata = 18;
-  return syscall(SYS_arch_prctl, arch_req_xcomp_perm, xfeature_xtiledata) == 0;
-}
-
-bool has_avx512_bf16() {
-  __builtin_cpu_init();
-  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw")) return false;
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  __asm__("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(7), "c"(1));
-  return (eax >> 5) & 1u;  // CPUID.(EAX=7, ECX=1):EAX bit 5, AVX512_BF16
-}
-
 }  // namespace
 
 std::vector<Bf16Kernel> bf16_kernels_available() {
-  static const std::vector<Bf16Kernel> kernels = [] {
-    std::vector<Bf16Kernel> k;
-    if (request_amx()) k.push_back(Bf16Kernel::amx);
-    if (has_avx512_bf16()) k.push_back(Bf16Kernel::avx512_bf16);
-    return k;
-  }();
-  return kernels;
+  std::vector<Bf16Kernel> k;
+  if (capability() >= Capability::amx) k.push_back(Bf16Kernel::amx);
+  if (capability() >= Capability::avx512_bf16) k.push_back(Bf16Kernel::avx512_bf16);
+  return k;
 }
 
 void bf16_gemm(const Bf16A& a, const Bf16B& b, const Bf16Output& out, Bf16Kernel kernel) {
@@ -538,11 +514,9 @@ void bf16_gemm(const Bf16A&, const Bf16B&, const Bf16Output&, Bf16Kernel) { ACCR
 #endif
 
 Bf16Kernel bf16_kernel() {
-  static const Bf16Kernel kernel = [] {
-    const auto available = bf16_kernels_available();
-    return available.empty() ? Bf16Kernel::none : available.front();
-  }();
-  return kernel;
+  if (capability() >= Capability::amx) return Bf16Kernel::amx;
+  if (capability() >= Capability::avx512_bf16) return Bf16Kernel::avx512_bf16;
+  return Bf16Kernel::none;
 }
 
 const char* bf16_kernel_name(Bf16Kernel kernel) {

@@ -7,6 +7,7 @@
 
 #include "accrue/framework/error.hpp"
 #include "accrue/framework/log.hpp"
+#include "accrue/kernels/cpu/capability.hpp"
 
 #ifndef ACCRUE_OPENBLAS_LIBRARY
 #define ACCRUE_OPENBLAS_LIBRARY "libopenblas.so.0"
@@ -87,12 +88,17 @@ OpenBlas load() {
 
 std::string openblas_core_for_this_cpu() {
 #if defined(__x86_64__)
-  __builtin_cpu_init();
-  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
-  if (avx512 && __builtin_cpu_supports("avx512bf16")) return "Cooperlake";
-  if (avx512) return "SkylakeX";
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+  switch (capability()) {
+    case Capability::amx:
+    case Capability::avx512_bf16: return "Cooperlake";
+    case Capability::avx512: return "SkylakeX";
+    case Capability::avx2: return "Haswell";
+    case Capability::baseline:
+      // A processor below AVX2 is left to OpenBLAS's own choice; one forced down to baseline gets
+      // OpenBLAS's SSE3 kernels, so that no AVX runs at all.
+      if (supported_capability() > Capability::baseline) return "Prescott";
+      break;
+  }
 #endif
   return "";
 }

@@ -29,7 +29,7 @@ struct OpenBlas {
 /// Loads OpenBLAS on first call; throws IoError naming the package when it is absent.
 const OpenBlas& openblas();
 
-/// The OPENBLAS_CORETYPE that matches this processor's instruction set, or "" to let OpenBLAS decide.
+/// The OPENBLAS_CORETYPE that matches the CPU kernels' capability(), or "" to let OpenBLAS decide.
 std::string openblas_core_for_this_cpu();
 
 }  // namespace accrue::kernels::cpu

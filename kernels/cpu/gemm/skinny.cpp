@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "accrue/framework/error.hpp"
+#include "accrue/kernels/cpu/capability.hpp"
 #include "accrue/kernels/cpu/lane_masks.hpp"
 #include "accrue/kernels/cpu/parallel.hpp"
 
@@ -397,21 +398,16 @@ void dot_gemm(std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const
 }  // namespace
 
 std::vector<SkinnyKernel> skinny_kernels_available() {
-  static const std::vector<SkinnyKernel> kernels = [] {
-    __builtin_cpu_init();
-    std::vector<SkinnyKernel> k;
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512dq"))
-      k.push_back(SkinnyKernel::avx512);
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) k.push_back(SkinnyKernel::avx2);
-    return k;
-  }();
-  return kernels;
+  std::vector<SkinnyKernel> k;
+  if (capability() >= Capability::avx512) k.push_back(SkinnyKernel::avx512);
+  if (capability() >= Capability::avx2) k.push_back(SkinnyKernel::avx2);
+  return k;
 }
 
 SkinnyKernel skinny_kernel() {
-  static const SkinnyKernel kernel = skinny_kernels_available().empty() ? SkinnyKernel::none : skinny_kernels_available()[0];
-  return kernel;
+  if (capability() >= Capability::avx512) return SkinnyKernel::avx512;
+  if (capability() >= Capability::avx2) return SkinnyKernel::avx2;
+  return SkinnyKernel::none;
 }
 
 namespace {
