@@ -1,45 +1,39 @@
-// The one place outside kernels/cuda that reaches the CUDA runtime (through kernels/cuda/context.hpp).
+// The device runtime over the CUDA backend's library, loaded at first use (kernels/cuda/backend.hpp).
 
 #include "accrue/framework/device_runtime.hpp"
 
-#include "accrue/config.hpp"
 #include "accrue/framework/error.hpp"
-#if ACCRUE_WITH_CUDA
-#include "accrue/kernels/cuda/context.hpp"
-#endif
+#include "accrue/kernels/cuda/backend.hpp"
+#include "accrue/kernels/cuda/runtime.hpp"
 
 namespace accrue::runtime {
 
-namespace {
-
-[[noreturn]] void no_backend(const char* what, Device device) {
-  throw DeviceError(fmt::format("{} on {}: this build of Accrue has no CUDA backend", what, device));
-}
-
-}  // namespace
-
-#if ACCRUE_WITH_CUDA
+// ACCRUE_CUDA throws DeviceError, saying why, where the backend is not there: the first GPU
+// allocation, copy or event finds out.
 
 PinnedBuffer::~PinnedBuffer() { release(); }
 
 void* PinnedBuffer::reserve(std::size_t bytes) {
   if (bytes > capacity_) {
     release();
-    data_ = kernels::cuda::pinned_malloc(bytes);
+    data_ = ACCRUE_CUDA(pinned_malloc)(bytes);
     capacity_ = bytes;
   }
   return data_;
 }
 
 void PinnedBuffer::release() noexcept {
-  if (data_ != nullptr) kernels::cuda::pinned_free(data_);
+  if (data_ != nullptr) ACCRUE_CUDA(pinned_free)(data_);
   data_ = nullptr;
   capacity_ = 0;
 }
 
 struct Event::Impl {
-  explicit Impl(int index) : event(index), device(index) {}
-  kernels::cuda::Event event;
+  explicit Impl(int index) : event(ACCRUE_CUDA(event_create)(index)), device(index) {}
+  ~Impl() { ACCRUE_CUDA(event_destroy)(event); }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+  void* event;
   int device;
 };
 
@@ -50,55 +44,30 @@ Event::Event(Device device) {
 
 Event::~Event() = default;
 
-void Event::wait_on_compute() const { impl_->event.wait_on(kernels::cuda::compute_stream(impl_->device)); }
+void Event::wait_on_compute() const { ACCRUE_CUDA(event_wait_on_compute)(impl_->event, impl_->device); }
 
-void Event::synchronize() const { impl_->event.synchronize(); }
+void Event::synchronize() const { ACCRUE_CUDA(event_synchronize)(impl_->event); }
 
 void copy_to_device_async(Device device, void* dst, const void* src, std::size_t bytes, Event& done) {
-  kernels::cuda::copy_host_to_device_async(device.index(), dst, src, bytes, done.impl_->event);
+  ACCRUE_CUDA(copy_host_to_device_async)(device.index(), dst, src, bytes, done.impl_->event);
 }
 
-void* device_malloc(Device device, std::size_t bytes) { return kernels::cuda::device_malloc(device.index(), bytes); }
+void* device_malloc(Device device, std::size_t bytes) { return ACCRUE_CUDA(device_malloc)(device.index(), bytes); }
 
-void device_free(Device device, void* ptr) noexcept { kernels::cuda::device_free(device.index(), ptr); }
+void device_free(Device device, void* ptr) noexcept { ACCRUE_CUDA(device_free)(device.index(), ptr); }
 
 void copy(Device dst_device, void* dst, Device src_device, const void* src, std::size_t bytes) {
   if (dst_device.is_cuda() && src_device.is_cpu())
-    return kernels::cuda::copy_host_to_device(dst_device.index(), dst, src, bytes);
+    return ACCRUE_CUDA(copy_host_to_device)(dst_device.index(), dst, src, bytes);
   if (dst_device.is_cpu() && src_device.is_cuda())
-    return kernels::cuda::copy_device_to_host(src_device.index(), dst, src, bytes);
+    return ACCRUE_CUDA(copy_device_to_host)(src_device.index(), dst, src, bytes);
   if (dst_device.is_cuda() && src_device.is_cuda())
-    return kernels::cuda::copy_device_to_device(dst_device.index(), dst, src_device.index(), src, bytes);
+    return ACCRUE_CUDA(copy_device_to_device)(dst_device.index(), dst, src_device.index(), src, bytes);
   throw DeviceError(fmt::format("runtime::copy from {} to {}: host-to-host copies are memcpy", src_device, dst_device));
 }
 
 void synchronize(Device device) {
-  if (device.is_cuda()) kernels::cuda::synchronize(device.index());
+  if (device.is_cuda()) ACCRUE_CUDA(synchronize)(device.index());
 }
-
-#else
-
-PinnedBuffer::~PinnedBuffer() = default;
-void* PinnedBuffer::reserve(std::size_t) { no_backend("pinned memory", Device::cpu()); }
-void PinnedBuffer::release() noexcept {  // nothing was ever allocated
-  data_ = nullptr;
-  capacity_ = 0;
-}
-
-struct Event::Impl {};
-Event::Event(Device device) { no_backend("an event", device); }
-Event::~Event() = default;
-void Event::wait_on_compute() const {}
-void Event::synchronize() const {}
-
-void copy_to_device_async(Device device, void*, const void*, std::size_t, Event&) { no_backend("a copy", device); }
-void* device_malloc(Device device, std::size_t) { no_backend("device memory", device); }
-void device_free(Device, void*) noexcept {}
-void copy(Device dst_device, void*, Device src_device, const void*, std::size_t) {
-  no_backend("a copy", dst_device.is_cpu() ? src_device : dst_device);
-}
-void synchronize(Device) {}
-
-#endif
 
 }  // namespace accrue::runtime

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "accrue/kernels/cpu/amp_update.hpp"
+#include "accrue/kernels/cuda/backend.hpp"
 #include "accrue/kernels/cuda/amp_update.hpp"
 #include "accrue/kernels/dispatch.hpp"
 
@@ -30,7 +31,7 @@ bool unscale_and_check(std::span<const Tensor> grads, float inverse_scale) {
           sizes.push_back(g.numel());
         }
         const Storage flag{sizeof(int), device, MemoryCategory::temporaries};
-        return cuda::unscale_and_check(index, pointers, sizes, inverse_scale, static_cast<int*>(flag.data()));
+        return ACCRUE_CUDA(unscale_and_check)(index, pointers, sizes, inverse_scale, static_cast<int*>(flag.data()));
       });
 }
 

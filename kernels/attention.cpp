@@ -2,6 +2,7 @@
 
 #include "accrue/framework/storage.hpp"
 #include "accrue/kernels/cpu/attention.hpp"
+#include "accrue/kernels/cuda/backend.hpp"
 #include "accrue/kernels/cuda/attention.hpp"
 #include "accrue/kernels/dispatch.hpp"
 
@@ -42,7 +43,7 @@ void attention_forward(const AttentionInputs& in, const Tensor& out, const commo
                                static_cast<float*>(scratch.data()));
       },
       [&](int device) {
-        cuda::attention_forward(device, g, ptr<float>(in.q), ptr<float>(in.k), ptr<float>(in.v), ptr_or_null(in.mask),
+        ACCRUE_CUDA(attention_forward)(device, g, ptr<float>(in.q), ptr<float>(in.k), ptr<float>(in.v), ptr_or_null(in.mask),
                                 padding_ptr(in), ptr<float>(out), static_cast<float*>(scratch.data()));
       });
 }
@@ -69,7 +70,7 @@ void attention_backward(const AttentionInputs& in, const Tensor& dout, const Att
                                 grads.accumulate_q, grads.accumulate_k, grads.accumulate_v, s);
       },
       [&](int device) {
-        cuda::attention_backward(device, g, ptr<float>(in.q), ptr<float>(in.k), ptr<float>(in.v), ptr_or_null(in.mask),
+        ACCRUE_CUDA(attention_backward)(device, g, ptr<float>(in.q), ptr<float>(in.k), ptr<float>(in.v), ptr_or_null(in.mask),
                                  padding_ptr(in), ptr<float>(dout), ptr_or_null(grads.dq), ptr_or_null(grads.dk),
                                  ptr_or_null(grads.dv), grads.accumulate_q, grads.accumulate_k, grads.accumulate_v, s);
       });

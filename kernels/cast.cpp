@@ -1,6 +1,7 @@
 #include "accrue/kernels/cast.hpp"
 
 #include "accrue/kernels/cpu/cast.hpp"
+#include "accrue/kernels/cuda/backend.hpp"
 #include "accrue/kernels/cuda/cast.hpp"
 #include "accrue/kernels/dispatch.hpp"
 
@@ -17,7 +18,7 @@ void cast(const Tensor& src, const Tensor& dst) {
         return cpu::cast(src.data_ptr(), src.dtype(), dst.data_ptr(), dst.dtype(), dst.numel());
       },
       [&](int index) {
-        return cuda::cast(index, src.data_ptr(), src.dtype(), dst.data_ptr(), dst.dtype(), dst.numel());
+        return ACCRUE_CUDA(cast)(index, src.data_ptr(), src.dtype(), dst.data_ptr(), dst.dtype(), dst.numel());
       });
 }
 

@@ -1,6 +1,7 @@
 #include "accrue/kernels/concat.hpp"
 
 #include "accrue/kernels/cpu/concat.hpp"
+#include "accrue/kernels/cuda/backend.hpp"
 #include "accrue/kernels/cuda/concat.hpp"
 #include "accrue/kernels/dispatch.hpp"
 
@@ -20,7 +21,7 @@ void copy_columns(const Tensor& src, std::int64_t src_cols, std::int64_t src_off
       Op::copy_columns, dst.device(), dst.dtype(),
       [&] { cpu::copy_columns(dst.dtype(), src.data_ptr(), dst.data_ptr(), rows, block, accumulate); },
       [&](int device) {
-        cuda::copy_columns(device, dst.dtype(), src.data_ptr(), dst.data_ptr(), rows, block, accumulate);
+        ACCRUE_CUDA(copy_columns)(device, dst.dtype(), src.data_ptr(), dst.data_ptr(), rows, block, accumulate);
       });
 }
 

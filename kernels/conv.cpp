@@ -1,6 +1,7 @@
 #include "accrue/kernels/conv.hpp"
 
 #include "accrue/kernels/cpu/conv.hpp"
+#include "accrue/kernels/cuda/backend.hpp"
 #include "accrue/kernels/cuda/conv.hpp"
 #include "accrue/kernels/dispatch.hpp"
 
@@ -71,7 +72,7 @@ void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& bias, const 
                                    bytes_of(workspace));
       },
       [&](int index) {
-        return cuda::conv2d_forward(index, ptr<float>(x), ptr<float>(w),
+        return ACCRUE_CUDA(conv2d_forward)(index, ptr<float>(x), ptr<float>(w),
                                     ptr_or_null(bias), ptr<float>(y), g);
       });
 }
@@ -102,7 +103,7 @@ void conv2d_backward_data(const Tensor& dy, const Tensor& w, const Tensor& dx, c
                                          bytes_of(workspace));
       },
       [&](int index) {
-        return cuda::conv2d_backward_data(index, ptr<float>(dy), ptr<float>(w), ptr<float>(dx), g,
+        return ACCRUE_CUDA(conv2d_backward_data)(index, ptr<float>(dy), ptr<float>(w), ptr<float>(dx), g,
                                           accumulate);
       });
 }
@@ -132,7 +133,7 @@ void conv2d_backward_filter(const Tensor& dy, const Tensor& x, const Tensor& dw,
                                            bytes_of(workspace));
       },
       [&](int index) {
-        return cuda::conv2d_backward_filter(index, ptr<float>(dy), ptr<float>(x), ptr<float>(dw), g,
+        return ACCRUE_CUDA(conv2d_backward_filter)(index, ptr<float>(dy), ptr<float>(x), ptr<float>(dw), g,
                                             accumulate);
       });
 }
@@ -155,7 +156,7 @@ void conv2d_backward_bias(const Tensor& dy, const Tensor& db, const Window2d& g,
         return cpu::conv2d_backward_bias(dy.data<float>(), db.data<float>(), g, accumulate);
       },
       [&](int index) {
-        return cuda::conv2d_backward_bias(index, ptr<float>(dy), ptr<float>(db), g, accumulate);
+        return ACCRUE_CUDA(conv2d_backward_bias)(index, ptr<float>(dy), ptr<float>(db), g, accumulate);
       });
 }
 

@@ -1,6 +1,7 @@
 #include "accrue/kernels/cross_entropy.hpp"
 
 #include "accrue/kernels/cpu/cross_entropy.hpp"
+#include "accrue/kernels/cuda/backend.hpp"
 #include "accrue/kernels/cuda/cross_entropy.hpp"
 #include "accrue/kernels/dispatch.hpp"
 
@@ -29,13 +30,13 @@ void cross_entropy_forward(const Tensor& logits, const Tensor& labels, float smo
         ACCRUE_CHECK(B < std::numeric_limits<int>::max(), "cross_entropy: a batch of {} rows is too large for the GPU kernel", B);
         const Storage flag{sizeof(int), logits.device(), MemoryCategory::temporaries};
         if (const std::int64_t bad =
-                cuda::first_out_of_range(device, ptr<std::int32_t>(labels), B, C, static_cast<int*>(flag.data()), ignore);
+                ACCRUE_CUDA(first_out_of_range)(device, ptr<std::int32_t>(labels), B, C, static_cast<int*>(flag.data()), ignore);
             bad >= 0)
           throw ValueError(fmt::format("label {} of sample {} in the batch is outside [0, {}): the model has {} outputs",
                                        labels.to(Device::cpu()).to_vector<std::int32_t>()[static_cast<std::size_t>(bad)], bad, C, C));
         loss.bump_version();
         lse.bump_version();
-        return cuda::cross_entropy_forward(device, ptr<float>(logits), ptr<std::int32_t>(labels), B, C, smoothing,
+        return ACCRUE_CUDA(cross_entropy_forward)(device, ptr<float>(logits), ptr<std::int32_t>(labels), B, C, smoothing,
                                            ignore, ptr<float>(loss), ptr<float>(lse));
       });
 }
@@ -54,7 +55,7 @@ void cross_entropy_backward(const Tensor& logits, const Tensor& labels, float sm
                                            ignore, lse.data<float>(), g.data<float>(), dlogits.data<float>(), accumulate);
       },
       [&](int index) {
-        return cuda::cross_entropy_backward(index, ptr<float>(logits), ptr<std::int32_t>(labels), B, C,
+        return ACCRUE_CUDA(cross_entropy_backward)(index, ptr<float>(logits), ptr<std::int32_t>(labels), B, C,
                                             smoothing, ignore, ptr<float>(lse), ptr<float>(g), ptr<float>(dlogits), accumulate);
       });
 }

@@ -1,6 +1,7 @@
 #include "accrue/kernels/dropout.hpp"
 
 #include "accrue/kernels/cpu/dropout.hpp"
+#include "accrue/kernels/cuda/backend.hpp"
 #include "accrue/kernels/cuda/dropout.hpp"
 #include "accrue/kernels/dispatch.hpp"
 
@@ -16,7 +17,7 @@ void dropout_forward(const Tensor& x, const Tensor& y, float p, std::uint64_t se
         return cpu::dropout_apply(x.dtype(), x.data_ptr(), y.data_ptr(), y.numel(), p, seed, offset, false);
       },
       [&](int index) {
-        return cuda::dropout_apply(index, x.dtype(), x.data_ptr(), y.data_ptr(), y.numel(), p, seed, offset,
+        return ACCRUE_CUDA(dropout_apply)(index, x.dtype(), x.data_ptr(), y.data_ptr(), y.numel(), p, seed, offset,
                                    false);
       });
 }
@@ -32,7 +33,7 @@ void dropout_backward(const Tensor& dy, const Tensor& dx, float p, std::uint64_t
         return cpu::dropout_apply(dx.dtype(), dy.data_ptr(), dx.data_ptr(), dx.numel(), p, seed, offset, accumulate);
       },
       [&](int index) {
-        return cuda::dropout_apply(index, dx.dtype(), dy.data_ptr(), dx.data_ptr(), dx.numel(), p, seed,
+        return ACCRUE_CUDA(dropout_apply)(index, dx.dtype(), dy.data_ptr(), dx.data_ptr(), dx.numel(), p, seed,
                                    offset, accumulate);
       });
 }

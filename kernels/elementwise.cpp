@@ -4,9 +4,10 @@
 #include <vector>
 
 #include "accrue/kernels/cpu/elementwise.hpp"
+#include "accrue/framework/device_runtime.hpp"
+#include "accrue/kernels/cuda/backend.hpp"
 #include "accrue/kernels/cuda/elementwise.hpp"
 #include "accrue/kernels/cuda/reduce.hpp"
-#include "accrue/framework/device_runtime.hpp"
 #include "accrue/kernels/dispatch.hpp"
 #include "accrue/kernels/reduce.hpp"
 
@@ -72,7 +73,7 @@ void unary_forward(UnaryOp op, UnaryParams params, const Tensor& x, const Tensor
         return cpu::unary_forward(op, params, x.dtype(), x.data_ptr(), y.data_ptr(), x.numel());
       },
       [&](int index) {
-        return cuda::unary_forward(index, op, params, x.dtype(), x.data_ptr(), y.data_ptr(), x.numel());
+        return ACCRUE_CUDA(unary_forward)(index, op, params, x.dtype(), x.data_ptr(), y.data_ptr(), x.numel());
       });
 }
 
@@ -93,7 +94,7 @@ void unary_in_place(UnaryOp op, UnaryParams params, std::span<const Tensor> tens
           pointers.push_back(ptr<float>(t));
           sizes.push_back(t.numel());
         }
-        cuda::unary_in_place(index, op, params, pointers, sizes);
+        ACCRUE_CUDA(unary_in_place)(index, op, params, pointers, sizes);
       });
 }
 
@@ -110,7 +111,7 @@ void unary_backward(UnaryOp op, UnaryParams params, const Tensor& x, const Tenso
                                    dx.numel(), accumulate);
       },
       [&](int index) {
-        return cuda::unary_backward(index, op, params, dx.dtype(), x.data_ptr(), y.data_ptr(), dy.data_ptr(),
+        return ACCRUE_CUDA(unary_backward)(index, op, params, dx.dtype(), x.data_ptr(), y.data_ptr(), dy.data_ptr(),
                                     dx.data_ptr(), dx.numel(), accumulate);
       });
 }
@@ -126,7 +127,7 @@ void binary_forward(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor&
                                    out.shape());
       },
       [&](int index) {
-        return cuda::binary_forward(index, op, ptr<float>(a), ptr<float>(b), ptr<float>(out), out.numel(),
+        return ACCRUE_CUDA(binary_forward)(index, op, ptr<float>(a), ptr<float>(b), ptr<float>(out), out.numel(),
                                     broadcast_index(a.shape(), b.shape(), out.shape()));
       });
 }
@@ -145,13 +146,13 @@ void binary_backward(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor
       [&](int device) {
         const common::BroadcastIndex index = broadcast_index(a.shape(), b.shape(), dy.shape());
         if (d.shape() == dy.shape())
-          return cuda::binary_backward(device, op, ptr<float>(a), ptr<float>(b), ptr<float>(dy), which, ptr<float>(d),
+          return ACCRUE_CUDA(binary_backward)(device, op, ptr<float>(a), ptr<float>(b), ptr<float>(dy), which, ptr<float>(d),
                                        dy.numel(), index, accumulate);
         // A broadcast operand: the gradient at every output element, then summed down to its shape.
         const Tensor full = Tensor::empty(dy.shape(), {.device = d.device()});
-        cuda::binary_backward(device, op, ptr<float>(a), ptr<float>(b), ptr<float>(dy), which, ptr<float>(full), dy.numel(),
+        ACCRUE_CUDA(binary_backward)(device, op, ptr<float>(a), ptr<float>(b), ptr<float>(dy), which, ptr<float>(full), dy.numel(),
                               index, false);
-        return cuda::sum_to_shape(device, ptr<float>(full), ptr<float>(d), d.numel(),
+        return ACCRUE_CUDA(sum_to_shape)(device, ptr<float>(full), ptr<float>(d), d.numel(),
                                   sum_to_shape_index(dy.shape(), d.shape()), 1.0f, accumulate);
       });
 }
@@ -165,7 +166,7 @@ void fill(const Tensor& t, float value) {
         return cpu::fill(t.data<float>(), t.numel(), value);
       },
       [&](int index) {
-        return cuda::fill(index, DType::f32, t.data_ptr(), t.numel(), value);
+        return ACCRUE_CUDA(fill)(index, DType::f32, t.data_ptr(), t.numel(), value);
       });
 }
 
@@ -202,7 +203,7 @@ void add_into(const Tensor& dst, const Tensor& src, float alpha) {
         return cpu::add_into(dst.dtype(), dst.data_ptr(), src.data_ptr(), dst.numel(), alpha);
       },
       [&](int index) {
-        return cuda::add_into(index, dst.dtype(), dst.data_ptr(), src.data_ptr(), dst.numel(), alpha);
+        return ACCRUE_CUDA(add_into)(index, dst.dtype(), dst.data_ptr(), src.data_ptr(), dst.numel(), alpha);
       });
 }
 
@@ -215,7 +216,7 @@ void fill_uniform(const Tensor& t, float low, float high, std::uint64_t seed, st
         return cpu::fill_uniform(t.data<float>(), t.numel(), low, high, seed, offset);
       },
       [&](int index) {
-        return cuda::fill_uniform(index, ptr<float>(t), t.numel(), low, high, seed, offset);
+        return ACCRUE_CUDA(fill_uniform)(index, ptr<float>(t), t.numel(), low, high, seed, offset);
       });
 }
 
@@ -228,7 +229,7 @@ void fill_normal(const Tensor& t, float mean, float stddev, std::uint64_t seed, 
         return cpu::fill_normal(t.data<float>(), t.numel(), mean, stddev, seed, offset);
       },
       [&](int index) {
-        return cuda::fill_normal(index, ptr<float>(t), t.numel(), mean, stddev, seed, offset);
+        return ACCRUE_CUDA(fill_normal)(index, ptr<float>(t), t.numel(), mean, stddev, seed, offset);
       });
 }
 

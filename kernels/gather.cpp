@@ -5,6 +5,7 @@
 #include "accrue/framework/storage.hpp"
 #include "accrue/kernels/cpu/cross_entropy.hpp"
 #include "accrue/kernels/cpu/gather.hpp"
+#include "accrue/kernels/cuda/backend.hpp"
 #include "accrue/kernels/cuda/cross_entropy.hpp"
 #include "accrue/kernels/cuda/gather.hpp"
 #include "accrue/kernels/dispatch.hpp"
@@ -36,11 +37,11 @@ void gather_rows(const Tensor& table, const Tensor& indices, const Tensor& out) 
         ACCRUE_CHECK(n < std::numeric_limits<int>::max(), "gather_rows: {} indices are too many for the GPU kernel", n);
         const Storage flag{sizeof(int), out.device(), MemoryCategory::temporaries};
         const std::int32_t* idx = ptr<std::int32_t>(indices);
-        if (const std::int64_t bad = cuda::first_out_of_range(device, idx, n, V, static_cast<int*>(flag.data()),
+        if (const std::int64_t bad = ACCRUE_CUDA(first_out_of_range)(device, idx, n, V, static_cast<int*>(flag.data()),
                                                                  common::no_ignored_label);
             bad >= 0)
           throw bad_index(bad);
-        cuda::gather_rows(device, out.dtype(), table.data_ptr(), idx, out.data_ptr(), n, D);
+        ACCRUE_CUDA(gather_rows)(device, out.dtype(), table.data_ptr(), idx, out.data_ptr(), n, D);
       });
 }
 
@@ -58,7 +59,7 @@ void scatter_add_rows(const Tensor& grad, const Tensor& indices, const Tensor& t
         cpu::scatter_add_rows(grad.data<float>(), indices.data<std::int32_t>(), table_grad.data<float>(), n, D, skip);
       },
       [&](int device) {
-        cuda::scatter_add_rows(device, ptr<float>(grad), ptr<std::int32_t>(indices), ptr<float>(table_grad), n, D,
+        ACCRUE_CUDA(scatter_add_rows)(device, ptr<float>(grad), ptr<std::int32_t>(indices), ptr<float>(table_grad), n, D,
                                skip);
       });
 }

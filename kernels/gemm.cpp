@@ -3,6 +3,7 @@
 #include "accrue/kernels/cast.hpp"
 #include "accrue/kernels/cpu/gemm.hpp"
 #include "accrue/kernels/cpu/gemm/skinny.hpp"
+#include "accrue/kernels/cuda/backend.hpp"
 #include "accrue/kernels/cuda/gemm.hpp"
 #include "accrue/kernels/dispatch.hpp"
 #include "accrue/kernels/reduce.hpp"
@@ -55,7 +56,7 @@ void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& A, const Tensor
       [&](int index) {
         const int device = index;
         if (compute == DType::f32)
-          return cuda::gemm_f32(device, trans_a, trans_b, M, N, K, alpha, ptr<float>(A), a.cols, ptr<float>(B), b.cols, beta,
+          return ACCRUE_CUDA(gemm_f32)(device, trans_a, trans_b, M, N, K, alpha, ptr<float>(A), a.cols, ptr<float>(B), b.cols, beta,
                                 ptr<float>(C), c.cols);
         // cuBLAS multiplies operands of one type: float32 ones (master weights) are rounded to the
         // compute type first, as autocast does.
@@ -66,7 +67,7 @@ void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& A, const Tensor
           return rounded;
         };
         const Tensor a_low = low(A), b_low = low(B);
-        return cuda::gemm_low_precision(device, trans_a, trans_b, M, N, K, alpha, compute, a_low.data_ptr(), a.cols,
+        return ACCRUE_CUDA(gemm_low_precision)(device, trans_a, trans_b, M, N, K, alpha, compute, a_low.data_ptr(), a.cols,
                                         b_low.data_ptr(), b.cols, beta, C.dtype(), C.data_ptr(), c.cols);
       });
 }

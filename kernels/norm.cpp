@@ -1,6 +1,7 @@
 #include "accrue/kernels/norm.hpp"
 
 #include "accrue/kernels/cpu/norm.hpp"
+#include "accrue/kernels/cuda/backend.hpp"
 #include "accrue/kernels/cuda/norm.hpp"
 #include "accrue/kernels/dispatch.hpp"
 
@@ -28,7 +29,7 @@ void group_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta
                                        mean.data<float>(), rstd.data<float>(), s, eps);
       },
       [&](int index) {
-        return cuda::group_norm_forward(index, ptr<float>(x), ptr_or_null(gamma), ptr_or_null(beta),
+        return ACCRUE_CUDA(group_norm_forward)(index, ptr<float>(x), ptr_or_null(gamma), ptr_or_null(beta),
                                         ptr<float>(y), ptr<float>(mean), ptr<float>(rstd), s.N, s.C, s.L, s.groups, eps);
       });
 }
@@ -47,7 +48,7 @@ void group_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mea
                                         dy.data<float>(), dx.data<float>(), host_data_or_null(dgamma), host_data_or_null(dbeta), s);
       },
       [&](int index) {
-        return cuda::group_norm_backward(index, ptr<float>(x), ptr_or_null(gamma), ptr<float>(mean),
+        return ACCRUE_CUDA(group_norm_backward)(index, ptr<float>(x), ptr_or_null(gamma), ptr<float>(mean),
                                          ptr<float>(rstd), ptr<float>(dy), ptr<float>(dx), ptr_or_null(dgamma),
                                          ptr_or_null(dbeta), s.N, s.C, s.L, s.groups);
       });
@@ -72,7 +73,7 @@ void batch_norm_forward_training(const Tensor& x, const Tensor& gamma, const Ten
         // cuDNN needs a scale and a shift: ones and zeros stand in for a layer without them.
         const Tensor g = gamma.defined() ? gamma : Tensor::ones({s.C}, {.device = y.device()});
         const Tensor b = beta.defined() ? beta : Tensor::zeros({s.C}, {.device = y.device()});
-        return cuda::batch_norm_forward_training(index, ptr<float>(x), ptr<float>(g), ptr<float>(b),
+        return ACCRUE_CUDA(batch_norm_forward_training)(index, ptr<float>(x), ptr<float>(g), ptr<float>(b),
                                                  ptr<float>(y), ptr<float>(mean), ptr<float>(rstd),
                                                  ptr_or_null(running_mean), ptr_or_null(running_var), s.N, s.C,
                                                  s.L, momentum, eps);
@@ -97,7 +98,7 @@ void batch_norm_backward(const Tensor& x, const Tensor& gamma, const Tensor& mea
         const Tensor g = gamma.defined() ? gamma : Tensor::ones({s.C}, on);
         const Tensor dg = dgamma.defined() ? dgamma : Tensor::empty({s.C}, on);
         const Tensor db = dbeta.defined() ? dbeta : Tensor::empty({s.C}, on);
-        return cuda::batch_norm_backward(index, ptr<float>(x), ptr<float>(g), ptr<float>(mean),
+        return ACCRUE_CUDA(batch_norm_backward)(index, ptr<float>(x), ptr<float>(g), ptr<float>(mean),
                                          ptr<float>(rstd), ptr<float>(dy), ptr<float>(dx), ptr<float>(dg), ptr<float>(db),
                                          s.N, s.C, s.L, eps);
       });

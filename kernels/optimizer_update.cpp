@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "accrue/kernels/cpu/optimizer_update.hpp"
+#include "accrue/kernels/cuda/backend.hpp"
 #include "accrue/kernels/cuda/optimizer_update.hpp"
 #include "accrue/kernels/dispatch.hpp"
 
@@ -35,7 +36,7 @@ void sgd_update(std::span<const SgdSlot> slots, const common::SgdHyper& hyper) {
         for (const SgdSlot& s : slots)
           pointers.push_back({ptr<float>(s.param), ptr<float>(s.grad), momentum ? ptr<float>(s.momentum_buffer) : nullptr,
                               s.param.numel()});
-        return cuda::sgd_update(index, pointers, hyper);
+        return ACCRUE_CUDA(sgd_update)(index, pointers, hyper);
       });
 }
 
@@ -62,7 +63,7 @@ void adam_update(std::span<const AdamSlot> slots, const common::AdamHyper& hyper
         for (const AdamSlot& s : slots)
           pointers.push_back({ptr<float>(s.param), ptr<float>(s.grad), ptr<float>(s.exp_avg), ptr<float>(s.exp_avg_sq),
                               hyper.amsgrad ? ptr<float>(s.max_exp_avg_sq) : nullptr, s.param.numel()});
-        return cuda::adam_update(index, pointers, hyper);
+        return ACCRUE_CUDA(adam_update)(index, pointers, hyper);
       });
 }
 

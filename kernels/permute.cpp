@@ -1,6 +1,7 @@
 #include "accrue/kernels/permute.hpp"
 
 #include "accrue/kernels/cpu/permute.hpp"
+#include "accrue/kernels/cuda/backend.hpp"
 #include "accrue/kernels/cuda/permute.hpp"
 #include "accrue/kernels/dispatch.hpp"
 
@@ -30,7 +31,7 @@ void permute(const Tensor& x, const Tensor& y, std::span<const int> order, bool 
   return dispatch(
       Op::permute, y.device(), y.dtype(),
       [&] { return cpu::permute(y.dtype(), x.data_ptr(), y.data_ptr(), n, index, accumulate); },
-      [&](int device) { return cuda::permute(device, y.dtype(), x.data_ptr(), y.data_ptr(), n, index, accumulate); });
+      [&](int device) { return ACCRUE_CUDA(permute)(device, y.dtype(), x.data_ptr(), y.data_ptr(), n, index, accumulate); });
 }
 
 }  // namespace accrue::kernels

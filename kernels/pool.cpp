@@ -1,6 +1,7 @@
 #include "accrue/kernels/pool.hpp"
 
 #include "accrue/kernels/cpu/pool.hpp"
+#include "accrue/kernels/cuda/backend.hpp"
 #include "accrue/kernels/cuda/pool.hpp"
 #include "accrue/kernels/dispatch.hpp"
 
@@ -21,7 +22,7 @@ void pool2d_forward(const Tensor& x, const Tensor& y, const Window2d& g, PoolMod
         return cpu::pool2d_forward(x.data<float>(), y.data<float>(), g, mode);
       },
       [&](int index) {
-        return cuda::pool2d_forward(index, ptr<float>(x), ptr<float>(y), g, mode);
+        return ACCRUE_CUDA(pool2d_forward)(index, ptr<float>(x), ptr<float>(y), g, mode);
       });
 }
 
@@ -38,7 +39,7 @@ void pool2d_backward(const Tensor& x, const Tensor& y, const Tensor& dy, const T
         return cpu::pool2d_backward(x.data<float>(), dy.data<float>(), dx.data<float>(), g, mode, accumulate);
       },
       [&](int index) {
-        return cuda::pool2d_backward(index, ptr<float>(x), ptr<float>(y), ptr<float>(dy), ptr<float>(dx),
+        return ACCRUE_CUDA(pool2d_backward)(index, ptr<float>(x), ptr<float>(y), ptr<float>(dy), ptr<float>(dx),
                                      g, mode, accumulate);
       });
 }

@@ -7,6 +7,7 @@
 #include "accrue/kernels/cast.hpp"
 #include "accrue/kernels/cpu/cast.hpp"
 #include "accrue/kernels/cpu/reduce.hpp"
+#include "accrue/kernels/cuda/backend.hpp"
 #include "accrue/kernels/cuda/reduce.hpp"
 #include "accrue/kernels/dispatch.hpp"
 
@@ -55,11 +56,11 @@ void sum_dim(const Tensor& x, std::int64_t outer, std::int64_t D, std::int64_t i
         return cpu::sum_dim(values.data(), outer, D, inner, scale, out.data<float>(), accumulate);
       },
       [&](int index) {
-        const std::int64_t partials = cuda::sum_dim_partials(outer, D, inner);
+        const std::int64_t partials = ACCRUE_CUDA(sum_dim_partials)(outer, D, inner);
         std::optional<Storage> scratch;
         if (partials > 0)
           scratch.emplace(sizeof(double) * static_cast<std::size_t>(partials), out.device(), MemoryCategory::temporaries);
-        return cuda::sum_dim(index, x.dtype(), x.data_ptr(), outer, D, inner, scale, ptr<float>(out), accumulate,
+        return ACCRUE_CUDA(sum_dim)(index, x.dtype(), x.data_ptr(), outer, D, inner, scale, ptr<float>(out), accumulate,
                              scratch ? static_cast<double*>(scratch->data()) : nullptr);
       });
 }
@@ -75,7 +76,7 @@ void expand_dim(const Tensor& g, std::int64_t outer, std::int64_t D, std::int64_
         return cpu::expand_dim(g.data<float>(), outer, D, inner, scale, out.data<float>(), accumulate);
       },
       [&](int index) {
-        return cuda::expand_dim(index, ptr<float>(g), outer, D, inner, scale, ptr<float>(out), accumulate);
+        return ACCRUE_CUDA(expand_dim)(index, ptr<float>(g), outer, D, inner, scale, ptr<float>(out), accumulate);
       });
 }
 
@@ -88,7 +89,7 @@ void sum_to_shape(const Tensor& dy, const Tensor& d, float scale, bool accumulat
         return cpu::sum_to_shape(dy.data<float>(), dy.shape(), d.data<float>(), d.shape(), scale, accumulate);
       },
       [&](int index) {
-        return cuda::sum_to_shape(index, ptr<float>(dy), ptr<float>(d), d.numel(),
+        return ACCRUE_CUDA(sum_to_shape)(index, ptr<float>(dy), ptr<float>(d), d.numel(),
                                   sum_to_shape_index(dy.shape(), d.shape()), scale, accumulate);
       });
 }
@@ -113,9 +114,9 @@ double sum_of_squares(std::span<const Tensor> tensors) {
           pointers.push_back(ptr<float>(t));
           sizes.push_back(t.numel());
         }
-        const Storage scratch{sizeof(double) * static_cast<std::size_t>(cuda::sum_of_squares_partials(sizes)), device,
+        const Storage scratch{sizeof(double) * static_cast<std::size_t>(ACCRUE_CUDA(sum_of_squares_partials)(sizes)), device,
                               MemoryCategory::temporaries};
-        return cuda::sum_of_squares(index, pointers, sizes, static_cast<double*>(scratch.data()));
+        return ACCRUE_CUDA(sum_of_squares)(index, pointers, sizes, static_cast<double*>(scratch.data()));
       });
 }
 
@@ -130,7 +131,7 @@ void argmax_rows(const Tensor& x, const Tensor& out) {
         return cpu::argmax_rows(x.data<float>(), x.size(0), x.size(1), out.data<std::int32_t>());
       },
       [&](int index) {
-        return cuda::argmax_rows(index, ptr<float>(x), x.size(0), x.size(1), ptr<std::int32_t>(out));
+        return ACCRUE_CUDA(argmax_rows)(index, ptr<float>(x), x.size(0), x.size(1), ptr<std::int32_t>(out));
       });
 }
 

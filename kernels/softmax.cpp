@@ -1,6 +1,7 @@
 #include "accrue/kernels/softmax.hpp"
 
 #include "accrue/kernels/cpu/softmax.hpp"
+#include "accrue/kernels/cuda/backend.hpp"
 #include "accrue/kernels/cuda/softmax.hpp"
 #include "accrue/kernels/dispatch.hpp"
 
@@ -16,7 +17,7 @@ void softmax_forward(const Tensor& x, const Tensor& y, std::int64_t outer, std::
         return cpu::softmax_forward(x.data<float>(), y.data<float>(), outer, D, inner, log);
       },
       [&](int index) {
-        return cuda::softmax_forward(index, ptr<float>(x), ptr<float>(y), outer, D, inner, log);
+        return ACCRUE_CUDA(softmax_forward)(index, ptr<float>(x), ptr<float>(y), outer, D, inner, log);
       });
 }
 
@@ -31,7 +32,7 @@ void softmax_backward(const Tensor& y, const Tensor& dy, const Tensor& dx, std::
         return cpu::softmax_backward(y.data<float>(), dy.data<float>(), dx.data<float>(), outer, D, inner, log, accumulate);
       },
       [&](int index) {
-        return cuda::softmax_backward(index, ptr<float>(y), ptr<float>(dy), ptr<float>(dx), outer, D,
+        return ACCRUE_CUDA(softmax_backward)(index, ptr<float>(y), ptr<float>(dy), ptr<float>(dx), outer, D,
                                       inner, log, accumulate);
       });
 }
@@ -51,7 +52,7 @@ void masked_softmax_forward(const Tensor& x, const Tensor& mask, const Tensor& y
                                            scale, causal);
       },
       [&](int index) {
-        return cuda::masked_softmax_forward(index, ptr<float>(x), ptr_or_null(mask), ptr<float>(y), rows, D, T_q, scale,
+        return ACCRUE_CUDA(masked_softmax_forward)(index, ptr<float>(x), ptr_or_null(mask), ptr<float>(y), rows, D, T_q, scale,
                                             causal);
       });
 }
@@ -69,7 +70,7 @@ void masked_softmax_backward(const Tensor& y, const Tensor& dy, const Tensor& dx
                                             accumulate);
       },
       [&](int index) {
-        return cuda::masked_softmax_backward(index, ptr<float>(y), ptr<float>(dy), ptr<float>(dx), rows, D, scale,
+        return ACCRUE_CUDA(masked_softmax_backward)(index, ptr<float>(y), ptr<float>(dy), ptr<float>(dx), rows, D, scale,
                                              accumulate);
       });
 }

@@ -33,7 +33,8 @@ cp "$root/bench/pytorch_mlp.py" "$stage/bin/"
 strip --strip-unneeded "$stage"/bin/* 2>/dev/null || true
 
 # The libraries the programs need, but not the C and C++ runtimes (every Linux has newer ones) nor
-# CUDA's (run.sh finds the machine's). OpenBLAS is loaded with dlopen, so it is named here.
+# CUDA's (run.sh finds the machine's). OpenBLAS and the CUDA backend are loaded with dlopen, so they are
+# named here.
 is_system() { [[ $1 =~ ^(linux-vdso|ld-linux|libc\.|libm\.|libdl\.|libpthread\.|librt\.|libstdc\+\+|libgcc_s) ]]; }
 is_cuda() { [[ $1 =~ ^(libcudart|libcublas|libcublasLt|libcudnn|libcuda\.) ]]; }
 pack_needs() {  # FILE: packs the libraries FILE loads
@@ -51,6 +52,8 @@ pack_library() {  # PATH: copies it (under its soname) and what it needs
 }
 for p in "$stage"/bin/*; do [[ $p == *.py ]] || pack_needs "$p"; done
 pack_library "$(ldconfig -p | awk '$1 == "libopenblas.so.0" {print $NF; exit}')"
+# The CUDA backend is loaded with dlopen too, from beside libaccrue.
+pack_library "$(find "$build" -maxdepth 1 -name 'libaccrue_cuda.so.*.*' ! -name '*.*.*.*' | head -n 1)"
 
 rm -rf "$bundle"
 mkdir -p "$bundle/data/fashion-mnist"

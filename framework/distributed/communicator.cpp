@@ -9,17 +9,19 @@
 
 #include "accrue/config.hpp"
 #include "accrue/framework/error.hpp"
+#include "accrue/kernels/cuda/backend.hpp"
 
 namespace accrue::distributed {
 
 namespace detail {
+#if ACCRUE_WITH_NCCL
+// An NCCL communicator of world's processes on `device` (nccl_communicator.cpp, in the CUDA
+// backend's library).
+std::unique_ptr<Communicator> make_nccl(Communicator& world, int device);
+#endif
 #if ACCRUE_WITH_MPI
 // Starts MPI (mpi_communicator.cpp).
 std::unique_ptr<Communicator> make_mpi_world();
-#endif
-#if ACCRUE_WITH_NCCL
-// An NCCL communicator of world's processes on `device` (nccl_communicator.cpp).
-std::unique_ptr<Communicator> make_nccl(Communicator& world, int device);
 #endif
 }  // namespace detail
 
@@ -135,7 +137,10 @@ Communicator& for_device(Device device) {
   // One per GPU, made on first use by every rank in the same order, as collectives are.
   static std::map<int, std::unique_ptr<Communicator>> nccl;
   std::unique_ptr<Communicator>& c = nccl[device.index()];
-  if (!c) c = detail::make_nccl(all, device.index());
+  if (!c) {
+    const auto make_nccl = reinterpret_cast<decltype(&detail::make_nccl)>(kernels::cuda::backend_function("make_nccl"));
+    c = make_nccl(all, device.index());
+  }
   return *c;
 #else
   throw NotSupported(fmt::format("data-parallel training of tensors on {} needs the NCCL backend, which this build of "

@@ -128,32 +128,31 @@ void* pinned_malloc(std::size_t bytes) {
 
 void pinned_free(void* ptr) noexcept { (void)cudaFreeHost(ptr); }
 
-Event::Event(int device) : device_(device) {
+void* event_create(int device) {
   context(device);
-  ACCRUE_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
+  cudaEvent_t event = nullptr;
+  ACCRUE_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  return event;
 }
 
-Event::~Event() {
-  if (event_ != nullptr) (void)cudaEventDestroy(event_);
+void event_destroy(void* event) noexcept {
+  if (event != nullptr) (void)cudaEventDestroy(static_cast<cudaEvent_t>(event));
 }
 
-void Event::record(cudaStream_t stream) {
-  context(device_);
-  ACCRUE_CUDA_CHECK(cudaEventRecord(event_, stream));
+void event_wait_on_compute(void* event, int device) {
+  ACCRUE_CUDA_CHECK(cudaStreamWaitEvent(compute_stream(device), static_cast<cudaEvent_t>(event), 0));
 }
 
-void Event::wait_on(cudaStream_t stream) const { ACCRUE_CUDA_CHECK(cudaStreamWaitEvent(stream, event_, 0)); }
+void event_synchronize(void* event) { ACCRUE_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event))); }
 
-void Event::synchronize() const { ACCRUE_CUDA_CHECK(cudaEventSynchronize(event_)); }
-
-void copy_host_to_device_async(int device, void* dst, const void* src, std::size_t bytes, Event& done) {
+void copy_host_to_device_async(int device, void* dst, const void* src, std::size_t bytes, void* done) {
   DeviceContext& c = context(device);
   // The destination block may have been freed by work still queued on the compute stream. Threads
   // staging at once may each wait on the other's later record: a wait for more work, never less.
   ACCRUE_CUDA_CHECK(cudaEventRecord(c.compute_marker, c.compute));
   ACCRUE_CUDA_CHECK(cudaStreamWaitEvent(c.copy, c.compute_marker, 0));
   ACCRUE_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, c.copy));
-  done.record(c.copy);
+  ACCRUE_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(done), c.copy));
 }
 
 }  // namespace accrue::kernels::cuda

@@ -64,8 +64,9 @@ int floor_of(const std::string& path) {
       if (!line.empty() && line[0] != '#') units.insert(line);
     return units;
   }();
-  static const std::vector<std::string> runtime = {"kernels/common/", "kernels/device_query", "kernels/cuda/device_query",
-                                                   "kernels/cuda/context", "kernels/cuda/check"};
+  static const std::vector<std::string> runtime = {"kernels/common/",       "kernels/device_query", "kernels/cuda/device_query",
+                                                   "kernels/cuda/context",  "kernels/cuda/check",   "kernels/cuda/backend",
+                                                   "kernels/cuda/runtime"};
   const std::string s = stem(path);
   if (core.count(s) != 0) return 0;
   for (const std::string& r : runtime)

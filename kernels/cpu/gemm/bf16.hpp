@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "accrue/framework/tensor.hpp"
+#include "accrue/kernels/cpu/variant.hpp"
 
 namespace accrue::kernels::cpu {
 
@@ -96,7 +97,7 @@ std::int64_t parameter_packs_made();
 
 /// out[i] = in[i] rounded to bfloat16, as float32: the values a processor without a bfloat16 kernel
 /// multiplies in float32 (exact products, float32 sums, like the kernels).
-void round_through_bf16(const float* in, float* out, std::int64_t n);
+ACCRUE_CPU_KERNEL(round_through_bf16, void(const float* in, float* out, std::int64_t n));
 
 /// For processors without a bfloat16 kernel: the float32 parameter operand `data` (n values)
 /// through round_through_bf16, kept while packs are open and reused until the parameter changes;
