@@ -221,6 +221,52 @@ const float* kept_rounded_parameter(const ParameterOperand& param, const float* 
 }
 
 
+namespace {
+
+// rows x cols of a 32 x 32 float32 block (leading dimension 32), the product's rows i.. and
+// columns j.., into out: one contiguous run of C at a time, so that the loops vectorise. Inlined
+// into the kernels' block loops below, so that it is compiled with their instruction set.
+[[gnu::always_inline]] inline void write_block(const float* acc, std::int64_t i, std::int64_t j, std::int64_t rows, std::int64_t cols,
+                 const Bf16Output& out) {
+  if (rows <= 0 || cols <= 0) return;  // a block wholly in the padding
+  const auto store = [&](auto* C) {
+    using T = std::remove_pointer_t<decltype(C)>;
+    // C's runs: rows of the product, or its columns when C holds the product transposed.
+    const std::int64_t runs = out.transposed ? cols : rows, length = out.transposed ? rows : cols;
+    const std::int64_t step = out.transposed ? 32 : 1;  // along a run in acc
+    for (std::int64_t r = 0; r < runs; ++r) {
+      float v[32];
+      const float* src = out.transposed ? acc + r : acc + r * 32;
+      for (std::int64_t k = 0; k < length; ++k) v[k] = out.alpha * src[k * step];
+      if (out.column_bias != nullptr) {
+        const float* bias = out.column_bias + (out.transposed ? i : j);  // C's columns along the run
+        for (std::int64_t k = 0; k < length; ++k) v[k] += bias[k];
+      }
+      if (out.row_bias != nullptr) {
+        const float bias = out.row_bias[out.transposed ? j + r : i + r];  // the run is one row of C
+        for (std::int64_t k = 0; k < length; ++k) v[k] += bias;
+      }
+      T* dst = out.transposed ? C + (j + r) * out.ldc + i : C + (i + r) * out.ldc + j;
+      if constexpr (std::is_same_v<T, float>) {
+        if (out.beta == 0.0f)
+          for (std::int64_t k = 0; k < length; ++k) dst[k] = v[k];
+        else
+          for (std::int64_t k = 0; k < length; ++k) dst[k] = v[k] + out.beta * dst[k];
+      } else {
+        if (out.beta == 0.0f)
+          for (std::int64_t k = 0; k < length; ++k) dst[k] = common::bf16_bits_from_float(v[k]);
+        else
+          for (std::int64_t k = 0; k < length; ++k)
+            dst[k] = common::bf16_bits_from_float(v[k] + out.beta * common::float_from_bf16_bits(dst[k]));
+      }
+    }
+  };
+  if (out.type == DType::f32) store(static_cast<float*>(out.C));
+  else store(static_cast<std::uint16_t*>(out.C));
+}
+
+}  // namespace
+
 #if defined(__x86_64__)
 
 namespace {
@@ -304,6 +350,43 @@ ACCRUE_TARGET_AVX512_BF16 void dot_block(const Bf16A& a, const Bf16B& b, std::in
 
 }  // namespace
 
+namespace {
+
+// Blocks [first, last) of 32 x 32 of C (col_blocks to a row of them), each written to C while in
+// cache. The loops carry their kernel's instruction set, so that the products and write_block
+// inline into them.
+ACCRUE_TARGET_AMX void amx_blocks(const Bf16A& a, const Bf16B& b, const Bf16Output& out, std::int64_t first,
+                                  std::int64_t last, std::int64_t col_blocks) {
+  alignas(64) float acc[32 * 32];
+  configure_tiles();  // tile state is per thread
+  for (std::int64_t blk = first; blk < last; ++blk) {
+    const std::int64_t i = (blk / col_blocks) * 32, j = (blk % col_blocks) * 32;
+    const bool two_rows = i + 32 <= a.Mp, two_cols = j + 32 <= b.Np;
+    if (two_rows && two_cols) amx_block<true, true>(a, b, i, j, acc, 32);
+    else if (two_rows) amx_block<true, false>(a, b, i, j, acc, 32);
+    else if (two_cols) amx_block<false, true>(a, b, i, j, acc, 32);
+    else amx_block<false, false>(a, b, i, j, acc, 32);
+    write_block(acc, i, j, std::min<std::int64_t>(32, a.M - i), std::min<std::int64_t>(32, b.N - j), out);
+  }
+  release_tiles();
+}
+
+ACCRUE_TARGET_AVX512_BF16 void dot_blocks(const Bf16A& a, const Bf16B& b, const Bf16Output& out, std::int64_t first,
+                                          std::int64_t last, std::int64_t col_blocks) {
+  alignas(64) float acc[32 * 32];
+  for (std::int64_t blk = first; blk < last; ++blk) {
+    const std::int64_t i = (blk / col_blocks) * 32, j = (blk % col_blocks) * 32;
+    const bool two_cols = j + 32 <= b.Np;
+    for (std::int64_t r = 0; r < 32 && i + r < a.Mp; r += 8) {
+      if (two_cols) dot_block<2>(a, b, i + r, j, acc + r * 32, 32);
+      else dot_block<1>(a, b, i + r, j, acc + r * 32, 32);
+    }
+    write_block(acc, i, j, std::min<std::int64_t>(32, a.M - i), std::min<std::int64_t>(32, b.N - j), out);
+  }
+}
+
+}  // namespace
+
 std::vector<Bf16Kernel> bf16_kernels_available() {
   std::vector<Bf16Kernel> k;
   if (capability() >= Capability::amx) k.push_back(Bf16Kernel::amx);
@@ -319,25 +402,9 @@ void bf16_gemm(const Bf16A& a, const Bf16B& b, const Bf16Output& out, Bf16Kernel
   const std::int64_t blocks = row_blocks * col_blocks;
   const int tasks = a.M * b.N * a.K < (1 << 18) ? 1 : static_cast<int>(std::min<std::int64_t>(4 * num_threads(), blocks));
   parallel_tasks(tasks, [&](int t) {
-    alignas(64) float acc[32 * 32];
-    if (kernel == Bf16Kernel::amx) configure_tiles();  // tile state is per thread
-    for (std::int64_t blk = blocks * t / tasks; blk < blocks * (t + 1) / tasks; ++blk) {
-      const std::int64_t i = (blk / col_blocks) * 32, j = (blk % col_blocks) * 32;
-      const bool two_rows = i + 32 <= a.Mp, two_cols = j + 32 <= b.Np;
-      if (kernel == Bf16Kernel::amx) {
-        if (two_rows && two_cols) amx_block<true, true>(a, b, i, j, acc, 32);
-        else if (two_rows) amx_block<true, false>(a, b, i, j, acc, 32);
-        else if (two_cols) amx_block<false, true>(a, b, i, j, acc, 32);
-        else amx_block<false, false>(a, b, i, j, acc, 32);
-      } else {
-        for (std::int64_t r = 0; r < 32 && i + r < a.Mp; r += 8) {
-          if (two_cols) dot_block<2>(a, b, i + r, j, acc + r * 32, 32);
-          else dot_block<1>(a, b, i + r, j, acc + r * 32, 32);
-        }
-      }
-      write_bf16_block(acc, i, j, std::min<std::int64_t>(32, a.M - i), std::min<std::int64_t>(32, b.N - j), out);
-    }
-    if (kernel == Bf16Kernel::amx) release_tiles();
+    const std::int64_t first = blocks * t / tasks, last = blocks * (t + 1) / tasks;
+    if (kernel == Bf16Kernel::amx) amx_blocks(a, b, out, first, last, col_blocks);
+    else dot_blocks(a, b, out, first, last, col_blocks);
   });
 }
 

@@ -1,5 +1,5 @@
 // The bfloat16 GEMM's loops over memory (bf16.cpp has the products): packing the operands,
-// rounding through bfloat16, writing C's blocks. Compiled once per instruction-set variant
+// rounding through bfloat16. Compiled once per instruction-set variant
 // (kernels/cpu/variant.hpp), since the compiler vectorises these loops.
 
 #include "accrue/kernels/cpu/gemm/bf16_pack.hpp"
@@ -143,44 +143,5 @@ void round_through_bf16(const float* in, float* out, std::int64_t n) {
   });
 }
 
-
-void write_bf16_block(const float* acc, std::int64_t i, std::int64_t j, std::int64_t rows, std::int64_t cols,
-                 const Bf16Output& out) {
-  if (rows <= 0 || cols <= 0) return;  // a block wholly in the padding
-  const auto store = [&](auto* C) {
-    using T = std::remove_pointer_t<decltype(C)>;
-    // C's runs: rows of the product, or its columns when C holds the product transposed.
-    const std::int64_t runs = out.transposed ? cols : rows, length = out.transposed ? rows : cols;
-    const std::int64_t step = out.transposed ? 32 : 1;  // along a run in acc
-    for (std::int64_t r = 0; r < runs; ++r) {
-      float v[32];
-      const float* src = out.transposed ? acc + r : acc + r * 32;
-      for (std::int64_t k = 0; k < length; ++k) v[k] = out.alpha * src[k * step];
-      if (out.column_bias != nullptr) {
-        const float* bias = out.column_bias + (out.transposed ? i : j);  // C's columns along the run
-        for (std::int64_t k = 0; k < length; ++k) v[k] += bias[k];
-      }
-      if (out.row_bias != nullptr) {
-        const float bias = out.row_bias[out.transposed ? j + r : i + r];  // the run is one row of C
-        for (std::int64_t k = 0; k < length; ++k) v[k] += bias;
-      }
-      T* dst = out.transposed ? C + (j + r) * out.ldc + i : C + (i + r) * out.ldc + j;
-      if constexpr (std::is_same_v<T, float>) {
-        if (out.beta == 0.0f)
-          for (std::int64_t k = 0; k < length; ++k) dst[k] = v[k];
-        else
-          for (std::int64_t k = 0; k < length; ++k) dst[k] = v[k] + out.beta * dst[k];
-      } else {
-        if (out.beta == 0.0f)
-          for (std::int64_t k = 0; k < length; ++k) dst[k] = common::bf16_bits_from_float(v[k]);
-        else
-          for (std::int64_t k = 0; k < length; ++k)
-            dst[k] = common::bf16_bits_from_float(v[k] + out.beta * common::float_from_bf16_bits(dst[k]));
-      }
-    }
-  };
-  if (out.type == DType::f32) store(static_cast<float*>(out.C));
-  else store(static_cast<std::uint16_t*>(out.C));
-}
 
 }  // namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT

@@ -1,6 +1,6 @@
 #pragma once
-// The bfloat16 GEMM's loops over memory, compiled per instruction set (bf16_pack.cpp); bf16.cpp
-// calls them.
+// The bfloat16 GEMM's packing loops, compiled per instruction set (bf16_pack.cpp); bf16.cpp calls
+// them.
 
 #include <cstdint>
 
@@ -14,9 +14,4 @@ namespace accrue::kernels::cpu {
 ACCRUE_CPU_KERNEL(pack_bf16_rows, void(Bf16A& into, bool trans, const void* A, DType dtype, std::int64_t lda));
 /// op(B) into the pairs along K of `into`, likewise.
 ACCRUE_CPU_KERNEL(pack_bf16_pairs, void(Bf16B& into, bool trans, const void* B, DType dtype, std::int64_t ldb));
-/// rows x cols of a 32 x 32 float32 block (leading dimension 32), the product's rows i.. and
-/// columns j.., into out: one contiguous run of C at a time, so that the loops vectorise.
-ACCRUE_CPU_KERNEL(write_bf16_block, void(const float* acc, std::int64_t i, std::int64_t j, std::int64_t rows,
-                                         std::int64_t cols, const Bf16Output& out));
-
 }  // namespace accrue::kernels::cpu
