@@ -29,6 +29,15 @@ done
 [[ $depends_libaccrue_dev == *"libaccrue (= $version)"* && $depends_libaccrue_dev == *libfmt-dev* ]] ||
   fail "libaccrue-dev's Depends: $depends_libaccrue_dev"
 [[ $depends_accrue_examples == *"libaccrue (= $version)"* ]] || fail "accrue-examples' Depends: $depends_accrue_examples"
+# The CUDA backend is a package of its own; the library a CPU program needs depends on nothing of CUDA's.
+[[ ! $depends_libaccrue =~ cuda|cublas|cudnn|nccl ]] || fail "libaccrue depends on CUDA: $depends_libaccrue"
+if grep -q '^#define ACCRUE_WITH_CUDA 1' "$build/include/accrue/config.hpp"; then
+  deb=$(ls "$work/packages/libaccrue-cuda_${version}_"*.deb 2>/dev/null | head -n 1)
+  [[ -n $deb ]] || fail "no package libaccrue-cuda in a build with the CUDA backend"
+  dpkg-deb -c "$deb" > "$work/cuda_contents.txt"
+  grep -q "libaccrue_cuda.so.${version%.*}" "$work/cuda_contents.txt" || fail "libaccrue-cuda lacks libaccrue_cuda.so"
+  echo "libaccrue-cuda: $(du -h "$deb" | cut -f1), $(dpkg-deb -f "$deb" Depends)"
+fi
 
 usr=$work/root/usr
 library=$(find "$usr" -name 'libaccrue.so.*.*.*' | head -n 1)

@@ -1,6 +1,7 @@
 // run_at_capability LEVEL PROGRAM [ARGS...]: runs PROGRAM with ACCRUE_CPU_CAPABILITY=LEVEL, so that
-// ctest runs the kernel suites once per instruction-set variant; exits 77 (ctest's skip) where this
-// processor cannot run LEVEL, saying so.
+// ctest runs the kernel suites once per instruction-set variant; exits 77 (ctest's skip), saying
+// so, where this processor cannot run LEVEL, or where LEVEL is its highest (the suite's own ctest
+// run, unforced, is at that level already).
 //
 // run_at_capability --list: the levels this processor runs, one per line.
 
@@ -32,6 +33,11 @@ int main(int argc, char** argv) {
     if (level > static_cast<int>(supported)) {
       std::printf("SKIPPED: %s at CPU capability %s: this processor allows up to %s\n", argv[2], argv[1],
                   capability_name(supported).data());
+      return 77;
+    }
+    if (level == static_cast<int>(supported)) {
+      std::printf("SKIPPED: %s at CPU capability %s: the suite's own run is at that level on this processor\n",
+                  argv[2], argv[1]);
       return 77;
     }
     setenv("ACCRUE_CPU_CAPABILITY", argv[1], 1);
