@@ -53,7 +53,7 @@ pack_library() {  # PATH: copies it (under its soname) and what it needs
 for p in "$stage"/bin/*; do [[ $p == *.py ]] || pack_needs "$p"; done
 pack_library "$(ldconfig -p | awk '$1 == "libopenblas.so.0" {print $NF; exit}')"
 # The CUDA backend is loaded with dlopen too, from beside libaccrue.
-pack_library "$(find "$build" -maxdepth 1 -name 'libaccrue_cuda.so.*.*' ! -name '*.*.*.*' | head -n 1)"
+pack_library "$(ls "$build"/libaccrue_cuda.so.*.* | sort | head -n 1)"  # the soname, libaccrue_cuda.so.X.Y
 
 rm -rf "$bundle"
 mkdir -p "$bundle/data/fashion-mnist"
