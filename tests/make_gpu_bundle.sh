@@ -23,7 +23,8 @@ limit_bytes=$((60 * 1000 * 1000))
 # The GPU machine runs one process: its programs need no MPI libraries.
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DACCRUE_CUDA=ON -DACCRUE_MPI=OFF >/dev/null
 programs=(test_gpu_libraries test_gpu_ops test_gpu_training 01_fashion_mnist_mlp 05_fashion_mnist_cnn mlp_epoch)
-cmake --build "$build" --target "${programs[@]}"
+# The CUDA backend is loaded with dlopen, so no program depends on it: built by name.
+cmake --build "$build" --target "${programs[@]}" accrue_cuda
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
@@ -53,7 +54,9 @@ pack_library() {  # PATH: copies it (under its soname) and what it needs
 for p in "$stage"/bin/*; do [[ $p == *.py ]] || pack_needs "$p"; done
 pack_library "$(ldconfig -p | awk '$1 == "libopenblas.so.0" {print $NF; exit}')"
 # The CUDA backend is loaded with dlopen too, from beside libaccrue.
-pack_library "$(ls "$build"/libaccrue_cuda.so.*.* | sort | head -n 1)"  # the soname, libaccrue_cuda.so.X.Y
+backend=$(ls "$build"/libaccrue_cuda.so.*.* 2>/dev/null | sort | head -n 1)  # the soname, libaccrue_cuda.so.X.Y
+[[ -n $backend ]] || { echo "no CUDA backend library (libaccrue_cuda.so) in $build"; exit 1; }
+pack_library "$backend"
 
 rm -rf "$bundle"
 mkdir -p "$bundle/data/fashion-mnist"

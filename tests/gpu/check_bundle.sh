@@ -29,6 +29,10 @@ summary=$results/summary.txt
 fail() { echo "bundle check: $*"; exit 1; }
 [[ $status -eq 0 ]] || fail "run.sh exited with $status (see $results)"
 grep -q "^Accuracy:" "$results/cpu_tutorial_1_epoch.log" || fail "the CPU epoch of the tutorial did not train"
+# Without a GPU the reason must be the driver or the device, not a CUDA backend library missing from
+# the bundle or unable to load.
+! grep -q "CUDA backend library.*could not be loaded" "$results/libraries.txt" ||
+  fail "the bundle's CUDA backend library did not load: $(grep -A3 'could not be loaded' "$results/libraries.txt")"
 grep -q "^CUDA devices: [1-9]" "$results/libraries.txt" ||
   grep -q "the GPU training and the benchmark were not run" "$summary" || fail "the GPU steps neither ran nor said why not"
 echo "bundle check passed: $results"
