@@ -2,6 +2,9 @@
 
 #include "accrue/dsl/model_json.hpp"
 
+#include <algorithm>
+#include <optional>
+
 #include "accrue/dsl/layer_registry.hpp"
 #include "accrue/dsl/sequential.hpp"
 
@@ -40,6 +43,50 @@ ordered_json typed(const std::string& type, const LayerConfig& config) {
   return {{"type", type}, {"config", json_of(config)}};
 }
 
+// LARS and LAMB's exclusion, as two options: the names joined by commas (names have none).
+void add_exclude(LayerConfig& config, const optim::Exclude& e) {
+  std::string names;
+  for (const std::string& n : e.names) names += (names.empty() ? "" : ",") + n;
+  config.emplace_back("exclude_vectors", e.vectors);
+  config.emplace_back("exclude_names", names);
+}
+
+optim::Exclude exclude_of(const ConfigReader& c) {
+  optim::Exclude e{.vectors = c.flag("exclude_vectors")};
+  const std::string names = c.text("exclude_names");
+  for (std::size_t begin = 0; begin < names.size();) {
+    const std::size_t end = std::min(names.find(',', begin), names.size());
+    e.names.push_back(names.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  return e;
+}
+
+// The optimizers beyond SGD and Adam, or null.
+ordered_json other_optimizer_json(const optim::AnyOptimizer& o) {
+  if (const auto* r = o.get<optim::RMSprop>())
+    return typed("RMSprop", {{"lr", r->lr}, {"alpha", r->alpha}, {"eps", r->eps}, {"weight_decay", r->weight_decay},
+                             {"momentum", r->momentum}, {"centered", r->centered}});
+  if (const auto* a = o.get<optim::Adagrad>())
+    return typed("Adagrad", {{"lr", a->lr}, {"lr_decay", a->lr_decay}, {"weight_decay", a->weight_decay},
+                             {"initial_accumulator_value", a->initial_accumulator_value}, {"eps", a->eps}});
+  if (const auto* l = o.get<optim::Lion>())
+    return typed("Lion", {{"lr", l->lr}, {"beta1", l->betas[0]}, {"beta2", l->betas[1]}, {"weight_decay", l->weight_decay}});
+  if (const auto* l = o.get<optim::LARS>()) {
+    LayerConfig c{{"lr", l->lr}, {"momentum", l->momentum}, {"weight_decay", l->weight_decay},
+                  {"trust_coefficient", l->trust_coefficient}, {"eps", l->eps}, {"larc_clip", l->larc_clip}};
+    add_exclude(c, l->exclude);
+    return typed("LARS", c);
+  }
+  if (const auto* l = o.get<optim::LAMB>()) {
+    LayerConfig c{{"lr", l->lr}, {"beta1", l->betas[0]}, {"beta2", l->betas[1]}, {"eps", l->eps},
+                  {"weight_decay", l->weight_decay}, {"bias_correction", l->bias_correction}};
+    add_exclude(c, l->exclude);
+    return typed("LAMB", c);
+  }
+  return nullptr;
+}
+
 // The optimizer as a type and configuration, or null when it is not one of the built-in ones.
 ordered_json optimizer_json(const optim::AnyOptimizer& o) {
   if (const auto* sgd = o.get<optim::SGD>())
@@ -51,7 +98,29 @@ ordered_json optimizer_json(const optim::AnyOptimizer& o) {
   };
   if (const auto* a = o.get<optim::Adam>()) return adam("Adam", *a);
   if (const auto* a = o.get<optim::AdamW>()) return adam("AdamW", *a);
-  return nullptr;
+  return other_optimizer_json(o);
+}
+
+std::optional<optim::AnyOptimizer> other_optimizer_of(const ConfigReader& c) {
+  if (c.type() == "RMSprop")
+    return optim::RMSprop{.lr = c.number("lr"), .alpha = c.number("alpha"), .eps = c.number("eps"),
+                          .weight_decay = c.number("weight_decay"), .momentum = c.number("momentum"),
+                          .centered = c.flag("centered")};
+  if (c.type() == "Adagrad")
+    return optim::Adagrad{.lr = c.number("lr"), .lr_decay = c.number("lr_decay"), .weight_decay = c.number("weight_decay"),
+                          .initial_accumulator_value = c.number("initial_accumulator_value"), .eps = c.number("eps")};
+  if (c.type() == "Lion")
+    return optim::Lion{.lr = c.number("lr"), .betas = {c.number("beta1"), c.number("beta2")},
+                       .weight_decay = c.number("weight_decay")};
+  if (c.type() == "LARS")
+    return optim::LARS{.lr = c.number("lr"), .momentum = c.number("momentum"), .weight_decay = c.number("weight_decay"),
+                       .trust_coefficient = c.number("trust_coefficient"), .eps = c.number("eps"),
+                       .exclude = exclude_of(c), .larc_clip = c.flag("larc_clip")};
+  if (c.type() == "LAMB")
+    return optim::LAMB{.lr = c.number("lr"), .betas = {c.number("beta1"), c.number("beta2")}, .eps = c.number("eps"),
+                       .weight_decay = c.number("weight_decay"), .exclude = exclude_of(c),
+                       .bias_correction = c.flag("bias_correction")};
+  return std::nullopt;
 }
 
 optim::AnyOptimizer optimizer_of(const ConfigReader& c) {
@@ -69,7 +138,8 @@ optim::AnyOptimizer optimizer_of(const ConfigReader& c) {
   };
   if (c.type() == "Adam") return adam(optim::Adam{});
   if (c.type() == "AdamW") return adam(optim::AdamW{});
-  throw ValueError(fmt::format("optimizer '{}' is none of SGD, Adam, AdamW", c.type()));
+  if (auto other = other_optimizer_of(c)) return *other;
+  throw ValueError(fmt::format("optimizer '{}' is none of SGD, Adam, AdamW, RMSprop, Adagrad, Lion, LARS, LAMB", c.type()));
 }
 
 ordered_json keys_json(const AccumulationSchedule& s) {

@@ -255,8 +255,14 @@ void Sequential::compile(optim::Recipe recipe, Loss loss, std::vector<Metric> me
 
 void Sequential::ensure_optimizer() {
   if (optimizer_ || !recipe_.optimizer().defined() || !built_) return;
-  const std::vector<Tensor> params = parameters();
+  std::vector<Tensor> params;
+  std::vector<std::string> names;
+  for (auto& [name, p] : named_parameters()) {
+    names.push_back(name);
+    params.push_back(p);
+  }
   optimizer_ = recipe_.optimizer().create(params);
+  optimizer_->set_parameter_names(std::move(names));
   scaler_ = recipe_.scales_loss(device_) ? std::make_unique<GradScaler>(recipe_.amp_options()->scaler) : nullptr;
 }
 

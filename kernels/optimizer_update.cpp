@@ -8,6 +8,26 @@
 #include "accrue/kernels/dispatch.hpp"
 
 namespace accrue::kernels {
+namespace {
+
+// Checks a parameter, its gradient and the defined tensors of `written` (float32 on `device`, the
+// parameter's size), and marks those as written.
+void expect_update(std::string_view kernel, Device device, const Tensor& param, const Tensor& grad,
+                   std::initializer_list<const Tensor*> written) {
+  expect_tensors(kernel, device, DType::f32, {&param, &grad});
+  ACCRUE_ASSERT(grad.numel() == param.numel());
+  for (const Tensor* t : written) {
+    if (!t->defined()) continue;
+    expect_tensors(kernel, device, DType::f32, {t});
+    ACCRUE_ASSERT(t->numel() == param.numel());
+    t->bump_version();
+  }
+}
+
+float* host_or_null(const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; }
+float* device_or_null(const Tensor& t) { return t.defined() ? ptr<float>(t) : nullptr; }
+
+}  // namespace
 
 void sgd_update(std::span<const SgdSlot> slots, const common::SgdHyper& hyper) {
   if (slots.empty()) return;
@@ -76,6 +96,102 @@ void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                  const Tensor& max_exp_avg_sq, const common::AdamHyper& hyper) {
   const AdamSlot slot{param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq};
   adam_update(std::span<const AdamSlot>(&slot, 1), hyper);
+}
+
+void rmsprop_update(std::span<const RmspropSlot> slots, const common::RmspropHyper& hyper) {
+  if (slots.empty()) return;
+  const Device device = slots.front().param.device();
+  for (const RmspropSlot& s : slots) {
+    ACCRUE_ASSERT(s.square_avg.defined() && (!hyper.centered || s.grad_avg.defined()) &&
+                  (hyper.momentum == 0.0f || s.momentum_buffer.defined()));
+    expect_update("rmsprop_update", device, s.param, s.grad, {&s.param, &s.square_avg, &s.grad_avg, &s.momentum_buffer});
+  }
+  return dispatch(
+      Op::rmsprop_update, device, DType::f32,
+      [&] {
+        for (const RmspropSlot& s : slots)
+          cpu::rmsprop_update(s.param.data<float>(), s.grad.data<float>(), s.square_avg.data<float>(),
+                              host_or_null(s.grad_avg), host_or_null(s.momentum_buffer), s.param.numel(), hyper);
+      },
+      [&](int index) {
+        std::vector<cuda::RmspropPointers> pointers;
+        for (const RmspropSlot& s : slots)
+          pointers.push_back({ptr<float>(s.param), ptr<float>(s.grad), ptr<float>(s.square_avg),
+                              device_or_null(s.grad_avg), device_or_null(s.momentum_buffer), s.param.numel()});
+        return ACCRUE_CUDA(rmsprop_update)(index, pointers, hyper);
+      });
+}
+
+void adagrad_update(std::span<const AdagradSlot> slots, const common::AdagradHyper& hyper) {
+  if (slots.empty()) return;
+  const Device device = slots.front().param.device();
+  for (const AdagradSlot& s : slots) {
+    ACCRUE_ASSERT(s.sum.defined());
+    expect_update("adagrad_update", device, s.param, s.grad, {&s.param, &s.sum});
+  }
+  return dispatch(
+      Op::adagrad_update, device, DType::f32,
+      [&] {
+        for (const AdagradSlot& s : slots)
+          cpu::adagrad_update(s.param.data<float>(), s.grad.data<float>(), s.sum.data<float>(), s.param.numel(), hyper);
+      },
+      [&](int index) {
+        std::vector<cuda::AdagradPointers> pointers;
+        for (const AdagradSlot& s : slots)
+          pointers.push_back({ptr<float>(s.param), ptr<float>(s.grad), ptr<float>(s.sum), s.param.numel()});
+        return ACCRUE_CUDA(adagrad_update)(index, pointers, hyper);
+      });
+}
+
+void lion_update(std::span<const LionSlot> slots, const common::LionHyper& hyper) {
+  if (slots.empty()) return;
+  const Device device = slots.front().param.device();
+  for (const LionSlot& s : slots) {
+    ACCRUE_ASSERT(s.exp_avg.defined());
+    expect_update("lion_update", device, s.param, s.grad, {&s.param, &s.exp_avg});
+  }
+  return dispatch(
+      Op::lion_update, device, DType::f32,
+      [&] {
+        for (const LionSlot& s : slots)
+          cpu::lion_update(s.param.data<float>(), s.grad.data<float>(), s.exp_avg.data<float>(), s.param.numel(), hyper);
+      },
+      [&](int index) {
+        std::vector<cuda::LionPointers> pointers;
+        for (const LionSlot& s : slots)
+          pointers.push_back({ptr<float>(s.param), ptr<float>(s.grad), ptr<float>(s.exp_avg), s.param.numel()});
+        return ACCRUE_CUDA(lion_update)(index, pointers, hyper);
+      });
+}
+
+void lars_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const common::LarsHyper& hyper) {
+  ACCRUE_ASSERT(hyper.momentum == 0.0f || momentum_buffer.defined());
+  expect_update("lars_update", param.device(), param, grad, {&param, &momentum_buffer});
+  return dispatch(
+      Op::lars_update, param.device(), DType::f32,
+      [&] {
+        cpu::lars_update(param.data<float>(), grad.data<float>(), host_or_null(momentum_buffer), param.numel(), hyper);
+      },
+      [&](int index) {
+        return ACCRUE_CUDA(lars_update)(index, ptr<float>(param), ptr<float>(grad), device_or_null(momentum_buffer),
+                                        param.numel(), hyper);
+      });
+}
+
+void lamb_moments(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                  const Tensor& update, const common::LambHyper& hyper) {
+  ACCRUE_ASSERT(exp_avg.defined() && exp_avg_sq.defined() && update.defined());
+  expect_update("lamb_moments", param.device(), param, grad, {&exp_avg, &exp_avg_sq, &update});
+  return dispatch(
+      Op::lamb_moments, param.device(), DType::f32,
+      [&] {
+        cpu::lamb_moments(param.data<float>(), grad.data<float>(), exp_avg.data<float>(), exp_avg_sq.data<float>(),
+                          update.data<float>(), param.numel(), hyper);
+      },
+      [&](int index) {
+        return ACCRUE_CUDA(lamb_moments)(index, ptr<float>(param), ptr<float>(grad), ptr<float>(exp_avg),
+                                         ptr<float>(exp_avg_sq), ptr<float>(update), param.numel(), hyper);
+      });
 }
 
 }  // namespace accrue::kernels

@@ -1,7 +1,7 @@
 #pragma once
 // Fused optimizer updates (math in common/optimizer_updates.hpp). The list forms update every
 // parameter of a group in one call: one pass per tensor on the CPU, a few multi-tensor launches
-// for all of them on a GPU.
+// for all of them on a GPU. LARS and LAMB go one tensor at a time: each has its own trust ratio.
 
 #include <span>
 
@@ -19,10 +19,35 @@ struct AdamSlot {
   Tensor param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq;
 };
 
+/// A parameter with its gradient and RMSprop state; `grad_avg` is undefined unless centered,
+/// `momentum_buffer` without momentum.
+struct RmspropSlot {
+  Tensor param, grad, square_avg, grad_avg, momentum_buffer;
+};
+/// A parameter with its gradient and Adagrad's running sum of squares.
+struct AdagradSlot {
+  Tensor param, grad, sum;
+};
+/// A parameter with its gradient and Lion's momentum.
+struct LionSlot {
+  Tensor param, grad, exp_avg;
+};
+
 /// One SGD step of every slot (all on one device, float32).
 void sgd_update(std::span<const SgdSlot> slots, const common::SgdHyper& hyper);
 /// One Adam/AdamW step of every slot (all on one device, float32).
 void adam_update(std::span<const AdamSlot> slots, const common::AdamHyper& hyper);
+
+void rmsprop_update(std::span<const RmspropSlot> slots, const common::RmspropHyper& hyper);
+void adagrad_update(std::span<const AdagradSlot> slots, const common::AdagradHyper& hyper);
+void lion_update(std::span<const LionSlot> slots, const common::LionHyper& hyper);
+/// One LARS step of one tensor, whose trust ratio is in hyper.scaled_lr; `momentum_buffer` is
+/// undefined without momentum.
+void lars_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const common::LarsHyper& hyper);
+/// LAMB's first pass over one tensor: the moments updated, the update r written to `update` (of the
+/// parameter's shape); the second pass is add_into(param, update, -lr * trust_ratio).
+void lamb_moments(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                  const Tensor& update, const common::LambHyper& hyper);
 
 /// One tensor's step.
 void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const common::SgdHyper& hyper);

@@ -2,10 +2,27 @@
 
 #include <fmt/format.h>
 
+#include "accrue/framework/optim/layerwise.hpp"
 #include "accrue/framework/optim/optimizer.hpp"
 #include "accrue/framework/optim/recipe.hpp"
 
 namespace accrue::callbacks {
+namespace {
+
+// "; trust ratios 0.weight 0.0213, 0.bias excluded, ..." for LARS and LAMB, nothing otherwise.
+std::string trust_ratios(const optim::Optimizer* optimizer) {
+  const auto* layerwise = dynamic_cast<const optim::LayerwiseOptimizer*>(optimizer);
+  if (layerwise == nullptr) return {};
+  std::string s = "; trust ratios";
+  for (std::size_t i = 0; i < layerwise->trust_ratios().size(); ++i) {
+    const std::string name = layerwise->parameter_name(i).empty() ? std::to_string(i) : layerwise->parameter_name(i);
+    if (layerwise->excluded(i)) s += fmt::format("{} {} excluded", i == 0 ? "" : ",", name);
+    else s += fmt::format("{} {} {:.4g}", i == 0 ? "" : ",", name, layerwise->trust_ratios()[i]);
+  }
+  return s;
+}
+
+}  // namespace
 
 void Explain::on_train_begin(TrainingContext& context) {
   context_ = &context;
@@ -39,7 +56,8 @@ void Explain::on_optimizer_step(const StepRecord& r) {
     what += "; ";
   }
   if (r.status == StepRecord::Status::applied)
-    what += fmt::format("{} steps with lr {:.6g}", context_->recipe->optimizer().str(), r.lr);
+    what += fmt::format("{} steps with lr {:.6g}{}", context_->recipe->optimizer().str(), r.lr,
+                        trust_ratios(context_->optimizer));
   else
     what += "skipped: inf or NaN in the loss or gradients, parameters unchanged";
   fmt::print(out_, "{}; .grad() zeroed\n", what);

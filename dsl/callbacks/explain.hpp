@@ -7,6 +7,9 @@
 //                      its summed loss weighted 1/64
 //     ...
 //     step: gradient norm 3.2104, clipped to 1.0000; SGD(lr=0.001) steps with lr 0.001; .grad() zeroed
+//
+// LARS and LAMB's steps also give each parameter's trust ratio ("trust ratios 0.weight 0.0213,
+// 0.bias excluded, ...").
 
 #include <cstdio>
 

@@ -19,6 +19,12 @@ Optimizer::Optimizer(std::vector<Tensor> parameters, double lr) : parameters_(st
   set_lr(lr);
 }
 
+void Optimizer::set_parameter_names(std::vector<std::string> names) {
+  ACCRUE_CHECK(names.size() == parameters_.size(), "optimizer {}: {} parameter names for {} parameters", str(),
+               names.size(), parameters_.size());
+  names_ = std::move(names);
+}
+
 void Optimizer::set_lr(double lr) {
   ACCRUE_CHECK(std::isfinite(lr) && lr >= 0.0, "the learning rate (lr) must be a finite number >= 0, got {}", lr);
   lr_ = lr;

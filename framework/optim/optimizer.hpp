@@ -1,7 +1,7 @@
 #pragma once
 // Optimizers: the update rule applied to parameters from their gradients.
 //
-// A configuration (optim::SGD, optim::Adam, optim::AdamW) is a plain value with PyTorch's
+// A configuration (optim::SGD, Adam, AdamW, RMSprop, Adagrad, LARS, LAMB, Lion) is a plain value with PyTorch's
 // defaults, written with designated initialisers: `optim::SGD{.lr = 0.01, .momentum = 0.9}`.
 // create() turns it into an Optimizer over a list of parameters, which a training loop (or a
 // user's own loop) drives with zero_grad(), backward() and step().
@@ -46,6 +46,11 @@ class Optimizer {
   /// Steps taken so far.
   std::int64_t steps() const { return steps_; }
   const std::vector<Tensor>& parameters() const { return parameters_; }
+  /// Names the parameters ("0.weight"), for options that choose parameters by name (LARS and
+  /// LAMB's `exclude`); a model names them when it creates its optimizer.
+  void set_parameter_names(std::vector<std::string> names);
+  /// Parameter i's name, or "" when the parameters were not named.
+  std::string parameter_name(std::size_t i) const { return i < names_.size() ? names_[i] : std::string{}; }
   /// "SGD(lr=0.001, momentum=0.9)".
   virtual std::string str() const = 0;
   /// Moves the optimizer's state tensors to `device` (the model moved there).
@@ -86,6 +91,7 @@ class Optimizer {
 
  protected:
   std::vector<Tensor> parameters_;
+  std::vector<std::string> names_;
   double lr_;
   std::int64_t steps_ = 0;
 };

@@ -113,6 +113,11 @@ bool operator==(const Recipe& a, const Recipe& b) {
 
 // The first links of the built-in configurations' chains (recipe_steps.hpp).
 ACCRUE_DEFINE_RECIPE_STEPS(, SGD)
+ACCRUE_DEFINE_RECIPE_STEPS(, RMSprop)
+ACCRUE_DEFINE_RECIPE_STEPS(, Adagrad)
+ACCRUE_DEFINE_RECIPE_STEPS(, LARS)
+ACCRUE_DEFINE_RECIPE_STEPS(, LAMB)
+ACCRUE_DEFINE_RECIPE_STEPS(, Lion)
 ACCRUE_DEFINE_RECIPE_STEPS(template <bool Decoupled>, AdamConfig<Decoupled>)
 ACCRUE_INSTANTIATE_RECIPE_STEPS(AdamConfig<false>)
 ACCRUE_INSTANTIATE_RECIPE_STEPS(AdamConfig<true>)

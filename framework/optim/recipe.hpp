@@ -12,8 +12,11 @@
 #include <string>
 
 #include "accrue/framework/optim/adam.hpp"
+#include "accrue/framework/optim/layerwise.hpp"
+#include "accrue/framework/optim/lion.hpp"
 #include "accrue/framework/optim/optimizer.hpp"
 #include "accrue/framework/optim/recipe_steps.hpp"
+#include "accrue/framework/optim/rmsprop.hpp"
 #include "accrue/framework/optim/sgd.hpp"
 #include "accrue/framework/printable.hpp"
 #include "accrue/framework/training/accumulation.hpp"

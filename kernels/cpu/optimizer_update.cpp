@@ -60,4 +60,82 @@ void adam_update(float* param, const float* grad, float* exp_avg, float* exp_avg
       h.weight_decay != 0.0f, h.decoupled, h.amsgrad, h.maximize);
 }
 
+void rmsprop_update(float* param, const float* grad, float* square_avg, float* grad_avg, float* momentum_buffer,
+                    std::int64_t n, const common::RmspropHyper& hyper) {
+  const common::RmspropHyper h = hyper;
+  with_flags(
+      [&](auto decay, auto centered, auto momentum) {
+        parallel_for(n, update_grain, [=](std::int64_t begin, std::int64_t end) {
+          const common::RmspropHyper local = h;
+          float* __restrict p = param;
+          const float* __restrict g = grad;
+          float* __restrict sq = square_avg;
+          float* __restrict mean = grad_avg;
+          float* __restrict buf = momentum_buffer;
+          for (std::int64_t i = begin; i < end; ++i)
+            common::rmsprop_update<decay(), centered(), momentum()>(p + i, g[i], sq + i, mean + i, buf + i, local);
+        });
+      },
+      h.weight_decay != 0.0f, h.centered, h.momentum != 0.0f);
+}
+
+void adagrad_update(float* param, const float* grad, float* sum, std::int64_t n, const common::AdagradHyper& hyper) {
+  const common::AdagradHyper h = hyper;
+  with_flags(
+      [&](auto decay) {
+        parallel_for(n, update_grain, [=](std::int64_t begin, std::int64_t end) {
+          const common::AdagradHyper local = h;
+          float* __restrict p = param;
+          const float* __restrict g = grad;
+          float* __restrict s = sum;
+          for (std::int64_t i = begin; i < end; ++i) common::adagrad_update<decay()>(p + i, g[i], s + i, local);
+        });
+      },
+      h.weight_decay != 0.0f);
+}
+
+void lion_update(float* param, const float* grad, float* exp_avg, std::int64_t n, const common::LionHyper& hyper) {
+  const common::LionHyper h = hyper;
+  with_flags(
+      [&](auto decay) {
+        parallel_for(n, update_grain, [=](std::int64_t begin, std::int64_t end) {
+          const common::LionHyper local = h;
+          float* __restrict p = param;
+          const float* __restrict g = grad;
+          float* __restrict m = exp_avg;
+          for (std::int64_t i = begin; i < end; ++i) common::lion_update<decay()>(p + i, g[i], m + i, local);
+        });
+      },
+      h.decay_factor != 1.0f);
+}
+
+void lars_update(float* param, const float* grad, float* momentum_buffer, std::int64_t n, const common::LarsHyper& hyper) {
+  const common::LarsHyper h = hyper;
+  with_flags(
+      [&](auto momentum, auto decay) {
+        parallel_for(n, update_grain, [=](std::int64_t begin, std::int64_t end) {
+          const common::LarsHyper local = h;
+          float* __restrict p = param;
+          const float* __restrict g = grad;
+          float* __restrict v = momentum_buffer;
+          for (std::int64_t i = begin; i < end; ++i) common::lars_update<momentum(), decay()>(p + i, g[i], v + i, local);
+        });
+      },
+      h.momentum != 0.0f, h.weight_decay != 0.0f);
+}
+
+void lamb_moments(const float* param, const float* grad, float* exp_avg, float* exp_avg_sq, float* update,
+                  std::int64_t n, const common::LambHyper& hyper) {
+  const common::LambHyper h = hyper;
+  parallel_for(n, update_grain, [=](std::int64_t begin, std::int64_t end) {
+    const common::LambHyper local = h;
+    const float* __restrict p = param;
+    const float* __restrict g = grad;
+    float* __restrict m = exp_avg;
+    float* __restrict v = exp_avg_sq;
+    float* __restrict r = update;
+    for (std::int64_t i = begin; i < end; ++i) r[i] = common::lamb_moments(p[i], g[i], m + i, v + i, local);
+  });
+}
+
 }  // namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT

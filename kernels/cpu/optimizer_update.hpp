@@ -15,5 +15,15 @@ ACCRUE_CPU_KERNEL(sgd_update, void(float* param, const float* grad, float* momen
                                    const common::SgdHyper& hyper));
 ACCRUE_CPU_KERNEL(adam_update, void(float* param, const float* grad, float* exp_avg, float* exp_avg_sq,
                                     float* max_exp_avg_sq, std::int64_t n, const common::AdamHyper& hyper));
+ACCRUE_CPU_KERNEL(rmsprop_update, void(float* param, const float* grad, float* square_avg, float* grad_avg,
+                                       float* momentum_buffer, std::int64_t n, const common::RmspropHyper& hyper));
+ACCRUE_CPU_KERNEL(adagrad_update, void(float* param, const float* grad, float* sum, std::int64_t n,
+                                       const common::AdagradHyper& hyper));
+ACCRUE_CPU_KERNEL(lion_update, void(float* param, const float* grad, float* exp_avg, std::int64_t n,
+                                    const common::LionHyper& hyper));
+ACCRUE_CPU_KERNEL(lars_update, void(float* param, const float* grad, float* momentum_buffer, std::int64_t n,
+                                    const common::LarsHyper& hyper));
+ACCRUE_CPU_KERNEL(lamb_moments, void(const float* param, const float* grad, float* exp_avg, float* exp_avg_sq,
+                                     float* update, std::int64_t n, const common::LambHyper& hyper));
 
 }  // namespace accrue::kernels::cpu

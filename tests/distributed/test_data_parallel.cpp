@@ -25,6 +25,7 @@ struct Case {
   bool amp = false;                         // bfloat16 on the CPU
   std::optional<std::int64_t> nan_sample;   // a sample whose features are NaN (NanGuard skips its window)
   std::size_t bucket_bytes = 25u << 20;
+  optim::AnyOptimizer optimizer = {};     // instead of SGD or AdamW
 };
 
 Sequential mlp() {
@@ -32,7 +33,9 @@ Sequential mlp() {
 }
 
 optim::Recipe recipe(const Case& c) {
-  const optim::Recipe r = c.adamw ? optim::Recipe{optim::AdamW{.lr = 1e-2}} : optim::Recipe{optim::SGD{.lr = 0.1, .momentum = 0.9}};
+  const optim::Recipe r = c.optimizer.defined() ? optim::Recipe{c.optimizer}
+                          : c.adamw             ? optim::Recipe{optim::AdamW{.lr = 1e-2}}
+                                                : optim::Recipe{optim::SGD{.lr = 0.1, .momentum = 0.9}};
   return (c.clip ? r.clip(0.5) : r).amp(c.amp);
 }
 
@@ -100,6 +103,22 @@ BOOST_AUTO_TEST_CASE(n_processes_train_as_one_process_with_n_times_the_batch) {
       {"sgd accumulate 2, a NaN in sample 13", 98, 4, 2, false, false, false, 13},
   };
   for (const Case& c : cases) {
+    Sequential dp, one;
+    const History h_dp = train(c, true, c.batch, dp);
+    const History h_one = train(c, false, c.batch * n, one);
+    check_same(c, h_dp, h_one, dp, one, 1e-5);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(every_optimizer_trains_as_one_process) {
+  const int n = distributed::world().size();
+  const std::vector<optim::AnyOptimizer> optimizers{
+      optim::RMSprop{.lr = 1e-2, .momentum = 0.9, .centered = true}, optim::Adagrad{.lr = 0.1},
+      optim::LARS{.lr = 0.5, .weight_decay = 1e-4, .trust_coefficient = 0.02}, optim::LAMB{.lr = 1e-2},
+      optim::Lion{.lr = 1e-3, .weight_decay = 0.1}};
+  for (const optim::AnyOptimizer& o : optimizers) {
+    Case c{o.str() + " accumulate 2", 98, 4, 2, false, false};
+    c.optimizer = o;
     Sequential dp, one;
     const History h_dp = train(c, true, c.batch, dp);
     const History h_one = train(c, false, c.batch * n, one);

@@ -43,13 +43,18 @@ Sequential& train(Sequential& m, const optim::Recipe& recipe, const Dataset& dat
 BOOST_AUTO_TEST_CASE(micro_batches_equal_one_large_batch) {
   // 96 samples: windows of 4 x 8 = 32, the same as batches of 32, for two epochs (6 steps).
   const Dataset data = blobs(96, 1);
-  const std::vector<std::pair<optim::Recipe, optim::Recipe>> cases = {
-      {optim::SGD{.lr = 0.1, .momentum = 0.9}, optim::SGD{.lr = 0.1, .momentum = 0.9}.accumulate(4)},
-      {optim::AdamW{.lr = 1e-2, .weight_decay = 0.05}, optim::AdamW{.lr = 1e-2, .weight_decay = 0.05}.accumulate(4)}};
-  for (const auto& [one_batch, accumulating] : cases) {
+  const std::vector<optim::Recipe> optimizers = {
+      optim::SGD{.lr = 0.1, .momentum = 0.9},
+      optim::AdamW{.lr = 1e-2, .weight_decay = 0.05},
+      optim::RMSprop{.lr = 1e-2, .weight_decay = 1e-3, .momentum = 0.9, .centered = true},
+      optim::Adagrad{.lr = 0.1, .lr_decay = 0.01},
+      optim::LARS{.lr = 0.5, .weight_decay = 1e-4, .trust_coefficient = 0.02},
+      optim::LAMB{.lr = 1e-2},
+      optim::Lion{.lr = 1e-3, .weight_decay = 0.1}};
+  for (const optim::Recipe& one_batch : optimizers) {
     Sequential large = model(7), accumulated = model(7);
     train(large, one_batch, data, 32, 2);
-    train(accumulated, accumulating, data, 8, 2);
+    train(accumulated, one_batch.accumulate(4), data, 8, 2);
     expect_same_params(large, accumulated, "4 x 8 against 32 with " + one_batch.str());
   }
 }
@@ -341,6 +346,25 @@ BOOST_AUTO_TEST_CASE(explain_mode_tells_what_happens) {
                            "step: gradient norm", "SGD(lr=0.1) steps with lr 0.1", ".grad() zeroed"})
     BOOST_CHECK_MESSAGE(text.find(part) != std::string::npos, "explain output lacks '" << part << "'");
   BOOST_TEST(text.find("window 2") == std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(explain_mode_shows_lamb_trust_ratios) {
+  std::FILE* out = std::tmpfile();
+  Sequential m = model(25);
+  m.compile(optim::LAMB{.lr = 1e-2}.accumulate(2), losses::CrossEntropy{});
+  m.fit(blobs(32, 26), {.batch_size = 8, .callbacks = {callbacks::Explain{{.windows = 2, .stream = out}}}, .verbose = 0});
+  std::rewind(out);
+  std::string text(4096, '\0');
+  text.resize(std::fread(text.data(), 1, text.size(), out));
+  std::fclose(out);
+  BOOST_TEST_MESSAGE(text);
+  // Trust ratios of the weights (each ||w|| / ||r||; the last step's are the optimizer's now), not
+  // of the biases, which LAMB leaves out.
+  const auto& lamb = dynamic_cast<const optim::LayerwiseOptimizer&>(m.optimizer());
+  for (const std::string part : {fmt::format("trust ratios 0.weight {:.4g}", lamb.trust_ratios()[0]), std::string{"0.bias excluded"},
+                                 fmt::format("2.weight {:.4g}", lamb.trust_ratios()[2]), std::string{"2.bias excluded"}})
+    BOOST_CHECK_MESSAGE(text.find(part) != std::string::npos, "explain output lacks '" << part << "'");
+  BOOST_TEST(lamb.trust_ratios()[0] != 1.0);
 }
 
 namespace {

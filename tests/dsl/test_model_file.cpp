@@ -208,14 +208,25 @@ BOOST_AUTO_TEST_CASE(the_compile_settings_come_back_with_the_model) {
   adam.compile(optim::Adam{.lr = 1e-2, .eps = 1e-6}.effective_batch(8).memory_budget(std::size_t{64} << 20),
                losses::CrossEntropy{}, {metrics::Accuracy{}});
   expect_same_compile(adam, path, "Adam, effective batch and memory budget");
+  for (const optim::AnyOptimizer& o :
+       {optim::AnyOptimizer{optim::RMSprop{.lr = 1e-3, .alpha = 0.9, .weight_decay = 1e-4, .momentum = 0.5, .centered = true}},
+        optim::AnyOptimizer{optim::Adagrad{.lr = 0.1, .lr_decay = 0.01, .initial_accumulator_value = 0.1}},
+        optim::AnyOptimizer{optim::LARS{.lr = 0.5, .weight_decay = 1e-4, .exclude = {.vectors = false, .names = {"bias", "3.weight"}},
+                                        .larc_clip = true}},
+        optim::AnyOptimizer{optim::LAMB{.lr = 2e-3, .betas = {0.9, 0.98}, .exclude = {.names = {"1.weight"}}, .bias_correction = false}},
+        optim::AnyOptimizer{optim::Lion{.lr = 3e-4, .betas = {0.95, 0.98}, .weight_decay = 0.1}}}) {
+    Sequential m = mlp();
+    m.compile(optim::Recipe{o}.accumulate(2), losses::CrossEntropy{});
+    expect_same_compile(m, path, o.str());
+  }
   // A damaged part is refused, named.
   serialization::SafetensorsFile file = serialization::load_safetensors(path);
   nlohmann::json j = nlohmann::json::parse(file.metadata.at("accrue.model"));
-  j["compile"]["optimizer"]["type"] = "Lion";
+  j["compile"]["optimizer"]["type"] = "Yogi";
   file.metadata["accrue.model"] = j.dump();
   serialization::save_safetensors(path, file.tensors, file.metadata);
   BOOST_CHECK_EXCEPTION(load_model(path), ValueError,
-                        message_has({path, "compile settings", "optimizer 'Lion' is none of SGD, Adam, AdamW"}));
+                        message_has({path, "compile settings", "optimizer 'Yogi' is none of SGD, Adam, AdamW, RMSprop"}));
   // A loss of the user's own cannot be in a file: the model comes back uncompiled, and says why.
   Sequential own = mlp();
   own.compile(optim::SGD{}, Loss([](const Tensor& p, const Tensor&) { return ops::sum(p); }, "my_loss"));

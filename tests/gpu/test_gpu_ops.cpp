@@ -327,6 +327,38 @@ GPU_OP_CASE(optimizer_updates_over_many_tensors, kernels::Op::sgd_update, kernel
     }
 }
 
+GPU_OP_CASE(layerwise_and_adaptive_optimizers, kernels::Op::rmsprop_update, kernels::Op::adagrad_update,
+            kernels::Op::lion_update, kernels::Op::lars_update, kernels::Op::lamb_moments) {
+  // Three steps of each optimizer over more tensors than one multi-tensor launch holds, a vector
+  // (excluded from trust ratios) and a zero weight, on the CPU and on the GPU.
+  std::vector<Shape> shapes{{40, 30}, {30}, {3, 3}};
+  for (int i = 0; i < 26; ++i) shapes.push_back({(i % 5) + 1, 7});
+  const auto run = [&](Device device, const optim::AnyOptimizer& config) {
+    std::vector<Tensor> params;
+    std::uint64_t seed = 300;
+    for (const Shape& s : shapes) {
+      Tensor p = (params.size() == 2 ? Tensor::zeros(s) : random_tensor(s, seed++)).to(device);
+      p.set_requires_grad(true);
+      params.push_back(p);
+    }
+    const auto opt = config.create(params);
+    for (int step = 0; step < 3; ++step) {
+      for (Tensor& p : params) p.set_grad(random_tensor(p.shape(), seed++).to(device));
+      opt->step();
+    }
+    return params;
+  };
+  for (const optim::AnyOptimizer& config :
+       {optim::AnyOptimizer{optim::RMSprop{.weight_decay = 0.01, .momentum = 0.9, .centered = true}},
+        optim::AnyOptimizer{optim::Adagrad{.lr = 0.1, .lr_decay = 0.01, .weight_decay = 0.01}},
+        optim::AnyOptimizer{optim::Lion{.lr = 1e-3, .weight_decay = 0.1}},
+        optim::AnyOptimizer{optim::LARS{.lr = 0.5, .weight_decay = 1e-4, .trust_coefficient = 0.02}},
+        optim::AnyOptimizer{optim::LAMB{.lr = 1e-2}}}) {
+    const auto c = run(Device::cpu(), config), g = run(gpu(), config);
+    for (std::size_t i = 0; i < c.size(); ++i) check_gpu_close(g[i], c[i], 1e-6, 1e-5, config.str() + " tensor " + std::to_string(i));
+  }
+}
+
 GPU_OP_CASE(global_norm_unscale_and_clip_over_many_tensors, kernels::Op::sum_of_squares,
             kernels::Op::unscale_and_check, kernels::Op::unary_in_place) {
   std::vector<Tensor> cpu, dev;
