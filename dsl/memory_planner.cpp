@@ -275,7 +275,9 @@ MemoryPlan Sequential::memory_plan(std::int64_t micro_batch, bool accumulates, b
   const std::size_t loss_kept = static_cast<std::size_t>(micro_batch * rows_per_sample) * 4 +
                                 (chain.dtypes.back() != DType::f32 ? logits_f32 : 0);
 
-  const int state_tensors = compiled() ? recipe_.optimizer().state_tensors().value_or(0) : 0;
+  // The optimizer's state per parameter, and the weights' moving average (.ema(), .swa()).
+  const int state_tensors =
+      compiled() ? recipe_.optimizer().state_tensors().value_or(0) + (recipe_.weight_average() ? 1 : 0) : 0;
   std::array<std::size_t, memory_category_count> at_start{};
   at_start[kParameters] = parameters.parameters + packs;
   at_start[kOptimizer] = static_cast<std::size_t>(state_tensors) * parameters.gradients;

@@ -223,6 +223,16 @@ optim::Recipe with_steps(optim::Recipe recipe, const ordered_json& j, const Read
   if (!j["clip_value"].is_null()) recipe = recipe.clip_value(j["clip_value"].get<double>());
   if (!j["amp"].is_null()) recipe = recipe.amp(amp_of(j["amp"], r));
   if (!j["memory_budget"].is_null()) recipe = recipe.memory_budget(j["memory_budget"].get<std::size_t>());
+  if (j.contains("average")) {  // files from before weight averaging have none
+    const ordered_json& a = j["average"];
+    const std::string kind = a.value("kind", "");
+    if (kind != "ema" && kind != "swa") r.fail(fmt::format("average: kind '{}' is neither ema nor swa", kind));
+    recipe = kind == "ema" ? recipe.ema({.decay = a.value("decay", 0.999), .warmup = a.value("warmup", false),
+                                         .validate = a.value("validate", true),
+                                         .overwrite_at_end = a.value("overwrite_at_end", true)})
+                           : recipe.swa({.start = a.value("start", std::int64_t{1}), .validate = a.value("validate", true),
+                                         .overwrite_at_end = a.value("overwrite_at_end", true)});
+  }
   return recipe;
 }
 
@@ -282,6 +292,13 @@ ordered_json compile_json(const optim::Recipe& recipe, const Loss& loss, const s
   j["clip_value"] = recipe.clip_value_limit() ? ordered_json(*recipe.clip_value_limit()) : ordered_json(nullptr);
   j["amp"] = recipe.amp_options() ? amp_json(*recipe.amp_options()) : ordered_json(nullptr);
   j["memory_budget"] = recipe.memory_budget() ? ordered_json(*recipe.memory_budget()) : ordered_json(nullptr);
+  if (const auto& a = recipe.weight_average())
+    j["average"] = {{"kind", a->kind == optim::WeightAverage::Kind::ema ? "ema" : "swa"},
+                    {"decay", a->decay},
+                    {"warmup", a->warmup},
+                    {"start", a->start},
+                    {"validate", a->validate},
+                    {"overwrite_at_end", a->overwrite_at_end}};
   if (loss.config()) j["loss"] = typed(loss.name(), *loss.config());
   else not_saved.push_back(fmt::format("the loss '{}' (a function of your own)", loss.name()));
   j["metrics"] = ordered_json::array();

@@ -263,6 +263,7 @@ void Sequential::ensure_optimizer() {
   }
   optimizer_ = recipe_.optimizer().create(params);
   optimizer_->set_parameter_names(std::move(names));
+  if (recipe_.weight_average()) optimizer_->keep_average(*recipe_.weight_average());
   scaler_ = recipe_.scales_loss(device_) ? std::make_unique<GradScaler>(recipe_.amp_options()->scaler) : nullptr;
 }
 

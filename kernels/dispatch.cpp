@@ -21,7 +21,7 @@ struct OpSupport {
 };
 
 // One row per Op, in its order.
-constexpr std::array<OpSupport, 35> table{{
+constexpr std::array<OpSupport, 36> table{{
     {Op::unary, "unary", floating, floating},
     {Op::unary_in_place, "unary_in_place", f32, f32},
     {Op::binary, "binary", f32, f32},
@@ -50,6 +50,7 @@ constexpr std::array<OpSupport, 35> table{{
     {Op::lion_update, "lion_update", f32, f32},
     {Op::lars_update, "lars_update", f32, f32},
     {Op::lamb_moments, "lamb_moments", f32, f32},
+    {Op::average_update, "average_update", f32, f32},
     {Op::unscale_and_check, "unscale_and_check", f32, f32},
     {Op::permute, "permute", any, any},
     {Op::gather_rows, "gather_rows", floating, floating},

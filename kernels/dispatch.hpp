@@ -42,6 +42,7 @@ enum class Op {
   lion_update,
   lars_update,
   lamb_moments,
+  average_update,  // the parameters' moving average (EMA, SWA)
   unscale_and_check,
   permute,
   gather_rows,

@@ -98,6 +98,30 @@ void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
   adam_update(std::span<const AdamSlot>(&slot, 1), hyper);
 }
 
+void average_update(std::span<const Tensor> averages, std::span<const Tensor> params, double decay) {
+  ACCRUE_ASSERT(averages.size() == params.size());
+  if (params.empty()) return;
+  const Device device = params.front().device();
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    expect_tensors("average_update", device, DType::f32, {&averages[i], &params[i]});
+    ACCRUE_ASSERT(averages[i].numel() == params[i].numel());
+    averages[i].bump_version();
+  }
+  const auto d = static_cast<float>(decay), one_minus = static_cast<float>(1.0 - decay);
+  return dispatch(
+      Op::average_update, device, DType::f32,
+      [&] {
+        for (std::size_t i = 0; i < params.size(); ++i)
+          cpu::average_update(averages[i].data<float>(), params[i].data<float>(), params[i].numel(), d, one_minus);
+      },
+      [&](int index) {
+        std::vector<cuda::AveragePointers> pointers;
+        for (std::size_t i = 0; i < params.size(); ++i)
+          pointers.push_back({ptr<float>(averages[i]), ptr<float>(params[i]), params[i].numel()});
+        return ACCRUE_CUDA(average_update)(index, pointers, d, one_minus);
+      });
+}
+
 void rmsprop_update(std::span<const RmspropSlot> slots, const common::RmspropHyper& hyper) {
   if (slots.empty()) return;
   const Device device = slots.front().param.device();

@@ -49,6 +49,10 @@ void lars_update(const Tensor& param, const Tensor& grad, const Tensor& momentum
 void lamb_moments(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                   const Tensor& update, const common::LambHyper& hyper);
 
+/// averages[i] = decay averages[i] + (1 - decay) params[i] for every i (float32, one device): the
+/// parameters' moving average after an optimizer step.
+void average_update(std::span<const Tensor> averages, std::span<const Tensor> params, double decay);
+
 /// One tensor's step.
 void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const common::SgdHyper& hyper);
 void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,

@@ -218,8 +218,19 @@ void TrainingRun::end_epoch(int epoch) {
   check_replicas(epoch);
   context_.epoch_memory = memory_stats(model_.device());
   if (validation_) try {
-      const Evaluation val =
-          model_.evaluate(*validation_, {.batch_size = state_.batch_size, .distributed = options_.distributed});
+      // Validation of the averaged weights (.ema(), .swa()), the training weights put back after.
+      const auto& average = model_.recipe_.weight_average();
+      const bool averaged = average && average->validate && !optimizer_->average().empty();
+      if (averaged) optimizer_->swap_average();
+      const Evaluation val = [&] {
+        try {
+          return model_.evaluate(*validation_, {.batch_size = state_.batch_size, .distributed = options_.distributed});
+        } catch (...) {
+          if (averaged) optimizer_->swap_average();
+          throw;
+        }
+      }();
+      if (averaged) optimizer_->swap_average();
       for (const auto& [name, value] : val.logs.items()) logs.set("val_" + name, value);
     } catch (const Interrupted& e) {
       stop_in_validation(epoch, e);
@@ -240,6 +251,8 @@ History TrainingRun::finish() {
   // Gradients of a window cut off by an early stop are not applied.
   optimizer_->zero_grad();
   optimizer_->set_lr(context_.base_lr);
+  const auto& average = model_.recipe_.weight_average();
+  if (average && average->overwrite_at_end) optimizer_->load_average_into_parameters();
   const History& history = state_.history;
   for (Callback* c : callbacks_) c->on_train_end(history.epochs() ? history.logs().back() : Logs{});
   return history;

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "accrue/framework/autograd.hpp"
+#include "accrue/kernels/optimizer_update.hpp"
 #include "accrue/framework/serialization/safetensors.hpp"
 
 namespace accrue::optim {
@@ -42,8 +43,56 @@ void Optimizer::step() {
                  p.device());
     indices.push_back(i);
   }
+  if (average_options_ && average_options_->kind == WeightAverage::Kind::ema && average_tensors_.empty()) start_average();
   update_all(indices);
   ++steps_;
+  if (average_options_) update_average();
+}
+
+void Optimizer::keep_average(const WeightAverage& average) {
+  ACCRUE_CHECK(average.decay >= 0.0 && average.decay < 1.0, "optimizer {}: the average's decay must be in [0, 1), got {}",
+               str(), average.decay);
+  average_options_ = average;
+  average_tensors_.clear();
+  average_updates_ = 0;
+}
+
+void Optimizer::start_average() {
+  average_tensors_.clear();
+  for (const Tensor& p : parameters_) average_tensors_.push_back(adopt_state_tensor(p, p));
+}
+
+void Optimizer::update_average() {
+  const WeightAverage& a = *average_options_;
+  const auto n = static_cast<double>(average_updates_);
+  double decay = a.decay;
+  if (a.kind == WeightAverage::Kind::swa) {
+    if (steps_ < a.start) return;
+    if (average_tensors_.empty()) {  // the first averaged weights are the average
+      start_average();
+      average_updates_ = 1;
+      return;
+    }
+    decay = n / (n + 1.0);
+  } else if (a.warmup) {
+    decay = std::min(a.decay, (1.0 + n) / (10.0 + n));
+  }
+  kernels::average_update(average_tensors_, parameters_, decay);
+  ++average_updates_;
+}
+
+void Optimizer::load_average_into_parameters() {
+  const NoGradGuard no_grad;
+  for (std::size_t i = 0; i < average_tensors_.size(); ++i) parameters_[i].copy_(average_tensors_[i]);
+}
+
+void Optimizer::swap_average() {
+  const NoGradGuard no_grad;
+  for (std::size_t i = 0; i < average_tensors_.size(); ++i) {
+    const Tensor weights = parameters_[i].clone();
+    parameters_[i].copy_(average_tensors_[i]);
+    average_tensors_[i].copy_(weights);
+  }
 }
 
 void Optimizer::update_all(const std::vector<std::size_t>& indices) {
@@ -54,6 +103,11 @@ OptimizerState Optimizer::state() const {
   OptimizerState state;
   save_state(state);
   state.counters["steps"] = steps_;
+  if (!average_tensors_.empty()) {
+    for (std::size_t i = 0; i < average_tensors_.size(); ++i)
+      state.tensors.emplace_back(fmt::format("average.{}", i), average_tensors_[i]);
+    state.counters["average.updates"] = average_updates_;
+  }
   return state;
 }
 
@@ -61,8 +115,36 @@ void Optimizer::load_state(const OptimizerState& state) {
   const auto steps = state.counters.find("steps");
   ACCRUE_CHECK(steps != state.counters.end() && steps->second >= 0,
                "optimizer {}: the saved state has no step count; nothing was loaded", str());
-  restore_state(state);
+  std::vector<Tensor> average;
+  std::int64_t updates = 0;
+  restore_state(take_average(state, average, updates));
   steps_ = steps->second;
+  for (std::size_t i = 0; i < average.size(); ++i) average[i] = adopt_state_tensor(average[i], parameters_[i]);
+  average_tensors_ = std::move(average);
+  average_updates_ = updates;
+}
+
+OptimizerState Optimizer::take_average(const OptimizerState& state, std::vector<Tensor>& average,
+                                       std::int64_t& updates) const {
+  const auto saved_updates = state.counters.find("average.updates");
+  if (!average_options_ || saved_updates == state.counters.end()) return state;  // restore_state names strays
+  OptimizerState own;
+  own.counters = state.counters;
+  own.counters.erase("average.updates");
+  std::vector<std::string> problems;
+  for (const auto& [name, t] : state.tensors)
+    if (!name.starts_with("average.")) own.tensors.emplace_back(name, t);
+  for (std::size_t i = 0; i < parameters_.size(); ++i)
+    average.push_back(check_state_tensor(state, fmt::format("average.{}", i), parameters_[i], true, problems));
+  if (saved_updates->second < 1) problems.push_back(fmt::format("'average.updates' is {}", saved_updates->second));
+  std::vector<std::string> claimed;
+  for (std::size_t i = 0; i < parameters_.size(); ++i) claimed.push_back(fmt::format("average.{}", i));
+  OptimizerState averages;
+  for (const auto& [name, t] : state.tensors)
+    if (name.starts_with("average.")) averages.tensors.emplace_back(name, t);
+  throw_state_problems(averages, claimed, std::move(problems));
+  updates = saved_updates->second;
+  return own;
 }
 
 void Optimizer::save_state(OptimizerState&) const {

@@ -26,6 +26,27 @@ struct OptimizerState {
   std::map<std::string, std::int64_t> counters;
 };
 
+/// A moving average of the parameters (Recipe::ema, Recipe::swa), updated once per optimizer step
+/// applied: never per micro-batch, never on a skipped step.
+struct WeightAverage {
+  enum class Kind { ema, swa };
+  Kind kind = Kind::ema;
+  /// EMA: avg = decay avg + (1 - decay) w.
+  double decay = 0.999;
+  /// EMA: the decay after n updates is min(decay, (1 + n) / (10 + n)) (TensorFlow's
+  /// ExponentialMovingAverage with num_updates), so early weights fade quickly.
+  bool warmup = false;
+  /// SWA: the equal average of the weights after every optimizer step from this one on (counted
+  /// from 1, as the schedule's steps are).
+  std::int64_t start = 1;
+  /// fit's validation runs on the averaged weights (Keras's use_ema).
+  bool validate = true;
+  /// When fit ends, the model's weights become the average (Keras's use_ema without an
+  /// ema_overwrite_frequency), so that predict, evaluate and save use it.
+  bool overwrite_at_end = true;
+  friend bool operator==(const WeightAverage&, const WeightAverage&) = default;
+};
+
 class Optimizer {
  public:
   explicit Optimizer(std::vector<Tensor> parameters, double lr);
@@ -55,6 +76,21 @@ class Optimizer {
   virtual std::string str() const = 0;
   /// Moves the optimizer's state tensors to `device` (the model moved there).
   virtual void move_state_to(Device /*device*/) {}
+
+  /// Keeps a moving average of the parameters, updated at the end of every step() (so once per
+  /// optimizer step applied, whatever the accumulation); an EMA starts from the weights before the
+  /// first step, an SWA from those after step `start`. Its tensors count as optimizer state and are
+  /// in state().
+  void keep_average(const WeightAverage& average);
+  /// The averaged parameters, one per parameter (empty before the average starts or without one).
+  const std::vector<Tensor>& average() const { return average_tensors_; }
+  /// Updates of the average so far.
+  std::int64_t average_updates() const { return average_updates_; }
+  /// Exchanges the parameters' values with the average's (a second call restores them); nothing
+  /// without an average.
+  void swap_average();
+  /// Sets the parameters to the average (which stays as it is); nothing without an average.
+  void load_average_into_parameters();
 
   /// The state to continue from in a checkpoint (CPU or device tensors, not copies: save them
   /// before the next step).
@@ -94,6 +130,16 @@ class Optimizer {
   std::vector<std::string> names_;
   double lr_;
   std::int64_t steps_ = 0;
+
+ private:
+  void start_average();
+  void update_average();
+  /// Takes the average's entries out of `state` (checked against the parameters) before the
+  /// optimizer's own restore_state sees it; throws ValueError naming what does not fit.
+  OptimizerState take_average(const OptimizerState& state, std::vector<Tensor>& average, std::int64_t& updates) const;
+  std::optional<WeightAverage> average_options_;
+  std::vector<Tensor> average_tensors_;
+  std::int64_t average_updates_ = 0;
 };
 
 /// What any optimizer configuration provides; user-defined optimizers satisfy it too.

@@ -51,6 +51,25 @@ Recipe Recipe::amp(AmpOptions options) const {
   return r;
 }
 
+Recipe Recipe::ema(EmaOptions options) const {
+  Recipe r = *this;
+  r.average_ = WeightAverage{.kind = WeightAverage::Kind::ema,
+                             .decay = options.decay,
+                             .warmup = options.warmup,
+                             .validate = options.validate,
+                             .overwrite_at_end = options.overwrite_at_end};
+  return r;
+}
+
+Recipe Recipe::swa(SwaOptions options) const {
+  Recipe r = *this;
+  r.average_ = WeightAverage{.kind = WeightAverage::Kind::swa,
+                             .start = options.start,
+                             .validate = options.validate,
+                             .overwrite_at_end = options.overwrite_at_end};
+  return r;
+}
+
 std::optional<DType> Recipe::amp_dtype(Device device) const {
   if (!amp_) return std::nullopt;
   if (amp_->dtype) return amp_->dtype;
@@ -81,6 +100,12 @@ void Recipe::validate() const {
                  "memory_budget({}) chooses the micro-batch for an effective batch: add .effective_batch(n) (and a "
                  "positive budget)",
                  *memory_budget_);
+  if (average_) {
+    ACCRUE_CHECK(average_->decay >= 0.0 && average_->decay < 1.0, "ema({{.decay = {}}}): the decay must be in [0, 1)",
+                 average_->decay);
+    ACCRUE_CHECK(average_->start >= 1, "swa({{.start = {}}}): the first averaged optimizer step is 1 or later",
+                 average_->start);
+  }
   ACCRUE_CHECK(!(clip_norm_ && clip_value_),
                "clip() and clip_value() are alternatives (as Lightning's gradient_clip_algorithm); keep one");
 }
@@ -101,6 +126,9 @@ std::string Recipe::str() const {
     s += amp_->dtype ? fmt::format(" amp={}", dtype_name(*amp_->dtype)) : std::string{" amp"};
     if (amp_->loss_scaling) s += *amp_->loss_scaling ? " (loss scaling)" : " (no loss scaling)";
   }
+  if (average_ && average_->kind == WeightAverage::Kind::ema)
+    s += fmt::format(" ema={:g}{}", average_->decay, average_->warmup ? " (warmup)" : "");
+  if (average_ && average_->kind == WeightAverage::Kind::swa) s += fmt::format(" swa from step {}", average_->start);
   return s;
 }
 
@@ -108,7 +136,7 @@ bool operator==(const Recipe& a, const Recipe& b) {
   return a.optimizer_ == b.optimizer_ && a.accumulation_ == b.accumulation_ &&
          a.accumulate_options_ == b.accumulate_options_ &&
          a.clip_norm_ == b.clip_norm_ && a.clip_options_ == b.clip_options_ && a.clip_value_ == b.clip_value_ &&
-         a.amp_ == b.amp_ && a.memory_budget_ == b.memory_budget_;
+         a.amp_ == b.amp_ && a.memory_budget_ == b.memory_budget_ && a.average_ == b.average_;
 }
 
 // The first links of the built-in configurations' chains (recipe_steps.hpp).

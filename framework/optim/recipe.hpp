@@ -53,6 +53,14 @@ class Recipe {
   Recipe amp(bool enabled = true) const;
   Recipe amp(DType dtype) const;
   Recipe amp(AmpOptions options) const;
+  /// An exponential moving average of the weights, updated after each applied optimizer step
+  /// (never per micro-batch, never on a skipped step): used for validation and, at the end of fit,
+  /// as the model's weights (EmaOptions says which); kept in checkpoints.
+  Recipe ema(EmaOptions options = {}) const;
+  /// Stochastic weight averaging: the equal average of the weights after each step from
+  /// `options.start` on, used as ema's is. BatchNorm's statistics of the averaged weights come from
+  /// Sequential::update_batch_norm (torch.optim.swa_utils.update_bn).
+  Recipe swa(SwaOptions options = {}) const;
 
   const AnyOptimizer& optimizer() const { return optimizer_; }
   const AccumulationSchedule& accumulation() const { return accumulation_; }
@@ -65,6 +73,8 @@ class Recipe {
   std::optional<double> clip_value_limit() const { return clip_value_; }
   /// The mixed-precision settings, when amp is on.
   const std::optional<AmpOptions>& amp_options() const { return amp_; }
+  /// The moving average of the weights, when ema() or swa() was part of the chain.
+  const std::optional<WeightAverage>& weight_average() const { return average_; }
   /// The low-precision type on `device` (nothing without amp).
   std::optional<DType> amp_dtype(Device device) const;
   /// Whether losses are scaled on `device`.
@@ -86,6 +96,7 @@ class Recipe {
   std::optional<double> clip_value_;
   std::optional<AmpOptions> amp_;
   std::optional<std::size_t> memory_budget_;
+  std::optional<WeightAverage> average_;
 };
 
 inline std::ostream& operator<<(std::ostream& os, const Recipe& r) { return os << r.str(); }

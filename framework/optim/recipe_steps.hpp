@@ -12,6 +12,7 @@
 
 #include "accrue/framework/amp/grad_scaler.hpp"
 #include "accrue/framework/dtype.hpp"
+#include "accrue/framework/optim/optimizer.hpp"
 #include "accrue/framework/training/accumulation.hpp"
 
 namespace accrue::optim {
@@ -25,6 +26,22 @@ struct AmpOptions {
   std::optional<bool> loss_scaling = {};
   GradScalerOptions scaler = {};
   friend bool operator==(const AmpOptions&, const AmpOptions&) = default;
+};
+
+/// `.ema({.decay = 0.999})`: an exponential moving average of the weights.
+struct EmaOptions {
+  double decay = 0.999;
+  bool warmup = false;
+  bool validate = true;
+  bool overwrite_at_end = true;
+};
+
+/// `.swa({.start = 500})`: stochastic weight averaging (torch.optim.swa_utils.AveragedModel), the
+/// equal average of the weights after each step from `start` on.
+struct SwaOptions {
+  std::int64_t start = 1;
+  bool validate = true;
+  bool overwrite_at_end = true;
 };
 
 struct ClipOptions {
@@ -52,7 +69,11 @@ struct ClipOptions {
   /** Mixed precision: .amp() (the device's default), .amp(dtype::f16), .amp(false), .amp({...}). */      \
   ::accrue::optim::Recipe amp(bool enabled = true) const;                                                 \
   ::accrue::optim::Recipe amp(::accrue::DType dtype) const;                                               \
-  ::accrue::optim::Recipe amp(::accrue::optim::AmpOptions options) const;
+  ::accrue::optim::Recipe amp(::accrue::optim::AmpOptions options) const;                                 \
+  /** An exponential moving average of the weights, updated once per applied step (see Recipe). */       \
+  ::accrue::optim::Recipe ema(::accrue::optim::EmaOptions options = {}) const;                            \
+  /** Stochastic weight averaging: the equal average of the weights from a step on (see Recipe). */      \
+  ::accrue::optim::Recipe swa(::accrue::optim::SwaOptions options = {}) const;
 
 /// Defines the first links for `Config` (in a .cpp that includes recipe.hpp); `Prefix` is empty, or
 /// the template head when Config is a template.
@@ -79,6 +100,12 @@ struct ClipOptions {
   }                                                                                                          \
   Prefix ::accrue::optim::Recipe Config::amp(::accrue::optim::AmpOptions options) const {                    \
     return ::accrue::optim::Recipe{*this}.amp(options);                                                      \
+  }                                                                                                          \
+  Prefix ::accrue::optim::Recipe Config::ema(::accrue::optim::EmaOptions options) const {                    \
+    return ::accrue::optim::Recipe{*this}.ema(options);                                                      \
+  }                                                                                                          \
+  Prefix ::accrue::optim::Recipe Config::swa(::accrue::optim::SwaOptions options) const {                    \
+    return ::accrue::optim::Recipe{*this}.swa(options);                                                      \
   }
 
 /// Instantiates the links ACCRUE_DEFINE_RECIPE_STEPS defined for a template, for one `Config`.
@@ -91,4 +118,6 @@ struct ClipOptions {
   template ::accrue::optim::Recipe Config::clip_value(double) const;                                           \
   template ::accrue::optim::Recipe Config::amp(bool) const;                                                    \
   template ::accrue::optim::Recipe Config::amp(::accrue::DType) const;                                         \
-  template ::accrue::optim::Recipe Config::amp(::accrue::optim::AmpOptions) const;
+  template ::accrue::optim::Recipe Config::amp(::accrue::optim::AmpOptions) const;                            \
+  template ::accrue::optim::Recipe Config::ema(::accrue::optim::EmaOptions) const;                            \
+  template ::accrue::optim::Recipe Config::swa(::accrue::optim::SwaOptions) const;

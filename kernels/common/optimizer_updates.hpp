@@ -195,4 +195,10 @@ ACCRUE_HD float lamb_moments(float p, float g, float* exp_avg, float* exp_avg_sq
   return (m / h.bias_correction1) / (sqrtf(v / h.bias_correction2) + h.eps) + h.weight_decay * p;
 }
 
+// A parameter's moving average: avg = decay avg + (1 - decay) w (EMA; SWA's equal average is
+// decay n / (n + 1) after n updates). `one_minus_decay` is computed in double on the host.
+ACCRUE_HD void average_update(float* avg, float w, float decay, float one_minus_decay) {
+  *avg = *avg * decay + one_minus_decay * w;
+}
+
 }  // namespace accrue::kernels::common

@@ -124,6 +124,15 @@ void lars_update(float* param, const float* grad, float* momentum_buffer, std::i
       h.momentum != 0.0f, h.weight_decay != 0.0f);
 }
 
+void average_update(float* average, const float* param, std::int64_t n, float decay, float one_minus_decay) {
+  parallel_for(n, update_grain, [=](std::int64_t begin, std::int64_t end) {
+    const float d = decay, od = one_minus_decay;
+    float* __restrict a = average;
+    const float* __restrict p = param;
+    for (std::int64_t i = begin; i < end; ++i) common::average_update(a + i, p[i], d, od);
+  });
+}
+
 void lamb_moments(const float* param, const float* grad, float* exp_avg, float* exp_avg_sq, float* update,
                   std::int64_t n, const common::LambHyper& hyper) {
   const common::LambHyper h = hyper;

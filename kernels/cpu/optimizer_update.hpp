@@ -23,6 +23,8 @@ ACCRUE_CPU_KERNEL(lion_update, void(float* param, const float* grad, float* exp_
                                     const common::LionHyper& hyper));
 ACCRUE_CPU_KERNEL(lars_update, void(float* param, const float* grad, float* momentum_buffer, std::int64_t n,
                                     const common::LarsHyper& hyper));
+ACCRUE_CPU_KERNEL(average_update, void(float* average, const float* param, std::int64_t n, float decay,
+                                       float one_minus_decay));
 ACCRUE_CPU_KERNEL(lamb_moments, void(const float* param, const float* grad, float* exp_avg, float* exp_avg_sq,
                                      float* update, std::int64_t n, const common::LambHyper& hyper));
 

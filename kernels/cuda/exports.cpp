@@ -46,7 +46,7 @@ std::unique_ptr<Communicator> make_nccl(Communicator& world, int device);  // nc
   X(fill_uniform) X(fill_normal) X(unary_in_place) X(gather_rows) X(scatter_add_rows) X(gemm_f32)           \
   X(gemm_f32_strided_batched) X(gemm_low_precision) X(group_norm_forward) X(group_norm_backward)            \
   X(batch_norm_forward_training) X(batch_norm_backward) X(sgd_update) X(adam_update) X(permute)             \
-  X(rmsprop_update) X(adagrad_update) X(lion_update) X(lars_update) X(lamb_moments)                         \
+  X(rmsprop_update) X(adagrad_update) X(lion_update) X(lars_update) X(lamb_moments) X(average_update)      \
   X(pool2d_forward) X(pool2d_backward) X(sum_dim_partials) X(sum_dim) X(expand_dim) X(sum_to_shape)         \
   X(argmax_rows) X(sum_of_squares_partials) X(sum_of_squares) X(softmax_forward) X(softmax_backward)        \
   X(masked_softmax_forward) X(masked_softmax_backward)

@@ -72,6 +72,15 @@ __global__ void lion_kernel(TensorTable<3> t, common::LionHyper h) {
   for (std::int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) common::lion_update<Decay>(p + i, g[i], m + i, h);
 }
 
+__global__ void average_kernel(TensorTable<2> t, float decay, float one_minus_decay) {
+  std::int64_t begin, end;
+  int s;
+  chunk_range(t, &begin, &end, &s);
+  float* a = static_cast<float*>(t.ptr[0][s]);
+  const float* p = static_cast<const float*>(t.ptr[1][s]);
+  for (std::int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) common::average_update(a + i, p[i], decay, one_minus_decay);
+}
+
 template <bool Momentum, bool Decay>
 struct LarsStep {
   float* p;
@@ -190,6 +199,20 @@ void lion_update(int device, std::span<const LionPointers> tensors, const common
       lion_kernel<decay()><<<blocks, multi_threads, 0, stream>>>(table, h);
       check_launch("lion_kernel", __FILE__, __LINE__);
     });
+  });
+}
+
+void average_update(int device, std::span<const AveragePointers> tensors, float decay, float one_minus_decay) {
+  std::vector<std::int64_t> sizes;
+  std::vector<std::array<void*, 2>> pointers;
+  for (const AveragePointers& t : tensors) {
+    sizes.push_back(t.n);
+    pointers.push_back({t.average, const_cast<float*>(t.param)});
+  }
+  const cudaStream_t stream = compute_stream(device);
+  for_each_launch<2>(sizes, pointers, [&](const TensorTable<2>& table, unsigned blocks) {
+    average_kernel<<<blocks, multi_threads, 0, stream>>>(table, decay, one_minus_decay);
+    check_launch("average_kernel", __FILE__, __LINE__);
   });
 }
 

@@ -45,11 +45,17 @@ struct LionPointers {
   float* exp_avg;
   std::int64_t n;
 };
+struct AveragePointers {
+  float* average;
+  const float* param;
+  std::int64_t n;
+};
 void sgd_update(int device, std::span<const SgdPointers> tensors, const common::SgdHyper& hyper);
 void adam_update(int device, std::span<const AdamPointers> tensors, const common::AdamHyper& hyper);
 void rmsprop_update(int device, std::span<const RmspropPointers> tensors, const common::RmspropHyper& hyper);
 void adagrad_update(int device, std::span<const AdagradPointers> tensors, const common::AdagradHyper& hyper);
 void lion_update(int device, std::span<const LionPointers> tensors, const common::LionHyper& hyper);
+void average_update(int device, std::span<const AveragePointers> tensors, float decay, float one_minus_decay);
 void lars_update(int device, float* param, const float* grad, float* momentum_buffer, std::int64_t n,
                  const common::LarsHyper& hyper);
 void lamb_moments(int device, const float* param, const float* grad, float* exp_avg, float* exp_avg_sq, float* update,

@@ -127,6 +127,20 @@ std::vector<Config> configs() {
     return o;
   };
   c.push_back(stopping);
+  // LAMB with an exponential moving average of the weights (optimizer state of its own, counted
+  // in updates), validated on the average at each epoch's end and loaded into the model at the end.
+  Config averaged = c[0];
+  averaged.name = "lamb_ema_accumulate3";
+  averaged.compile = [](Sequential& m) {
+    m.compile(optim::LAMB{.lr = 1e-2}.accumulate(3).ema({.decay = 0.9, .warmup = true}), losses::CrossEntropy{},
+              {metrics::Accuracy{}});
+  };
+  averaged.options = [] {
+    FitOptions o = configs_base_options();
+    o.validation = blobs(24, 12);
+    return o;
+  };
+  c.push_back(averaged);
   return c;
 }
 

@@ -328,9 +328,10 @@ GPU_OP_CASE(optimizer_updates_over_many_tensors, kernels::Op::sgd_update, kernel
 }
 
 GPU_OP_CASE(layerwise_and_adaptive_optimizers, kernels::Op::rmsprop_update, kernels::Op::adagrad_update,
-            kernels::Op::lion_update, kernels::Op::lars_update, kernels::Op::lamb_moments) {
+            kernels::Op::lion_update, kernels::Op::lars_update, kernels::Op::lamb_moments, kernels::Op::average_update) {
   // Three steps of each optimizer over more tensors than one multi-tensor launch holds, a vector
-  // (excluded from trust ratios) and a zero weight, on the CPU and on the GPU.
+  // (excluded from trust ratios) and a zero weight, on the CPU and on the GPU; then the parameters
+  // and their moving average are compared.
   std::vector<Shape> shapes{{40, 30}, {30}, {3, 3}};
   for (int i = 0; i < 26; ++i) shapes.push_back({(i % 5) + 1, 7});
   const auto run = [&](Device device, const optim::AnyOptimizer& config) {
@@ -342,10 +343,12 @@ GPU_OP_CASE(layerwise_and_adaptive_optimizers, kernels::Op::rmsprop_update, kern
       params.push_back(p);
     }
     const auto opt = config.create(params);
+    opt->keep_average({.decay = 0.9});
     for (int step = 0; step < 3; ++step) {
       for (Tensor& p : params) p.set_grad(random_tensor(p.shape(), seed++).to(device));
       opt->step();
     }
+    params.insert(params.end(), opt->average().begin(), opt->average().end());
     return params;
   };
   for (const optim::AnyOptimizer& config :

@@ -83,7 +83,7 @@ BOOST_AUTO_TEST_CASE(the_support_table_answers_without_a_device) {
                  kernels::op_name(op) << " in " << dtype_name(t));
   BOOST_TEST(supports(Op::conv2d, DeviceKind::cpu, DType::bf16));
   BOOST_TEST(!supports(Op::conv2d, DeviceKind::cuda, DType::bf16));
-  BOOST_TEST(kernels::all_ops().size() == 35u);
+  BOOST_TEST(kernels::all_ops().size() == 36u);
   BOOST_TEST(kernels::op_name(Op::lamb_moments) == "lamb_moments");
   BOOST_TEST(kernels::op_name(Op::permute) == "permute");
   BOOST_TEST(kernels::op_name(Op::unscale_and_check) == "unscale_and_check");

@@ -1,0 +1,145 @@
+// Weight averaging counted in optimizer steps: an EMA (or SWA) after N accumulated steps equals the
+// one after N steps of the whole batch and the average of the weights each step left, and differs
+// from an average pulled once per micro-batch (as Keras 3's use_ema under gradient accumulation);
+// a skipped step does not move it; validation and the final weights use it; it is in the memory
+// plan and in saved models. Resuming with it is in test_checkpoint.cpp.
+
+#include "test_util.hpp"
+
+using namespace accrue;
+using accrue::test::blobs;
+using accrue::test::check_close;
+using accrue::test::message_has;
+
+namespace {
+
+Sequential mlp(std::uint64_t seed) {
+  manual_seed(seed);
+  return Sequential{layers::Input{6}, layers::Dense{16}, layers::Tanh{}, layers::Dense{4}};
+}
+
+std::vector<double> flat(const std::vector<Tensor>& tensors) {
+  std::vector<double> out;
+  for (const Tensor& t : tensors)
+    for (float v : t.to_vector<float>()) out.push_back(v);
+  return out;
+}
+
+// Records the weights after every applied optimizer step, and after each micro-batch.
+struct WeightLog final : Callback {
+  Sequential* model = nullptr;
+  std::vector<std::vector<double>> after_step, after_micro_batch;
+  void on_train_begin(TrainingContext& c) override { model = c.model; }
+  void on_micro_batch_end(const StepRecord&, const Logs&) override { after_micro_batch.push_back(flat(model->parameters())); }
+  void on_optimizer_step(const StepRecord& r) override {
+    if (r.status == StepRecord::Status::applied) after_step.push_back(flat(model->parameters()));
+  }
+};
+
+double max_difference(const std::vector<double>& a, const std::vector<double>& b) {
+  double m = 0.0;
+  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
+  return m;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(ema_counts_optimizer_steps_not_micro_batches) {
+  const Dataset data = blobs(96, 1);
+  const double decay = 0.8;
+  const optim::Recipe base = optim::SGD{.lr = 0.1, .momentum = 0.9}.ema({.decay = decay, .overwrite_at_end = false});
+  Sequential accumulated = mlp(3), whole = mlp(3);
+  const std::vector<double> initial = flat(accumulated.parameters());
+  auto log = std::make_shared<WeightLog>();
+  accumulated.compile(base.accumulate(4), losses::CrossEntropy{});
+  accumulated.fit(data, {.epochs = 2, .batch_size = 8, .callbacks = {log}, .shuffle = false, .verbose = 0});
+  whole.compile(base, losses::CrossEntropy{});
+  whole.fit(data, {.epochs = 2, .batch_size = 32, .shuffle = false, .verbose = 0});
+
+  // 96 samples in windows of 4 x 8: 3 steps an epoch, 6 updates, as with batches of 32.
+  BOOST_TEST(accumulated.optimizer().average_updates() == 6);
+  BOOST_TEST(whole.optimizer().average_updates() == 6);
+  const std::vector<double> ema = flat(accumulated.optimizer().average());
+  BOOST_TEST(max_difference(ema, flat(whole.optimizer().average())) < 2e-6);
+  // The average of the weights each step left, from the weights before the first.
+  std::vector<double> per_step = initial;
+  for (const auto& w : log->after_step)
+    for (std::size_t i = 0; i < w.size(); ++i) per_step[i] = decay * per_step[i] + (1 - decay) * w[i];
+  BOOST_TEST(max_difference(ema, per_step) < 1e-6);
+  // Pulled once per micro-batch (three of each four see the weights of the step before), the
+  // average is another one.
+  std::vector<double> per_micro_batch = initial;
+  for (const auto& w : log->after_micro_batch)
+    for (std::size_t i = 0; i < w.size(); ++i) per_micro_batch[i] = decay * per_micro_batch[i] + (1 - decay) * w[i];
+  BOOST_TEST(log->after_micro_batch.size() == 24u);
+  BOOST_TEST(max_difference(ema, per_micro_batch) > 1e-2);
+  // overwrite_at_end = false: the model keeps its last weights.
+  BOOST_TEST(max_difference(flat(accumulated.parameters()), log->after_step.back()) == 0.0);
+}
+
+BOOST_AUTO_TEST_CASE(warmup_and_swa_follow_their_formulas) {
+  const Dataset data = blobs(64, 2);
+  for (const bool swa : {false, true}) {
+    Sequential m = mlp(4);
+    const std::vector<double> initial = flat(m.parameters());
+    auto log = std::make_shared<WeightLog>();
+    const optim::Recipe sgd = optim::SGD{.lr = 0.1}.accumulate(2);
+    m.compile(swa ? sgd.swa({.start = 3}) : sgd.ema({.decay = 0.99, .warmup = true}), losses::CrossEntropy{});
+    m.fit(data, {.epochs = 1, .batch_size = 8, .callbacks = {log}, .shuffle = false, .verbose = 0});
+    std::vector<double> expected = initial;
+    for (std::size_t t = 0; t < log->after_step.size(); ++t) {
+      const auto& w = log->after_step[t];
+      // SWA: the equal average of the weights after steps 3, 4, ...; EMA with warmup: decay
+      // min(0.99, (1 + n) / (10 + n)) at its n-th update.
+      const double n = swa ? static_cast<double>(t) - 2.0 : static_cast<double>(t);
+      if (swa && n < 0) continue;
+      const double d = swa ? n / (n + 1) : std::min(0.99, (1 + n) / (10 + n));
+      for (std::size_t i = 0; i < w.size(); ++i) expected[i] = d * expected[i] + (1 - d) * w[i];
+    }
+    // overwrite_at_end (the default): the model's weights are the average now.
+    BOOST_TEST(max_difference(flat(m.parameters()), expected) < 1e-6, (swa ? "swa" : "ema with warmup"));
+    BOOST_TEST(m.optimizer().average_updates() == (swa ? 2 : 4));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_skipped_step_does_not_move_the_average) {
+  std::vector<float> x = blobs(64, 5).inputs().to_vector();
+  x[6 * 10] = std::nanf("");  // sample 10 is in the second window of 2 x 8
+  const Dataset data{Tensor::from(x, {64, 6}), blobs(64, 5).targets(), "a NaN in sample 10"};
+  Sequential m = mlp(6);
+  m.compile(optim::SGD{.lr = 0.1}.accumulate(2).ema({.decay = 0.9}), losses::CrossEntropy{});
+  m.fit(data, {.epochs = 1, .batch_size = 8, .callbacks = {callbacks::NanGuard{}}, .shuffle = false, .verbose = 0});
+  BOOST_TEST(m.optimizer().steps() == 3);
+  BOOST_TEST(m.optimizer().average_updates() == 3);
+}
+
+BOOST_AUTO_TEST_CASE(validation_runs_on_the_average) {
+  const Dataset data = blobs(64, 7), val = blobs(32, 8);
+  Sequential m = mlp(9);
+  m.compile(optim::Adam{.lr = 1e-2}.ema({.decay = 0.7, .overwrite_at_end = false}), losses::CrossEntropy{});
+  const History h = m.fit(data, {.epochs = 1, .batch_size = 16, .validation = val, .verbose = 0});
+  const double raw = m.evaluate(val).logs.at("loss");
+  m.optimizer().swap_average();
+  const double averaged = m.evaluate(val).logs.at("loss");
+  m.optimizer().swap_average();
+  BOOST_TEST(h.logs()[0].at("val_loss") == averaged, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(std::abs(raw - averaged) > 1e-6);
+}
+
+BOOST_AUTO_TEST_CASE(the_average_is_planned_and_saved) {
+  Sequential plain = mlp(10), averaged = mlp(10);
+  plain.compile(optim::Adam{}, losses::CrossEntropy{});
+  averaged.compile(optim::Adam{}.ema(), losses::CrossEntropy{});
+  const std::size_t param_bytes = 4 * (6 * 16 + 16 + 16 * 4 + 4);
+  const auto state = [](Sequential& m) { return m.memory_plan(8).peak_of(MemoryCategory::optimizer_state); };
+  BOOST_TEST(state(averaged) == state(plain) + param_bytes);
+  test::TempDir dir{"weight_average"};
+  const std::string path = (dir.path / "m.safetensors").string();
+  Sequential swa = mlp(10);
+  swa.compile(optim::SGD{.lr = 0.1}.accumulate(2).swa({.start = 5, .validate = false}), losses::CrossEntropy{});
+  swa.save(path);
+  BOOST_TEST((load_model(path).recipe() == swa.recipe()));
+  BOOST_TEST(swa.recipe().str() == "SGD(lr=0.1) accumulate=2 swa from step 5");
+  BOOST_CHECK_EXCEPTION(plain.compile(optim::SGD{}.ema({.decay = 1.0}), losses::CrossEntropy{}), ValueError,
+                        message_has({"ema", "decay", "[0, 1)"}));
+}
