@@ -233,6 +233,15 @@ optim::Recipe with_steps(optim::Recipe recipe, const ordered_json& j, const Read
                            : recipe.swa({.start = a.value("start", std::int64_t{1}), .validate = a.value("validate", true),
                                          .overwrite_at_end = a.value("overwrite_at_end", true)});
   }
+  if (j.contains("reference_batch")) {  // files from before it have none
+    const ordered_json& b = j["reference_batch"];
+    const std::string rule = b.value("rule", "");
+    const auto rules = {optim::ScalingRule::automatic, optim::ScalingRule::linear, optim::ScalingRule::sqrt};
+    const auto found = std::find_if(rules.begin(), rules.end(), [&](auto x) { return optim::scaling_rule_name(x) == rule; });
+    if (found == rules.end()) r.fail(fmt::format("reference_batch: rule '{}' is none of automatic, linear, sqrt", rule));
+    recipe = recipe.reference_batch(b.value("samples", std::int64_t{0}),
+                                    {.rule = *found, .warmup_epochs = b.value("warmup_epochs", 0.0)});
+  }
   return recipe;
 }
 
@@ -299,6 +308,10 @@ ordered_json compile_json(const optim::Recipe& recipe, const Loss& loss, const s
                     {"start", a->start},
                     {"validate", a->validate},
                     {"overwrite_at_end", a->overwrite_at_end}};
+  if (const auto samples = recipe.reference_samples())
+    j["reference_batch"] = {{"samples", *samples},
+                            {"rule", optim::scaling_rule_name(recipe.reference_options().rule)},
+                            {"warmup_epochs", recipe.reference_options().warmup_epochs}};
   if (loss.config()) j["loss"] = typed(loss.name(), *loss.config());
   else not_saved.push_back(fmt::format("the loss '{}' (a function of your own)", loss.name()));
   j["metrics"] = ordered_json::array();

@@ -253,6 +253,18 @@ case_ "ACCRUE_CPU_CAPABILITY=avx2 trains" 0 "Accuracy:" env ACCRUE_CPU_CAPABILIT
 case_ "--version says which kernels run" 0 "CPU kernels: baseline (ACCRUE_CPU_CAPABILITY" \
   env ACCRUE_CPU_CAPABILITY=baseline "$mlp" --version
 
+# ---- the CUDA backend library, loaded when a GPU is asked for -----------------------------------------
+if compgen -G "$build/libaccrue_cuda.so*" > /dev/null; then
+  case_ "ACCRUE_CUDA_BACKEND a folder" 1 "/tmp: cannot read file data: Is a directory" \
+    env ACCRUE_CUDA_BACKEND=/tmp "$mlp" --device cuda:0 "${fast[@]}"
+  case_ "ACCRUE_CUDA_BACKEND /dev/null" 1 "could not be loaded:" \
+    env ACCRUE_CUDA_BACKEND=/dev/null "$mlp" --device cuda:0 "${fast[@]}"
+  case_ "ACCRUE_CUDA_BACKEND another library" 1 "no accrue_cuda_backend in it, so not Accrue's CUDA backend" \
+    env ACCRUE_CUDA_BACKEND="$(ldconfig -p | awk '/libz.so.1 /{print $NF; exit}')" "$mlp" --device cuda:0 "${fast[@]}"
+  case_ "ACCRUE_CUDA_BACKEND missing" 1 "/nonexistent/libaccrue_cuda.so: cannot open shared object file" \
+    env ACCRUE_CUDA_BACKEND=/nonexistent/libaccrue_cuda.so "$mlp" --device cuda:0 "${fast[@]}"
+fi
+
 # ---- the character-level language model ------------------------------------------------------------
 text=$work/corpus.txt
 for ((i = 0; i < 40; i++)); do echo "The quick brown fox jumps over the lazy dog $i times."; done > "$text"

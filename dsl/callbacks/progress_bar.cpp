@@ -12,7 +12,6 @@
 #include "accrue/framework/optim/recipe.hpp"
 #include "accrue/framework/training/lr_schedule.hpp"
 #include "accrue/kernels/cpu/capability.hpp"
-#include "accrue/kernels/cpu/capability.hpp"
 #include "accrue/kernels/gemm.hpp"
 
 namespace accrue::callbacks {
@@ -25,6 +24,30 @@ std::string sorted(const Logs& logs) {
   std::string s;
   for (const auto& [n, v] : items) s += fmt::format(" - {}: {:.4f}", n, v);
   return s;
+}
+
+// "learning rate scaled x8 to 0.8 for the effective batch 2048 against the reference 256: ...": what
+// reference_batch() does to the learning rate, and why.
+std::string batch_scaling_line(const TrainingContext& c) {
+  const optim::Recipe& r = *c.recipe;
+  const auto reference = r.reference_samples();
+  if (!reference) return {};
+  const std::int64_t effective = c.plan->max_effective_batch() * c.processes;
+  const double factor = r.batch_scaling(effective);
+  const bool linear = r.scaling_rule() == optim::ScalingRule::linear;
+  const std::string why = r.reference_options().rule != optim::ScalingRule::automatic ? "as asked"
+                          : linear ? "SGD and LARS's, Goyal et al."
+                                   : "for optimizers that normalize by the gradient's scale";
+  std::string out = fmt::format("\n  learning rate scaled x{:.4g} to {:g} for the effective batch {}{} against the reference "
+                                "{}: the {} rule, lr x {} ({})",
+                                factor, c.base_lr * factor, c.plan->spec().schedule.is_constant() ? "" : "up to ", effective,
+                                *reference, linear ? "linear" : "square-root", linear ? "B/R" : "sqrt(B/R)", why);
+  if (!c.plan->spec().schedule.is_constant()) out += "; each window by its own effective batch as the accumulation changes";
+  if (r.reference_options().warmup_epochs > 0)
+    out += fmt::format("; reached over the first {} optimizer steps ({:g} epochs, Goyal et al.'s gradual warmup from x1)",
+                       format_count(c.plan->steps_after_epochs(r.reference_options().warmup_epochs)),
+                       r.reference_options().warmup_epochs);
+  return out;
 }
 
 }  // namespace
@@ -53,6 +76,7 @@ std::string training_banner(const TrainingContext& c) {
   out += fmt::format("  optimizer {}; last window: {}", c.recipe->str(), last_window_name(spec.last_window));
   out += fmt::format("\n  learning rate {:g}, schedule {}", c.base_lr, c.schedule->str());
   if (c.schedule->warmup_steps() > 0) out += fmt::format(", warmup {} steps", format_count(c.schedule->warmup_steps()));
+  out += batch_scaling_line(c);
   out += fmt::format("\n  device {}", c.model->device());
   if (c.model->device().is_cpu()) out += fmt::format(" (kernels {})", kernels::cpu::capability_name(kernels::cpu::capability()));
   out += ", ";

@@ -182,6 +182,7 @@ void TrainingRun::close_window(const MicroBatchSlot& slot, StepRecord& record) {
                           .schedule = schedule_,
                           .base_lr = context_.base_lr,
                           .lr_factor = context_.lr_factor,
+                          .batch_factor = batch_factor(slot),
                           .track_norm = track_grad_norm_,
                           .reducer = reducer_.get(),
                           .requests = {.stop = stop_signal_ && stop_signal_->received() != 0,
@@ -193,6 +194,18 @@ void TrainingRun::close_window(const MicroBatchSlot& slot, StepRecord& record) {
     throw;
   }
   state_.window_poisoned = false;
+}
+
+// The learning rate's scaling to the window's planned effective batch (Recipe::reference_batch),
+// ramped from 1 over the gradual warmup's steps.
+double TrainingRun::batch_factor(const MicroBatchSlot& slot) const {
+  const optim::Recipe& recipe = model_.recipe();
+  if (!recipe.reference_samples()) return 1.0;
+  const double full = recipe.batch_scaling(state_.batch_size * context_.processes * slot.window_planned);
+  const std::int64_t warmup = plan_->steps_after_epochs(recipe.reference_options().warmup_epochs);
+  const std::int64_t step = context_.optimizer_steps;
+  if (step >= warmup) return full;
+  return 1.0 + (full - 1.0) * static_cast<double>(step) / static_cast<double>(warmup);
 }
 
 // Between micro-batches k and k + 1 of an epoch (its end has its own checkpoint and signal check):

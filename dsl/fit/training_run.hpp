@@ -78,6 +78,7 @@ class TrainingRun {
   std::optional<WindowSlots> forward_backward(std::size_t k, StepRecord& record);
   void end_micro_batch(std::size_t k, StepRecord& record);
   void close_window(const MicroBatchSlot& slot, StepRecord& record);
+  double batch_factor(const MicroBatchSlot& slot) const;
   void between_micro_batches(std::size_t k);
   void end_epoch(int epoch);
   History finish();

@@ -70,6 +70,35 @@ Recipe Recipe::swa(SwaOptions options) const {
   return r;
 }
 
+Recipe Recipe::reference_batch(std::int64_t samples, ReferenceBatchOptions options) const {
+  Recipe r = *this;
+  r.reference_samples_ = samples;
+  r.reference_options_ = options;
+  return r;
+}
+
+std::string_view scaling_rule_name(ScalingRule rule) {
+  switch (rule) {
+    case ScalingRule::automatic: return "automatic";
+    case ScalingRule::linear: return "linear";
+    case ScalingRule::sqrt: return "sqrt";
+  }
+  return "?";
+}
+
+ScalingRule Recipe::scaling_rule() const {
+  if (reference_options_.rule != ScalingRule::automatic) return reference_options_.rule;
+  // Goyal et al.'s linear rule for SGD and LARS (made for it); the square root for optimizers that
+  // normalize by the gradient's second moment (the LAMB paper scales its lr so).
+  return optimizer_.get<SGD>() != nullptr || optimizer_.get<LARS>() != nullptr ? ScalingRule::linear : ScalingRule::sqrt;
+}
+
+double Recipe::batch_scaling(std::int64_t samples) const {
+  if (!reference_samples_) return 1.0;
+  const double ratio = static_cast<double>(samples) / static_cast<double>(*reference_samples_);
+  return scaling_rule() == ScalingRule::linear ? ratio : std::sqrt(ratio);
+}
+
 std::optional<DType> Recipe::amp_dtype(Device device) const {
   if (!amp_) return std::nullopt;
   if (amp_->dtype) return amp_->dtype;
@@ -106,6 +135,13 @@ void Recipe::validate() const {
     ACCRUE_CHECK(average_->start >= 1, "swa({{.start = {}}}): the first averaged optimizer step is 1 or later",
                  average_->start);
   }
+  if (reference_samples_) {
+    ACCRUE_CHECK(*reference_samples_ >= 1, "reference_batch({}): the reference batch is at least one sample",
+                 *reference_samples_);
+    ACCRUE_CHECK(std::isfinite(reference_options_.warmup_epochs) && reference_options_.warmup_epochs >= 0.0,
+                 "reference_batch({}, {{.warmup_epochs = {}}}): the warmup is a number of epochs >= 0", *reference_samples_,
+                 reference_options_.warmup_epochs);
+  }
   ACCRUE_CHECK(!(clip_norm_ && clip_value_),
                "clip() and clip_value() are alternatives (as Lightning's gradient_clip_algorithm); keep one");
 }
@@ -129,6 +165,11 @@ std::string Recipe::str() const {
   if (average_ && average_->kind == WeightAverage::Kind::ema)
     s += fmt::format(" ema={:g}{}", average_->decay, average_->warmup ? " (warmup)" : "");
   if (average_ && average_->kind == WeightAverage::Kind::swa) s += fmt::format(" swa from step {}", average_->start);
+  if (reference_samples_) {
+    s += fmt::format(" reference_batch={} ({} rule", *reference_samples_, scaling_rule_name(scaling_rule()));
+    if (reference_options_.warmup_epochs > 0) s += fmt::format(", warmup {:g} epochs", reference_options_.warmup_epochs);
+    s += ")";
+  }
   return s;
 }
 
@@ -136,7 +177,8 @@ bool operator==(const Recipe& a, const Recipe& b) {
   return a.optimizer_ == b.optimizer_ && a.accumulation_ == b.accumulation_ &&
          a.accumulate_options_ == b.accumulate_options_ &&
          a.clip_norm_ == b.clip_norm_ && a.clip_options_ == b.clip_options_ && a.clip_value_ == b.clip_value_ &&
-         a.amp_ == b.amp_ && a.memory_budget_ == b.memory_budget_ && a.average_ == b.average_;
+         a.amp_ == b.amp_ && a.memory_budget_ == b.memory_budget_ && a.average_ == b.average_ &&
+         a.reference_samples_ == b.reference_samples_ && a.reference_options_ == b.reference_options_;
 }
 
 // The first links of the built-in configurations' chains (recipe_steps.hpp).

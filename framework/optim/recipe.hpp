@@ -61,6 +61,12 @@ class Recipe {
   /// `options.start` on, used as ema's is. BatchNorm's statistics of the averaged weights come from
   /// Sequential::update_batch_norm (torch.optim.swa_utils.update_bn).
   Recipe swa(SwaOptions options = {}) const;
+  /// The optimizer's learning rate is the one for `samples` samples per step: each window steps
+  /// with it scaled by the rule (linear for SGD and LARS, square root for the adaptive optimizers)
+  /// at that window's planned effective batch (micro-batch x accumulation x processes), so an
+  /// accumulation schedule rescales at each change; with options.warmup_epochs, Goyal et al.'s
+  /// gradual warmup reaches the full scaling after that many epochs.
+  Recipe reference_batch(std::int64_t samples, ReferenceBatchOptions options = {}) const;
 
   const AnyOptimizer& optimizer() const { return optimizer_; }
   const AccumulationSchedule& accumulation() const { return accumulation_; }
@@ -75,6 +81,13 @@ class Recipe {
   const std::optional<AmpOptions>& amp_options() const { return amp_; }
   /// The moving average of the weights, when ema() or swa() was part of the chain.
   const std::optional<WeightAverage>& weight_average() const { return average_; }
+  /// The reference batch, when reference_batch() was part of the chain.
+  std::optional<std::int64_t> reference_samples() const { return reference_samples_; }
+  const ReferenceBatchOptions& reference_options() const { return reference_options_; }
+  /// The rule reference_batch() applies: the one asked for, or the optimizer's.
+  ScalingRule scaling_rule() const;
+  /// The learning-rate factor for an effective batch of `samples` (1 without a reference batch).
+  double batch_scaling(std::int64_t samples) const;
   /// The low-precision type on `device` (nothing without amp).
   std::optional<DType> amp_dtype(Device device) const;
   /// Whether losses are scaled on `device`.
@@ -97,7 +110,12 @@ class Recipe {
   std::optional<AmpOptions> amp_;
   std::optional<std::size_t> memory_budget_;
   std::optional<WeightAverage> average_;
+  std::optional<std::int64_t> reference_samples_;
+  ReferenceBatchOptions reference_options_;
 };
+
+/// "linear", "sqrt", "automatic".
+std::string_view scaling_rule_name(ScalingRule rule);
 
 inline std::ostream& operator<<(std::ostream& os, const Recipe& r) { return os << r.str(); }
 

@@ -44,6 +44,24 @@ struct SwaOptions {
   bool overwrite_at_end = true;
 };
 
+/// How the learning rate follows the effective batch B against a reference batch R (Recipe::reference_batch).
+enum class ScalingRule {
+  /// The optimizer's: linear for SGD and LARS, square root for the adaptive ones.
+  automatic,
+  /// lr B / R (Goyal et al. 2017, arXiv 1706.02677).
+  linear,
+  /// lr sqrt(B / R) (for Adam-like optimizers: Hoffer et al. 2017, Malladi et al. 2022).
+  sqrt,
+};
+
+struct ReferenceBatchOptions {
+  ScalingRule rule = ScalingRule::automatic;
+  /// Goyal et al.'s gradual warmup: the scaling grows linearly from 1 (the reference learning rate)
+  /// to its full value over this many epochs' optimizer steps; 0 for none.
+  double warmup_epochs = 0.0;
+  friend bool operator==(const ReferenceBatchOptions&, const ReferenceBatchOptions&) = default;
+};
+
 struct ClipOptions {
   /// Raise (as clip_grad_norm_'s error_if_nonfinite) instead of skipping the step when the
   /// gradient norm is inf or NaN.
@@ -73,7 +91,9 @@ struct ClipOptions {
   /** An exponential moving average of the weights, updated once per applied step (see Recipe). */       \
   ::accrue::optim::Recipe ema(::accrue::optim::EmaOptions options = {}) const;                            \
   /** Stochastic weight averaging: the equal average of the weights from a step on (see Recipe). */      \
-  ::accrue::optim::Recipe swa(::accrue::optim::SwaOptions options = {}) const;
+  ::accrue::optim::Recipe swa(::accrue::optim::SwaOptions options = {}) const;                            \
+  /** The learning rate is the one for `samples` per step, scaled to the effective batch (see Recipe). */ \
+  ::accrue::optim::Recipe reference_batch(std::int64_t samples, ::accrue::optim::ReferenceBatchOptions options = {}) const;
 
 /// Defines the first links for `Config` (in a .cpp that includes recipe.hpp); `Prefix` is empty, or
 /// the template head when Config is a template.
@@ -106,6 +126,10 @@ struct ClipOptions {
   }                                                                                                          \
   Prefix ::accrue::optim::Recipe Config::swa(::accrue::optim::SwaOptions options) const {                    \
     return ::accrue::optim::Recipe{*this}.swa(options);                                                      \
+  }                                                                                                          \
+  Prefix ::accrue::optim::Recipe Config::reference_batch(std::int64_t samples,                               \
+                                                         ::accrue::optim::ReferenceBatchOptions options) const { \
+    return ::accrue::optim::Recipe{*this}.reference_batch(samples, options);                                 \
   }
 
 /// Instantiates the links ACCRUE_DEFINE_RECIPE_STEPS defined for a template, for one `Config`.
@@ -120,4 +144,5 @@ struct ClipOptions {
   template ::accrue::optim::Recipe Config::amp(::accrue::DType) const;                                         \
   template ::accrue::optim::Recipe Config::amp(::accrue::optim::AmpOptions) const;                            \
   template ::accrue::optim::Recipe Config::ema(::accrue::optim::EmaOptions) const;                            \
-  template ::accrue::optim::Recipe Config::swa(::accrue::optim::SwaOptions) const;
+  template ::accrue::optim::Recipe Config::swa(::accrue::optim::SwaOptions) const;                            \
+  template ::accrue::optim::Recipe Config::reference_batch(std::int64_t, ::accrue::optim::ReferenceBatchOptions) const;

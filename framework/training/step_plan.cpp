@@ -196,7 +196,7 @@ std::vector<MicroBatchSlot> StepPlan::epoch_slots(int epoch) const {
   // `count` micro-batches of window w from `first` on, the first at `position` in the window.
   const auto add = [&](const Window& w, std::int64_t first, std::int64_t count, int position) {
     for (std::int64_t k = 0; k < count; ++k, ++position)
-      slots.push_back({first + k, w.index, position, w.micro_batches, w.samples, position + 1 == w.micro_batches});
+      slots.push_back({first + k, w.index, position, w.micro_batches, w.samples, position + 1 == w.micro_batches, w.planned});
   };
   const EpochStart next = run_epoch(start_of(epoch), [&](const Window& w, std::int64_t first, std::int64_t count) {
     if (w.applied) add(w, first, count, w.micro_batches - static_cast<int>(count));

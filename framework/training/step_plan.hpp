@@ -43,6 +43,7 @@ struct MicroBatchSlot {
   int window_micro_batches;   // micro-batches the window holds
   std::int64_t window_samples;
   bool closes_window;         // the optimizer steps after this micro-batch
+  int window_planned = 1;     // micro-batches the window was planned with (more than it holds when short)
 };
 
 class StepPlan {

@@ -48,7 +48,7 @@ void close_window(const WindowClose& w, bool poisoned, std::int64_t& optimizer_s
   }
   if (record.status == StepRecord::Status::applied) {
     if (recipe.clip_value_limit()) clip_gradients_by_value(w.parameters, *recipe.clip_value_limit());
-    record.lr = w.base_lr * w.schedule.factor(optimizer_steps) * w.lr_factor;
+    record.lr = w.base_lr * w.schedule.factor(optimizer_steps) * w.lr_factor * w.batch_factor;
     w.optimizer.set_lr(record.lr);
     w.optimizer.step();
     record.optimizer_step = ++optimizer_steps;

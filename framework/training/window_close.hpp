@@ -28,6 +28,7 @@ struct WindowClose {
   const LrSchedule& schedule;
   double base_lr = 0.0;          // the optimizer's learning rate before any schedule
   double lr_factor = 1.0;        // a factor on top of the schedule (ReduceLROnPlateau)
+  double batch_factor = 1.0;     // the scaling to the window's effective batch (Recipe::reference_batch)
   bool track_norm = false;       // the gradient norm also without clipping by norm
   /// The gradient reduction of a data-parallel run (null: this process alone), and what this
   /// process asks of every process at this close (a stop, a checkpoint).
@@ -51,7 +52,7 @@ struct WindowClose {
 ///      or throws NonFiniteError under clip(max_norm, {.error_if_nonfinite = true});
 ///   5. clip by norm, then by value: once, on the whole accumulated and unscaled gradient;
 ///   6. step the optimizer with the schedule's learning rate at `optimizer_steps` (times
-///      lr_factor), and count the step, which moves the schedule on;
+///      lr_factor and batch_factor), and count the step, which moves the schedule on;
 ///   7. update the loss scale (it backs off after a skipped step), and zero the gradients.
 /// Sets record's status, norms, learning rate and optimizer_step.
 void close_window(const WindowClose& w, bool poisoned, std::int64_t& optimizer_steps, StepRecord& record);
