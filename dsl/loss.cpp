@@ -21,6 +21,41 @@ Reduction reduction_of(const ConfigReader& c) {
   throw ValueError(fmt::format("{}: reduction '{}' is none of mean, sum, none", c.type(), r));
 }
 
+// Per-sample means of `elements` (B, ...): (B) as it is, else the mean over the rest.
+Tensor mean_per_sample(const Tensor& elements) {
+  return elements.rank() == 1 ? elements : ops::mean(ops::flatten(elements, 1), 1);
+}
+
+// The reduced loss of per-sample values, as the PyTorch losses reduce theirs.
+Tensor reduced(const Tensor& per_sample, Reduction reduction) {
+  if (reduction == Reduction::none) return per_sample;
+  return reduction == Reduction::sum ? ops::sum(per_sample) : ops::mean(per_sample);
+}
+
+// Predictions and float targets of one shape, from targets of that shape or int32 labels (B) for
+// predictions (B, 1); names the loss and both shapes otherwise.
+Tensor float_targets(const std::string& loss, const Tensor& prediction, const Tensor& target) {
+  ACCRUE_CHECK_SHAPE(prediction.rank() >= 1, "{}: needs a batch dimension, got shape {}", loss, prediction.shape());
+  Tensor t = target;
+  if (target.dtype() == DType::i32) {  // labels: the values as floats, on the prediction's device
+    const std::vector<std::int32_t> v = target.to(Device::cpu()).to_vector<std::int32_t>();
+    t = Tensor::from(std::vector<float>(v.begin(), v.end()), target.shape()).to(prediction.device());
+  } else if (target.dtype() != DType::f32) {
+    t = ops::cast(target, DType::f32);
+  }
+  if (t.shape() != prediction.shape() && prediction.rank() == 2 && prediction.size(1) == 1 && t.rank() == 1 &&
+      t.size(0) == prediction.size(0))
+    t = ops::reshape(t, prediction.shape());
+  ACCRUE_CHECK_SHAPE(t.shape() == prediction.shape(), "{}: prediction of shape {} against target of shape {}", loss,
+                     prediction.shape(), target.shape());
+  return t;
+}
+
+// log(1 + exp(x)) without overflow: max(x, 0) + log(1 + exp(-|x|)).
+Tensor softplus(const Tensor& x) { return ops::relu(x) + ops::log(1.0f + ops::exp(-ops::abs(x))); }
+
+constexpr float keras_epsilon = 1e-7f;
+
 }  // namespace
 
 LayerConfig CrossEntropy::config() const {
@@ -36,6 +71,73 @@ CrossEntropy CrossEntropy::from_config(const ConfigReader& c) {
 LayerConfig MSE::config() const { return {{"reduction", reduction_option(reduction)}}; }
 
 MSE MSE::from_config(const ConfigReader& c) { return {.reduction = reduction_of(c)}; }
+
+LayerConfig BinaryCrossEntropy::config() const {
+  return {{"reduction", reduction_option(reduction)},
+          {"from_logits", from_logits},
+          {"label_smoothing", float_option(label_smoothing)},
+          {"pos_weight", float_option(pos_weight)}};
+}
+
+BinaryCrossEntropy BinaryCrossEntropy::from_config(const ConfigReader& c) {
+  return {.reduction = reduction_of(c), .from_logits = c.flag("from_logits"), .label_smoothing = c.real("label_smoothing"),
+          .pos_weight = c.real("pos_weight")};
+}
+
+LayerConfig Huber::config() const { return {{"reduction", reduction_option(reduction)}, {"delta", float_option(delta)}}; }
+
+Huber Huber::from_config(const ConfigReader& c) { return {.reduction = reduction_of(c), .delta = c.real("delta")}; }
+
+LayerConfig KLDivergence::config() const {
+  return {{"reduction", reduction_option(reduction)}, {"from_logits", from_logits}};
+}
+
+KLDivergence KLDivergence::from_config(const ConfigReader& c) {
+  return {.reduction = reduction_of(c), .from_logits = c.flag("from_logits")};
+}
+
+Tensor BinaryCrossEntropy::per_sample(const Tensor& prediction, const Tensor& target) const {
+  ACCRUE_CHECK(label_smoothing >= 0.0f && label_smoothing <= 1.0f && pos_weight >= 0.0f,
+               "BinaryCrossEntropy: label_smoothing must be in [0, 1] and pos_weight >= 0, got {} and {}", label_smoothing,
+               pos_weight);
+  Tensor y = float_targets(name(), prediction, target);
+  if (label_smoothing > 0.0f) y = ops::affine(y, 1.0f - label_smoothing, 0.5f * label_smoothing);
+  // -log p and -log(1 - p): softplus(-x) and softplus(x) from logits x.
+  const Tensor neg_log_p = from_logits ? softplus(-prediction)
+                                       : -ops::log(ops::clamp(prediction, keras_epsilon, 1.0f - keras_epsilon));
+  const Tensor neg_log_q = from_logits ? softplus(prediction)
+                                       : -ops::log(1.0f - ops::clamp(prediction, keras_epsilon, 1.0f - keras_epsilon));
+  const Tensor positive = pos_weight == 1.0f ? y * neg_log_p : (pos_weight * y) * neg_log_p;
+  return mean_per_sample(positive + (1.0f - y) * neg_log_q);
+}
+
+Tensor BinaryCrossEntropy::operator()(const Tensor& prediction, const Tensor& target) const {
+  return reduced(per_sample(prediction, target), reduction);
+}
+
+Tensor Huber::per_sample(const Tensor& prediction, const Tensor& target) const {
+  ACCRUE_CHECK(delta > 0.0f, "Huber: delta must be > 0, got {}", delta);
+  const Tensor error = ops::abs(prediction - float_targets(name(), prediction, target));
+  const Tensor inside = ops::clamp(error, 0.0f, delta);
+  // 0.5 e^2 within delta; beyond, 0.5 delta^2 + delta (e - delta) = delta (e - delta / 2).
+  return mean_per_sample(0.5f * ops::square(inside) + delta * (error - inside));
+}
+
+Tensor Huber::operator()(const Tensor& prediction, const Tensor& target) const {
+  return reduced(per_sample(prediction, target), reduction);
+}
+
+Tensor KLDivergence::per_sample(const Tensor& prediction, const Tensor& target) const {
+  ACCRUE_CHECK_SHAPE(prediction.rank() >= 2, "KLDivergence: needs distributions over the last dimension, (B, C); got {}",
+                     prediction.shape());
+  const Tensor t = ops::clamp(float_targets(name(), prediction, target), keras_epsilon, 1.0f);
+  const Tensor log_p = from_logits ? ops::log_softmax(prediction, -1) : ops::log(ops::clamp(prediction, keras_epsilon, 1.0f));
+  return mean_per_sample(ops::sum(t * (ops::log(t) - log_p), -1));
+}
+
+Tensor KLDivergence::operator()(const Tensor& prediction, const Tensor& target) const {
+  return reduced(per_sample(prediction, target), reduction);
+}
 
 Tensor CrossEntropy::per_sample(const Tensor& logits, const Tensor& labels) const {
   const Tensor values = ops::cross_entropy(logits, labels, Reduction::none, label_smoothing, ignore_index);

@@ -52,6 +52,53 @@ struct MSE {
   static MSE from_config(const ConfigReader& c);
 };
 
+/// Binary cross-entropy, Keras's BinaryCrossentropy: predictions (B, ...) and float targets in
+/// [0, 1] of the same shape (or int32 labels 0/1 of shape (B) for predictions (B, 1)); per sample
+/// the mean over its elements of -(w y log p + (1 - y) log(1 - p)). from_logits takes logits (a
+/// stable log-sigmoid, PyTorch's BCEWithLogitsLoss), otherwise probabilities clipped to
+/// [1e-7, 1 - 1e-7] as Keras does; label_smoothing moves targets to y (1 - s) + s / 2; pos_weight w
+/// weighs the positive term (BCEWithLogitsLoss's pos_weight, one for every output).
+struct BinaryCrossEntropy {
+  Reduction reduction = Reduction::mean;
+  bool from_logits = false;
+  float label_smoothing = 0.0f;
+  float pos_weight = 1.0f;
+
+  Tensor per_sample(const Tensor& prediction, const Tensor& target) const;
+  Tensor operator()(const Tensor& prediction, const Tensor& target) const;
+  std::string name() const { return "BinaryCrossEntropy"; }
+  LayerConfig config() const;
+  static BinaryCrossEntropy from_config(const ConfigReader& c);
+};
+
+/// Huber loss, Keras's Huber and PyTorch's HuberLoss: per element 0.5 e^2 where |e| <= delta and
+/// delta (|e| - delta / 2) beyond; per sample the mean over its elements.
+struct Huber {
+  Reduction reduction = Reduction::mean;
+  float delta = 1.0f;
+
+  Tensor per_sample(const Tensor& prediction, const Tensor& target) const;
+  Tensor operator()(const Tensor& prediction, const Tensor& target) const;
+  std::string name() const { return "Huber"; }
+  LayerConfig config() const;
+  static Huber from_config(const ConfigReader& c);
+};
+
+/// Kullback-Leibler divergence, Keras's KLDivergence: targets and predictions are distributions
+/// over the last dimension, both clipped to [1e-7, 1]; per sample sum(t log(t / p)) over it (the
+/// mean over any dimensions between). from_logits takes logits and a log-softmax of them (PyTorch's
+/// KLDivLoss with reduction 'batchmean' on log_softmax(prediction)).
+struct KLDivergence {
+  Reduction reduction = Reduction::mean;
+  bool from_logits = false;
+
+  Tensor per_sample(const Tensor& prediction, const Tensor& target) const;
+  Tensor operator()(const Tensor& prediction, const Tensor& target) const;
+  std::string name() const { return "KLDivergence"; }
+  LayerConfig config() const;
+  static KLDivergence from_config(const ConfigReader& c);
+};
+
 }  // namespace losses
 
 /// A loss type of Accrue's: per_sample(), a reduction and a name.

@@ -200,7 +200,10 @@ optim::AmpOptions amp_of(const ordered_json& j, const Reading& r) {
 Loss loss_of(const ConfigReader& c) {
   if (c.type() == "CrossEntropy") return losses::CrossEntropy::from_config(c);
   if (c.type() == "MSE") return losses::MSE::from_config(c);
-  throw ValueError(fmt::format("loss '{}' is none of CrossEntropy, MSE", c.type()));
+  if (c.type() == "BinaryCrossEntropy") return losses::BinaryCrossEntropy::from_config(c);
+  if (c.type() == "Huber") return losses::Huber::from_config(c);
+  if (c.type() == "KLDivergence") return losses::KLDivergence::from_config(c);
+  throw ValueError(fmt::format("loss '{}' is none of CrossEntropy, MSE, BinaryCrossEntropy, Huber, KLDivergence", c.type()));
 }
 
 Metric metric_of(const ConfigReader& c) {
