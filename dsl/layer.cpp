@@ -9,7 +9,8 @@ Layer::Layer(const Layer& other)
       input_shape_(other.input_shape_),
       output_shape_(other.output_shape_),
       built_(other.built_),
-      training_(other.training_) {
+      training_(other.training_),
+      trainable_(other.trainable_) {
   // Parameters are deep-copied: a copied layer shares nothing with the original. A child's are
   // the copied child's own.
   for (const auto& [name, c] : other.children_) children_.emplace_back(name, c->clone());
@@ -140,9 +141,19 @@ std::string Layer::to_onnx(onnx::Graph&, const std::string&) const {
                                describe()));
 }
 
+Layer& Layer::trainable(bool trainable) {
+  trainable_ = trainable;
+  for (auto& [name, c] : children_) c->trainable(trainable);
+  for (auto& [name, p] : parameters_) {
+    if (!trainable) p.set_grad(Tensor());  // a gradient already there would otherwise still be applied
+    p.set_requires_grad(trainable);
+  }
+  return *this;
+}
+
 Tensor& Layer::add_parameter(std::string name, Tensor value) {
   if (value.category() != MemoryCategory::parameters) value.storage()->set_category(MemoryCategory::parameters);
-  if (!value.requires_grad()) value.set_requires_grad(true);
+  if (value.requires_grad() != trainable_) value.set_requires_grad(trainable_);
   parameters_.emplace_back(std::move(name), std::move(value));
   parameter_origins_.push_back({});
   return parameters_.back().second;

@@ -177,6 +177,13 @@ class Layer {
   const std::string& name() const { return name_; }
   void set_name(std::string name) { name_ = std::move(name); }
 
+  /// Keras's `trainable`: a layer set not trainable (`layer.trainable(false)`, before or after
+  /// build) keeps its parameters, and its children's, out of training: no gradients, no optimizer
+  /// state, out of clipping norms, distributed buckets and the memory plan's gradients; summary()
+  /// counts them as non-trainable. A compiled model makes its optimizer again at the next fit.
+  bool trainable() const { return trainable_; }
+  Layer& trainable(bool trainable);
+
   bool built() const { return built_; }
   /// Sample shapes seen at build (valid once built).
   const Shape& input_shape() const { return input_shape_; }
@@ -234,6 +241,7 @@ class Layer {
   Generator* generator_ = nullptr;
   bool built_ = false;
   bool training_ = true;
+  bool trainable_ = true;
 };
 
 /// Layers whose copy is their copy constructor; saves writing clone() in every layer.

@@ -1,10 +1,12 @@
 #include "accrue/dsl/sequential.hpp"
 #include "accrue/framework/utf8.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 
 #include "accrue/framework/autograd.hpp"
+#include "accrue/framework/log.hpp"
 #include "accrue/framework/ops.hpp"
 
 namespace accrue {
@@ -254,17 +256,47 @@ void Sequential::compile(optim::Recipe recipe, Loss loss, std::vector<Metric> me
 }
 
 void Sequential::ensure_optimizer() {
-  if (optimizer_ || !recipe_.optimizer().defined() || !built_) return;
+  if (!recipe_.optimizer().defined() || !built_) return;
   std::vector<Tensor> params;
   std::vector<std::string> names;
-  for (auto& [name, p] : named_parameters()) {
+  for (auto& [name, p] : trainable_parameters()) {
     names.push_back(name);
     params.push_back(p);
   }
+  const auto same = [&](const std::vector<Tensor>& made) {
+    return std::equal(made.begin(), made.end(), params.begin(), params.end(),
+                      [](const Tensor& a, const Tensor& b) { return a.storage() == b.storage(); });
+  };
+  if (optimizer_ && same(optimizer_->parameters())) return;
+  if (optimizer_)
+    log::info("model '{}': layers were frozen or unfrozen since its optimizer was made; {} starts afresh over its {} "
+              "trainable parameters",
+              name_, optimizer_->str(), params.size());
   optimizer_ = recipe_.optimizer().create(params);
   optimizer_->set_parameter_names(std::move(names));
   if (recipe_.weight_average()) optimizer_->keep_average(*recipe_.weight_average());
-  scaler_ = recipe_.scales_loss(device_) ? std::make_unique<GradScaler>(recipe_.amp_options()->scaler) : nullptr;
+  if (!scaler_ && recipe_.scales_loss(device_)) scaler_ = std::make_unique<GradScaler>(recipe_.amp_options()->scaler);
+}
+
+std::vector<std::pair<std::string, Tensor>> Sequential::trainable_parameters() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (auto& [name, p] : named_parameters())
+    if (p.requires_grad()) out.emplace_back(name, p);
+  return out;
+}
+
+void Sequential::freeze(std::size_t first, std::size_t end) {
+  ACCRUE_CHECK(first <= end && end <= layers_.size(), "freeze({}, {}): model '{}' has layers 0 to {}", first, end, name_,
+               layers_.size());
+  for (std::size_t i = first; i < end; ++i) layers_[i]->trainable(false);
+  ensure_optimizer();
+}
+
+void Sequential::unfreeze(std::size_t first, std::size_t end) {
+  ACCRUE_CHECK(first <= end && end <= layers_.size(), "unfreeze({}, {}): model '{}' has layers 0 to {}", first, end,
+               name_, layers_.size());
+  for (std::size_t i = first; i < end; ++i) layers_[i]->trainable(true);
+  ensure_optimizer();
 }
 
 optim::Optimizer& Sequential::optimizer() {

@@ -144,6 +144,14 @@ class Sequential {
   /// Trainable tensors in order, and with PyTorch's names ("0.weight", "0.bias", "2.weight"...).
   std::vector<Tensor> parameters() const;
   std::vector<std::pair<std::string, Tensor>> named_parameters() const;
+  /// The parameters that train: those of trainable layers (Layer::trainable), by name.
+  std::vector<std::pair<std::string, Tensor>> trainable_parameters() const;
+  /// Sets layers [first, end) not trainable (Keras's `layer.trainable = False` for each): their
+  /// parameters stay as they are while the rest trains. The optimizer is made again over the
+  /// trainable parameters, its state starting afresh (Keras asks for compile() again).
+  void freeze(std::size_t first, std::size_t end);
+  /// Makes layers [first, end) trainable again (the optimizer is made again, too).
+  void unfreeze(std::size_t first, std::size_t end);
   /// Buffers under PyTorch's names ("1.running_mean").
   std::vector<std::pair<std::string, Tensor>> named_buffers() const;
   /// Parameters and buffers in the order of PyTorch's state_dict(): what save_weights writes.

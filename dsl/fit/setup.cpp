@@ -196,7 +196,9 @@ void TrainingRun::make_context() {
   context_.reads_data_ahead = batches_ && batches_->reads_ahead();
   if (counts_tokens_) context_.tokens_per_epoch = std::accumulate(sample_units_.begin(), sample_units_.end(), std::int64_t{0});
   context_.base_lr = optimizer_->lr();
-  parameters_ = model_.parameters();
+  // The trainable ones: frozen layers' parameters are out of clipping norms and gradient buckets.
+  parameters_.clear();
+  for (auto& [name, p] : model_.trainable_parameters()) parameters_.push_back(p);
   if (communicator_->size() > 1) {
     distributed::Communicator& on_device = distributed::for_device(model_.device());
     reducer_ = std::make_unique<distributed::Reducer>(on_device, parameters_,

@@ -126,6 +126,26 @@ BOOST_AUTO_TEST_CASE(every_optimizer_trains_as_one_process) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(a_frozen_layer_stays_out_of_the_buckets) {
+  // The reducer sums only the trainable parameters' gradients; the frozen layer is the same on
+  // every process and unchanged.
+  const int n = distributed::world().size();
+  const auto run = [&](bool distributed, std::int64_t batch) {
+    manual_seed(11);
+    Sequential m = mlp();
+    m.layer(0).trainable(false);
+    m.compile(optim::SGD{.lr = 0.1, .momentum = 0.9}.accumulate(2).clip(0.5), losses::CrossEntropy{});
+    m.fit(test::blobs(98, 5), {.epochs = 2, .batch_size = batch, .seed = 3, .verbose = 0, .distributed = distributed});
+    return m;
+  };
+  manual_seed(11);
+  const std::vector<float> initial = mlp().parameters()[0].to_vector<float>();
+  const Sequential dp = run(true, 4), one = run(false, 4 * n);
+  BOOST_TEST((dp.parameters()[0].to_vector<float>() == initial));
+  const auto a = dp.named_parameters(), b = one.named_parameters();
+  for (std::size_t i = 0; i < a.size(); ++i) test::check_close(a[i].second, b[i].second, 1e-5, 1e-4, "frozen: " + a[i].first);
+}
+
 BOOST_AUTO_TEST_CASE(augmented_images_train_as_on_one_process) {
   // Each process reads and transforms its share of every micro-batch on its own threads; sample i
   // of epoch e is cropped, flipped and jittered the same wherever it is read.
