@@ -45,6 +45,7 @@
 #include "accrue/framework/build_info.hpp"
 #include "accrue/framework/training/logs.hpp"
 #include "accrue/dsl/loss.hpp"
+#include "accrue/dsl/classification_metrics.hpp"
 #include "accrue/dsl/metrics.hpp"
 #include "accrue/dsl/onnx.hpp"
 #include "accrue/dsl/layer_registry.hpp"

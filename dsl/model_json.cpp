@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "accrue/dsl/classification_metrics.hpp"
 #include "accrue/dsl/layer_registry.hpp"
 #include "accrue/dsl/sequential.hpp"
 
@@ -209,7 +210,14 @@ Loss loss_of(const ConfigReader& c) {
 Metric metric_of(const ConfigReader& c) {
   if (c.type() == "accuracy") return metrics::Accuracy{};
   if (c.type() == "loss") return metrics::MeanLoss{};
-  throw ValueError(fmt::format("metric '{}' is none of accuracy, loss", c.type()));
+  if (c.type() == "precision") return metrics::Precision::from_config(c);
+  if (c.type() == "recall") return metrics::Recall::from_config(c);
+  if (c.type() == "f1_score") return metrics::F1Score::from_config(c);
+  if (c.type() == "auc" || c.type() == "pr_auc") return metrics::AUC::from_config(c);
+  if (c.type() == "sparse_top_k_categorical_accuracy") return metrics::SparseTopKCategoricalAccuracy::from_config(c);
+  throw ValueError(fmt::format("metric '{}' is none of accuracy, loss, precision, recall, f1_score, auc, pr_auc, "
+                               "sparse_top_k_categorical_accuracy",
+                               c.type()));
 }
 
 // The recipe's parts besides the optimizer, on `recipe`.

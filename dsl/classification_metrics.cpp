@@ -1,0 +1,212 @@
+#include "accrue/dsl/classification_metrics.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "accrue/dsl/layer_registry.hpp"
+#include "accrue/framework/autograd.hpp"
+#include "accrue/framework/ops.hpp"
+
+namespace accrue::metrics {
+namespace {
+
+// One score and one 0/1 truth per decision of a batch.
+struct Decisions {
+  std::vector<float> scores;
+  std::vector<bool> truth;
+};
+
+std::vector<float> host_floats(const Tensor& t) {
+  const NoGradGuard no_grad;
+  return (t.dtype() == DType::f32 ? t : ops::float32(t)).to(Device::cpu()).to_vector<float>();
+}
+
+std::vector<float> target_values(const Tensor& target) {
+  if (target.dtype() != DType::i32) return host_floats(target);
+  const std::vector<std::int32_t> v = target.to(Device::cpu()).to_vector<std::int32_t>();
+  return {v.begin(), v.end()};
+}
+
+Decisions decisions(const std::string& metric, const Tensor& prediction, const Tensor& target,
+                    std::optional<std::int64_t> class_id) {
+  Decisions d;
+  if (class_id) {
+    ACCRUE_CHECK_SHAPE(prediction.rank() == 2 && target.rank() == 1 && target.size(0) == prediction.size(0) &&
+                           target.dtype() == DType::i32,
+                       "{} with class_id: needs scores (B, C) and int32 labels (B), got {} and {} of {}", metric,
+                       prediction.shape(), target.shape(), dtype_name(target.dtype()));
+    const std::int64_t C = prediction.size(1);
+    ACCRUE_CHECK(*class_id >= 0 && *class_id < C, "{}: class_id {} is not one of the {} classes", metric, *class_id, C);
+    const std::vector<float> p = host_floats(prediction), y = target_values(target);
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      d.scores.push_back(p[i * static_cast<std::size_t>(C) + static_cast<std::size_t>(*class_id)]);
+      d.truth.push_back(y[i] == static_cast<float>(*class_id));
+    }
+    return d;
+  }
+  const bool column = prediction.rank() == 2 && prediction.size(1) == 1 && target.rank() == 1 &&
+                      target.size(0) == prediction.size(0);
+  ACCRUE_CHECK_SHAPE(column || prediction.shape() == target.shape(),
+                     "{}: needs predictions of the targets' shape (or (B, 1) for labels (B)), got {} and {}; for "
+                     "class scores (B, C) name the class: class_id",
+                     metric, prediction.shape(), target.shape());
+  d.scores = host_floats(prediction);
+  for (float y : target_values(target)) d.truth.push_back(y != 0.0f);
+  return d;
+}
+
+void count(BinaryCounts& c, bool predicted, bool truth) {
+  if (predicted) (truth ? c.tp : c.fp) += 1;
+  else (truth ? c.fn : c.tn) += 1;
+}
+
+double ratio(double num, double den) { return den > 0.0 ? num / den : 0.0; }
+
+std::int64_t saved_count(double v, const std::string& metric) {
+  ACCRUE_CHECK(v >= 0.0 && v <= 9007199254740992.0 && v == std::floor(v), "{}: saved count {} is not a whole number >= 0",
+               metric, v);
+  return static_cast<std::int64_t>(v);
+}
+
+ConfigValue class_option(std::optional<std::int64_t> class_id) {
+  return class_id ? ConfigValue{*class_id} : ConfigValue{};
+}
+
+std::optional<std::int64_t> class_of(const ConfigReader& c) {
+  return c.is_set("class_id") ? std::optional<std::int64_t>{c.integer("class_id")} : std::nullopt;
+}
+
+}  // namespace
+
+void BinaryMetric::update(const Tensor& prediction, const Tensor& target, double) {
+  const Decisions d = decisions(name_, prediction, target, options_.class_id);
+  for (std::size_t i = 0; i < d.scores.size(); ++i) count(counts_, d.scores[i] > options_.threshold, d.truth[i]);
+}
+
+LayerConfig BinaryMetric::config() const {
+  return {{"threshold", float_option(options_.threshold)}, {"class_id", class_option(options_.class_id)}};
+}
+
+BinaryOptions BinaryMetric::options_from(const ConfigReader& c) {
+  return {.threshold = c.real("threshold"), .class_id = class_of(c)};
+}
+
+std::vector<double> BinaryMetric::state() const {
+  return {static_cast<double>(counts_.tp), static_cast<double>(counts_.fp), static_cast<double>(counts_.fn),
+          static_cast<double>(counts_.tn)};
+}
+
+void BinaryMetric::load_state(const std::vector<double>& state) {
+  ACCRUE_CHECK(state.size() == 4, "{}: a saved state has 4 counts (tp, fp, fn, tn), got {}", name_, state.size());
+  counts_ = {saved_count(state[0], name_), saved_count(state[1], name_), saved_count(state[2], name_),
+             saved_count(state[3], name_)};
+}
+
+double Precision::result() const { return ratio(static_cast<double>(counts_.tp), static_cast<double>(counts_.tp + counts_.fp)); }
+
+double Recall::result() const { return ratio(static_cast<double>(counts_.tp), static_cast<double>(counts_.tp + counts_.fn)); }
+
+double F1Score::result() const {
+  return ratio(2.0 * static_cast<double>(counts_.tp), static_cast<double>(2 * counts_.tp + counts_.fp + counts_.fn));
+}
+
+AUC::AUC(AucOptions options) : options_(options) {
+  ACCRUE_CHECK(options_.num_thresholds >= 2, "AUC: num_thresholds must be at least 2, got {}", options_.num_thresholds);
+  // Keras's: the first just below 0 and the last just above 1, so every score falls between.
+  const int n = options_.num_thresholds;
+  thresholds_.push_back(-1e-7f);
+  for (int i = 1; i + 1 < n; ++i) thresholds_.push_back(static_cast<float>(i) / static_cast<float>(n - 1));
+  thresholds_.push_back(1.0f + 1e-7f);
+  reset();
+}
+
+void AUC::reset() { counts_.assign(thresholds_.size(), BinaryCounts{}); }
+
+void AUC::update(const Tensor& prediction, const Tensor& target, double) {
+  const Decisions d = decisions(name(), prediction, target, options_.class_id);
+  for (std::size_t i = 0; i < d.scores.size(); ++i)
+    for (std::size_t t = 0; t < thresholds_.size(); ++t) count(counts_[t], d.scores[i] > thresholds_[t], d.truth[i]);
+}
+
+double AUC::result() const {
+  double area = 0.0;
+  for (std::size_t i = 0; i + 1 < counts_.size(); ++i) {
+    const BinaryCounts &a = counts_[i], &b = counts_[i + 1];
+    if (options_.curve == AucCurve::roc) {
+      const auto tpr = [](const BinaryCounts& c) { return ratio(static_cast<double>(c.tp), static_cast<double>(c.tp + c.fn)); };
+      const auto fpr = [](const BinaryCounts& c) { return ratio(static_cast<double>(c.fp), static_cast<double>(c.fp + c.tn)); };
+      area += (fpr(a) - fpr(b)) * (tpr(a) + tpr(b)) / 2.0;
+      continue;
+    }
+    // Keras's interpolate_pr_auc: precision linear in the count of positives between thresholds.
+    const double dtp = static_cast<double>(a.tp - b.tp);
+    const double pa = static_cast<double>(a.tp + a.fp), pb = static_cast<double>(b.tp + b.fp);
+    const double slope = ratio(dtp, std::max(pa - pb, 0.0));
+    const double intercept = static_cast<double>(b.tp) - slope * pb;
+    const double p_ratio = pa > 0.0 && pb > 0.0 ? pa / pb : 1.0;
+    area += ratio(slope * (dtp + intercept * std::log(p_ratio)), static_cast<double>(b.tp + b.fn));
+  }
+  return area;
+}
+
+LayerConfig AUC::config() const {
+  return {{"curve", std::string{options_.curve == AucCurve::roc ? "roc" : "pr"}},
+          {"num_thresholds", std::int64_t{options_.num_thresholds}},
+          {"class_id", class_option(options_.class_id)}};
+}
+
+AUC AUC::from_config(const ConfigReader& c) {
+  const std::string curve = c.text("curve");
+  ACCRUE_CHECK(curve == "roc" || curve == "pr", "AUC: curve '{}' is neither roc nor pr", curve);
+  return AUC{{.curve = curve == "roc" ? AucCurve::roc : AucCurve::pr,
+              .num_thresholds = static_cast<int>(c.integer("num_thresholds")),
+              .class_id = class_of(c)}};
+}
+
+std::vector<double> AUC::state() const {
+  std::vector<double> s;
+  for (const BinaryCounts& c : counts_)
+    for (std::int64_t v : {c.tp, c.fp, c.fn, c.tn}) s.push_back(static_cast<double>(v));
+  return s;
+}
+
+void AUC::load_state(const std::vector<double>& state) {
+  ACCRUE_CHECK(state.size() == 4 * counts_.size(), "{}: a saved state has 4 counts at each of {} thresholds, got {} values",
+               name(), counts_.size(), state.size());
+  for (std::size_t t = 0; t < counts_.size(); ++t)
+    counts_[t] = {saved_count(state[4 * t], name()), saved_count(state[4 * t + 1], name()),
+                  saved_count(state[4 * t + 2], name()), saved_count(state[4 * t + 3], name())};
+}
+
+void SparseTopKCategoricalAccuracy::update(const Tensor& prediction, const Tensor& target, double) {
+  ACCRUE_CHECK(k_ >= 1, "sparse_top_k_categorical_accuracy: k must be at least 1, got {}", k_);
+  ACCRUE_CHECK_SHAPE(prediction.rank() == 2 && target.rank() == 1 && target.size(0) == prediction.size(0) &&
+                         target.dtype() == DType::i32,
+                     "sparse_top_k_categorical_accuracy: needs scores (B, C) and int32 labels (B), got {} and {} of {}",
+                     prediction.shape(), target.shape(), dtype_name(target.dtype()));
+  const std::size_t C = static_cast<std::size_t>(prediction.size(1));
+  const std::vector<float> p = host_floats(prediction), y = target_values(target);
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    const auto label = static_cast<std::size_t>(y[i]);
+    ACCRUE_CHECK(y[i] >= 0 && label < C, "sparse_top_k_categorical_accuracy: label {} of sample {} is outside [0, {})",
+                 y[i], i, C);
+    // In the top k when fewer than k classes score higher.
+    const float own = p[i * C + label];
+    const auto higher = std::count_if(p.begin() + static_cast<std::ptrdiff_t>(i * C),
+                                      p.begin() + static_cast<std::ptrdiff_t>((i + 1) * C), [&](float s) { return s > own; });
+    correct_ += higher < k_ ? 1 : 0;
+  }
+  total_ += static_cast<std::int64_t>(y.size());
+}
+
+SparseTopKCategoricalAccuracy SparseTopKCategoricalAccuracy::from_config(const ConfigReader& c) {
+  return SparseTopKCategoricalAccuracy{c.integer("k")};
+}
+
+void SparseTopKCategoricalAccuracy::load_state(const std::vector<double>& state) {
+  ACCRUE_CHECK(state.size() == 2, "{}: a saved state has 2 values (correct, total), got {}", name(), state.size());
+  correct_ = saved_count(state[0], name());
+  total_ = saved_count(state[1], name());
+}
+
+}  // namespace accrue::metrics

@@ -1,0 +1,118 @@
+// Precision, Recall, F1Score, AUC (ROC and PR) and SparseTopKCategoricalAccuracy against
+// scikit-learn 1.2 (tests/data/make_metric_reference.py), updated batch by batch; their states are
+// counts, so two shares' states summed (as processes' are) give the whole set's value exactly.
+
+#include "test_util.hpp"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+using namespace accrue;
+using accrue::test::message_has;
+using json = nlohmann::json;
+
+namespace {
+
+json reference() {
+  std::ifstream f(std::string(ACCRUE_TEST_DATA_DIR) + "/metric_reference.json");
+  BOOST_REQUIRE_MESSAGE(f, "tests/data/metric_reference.json is missing");
+  return json::parse(f);
+}
+
+// `metric` updated over rows [begin, end) of the predictions and targets, in batches of 32.
+void feed(Metric& metric, const Tensor& prediction, const Tensor& target, std::int64_t begin, std::int64_t end) {
+  for (std::int64_t b = begin; b < end; b += 32) {
+    const std::int64_t e = std::min(end, b + 32);
+    metric.update(ops::narrow(prediction, b, e), ops::narrow(target, b, e), 0.0);
+  }
+}
+
+double value(Metric metric, const Tensor& prediction, const Tensor& target) {
+  metric.reset();
+  feed(metric, prediction, target, 0, prediction.size(0));
+  return metric.result();
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(binary_metrics_match_scikit_learn) {
+  const json ref = reference();
+  const auto N = static_cast<std::int64_t>(ref["labels"].size());
+  const Tensor scores = Tensor::from(ref["scores"].get<std::vector<float>>(), {N, 1});
+  const Tensor labels = Tensor::from(ref["labels"].get<std::vector<std::int32_t>>(), {N});
+  const auto C = ref["classes"].get<std::int64_t>();
+  const Tensor class_scores = Tensor::from(ref["class_scores"].get<std::vector<float>>(), {N, C});
+  const Tensor class_labels = Tensor::from(ref["class_labels"].get<std::vector<std::int32_t>>(), {N});
+  struct Case {
+    std::string key;
+    metrics::BinaryOptions options;
+    Tensor prediction, target;
+  };
+  for (const Case& c : {Case{"binary", {}, scores, labels}, Case{"binary_threshold_0.3", {.threshold = 0.3f}, scores, labels},
+                        Case{"class_2_threshold_0", {.threshold = 0.0f, .class_id = 2}, class_scores, class_labels}}) {
+    const json& expected = ref[c.key];
+    BOOST_TEST(value(metrics::Precision{c.options}, c.prediction, c.target) == expected["precision"].get<double>(),
+               c.key << boost::test_tools::tolerance(1e-12));
+    BOOST_TEST(value(metrics::Recall{c.options}, c.prediction, c.target) == expected["recall"].get<double>(),
+               c.key << boost::test_tools::tolerance(1e-12));
+    BOOST_TEST(value(metrics::F1Score{c.options}, c.prediction, c.target) == expected["f1_score"].get<double>(),
+               c.key << boost::test_tools::tolerance(1e-12));
+  }
+  // Keras's AUC counts at 200 thresholds; scikit-learn's is exact over the 300 scores.
+  BOOST_TEST(value(metrics::AUC{}, scores, labels) == ref["roc_auc"].get<double>(), boost::test_tools::tolerance(2e-3));
+  BOOST_TEST(value(metrics::AUC{{.curve = metrics::AucCurve::pr}}, scores, labels) == ref["pr_auc"].get<double>(),
+             boost::test_tools::tolerance(1e-2));
+  const Tensor softmax = ops::softmax(class_scores, -1);
+  BOOST_TEST(value(metrics::AUC{{.class_id = 2}}, softmax, class_labels) == ref["class_2_roc_auc"].get<double>(),
+             boost::test_tools::tolerance(2e-3));
+  BOOST_TEST(value(metrics::SparseTopKCategoricalAccuracy{1}, class_scores, class_labels) == ref["top_1"].get<double>(),
+             boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(value(metrics::SparseTopKCategoricalAccuracy{2}, class_scores, class_labels) == ref["top_2"].get<double>(),
+             boost::test_tools::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(shares_summed_give_the_whole) {
+  const json ref = reference();
+  const auto N = static_cast<std::int64_t>(ref["labels"].size());
+  const Tensor scores = Tensor::from(ref["scores"].get<std::vector<float>>(), {N, 1});
+  const Tensor labels = Tensor::from(ref["labels"].get<std::vector<std::int32_t>>(), {N});
+  for (Metric m : {Metric{metrics::Precision{}}, Metric{metrics::F1Score{}}, Metric{metrics::AUC{}},
+                   Metric{metrics::AUC{{.curve = metrics::AucCurve::pr}}}}) {
+    // Two processes' shares (uneven), their states summed: what fit does across processes.
+    Metric a = m, b = m;
+    a.reset();
+    b.reset();
+    feed(a, scores, labels, 0, 100);
+    feed(b, scores, labels, 100, N);
+    std::vector<double> sum = *a.state();
+    const std::vector<double> other = *b.state();
+    for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += other[i];
+    Metric whole = m;
+    whole.load_state(sum);
+    BOOST_TEST(whole.result() == value(m, scores, labels), m.name());
+    // The mean of the shares' values is another number.
+    BOOST_TEST(std::abs((a.result() + b.result()) / 2 - whole.result()) > 1e-6, m.name());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(shapes_are_checked_and_metrics_saved) {
+  metrics::Precision p;
+  BOOST_CHECK_EXCEPTION(p.update(Tensor::zeros({4, 3}), Tensor::zeros({4}), 0.0), ShapeError,
+                        message_has({"precision", "(4, 3)", "class_id"}));
+  metrics::AUC a{{.class_id = 5}};
+  BOOST_CHECK_EXCEPTION(a.update(Tensor::zeros({4, 3}), Tensor::from(std::vector<std::int32_t>{0, 1, 2, 0}, {4}), 0.0),
+                        ValueError, message_has({"class_id 5", "3 classes"}));
+  test::TempDir dir{"metric_reference"};
+  const std::string path = (dir.path / "m.safetensors").string();
+  Sequential m{layers::Input{3}, layers::Dense{4}};
+  m.compile(optim::SGD{}, losses::CrossEntropy{},
+            {metrics::Precision{{.threshold = 0.0f, .class_id = 1}}, metrics::AUC{{.curve = metrics::AucCurve::pr, .class_id = 0}},
+             metrics::SparseTopKCategoricalAccuracy{2}});
+  m.save(path);
+  const Sequential loaded = load_model(path);
+  BOOST_REQUIRE(loaded.metrics().size() == 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    BOOST_TEST(loaded.metrics()[i].name() == m.metrics()[i].name());
+    BOOST_TEST((loaded.metrics()[i].config() == m.metrics()[i].config()));
+  }
+}
