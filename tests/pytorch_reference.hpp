@@ -1,5 +1,5 @@
 #pragma once
-// Reading reference data that tests/data/*.py wrote with PyTorch: tensors stored as
+// Reading reference data that tests/data/*.py wrote with PyTorch (or scikit-learn): tensors stored as
 // {"shape": [...], "values": [...]}, and comparisons that say where the worst difference is.
 
 #include <cmath>

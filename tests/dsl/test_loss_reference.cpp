@@ -2,10 +2,7 @@
 // (tests/data/make_loss_reference.py): the mean value and its gradient with respect to the
 // predictions; finite differences of every per-sample loss; shapes and options refused by name.
 
-#include "test_util.hpp"
-
-#include <fstream>
-#include <nlohmann/json.hpp>
+#include "pytorch_reference.hpp"
 
 using namespace accrue;
 using accrue::test::check_close;
@@ -27,9 +24,7 @@ Loss loss_of(const std::string& type, const json& o) {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(values_and_gradients_match_pytorch) {
-  std::ifstream f(std::string(ACCRUE_TEST_DATA_DIR) + "/loss_reference.json");
-  BOOST_REQUIRE_MESSAGE(f, "tests/data/loss_reference.json is missing");
-  const json ref = json::parse(f);
+  const json ref = test::pytorch_reference("loss_reference.json");
   const Shape shape(ref["shape"].get<std::vector<std::int64_t>>());
   for (const json& c : ref["cases"]) {
     const Loss loss = loss_of(c["loss"], c["options"]);

@@ -2,10 +2,7 @@
 // scikit-learn 1.2 (tests/data/make_metric_reference.py), updated batch by batch; their states are
 // counts, so two shares' states summed (as processes' are) give the whole set's value exactly.
 
-#include "test_util.hpp"
-
-#include <fstream>
-#include <nlohmann/json.hpp>
+#include "pytorch_reference.hpp"
 
 using namespace accrue;
 using accrue::test::message_has;
@@ -13,11 +10,7 @@ using json = nlohmann::json;
 
 namespace {
 
-json reference() {
-  std::ifstream f(std::string(ACCRUE_TEST_DATA_DIR) + "/metric_reference.json");
-  BOOST_REQUIRE_MESSAGE(f, "tests/data/metric_reference.json is missing");
-  return json::parse(f);
-}
+json reference() { return test::pytorch_reference("metric_reference.json"); }
 
 // `metric` updated over rows [begin, end) of the predictions and targets, in batches of 32.
 void feed(Metric& metric, const Tensor& prediction, const Tensor& target, std::int64_t begin, std::int64_t end) {

@@ -3,10 +3,7 @@
 // include a vector (excluded from trust ratios by default), a zero weight and zero gradients; and
 // what every optimizer shares: checkpoints resume bit for bit, the state its config declares.
 
-#include "test_util.hpp"
-
-#include <fstream>
-#include <nlohmann/json.hpp>
+#include "pytorch_reference.hpp"
 
 using namespace accrue;
 using accrue::test::check_close;
@@ -15,11 +12,7 @@ using json = nlohmann::json;
 
 namespace {
 
-json reference() {
-  std::ifstream f(std::string(ACCRUE_TEST_DATA_DIR) + "/optimizer_reference.json");
-  BOOST_REQUIRE_MESSAGE(f, "tests/data/optimizer_reference.json is missing");
-  return json::parse(f);
-}
+json reference() { return test::pytorch_reference("optimizer_reference.json"); }
 
 optim::Exclude exclude_of(const json& o) {
   return {.vectors = o.value("exclude_vectors", true), .names = o.value("exclude_names", std::vector<std::string>{})};
