@@ -4,6 +4,7 @@
 
 #include "accrue/datasets/device_batches.hpp"
 #include "accrue/datasets/loader.hpp"
+#include "accrue/dsl/layers/batch_norm.hpp"
 #include "accrue/dsl/sequential.hpp"
 #include "accrue/framework/autograd.hpp"
 #include "accrue/framework/distributed/communicator.hpp"
@@ -11,7 +12,30 @@
 #include "accrue/framework/training/stop_signal.hpp"
 
 namespace accrue {
-
+void Sequential::update_batch_norm(const Dataset& data, std::int64_t batch_size) {
+  ACCRUE_CHECK(batch_size >= 1, "update_batch_norm: batch_size must be at least 1, got {}", batch_size);
+  ACCRUE_CHECK(!data.empty(), "update_batch_norm: the dataset '{}' is empty", data.name());
+  if (!built_) build(data.sample_shape());
+  std::vector<layers::BatchNorm*> norms;
+  for (auto& l : layers_)
+    l->for_each_layer([&](Layer& inner) {
+      if (auto* bn = dynamic_cast<layers::BatchNorm*>(&inner)) norms.push_back(bn);
+    });
+  if (norms.empty()) return;
+  const NoGradGuard no_grad;
+  const TrainingModeGuard training{*this, true};  // as torch's update_bn: model.train(), dropout too
+  for (layers::BatchNorm* bn : norms) bn->recompute_statistics(true);
+  try {
+    const DataLoader loader{data, {.batch_size = batch_size}};
+    DeviceBatches batches{loader, device_};
+    for (std::int64_t b = 0; b < loader.size(); ++b)
+      forward(batches.get(b, b + 1 < loader.size() ? std::optional{b + 1} : std::nullopt).inputs);
+  } catch (...) {
+    for (layers::BatchNorm* bn : norms) bn->recompute_statistics(false);
+    throw;
+  }
+  for (layers::BatchNorm* bn : norms) bn->recompute_statistics(false);
+}
 
 Evaluation Sequential::evaluate(const Dataset& data, const EvaluateOptions& options) {
   check_compiled("evaluate()");

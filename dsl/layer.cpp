@@ -151,6 +151,11 @@ Layer& Layer::trainable(bool trainable) {
   return *this;
 }
 
+void Layer::for_each_layer(const std::function<void(Layer&)>& f) {
+  f(*this);
+  for (auto& [name, c] : children_) c->for_each_layer(f);
+}
+
 Tensor& Layer::add_parameter(std::string name, Tensor value) {
   if (value.category() != MemoryCategory::parameters) value.storage()->set_category(MemoryCategory::parameters);
   if (value.requires_grad() != trainable_) value.set_requires_grad(trainable_);

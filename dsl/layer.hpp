@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <concepts>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -183,6 +184,8 @@ class Layer {
   /// counts them as non-trainable. A compiled model makes its optimizer again at the next fit.
   bool trainable() const { return trainable_; }
   Layer& trainable(bool trainable);
+  /// Calls f on this layer and then on every layer inside it, depth first.
+  void for_each_layer(const std::function<void(Layer&)>& f);
 
   bool built() const { return built_; }
   /// Sample shapes seen at build (valid once built).

@@ -146,6 +146,10 @@ class Sequential {
   std::vector<std::pair<std::string, Tensor>> named_parameters() const;
   /// The parameters that train: those of trainable layers (Layer::trainable), by name.
   std::vector<std::pair<std::string, Tensor>> trainable_parameters() const;
+  /// Recomputes every BatchNorm's running statistics as their average over one pass of `data` in
+  /// training mode, changing nothing else (torch.optim.swa_utils.update_bn): for weights that were
+  /// not trained with those statistics, such as an SWA or EMA average (Recipe::swa).
+  void update_batch_norm(const Dataset& data, std::int64_t batch_size = 64);
   /// Sets layers [first, end) not trainable (Keras's `layer.trainable = False` for each): their
   /// parameters stay as they are while the rest trains. The optimizer is made again over the
   /// trainable parameters, its state starting afresh (Keras asks for compile() again).

@@ -3,6 +3,7 @@
 
 #include "accrue/dsl/layers/normalization_memory.hpp"
 #include "accrue/framework/distributed/sync_batch_norm.hpp"
+#include "accrue/framework/autograd.hpp"
 #include "accrue/framework/ops.hpp"
 #include "accrue/dsl/onnx.hpp"
 
@@ -38,13 +39,22 @@ Tensor BatchNorm::running_var() const {
   return options_.track_running_stats ? named_buffers().at(1).second : Tensor();
 }
 
+void BatchNorm::recompute_statistics(bool on) {
+  recomputing_ = on && options_.track_running_stats;
+  if (!recomputing_) return;
+  const NoGradGuard no_grad;
+  running_mean().copy_(Tensor::zeros(running_mean().shape()));
+  running_var().copy_(Tensor::ones(running_var().shape()));
+  batches_tracked_ = 0;
+}
+
 Tensor BatchNorm::forward(const Tensor& x) {
   const Tensor weight = options_.affine ? named_parameters().at(0).second : Tensor();
   const Tensor bias = options_.affine ? named_parameters().at(1).second : Tensor();
   float momentum = 0.0f;
   if (training() && options_.track_running_stats) {
     ++batches_tracked_;
-    momentum = options_.momentum ? *options_.momentum : 1.0f / static_cast<float>(batches_tracked_);
+    momentum = options_.momentum && !recomputing_ ? *options_.momentum : 1.0f / static_cast<float>(batches_tracked_);
   }
   if (options_.sync && training())
     if (distributed::Communicator* group = distributed::statistics_group(); group != nullptr && group->size() > 1)

@@ -47,6 +47,10 @@ class BatchNorm : public Layer {
   Tensor running_var() const;
   /// Batches seen in training (PyTorch's num_batches_tracked).
   std::int64_t batches_tracked() const { return batches_tracked_; }
+  /// With `on`, starts the running statistics afresh (mean 0, variance 1, no batch tracked) as the
+  /// cumulative average of the training batches that follow, whatever the momentum; with `off`,
+  /// goes back to the momentum. Sequential::update_batch_norm uses it.
+  void recompute_statistics(bool on);
 
  protected:
   explicit BatchNorm(BatchNormOptions options);
@@ -55,6 +59,7 @@ class BatchNorm : public Layer {
  private:
   BatchNormOptions options_;
   std::int64_t batches_tracked_ = 0;
+  bool recomputing_ = false;
 };
 
 class BatchNorm1d final : public BatchNorm {

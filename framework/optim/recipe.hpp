@@ -58,8 +58,8 @@ class Recipe {
   /// as the model's weights (EmaOptions says which); kept in checkpoints.
   Recipe ema(EmaOptions options = {}) const;
   /// Stochastic weight averaging: the equal average of the weights after each step from
-  /// `options.start` on, used as ema's is. BatchNorm's statistics of the averaged weights come from
-  /// Sequential::update_batch_norm (torch.optim.swa_utils.update_bn).
+  /// `options.start` on, used as ema's is. BatchNorm's statistics for the averaged weights come from
+  /// Sequential::update_batch_norm(train) after fit (torch.optim.swa_utils.update_bn).
   Recipe swa(SwaOptions options = {}) const;
   /// The optimizer's learning rate is the one for `samples` samples per step: each window steps
   /// with it scaled by the rule (linear for SGD and LARS, square root for the adaptive optimizers)

@@ -143,3 +143,29 @@ BOOST_AUTO_TEST_CASE(the_average_is_planned_and_saved) {
   BOOST_CHECK_EXCEPTION(plain.compile(optim::SGD{}.ema({.decay = 1.0}), losses::CrossEntropy{}), ValueError,
                         message_has({"ema", "decay", "[0, 1)"}));
 }
+
+BOOST_AUTO_TEST_CASE(batch_norm_statistics_recomputed_for_the_average) {
+  // torch.optim.swa_utils.update_bn: the running statistics become the average over one pass of
+  // the batches' statistics, computed with the averaged weights.
+  const Dataset data = blobs(64, 11);
+  manual_seed(12);
+  Sequential m{layers::Input{6}, layers::Dense{8}, layers::BatchNorm1d{}, layers::ReLU{}, layers::Dense{4}};
+  m.compile(optim::SGD{.lr = 0.1, .momentum = 0.9}.swa({.start = 2}), losses::CrossEntropy{});
+  m.fit(data, {.epochs = 2, .batch_size = 8, .verbose = 0});
+  const auto& bn = m.layer<layers::BatchNorm1d>(1);
+  const std::vector<float> trained = bn.running_mean().to_vector<float>();
+  m.update_batch_norm(data, 16);
+  std::vector<double> expected(8, 0.0);
+  {
+    const NoGradGuard no_grad;
+    for (std::int64_t b = 0; b < 64; b += 16) {
+      const std::vector<float> h = m.layer(0).forward(ops::narrow(data.inputs(), b, b + 16)).to_vector<float>();
+      for (std::size_t i = 0; i < h.size(); ++i) expected[i % 8] += h[i] / 16.0 / 4.0;
+    }
+  }
+  const std::vector<float> updated = bn.running_mean().to_vector<float>();
+  for (std::size_t c = 0; c < 8; ++c) BOOST_TEST(updated[c] == expected[c], boost::test_tools::tolerance(1e-5));
+  BOOST_TEST(bn.batches_tracked() == 4);
+  BOOST_TEST(max_difference({trained.begin(), trained.end()}, {updated.begin(), updated.end()}) > 1e-3);
+  BOOST_TEST(m.training());  // the model's mode is as it was
+}
