@@ -260,7 +260,7 @@ if compgen -G "$build/libaccrue_cuda.so*" > /dev/null; then
   case_ "ACCRUE_CUDA_BACKEND /dev/null" 1 "could not be loaded:" \
     env ACCRUE_CUDA_BACKEND=/dev/null "$mlp" --device cuda:0 "${fast[@]}"
   case_ "ACCRUE_CUDA_BACKEND another library" 1 "no accrue_cuda_backend in it, so not Accrue's CUDA backend" \
-    env ACCRUE_CUDA_BACKEND="$(ldconfig -p | awk '/libz.so.1 /{print $NF; exit}')" "$mlp" --device cuda:0 "${fast[@]}"
+    env ACCRUE_CUDA_BACKEND="$(ls "$build"/libaccrue.so.* | head -n 1)" "$mlp" --device cuda:0 "${fast[@]}"
   case_ "ACCRUE_CUDA_BACKEND missing" 1 "/nonexistent/libaccrue_cuda.so: cannot open shared object file" \
     env ACCRUE_CUDA_BACKEND=/nonexistent/libaccrue_cuda.so "$mlp" --device cuda:0 "${fast[@]}"
 fi
