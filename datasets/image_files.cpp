@@ -6,6 +6,7 @@
 #include <png.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cctype>
 #include <csetjmp>
 #include <cstdlib>
@@ -76,6 +77,9 @@ std::optional<DecodedImage> decode_plain_png(std::string_view bytes, const Image
     const std::uint32_t length = big_endian_u32(bytes.data() + at);
     if (length > bytes.size() - at - 12) return std::nullopt;
     const std::string_view type = bytes.substr(at + 4, 4), data = bytes.substr(at + 8, length);
+    // A chunk type is four ASCII letters (PNG 5.4); libpng refuses anything else, and so must we.
+    if (!std::all_of(type.begin(), type.end(), [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }))
+      return std::nullopt;
     const auto crc = static_cast<std::uint32_t>(::crc32(0, reinterpret_cast<const Bytef*>(bytes.data() + at + 4), length + 4));
     if (crc != big_endian_u32(bytes.data() + at + 8 + length)) return std::nullopt;
     at += 12 + std::size_t{length};

@@ -151,7 +151,10 @@ Sequential& Sequential::to(Device device) {
       }
     }
   }
-  if (optimizer_) optimizer_->move_state_to(device);
+  if (optimizer_) {
+    optimizer_->move_state_to(device);
+    optimizer_->move_average_to(device);
+  }
   // The loss-scaling policy depends on the device (.amp() scales float16 on CUDA, not bfloat16 on
   // the CPU): keep the scaler where both scale, make or drop it otherwise.
   if (optimizer_) {

@@ -86,6 +86,10 @@ void Optimizer::load_average_into_parameters() {
   for (std::size_t i = 0; i < average_tensors_.size(); ++i) parameters_[i].copy_(average_tensors_[i]);
 }
 
+void Optimizer::move_average_to(Device device) {
+  for (Tensor& t : average_tensors_) t.to_(device);
+}
+
 void Optimizer::swap_average() {
   const NoGradGuard no_grad;
   for (std::size_t i = 0; i < average_tensors_.size(); ++i) {

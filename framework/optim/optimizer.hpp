@@ -1,8 +1,9 @@
 #pragma once
 // Optimizers: the update rule applied to parameters from their gradients.
 //
-// A configuration (optim::SGD, Adam, AdamW, RMSprop, Adagrad, LARS, LAMB, Lion) is a plain value with PyTorch's
-// defaults, written with designated initialisers: `optim::SGD{.lr = 0.01, .momentum = 0.9}`.
+// A configuration (optim::SGD, Adam, AdamW, RMSprop, Adagrad, LARS, LAMB, Lion) is a plain value
+// with PyTorch's defaults where PyTorch has the optimizer (the papers' and apex's otherwise),
+// written with designated initialisers: `optim::SGD{.lr = 0.01, .momentum = 0.9}`.
 // create() turns it into an Optimizer over a list of parameters, which a training loop (or a
 // user's own loop) drives with zero_grad(), backward() and step().
 
@@ -91,6 +92,8 @@ class Optimizer {
   void swap_average();
   /// Sets the parameters to the average (which stays as it is); nothing without an average.
   void load_average_into_parameters();
+  /// Moves the average's tensors to `device` (the model moved there, with move_state_to).
+  void move_average_to(Device device);
 
   /// The state to continue from in a checkpoint (CPU or device tensors, not copies: save them
   /// before the next step).
