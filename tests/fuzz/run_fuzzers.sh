@@ -25,8 +25,11 @@ for t in "${targets[@]}"; do
   echo "== $t for ${seconds}s (seeds: $seeds)"
   (cd "$build" && "./tests/fuzz/$t" -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
      "$corpus" "$seeds" 2>&1 | grep -E "^#[0-9]+.*DONE|stat::number_of_executed_units|ERROR|SUMMARY|crash-" || true)
-  if ls "$build"/crash-* "$build"/leak-* "$build"/timeout-* >/dev/null 2>&1; then
-    echo "$t found a failing input: $(ls "$build"/crash-* "$build"/leak-* "$build"/timeout-* 2>/dev/null)"
+  # Any one kind of artifact fails the run (`ls` of the three patterns together succeeded only when
+  # all three kinds were there, so a lone crash passed).
+  found=$(find "$build" -maxdepth 1 -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' -o -name 'oom-*' \))
+  if [[ -n $found ]]; then
+    echo "$t found a failing input: $found"
     exit 1
   fi
 done
