@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "accrue/dsl/layer_registry.hpp"
+#include "accrue/dsl/metrics.hpp"
 #include "accrue/framework/autograd.hpp"
 #include "accrue/framework/ops.hpp"
 
@@ -61,12 +62,6 @@ void count(BinaryCounts& c, bool predicted, bool truth) {
 }
 
 double ratio(double num, double den) { return den > 0.0 ? num / den : 0.0; }
-
-std::int64_t saved_count(double v, const std::string& metric) {
-  ACCRUE_CHECK(v >= 0.0 && v <= 9007199254740992.0 && v == std::floor(v), "{}: saved count {} is not a whole number >= 0",
-               metric, v);
-  return static_cast<std::int64_t>(v);
-}
 
 ConfigValue class_option(std::optional<std::int64_t> class_id) {
   return class_id ? ConfigValue{*class_id} : ConfigValue{};

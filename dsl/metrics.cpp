@@ -33,18 +33,13 @@ void MeanLoss::add(double loss_sum, std::int64_t units) {
 
 namespace accrue {
 
-namespace {
+namespace metrics {
 
-// Counts saved as doubles are whole numbers up to 2^53; anything else is not a saved count.
-std::int64_t saved_count(double v, const char* what) {
+std::int64_t saved_count(double v, std::string_view metric) {
   ACCRUE_CHECK(v >= 0.0 && v <= 9007199254740992.0 && v == static_cast<double>(static_cast<std::int64_t>(v)),
-               "{}: saved count {} is not a whole number >= 0", what, v);
+               "{}: saved count {} is not a whole number >= 0", metric, v);
   return static_cast<std::int64_t>(v);
 }
-
-}  // namespace
-
-namespace metrics {
 
 void Accuracy::load_state(const std::vector<double>& state) {
   ACCRUE_CHECK(state.size() == 2, "accuracy: a saved state has 2 values (correct, total), got {}", state.size());

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "accrue/dsl/layer.hpp"
@@ -21,6 +22,10 @@ class Communicator;
 }  // namespace distributed
 
 namespace metrics {
+
+/// A count a metric saved as a double (state()): a whole number from 0 to 2^53, or ValueError
+/// naming the metric.
+std::int64_t saved_count(double v, std::string_view metric);
 
 /// Fraction of samples whose largest logit is at their label (Keras's "accuracy" for int labels).
 class Accuracy {

@@ -132,20 +132,17 @@ OptimizerState Optimizer::take_average(const OptimizerState& state, std::vector<
                                        std::int64_t& updates) const {
   const auto saved_updates = state.counters.find("average.updates");
   if (!average_options_ || saved_updates == state.counters.end()) return state;  // restore_state names strays
-  OptimizerState own;
+  // The average's entries apart, the optimizer's own to restore_state.
+  OptimizerState own, averages;
   own.counters = state.counters;
   own.counters.erase("average.updates");
-  std::vector<std::string> problems;
-  for (const auto& [name, t] : state.tensors)
-    if (!name.starts_with("average.")) own.tensors.emplace_back(name, t);
-  for (std::size_t i = 0; i < parameters_.size(); ++i)
-    average.push_back(check_state_tensor(state, fmt::format("average.{}", i), parameters_[i], true, problems));
+  for (const auto& entry : state.tensors) (entry.first.starts_with("average.") ? averages : own).tensors.push_back(entry);
+  std::vector<std::string> problems, claimed;
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    claimed.push_back(fmt::format("average.{}", i));
+    average.push_back(check_state_tensor(averages, claimed.back(), parameters_[i], true, problems));
+  }
   if (saved_updates->second < 1) problems.push_back(fmt::format("'average.updates' is {}", saved_updates->second));
-  std::vector<std::string> claimed;
-  for (std::size_t i = 0; i < parameters_.size(); ++i) claimed.push_back(fmt::format("average.{}", i));
-  OptimizerState averages;
-  for (const auto& [name, t] : state.tensors)
-    if (name.starts_with("average.")) averages.tensors.emplace_back(name, t);
   throw_state_problems(averages, claimed, std::move(problems));
   updates = saved_updates->second;
   return own;
