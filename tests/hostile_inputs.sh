@@ -253,6 +253,12 @@ case_ "ACCRUE_CPU_CAPABILITY=avx2 trains" 0 "Accuracy:" env ACCRUE_CPU_CAPABILIT
 case_ "--version says which kernels run" 0 "CPU kernels: baseline (ACCRUE_CPU_CAPABILITY" \
   env ACCRUE_CPU_CAPABILITY=baseline "$mlp" --version
 
+# ---- the large-batch comparison ------------------------------------------------------------------------
+large_batch=$build/examples/13_large_batch
+case_ "13_large_batch --only bogus" 1 "--only" "$large_batch" --only bogus
+case_ "13_large_batch --accumulate 0" 1 "--accumulate" "$large_batch" --accumulate 0
+case_ "13_large_batch --lars-lr nan" 1 "--lars-lr" "$large_batch" --lars-lr nan
+
 # ---- the CUDA backend library, loaded when a GPU is asked for -----------------------------------------
 if compgen -G "$build/libaccrue_cuda.so*" > /dev/null; then
   case_ "ACCRUE_CUDA_BACKEND a folder" 1 "/tmp: cannot read file data: Is a directory" \
