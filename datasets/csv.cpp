@@ -193,15 +193,31 @@ struct FeaturePlan {
   std::vector<std::optional<std::vector<std::string>>> categories;  // per column, sorted values
 };
 
-FeaturePlan plan_features(const Table& t, const CsvOptions& options, std::optional<std::size_t> target) {
+// The target's and the sample weights' columns, which are not features.
+struct NonFeatures {
+  std::optional<std::size_t> target, weight;
+};
+
+NonFeatures non_features(const Table& t, const CsvOptions& options) {
+  NonFeatures n;
+  if (options.target) n.target = t.index_of(*options.target);
+  if (options.sample_weight) n.weight = t.index_of(*options.sample_weight);
+  if (n.target && n.target == n.weight)
+    throw IoError(fmt::format("{}: {} is the target and the sample weights", t.path, t.column_name(*n.target)));
+  return n;
+}
+
+FeaturePlan plan_features(const Table& t, const CsvOptions& options, const NonFeatures& other) {
   FeaturePlan p;
   if (options.columns.empty()) {
     for (std::size_t c = 0; c < t.columns; ++c)
-      if (c != target) p.columns.push_back(c);
+      if (c != other.target && c != other.weight) p.columns.push_back(c);
   } else {
     for (const Column& c : options.columns) {
       const std::size_t k = t.index_of(c);
-      if (k == target) throw IoError(fmt::format("{}: {} is the target and a feature", t.path, t.column_name(k)));
+      if (k == other.target || k == other.weight)
+        throw IoError(fmt::format("{}: {} is the {} and a feature", t.path, t.column_name(k),
+                                  k == other.target ? "target" : "sample weights"));
       p.columns.push_back(k);
     }
   }
@@ -251,12 +267,23 @@ Tensor targets_of(const Table& t, std::size_t c, const CsvOptions& options) {
   return Tensor::from(y, {n});
 }
 
+std::vector<float> weights_of(const Table& t, std::size_t c) {
+  std::vector<float> w;
+  for (const Record& r : t.rows) {
+    const auto v = number(r.fields[c]);
+    if (!v || !std::isfinite(*v) || *v < 0)
+      t.fail(r, c, fmt::format("the sample weight '{}' is not a number >= 0", r.fields[c]));
+    w.push_back(static_cast<float>(*v));
+  }
+  return w;
+}
+
 }  // namespace
 
 Dataset csv(const std::string& path, const CsvOptions& options) {
   const Table t = read_table(path, options);
-  const std::optional<std::size_t> target = options.target ? std::optional{t.index_of(*options.target)} : std::nullopt;
-  const FeaturePlan p = plan_features(t, options, target);
+  const NonFeatures other = non_features(t, options);
+  const FeaturePlan p = plan_features(t, options, other);
   std::size_t width = 0;
   for (const auto& categories : p.categories) width += categories && options.one_hot ? categories->size() : 1;
   ACCRUE_CHECK(width > 0, "{}: no feature columns are left besides the target", path);
@@ -289,15 +316,15 @@ Dataset csv(const std::string& path, const CsvOptions& options) {
       *out++ = static_cast<float>(*v);
     }
   }
-  Tensor y = target ? targets_of(t, *target, options) : Tensor::zeros({n}, {.dtype = DType::i32});
-  return Dataset{Tensor::from(x, {n, static_cast<std::int64_t>(width)}), y,
-                 std::filesystem::path(path).filename().string()};
+  Tensor y = other.target ? targets_of(t, *other.target, options) : Tensor::zeros({n}, {.dtype = DType::i32});
+  const Dataset data{Tensor::from(x, {n, static_cast<std::int64_t>(width)}), y,
+                     std::filesystem::path(path).filename().string()};
+  return other.weight ? data.with_sample_weights(weights_of(t, *other.weight)) : data;
 }
 
 std::vector<std::string> csv_features(const std::string& path, const CsvOptions& options) {
   const Table t = read_table(path, options);
-  const std::optional<std::size_t> target = options.target ? std::optional{t.index_of(*options.target)} : std::nullopt;
-  const FeaturePlan p = plan_features(t, options, target);
+  const FeaturePlan p = plan_features(t, options, non_features(t, options));
   std::vector<std::string> out;
   for (std::size_t k = 0; k < p.columns.size(); ++k) {
     const std::string name = t.names.empty() ? fmt::format("column {}", p.columns[k] + 1) : t.names[p.columns[k]];

@@ -44,6 +44,9 @@ struct CsvOptions {
   /// The target is a class: an int32 index (numbers must be whole and not negative; text is
   /// numbered in sorted order). Otherwise a float32 value of shape (1,), for regression.
   bool classes = true;
+  /// A column of per-sample weights (Dataset::with_sample_weights): numbers >= 0, left out of the
+  /// features; none: unweighted.
+  std::optional<Column> sample_weight = {};
   /// The value an empty numeric field takes; none: an empty field is an error naming its place.
   std::optional<float> missing = {};
   /// Files larger than this are refused before they are read.

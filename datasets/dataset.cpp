@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 #include <vector>
@@ -189,14 +190,14 @@ Dataset Dataset::take(std::int64_t n) const {
 }
 
 Dataset Dataset::subset(std::int64_t begin, std::int64_t end) const {
-  if (source().tensors()) {
-    const Example e = slice(begin, end);
-    return Dataset{e.inputs, e.targets, name()};
-  }
   ACCRUE_CHECK(0 <= begin && begin <= end && end <= size(), "dataset '{}': samples [{}, {}) are outside [0, {})",
                name(), begin, end, size());
   std::vector<std::int64_t> indices(static_cast<std::size_t>(end - begin));
   std::iota(indices.begin(), indices.end(), begin);
+  if (source().tensors()) {
+    const Example e = slice(begin, end);
+    return weighted_like(Dataset{e.inputs, e.targets, name()}, indices);
+  }
   return select(std::move(indices));
 }
 
@@ -205,12 +206,37 @@ Dataset Dataset::select(std::vector<std::int64_t> indices) const {
     ACCRUE_CHECK(i >= 0 && i < size(), "dataset '{}': sample {} is outside [0, {})", name(), i, size());
   if (source().tensors()) {
     const Example e = gather(indices);
-    return Dataset{e.inputs, e.targets, name()};
+    return weighted_like(Dataset{e.inputs, e.targets, name()}, indices);
   }
-  return Dataset{std::make_shared<const SelectedSource>(source_, std::move(indices))};
+  Dataset selected{std::make_shared<const SelectedSource>(source_, indices)};
+  return weighted_like(std::move(selected), indices);
 }
 
-std::string Dataset::fingerprint() const { return source().fingerprint(); }
+Dataset Dataset::with_sample_weights(std::vector<float> weights) const {
+  ACCRUE_CHECK(static_cast<std::int64_t>(weights.size()) == size(),
+               "dataset '{}': {} sample weights for {} samples (one per sample)", name(), weights.size(), size());
+  for (std::size_t i = 0; i < weights.size(); ++i)
+    ACCRUE_CHECK(std::isfinite(weights[i]) && weights[i] >= 0.0f,
+                 "dataset '{}': sample {}'s weight is {} (weights must be finite and >= 0)", name(), i, weights[i]);
+  Dataset out = *this;
+  out.weights_ = std::make_shared<const std::vector<float>>(std::move(weights));
+  return out;
+}
+
+Dataset Dataset::weighted_like(Dataset to, std::span<const std::int64_t> indices) const {
+  if (!weights_) return to;
+  std::vector<float> w(indices.size());
+  for (std::size_t k = 0; k < indices.size(); ++k) w[k] = (*weights_)[static_cast<std::size_t>(indices[k])];
+  to.weights_ = std::make_shared<const std::vector<float>>(std::move(w));
+  return to;
+}
+
+std::string Dataset::fingerprint() const {
+  if (!weights_) return source().fingerprint();
+  const uLong crc = crc32_z(crc32(0, nullptr, 0), reinterpret_cast<const Bytef*>(weights_->data()),
+                            weights_->size() * sizeof(float));
+  return fmt::format("{} weighted {}", source().fingerprint(), crc32_fingerprint(static_cast<std::uint32_t>(crc)));
+}
 
 std::pair<Dataset, Dataset> Dataset::split(double fraction, std::uint64_t seed) const {
   ACCRUE_CHECK(fraction >= 0.0 && fraction <= 1.0, "dataset '{}': split fraction must be in [0, 1], got {}", name(),
@@ -226,7 +252,9 @@ std::pair<Dataset, Dataset> Dataset::split(double fraction, std::uint64_t seed) 
 Dataset Dataset::to_memory() const {
   if (source().tensors()) return *this;
   const Example all = slice(0, size());
-  return Dataset{all.inputs, all.targets, name()};
+  Dataset out{all.inputs, all.targets, name()};
+  out.weights_ = weights_;
+  return out;
 }
 
 }  // namespace accrue

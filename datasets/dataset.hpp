@@ -94,8 +94,21 @@ class Dataset {
   /// Every sample read once (transforms with context {seed 0, epoch 0}) into two tensors.
   Dataset to_memory() const;
 
+  /// The same samples, sample i weighing `weights[i]` in the loss (Keras's sample_weight): fit and
+  /// evaluate multiply each sample's loss by its weight and divide the sum by the number of
+  /// samples, as Keras does, so a window's loss under accumulation is that of one weighted batch.
+  /// Subsets, splits, map() and to_memory() keep each sample's weight. Throws ValueError for a
+  /// count other than size(), or a weight that is negative or not finite (naming the sample).
+  Dataset with_sample_weights(std::vector<float> weights) const;
+  /// The weight of every sample, or null when none were given.
+  const std::vector<float>* sample_weights() const { return weights_.get(); }
+
  private:
+  // `to` with this dataset's weights of the samples at `indices` (to's samples, in order).
+  Dataset weighted_like(Dataset to, std::span<const std::int64_t> indices) const;
+
   std::shared_ptr<const SampleSource> source_;
+  std::shared_ptr<const std::vector<float>> weights_;
 };
 
 namespace detail {

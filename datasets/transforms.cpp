@@ -354,7 +354,9 @@ Lambda::Lambda(std::string name, Function function, std::function<Shape(const Sh
 namespace accrue {
 
 Dataset Dataset::map(const transforms::Compose& pipeline) const {
-  return Dataset{std::make_shared<const transforms::TransformSource>(*this, pipeline)};
+  Dataset out{std::make_shared<const transforms::TransformSource>(*this, pipeline)};
+  out.weights_ = weights_;
+  return out;
 }
 
 }  // namespace accrue

@@ -58,6 +58,9 @@ struct TrainingContext {
   /// Whether the training data is read on background threads (not in memory); the progress line
   /// then shows the share of the epoch spent waiting for it (StepRecord::data_wait).
   bool reads_data_ahead = false;
+  /// How the loss weighs samples (class_weight, the dataset's sample weights), for the banner;
+  /// empty when it does not.
+  std::string sample_weighting;
   /// The optimizer's learning rate before any schedule.
   double base_lr = 0.0;
   /// Mixed precision: the low-precision type, and the loss scaler when losses are scaled.

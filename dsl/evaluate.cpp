@@ -12,6 +12,20 @@
 #include "accrue/framework/training/stop_signal.hpp"
 
 namespace accrue {
+namespace {
+
+// Batch b's summed loss, each sample's times its weight when the dataset has weights.
+Tensor batch_loss(const Loss& loss, const DataLoader& loader, std::int64_t b, const Tensor& prediction,
+                  const Tensor& targets) {
+  const std::vector<float>* all = loader.dataset().sample_weights();
+  if (all == nullptr) return loss.batch_sum(prediction, targets);
+  std::vector<float> weights;
+  for (const std::int64_t i : loader.sample_indices(b)) weights.push_back((*all)[static_cast<std::size_t>(i)]);
+  return loss.weighted_sum(prediction, targets, weights);
+}
+
+}  // namespace
+
 void Sequential::update_batch_norm(const Dataset& data, std::int64_t batch_size) {
   ACCRUE_CHECK(batch_size >= 1, "update_batch_norm: batch_size must be at least 1, got {}", batch_size);
   ACCRUE_CHECK(!data.empty(), "update_batch_norm: the dataset '{}' is empty", data.name());
@@ -63,7 +77,7 @@ Evaluation Sequential::evaluate(const Dataset& data, const EvaluateOptions& opti
     if (batch.size() == 0) continue;  // this process's share of a short last batch
     try {
       const Tensor prediction = forward(batch.inputs);
-      const double loss_value = loss_.batch_sum(prediction, batch.targets).item();
+      const double loss_value = batch_loss(loss_, loader, b, prediction, batch.targets).item();
       loss.add(loss_value, loss_.units(batch.targets));
       for (Metric& m : metrics) m.update(prediction, batch.targets, loss_value);
     } catch (Error& e) {

@@ -2,6 +2,7 @@
 // The options of fit() and of a Trainer (trainer.hpp), and of the training checkpoints they write.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,6 +44,12 @@ struct FitOptions {
   /// Learning-rate schedule over optimizer steps (constant by default).
   LrSchedule schedule = {};
   std::vector<CallbackHandle> callbacks = {};
+  /// Keras's class_weight: each training sample's loss is multiplied by its class's weight (1 for
+  /// a class left out; classes as class_weight_per_sample in loss.hpp reads them), and by its own
+  /// weight when the dataset has some (Dataset::with_sample_weights). A window's loss is then its
+  /// samples' weighted sum divided by their number, as one batch of them would have it, also over
+  /// processes. The metrics stay unweighted, as Keras's `metrics=`.
+  std::map<std::int64_t, float> class_weight = {};
   /// Reshuffle the training data every epoch.
   bool shuffle = true;
   /// Seed of the shuffling and of the transforms' randomness (transforms.hpp); by default drawn

@@ -1,5 +1,7 @@
 #include "accrue/dsl/loss.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "accrue/dsl/layer_registry.hpp"
@@ -196,6 +198,58 @@ Tensor Loss::batch_sum(const Tensor& prediction, const Tensor& target) const {
   throw ShapeError(fmt::format("loss {} returned shape {} for a batch of {}: expected one value per sample ({}) or a "
                                "scalar mean",
                                name_, values.shape(), B, Shape{B}));
+}
+
+Tensor Loss::weighted_sum(const Tensor& prediction, const Tensor& target, std::span<const float> weights) const {
+  ACCRUE_CHECK(defined(), "no loss: compile() the model with one");
+  const Tensor values = per_sample_(prediction, target);
+  ACCRUE_CHECK(values.defined(), "loss {} returned an undefined tensor", name_);
+  const std::int64_t B = prediction.rank() >= 1 ? prediction.size(0) : 1;
+  ACCRUE_CHECK_SHAPE(values.rank() == 1 && values.size(0) == B,
+                     "loss {} returned shape {} for a batch of {}: sample weights need one value per sample ({})", name_,
+                     values.shape(), B, Shape{B});
+  ACCRUE_CHECK_SHAPE(static_cast<std::int64_t>(weights.size()) == B, "loss {}: {} sample weights for a batch of {}", name_,
+                     weights.size(), B);
+  Tensor w = Tensor::from(weights, Shape{B}, {.device = values.device()});
+  if (values.dtype() != DType::f32) w = ops::cast(w, values.dtype());
+  return ops::sum(values * w);
+}
+
+std::vector<float> class_weight_per_sample(const Tensor& targets, const std::map<std::int64_t, float>& class_weight) {
+  for (const auto& [c, w] : class_weight)
+    ACCRUE_CHECK(std::isfinite(w) && w >= 0.0f, "class_weight: class {}'s weight is {} (weights must be finite and >= 0)",
+                 c, w);
+  const Tensor y = targets.to(Device::cpu());
+  const bool labels = y.rank() == 1 || (y.rank() == 2 && y.size(1) == 1);
+  ACCRUE_CHECK(labels || (y.rank() == 2 && y.dtype() != DType::i32),
+               "class_weight: needs one class per sample, as int32 labels (N), values (N, 1) or one-hot rows (N, C); "
+               "the targets are {} {} (for a class per token, weigh samples with Dataset::with_sample_weights)",
+               dtype_name(y.dtype()), y.shape());
+  const std::size_t n = static_cast<std::size_t>(y.size(0));
+  std::vector<std::int64_t> classes(n);
+  if (y.dtype() == DType::i32) {
+    const std::vector<std::int32_t> v = y.to_vector<std::int32_t>();
+    for (std::size_t i = 0; i < n; ++i) classes[i] = v[i];
+  } else {
+    const std::vector<float> v = (y.dtype() == DType::f32 ? y : ops::cast(y, DType::f32)).to_vector<float>();
+    const std::size_t row = n == 0 ? 0 : v.size() / n;
+    for (std::size_t i = 0; i < n; ++i) {
+      const float* r = v.data() + i * row;
+      classes[i] = labels ? std::llround(r[0]) : std::max_element(r, r + row) - r;
+    }
+  }
+  std::vector<float> out(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto it = class_weight.find(classes[i]);
+    out[i] = it == class_weight.end() ? 1.0f : it->second;
+  }
+  return out;
+}
+
+std::string class_weight_str(const std::map<std::int64_t, float>& class_weight) {
+  std::string s;
+  for (const auto& [c, w] : class_weight) s += fmt::format("{}{}: {:g}", s.empty() ? "" : ", ", c, w);
+  return "{" + s + "}";
 }
 
 }  // namespace accrue

@@ -8,8 +8,10 @@
 // the mean over its batch.
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -140,6 +142,9 @@ class Loss {
   /// Sum of the per-sample losses of a batch, a differentiable scalar. Throws ShapeError when the
   /// loss returns neither one value per sample nor a scalar.
   Tensor batch_sum(const Tensor& prediction, const Tensor& target) const;
+  /// The sum of the per-sample losses, sample b's times weights[b]. Throws ShapeError for a loss
+  /// that returns a scalar mean, which cannot be weighted per sample.
+  Tensor weighted_sum(const Tensor& prediction, const Tensor& target, std::span<const float> weights) const;
   /// mean: the step's gradient is that of the mean over the step's samples (or counted tokens);
   /// sum: of their sum.
   Reduction reduction() const { return reduction_; }
@@ -160,5 +165,14 @@ class Loss {
   std::string name_;
   std::optional<LayerConfig> config_;
 };
+
+/// Keras's class_weight as a weight per sample: class c's weight (1 for a class it leaves out) for
+/// each sample of `targets`, whose class is an int32 label (N), a value rounded from (N, 1), or the
+/// largest entry of a one-hot row (N, C). Throws ValueError for targets with a class per token
+/// (N, T) or a weight that is negative or not finite, naming the class.
+std::vector<float> class_weight_per_sample(const Tensor& targets, const std::map<std::int64_t, float>& class_weight);
+
+/// "{0: 1, 1: 5}".
+std::string class_weight_str(const std::map<std::int64_t, float>& class_weight);
 
 }  // namespace accrue

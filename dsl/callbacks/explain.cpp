@@ -39,10 +39,13 @@ void Explain::on_micro_batch_end(const StepRecord& r, const Logs&) {
                r.window_micro_batches);
     return;
   }
+  const std::string weights =
+      r.sample_weight_sum ? fmt::format(" (each sample's loss times its weight; the weights sum to {:.6g})", *r.sample_weight_sum) : "";
   fmt::print(out_,
-             "  micro-batch {}/{}: forward {} samples, mean loss {:.4f}; backward adds its gradient into .grad(), its "
+             "  micro-batch {}/{}: forward {} samples, mean loss {:.4f}{}; backward adds its gradient into .grad(), its "
              "summed loss weighted {:.6g} (1/{:.6g})\n",
-             r.position + 1, r.window_micro_batches, r.micro_batch_samples, r.loss, r.loss_weight, 1.0 / r.loss_weight);
+             r.position + 1, r.window_micro_batches, r.micro_batch_samples, r.loss, weights, r.loss_weight,
+             1.0 / r.loss_weight);
 }
 
 void Explain::on_optimizer_step(const StepRecord& r) {

@@ -77,6 +77,7 @@ std::string training_banner(const TrainingContext& c) {
   out += fmt::format("\n  learning rate {:g}, schedule {}", c.base_lr, c.schedule->str());
   if (c.schedule->warmup_steps() > 0) out += fmt::format(", warmup {} steps", format_count(c.schedule->warmup_steps()));
   out += batch_scaling_line(c);
+  if (!c.sample_weighting.empty()) out += "\n  loss weighted by " + c.sample_weighting;
   out += fmt::format("\n  device {}", c.model->device());
   if (c.model->device().is_cpu()) out += fmt::format(" (kernels {})", kernels::cpu::capability_name(kernels::cpu::capability()));
   out += ", ";

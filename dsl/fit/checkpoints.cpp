@@ -25,7 +25,8 @@ RunSignature run_signature(const Sequential& model, const Dataset& train, const 
                                        last_window_name(accumulate.last_window),
                                        normalization_name(accumulate.normalization))},
           {"recipe", model.recipe().str()},
-          {"loss", model.loss().name()},
+          {"loss", options.class_weight.empty() ? model.loss().name()
+                                                : model.loss().name() + ", class_weight " + class_weight_str(options.class_weight)},
           {"metrics", metric_names.empty() ? "(none)" : metric_names},
           {"schedule", schedule.str()},
           {"shuffle", options.shuffle ? "true" : "false"},

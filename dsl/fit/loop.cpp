@@ -143,7 +143,7 @@ std::optional<TrainingRun::WindowSlots> TrainingRun::forward_backward(std::size_
     {
       const StepModes::Pass pass = modes_->forward();
       prediction = model_.forward(batch.inputs);
-      loss_sum = model_.loss().batch_sum(prediction, batch.targets);
+      loss_sum = micro_batch_loss(slot, prediction, batch.targets, record);
     }
     const double loss_value = loss_sum.item();
     if (units > 0) record.loss = loss_value / static_cast<double>(units);

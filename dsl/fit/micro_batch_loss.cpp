@@ -1,5 +1,5 @@
 // What a micro-batch's loss counts and feeds: the units (samples or tokens) of the micro-batch and
-// of its window, an inf or NaN loss, and the epoch's running loss and metrics.
+// of its window, its samples' weights, an inf or NaN loss, and the epoch's running loss and metrics.
 
 #include "accrue/dsl/fit/training_run.hpp"
 #include "accrue/framework/autograd.hpp"
@@ -29,6 +29,17 @@ std::int64_t TrainingRun::window_units(const MicroBatchSlot& slot) const {
                                 }
                                 return units_of(*other, index, true);
                               });
+}
+
+Tensor TrainingRun::micro_batch_loss(const MicroBatchSlot& slot, const Tensor& prediction, const Tensor& targets,
+                                     StepRecord& record) const {
+  if (sample_weights_.empty()) return model_.loss().batch_sum(prediction, targets);
+  const std::vector<std::int64_t> indices = loader_->sample_indices(slot.index, false);
+  std::vector<float> w(indices.size());
+  double sum = 0.0;
+  for (std::size_t b = 0; b < indices.size(); ++b) sum += w[b] = sample_weights_[static_cast<std::size_t>(indices[b])];
+  record.sample_weight_sum = sum;
+  return model_.loss().weighted_sum(prediction, targets, w);
 }
 
 // An inf or NaN loss: with float16 loss scaling the scaler's business (the window is dropped, as

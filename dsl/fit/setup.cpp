@@ -140,6 +140,13 @@ void TrainingRun::prepare_run() {
   counts_tokens_ = targets.rank() >= 2;
   if (std::all_of(sample_units_.begin(), sample_units_.end(), [&](std::int64_t u) { return u == sample_units_[0]; }))
     units_per_sample_ = sample_units_[0];
+  sample_weights_.clear();
+  if (!options_.class_weight.empty()) sample_weights_ = class_weight_per_sample(targets, options_.class_weight);
+  if (const std::vector<float>* own = train_.sample_weights()) {
+    if (sample_weights_.empty()) sample_weights_ = *own;
+    else
+      for (std::size_t i = 0; i < own->size(); ++i) sample_weights_[i] *= (*own)[i];
+  }
   if (communicator_->rank() == 0) warn_batch_statistics(model_, *plan_, state_.batch_size, communicator_->size());
   state_.loader_seed = checkpoint_      ? checkpoint_->loader_seed()
                        : options_.seed ? *options_.seed
@@ -181,6 +188,18 @@ void TrainingRun::make_callbacks() {
                      std::any_of(callbacks_.begin(), callbacks_.end(), [](const Callback* c) { return c->needs_grad_norm(); });
 }
 
+// "class_weight {0: 1, 1: 5} times the dataset's sample weights: ...", or nothing unweighted.
+std::string TrainingRun::sample_weighting() const {
+  if (sample_weights_.empty()) return {};
+  std::string what;
+  if (!options_.class_weight.empty()) what = "class_weight " + class_weight_str(options_.class_weight);
+  if (train_.sample_weights() != nullptr) what += what.empty() ? "the dataset's sample weights" : " times the dataset's sample weights";
+  const double sum = std::accumulate(sample_weights_.begin(), sample_weights_.end(), 0.0);
+  return fmt::format("{} (mean {:.4g} over the training set); each window's loss the weighted sum over its samples "
+                     "divided by their number",
+                     what, sum / static_cast<double>(sample_weights_.size()));
+}
+
 void TrainingRun::make_context() {
   context_.model = &model_;
   context_.optimizer = optimizer_;
@@ -196,6 +215,7 @@ void TrainingRun::make_context() {
   context_.reads_data_ahead = batches_ && batches_->reads_ahead();
   if (counts_tokens_) context_.tokens_per_epoch = std::accumulate(sample_units_.begin(), sample_units_.end(), std::int64_t{0});
   context_.base_lr = optimizer_->lr();
+  context_.sample_weighting = sample_weighting();
   // The trainable ones: frozen layers' parameters are out of clipping norms and gradient buckets.
   parameters_.clear();
   for (auto& [name, p] : model_.trainable_parameters()) parameters_.push_back(p);

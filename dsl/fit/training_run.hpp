@@ -92,6 +92,9 @@ class TrainingRun {
   std::int64_t units_of(const DataLoader& loader, std::int64_t index, bool all_shards) const;
   std::int64_t micro_batch_units(const MicroBatchSlot& slot, std::int64_t samples) const;
   std::int64_t window_units(const MicroBatchSlot& slot) const;
+  // The micro-batch's summed loss, each sample's weighed by sample_weights_ when there are any.
+  Tensor micro_batch_loss(const MicroBatchSlot& slot, const Tensor& prediction, const Tensor& targets,
+                          StepRecord& record) const;
 
   // setup.cpp
   void prepare_model();
@@ -99,6 +102,7 @@ class TrainingRun {
   void make_loader();
   void make_callbacks();
   void make_context();
+  std::string sample_weighting() const;
   void replan();
 
   // back_off.cpp
@@ -180,6 +184,8 @@ class TrainingRun {
   std::optional<std::int64_t> units_per_sample_;
   std::int64_t window_units_ = 0, window_units_of_ = -1;  // and the window they were counted for
   bool counts_tokens_ = false;  // the targets are sequences: units are tokens
+  // Each training sample's weight, the dataset's times its class's (empty: unweighted).
+  std::vector<float> sample_weights_;
 };
 
 // back_off.cpp: the memory planner's micro-batch per process for memory_budget(budget).

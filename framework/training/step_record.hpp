@@ -31,6 +31,9 @@ struct StepRecord {
   /// this micro-batch; 0 otherwise.
   std::int64_t window_tokens = 0;
   std::int64_t micro_batch_tokens = 0;
+  /// With sample or class weights (FitOptions::class_weight, Dataset::with_sample_weights): the sum
+  /// of this micro-batch's sample weights, by which its samples' losses were multiplied.
+  std::optional<double> sample_weight_sum;
   /// The factor the micro-batch's summed loss was multiplied by before backward.
   double loss_weight = 1.0;
   /// Seconds the trainer waited for this micro-batch's data (reading it, or for the background

@@ -48,6 +48,12 @@ BOOST_AUTO_TEST_CASE(quoted_fields_categories_and_line_endings) {
   const std::string semi = write(dir, "semi.csv", "a;b;y\n1;;0\n\n2;5;1\n");
   const Dataset filled = datasets::csv(semi, {.delimiter = ';', .missing = -1.0f});
   BOOST_TEST(filled.inputs().to_vector() == std::vector<float>({1, -1, 2, 5}));
+  // A column of sample weights: not a feature, each row's weight.
+  const std::string weighted = write(dir, "weighted.csv", "a,w,b,y\n1,0.5,2,0\n3,2,4,1\n");
+  const Dataset w = datasets::csv(weighted, {.sample_weight = "w"});
+  BOOST_TEST(w.inputs().to_vector() == std::vector<float>({1, 2, 3, 4}));
+  BOOST_TEST((*w.sample_weights() == std::vector<float>{0.5f, 2.0f}));
+  BOOST_TEST(datasets::csv_features(weighted, {.sample_weight = 1}) == std::vector<std::string>({"a", "b"}));
 }
 
 BOOST_AUTO_TEST_CASE(every_malformed_case_names_the_line_and_column) {
@@ -74,6 +80,10 @@ BOOST_AUTO_TEST_CASE(every_malformed_case_names_the_line_and_column) {
       {"", {}, {"no header row"}},
       {"a,b,y\n1,2,0\n", {.columns = {"y"}}, {"column 3 ('y') is the target and a feature"}},
       {"a,b,y\n1,nan,0\n", {}, {"'nan' is not a number"}},
+      {"a,w,y\n1,2,0\n1,-1,0\n", {.sample_weight = "w"}, {"line 3, column 2 ('w')", "sample weight '-1'", ">= 0"}},
+      {"a,w,y\n1,,0\n", {.sample_weight = "w"}, {"line 2, column 2 ('w')", "sample weight ''"}},
+      {"a,w,y\n1,2,0\n", {.columns = {"a", "w"}, .sample_weight = "w"}, {"('w') is the sample weights and a feature"}},
+      {"a,w,y\n1,2,0\n", {.sample_weight = "y"}, {"('y') is the target and the sample weights"}},
       {"a,b,y\n1,2,0\n", {.max_bytes = 4}, {"over the limit of 4", "max_bytes"}},
   };
   for (const Case& c : cases) {

@@ -26,6 +26,7 @@ struct Case {
   std::optional<std::int64_t> nan_sample;   // a sample whose features are NaN (NanGuard skips its window)
   std::size_t bucket_bytes = 25u << 20;
   optim::AnyOptimizer optimizer = {};     // instead of SGD or AdamW
+  bool weighted = false;                  // class_weight and a weight per sample
 };
 
 Sequential mlp() {
@@ -46,6 +47,11 @@ Dataset data(const Case& c) {
     x[static_cast<std::size_t>(*c.nan_sample * 6)] = std::nanf("");
     d = Dataset{Tensor::from(x, d.inputs().shape()), d.targets(), "blobs with a NaN"};
   }
+  if (c.weighted) {
+    std::vector<float> w(static_cast<std::size_t>(c.samples));
+    for (std::size_t i = 0; i < w.size(); ++i) w[i] = 0.2f + 0.35f * static_cast<float>(i % 7);
+    d = d.with_sample_weights(std::move(w));
+  }
   return d;
 }
 
@@ -60,6 +66,8 @@ History train(const Case& c, bool distributed, std::int64_t batch, Sequential& m
                              .batch_size = batch,
                              .accumulate = c.accumulate,
                              .callbacks = {callbacks::NanGuard{}},
+                             .class_weight = c.weighted ? std::map<std::int64_t, float>{{1, 3.0f}, {3, 0.25f}}
+                                                        : std::map<std::int64_t, float>{},
                              .shuffle = !c.nan_sample,  // the NaN sample's window is known
                              .seed = 3,
                              .verbose = 0,
@@ -105,6 +113,8 @@ BOOST_AUTO_TEST_CASE(n_processes_train_as_one_process_with_n_times_the_batch) {
       {"adamw accumulate 2 clipped", 98, 4, 2, true, true},
       // Sample 13 sits in one process's share of the second window: every process skips it.
       {"sgd accumulate 2, a NaN in sample 13", 98, 4, 2, false, false, false, 13},
+      // Each window's weighted sum over its samples, whichever process holds them.
+      {"adamw accumulate 3, class and sample weights", 98, 4, 3, true, false, false, std::nullopt, 25u << 20, {}, true},
   };
   for (const Case& c : cases) {
     Sequential dp, one;
