@@ -204,4 +204,67 @@ void SparseTopKCategoricalAccuracy::load_state(const std::vector<double>& state)
   total_ = saved_count(state[1], name());
 }
 
+ConfusionMatrix::ConfusionMatrix(ConfusionMatrixOptions options) : options_(std::move(options)) {
+  const std::int64_t n = options_.num_classes;
+  ACCRUE_CHECK(n >= 2 && n <= 65536, "confusion_matrix: num_classes must be from 2 to 65536, got {}", n);
+  ACCRUE_CHECK(options_.labels.empty() || static_cast<std::int64_t>(options_.labels.size()) == n,
+               "confusion_matrix: {} labels for {} classes", options_.labels.size(), n);
+  counts_.assign(static_cast<std::size_t>(n * n), 0);
+}
+
+std::size_t ConfusionMatrix::predicted_class(const std::vector<float>& scores, std::size_t sample, bool one_output) const {
+  if (one_output) return scores[sample] > options_.threshold ? 1 : 0;
+  const auto n = static_cast<std::size_t>(options_.num_classes);
+  const auto row = scores.begin() + static_cast<std::ptrdiff_t>(sample * n);
+  return static_cast<std::size_t>(std::max_element(row, row + static_cast<std::ptrdiff_t>(n)) - row);  // the first highest
+}
+
+void ConfusionMatrix::update(const Tensor& prediction, const Tensor& target, double) {
+  const std::int64_t n = options_.num_classes;
+  const std::int64_t B = prediction.rank() >= 1 ? prediction.size(0) : 0;
+  const bool scores = prediction.rank() == 2 && prediction.size(1) == n;
+  const bool one_output = n == 2 && (prediction.rank() == 1 || (prediction.rank() == 2 && prediction.size(1) == 1));
+  ACCRUE_CHECK_SHAPE((scores || one_output) && target.numel() == B && target.rank() >= 1 && target.size(0) == B,
+                     "confusion_matrix: needs scores (B, {}) and a label per sample{}, got predictions {} and targets {}",
+                     n, n == 2 ? " (or one output (B, 1) against 0/1 targets)" : "", prediction.shape(), target.shape());
+  const std::vector<float> p = host_floats(prediction), y = target_values(target);
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    // As Precision reads 0/1 targets (Keras casts them to bool); a class label must be one of the classes.
+    const float label = one_output && target.dtype() != DType::i32 ? (y[i] != 0.0f ? 1.0f : 0.0f) : y[i];
+    ACCRUE_CHECK(label >= 0.0f && label < static_cast<float>(n), "confusion_matrix: label {} of sample {} is outside [0, {})",
+                 y[i], i, n);
+    counts_[static_cast<std::size_t>(label) * static_cast<std::size_t>(n) + predicted_class(p, i, one_output)] += 1;
+  }
+}
+
+CountTable ConfusionMatrix::table() const {
+  CountTable t{options_.labels, counts_};
+  if (t.labels.empty())
+    for (std::int64_t c = 0; c < options_.num_classes; ++c) t.labels.push_back(std::to_string(c));
+  return t;
+}
+
+std::int64_t ConfusionMatrix::count(std::int64_t truth, std::int64_t predicted) const {
+  const std::int64_t n = options_.num_classes;
+  ACCRUE_CHECK(truth >= 0 && truth < n && predicted >= 0 && predicted < n,
+               "confusion_matrix: count({}, {}) is outside the {} classes", truth, predicted, n);
+  return counts_[static_cast<std::size_t>(truth * n + predicted)];
+}
+
+LayerConfig ConfusionMatrix::config() const {
+  return {{"num_classes", options_.num_classes},
+          {"threshold", float_option(options_.threshold)},
+          {"labels", options_.labels}};
+}
+
+ConfusionMatrix ConfusionMatrix::from_config(const ConfigReader& c) {
+  return ConfusionMatrix{{.num_classes = c.integer("num_classes"), .threshold = c.real("threshold"), .labels = c.texts("labels")}};
+}
+
+void ConfusionMatrix::load_state(const std::vector<double>& state) {
+  ACCRUE_CHECK(state.size() == counts_.size(), "{}: a saved state has {} counts ({} classes squared), got {}", name(),
+               counts_.size(), options_.num_classes, state.size());
+  for (std::size_t i = 0; i < state.size(); ++i) counts_[i] = saved_count(state[i], name());
+}
+
 }  // namespace accrue::metrics

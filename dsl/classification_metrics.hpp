@@ -1,7 +1,8 @@
 #pragma once
 // Classification metrics with Keras's names and semantics, kept as counts so that an epoch's value
 // over several processes is that of all their samples together (their states are summed, never
-// their results averaged): Precision, Recall, F1Score, AUC, SparseTopKCategoricalAccuracy.
+// their results averaged): Precision, Recall, F1Score, AUC, SparseTopKCategoricalAccuracy, and
+// ConfusionMatrix, which reports a table of counts rather than one value.
 //
 // Precision, Recall, F1Score and AUC score a binary decision per element: predictions of the
 // target's shape (one output per label, probabilities or scores) against 0/1 targets (int32 or
@@ -16,6 +17,7 @@
 
 #include "accrue/dsl/layer.hpp"
 #include "accrue/framework/tensor.hpp"
+#include "accrue/framework/training/logs.hpp"
 
 namespace accrue::metrics {
 
@@ -124,6 +126,45 @@ class SparseTopKCategoricalAccuracy {
  private:
   std::int64_t k_;
   std::int64_t correct_ = 0, total_ = 0;
+};
+
+struct ConfusionMatrixOptions {
+  /// The classes; 2 with one output per sample (a binary decision at `threshold`).
+  std::int64_t num_classes = 0;
+  /// With one output (B, 1) or (B): predicted class 1 when the score is above it (0 for logits).
+  float threshold = 0.5f;
+  /// The classes' names in the table; empty: their numbers.
+  std::vector<std::string> labels = {};
+};
+
+/// The count of each (true class, predicted class) pair over an epoch, as scikit-learn's
+/// confusion_matrix: row i, column j counts the samples of class i predicted as j
+/// ("confusion_matrix"). Scores (B, C) against int32 labels (B) predict their highest class; one
+/// output (B, 1) or (B) against 0/1 targets decides at the threshold. It reports a table, which the
+/// logs and the report (callbacks::Report) keep per epoch, training and validation, and whose
+/// counts are summed over the processes of a distributed run.
+class ConfusionMatrix {
+ public:
+  /// `ConfusionMatrix{10}`.
+  explicit(false) ConfusionMatrix(std::int64_t num_classes) : ConfusionMatrix(ConfusionMatrixOptions{.num_classes = num_classes}) {}
+  /// `ConfusionMatrix{{.num_classes = 3, .labels = {"cat", "dog", "bird"}}}`. Throws ValueError for
+  /// fewer than 2 classes or a number of labels other than num_classes.
+  explicit(false) ConfusionMatrix(ConfusionMatrixOptions options);
+  void reset() { counts_.assign(counts_.size(), 0); }
+  void update(const Tensor& prediction, const Tensor& target, double loss_sum);
+  CountTable table() const;
+  /// The samples of class `truth` predicted as `predicted` so far.
+  std::int64_t count(std::int64_t truth, std::int64_t predicted) const;
+  std::string name() const { return "confusion_matrix"; }
+  LayerConfig config() const;
+  static ConfusionMatrix from_config(const ConfigReader& c);
+  std::vector<double> state() const { return {counts_.begin(), counts_.end()}; }
+  void load_state(const std::vector<double>& state);
+
+ private:
+  std::size_t predicted_class(const std::vector<float>& scores, std::size_t sample, bool one_output) const;
+  ConfusionMatrixOptions options_;
+  std::vector<std::int64_t> counts_;  // num_classes x num_classes, by true class then predicted
 };
 
 }  // namespace accrue::metrics

@@ -47,6 +47,11 @@ std::string config_value_str(const ConfigValue& value) {
         else if constexpr (std::is_same_v<V, bool>) return v ? "true" : "false";
         else if constexpr (std::is_same_v<V, std::string>) return v;
         else if constexpr (std::is_same_v<V, std::vector<std::int64_t>>) return fmt::format("({})", fmt::join(v, ", "));
+        else if constexpr (std::is_same_v<V, std::vector<std::string>>) {
+          std::string s;
+          for (const std::string& t : v) s += fmt::format("{}\"{}\"", s.empty() ? "" : ", ", t);
+          return "[" + s + "]";
+        }
         else return fmt::format("{}", v);
       },
       value);

@@ -87,11 +87,12 @@ struct LayerMemoryQuery {
 
 /// One option's value in a layer's configuration: none (an option left unset), a flag, a whole
 /// number, a number, a text, or whole numbers per axis (a kernel of (3, 5)).
-using ConfigValue = std::variant<std::monostate, bool, std::int64_t, double, std::string, std::vector<std::int64_t>>;
+using ConfigValue =
+    std::variant<std::monostate, bool, std::int64_t, double, std::string, std::vector<std::int64_t>, std::vector<std::string>>;
 /// A layer's options by name, in the order of its constructor and options (Keras's get_config):
 /// what it was made with, not what it learned.
 using LayerConfig = std::vector<std::pair<std::string, ConfigValue>>;
-/// "512", "true", "0.1", "same", "(3, 5)", "none".
+/// "512", "true", "0.1", "same", "(3, 5)", "none", ["cat", "dog"].
 std::string config_value_str(const ConfigValue& value);
 /// A float option as the number written in the program (0.1f as 0.1, not 0.10000000149011612).
 ConfigValue float_option(float value);

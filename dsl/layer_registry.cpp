@@ -10,7 +10,8 @@ namespace accrue {
 namespace {
 
 std::string kind_of(const ConfigValue& v) {
-  constexpr const char* kinds[] = {"none", "a flag", "a whole number", "a number", "a text", "whole numbers per axis"};
+  constexpr const char* kinds[] = {"none",          "a flag", "a whole number", "a number", "a text", "whole numbers per axis",
+                                   "a list of texts"};
   return kinds[v.index()];
 }
 
@@ -70,6 +71,14 @@ std::vector<std::int64_t> ConfigReader::integers(std::string_view name) const {
   if (const auto* s = std::get_if<std::vector<std::int64_t>>(&v)) return *s;
   if (const std::int64_t* i = std::get_if<std::int64_t>(&v)) return {*i};
   throw ValueError(fmt::format("{}: option '{}' should be whole numbers per axis, the file has {}", type_, name, kind_of(v)));
+}
+
+std::vector<std::string> ConfigReader::texts(std::string_view name) const {
+  const ConfigValue& v = value(name);
+  if (const auto* s = std::get_if<std::vector<std::string>>(&v)) return *s;
+  // An empty list reads back as no whole numbers.
+  if (const auto* i = std::get_if<std::vector<std::int64_t>>(&v); i != nullptr && i->empty()) return {};
+  throw ValueError(fmt::format("{}: option '{}' should be a list of texts, the file has {}", type_, name, kind_of(v)));
 }
 
 Size2 ConfigReader::size(std::string_view name) const {

@@ -43,6 +43,7 @@ class ConfigReader {
   float real(std::string_view name) const { return static_cast<float>(number(name)); }
   std::string text(std::string_view name) const;
   std::vector<std::int64_t> integers(std::string_view name) const;
+  std::vector<std::string> texts(std::string_view name) const;
   /// (height, width), written as size_option() writes it.
   Size2 size(std::string_view name) const;
 

@@ -60,7 +60,10 @@ void MeanLoss::load_state(const std::vector<double>& state) {
 Logs metric_logs(const metrics::MeanLoss& loss, const std::vector<Metric>& metrics, const std::string& prefix) {
   Logs logs;
   logs.set(prefix + "loss", loss.result());
-  for (const Metric& m : metrics) logs.set(prefix + m.name(), m.result());
+  for (const Metric& m : metrics) {
+    if (std::optional<CountTable> table = m.table()) logs.set_table(prefix + m.name(), std::move(*table));
+    else logs.set(prefix + m.name(), m.result());
+  }
   return logs;
 }
 

@@ -70,13 +70,17 @@ class MeanLoss {
 
 }  // namespace metrics
 
+/// A metric reports one value (result()) or a table of counts (table(), metrics::ConfusionMatrix).
 template <class T>
 concept MetricType = requires(T m, const T& cm, const Tensor& t) {
   m.reset();
   m.update(t, t, 0.0);
-  { cm.result() } -> std::convertible_to<double>;
   { cm.name() } -> std::convertible_to<std::string>;
-};
+} && (requires(const T& cm) {
+  { cm.result() } -> std::convertible_to<double>;
+} || requires(const T& cm) {
+  { cm.table() } -> std::convertible_to<CountTable>;
+});
 
 /// Any metric, held by value; copying gives an independent metric.
 class Metric {
@@ -98,7 +102,10 @@ class Metric {
   void update(const Tensor& prediction, const Tensor& target, double loss_sum) {
     impl_->update(prediction, target, loss_sum);
   }
+  /// The metric's value; throws ValueError for a metric that reports a table.
   double result() const { return impl_->result(); }
+  /// The table of a metric that reports one (table()), else nullopt.
+  std::optional<CountTable> table() const { return impl_->table(); }
   std::string name() const { return impl_->name(); }
   /// The options of a built-in metric, which a saved model keeps (name() is its type); none for
   /// a metric of your own.
@@ -117,6 +124,7 @@ class Metric {
     virtual void reset() = 0;
     virtual void update(const Tensor& p, const Tensor& t, double loss_sum) = 0;
     virtual double result() const = 0;
+    virtual std::optional<CountTable> table() const = 0;
     virtual std::string name() const = 0;
     virtual std::optional<LayerConfig> config() const = 0;
     virtual std::optional<std::vector<double>> state() const = 0;
@@ -128,7 +136,14 @@ class Metric {
     std::shared_ptr<Concept> clone() const override { return std::make_shared<Model<T>>(metric); }
     void reset() override { metric.reset(); }
     void update(const Tensor& p, const Tensor& t, double loss_sum) override { metric.update(p, t, loss_sum); }
-    double result() const override { return metric.result(); }
+    double result() const override {
+      if constexpr (requires { metric.result(); }) return metric.result();
+      else throw ValueError("metric '" + metric.name() + "' reports a table of counts, not a value: read its table()");
+    }
+    std::optional<CountTable> table() const override {
+      if constexpr (requires { metric.table(); }) return metric.table();
+      else return std::nullopt;
+    }
     std::string name() const override { return metric.name(); }
     std::optional<LayerConfig> config() const override {
       if constexpr (requires { metric.config(); }) return metric.config();
@@ -147,7 +162,8 @@ class Metric {
   std::shared_ptr<Concept> impl_;
 };
 
-/// The logs of a loss tracker and metrics: "loss" then each metric by name, each behind `prefix`.
+/// The logs of a loss tracker and metrics: "loss" then each metric by name, each behind `prefix`
+/// (a metric's table among the logs' tables).
 Logs metric_logs(const metrics::MeanLoss& loss, const std::vector<Metric>& metrics, const std::string& prefix = "");
 
 /// Adds the loss tracker's and each metric's sums and counts over all processes of `communicator`,

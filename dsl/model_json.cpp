@@ -215,8 +215,9 @@ Metric metric_of(const ConfigReader& c) {
   if (c.type() == "f1_score") return metrics::F1Score::from_config(c);
   if (c.type() == "auc" || c.type() == "pr_auc") return metrics::AUC::from_config(c);
   if (c.type() == "sparse_top_k_categorical_accuracy") return metrics::SparseTopKCategoricalAccuracy::from_config(c);
+  if (c.type() == "confusion_matrix") return metrics::ConfusionMatrix::from_config(c);
   throw ValueError(fmt::format("metric '{}' is none of accuracy, loss, precision, recall, f1_score, auc, pr_auc, "
-                               "sparse_top_k_categorical_accuracy",
+                               "sparse_top_k_categorical_accuracy, confusion_matrix",
                                c.type()));
 }
 
@@ -285,7 +286,9 @@ ConfigValue config_value(const ordered_json& j, const Reading& r, const std::str
   if (j.is_string()) return j.get<std::string>();
   if (j.is_array() && std::all_of(j.begin(), j.end(), [](const auto& e) { return e.is_number_integer(); }))
     return j.get<std::vector<std::int64_t>>();
-  r.fail(fmt::format("option '{}' holds {}, not a flag, a number, a text or whole numbers", option, j.dump()));
+  if (j.is_array() && std::all_of(j.begin(), j.end(), [](const auto& e) { return e.is_string(); }))
+    return j.get<std::vector<std::string>>();
+  r.fail(fmt::format("option '{}' holds {}, not a flag, a number, a text, whole numbers or texts", option, j.dump()));
 }
 
 LayerConfig config_of(const ordered_json& j, const Reading& r) {

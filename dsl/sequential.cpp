@@ -38,6 +38,13 @@ std::optional<double> Evaluation::first_metric() const {
   return std::nullopt;
 }
 
+const CountTable& Evaluation::table(const std::string& name) const {
+  if (const CountTable* t = logs.table(name)) return *t;
+  std::string names;
+  for (const auto& [n, t] : logs.tables()) names += (names.empty() ? "" : ", ") + n;
+  throw ValueError(fmt::format("no table named '{}' in the evaluation (there are: {})", name, names.empty() ? "none" : names));
+}
+
 Sequential::Sequential() : generator_(std::make_unique<Generator>(seed_from_default())) {}
 Sequential::Sequential(Sequential&&) noexcept = default;
 Sequential& Sequential::operator=(Sequential&&) noexcept = default;

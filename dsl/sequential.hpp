@@ -80,6 +80,9 @@ struct Evaluation {
   }
   /// The first metric compile() was given; none without metrics.
   std::optional<double> first_metric() const;
+  /// The table of a metric that reports one ("confusion_matrix"); throws ValueError naming the
+  /// tables there are.
+  const CountTable& table(const std::string& name) const;
 };
 
 class Sequential {

@@ -21,7 +21,11 @@ int main(int argc, char** argv) {
     manual_seed(common.seed);
     Sequential model{layers::Input{1, 28, 28}, layers::Flatten{}, layers::Dense{256}, layers::ReLU{}, layers::Dense{10}};
     model.to(common.target());
-    model.compile(common.with_amp(optim::AdamW{.lr = 2e-3}.clip(1.0)), losses::CrossEntropy{}, {metrics::Accuracy{}});
+    // The confusion matrix is a table of counts per epoch: the report draws it (--report).
+    std::vector<std::string> classes;
+    for (int c = 0; c < 10; ++c) classes.emplace_back(datasets::fashion_mnist_class_name(c));
+    model.compile(common.with_amp(optim::AdamW{.lr = 2e-3}.clip(1.0)), losses::CrossEntropy{},
+                  {metrics::Accuracy{}, metrics::ConfusionMatrix{{.num_classes = 10, .labels = classes}}});
 
     const auto lr_monitor = std::make_shared<callbacks::LearningRateMonitor>();
     Trainer trainer{{

@@ -71,6 +71,20 @@ json logs_json(const Logs& logs) {
   return j;
 }
 
+// A metric's tables (metrics::ConfusionMatrix): {"confusion_matrix": {"labels": [...], "counts": [[row], ...]}}.
+json tables_json(const Logs& logs) {
+  json j = json::object();
+  for (const auto& [name, table] : logs.tables()) {
+    json rows = json::array();
+    const std::size_t n = table.labels.size();
+    for (std::size_t r = 0; r < n; ++r)
+      rows.push_back(std::vector<std::int64_t>(table.counts.begin() + static_cast<std::ptrdiff_t>(r * n),
+                                               table.counts.begin() + static_cast<std::ptrdiff_t>((r + 1) * n)));
+    j[name] = {{"labels", table.labels}, {"counts", rows}};
+  }
+  return j;
+}
+
 // Script code inside <script>: "</" would end the element. "<!--" and "<script" would start HTML's
 // escaped script states, where "</script>" no longer ends it; the vendored scripts hold neither.
 std::string script_safe(std::string text) {
@@ -242,7 +256,8 @@ std::string Report::data_json() const {
     epochs.push_back({{"steps", epoch_steps_[e]},
                       {"seconds", epoch_time_[e]},
                       {"data_wait", epoch_data_wait_[e]},
-                      {"logs", logs_json(epoch_logs_[e])}});
+                      {"logs", logs_json(epoch_logs_[e])},
+                      {"tables", tables_json(epoch_logs_[e])}});
   head["epochs"] = epochs;
   std::string out = dump(head);
   out.pop_back();  // the closing brace: the columns follow
@@ -334,7 +349,7 @@ std::string Report::json_lines() const {
       for (; epoch < epoch_steps_.size() && epoch_steps_[epoch] == step + 1; ++epoch)
         out += dump(json{{"type", "epoch"}, {"epoch", epoch}, {"steps", epoch_steps_[epoch]},
                          {"seconds", epoch_time_[epoch]}, {"data_wait", epoch_data_wait_[epoch]},
-                         {"logs", logs_json(epoch_logs_[epoch])}}) +
+                         {"logs", logs_json(epoch_logs_[epoch])}, {"tables", tables_json(epoch_logs_[epoch])}}) +
                "\n";
     }
   }

@@ -244,7 +244,7 @@ void TrainingRun::end_epoch(int epoch) {
         }
       }();
       if (averaged) optimizer_->swap_average();
-      for (const auto& [name, value] : val.logs.items()) logs.set("val_" + name, value);
+      logs.set_all(val.logs, "val_");
     } catch (const Interrupted& e) {
       stop_in_validation(epoch, e);
     }

@@ -119,8 +119,7 @@ void TrainingRun::aggregate_metrics(Logs& logs) {
   metrics::MeanLoss loss = state_.epoch_loss;
   std::vector<Metric> metrics = model_.metrics_;
   sum_over_processes(*communicator_, loss, metrics);
-  const Logs all = metric_logs(loss, metrics);
-  for (const auto& [name, value] : all.items()) logs.set(name, value);
+  logs.set_all(metric_logs(loss, metrics));
 }
 
 // Buffers that each process updates from its own share of the samples (the running statistics of a

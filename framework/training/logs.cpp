@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "accrue/framework/error.hpp"
 
 namespace accrue {
@@ -32,6 +34,40 @@ double Logs::at(const std::string& name) const {
 std::string Logs::str() const {
   std::string s;
   for (const auto& [n, v] : items_) s += fmt::format("{}{}: {:.4f}", s.empty() ? "" : " - ", n, v);
+  return s;
+}
+
+void Logs::set_table(const std::string& name, CountTable table) {
+  for (auto& [n, t] : tables_) {
+    if (n == name) {
+      t = std::move(table);
+      return;
+    }
+  }
+  tables_.emplace_back(name, std::move(table));
+}
+
+const CountTable* Logs::table(const std::string& name) const {
+  for (const auto& [n, t] : tables_)
+    if (n == name) return &t;
+  return nullptr;
+}
+
+void Logs::set_all(const Logs& other, const std::string& prefix) {
+  for (const auto& [name, value] : other.items()) set(prefix + name, value);
+  for (const auto& [name, table] : other.tables()) set_table(prefix + name, table);
+}
+
+std::string CountTable::str() const {
+  std::size_t width = 1;
+  for (const std::string& l : labels) width = std::max(width, l.size());
+  for (const std::int64_t c : counts) width = std::max(width, fmt::formatted_size("{}", c));
+  std::string s = fmt::format("{:>{}}", "", width);
+  for (const std::string& l : labels) s += fmt::format(" {:>{}}", l, width);
+  for (std::size_t r = 0; r < labels.size(); ++r) {
+    s += fmt::format("\n{:>{}}", labels[r], width);
+    for (std::size_t c = 0; c < labels.size(); ++c) s += fmt::format(" {:>{}}", at(r, c), width);
+  }
   return s;
 }
 

@@ -2,6 +2,7 @@
 // Named values of a batch, an epoch or an evaluation, in the order they were recorded: "loss",
 // the metrics, then "val_loss" and the validation metrics, as Keras logs them.
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -11,6 +12,17 @@
 #include "accrue/framework/printable.hpp"
 
 namespace accrue {
+
+/// What a metric reports as a table of counts instead of one value (metrics::ConfusionMatrix):
+/// rows and columns named by `labels`, the counts row by row.
+struct CountTable {
+  std::vector<std::string> labels;
+  std::vector<std::int64_t> counts;
+  std::int64_t at(std::size_t row, std::size_t column) const { return counts[row * labels.size() + column]; }
+  /// The counts right-aligned under a header of the labels, a row per line, each led by its label.
+  std::string str() const;
+  friend bool operator==(const CountTable&, const CountTable&) = default;
+};
 
 class Logs {
  public:
@@ -22,11 +34,20 @@ class Logs {
   bool contains(const std::string& name) const { return get(name).has_value(); }
   const std::vector<std::pair<std::string, double>>& items() const { return items_; }
   bool empty() const { return items_.empty(); }
-  /// "loss: 0.5234 - accuracy: 0.8123"
+  /// "loss: 0.5234 - accuracy: 0.8123" (the values; tables are left out)
   std::string str() const;
+
+  /// Sets the table `name` (replacing an earlier one).
+  void set_table(const std::string& name, CountTable table);
+  /// The table `name`, or null.
+  const CountTable* table(const std::string& name) const;
+  const std::vector<std::pair<std::string, CountTable>>& tables() const { return tables_; }
+  /// Sets every value and table of `other`, each name behind `prefix` ("val_").
+  void set_all(const Logs& other, const std::string& prefix = "");
 
  private:
   std::vector<std::pair<std::string, double>> items_;
+  std::vector<std::pair<std::string, CountTable>> tables_;
 };
 
 /// The best value so far of a monitored log entry, as EarlyStopping and reduce-on-plateau keep it.

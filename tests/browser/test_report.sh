@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The report page in a real browser (Debian's chromium, headless): a short run (03_accumulation_schedule:
 # accumulation 8 then 4, warmup-cosine, clipping) opens with no errors and one point per optimizer
-# step in the LR chart, a report as long as 20 tutorial epochs renders in under a second, and
+# step in the LR chart and its confusion matrices as tables, a report as long as 20 tutorial epochs renders in under a second, and
 # 04_memory_comparison's page draws its bars, and the tutorial's page links the ONNX file it exported.
 # Screenshots go to SHOTS.
 #   test_report.sh BUILD_DIR SHOTS_DIR
@@ -33,6 +33,7 @@ if "$build/examples/03_accumulation_schedule" --epochs 3 --report "$work/run.htm
   echo "short run: $steps optimizer steps; $b"
   check "the page reports no errors" '[[ -n "$b" && -z "$(attribute "$b" data-errors)" ]]'
   check "one point per optimizer step in the LR chart" '[[ "$(attribute "$b" data-lr-points)" == "$steps" && "$steps" -gt 0 ]]'
+  check "the confusion matrices, training and validation, as tables" '[[ "$(attribute "$b" data-tables)" == 2 ]]'
   timeout 60 "$chromium" "${flags[@]}" --window-size=1280,1500 --screenshot="$shots/report.png" "file://$work/run.html" \
     >/dev/null 2>&1
   check "a screenshot" '[[ -s "$shots/report.png" ]]'

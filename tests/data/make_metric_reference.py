@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Writes tests/data/metric_reference.json for tests/dsl/test_metric_reference.cpp: scores and
 labels with scikit-learn's precision_recall_fscore_support, roc_auc_score, the area under
-precision_recall_curve, and top-k accuracy, for binary outputs and one class of four against the
+precision_recall_curve, top-k accuracy and confusion_matrix, for binary outputs and one class of four against the
 rest. Run with Debian's python3-sklearn: /usr/bin/python3 tests/data/make_metric_reference.py"""
 import json
 import os
 
 import numpy as np
-from sklearn.metrics import auc, precision_recall_curve, precision_recall_fscore_support, roc_auc_score, top_k_accuracy_score
+from sklearn.metrics import auc, confusion_matrix, precision_recall_curve, precision_recall_fscore_support, roc_auc_score, top_k_accuracy_score
 
 rng = np.random.default_rng(20261126)
 N, C = 300, 4
@@ -44,6 +44,8 @@ out = {
     "class_2_roc_auc": roc_auc_score(one_vs_rest, softmax[:, class_id]),
     "top_1": top_k_accuracy_score(class_labels, class_scores, k=1),
     "top_2": top_k_accuracy_score(class_labels, class_scores, k=2),
+    "confusion": confusion_matrix(class_labels, class_scores.argmax(axis=1), labels=range(C)).flatten().tolist(),
+    "binary_confusion_threshold_0.3": confusion_matrix(labels, (scores > 0.3).astype(int)).flatten().tolist(),
 }
 path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "metric_reference.json")
 with open(path, "w") as f:

@@ -61,7 +61,7 @@ History train(const Case& c, bool distributed, std::int64_t batch, Sequential& m
   // Counting metrics: an epoch's value over the processes is that of all their samples.
   model.compile(recipe(c), losses::CrossEntropy{},
                 {metrics::Accuracy{}, metrics::Precision{{.threshold = 0.0f, .class_id = 1}},
-                 metrics::SparseTopKCategoricalAccuracy{2}});
+                 metrics::SparseTopKCategoricalAccuracy{2}, metrics::ConfusionMatrix{4}});
   return model.fit(data(c), {.epochs = 2,
                              .batch_size = batch,
                              .accumulate = c.accumulate,
@@ -87,6 +87,9 @@ void check_same(const Case& c, const History& h_dp, const History& h_one, const 
     BOOST_TEST(h_dp.logs()[e].at("loss") == h_one.logs()[e].at("loss"), boost::test_tools::tolerance(tolerance));
     for (const char* metric : {"accuracy", "precision", "sparse_top_k_categorical_accuracy"})
       BOOST_TEST(h_dp.logs()[e].at(metric) == h_one.logs()[e].at(metric), metric << boost::test_tools::tolerance(1e-9));
+    BOOST_REQUIRE(h_dp.logs()[e].table("confusion_matrix") != nullptr);
+    BOOST_TEST(h_dp.logs()[e].table("confusion_matrix")->counts == h_one.logs()[e].table("confusion_matrix")->counts,
+               boost::test_tools::per_element());
   }
 }
 

@@ -1,4 +1,4 @@
-// Precision, Recall, F1Score, AUC (ROC and PR) and SparseTopKCategoricalAccuracy against
+// Precision, Recall, F1Score, AUC (ROC and PR), SparseTopKCategoricalAccuracy and ConfusionMatrix against
 // scikit-learn 1.2 (tests/data/make_metric_reference.py), updated batch by batch; their states are
 // counts, so two shares' states summed (as processes' are) give the whole set's value exactly.
 
@@ -88,6 +88,41 @@ BOOST_AUTO_TEST_CASE(shares_summed_give_the_whole) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(confusion_matrix_matches_scikit_learn) {
+  const json ref = reference();
+  const auto N = static_cast<std::int64_t>(ref["labels"].size());
+  const auto C = ref["classes"].get<std::int64_t>();
+  const Tensor class_scores = Tensor::from(ref["class_scores"].get<std::vector<float>>(), {N, C});
+  const Tensor class_labels = Tensor::from(ref["class_labels"].get<std::vector<std::int32_t>>(), {N});
+  Metric m = metrics::ConfusionMatrix{{.num_classes = C, .labels = {"a", "b", "c", "d"}}};
+  feed(m, class_scores, class_labels, 0, N);
+  const CountTable t = *m.table();
+  BOOST_TEST(t.counts == ref["confusion"].get<std::vector<std::int64_t>>(), boost::test_tools::per_element());
+  BOOST_TEST((t.labels == std::vector<std::string>{"a", "b", "c", "d"}));
+  BOOST_TEST_MESSAGE(t.str());
+  BOOST_TEST(t.str().substr(0, 15) == "    a  b  c  d\n");
+  // One output against 0/1 labels, decided at a threshold; shares summed as processes' are.
+  const Tensor scores = Tensor::from(ref["scores"].get<std::vector<float>>(), {N, 1});
+  const Tensor labels = Tensor::from(ref["labels"].get<std::vector<std::int32_t>>(), {N});
+  Metric a = metrics::ConfusionMatrix{{.num_classes = 2, .threshold = 0.3f}}, b = a;
+  feed(a, scores, labels, 0, 100);
+  feed(b, scores, labels, 100, N);
+  std::vector<double> sum = *a.state();
+  for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += (*b.state())[i];
+  a.load_state(sum);
+  BOOST_TEST(a.table()->counts == ref["binary_confusion_threshold_0.3"].get<std::vector<std::int64_t>>(),
+             boost::test_tools::per_element());
+  BOOST_CHECK_EXCEPTION(a.result(), ValueError, message_has({"confusion_matrix", "table"}));
+  // Labels outside the classes, and shapes that are not scores of num_classes.
+  metrics::ConfusionMatrix three{3};
+  BOOST_CHECK_EXCEPTION(three.update(Tensor::zeros({2, 3}), Tensor::from(std::vector<std::int32_t>{0, 3}, {2}), 0.0),
+                        ValueError, message_has({"label 3 of sample 1", "[0, 3)"}));
+  BOOST_CHECK_EXCEPTION(three.update(Tensor::zeros({2, 4}), Tensor::from(std::vector<std::int32_t>{0, 1}, {2}), 0.0),
+                        ShapeError, message_has({"(B, 3)", "(2, 4)"}));
+  BOOST_CHECK_EXCEPTION(metrics::ConfusionMatrix({.num_classes = 3, .labels = {"x"}}), ValueError,
+                        message_has({"1 labels for 3 classes"}));
+}
+
 BOOST_AUTO_TEST_CASE(shapes_are_checked_and_metrics_saved) {
   metrics::Precision p;
   BOOST_CHECK_EXCEPTION(p.update(Tensor::zeros({4, 3}), Tensor::zeros({4}), 0.0), ShapeError,
@@ -100,11 +135,11 @@ BOOST_AUTO_TEST_CASE(shapes_are_checked_and_metrics_saved) {
   Sequential m{layers::Input{3}, layers::Dense{4}};
   m.compile(optim::SGD{}, losses::CrossEntropy{},
             {metrics::Precision{{.threshold = 0.0f, .class_id = 1}}, metrics::AUC{{.curve = metrics::AucCurve::pr, .class_id = 0}},
-             metrics::SparseTopKCategoricalAccuracy{2}});
+             metrics::SparseTopKCategoricalAccuracy{2}, metrics::ConfusionMatrix{{.num_classes = 4, .labels = {"w", "x", "y", "z"}}}});
   m.save(path);
   const Sequential loaded = load_model(path);
-  BOOST_REQUIRE(loaded.metrics().size() == 3u);
-  for (std::size_t i = 0; i < 3; ++i) {
+  BOOST_REQUIRE(loaded.metrics().size() == 4u);
+  for (std::size_t i = 0; i < 4; ++i) {
     BOOST_TEST(loaded.metrics()[i].name() == m.metrics()[i].name());
     BOOST_TEST((loaded.metrics()[i].config() == m.metrics()[i].config()));
   }

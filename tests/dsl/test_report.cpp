@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "test_util.hpp"
@@ -35,7 +36,8 @@ BOOST_AUTO_TEST_CASE(a_short_run_writes_the_page_and_its_json_lines) {
   const std::string page = dir.file("run.html");
   manual_seed(1);
   Sequential model{layers::Input{6}, layers::Dense{16}, layers::ReLU{}, layers::Dense{4}};
-  model.compile(optim::Recipe{optim::SGD{.lr = 0.1}}.accumulate(3).clip(0.5), losses::CrossEntropy{}, {metrics::Accuracy{}});
+  model.compile(optim::Recipe{optim::SGD{.lr = 0.1}}.accumulate(3).clip(0.5), losses::CrossEntropy{},
+                {metrics::Accuracy{}, metrics::ConfusionMatrix{4}});
   std::int64_t steps = 0;
   std::size_t written_after_first_epoch = 0;
   model.fit(test::blobs(100, 3),
@@ -63,6 +65,18 @@ BOOST_AUTO_TEST_CASE(a_short_run_writes_the_page_and_its_json_lines) {
   BOOST_TEST(html.find("blobs </script>") == std::string::npos);
   BOOST_TEST(html.find("\"finished\":true") != std::string::npos);
   BOOST_TEST(html.find("val_accuracy") != std::string::npos);
+  // The confusion matrices of each epoch, as rows of counts: 100 training and 30 validation samples.
+  BOOST_TEST(count(lines, "\"tables\":{\"confusion_matrix\":{\"labels\":[\"0\",\"1\",\"2\",\"3\"],\"counts\":[[") == 2u);
+  BOOST_TEST(count(lines, "\"val_confusion_matrix\":{\"labels\":[\"0\",\"1\",\"2\",\"3\"],\"counts\":[[") == 2u);
+  const std::size_t last = lines.rfind("{\"type\":\"epoch\"");
+  const nlohmann::json epoch = nlohmann::json::parse(lines.substr(last, lines.find('\n', last) - last));
+  std::int64_t training = 0, validation = 0;
+  for (const auto& row : epoch["tables"]["confusion_matrix"]["counts"])
+    for (const auto& c : row) training += c.get<std::int64_t>();
+  for (const auto& row : epoch["tables"]["val_confusion_matrix"]["counts"])
+    for (const auto& c : row) validation += c.get<std::int64_t>();
+  BOOST_TEST(training == 100);
+  BOOST_TEST(validation == 30);
 }
 
 // A file made after training (an exported model) is linked from the page, relative to its folder,
