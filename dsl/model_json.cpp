@@ -241,7 +241,8 @@ optim::Recipe with_steps(optim::Recipe recipe, const ordered_json& j, const Read
     if (kind != "ema" && kind != "swa") r.fail(fmt::format("average: kind '{}' is neither ema nor swa", kind));
     recipe = kind == "ema" ? recipe.ema({.decay = a.value("decay", 0.999), .warmup = a.value("warmup", false),
                                          .validate = a.value("validate", true),
-                                         .overwrite_at_end = a.value("overwrite_at_end", true)})
+                                         .overwrite_at_end = a.value("overwrite_at_end", true),
+                                         .overwrite_every = a.value("overwrite_every", std::int64_t{0})})
                            : recipe.swa({.start = a.value("start", std::int64_t{1}), .validate = a.value("validate", true),
                                          .overwrite_at_end = a.value("overwrite_at_end", true)});
   }
@@ -321,7 +322,8 @@ ordered_json compile_json(const optim::Recipe& recipe, const Loss& loss, const s
                     {"warmup", a->warmup},
                     {"start", a->start},
                     {"validate", a->validate},
-                    {"overwrite_at_end", a->overwrite_at_end}};
+                    {"overwrite_at_end", a->overwrite_at_end},
+                    {"overwrite_every", a->overwrite_every}};
   if (const auto samples = recipe.reference_samples())
     j["reference_batch"] = {{"samples", *samples},
                             {"rule", optim::scaling_rule_name(recipe.reference_options().rule)},

@@ -6,6 +6,8 @@
 
 #include "accrue/dsl/json_state.hpp"
 #include "accrue/dsl/sequential.hpp"
+#include "accrue/framework/optim/optimizer.hpp"
+#include "accrue/framework/optim/recipe.hpp"
 
 namespace accrue::callbacks {
 
@@ -24,6 +26,10 @@ void ModelCheckpoint::on_train_begin(TrainingContext& context) {
   context_ = &context;
   best_.set_best(std::nullopt);
   best_epoch_.reset();
+  const auto& average = context.recipe->weight_average();
+  ACCRUE_CHECK(average || options_.averaged != true,
+               "ModelCheckpoint: averaged = true saves the weight average, but the recipe keeps none (add .ema() or .swa())");
+  saves_average_ = average && options_.averaged.value_or(average->validate);
   // Every process tracks the best epoch (their logs are the same); one writes the files.
   if (context.rank != 0) return;
   std::error_code ec;
@@ -34,7 +40,7 @@ void ModelCheckpoint::on_train_begin(TrainingContext& context) {
 void ModelCheckpoint::on_epoch_end(int epoch, Logs& logs) {
   const bool writes = context_->rank == 0;
   if (writes && ((epoch + 1) % options_.every == 0 || epoch + 1 == context_->epochs))
-    context_->model->save_weights(last_path());
+    save(last_path());
   if (!options_.keep_best) return;
   const auto value = logs.get(options_.monitor);
   ACCRUE_CHECK(value.has_value(), "ModelCheckpoint keeps the best '{}', which the epoch's logs do not have ({}); pass "
@@ -43,8 +49,21 @@ void ModelCheckpoint::on_epoch_end(int epoch, Logs& logs) {
   if (best_.improves(*value)) {
     best_.set_best(*value);
     best_epoch_ = epoch;
-    if (writes) context_->model->save_weights(best_path());
+    if (writes) save(best_path());
   }
+}
+
+void ModelCheckpoint::save(const std::string& path) const {
+  optim::Optimizer* optimizer = context_->optimizer;
+  const bool swap = saves_average_ && optimizer != nullptr && !optimizer->average().empty();
+  if (swap) optimizer->swap_average();
+  try {
+    context_->model->save_weights(path);
+  } catch (...) {
+    if (swap) optimizer->swap_average();
+    throw;
+  }
+  if (swap) optimizer->swap_average();
 }
 
 std::optional<CallbackState> ModelCheckpoint::state() const {

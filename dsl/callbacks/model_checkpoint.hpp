@@ -1,7 +1,7 @@
 #pragma once
 // ModelCheckpoint: saves the model's weights (safetensors) into a folder after each epoch, as
-// last.safetensors, and, with keep_best, best.safetensors whenever `monitor` improves. In a
-// distributed run rank 0 writes them.
+// last.safetensors, and, with keep_best, best.safetensors whenever `monitor` improves; with a
+// weight average, the average (options.averaged). In a distributed run rank 0 writes them.
 
 #include <optional>
 #include <string>
@@ -17,6 +17,11 @@ struct ModelCheckpointOptions {
   std::string mode = "auto";
   /// Save last.safetensors every `every` epochs.
   int every = 1;
+  /// Save the recipe's weight average (.ema(), .swa()) instead of the training weights; by default
+  /// whenever validation runs on the average, so that best.safetensors holds the weights whose
+  /// val_loss was the best. true without an average is ValueError when training begins. Before
+  /// the average starts (an SWA's first step), the training weights are saved.
+  std::optional<bool> averaged = {};
 };
 
 class ModelCheckpoint final : public Callback {
@@ -31,11 +36,13 @@ class ModelCheckpoint final : public Callback {
   std::optional<int> best_epoch() const { return best_epoch_; }
 
  private:
+  void save(const std::string& path) const;
   std::string folder_;
   ModelCheckpointOptions options_;
   TrainingContext* context_ = nullptr;
   BestValue best_;
   std::optional<int> best_epoch_;
+  bool saves_average_ = false;
 };
 
 }  // namespace accrue::callbacks

@@ -79,6 +79,7 @@ void Optimizer::update_average() {
   }
   kernels::average_update(average_tensors_, parameters_, decay);
   ++average_updates_;
+  if (a.overwrite_every > 0 && average_updates_ % a.overwrite_every == 0) load_average_into_parameters();
 }
 
 void Optimizer::load_average_into_parameters() {

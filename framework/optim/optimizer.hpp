@@ -45,6 +45,10 @@ struct WeightAverage {
   /// When fit ends, the model's weights become the average (Keras's use_ema without an
   /// ema_overwrite_frequency), so that predict, evaluate and save use it.
   bool overwrite_at_end = true;
+  /// EMA: every this many updates of the average the parameters are set to it, and training goes
+  /// on from there (Keras's ema_overwrite_frequency, here counted in optimizer steps applied); 0:
+  /// never during training.
+  std::int64_t overwrite_every = 0;
   friend bool operator==(const WeightAverage&, const WeightAverage&) = default;
 };
 

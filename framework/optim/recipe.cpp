@@ -57,7 +57,8 @@ Recipe Recipe::ema(EmaOptions options) const {
                              .decay = options.decay,
                              .warmup = options.warmup,
                              .validate = options.validate,
-                             .overwrite_at_end = options.overwrite_at_end};
+                             .overwrite_at_end = options.overwrite_at_end,
+                             .overwrite_every = options.overwrite_every};
   return r;
 }
 
@@ -134,6 +135,8 @@ void Recipe::validate() const {
                  average_->decay);
     ACCRUE_CHECK(average_->start >= 1, "swa({{.start = {}}}): the first averaged optimizer step is 1 or later",
                  average_->start);
+    ACCRUE_CHECK(average_->overwrite_every >= 0, "ema({{.overwrite_every = {}}}): a number of optimizer steps, 0 for never",
+                 average_->overwrite_every);
   }
   if (reference_samples_) {
     ACCRUE_CHECK(*reference_samples_ >= 1, "reference_batch({}): the reference batch is at least one sample",
@@ -163,7 +166,9 @@ std::string Recipe::str() const {
     if (amp_->loss_scaling) s += *amp_->loss_scaling ? " (loss scaling)" : " (no loss scaling)";
   }
   if (average_ && average_->kind == WeightAverage::Kind::ema)
-    s += fmt::format(" ema={:g}{}", average_->decay, average_->warmup ? " (warmup)" : "");
+    s += fmt::format(" ema={:g}{}{}", average_->decay, average_->warmup ? " (warmup)" : "",
+                     average_->overwrite_every > 0 ? fmt::format(" (into the weights every {} steps)", average_->overwrite_every)
+                                                   : "");
   if (average_ && average_->kind == WeightAverage::Kind::swa) s += fmt::format(" swa from step {}", average_->start);
   if (reference_samples_) {
     s += fmt::format(" reference_batch={} ({} rule", *reference_samples_, scaling_rule_name(scaling_rule()));

@@ -34,6 +34,8 @@ struct EmaOptions {
   bool warmup = false;
   bool validate = true;
   bool overwrite_at_end = true;
+  /// Set the weights to the average every this many optimizer steps (Keras's ema_overwrite_frequency).
+  std::int64_t overwrite_every = 0;
 };
 
 /// `.swa({.start = 500})`: stochastic weight averaging (torch.optim.swa_utils.AveragedModel), the

@@ -128,16 +128,18 @@ std::vector<Config> configs() {
   };
   c.push_back(stopping);
   // LAMB with an exponential moving average of the weights (optimizer state of its own, counted
-  // in updates), validated on the average at each epoch's end and loaded into the model at the end.
+  // in updates, put into the weights every 4 steps), validated on the average at each epoch's end
+  // and loaded into the model at the end; a class weight and a confusion matrix's counts.
   Config averaged = c[0];
   averaged.name = "lamb_ema_accumulate3";
   averaged.compile = [](Sequential& m) {
-    m.compile(optim::LAMB{.lr = 1e-2}.accumulate(3).ema({.decay = 0.9, .warmup = true}), losses::CrossEntropy{},
-              {metrics::Accuracy{}});
+    m.compile(optim::LAMB{.lr = 1e-2}.accumulate(3).ema({.decay = 0.9, .warmup = true, .overwrite_every = 4}),
+              losses::CrossEntropy{}, {metrics::Accuracy{}, metrics::ConfusionMatrix{4}});
   };
   averaged.options = [] {
     FitOptions o = configs_base_options();
     o.validation = blobs(24, 12);
+    o.class_weight = {{1, 2.5f}};
     return o;
   };
   c.push_back(averaged);

@@ -102,6 +102,66 @@ BOOST_AUTO_TEST_CASE(warmup_and_swa_follow_their_formulas) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(overwrite_every_sets_the_weights_to_the_average_every_n_optimizer_steps) {
+  // Keras's ema_overwrite_frequency, counted in optimizer steps: under accumulation 4 the weights
+  // become the average after steps 3 and 6 (micro-batches 12 and 24), as with the whole batch.
+  const Dataset data = blobs(96, 1);
+  const optim::Recipe base =
+      optim::SGD{.lr = 0.1, .momentum = 0.9}.ema({.decay = 0.8, .overwrite_at_end = false, .overwrite_every = 3});
+  Sequential accumulated = mlp(3), whole = mlp(3);
+  std::vector<std::int64_t> overwritten;
+  std::vector<double> plain_step_gap;
+  accumulated.compile(base.accumulate(4), losses::CrossEntropy{});
+  const auto check = callbacks::Lambda{{.optimizer_step = [&](const StepRecord& r) {
+    const double gap = max_difference(flat(accumulated.parameters()), flat(accumulated.optimizer().average()));
+    if (gap == 0.0) overwritten.push_back(r.optimizer_step);
+    else plain_step_gap.push_back(gap);
+  }}};
+  accumulated.fit(data, {.epochs = 2, .batch_size = 8, .callbacks = {check}, .shuffle = false, .verbose = 0});
+  whole.compile(base, losses::CrossEntropy{});
+  whole.fit(data, {.epochs = 2, .batch_size = 32, .shuffle = false, .verbose = 0});
+  BOOST_TEST(overwritten == (std::vector<std::int64_t>{3, 6}), boost::test_tools::per_element());
+  BOOST_TEST(*std::min_element(plain_step_gap.begin(), plain_step_gap.end()) > 1e-4);
+  BOOST_TEST(max_difference(flat(accumulated.parameters()), flat(whole.parameters())) < 2e-6);
+  // Training went on from the average: not the weights of a run that never overwrote them.
+  Sequential never = mlp(3);
+  never.compile(optim::SGD{.lr = 0.1, .momentum = 0.9}.ema({.decay = 0.8, .overwrite_at_end = false}),
+                losses::CrossEntropy{});
+  never.fit(data, {.epochs = 2, .batch_size = 32, .shuffle = false, .verbose = 0});
+  BOOST_TEST(max_difference(flat(never.parameters()), flat(whole.parameters())) > 1e-3);
+  BOOST_TEST(base.str() == "SGD(lr=0.1, momentum=0.9) ema=0.8 (into the weights every 3 steps)");
+}
+
+BOOST_AUTO_TEST_CASE(model_checkpoint_saves_the_average_when_validation_uses_it) {
+  test::TempDir dir{"ema_checkpoint"};
+  const Dataset data = blobs(64, 7), val = blobs(32, 8);
+  const auto saved = [&](const std::string& file) {
+    Sequential loaded = mlp(9);
+    loaded.load_weights(file);
+    return flat(loaded.parameters());
+  };
+  for (const std::optional<bool> averaged : {std::optional<bool>{}, std::optional<bool>{false}}) {
+    Sequential m = mlp(9);
+    m.compile(optim::Adam{.lr = 1e-2}.ema({.decay = 0.7, .overwrite_at_end = false}), losses::CrossEntropy{});
+    const std::string folder = dir.file(averaged ? "training" : "average");
+    m.fit(data, {.epochs = 2,
+                 .batch_size = 16,
+                 .validation = val,
+                 .callbacks = {callbacks::ModelCheckpoint{folder, {.keep_best = true, .averaged = averaged}}},
+                 .verbose = 0});
+    const std::vector<double> last = saved(folder + "/last.safetensors");
+    // By default the average (validation ran on it); asked otherwise, the training weights; the
+    // model keeps training weights either way (overwrite_at_end = false).
+    BOOST_TEST(max_difference(last, flat(averaged ? m.parameters() : m.optimizer().average())) == 0.0);
+    BOOST_TEST(max_difference(last, flat(averaged ? m.optimizer().average() : m.parameters())) > 1e-4);
+  }
+  Sequential plain = mlp(9);
+  plain.compile(optim::Adam{}, losses::CrossEntropy{});
+  BOOST_CHECK_EXCEPTION(plain.fit(data, {.callbacks = {callbacks::ModelCheckpoint{dir.file("x"), {.averaged = true}}},
+                                         .verbose = 0}),
+                        ValueError, message_has({"ModelCheckpoint", "averaged = true", ".ema()"}));
+}
+
 BOOST_AUTO_TEST_CASE(a_skipped_step_does_not_move_the_average) {
   std::vector<float> x = blobs(64, 5).inputs().to_vector();
   x[6 * 10] = std::nanf("");  // sample 10 is in the second window of 2 x 8
