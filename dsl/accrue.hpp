@@ -41,6 +41,7 @@
 #include "accrue/dsl/layers/normalization.hpp"
 #include "accrue/dsl/layers/pooling.hpp"
 #include "accrue/dsl/layers/recurrent.hpp"
+#include "accrue/dsl/layers/recompute.hpp"
 #include "accrue/dsl/layers/residual.hpp"
 #include "accrue/framework/build_info.hpp"
 #include "accrue/framework/training/logs.hpp"

@@ -14,6 +14,7 @@
 #include "accrue/dsl/layers/normalization.hpp"
 #include "accrue/dsl/layers/pooling.hpp"
 #include "accrue/dsl/layers/recurrent.hpp"
+#include "accrue/dsl/layers/recompute.hpp"
 #include "accrue/dsl/layers/residual.hpp"
 #include "accrue/framework/error.hpp"
 
@@ -78,6 +79,10 @@ std::map<std::string, LayerFactory> builtin_layers() {
   table["Residual"] = [](const ConfigReader&, std::vector<std::unique_ptr<Layer>> inner) {
     ACCRUE_CHECK(!inner.empty(), "a saved Residual holds no layers");
     return made<layers::Residual>(std::move(inner));
+  };
+  table["Recompute"] = [](const ConfigReader&, std::vector<std::unique_ptr<Layer>> inner) {
+    ACCRUE_CHECK(!inner.empty(), "a saved Recompute holds no layers");
+    return made<layers::Recompute>(std::move(inner));
   };
   return table;
 }

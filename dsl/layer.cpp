@@ -37,6 +37,7 @@ Layer::Layer(const Layer& other)
 
 namespace {
 thread_local int evaluation_depth = 0;
+thread_local int replay_depth = 0;
 }  // namespace
 
 std::string config_value_str(const ConfigValue& value) {
@@ -68,6 +69,10 @@ std::vector<std::string> Layer::config_lines() const {
     for (const std::string& line : c->config_lines()) lines.push_back(name + "." + line);
   return lines;
 }
+
+ReplayScope::ReplayScope() { ++replay_depth; }
+ReplayScope::~ReplayScope() { --replay_depth; }
+bool ReplayScope::active() { return replay_depth > 0; }
 
 EvaluationScope::EvaluationScope() { ++evaluation_depth; }
 EvaluationScope::~EvaluationScope() { --evaluation_depth; }

@@ -48,6 +48,9 @@ struct LayerMemoryUse {
   /// The part of kept_other a layer made of layers frees inside its backward before that backward's
   /// peak (the tensors its last sub-layers kept).
   std::size_t kept_released_early = 0;
+  /// Activations a layer makes again inside its own backward and frees before it returns
+  /// (layers::Recompute runs its layers' forward again there).
+  std::size_t recomputed = 0;
   /// Transient bytes while forward runs besides its input and output, and while backward runs
   /// besides the gradients of its output and input (workspaces, float32 accumulators).
   std::size_t forward_scratch = 0, backward_scratch = 0;
@@ -114,6 +117,19 @@ class EvaluationScope {
   ~EvaluationScope();
   EvaluationScope(const EvaluationScope&) = delete;
   EvaluationScope& operator=(const EvaluationScope&) = delete;
+  /// Whether this thread is inside one.
+  static bool active();
+};
+
+/// While one lives, the layers that run on this thread run a forward pass a second time
+/// (recomputation, inside backward): they leave their buffers (BatchNorm's running statistics) as
+/// the first pass left them, so that recomputing changes nothing.
+class ReplayScope {
+ public:
+  ReplayScope();
+  ~ReplayScope();
+  ReplayScope(const ReplayScope&) = delete;
+  ReplayScope& operator=(const ReplayScope&) = delete;
   /// Whether this thread is inside one.
   static bool active();
 };

@@ -92,7 +92,7 @@ LayerChain layer_chain(const std::vector<std::unique_ptr<Layer>>& layers, const 
     chain.needs_grad[i] = chain.needs_grad[i - 1] || parameters.of_layer[i] > 0;
     if (!chain.needs_grad[i]) {
       use.keeps_input = use.keeps_output = false;
-      use.kept_other = 0;
+      use.kept_other = use.recomputed = 0;
       use.backward_scratch = 0;
     }
   }
@@ -164,16 +164,16 @@ class StepWalk {
       const bool input_gradient = chain_.needs_grad[i - 1];
       const std::size_t grad_in = !input_gradient || u.output_is_view ? 0 : chain_.bytes(i - 1);
       now_[kActivations] -= u.kept_released_early;
+      // An output the layer does not keep went with the backward of the layer after it, which kept it.
+      if (!u.output_is_view && !u.keeps_output) release(storages_[boundary_[i]]);
       const std::size_t scratch = input_gradient ? u.scratch_with_input_gradient() : u.backward_scratch;
+      now_[kActivations] += u.recomputed;
       if (chain_.needs_grad[i]) record(grad_out + grad_in + scratch);
+      now_[kActivations] -= u.recomputed;
       // Its saved tensors are released; its output's last user is done.
       now_[kActivations] -= u.kept_other - u.kept_released_early;
       if (!u.output_is_view) {
-        PlannedStorage& out = storages_[boundary_[i]];
-        if (out.alive) {
-          now_[out.kept ? kActivations : kTemporaries] -= out.bytes;
-          out.alive = false;
-        }
+        release(storages_[boundary_[i]]);
         grad_out = grad_in;
       }
     }
@@ -190,6 +190,12 @@ class StepWalk {
 
  private:
   bool loss_converts() const { return chain_.dtypes[chain_.layers()] != DType::f32; }
+
+  void release(PlannedStorage& s) {
+    if (!s.alive) return;
+    now_[s.kept ? kActivations : kTemporaries] -= s.bytes;
+    s.alive = false;
+  }
 
   // A storage no one keeps goes once its last reader is done (never the batch's: it is data).
   void free_if_unkept(std::size_t storage) {

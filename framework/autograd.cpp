@@ -17,6 +17,9 @@ ObserveLeafGradients::ObserveLeafGradients(LeafGradientObserver& observer) : pre
 }
 ObserveLeafGradients::~ObserveLeafGradients() { leaf_observer = previous_; }
 
+PauseLeafObservation::PauseLeafObservation() : previous_(leaf_observer) { leaf_observer = nullptr; }
+PauseLeafObservation::~PauseLeafObservation() { leaf_observer = previous_; }
+
 bool GradMode::enabled() { return grad_enabled; }
 void GradMode::set_enabled(bool enabled) { grad_enabled = enabled; }
 

@@ -129,6 +129,32 @@ class LeafGradientObserver {
   virtual void on_leaf_gradient_ready(const detail::TensorImpl& leaf) = 0;
 };
 
+/// Hides this thread's observer while in scope: a backward pass run inside a node of another
+/// (recomputation) leaves its leaves to the outer pass, which reports each once.
+class PauseLeafObservation {
+ public:
+  PauseLeafObservation();
+  ~PauseLeafObservation();
+  PauseLeafObservation(const PauseLeafObservation&) = delete;
+  PauseLeafObservation& operator=(const PauseLeafObservation&) = delete;
+
+ private:
+  LeafGradientObserver* previous_;
+};
+
+/// Turns recording on for its scope, inside backward (which runs with it off): a recomputed
+/// forward pass records the graph its own backward pass then walks.
+class EnableGradGuard {
+ public:
+  EnableGradGuard() : previous_(GradMode::enabled()) { GradMode::set_enabled(true); }
+  ~EnableGradGuard() { GradMode::set_enabled(previous_); }
+  EnableGradGuard(const EnableGradGuard&) = delete;
+  EnableGradGuard& operator=(const EnableGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
 /// Makes `observer` watch this thread's backward passes while in scope.
 class ObserveLeafGradients {
  public:

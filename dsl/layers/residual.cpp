@@ -22,26 +22,38 @@ Tensor Residual::forward(const Tensor& x) {
   return ops::add(x, y);
 }
 
-// The inner layers as a chain: a tensor between two of them is kept once when either keeps it; the
-// sum keeps nothing.
-LayerMemoryUse Residual::memory_use(const LayerMemoryQuery& q) const {
+// A tensor between two of the layers is kept once when either keeps it; the last one's output, when
+// it keeps it, is counted in kept_other.
+LayerMemoryUse chain_memory_use(const std::vector<const Layer*>& layers, const LayerMemoryQuery& q) {
   LayerMemoryUse total{.output_dtype = DType::f32, .keeps_input = false, .keeps_output = false};
   LayerMemoryQuery at = q;
   bool previous_keeps_output = false;
-  for (std::size_t i = 0; i < child_count(); ++i) {
-    const LayerMemoryUse u = child(i).memory_use(at);
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const LayerMemoryUse u = layers[i]->memory_use(at);
     if (i == 0) total.keeps_input = u.keeps_input;
     else if (!u.output_is_view && (u.keeps_input || previous_keeps_output))
       total.kept_other += at.input_bytes();
     total.kept_other += u.kept_other;
-    const Shape out = child(i).output_shape();
+    // Packs for the input's gradient: the chain's input may need none, an inner layer's always does.
+    total.kept_packs += u.kept_packs + (i > 0 ? u.kept_packs_for_input_gradient : 0);
+    if (i == 0) total.kept_packs_for_input_gradient = u.kept_packs_for_input_gradient;
+    total.deferred_gradient_rows += u.deferred_gradient_rows;
+    const Shape out = layers[i]->output_shape();
     total.forward_scratch = std::max(total.forward_scratch, u.forward_scratch + at.bytes(out, u.output_dtype));
     total.backward_scratch = std::max(total.backward_scratch, u.backward_scratch + at.input_bytes());
     previous_keeps_output = u.keeps_output;
+    total.output_dtype = u.output_dtype;
     at.input_shape = out;
     at.input_dtype = u.output_dtype;
   }
   if (previous_keeps_output) total.kept_other += at.input_bytes();
+  return total;
+}
+
+// The sum keeps nothing.
+LayerMemoryUse Residual::memory_use(const LayerMemoryQuery& q) const {
+  LayerMemoryUse total = chain_memory_use(given_layers(), q);
+  total.output_dtype = DType::f32;
   return total;
 }
 

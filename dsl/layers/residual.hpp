@@ -14,6 +14,10 @@
 
 namespace accrue::layers {
 
+/// What `layers` hold in training as one chain, each feeding the next: the tensors between them kept
+/// once, the last one's output (when kept) counted in kept_other, as Residual and Recompute hold them.
+LayerMemoryUse chain_memory_use(const std::vector<const Layer*>& layers, const LayerMemoryQuery& q);
+
 class Residual final : public LayerBase<Residual> {
  public:
   template <class... Ls>

@@ -163,6 +163,25 @@ BOOST_AUTO_TEST_CASE(a_frozen_layer_stays_out_of_the_buckets) {
   for (std::size_t i = 0; i < a.size(); ++i) test::check_close(a[i].second, b[i].second, 1e-5, 1e-4, "frozen: " + a[i].first);
 }
 
+BOOST_AUTO_TEST_CASE(recomputed_layers_train_bit_for_bit_as_plain_ones) {
+  // Each recomputed segment's parameters get their gradients inside its node's backward; the
+  // reducer hears of each once, from the outer pass, in small buckets that start during backward.
+  const auto run = [](bool recompute) {
+    manual_seed(11);
+    Sequential m = recompute ? Sequential{layers::Input{6}, layers::Recompute{layers::Dense{16}, layers::ReLU{}},
+                                          layers::Recompute{layers::Dense{16}, layers::Tanh{}}, layers::Dense{4}}
+                             : Sequential{layers::Input{6}, layers::Dense{16}, layers::ReLU{}, layers::Dense{16},
+                                          layers::Tanh{}, layers::Dense{4}};
+    m.compile(optim::AdamW{.lr = 1e-2}.accumulate(2).clip(0.5), losses::CrossEntropy{});
+    m.fit(test::blobs(98, 5),
+          {.epochs = 2, .batch_size = 4, .seed = 3, .verbose = 0, .distributed = true, .bucket_bytes = 256});
+    std::vector<std::vector<float>> values;
+    for (const Tensor& p : m.parameters()) values.push_back(p.to_vector<float>());
+    return values;
+  };
+  BOOST_TEST((run(true) == run(false)));
+}
+
 BOOST_AUTO_TEST_CASE(augmented_images_train_as_on_one_process) {
   // Each process reads and transforms its share of every micro-batch on its own threads; sample i
   // of epoch e is cropped, flipped and jittered the same wherever it is read.

@@ -1,6 +1,7 @@
 // Sequential::memory_plan against what training really allocates: every category and the peak
 // total within 10% for the tutorial MLP and the CNN of examples/05_fashion_mnist_cnn.cpp, in float32
-// and with .amp(), with and without accumulation (and with weight gradients multiplied per window).
+// and with .amp(), with and without accumulation (and with weight gradients multiplied per window),
+// and with their blocks recomputed (layers::Recompute).
 
 #include "test_util.hpp"
 
@@ -25,6 +26,23 @@ Sequential tutorial_cnn(bool norm) {
   return m;
 }
 
+
+// The same networks with each hidden block recomputed: the MLP's Dense-ReLU pairs, the CNN's
+// convolution blocks.
+Sequential recomputed_mlp() {
+  return Sequential{layers::Input{1, 28, 28}, layers::Flatten{}, layers::Recompute{layers::Dense{512}, layers::ReLU{}},
+                    layers::Recompute{layers::Dense{512}, layers::ReLU{}}, layers::Dense{10}};
+}
+
+Sequential recomputed_cnn() {
+  return Sequential{layers::Input{1, 28, 28},
+                    layers::Recompute{layers::Conv2d{32, 3, {.padding = 1}}, layers::ReLU{}, layers::MaxPool2d{2}},
+                    layers::Recompute{layers::Conv2d{64, 3, {.padding = 1}}, layers::ReLU{}, layers::MaxPool2d{2}},
+                    layers::Flatten{},
+                    layers::Dense{128},
+                    layers::ReLU{},
+                    layers::Dense{10}};
+}
 
 // The peaks of a second epoch (the first creates the optimizer state), the dataset taken out.
 MemoryStats measure(Sequential& model, const Dataset& data, std::int64_t batch) {
@@ -54,6 +72,7 @@ BOOST_AUTO_TEST_CASE(the_plan_predicts_the_measured_peaks) {
     std::int64_t batch;
     int accumulate;
     WeightGradients weight_gradients = WeightGradients::per_micro_batch;
+    bool recompute = false;
   };
   const std::vector<Case> cases = {
       {"MLP 64", false, false, false, 64, 1},       {"MLP 16x4", false, false, false, 16, 4},
@@ -65,10 +84,16 @@ BOOST_AUTO_TEST_CASE(the_plan_predicts_the_measured_peaks) {
       // Rows of Dense inputs and output gradients wait through the window, counted as gradients.
       {"MLP 8x8 weight gradients per window", false, false, false, 8, 8, WeightGradients::per_window},
       {"CNN 16x4 weight gradients per window", true, false, false, 16, 4, WeightGradients::per_window},
+      {"MLP 64 recomputed", false, false, false, 64, 1, WeightGradients::per_micro_batch, true},
+      {"MLP 16x4 amp recomputed", false, false, true, 16, 4, WeightGradients::per_micro_batch, true},
+      {"CNN 64 recomputed", true, false, false, 64, 1, WeightGradients::per_micro_batch, true},
+      {"CNN 16x4 recomputed", true, false, false, 16, 4, WeightGradients::per_micro_batch, true},
   };
   for (const Case& c : cases) {
     manual_seed(0);
-    Sequential model = c.cnn ? tutorial_cnn(c.norm) : test::tutorial_mlp();
+    Sequential model = c.recompute ? (c.cnn ? recomputed_cnn() : recomputed_mlp())
+                       : c.cnn     ? tutorial_cnn(c.norm)
+                                   : test::tutorial_mlp();
     optim::Recipe recipe = c.cnn ? optim::Recipe{optim::Adam{.lr = 1e-3}} : optim::Recipe{optim::SGD{.lr = 1e-3, .momentum = 0.9}};
     if (c.accumulate > 1) recipe = recipe.accumulate(c.accumulate, {.weight_gradients = c.weight_gradients});
     if (c.amp) recipe = recipe.amp();

@@ -1,0 +1,49 @@
+#pragma once
+// Recomputation (activation checkpointing): a segment of layers whose activations are not kept for
+// backward. Its forward pass keeps only the segment's input; backward runs the segment's forward
+// again, with its random draws replayed (dropout masks), under the autocast of the first pass, and
+// goes backward through that. Gradients are those of the plain layers, bit for bit, for one more
+// forward pass of the segment: torch.utils.checkpoint (non-reentrant), Keras's RematScope.
+//
+//   layers::Recompute{layers::Dense{512}, layers::ReLU{}, layers::Dropout{0.1}}
+//
+// The inner layers' parameters are named "0.weight", ... as Residual's. In evaluation, and with no
+// gradient to compute, the segment runs as plain layers. BatchNorm inside a segment updates its
+// running statistics once, in the first pass (ReplayScope).
+
+#include <concepts>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "accrue/dsl/layer.hpp"
+
+namespace accrue {
+
+/// `layers` one after another on x, recomputed in backward: the output's graph is one node that
+/// keeps x (and the generator's and autocast's state) and runs the layers again when backward
+/// reaches it. The layers must outlive the graph (until backward ran or the output is gone).
+Tensor forward_recomputed(std::span<Layer* const> layers, const Tensor& x);
+
+namespace layers {
+
+class Recompute final : public LayerBase<Recompute> {
+ public:
+  template <class... Ls>
+    requires(sizeof...(Ls) > 0 && (std::derived_from<std::decay_t<Ls>, Layer> && ...))
+  explicit Recompute(Ls&&... inner) {
+    std::size_t i = 0;
+    (add_child(std::to_string(i++), std::forward<Ls>(inner)), ...);
+  }
+  /// The inner layers as made elsewhere (load_model).
+  explicit Recompute(std::vector<std::unique_ptr<Layer>> inner);
+  std::string type_name() const override { return "Recompute"; }
+  std::vector<const Layer*> given_layers() const override;
+  Shape build(const Shape& input_shape, Generator& generator) override;
+  Tensor forward(const Tensor& x) override;
+  std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;
+  LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
+};
+
+}  // namespace layers
+}  // namespace accrue
