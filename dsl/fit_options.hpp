@@ -9,6 +9,7 @@
 
 #include "accrue/datasets/dataset.hpp"
 #include "accrue/dsl/callbacks.hpp"
+#include "accrue/dsl/layers/recompute.hpp"
 #include "accrue/framework/training/accumulation.hpp"
 #include "accrue/framework/training/lr_schedule.hpp"
 
@@ -50,6 +51,9 @@ struct FitOptions {
   /// samples' weighted sum divided by their number, as one batch of them would have it, also over
   /// processes. The metrics stay unweighted, as Keras's `metrics=`.
   std::map<std::int64_t, float> class_weight = {};
+  /// Recompute the layers this policy picks (Sequential::recompute; the model keeps it after fit);
+  /// none: as the model is.
+  std::optional<RecomputePolicy> recompute = {};
   /// Reshuffle the training data every epoch.
   bool shuffle = true;
   /// Seed of the shuffling and of the transforms' randomness (transforms.hpp); by default drawn

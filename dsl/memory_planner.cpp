@@ -66,9 +66,39 @@ struct LayerChain {
   }
 };
 
+// A recomputed segment, layers first..last of the chain (Sequential::recompute): forward keeps only
+// its input; inside its backward its layers' activations are made again, those of layers first..j
+// alive while layer j's backward runs, after the forward's scratch at its start; the recomputed
+// output lives through the whole segment's backward.
+void recompute_segment(LayerChain& chain, std::size_t first, std::size_t last) {
+  const std::vector<LayerMemoryUse> original(chain.uses.begin() + static_cast<std::ptrdiff_t>(first),
+                                             chain.uses.begin() + static_cast<std::ptrdiff_t>(last + 1));
+  const auto before = [&](std::size_t j) -> const LayerMemoryUse& { return original[j - first]; };
+  std::size_t alive = 0, forward_peak = 0;
+  for (std::size_t j = first; j <= last; ++j) {
+    const LayerMemoryUse& o = before(j);
+    const bool output_kept = !o.output_is_view && (o.keeps_output || (j < last && before(j + 1).keeps_input));
+    alive += o.kept_other + (output_kept ? chain.bytes(j) : 0);
+    forward_peak = std::max(forward_peak, o.forward_scratch + chain.bytes(j));
+    LayerMemoryUse& u = chain.uses[j];
+    u.recomputed = chain.needs_grad[j] ? alive : 0;
+    u.kept_other = u.kept_released_early = 0;
+    u.keeps_output = false;
+    u.keeps_input = j == first;  // the node keeps the segment's input, whatever its first layer keeps
+  }
+  LayerMemoryUse& end = chain.uses[last];
+  end.backward_scratch = std::max(end.backward_scratch, forward_peak);
+  end.input_gradient_scratch = std::max(end.input_gradient_scratch, forward_peak);
+  if (before(last).keeps_output || before(last).output_is_view) return;
+  for (std::size_t j = first; j <= last; ++j) {
+    chain.uses[j].backward_scratch += chain.bytes(last);
+    if (chain.uses[j].input_gradient_scratch > 0) chain.uses[j].input_gradient_scratch += chain.bytes(last);
+  }
+}
+
 LayerChain layer_chain(const std::vector<std::unique_ptr<Layer>>& layers, const Shape& input, std::int64_t micro_batch,
                        const std::optional<DType>& autocast, const Device& device, const ParameterBytes& parameters,
-                       bool keeps_packs) {
+                       bool keeps_packs, const std::vector<std::pair<std::size_t, std::size_t>>& recomputed) {
   const std::size_t L = layers.size();
   LayerChain chain{.micro_batch = micro_batch,
                    .uses = std::vector<LayerMemoryUse>(L + 1),
@@ -96,6 +126,7 @@ LayerChain layer_chain(const std::vector<std::unique_ptr<Layer>>& layers, const 
       use.backward_scratch = 0;
     }
   }
+  for (const auto& [begin, end] : recomputed) recompute_segment(chain, begin + 1, end);
   return chain;
 }
 
@@ -257,7 +288,8 @@ MemoryPlan Sequential::memory_plan(std::int64_t micro_batch, bool accumulates, b
   plan.precision = autocast ? fmt::format("{} autocast", dtype_name(*autocast)) : "float32";
 
   const ParameterBytes parameters = parameter_bytes(layers_);
-  const LayerChain chain = layer_chain(layers_, *input_shape_, micro_batch, autocast, device_, parameters, accumulates);
+  const LayerChain chain =
+      layer_chain(layers_, *input_shape_, micro_batch, autocast, device_, parameters, accumulates, segments_);
   // Accumulating, fit keeps the weights' low-precision packs through each window, and the rows
   // their float32 gradients wait for.
   const AccumulateOptions options = compiled() ? recipe_.accumulate_options() : AccumulateOptions{};

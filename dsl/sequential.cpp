@@ -185,18 +185,32 @@ Tensor Sequential::forward(const Tensor& x) {
                      "model '{}' was built for input samples of shape {}, but the batch {} has samples of shape {}",
                      name_, *input_shape_, x.shape(), sample);
   Tensor h = x;
-  for (std::size_t i = 0; i < layers_.size(); ++i) {
+  auto segment = segments_.begin();
+  for (std::size_t i = 0; i < layers_.size();) {
     Layer& l = *layers_[i];
     const Shape in = h.shape().drop_front();
     if (!(in == l.input_shape()))
       throw ShapeError(fmt::format("layer {} '{}' ({}) expects samples of shape {} but gets {} (batch {})", i, l.name(),
                                    l.type_name(), l.input_shape(), in, h.shape()));
+    // A recomputed segment (recompute()) runs as one, in training.
+    const bool recomputed = segment != segments_.end() && segment->first == i && l.training();
+    const std::size_t end = recomputed ? segment->second : i + 1;
+    if (segment != segments_.end() && segment->first == i) ++segment;
     try {
-      h = l.forward(h);
+      if (recomputed) {
+        std::vector<Layer*> inner;
+        for (std::size_t k = i; k < end; ++k) inner.push_back(layers_[k].get());
+        h = forward_recomputed(inner, h);
+      } else {
+        h = l.forward(h);
+      }
     } catch (Error& e) {
-      e.prepend(fmt::format("layer {} '{}' ({}), input {}: ", i, l.name(), l.type_name(), h.shape()));
+      e.prepend(recomputed ? fmt::format("layers {} to {} '{}' to '{}' (recomputed), input {}: ", i, end - 1, l.name(),
+                                         layers_[end - 1]->name(), h.shape())
+                           : fmt::format("layer {} '{}' ({}), input {}: ", i, l.name(), l.type_name(), h.shape()));
       throw;
     }
+    i = end;
   }
   return h;
 }

@@ -26,6 +26,7 @@
 #include "accrue/dsl/layer.hpp"
 #include "accrue/dsl/memory_plan.hpp"
 #include "accrue/dsl/layers/input.hpp"
+#include "accrue/dsl/layers/recompute.hpp"
 #include "accrue/framework/training/logs.hpp"
 #include "accrue/dsl/loss.hpp"
 #include "accrue/dsl/metrics.hpp"
@@ -159,6 +160,15 @@ class Sequential {
   void freeze(std::size_t first, std::size_t end);
   /// Makes layers [first, end) trainable again (the optimizer is made again, too).
   void unfreeze(std::size_t first, std::size_t end);
+  /// Recomputes in training the layers `policy` picks (RecomputePolicy, layers/recompute.hpp):
+  /// each segment keeps only its input for backward and runs its forward again there, its dropout
+  /// masks replayed, so training gives the same bits as without. The layers and their names stay
+  /// as they are; the memory plan, summary() and explain follow. RecomputePolicy{} turns it off.
+  /// Throws ValueError for a model not built, or a policy that picks nothing (naming it).
+  void recompute(const RecomputePolicy& policy);
+  /// The recomputed segments, as [begin, end) layer indices.
+  const std::vector<std::pair<std::size_t, std::size_t>>& recomputed_segments() const { return segments_; }
+  const RecomputePolicy& recompute_policy() const { return recompute_policy_; }
   /// Buffers under PyTorch's names ("1.running_mean").
   std::vector<std::pair<std::string, Tensor>> named_buffers() const;
   /// Parameters and buffers in the order of PyTorch's state_dict(): what save_weights writes.
@@ -267,6 +277,8 @@ class Sequential {
   Loss loss_;
   std::vector<Metric> metrics_;
   std::optional<datasets::Vocabulary> vocabulary_;
+  RecomputePolicy recompute_policy_;
+  std::vector<std::pair<std::size_t, std::size_t>> segments_;  // recomputed, [begin, end)
   // What the last export_onnx wrote, for summary().
   std::string onnx_path_;
   std::vector<OnnxExport::LayerNodes> onnx_layers_;

@@ -55,8 +55,13 @@ std::string Sequential::summary_str(std::optional<std::int64_t> batch) const {
   // Keras's widths, or wider where a name or a shape needs it, so that the columns stay aligned.
   std::vector<std::string> names, shapes;
   std::size_t w_layer = 30, w_shape = 20;
-  for (const auto& l : layers_) {
-    names.push_back(fmt::format("{} ({})", l->name(), l->type_name()));
+  std::vector<bool> recomputed(layers_.size(), false);
+  for (const auto& [begin, end] : segments_)
+    for (std::size_t i = begin; i < end; ++i) recomputed[i] = true;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const auto& l = layers_[i];
+    // "dense_1 (Dense) *": recomputed in training (Sequential::recompute).
+    names.push_back(fmt::format("{} ({}){}", l->name(), l->type_name(), recomputed[i] ? " *" : ""));
     shapes.push_back(l->built() ? batch_shape(l->output_shape()) : "?");
     w_layer = std::max(w_layer, names.back().size());
     w_shape = std::max(w_shape, shapes.back().size());
@@ -90,6 +95,9 @@ std::string Sequential::summary_str(std::optional<std::int64_t> batch) const {
     return out;
   }
   out += parameter_totals(*this, bytes);
+  if (!segments_.empty())
+    out += fmt::format(" * recomputed in backward ({}): {} segment{}\n", recompute_policy_.str(), segments_.size(),
+                       segments_.size() == 1 ? "" : "s");
   if (compiled()) out += fmt::format(" Optimizer: {}, loss: {}\n", recipe_.str(), loss_.name());
   if (plan) out += plan->str() + "\n";
   if (!onnx_layers_.empty()) out += OnnxExport{.path = onnx_path_, .layers = onnx_layers_}.str();

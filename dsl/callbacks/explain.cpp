@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "accrue/dsl/sequential.hpp"
 #include "accrue/framework/optim/layerwise.hpp"
 #include "accrue/framework/optim/optimizer.hpp"
 #include "accrue/framework/optim/recipe.hpp"
@@ -27,6 +28,17 @@ std::string trust_ratios(const optim::Optimizer* optimizer) {
 void Explain::on_train_begin(TrainingContext& context) {
   context_ = &context;
   out_ = options_.stream != nullptr ? options_.stream : stdout;
+  const Sequential& model = *context.model;
+  if (model.recomputed_segments().empty()) return;
+  std::string segments;
+  for (const auto& [begin, end] : model.recomputed_segments()) {
+    segments += fmt::format("{} {}", segments.empty() ? "" : ",", model.layer(begin).name());
+    if (end > begin + 1) segments += fmt::format(" to {}", model.layer(end - 1).name());
+  }
+  fmt::print(out_,
+             "recomputed ({}):{}; each segment keeps only its input in forward and runs its forward again inside its "
+             "backward\n",
+             model.recompute_policy().str(), segments);
 }
 
 void Explain::on_micro_batch_end(const StepRecord& r, const Logs&) {

@@ -102,6 +102,7 @@ void TrainingRun::prepare_model() {
   const TrainerOptions& options = options_;
   const bool first = communicator_->rank() == 0;
   model.build(train.sample_shape());
+  if (options.recompute) model.recompute(*options.recompute);  // before the budget plans the micro-batch
   state_.batch_size = options.batch_size;
   if (!train.in_memory()) read_ahead_ = batches_read_ahead({.workers = options.data_workers});
   if (const auto budget = model.recipe().memory_budget())

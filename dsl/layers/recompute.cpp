@@ -6,6 +6,7 @@
 #include "accrue/dsl/onnx.hpp"
 #include "accrue/framework/autocast.hpp"
 #include "accrue/framework/autograd.hpp"
+#include "accrue/framework/memory.hpp"
 #include "accrue/framework/random.hpp"
 
 namespace accrue {
@@ -96,6 +97,20 @@ Tensor forward_recomputed(std::span<Layer* const> layers, const Tensor& x) {
   return y;
 }
 
+std::string RecomputePolicy::str() const {
+  switch (mode) {
+    case Mode::none: return "none";
+    case Mode::types: {
+      std::string s;
+      for (const std::string& t : types) s += (s.empty() ? "" : ", ") + t;
+      return s + " layers";
+    }
+    case Mode::every: return layers > 0 ? fmt::format("every {} layers", layers) : "sqrt(n) segments";
+    case Mode::larger_than: return fmt::format("layers keeping over {} per sample", format_bytes(bytes));
+  }
+  return "?";
+}
+
 namespace layers {
 
 Recompute::Recompute(std::vector<std::unique_ptr<Layer>> inner) {
@@ -137,8 +152,10 @@ LayerMemoryUse Recompute::memory_use(const LayerMemoryQuery& q) const {
   std::size_t backward = 0;
   const std::vector<const Layer*> chain = given_layers();
   LayerMemoryQuery at = q;
+  bool last_keeps_output = false;
   for (std::size_t i = 0; i < chain.size(); ++i) {
     const LayerMemoryUse l = chain[i]->memory_use(at);
+    last_keeps_output = l.keeps_output || l.output_is_view;
     const std::size_t out = at.bytes(chain[i]->output_shape(), l.output_dtype);
     backward = std::max(backward, l.scratch_with_input_gradient() + (i > 0 ? at.input_bytes() : 0) +
                                       (i + 1 < chain.size() ? out : 0));
@@ -146,6 +163,11 @@ LayerMemoryUse Recompute::memory_use(const LayerMemoryQuery& q) const {
     at.input_dtype = l.output_dtype;
   }
   u.backward_scratch = u.input_gradient_scratch = std::max(inner.forward_scratch, backward);
+  // The recomputed output, when no layer keeps it, lives through the segment's backward all the same.
+  if (!last_keeps_output) {
+    u.backward_scratch += at.input_bytes();
+    u.input_gradient_scratch += at.input_bytes();
+  }
   return u;
 }
 

@@ -12,13 +12,42 @@
 // running statistics once, in the first pass (ReplayScope).
 
 #include <concepts>
+#include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "accrue/dsl/layer.hpp"
 
 namespace accrue {
+
+/// Which layers of a model training recomputes (Sequential::recompute), as Keras's RematScope
+/// modes pick them. Each segment keeps only its input and runs again inside its backward, as a
+/// layers::Recompute would, without changing the model's layers or their names.
+struct RecomputePolicy {
+  enum class Mode {
+    /// Nothing recomputed.
+    none,
+    /// Each layer of one of `types` ("TransformerBlock", "Residual") is a segment.
+    types,
+    /// Consecutive segments of `layers` layers; 0: about sqrt(n) segments of about sqrt(n) layers
+    /// (Chen et al. 2016), the last layer left out (its output feeds the loss).
+    every,
+    /// Each layer that keeps more than `bytes` per sample for backward is a segment.
+    larger_than,
+  };
+  Mode mode = Mode::none;
+  std::vector<std::string> types = {};
+  std::int64_t layers = 0;
+  std::size_t bytes = 0;
+
+  static RecomputePolicy of_types(std::vector<std::string> types) { return {.mode = Mode::types, .types = std::move(types)}; }
+  static RecomputePolicy every(std::int64_t layers = 0) { return {.mode = Mode::every, .layers = layers}; }
+  static RecomputePolicy larger_than(std::size_t bytes) { return {.mode = Mode::larger_than, .bytes = bytes}; }
+  /// "none", "TransformerBlock layers", "every 3 layers", "sqrt(n) segments", "layers keeping over 4 KiB per sample".
+  std::string str() const;
+};
 
 /// `layers` one after another on x, recomputed in backward: the output's graph is one node that
 /// keeps x (and the generator's and autocast's state) and runs the layers again when backward

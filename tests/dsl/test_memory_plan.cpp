@@ -73,6 +73,7 @@ BOOST_AUTO_TEST_CASE(the_plan_predicts_the_measured_peaks) {
     int accumulate;
     WeightGradients weight_gradients = WeightGradients::per_micro_batch;
     bool recompute = false;
+    bool policy = false;  // Sequential::recompute(every 2 layers) on the plain network
   };
   const std::vector<Case> cases = {
       {"MLP 64", false, false, false, 64, 1},       {"MLP 16x4", false, false, false, 16, 4},
@@ -88,6 +89,8 @@ BOOST_AUTO_TEST_CASE(the_plan_predicts_the_measured_peaks) {
       {"MLP 16x4 amp recomputed", false, false, true, 16, 4, WeightGradients::per_micro_batch, true},
       {"CNN 64 recomputed", true, false, false, 64, 1, WeightGradients::per_micro_batch, true},
       {"CNN 16x4 recomputed", true, false, false, 16, 4, WeightGradients::per_micro_batch, true},
+      {"MLP 64, every 2 layers recomputed", false, false, false, 64, 1, WeightGradients::per_micro_batch, false, true},
+      {"CNN 32 amp, every 2 layers recomputed", true, false, true, 32, 1, WeightGradients::per_micro_batch, false, true},
   };
   for (const Case& c : cases) {
     manual_seed(0);
@@ -98,6 +101,7 @@ BOOST_AUTO_TEST_CASE(the_plan_predicts_the_measured_peaks) {
     if (c.accumulate > 1) recipe = recipe.accumulate(c.accumulate, {.weight_gradients = c.weight_gradients});
     if (c.amp) recipe = recipe.amp();
     model.compile(recipe, losses::CrossEntropy{});
+    if (c.policy) model.recompute(RecomputePolicy::every(2));
     const MemoryPlan plan = model.memory_plan(c.batch);  // before anything ran
     const MemoryStats measured = measure(model, test::random_images(c.batch * c.accumulate * 2), c.batch);
     BOOST_TEST_MESSAGE(c.name << ":\n" << plan.str() << "\nmeasured:\n" << measured.str());

@@ -4,6 +4,8 @@
 // bfloat16 autocast, BatchNorm's statistics updated once), and the memory it keeps shrinks. The
 // processes' case is in tests/distributed/test_data_parallel.cpp.
 
+#include <cstdio>
+
 #include "test_util.hpp"
 
 using namespace accrue;
@@ -98,6 +100,52 @@ BOOST_AUTO_TEST_CASE(a_segment_keeps_only_its_input) {
   BOOST_TEST_MESSAGE("measured peaks: plain " << measured[0] << ", recomputed " << measured[1] << "; planned "
                                                << plain.memory_plan(256).peak_total << ", " << recomputed.memory_plan(256).peak_total);
   BOOST_TEST(measured[1] < measured[0]);
+}
+
+BOOST_AUTO_TEST_CASE(a_policy_recomputes_the_model_s_own_layers_bit_for_bit) {
+  // Sequential::recompute: the same layers, names and bits, segments picked as Keras's RematScope.
+  Sequential plain = plain_net(), policy = plain_net();
+  const auto names = policy.named_parameters();
+  for (Sequential* m : {&plain, &policy}) {
+    m->compile(optim::Recipe{optim::AdamW{.lr = 1e-2}}.accumulate(4), losses::CrossEntropy{});
+    FitOptions o{.epochs = 2, .batch_size = 8, .seed = 5, .verbose = 0};
+    if (m == &policy) o.recompute = RecomputePolicy::every(3);
+    m->fit(blobs(96, 3), o);
+  }
+  BOOST_TEST((state_values(plain) == state_values(policy)));
+  BOOST_TEST(policy.named_parameters().front().first == names.front().first);
+  // 8 layers, the last left out: segments of 3, 3 and 1.
+  BOOST_TEST(policy.recomputed_segments().size() == 3u);
+  BOOST_TEST(policy.recomputed_segments().back().second == 7u);
+  Sequential m = plain_net();
+  m.recompute(RecomputePolicy::every());  // sqrt(7) ~ 3 layers a segment
+  BOOST_TEST(m.recomputed_segments().front().second == 3u);
+  m.recompute(RecomputePolicy::of_types({"Dense"}));
+  BOOST_TEST(m.recomputed_segments().size() == 3u);
+  m.recompute(RecomputePolicy::larger_than(100));  // Dropout keeps a mask of 32 bytes, ReLU its 128-byte output
+  BOOST_TEST(m.recomputed_segments().size() >= 2u);
+  const std::string summary = m.summary_str(8);
+  BOOST_TEST_MESSAGE(summary);
+  BOOST_TEST(summary.find("(ReLU) *") != std::string::npos);
+  BOOST_TEST(summary.find("recomputed in backward (layers keeping over 100 B per sample)") != std::string::npos);
+  m.recompute({});
+  BOOST_TEST(m.recomputed_segments().empty());
+  BOOST_CHECK_EXCEPTION(m.recompute(RecomputePolicy::of_types({"TransformerBlock"})), ValueError,
+                        message_has({"TransformerBlock layers", "picks none"}));
+}
+
+BOOST_AUTO_TEST_CASE(explain_names_the_recomputed_segments) {
+  std::FILE* out = std::tmpfile();
+  Sequential m = plain_net();
+  m.compile(optim::SGD{.lr = 0.1}, losses::CrossEntropy{});
+  m.fit(blobs(16, 3), {.epochs = 1, .batch_size = 8, .callbacks = {callbacks::Explain{{.windows = 1, .stream = out}}},
+                       .recompute = RecomputePolicy::every(4), .verbose = 0});
+  std::rewind(out);
+  std::string text(1 << 14, '\0');
+  text.resize(std::fread(text.data(), 1, text.size(), out));
+  std::fclose(out);
+  BOOST_TEST_MESSAGE(text);
+  BOOST_TEST(text.find("recomputed (every 4 layers): dense to dropout, dense_1 to dropout_1;") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(evaluation_and_saving_see_plain_layers) {
