@@ -206,7 +206,8 @@ void SparseTopKCategoricalAccuracy::load_state(const std::vector<double>& state)
 
 ConfusionMatrix::ConfusionMatrix(ConfusionMatrixOptions options) : options_(std::move(options)) {
   const std::int64_t n = options_.num_classes;
-  ACCRUE_CHECK(n >= 2 && n <= 65536, "confusion_matrix: num_classes must be from 2 to 65536, got {}", n);
+  // Its counts are n x n (and summed over processes each epoch): 4096 classes hold 128 MiB.
+  ACCRUE_CHECK(n >= 2 && n <= 4096, "confusion_matrix: num_classes must be from 2 to 4096, got {}", n);
   ACCRUE_CHECK(options_.labels.empty() || static_cast<std::int64_t>(options_.labels.size()) == n,
                "confusion_matrix: {} labels for {} classes", options_.labels.size(), n);
   counts_.assign(static_cast<std::size_t>(n * n), 0);

@@ -121,6 +121,8 @@ BOOST_AUTO_TEST_CASE(confusion_matrix_matches_scikit_learn) {
                         ShapeError, message_has({"(B, 3)", "(2, 4)"}));
   BOOST_CHECK_EXCEPTION(metrics::ConfusionMatrix({.num_classes = 3, .labels = {"x"}}), ValueError,
                         message_has({"1 labels for 3 classes"}));
+  // A saved model cannot ask for counts beyond memory.
+  BOOST_CHECK_EXCEPTION(metrics::ConfusionMatrix{65536}, ValueError, message_has({"from 2 to 4096", "65536"}));
 }
 
 BOOST_AUTO_TEST_CASE(shapes_are_checked_and_metrics_saved) {
