@@ -93,16 +93,23 @@ class GradMode {
   static void set_enabled(bool enabled);
 };
 
-/// Turns recording off for its scope: evaluation, metrics, optimizer updates.
-class NoGradGuard {
+/// Sets recording on or off for its scope and restores it after. On: inside backward (which runs
+/// with it off), a recomputed forward pass records the graph its own backward then walks.
+class GradModeGuard {
  public:
-  NoGradGuard() : previous_(GradMode::enabled()) { GradMode::set_enabled(false); }
-  ~NoGradGuard() { GradMode::set_enabled(previous_); }
-  NoGradGuard(const NoGradGuard&) = delete;
-  NoGradGuard& operator=(const NoGradGuard&) = delete;
+  explicit GradModeGuard(bool enabled) : previous_(GradMode::enabled()) { GradMode::set_enabled(enabled); }
+  ~GradModeGuard() { GradMode::set_enabled(previous_); }
+  GradModeGuard(const GradModeGuard&) = delete;
+  GradModeGuard& operator=(const GradModeGuard&) = delete;
 
  private:
   bool previous_;
+};
+
+/// Turns recording off for its scope: evaluation, metrics, optimizer updates.
+class NoGradGuard : public GradModeGuard {
+ public:
+  NoGradGuard() : GradModeGuard(false) {}
 };
 
 /// True when an op with these inputs must record a node.
@@ -140,19 +147,6 @@ class PauseLeafObservation {
 
  private:
   LeafGradientObserver* previous_;
-};
-
-/// Turns recording on for its scope, inside backward (which runs with it off): a recomputed
-/// forward pass records the graph its own backward pass then walks.
-class EnableGradGuard {
- public:
-  EnableGradGuard() : previous_(GradMode::enabled()) { GradMode::set_enabled(true); }
-  ~EnableGradGuard() { GradMode::set_enabled(previous_); }
-  EnableGradGuard(const EnableGradGuard&) = delete;
-  EnableGradGuard& operator=(const EnableGradGuard&) = delete;
-
- private:
-  bool previous_;
 };
 
 /// Makes `observer` watch this thread's backward passes while in scope.

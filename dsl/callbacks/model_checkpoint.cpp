@@ -54,16 +54,8 @@ void ModelCheckpoint::on_epoch_end(int epoch, Logs& logs) {
 }
 
 void ModelCheckpoint::save(const std::string& path) const {
-  optim::Optimizer* optimizer = context_->optimizer;
-  const bool swap = saves_average_ && optimizer != nullptr && !optimizer->average().empty();
-  if (swap) optimizer->swap_average();
-  try {
-    context_->model->save_weights(path);
-  } catch (...) {
-    if (swap) optimizer->swap_average();
-    throw;
-  }
-  if (swap) optimizer->swap_average();
+  const optim::AverageInParameters averaged{*context_->optimizer, saves_average_};
+  context_->model->save_weights(path);
 }
 
 std::optional<CallbackState> ModelCheckpoint::state() const {

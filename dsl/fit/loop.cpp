@@ -231,19 +231,11 @@ void TrainingRun::end_epoch(int epoch) {
   check_replicas(epoch);
   context_.epoch_memory = memory_stats(model_.device());
   if (validation_) try {
-      // Validation of the averaged weights (.ema(), .swa()), the training weights put back after.
+      // Validation of the averaged weights (.ema(), .swa()).
       const auto& average = model_.recipe_.weight_average();
-      const bool averaged = average && average->validate && !optimizer_->average().empty();
-      if (averaged) optimizer_->swap_average();
-      const Evaluation val = [&] {
-        try {
-          return model_.evaluate(*validation_, {.batch_size = state_.batch_size, .distributed = options_.distributed});
-        } catch (...) {
-          if (averaged) optimizer_->swap_average();
-          throw;
-        }
-      }();
-      if (averaged) optimizer_->swap_average();
+      const optim::AverageInParameters averaged{*optimizer_, average && average->validate};
+      const Evaluation val =
+          model_.evaluate(*validation_, {.batch_size = state_.batch_size, .distributed = options_.distributed});
       logs.set_all(val.logs, "val_");
     } catch (const Interrupted& e) {
       stop_in_validation(epoch, e);

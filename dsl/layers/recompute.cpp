@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "accrue/dsl/layers/residual.hpp"  // chain_memory_use
-#include "accrue/dsl/onnx.hpp"
 #include "accrue/framework/autocast.hpp"
 #include "accrue/framework/autograd.hpp"
 #include "accrue/framework/memory.hpp"
@@ -17,6 +15,22 @@ Tensor chain(std::span<Layer* const> layers, const Tensor& x) {
   for (Layer* l : layers) y = l->forward(y);
   return y;
 }
+
+// The generator at a state for its scope, then back where it was.
+class GeneratorAt {
+ public:
+  GeneratorAt(Generator& generator, std::uint64_t seed, std::uint64_t offset)
+      : generator_(generator), seed_(generator.seed()), offset_(generator.offset()) {
+    generator.set_state(seed, offset);
+  }
+  ~GeneratorAt() { generator_.set_state(seed_, offset_); }
+  GeneratorAt(const GeneratorAt&) = delete;
+  GeneratorAt& operator=(const GeneratorAt&) = delete;
+
+ private:
+  Generator& generator_;
+  std::uint64_t seed_, offset_;
+};
 
 // Takes the gradient that reaches the recomputed segment's input, which stays a temporary (a leaf's
 // would count as a parameter's gradient).
@@ -46,19 +60,11 @@ class RecomputeNode final : public Node {
     if (sink.needs(0)) record(input_gradient, x, {});
     Tensor y;
     {
-      const EnableGradGuard recording;
+      const GradModeGuard recording{true};
       const AutocastGuard autocast{autocast_};
       const ReplayScope replay;
-      // The same random draws as the first pass, then the generator where the run left it.
-      const std::uint64_t seed = generator_->seed(), offset = generator_->offset();
-      generator_->set_state(seed_, offset_);
-      try {
-        y = chain(layers_, x);
-      } catch (...) {
-        generator_->set_state(seed, offset);
-        throw;
-      }
-      generator_->set_state(seed, offset);
+      const GeneratorAt draws{*generator_, seed_, offset_};  // the first pass's random draws
+      y = chain(layers_, x);
     }
     {
       // The parameters' gradients go straight into their .grad(); the outer pass reports them
@@ -113,69 +119,31 @@ std::string RecomputePolicy::str() const {
 
 namespace layers {
 
-Recompute::Recompute(std::vector<std::unique_ptr<Layer>> inner) {
-  for (std::size_t i = 0; i < inner.size(); ++i) add_child(std::to_string(i), std::move(inner[i]));
-}
-
-std::vector<const Layer*> Recompute::given_layers() const {
-  std::vector<const Layer*> inner;
-  for (std::size_t i = 0; i < child_count(); ++i) inner.push_back(&child(i));
-  return inner;
-}
-
-Shape Recompute::build(const Shape& input_shape, Generator& generator) {
-  Shape shape = input_shape;
-  for (std::size_t i = 0; i < child_count(); ++i) shape = build_child(i, shape, generator);
-  return shape;
-}
+Shape Recompute::build(const Shape& input_shape, Generator& generator) { return build_inner(input_shape, generator); }
 
 Tensor Recompute::forward(const Tensor& x) {
-  std::vector<Layer*> inner;
-  for (std::size_t i = 0; i < child_count(); ++i) inner.push_back(&child(i));
+  const std::vector<Layer*> inner = inner_layers();
   if (!training()) return chain(inner, x);
   return forward_recomputed(inner, x);
 }
 
-// Only the input is kept; the inner layers' activations live during the segment's backward, with
-// the recomputed output.
+// Only the input is kept. The recomputed forward's activations live through the segment's
+// backward; it takes the forward's scratch, then the backward of each inner layer with the
+// gradients between them; the recomputed output, when no layer keeps it, lives all along too.
 LayerMemoryUse Recompute::memory_use(const LayerMemoryQuery& q) const {
-  const LayerMemoryUse inner = chain_memory_use(given_layers(), q);
-  LayerMemoryUse u = inner;
+  const ChainMemory inner = chain_memory(given_layers(), q);
+  LayerMemoryUse u = inner.use;
   u.keeps_input = true;
   u.keeps_output = false;
   u.kept_other = 0;
   u.kept_released_early = 0;
-  // The recomputed forward's activations, alive through the segment's backward; its scratch, then
-  // the backward of each inner layer: the gradients between them (the segment's own input and
-  // output gradients the plan counts for it) and the layer's scratch.
-  u.recomputed = inner.kept_other;
-  std::size_t backward = 0;
-  const std::vector<const Layer*> chain = given_layers();
-  LayerMemoryQuery at = q;
-  bool last_keeps_output = false;
-  for (std::size_t i = 0; i < chain.size(); ++i) {
-    const LayerMemoryUse l = chain[i]->memory_use(at);
-    last_keeps_output = l.keeps_output || l.output_is_view;
-    const std::size_t out = at.bytes(chain[i]->output_shape(), l.output_dtype);
-    backward = std::max(backward, l.scratch_with_input_gradient() + (i > 0 ? at.input_bytes() : 0) +
-                                      (i + 1 < chain.size() ? out : 0));
-    at.input_shape = chain[i]->output_shape();
-    at.input_dtype = l.output_dtype;
-  }
-  u.backward_scratch = u.input_gradient_scratch = std::max(inner.forward_scratch, backward);
-  // The recomputed output, when no layer keeps it, lives through the segment's backward all the same.
-  if (!last_keeps_output) {
-    u.backward_scratch += at.input_bytes();
-    u.input_gradient_scratch += at.input_bytes();
-  }
+  u.recomputed = inner.use.kept_other;
+  u.backward_scratch = u.input_gradient_scratch = std::max(inner.use.forward_scratch, inner.inner_backward) +
+                                                  (inner.last_keeps_output ? 0 : inner.output_bytes);
   return u;
 }
 
-std::string Recompute::to_onnx(onnx::Graph& g, const std::string& x) const {
-  std::string y = x;
-  for (std::size_t i = 0; i < child_count(); ++i) y = g.layer(child(i), y);
-  return y;
-}
+std::string Recompute::to_onnx(onnx::Graph& g, const std::string& x) const { return inner_to_onnx(g, x); }
 
 }  // namespace layers
 }  // namespace accrue

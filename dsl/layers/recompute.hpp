@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "accrue/dsl/layer.hpp"
+#include "accrue/dsl/layers/chain.hpp"
 
 namespace accrue {
 
@@ -56,18 +56,14 @@ Tensor forward_recomputed(std::span<Layer* const> layers, const Tensor& x);
 
 namespace layers {
 
-class Recompute final : public LayerBase<Recompute> {
+class Recompute final : public Chain<Recompute> {
  public:
   template <class... Ls>
     requires(sizeof...(Ls) > 0 && (std::derived_from<std::decay_t<Ls>, Layer> && ...))
-  explicit Recompute(Ls&&... inner) {
-    std::size_t i = 0;
-    (add_child(std::to_string(i++), std::forward<Ls>(inner)), ...);
-  }
+  explicit Recompute(Ls&&... inner) : Chain<Recompute>(std::forward<Ls>(inner)...) {}
   /// The inner layers as made elsewhere (load_model).
-  explicit Recompute(std::vector<std::unique_ptr<Layer>> inner);
+  explicit Recompute(std::vector<std::unique_ptr<Layer>> inner) : Chain<Recompute>(std::move(inner)) {}
   std::string type_name() const override { return "Recompute"; }
-  std::vector<const Layer*> given_layers() const override;
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
   std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;

@@ -149,6 +149,25 @@ class Optimizer {
   std::int64_t average_updates_ = 0;
 };
 
+/// The weight average in the parameters for its scope, the training weights put back after (also
+/// when an exception leaves it): validating or saving the average. Nothing when `active` is false
+/// or the average has not started.
+class AverageInParameters {
+ public:
+  AverageInParameters(Optimizer& optimizer, bool active)
+      : optimizer_(active && !optimizer.average().empty() ? &optimizer : nullptr) {
+    if (optimizer_ != nullptr) optimizer_->swap_average();
+  }
+  ~AverageInParameters() {
+    if (optimizer_ != nullptr) optimizer_->swap_average();
+  }
+  AverageInParameters(const AverageInParameters&) = delete;
+  AverageInParameters& operator=(const AverageInParameters&) = delete;
+
+ private:
+  Optimizer* optimizer_;
+};
+
 /// What any optimizer configuration provides; user-defined optimizers satisfy it too.
 template <class T>
 concept OptimizerConfig = requires(const T& config, std::vector<Tensor> parameters) {

@@ -140,9 +140,7 @@ BOOST_AUTO_TEST_CASE(explain_names_the_recomputed_segments) {
   m.compile(optim::SGD{.lr = 0.1}, losses::CrossEntropy{});
   m.fit(blobs(16, 3), {.epochs = 1, .batch_size = 8, .callbacks = {callbacks::Explain{{.windows = 1, .stream = out}}},
                        .recompute = RecomputePolicy::every(4), .verbose = 0});
-  std::rewind(out);
-  std::string text(1 << 14, '\0');
-  text.resize(std::fread(text.data(), 1, text.size(), out));
+  const std::string text = test::read_file(out);
   std::fclose(out);
   BOOST_TEST_MESSAGE(text);
   BOOST_TEST(text.find("recomputed (every 4 layers): dense to dropout, dense_1 to dropout_1;") != std::string::npos);

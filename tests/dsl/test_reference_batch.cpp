@@ -38,14 +38,6 @@ std::vector<std::vector<float>> trained(const optim::Recipe& recipe, std::int64_
   return out;
 }
 
-std::string read_all(std::FILE* f) {
-  std::rewind(f);
-  std::string text(16384, '\0');
-  text.resize(std::fread(text.data(), 1, text.size(), f));
-  std::fclose(f);
-  return text;
-}
-
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(each_optimizer_scales_by_its_rule) {
@@ -87,7 +79,8 @@ BOOST_AUTO_TEST_CASE(gradual_warmup_ramps_from_the_reference_rate) {
   const std::vector<double> expected{0.1, 0.175, 0.25, 0.325, 0.4, 0.4, 0.4, 0.4};
   BOOST_REQUIRE(lrs.size() == expected.size());
   for (std::size_t i = 0; i < lrs.size(); ++i) BOOST_TEST(lrs[i] == expected[i], boost::test_tools::tolerance(1e-12));
-  const std::string text = read_all(banner);
+  const std::string text = test::read_file(banner);
+  std::fclose(banner);
   BOOST_TEST_MESSAGE(text);
   for (const char* part : {"learning rate scaled x4 to 0.4 for the effective batch 32 against the reference 8",
                            "the linear rule, lr x B/R (SGD and LARS's, Goyal et al.)",

@@ -148,9 +148,7 @@ BOOST_AUTO_TEST_CASE(the_banner_and_explain_show_the_weights) {
                        callbacks::Explain{{.windows = 1, .stream = out}}},
          .class_weight = {{2, 3.0f}},
          .verbose = 0});
-  std::rewind(out);
-  std::string text(1 << 16, '\0');
-  text.resize(std::fread(text.data(), 1, text.size(), out));
+  const std::string text = test::read_file(out);
   std::fclose(out);
   BOOST_TEST_MESSAGE(text);
   BOOST_TEST(text.find("loss weighted by class_weight {2: 3} times the dataset's sample weights") != std::string::npos);
