@@ -49,6 +49,7 @@
 #include "accrue/dsl/classification_metrics.hpp"
 #include "accrue/dsl/metrics.hpp"
 #include "accrue/dsl/onnx.hpp"
+#include "accrue/dsl/plan_choice.hpp"
 #include "accrue/dsl/layer_registry.hpp"
 #include "accrue/dsl/sequential.hpp"
 #include "accrue/dsl/teaching.hpp"

@@ -25,6 +25,7 @@ namespace accrue {
 
 class Sequential;
 class StepPlan;
+struct PlanChoice;
 namespace distributed {
 struct ReducerStats;
 }  // namespace distributed
@@ -61,6 +62,8 @@ struct TrainingContext {
   /// How the loss weighs samples (class_weight, the dataset's sample weights), for the banner;
   /// empty when it does not.
   std::string sample_weighting;
+  /// What the memory planner considered and chose under a memory budget (null without one).
+  const PlanChoice* memory_choice = nullptr;
   /// The optimizer's learning rate before any schedule.
   double base_lr = 0.0;
   /// Mixed precision: the low-precision type, and the loss scaler when losses are scaled.

@@ -31,6 +31,21 @@ struct CheckpointOptions {
   bool resume = true;
 };
 
+/// How fit's memory planner searches under a memory budget (Recipe::memory_budget, or a memory
+/// limit with effective_batch): every micro-batch dividing the effective batch, with and without
+/// recomputation, kept where its memory plan fits; the most promising few timed on the model.
+struct PlannerOptions {
+  /// Candidates timed (the largest fitting micro-batch of each recomputation first, then the next
+  /// largest): one forward and backward pass each per round, the fastest per sample trains.
+  /// 0: no timing, the largest micro-batch that fits, with the least recomputation among equals.
+  int timed = 4;
+  /// Rounds of timing, the candidates alternating within each; the first round warms up.
+  int rounds = 3;
+  /// Also try recomputation (every TransformerBlock or Residual, sqrt(n) segments) unless
+  /// FitOptions::recompute fixes it.
+  bool recompute = true;
+};
+
 /// Options of fit() and of a Trainer, with Keras's defaults where Keras has them.
 struct FitOptions {
   int epochs = 1;
@@ -54,6 +69,8 @@ struct FitOptions {
   /// Recompute the layers this policy picks (Sequential::recompute; the model keeps it after fit);
   /// none: as the model is.
   std::optional<RecomputePolicy> recompute = {};
+  /// The memory planner's search (PlannerOptions): only under a memory budget or limit.
+  PlannerOptions planner = {};
   /// Reshuffle the training data every epoch.
   bool shuffle = true;
   /// Seed of the shuffling and of the transforms' randomness (transforms.hpp); by default drawn

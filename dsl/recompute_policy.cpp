@@ -39,7 +39,8 @@ void Sequential::recompute(const RecomputePolicy& policy) {
       break;
     case RecomputePolicy::Mode::larger_than:
       for (std::size_t i = 0; i + 1 < n; ++i) {
-        const LayerMemoryUse u = layers_[i]->memory_use({.input_shape = layers_[i]->input_shape(), .device = device_});
+        const LayerMemoryUse u = layers_[i]->memory_use(
+            {.input_shape = layers_[i]->input_shape(), .autocast = std::nullopt, .device = device_});
         const std::size_t kept = u.kept_other + (u.keeps_output ? static_cast<std::size_t>(layers_[i]->output_shape().numel()) *
                                                                       dtype_size(u.output_dtype)
                                                                 : 0);

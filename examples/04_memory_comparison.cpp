@@ -1,12 +1,14 @@
 // The tutorials' out-of-memory story on a laptop: the FashionMNIST tutorial MLP trained with batch 64
-// directly, and as 16 x 4, 8 x 8 and 4 x 16 (micro-batch x accumulation, the same effective batch).
+// directly, and as 16 x 4, 8 x 8 and 4 x 16 (micro-batch x accumulation, the same effective batch),
+// and 64 and 16 x 4 again with recomputation ("64r": sqrt(n) segments of layers whose activations
+// are not kept but computed again during backward, RecomputePolicy::every()).
 // For each: the memory plan made before training, the peak measured while training by category,
 // and the time per epoch. Then a memory limit between the plans of 16 x 4 and 64: batch 64 fails
 // with the out-of-memory error, 16 x 4 trains, and its accuracy is the last line. --report PATH draws
 // the same as a page: planned and measured peaks as grouped bars, with the time per epoch.
 //
 //   04_memory_comparison [--epochs 1] [--data DIR] [--seed 0] [--amp[=f16|bf16]] [--device best|cpu|cuda]
-//                        [--configs 64,16x4,8x8,4x16] [--report PATH]
+//                        [--configs 64,16x4,8x8,4x16,64r,16x4r] [--report PATH]
 
 #include <nlohmann/json.hpp>
 
@@ -27,26 +29,33 @@ struct Config {
   std::string name;
   std::int64_t micro_batch;
   int accumulate;
+  bool recompute = false;
 };
 
-// "16x4" (micro-batch x accumulation) or "64"; anything else is an error naming --configs.
+// "16x4" (micro-batch x accumulation) or "64", with "r" after it for recomputation; anything else
+// is an error naming --configs.
 Config parse(const std::string& text) {
   const auto bad = [&](const std::string& why) {
-    return ValueError(fmt::format("--configs: '{}' {}; write MICRO or MICROxACCUMULATION, e.g. 64 or 16x4", text, why));
+    return ValueError(
+        fmt::format("--configs: '{}' {}; write MICRO or MICROxACCUMULATION, e.g. 64 or 16x4, and r after it to "
+                    "recompute (64r)",
+                    text, why));
   };
   const auto whole = [&](std::string_view part, std::int64_t high) {
     const auto value = examples::parse_whole_number(part, 1, static_cast<std::uint64_t>(high));
     if (!value) throw bad(fmt::format("has '{}' where a whole number from 1 to {} belongs", part, high));
     return static_cast<std::int64_t>(*value);
   };
-  const std::string_view all{text};
+  std::string_view all{text};
+  const bool recompute = !all.empty() && all.back() == 'r';
+  if (recompute) all.remove_suffix(1);
   const auto x = all.find('x');
   const std::int64_t micro = whole(all.substr(0, x), std::numeric_limits<std::int64_t>::max());
   const auto accumulate =
       x == std::string_view::npos ? 1 : static_cast<int>(whole(all.substr(x + 1), std::numeric_limits<int>::max()));
   std::int64_t effective = 0;
   if (__builtin_mul_overflow(micro, std::int64_t{accumulate}, &effective)) throw bad("is a larger batch than 64 bits count");
-  return {text, micro, accumulate};
+  return {text, micro, accumulate, recompute};
 }
 
 }  // namespace
@@ -54,10 +63,11 @@ Config parse(const std::string& text) {
 int main(int argc, char** argv) {
   CLI::App app{"Batch 64 against micro-batches with accumulation: memory and time"};
   examples::ExampleOptions common{.epochs = 1};
-  std::vector<std::string> config_names = {"64", "16x4", "8x8", "4x16"};
+  std::vector<std::string> config_names = {"64", "16x4", "8x8", "4x16", "64r", "16x4r"};
   common.add_to(app);
   common.add_report_flag(app);
-  app.add_option("--configs", config_names, "Micro-batch x accumulation to compare")->delimiter(',');
+  app.add_option("--configs", config_names, "Micro-batch x accumulation to compare, r after it to recompute")
+      ->delimiter(',');
 
   return examples::run_example(app, argc, argv, [&] {
     std::vector<Config> configs;
@@ -72,13 +82,14 @@ int main(int argc, char** argv) {
       optim::Recipe recipe = optim::SGD{.lr = 1e-3};
       if (c.accumulate > 1) recipe = recipe.accumulate(c.accumulate);
       m.compile(common.with_amp(recipe), losses::CrossEntropy{}, {metrics::Accuracy{}});
+      if (c.recompute) m.recompute(RecomputePolicy::every());
       return m;
     };
 
     auto [train, test] = datasets::fashion_mnist(common.data);
     const std::size_t dataset = memory_stats(device).live_of(MemoryCategory::data);
-    fmt::print("Tutorial MLP on {} training samples ({} of them in memory, not counted below).\n\n", train.size(),
-               format_bytes(dataset));
+    fmt::print("Tutorial MLP on {} training samples ({} of them in memory, not counted below); r: recomputing {}.\n\n",
+               train.size(), format_bytes(dataset), RecomputePolicy::every().str());
     nlohmann::ordered_json page{{"device", device.str()},
                                 {"precision", ""},
                                 {"samples", train.size()},
@@ -111,6 +122,7 @@ int main(int argc, char** argv) {
       page["configs"].push_back({{"name", c.name},
                                  {"micro_batch", c.micro_batch},
                                  {"accumulate", c.accumulate},
+                                 {"recompute", c.recompute},
                                  {"effective", c.micro_batch * c.accumulate},
                                  {"planned", plan.peak_total},
                                  {"measured", m.peak_total - dataset},

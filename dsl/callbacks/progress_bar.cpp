@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "accrue/dsl/plan_choice.hpp"
 #include "accrue/dsl/sequential.hpp"
 #include "accrue/framework/optim/recipe.hpp"
 #include "accrue/framework/training/lr_schedule.hpp"
@@ -73,6 +74,7 @@ std::string training_banner(const TrainingContext& c) {
                        format_count(c.tokens_per_epoch),
                        static_cast<double>(c.tokens_per_epoch) * static_cast<double>(effective) /
                            static_cast<double>(std::max<std::int64_t>(1, spec.dataset_size)));
+  if (c.memory_choice) out += c.memory_choice->str();
   out += fmt::format("  optimizer {}; last window: {}", c.recipe->str(), last_window_name(spec.last_window));
   out += fmt::format("\n  learning rate {:g}, schedule {}", c.base_lr, c.schedule->str());
   if (c.schedule->warmup_steps() > 0) out += fmt::format(", warmup {} steps", format_count(c.schedule->warmup_steps()));

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "accrue/dsl/callbacks/progress_bar.hpp"
+#include "accrue/dsl/plan_choice.hpp"
 #include "accrue/dsl/sequential.hpp"
 #include "accrue/framework/files.hpp"
 #include "accrue/framework/utf8.hpp"
@@ -28,6 +29,18 @@ namespace accrue::callbacks {
 namespace {
 
 using json = nlohmann::ordered_json;
+
+// {"budget", "effective_batch", "reason", "chosen", "candidates": [{micro_batch, accumulation,
+// recompute, planned_peak, fits, seconds_per_sample}]}
+json planner_json(const PlanChoice& choice) {
+  json rows = json::array();
+  for (const PlanCandidate& c : choice.candidates)
+    rows.push_back({{"micro_batch", c.micro_batch}, {"accumulation", c.accumulation}, {"recompute", c.recompute.str()},
+                    {"planned_peak", c.planned_peak}, {"fits", c.fits},
+                    {"seconds_per_sample", c.seconds_per_sample ? json(*c.seconds_per_sample) : json(nullptr)}});
+  return {{"budget", choice.budget}, {"budget_name", choice.budget_name}, {"effective_batch", choice.effective_batch},
+          {"reason", choice.reason}, {"chosen", choice.chosen}, {"candidates", rows}};
+}
 
 // A number in JSON with `digits` significant digits; null for inf and NaN, which JSON lacks.
 void put(std::string& out, double v, int digits = 5) {
@@ -154,6 +167,7 @@ void Report::on_train_begin(TrainingContext& context) {
     log::warning("callbacks::Report: no memory plan for this run ({}); the memory chart shows measurements only",
                  e.what());
   }
+  planner_ = context.memory_choice ? planner_json(*context.memory_choice).dump() : std::string{};
   allocator(model.device()).take_interval_peak();  // the next interval starts with training
 }
 
@@ -248,6 +262,7 @@ std::string Report::data_json() const {
   for (const auto& [label, href] : links_) head["files"].push_back({{"label", label}, {"href", href}});
   head["categories"] = category_names();
   head["plan"] = {{"micro_batch", micro_batch_}, {"peak", plan_peak_}, {"parts", plan_parts_}};
+  if (!planner_.empty()) head["planner"] = json::parse(planner_);
   head["limit"] = limit_;
   head["datasets"] = datasets_;
   head["clipping"] = clipping_;
@@ -330,6 +345,7 @@ std::string Report::json_lines() const {
   std::string out;
   json run{{"type", "run"}, {"title", title_}, {"banner", banner_}, {"summary", summary_},
            {"plan_peak", plan_peak_}, {"plan_parts", plan_parts_}, {"limit", limit_}, {"datasets", datasets_}};
+  if (!planner_.empty()) run["planner"] = json::parse(planner_);
   out += dump(run) + "\n";
   std::size_t memory = 0, step = 0, epoch = 0;
   for (std::size_t i = 0; i < micro_loss_.size(); ++i) {

@@ -83,6 +83,8 @@ class Report final : public Callback {
   // The memory plan at the run's micro-batch: its peak, each category's part, and the cap.
   std::size_t plan_peak_ = 0, limit_ = 0, datasets_ = 0;
   std::vector<std::size_t> plan_parts_;
+  // The memory planner's candidates under a budget, as JSON rows (empty without one).
+  std::string planner_;
   // Per micro-batch.
   std::vector<double> micro_loss_;
   std::vector<std::int64_t> micro_samples_, micro_window_;

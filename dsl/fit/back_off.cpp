@@ -40,28 +40,6 @@ std::string fitting_advice(const Sequential& model, std::int64_t micro_batch, st
 
 }  // namespace
 
-// The memory planner: the largest micro-batch per process whose plan fits the budget and that,
-// times the processes, divides the effective batch.
-std::int64_t planned_micro_batch(const Sequential& model, std::size_t budget, const distributed::Communicator& processes,
-                                 std::int64_t read_ahead) {
-  const std::int64_t effective = model.recipe().accumulation().effective_samples();
-  const int n = processes.size();
-  for (std::int64_t m = effective / n; m >= 1; --m) {
-    if (effective % (m * n) != 0) continue;
-    // A distributed run's gradients are its buckets, there for the whole run as when accumulating.
-    const MemoryPlan plan = model.memory_plan(m, m * n < effective || n > 1, /*under_limit=*/true, read_ahead);
-    if (plan.peak_total > budget) continue;
-    if (processes.rank() == 0)
-      log::info("memory budget {}: micro-batch {}{} x accumulate {} = effective batch {}, planned peak {}{}\n{}",
-                format_bytes(budget), m, n > 1 ? fmt::format(" x {} processes", n) : "", effective / (m * n), effective,
-                format_bytes(plan.peak_total), n > 1 ? " per process" : "", plan.str());
-    return m;
-  }
-  throw ValueError(fmt::format("memory_budget({}): even a micro-batch of 1 is planned to need more; raise the budget "
-                               "or use a smaller model:\n{}",
-                               format_bytes(budget), model.memory_plan(1, effective > 1, true, read_ahead).str()));
-}
-
 // A run whose plan this machine cannot hold is refused with the plan before its first window: the
 // kernel would hand the memory out (it overcommits) and end the process once it is filled. Under
 // a limit, or backing off on out-of-memory, the allocator's refusal at the limit says it instead.

@@ -105,8 +105,7 @@ void TrainingRun::prepare_model() {
   if (options.recompute) model.recompute(*options.recompute);  // before the budget plans the micro-batch
   state_.batch_size = options.batch_size;
   if (!train.in_memory()) read_ahead_ = batches_read_ahead({.workers = options.data_workers});
-  if (const auto budget = model.recipe().memory_budget())
-    state_.batch_size = planned_micro_batch(model, *budget, *communicator_, read_ahead_);
+  plan_memory();
   if (validation_)
     ACCRUE_CHECK_SHAPE(validation_->sample_shape() == train.sample_shape(),
                        "fit: validation samples '{}' have shape {}, training samples {}", validation_->name(),
@@ -123,6 +122,25 @@ void TrainingRun::prepare_model() {
   if (!checkpointing_.dir.empty() || !resume_from_.empty() || communicator_->size() > 1)
     signature_ = run_signature(model, train, options, accumulation_, accumulate_, schedule_);
   if (first) checkpoint_ = find_checkpoint(resume_from_, checkpointing_);
+}
+
+// Under memory_budget, or a memory limit with an effective batch (where the limit less what is live
+// besides the model is the budget), the planner chooses the micro-batch and the recomputation.
+void TrainingRun::plan_memory() {
+  const optim::Recipe& recipe = model_.recipe();
+  std::optional<std::size_t> budget = recipe.memory_budget();
+  std::string name = budget ? fmt::format("memory_budget({})", format_bytes(*budget)) : std::string{};
+  const MemoryStats now = memory_stats(model_.device());
+  if (!budget && recipe.accumulation().effective_samples() > 0 && now.limit != 0) {
+    const std::size_t besides = now.live_total - now.live_of(MemoryCategory::parameters) -
+                                now.live_of(MemoryCategory::gradients) - now.live_of(MemoryCategory::optimizer_state);
+    budget = now.limit > besides ? now.limit - besides : 0;
+    name = fmt::format("the memory limit of {}{}", format_bytes(now.limit),
+                       besides > 0 ? fmt::format(" less {} live besides the model", format_bytes(besides)) : "");
+  }
+  if (!budget) return;
+  plan_choice_ = choose_plan(model_, train_, *budget, name, options_, *communicator_, read_ahead_);
+  state_.batch_size = plan_choice_->choice().micro_batch;
 }
 
 // The plan, the loader, the callbacks and the context, and the checkpoint's state put back.
@@ -217,6 +235,7 @@ void TrainingRun::make_context() {
   if (counts_tokens_) context_.tokens_per_epoch = std::accumulate(sample_units_.begin(), sample_units_.end(), std::int64_t{0});
   context_.base_lr = optimizer_->lr();
   context_.sample_weighting = sample_weighting();
+  context_.memory_choice = plan_choice_ ? &*plan_choice_ : nullptr;
   // The trainable ones: frozen layers' parameters are out of clipping norms and gradient buckets.
   parameters_.clear();
   for (auto& [name, p] : model_.trainable_parameters()) parameters_.push_back(p);

@@ -7,7 +7,8 @@
 //   micro_batch_loss.cpp  what a micro-batch's loss counts (samples or tokens, its window's too),
 //                    an inf or NaN loss, the running loss and metrics
 //   setup.cpp        building, planning and preparing the run before its first window
-//   back_off.cpp     memory: the planned micro-batch, the machine's memory, out-of-memory back-off
+//   plan_search.cpp  the memory planner: micro-batch, accumulation and recomputation for a budget
+//   back_off.cpp     memory: the machine's memory checked, out-of-memory back-off
 //   checkpoints.cpp  checkpoints, resuming, and stopping on a signal
 //   processes.cpp    what the processes of a distributed run agree on and share
 
@@ -24,6 +25,7 @@
 #include "accrue/dsl/callbacks/explain.hpp"
 #include "accrue/dsl/callbacks/progress_bar.hpp"
 #include "accrue/dsl/fit_options.hpp"
+#include "accrue/dsl/plan_choice.hpp"
 #include "accrue/dsl/sequential.hpp"
 #include "accrue/dsl/training_checkpoint.hpp"
 #include "accrue/framework/distributed/reducer.hpp"
@@ -98,6 +100,7 @@ class TrainingRun {
 
   // setup.cpp
   void prepare_model();
+  void plan_memory();
   void prepare_run();
   void make_loader();
   void make_callbacks();
@@ -176,6 +179,7 @@ class TrainingRun {
   // an allocation passes a limit.
   std::size_t live_besides_model_ = 0;
   std::int64_t read_ahead_ = 0;  // micro-batches the data queue holds ready (data not in memory)
+  std::optional<PlanChoice> plan_choice_;  // the memory planner's, under a budget
   // What the loss's mean divides by for each training sample (Loss::counts: 1 each, or the tokens
   // a sequence counts), and their sum over the current window on all processes.
   // When every sample counts alike (classes: 1; blocks of text without padding: their length),
@@ -188,9 +192,10 @@ class TrainingRun {
   std::vector<float> sample_weights_;
 };
 
-// back_off.cpp: the memory planner's micro-batch per process for memory_budget(budget).
-std::int64_t planned_micro_batch(const Sequential& model, std::size_t budget, const distributed::Communicator& processes,
-                                 std::int64_t read_ahead);
+// plan_search.cpp: the memory planner's choice for `budget` (named so in messages): the micro-batch
+// per process and the recomputation, which it sets on the model. Throws ValueError when nothing fits.
+PlanChoice choose_plan(Sequential& model, const Dataset& train, std::size_t budget, std::string budget_name,
+                       const TrainerOptions& options, distributed::Communicator& processes, std::int64_t read_ahead);
 // checkpoints.cpp
 std::optional<TrainingCheckpoint> find_checkpoint(const std::string& resume_from, const CheckpointOptions& options);
 std::int64_t resumed_micro_batch(const TrainingCheckpoint& checkpoint, const distributed::Communicator& processes);

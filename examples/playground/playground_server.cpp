@@ -113,6 +113,7 @@ json Settings::to_json() const {
           {"accumulate", accumulate},
           {"memory_cap_mib", memory_cap_mib},
           {"amp", amp},
+          {"recompute", recompute},
           {"normalization", normalization},
           {"lr", lr},
           {"schedule", schedule},
@@ -127,7 +128,7 @@ Settings parse_settings(std::string_view body, std::int64_t training_samples) {
   if (!j.is_object()) throw SettingsError(fmt::format("the settings must be a JSON object, got {}", describe(j)));
   Settings s;
   const std::string known =
-      "model, micro_batch, accumulate, memory_cap_mib, amp, normalization, lr, schedule, epochs, "
+      "model, micro_batch, accumulate, memory_cap_mib, amp, recompute, normalization, lr, schedule, epochs, "
       "max_steps, pace_ms, seed";
   for (const auto& [key, value] : j.items()) {
     if (key == "model")
@@ -143,6 +144,9 @@ Settings parse_settings(std::string_view body, std::int64_t training_samples) {
     } else if (key == "amp") {
       if (!value.is_boolean()) throw SettingsError(fmt::format("amp: {} is not true or false", describe(value)));
       s.amp = value.get<bool>();
+    } else if (key == "recompute") {
+      if (!value.is_boolean()) throw SettingsError(fmt::format("recompute: {} is not true or false", describe(value)));
+      s.recompute = value.get<bool>();
     } else if (key == "normalization")
       s.normalization = one_of(value, key, {"per_window", "per_micro_batch"});
     else if (key == "lr")
@@ -239,9 +243,13 @@ class Playground::Stream final : public Callback {
                                .dump());
     allocator(model.device()).take_interval_peak();
     last_publish_ = Clock::time_point{};
+    resumed_ = Clock::now();
   }
 
   void on_micro_batch_end(const StepRecord& record, const Logs& /*running*/) override {
+    // Training time only: the pauses between micro-batches (pace_ms) and publishing left out.
+    computing_ += Clock::now() - resumed_;
+    samples_ += record.micro_batch_samples;
     const MemoryPeak peak = allocator(context_->model->device()).take_interval_peak();
     const std::size_t held = std::min(peak.parts[static_cast<int>(MemoryCategory::data)], datasets_);
     if (peak.total - held >= peak_total_) {
@@ -276,7 +284,10 @@ class Playground::Stream final : public Callback {
                  {"loss_weight", record.loss_weight},
                  {"closes", record.closes_window()},
                  {"status", status_name(record.status)},
-                 {"optimizer_steps", record.optimizer_step}};
+                 {"optimizer_steps", record.optimizer_step},
+                 {"ms_per_sample", samples_ > 0 ? 1e3 * std::chrono::duration<double>(computing_).count() /
+                                                      static_cast<double>(samples_)
+                                                : 0.0}};
     if (settings_.pace_ms > 0 || now - last_publish_ >= std::chrono::milliseconds{50}) publish(now);
     std::unique_lock lock{owner_.mutex_};
     if (settings_.pace_ms > 0)
@@ -287,6 +298,7 @@ class Playground::Stream final : public Callback {
       publish(Clock::now());
       throw Stopped{};
     }
+    resumed_ = Clock::now();
   }
 
   void on_optimizer_step(const StepRecord& record) override {
@@ -319,6 +331,9 @@ class Playground::Stream final : public Callback {
   std::vector<std::size_t> peak_parts_ = std::vector<std::size_t>(memory_category_count, 0);
   std::size_t peak_total_ = 0;
   Clock::time_point last_publish_;
+  Clock::time_point resumed_;  // when the current micro-batch's training began
+  Clock::duration computing_{};
+  std::int64_t samples_ = 0;
 };
 
 // ---- Playground ----
@@ -340,6 +355,7 @@ Sequential Playground::build(const Settings& s) const {
   if (s.accumulate > 1) recipe = recipe.accumulate(static_cast<int>(s.accumulate));
   if (s.amp) recipe = recipe.amp();
   model.compile(recipe, losses::CrossEntropy{}, {metrics::Accuracy{}});
+  if (s.recompute) model.recompute(RecomputePolicy::every());
   return model;
 }
 
@@ -355,6 +371,7 @@ json Playground::plan(const Settings& s) const {
            {"plan", plan.peak},
            {"peak", plan.peak_total},
            {"precision", plan.precision},
+           {"recompute", model.recompute_policy().str()},
            {"cap", cap},
            {"fits", cap == 0 || plan.peak_total <= cap},
            {"advice", nullptr},

@@ -44,6 +44,7 @@ struct Settings {
   std::int64_t accumulate = 4;               // micro-batches per optimizer step
   double memory_cap_mib = 0;                 // the model's memory (datasets not counted); 0: no cap
   bool amp = false;                          // .amp(): bfloat16 on the CPU
+  bool recompute = false;                    // RecomputePolicy::every(): sqrt(n) segments recomputed in backward
   std::string normalization = "per_window";  // or the tutorials' "per_micro_batch"
   double lr = 0.2;                           // SGD's learning rate
   std::string schedule = "constant";         // or "warmup_cosine" (10% warmup) over the epochs' optimizer steps

@@ -601,6 +601,7 @@ BOOST_AUTO_TEST_CASE(a_memory_budget_plans_each_process_micro_batch) {
                                        micro = std::max(micro, r.micro_batch_samples);
                                        window = std::max<std::int64_t>(window, r.window_micro_batches);
                                      }}}},
+                                     .planner = {.timed = 0, .recompute = false},
                                      .verbose = 0,
                                      .distributed = true});
   BOOST_TEST_MESSAGE("budget " << format_bytes(budget) << ": micro-batch " << micro << " x " << n << " processes x "
@@ -622,6 +623,29 @@ BOOST_AUTO_TEST_CASE(a_memory_budget_plans_each_process_micro_batch) {
     gradients = static_cast<std::size_t>(in_buckets) * sizeof(float);
   }
   BOOST_TEST(h.memory().back().peak_of(MemoryCategory::gradients) == gradients);
+}
+
+// Timed, each process times the candidates on its own; their times are summed, so that every
+// process chooses the same micro-batch and recomputation (a different one would hang the run).
+BOOST_AUTO_TEST_CASE(a_timed_plan_is_the_same_on_every_process) {
+  distributed::Communicator& world = distributed::world();
+  const std::int64_t n = world.size();
+  Sequential probe = mlp();
+  probe.build(Shape{6});
+  const std::size_t budget = probe.memory_plan(6, true).peak_total;
+  manual_seed(11);
+  Sequential model = mlp();
+  model.compile(optim::Recipe{optim::SGD{.lr = 0.1}}.effective_batch(12 * n).memory_budget(budget), losses::CrossEntropy{});
+  std::int64_t chosen = -1, timed = 0;
+  model.fit(test::blobs(24 * n, 5), {.callbacks = {callbacks::Lambda{{.train_begin = [&](TrainingContext& c) {
+                                       chosen = static_cast<std::int64_t>(c.memory_choice->chosen);
+                                       for (const PlanCandidate& k : c.memory_choice->candidates) timed += k.seconds_per_sample ? 1 : 0;
+                                     }}}},
+                                     .verbose = 0,
+                                     .distributed = true});
+  BOOST_TEST(timed >= 2);
+  const std::vector<std::int64_t> all = world.allgather(chosen);
+  for (std::int64_t c : all) BOOST_TEST(c == all[0]);
 }
 
 // BatchNorm1d{{.sync = true}} normalizes over the global micro-batch: N processes with micro-batch
