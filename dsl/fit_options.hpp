@@ -35,10 +35,12 @@ struct CheckpointOptions {
 /// limit with effective_batch): every micro-batch dividing the effective batch, with and without
 /// recomputation, kept where its memory plan fits; the most promising few timed on the model.
 struct PlannerOptions {
-  /// Candidates timed (the largest fitting micro-batch of each recomputation first, then the next
-  /// largest): one forward and backward pass each per round, the fastest per sample trains.
-  /// 0: no timing, the largest micro-batch that fits, with the least recomputation among equals.
-  int timed = 4;
+  /// At most this many candidates timed, one forward and backward pass each per round; the fastest
+  /// per sample trains. Those timed: every micro-batch that fits without recomputation (on a CPU a
+  /// smaller one is often faster), and with recomputation the micro-batches only it fits, largest
+  /// first. 0: no timing, the largest micro-batch that fits, with the least recomputation among
+  /// equals.
+  int timed = 8;
   /// Rounds of timing, the candidates alternating within each; the first round warms up.
   int rounds = 3;
   /// Also try recomputation (every TransformerBlock or Residual, sqrt(n) segments) unless

@@ -64,23 +64,33 @@ std::vector<PlanCandidate> planned_candidates(Sequential& model, const std::vect
   return out;
 }
 
-// The candidates to time, most promising first: the largest fitting micro-batch of each policy,
-// then the next largest of each, up to `count`.
+// The candidates to time, most promising first, at most `count`. The first policy (none, when
+// searching) adds no work: every micro-batch that fits under it may be the fastest (on a CPU a
+// smaller one often is, its activations staying in cache), so all are timed, largest first.
+// Recomputation adds a forward pass per segment, so it is timed only at micro-batches the first
+// policy does not fit, the largest first: the same micro-batch recomputed is never faster.
 std::vector<std::size_t> promising(const std::vector<PlanCandidate>& candidates, const std::vector<RecomputePolicy>& policies,
                                    int count) {
+  const auto fitting = [&](const RecomputePolicy& policy, std::int64_t above) {
+    std::vector<std::size_t> out;  // largest micro-batch first, as the candidates are sorted
+    for (std::size_t i = 0; i < candidates.size(); ++i)
+      if (candidates[i].fits && candidates[i].micro_batch > above && candidates[i].recompute.str() == policy.str())
+        out.push_back(i);
+    return out;
+  };
+  const std::vector<std::size_t> base = fitting(policies.front(), 0);
+  const std::int64_t base_largest = base.empty() ? 0 : candidates[base.front()].micro_batch;
+  std::vector<std::vector<std::size_t>> lists{base};
+  for (std::size_t p = 1; p < policies.size(); ++p) lists.push_back(fitting(policies[p], base_largest));
+  // Round robin: each list's first, then each list's second, ...
   std::vector<std::size_t> out;
   for (std::size_t rank = 0; static_cast<int>(out.size()) < count; ++rank) {
     bool any = false;
-    for (const RecomputePolicy& policy : policies) {
-      std::size_t seen = 0;
-      for (std::size_t i = 0; i < candidates.size(); ++i) {
-        if (!candidates[i].fits || candidates[i].recompute.str() != policy.str()) continue;
-        if (seen++ != rank) continue;
-        if (static_cast<int>(out.size()) < count) out.push_back(i);
+    for (const auto& list : lists)
+      if (rank < list.size() && static_cast<int>(out.size()) < count) {
+        out.push_back(list[rank]);
         any = true;
-        break;
       }
-    }
     if (!any) break;
   }
   return out;

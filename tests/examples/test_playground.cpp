@@ -140,6 +140,23 @@ BOOST_AUTO_TEST_CASE(the_plan_past_the_cap_advises_a_micro_batch) {
   BOOST_TEST(fits.at("fits") == true);
 }
 
+// The recomputation switch: the plan keeps less for backward (the activations), and says so.
+BOOST_AUTO_TEST_CASE(recomputation_shrinks_the_plans_activations) {
+  Served s{random_images(2048)};
+  const auto [status, plain] = s.post("/api/plan", R"({"model": "cnn", "micro_batch": 64, "accumulate": 1})");
+  const auto [status2, recomputed] =
+      s.post("/api/plan", R"({"model": "cnn", "micro_batch": 64, "accumulate": 1, "recompute": true})");
+  BOOST_TEST(status == 200);
+  BOOST_TEST(status2 == 200);
+  const int activations = static_cast<int>(MemoryCategory::activations);
+  BOOST_TEST(recomputed.at("plan").at(activations).get<std::size_t>() < plain.at("plan").at(activations).get<std::size_t>());
+  BOOST_TEST(plain.at("recompute") == "none");
+  BOOST_TEST(recomputed.at("recompute") == "sqrt(n) segments");
+  const auto [bad, why] = s.post("/api/plan", R"({"recompute": 1})");
+  BOOST_TEST(bad == 400);
+  BOOST_TEST(why.at("error").get<std::string>().find("recompute") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(a_run_streams_micro_batches_steps_and_its_end) {
   Served s{random_images(2048)};
   std::thread watcher;
@@ -158,6 +175,7 @@ BOOST_AUTO_TEST_CASE(a_run_streams_micro_batches_steps_and_its_end) {
     if (e.at("type") != "micro_batch") continue;
     positions.push_back(e.at("k"));
     BOOST_TEST(e.at("n") == 4);
+    BOOST_TEST(e.at("ms_per_sample").get<double>() > 0.0);
     for (const json& p : e.at("steps")) step_losses.push_back(p.at("loss"));
   }
   // With a pause per micro-batch every micro-batch is an event: 1..4 twice.
