@@ -139,6 +139,11 @@ void TrainingRun::plan_memory() {
                        besides > 0 ? fmt::format(" less {} live besides the model", format_bytes(besides)) : "");
   }
   if (!budget) return;
+  // The processes of a distributed run must choose alike: the smallest budget of them all.
+  if (communicator_->size() > 1) {
+    const std::vector<std::int64_t> all = communicator_->allgather(static_cast<std::int64_t>(*budget));
+    budget = static_cast<std::size_t>(*std::min_element(all.begin(), all.end()));
+  }
   plan_choice_ = choose_plan(model_, train_, *budget, name, options_, *communicator_, read_ahead_);
   state_.batch_size = plan_choice_->choice().micro_batch;
 }

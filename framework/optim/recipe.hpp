@@ -38,10 +38,10 @@ class Recipe {
   Recipe accumulate(AccumulationSchedule schedule, AccumulateOptions options = {}) const;
   /// Micro-batches per optimizer step until `samples`: accumulate(AccumulationSchedule::effective_batch(samples)).
   Recipe effective_batch(std::int64_t samples) const;
-  /// The memory planner: fit chooses the micro-batch (its batch_size is ignored) as the largest
-  /// divisor of the effective batch whose Sequential::memory_plan peaks within `bytes`, accumulates
-  /// to the effective batch, and logs the plan; it refuses when a micro-batch of 1 does not fit.
-  /// Needs effective_batch(n).
+  /// The memory planner: fit chooses the micro-batch (its batch_size is ignored) among the divisors
+  /// of the effective batch, and the recomputation, whose Sequential::memory_plan peaks within
+  /// `bytes`, timing the promising ones and training with the fastest (FitOptions::planner); the
+  /// banner shows the candidates. It refuses when nothing fits. Needs effective_batch(n).
   Recipe memory_budget(std::size_t bytes) const;
   /// Clips the global L2 norm of the accumulated gradient to `max_norm` before each step.
   Recipe clip(double max_norm, ClipOptions options = {}) const;

@@ -80,7 +80,7 @@ struct ClipOptions {
                                      ::accrue::AccumulateOptions options = {}) const;                     \
   /** Accumulates micro-batches until `samples` per step: accumulate(effective_batch(samples)). */        \
   ::accrue::optim::Recipe effective_batch(std::int64_t samples) const;                                    \
-  /** Lets fit choose the micro-batch: the largest the memory plan fits in `bytes` (see Recipe). */      \
+  /** Lets fit choose micro-batch and recomputation within `bytes`, the fastest (see Recipe). */        \
   ::accrue::optim::Recipe memory_budget(std::size_t bytes) const;                                         \
   /** Clips the accumulated gradient's global L2 norm to max_norm before each step. */                     \
   ::accrue::optim::Recipe clip(double max_norm, ::accrue::optim::ClipOptions options = {}) const;          \
