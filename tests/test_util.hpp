@@ -91,6 +91,28 @@ inline boost::test_tools::assertion_result requires_fortunes(boost::unit_test::t
   return result;
 }
 
+/// FashionMNIST's four IDX files (not gzipped) in `dir`, of `train` and `test` random 28x28 images
+/// and labels: what datasets::fashion_mnist(dir) reads, for programs that take a --data folder.
+inline void write_fashion_mnist_files(const std::string& dir, std::int64_t train, std::int64_t test, std::uint64_t seed = 3) {
+  std::filesystem::create_directories(dir);
+  Generator gen{seed};
+  const auto write = [&](const std::string& name, std::int64_t n, bool images) {
+    std::vector<std::uint8_t> bytes{0, 0, 0x08, static_cast<std::uint8_t>(images ? 3 : 1)};
+    std::vector<std::uint32_t> dims{static_cast<std::uint32_t>(n)};
+    if (images) dims.insert(dims.end(), {28, 28});
+    for (const std::uint32_t d : dims)
+      for (int shift = 24; shift >= 0; shift -= 8) bytes.push_back(static_cast<std::uint8_t>(d >> shift));
+    for (std::int64_t i = 0; i < n * (images ? 28 * 28 : 1); ++i)
+      bytes.push_back(static_cast<std::uint8_t>(gen.below(images ? 256 : 10)));
+    std::ofstream{dir + "/" + name, std::ios::binary}.write(reinterpret_cast<const char*>(bytes.data()),
+                                                           static_cast<std::streamsize>(bytes.size()));
+  };
+  write("train-images-idx3-ubyte", train, true);
+  write("train-labels-idx1-ubyte", train, false);
+  write("t10k-images-idx3-ubyte", test, true);
+  write("t10k-labels-idx1-ubyte", test, false);
+}
+
 /// n random 28x28 images in [0, 1) with labels in [0, 10): FashionMNIST's shapes without the files.
 inline Dataset random_images(std::int64_t n, std::uint64_t seed = 3) {
   Generator gen{seed};

@@ -56,6 +56,31 @@ std::string shown(std::string_view s) { return "'" + printable(s) + "'"; }
 
 }  // namespace
 
+std::string query_value(std::string_view query, std::string_view name) {
+  const auto hex = [](char c) -> int {
+    const char lower = static_cast<char>(c | 0x20);
+    return c >= '0' && c <= '9' ? c - '0' : lower >= 'a' && lower <= 'f' ? lower - 'a' + 10 : -1;
+  };
+  while (!query.empty()) {
+    const std::string_view pair = query.substr(0, query.find('&'));
+    query.remove_prefix(std::min(pair.size() + 1, query.size()));
+    const std::size_t equals = pair.find('=');
+    if (pair.substr(0, equals) != name) continue;
+    std::string value;
+    const std::string_view raw = equals == std::string_view::npos ? std::string_view{} : pair.substr(equals + 1);
+    for (std::size_t i = 0; i < raw.size(); ++i) {
+      if (raw[i] == '%' && i + 2 < raw.size() && hex(raw[i + 1]) >= 0 && hex(raw[i + 2]) >= 0) {
+        value += static_cast<char>(hex(raw[i + 1]) * 16 + hex(raw[i + 2]));
+        i += 2;
+      } else {
+        value += raw[i] == '+' ? ' ' : raw[i];
+      }
+    }
+    return value;
+  }
+  return {};
+}
+
 std::string printable(std::string_view text, std::size_t most) {
   std::string out;
   for (const char c : text.substr(0, most)) {
@@ -198,7 +223,9 @@ class Session : public std::enable_shared_from_this<Session> {
   void dispatch() {
     const auto& head = parser_->get();
     const std::string_view target = view(head.target());
-    Request request{std::string(head.method_string()), std::string(target.substr(0, target.find('?'))),
+    const std::size_t question = std::min(target.find('?'), target.size());
+    Request request{std::string(head.method_string()), std::string(target.substr(0, question)),
+                    std::string(target.substr(std::min(question + 1, target.size()))),
                     std::move(parser_->get().body()), remote_};
     if (const auto stream = server_.streams.find(request.path); stream != server_.streams.end()) {
       if (request.method == "GET") return open_stream(stream->second, request);

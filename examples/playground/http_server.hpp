@@ -29,6 +29,7 @@ namespace playground::http {
 struct Request {
   std::string method;  // "GET", "POST"
   std::string path;    // the target without its query
+  std::string query;   // what follows the '?', as it came
   std::string body;
   std::string remote;  // the client's address
 };
@@ -41,6 +42,9 @@ struct Response {
 
 /// {"error": message} with `status`; the message may hold any bytes (invalid UTF-8 is replaced).
 Response error(int status, std::string_view message);
+
+/// The value of `name` in a query ("w=abc&token=x"), percent-decoded; empty when absent.
+std::string query_value(std::string_view query, std::string_view name);
 
 /// A client's text for a message: at most `most` bytes, each byte that is not printable ASCII
 /// (a NUL, a newline, UTF-8) as \xNN, and "..." when it was longer.

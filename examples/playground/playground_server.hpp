@@ -1,76 +1,56 @@
 #pragma once
 // The playground's server: one page and a small HTTP API over real training of the tutorial's
-// FashionMNIST MLP or CNN, one run at a time, its events streamed to every page that watches.
+// FashionMNIST MLP or CNN. Each run trains in a process of its own (run.hpp), so that runs side by
+// side keep their own memory accounting, cap, random generator and threads; the server relays the
+// events that process prints to every page that watches.
 //
-//   GET  /             the page
-//   GET  /api/status   whether a run is going, its settings and counters
-//   POST /api/plan     settings -> the memory plan by category against the cap, and the advice
-//                      an out-of-memory error would give when it does not fit
-//   POST /api/runs     settings -> 201 {"run": id}; 400 {"error": ...} for bad settings; 409
-//                      {"error": ..., "settings": ...} while another run is going
-//   GET  /api/events   Server-Sent Events: the current run's from its start, then the next runs'
-//   POST /api/stop     ends the run after its current micro-batch; 409 when none is going
+// Alone (the default) the server has one workspace that every page shares: one run at a time, and
+// any page may stop it. As a classroom (PlaygroundOptions::classroom) each browser opens a
+// workspace of its own, with a short name shown on its page and a key only it holds; at most
+// max_runs runs train at once and the others wait in a queue; the teacher's page sees every
+// workspace and can pause, resume or stop all runs.
 //
-// Settings are a JSON object; keys left out keep their defaults (Settings). What the server refuses
-// before a request reaches these routes (slow or oversized requests, other machines, pages of other
-// sites) is in http_server.hpp.
+//   GET  /                  the page                         GET  /teacher?token=T  the teacher's page
+//   POST /api/workspaces    classroom: 201 {"name", "key"}; 503 past max_workspaces
+//   GET  /api/status        the workspace's run, its place in the queue, the classroom's runs
+//   POST /api/plan          settings -> the memory plan by category against the cap, and the advice an
+//                           out-of-memory error would give when it does not fit; answered while runs go
+//   POST /api/runs          settings -> 201 {"run", "queued"}; 400 {"error"} for bad settings; 409
+//                           while the workspace's run is queued or going
+//   GET  /api/events        Server-Sent Events: the workspace's current run from its start, then its
+//                           next runs', its place in the queue and the teacher's pauses
+//   POST /api/stop          ends the workspace's run after its current micro-batch (a queued one
+//                           leaves the queue) and answers once it has ended; 409 when none is going
+//   GET  /api/teacher/events?token=T   every workspace's runs, steps and ends, from the start
+//   POST /api/teacher/{pause,resume,stop}?token=T
+// In a classroom every /api/ route but /api/workspaces and /api/plan names its workspace with
+// ?w=KEY; 404 for a key the server does not know.
+//
+// Settings are a JSON object; keys left out keep their defaults (settings.hpp). What the server
+// refuses before a request reaches these routes (slow or oversized requests, other machines, pages
+// of other sites) is in http_server.hpp.
 
 #include <accrue/accrue.hpp>
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
+#include <map>
+#include <memory>
 #include <mutex>
-#include <nlohmann/json.hpp>
-#include <limits>
 #include <optional>
-#include <stdexcept>
 #include <string>
-#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "http_server.hpp"
+#include "settings.hpp"
 
 namespace playground {
 
-using json = nlohmann::ordered_json;
-
-/// What a run trains and how: the JSON keys are the member names.
-struct Settings {
-  std::string model = "mlp";                 // "mlp" (the tutorial's) or "cnn"
-  std::int64_t micro_batch = 16;             // samples per forward pass
-  std::int64_t accumulate = 4;               // micro-batches per optimizer step
-  double memory_cap_mib = 0;                 // the model's memory (datasets not counted); 0: no cap
-  bool amp = false;                          // .amp(): bfloat16 on the CPU
-  bool recompute = false;                    // RecomputePolicy::every(): sqrt(n) segments recomputed in backward
-  std::string normalization = "per_window";  // or the tutorials' "per_micro_batch"
-  double lr = 0.2;                           // SGD's learning rate
-  std::string schedule = "constant";         // or "warmup_cosine" (10% warmup) over the epochs' optimizer steps
-  std::int64_t epochs = 1;
-  std::int64_t max_steps = 0;  // stop after this many optimizer steps; 0: run the epochs
-  std::int64_t pace_ms = 0;    // a pause after each micro-batch, to watch it happen
-  std::uint64_t seed = 0;
-
-  json to_json() const;
-  /// The cap in bytes (0: none).
-  std::size_t cap_bytes() const { return static_cast<std::size_t>(memory_cap_mib * 1024 * 1024); }
-};
-
-/// A setting that cannot be used, with the message the 400 answer carries.
-struct SettingsError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-/// The settings in `body` (a JSON object); SettingsError naming the key and what is wrong with it
-/// (text where a number belongs, a micro-batch of 0, an accumulation of 10^9, an unknown key). The
-/// message describes a client's value by its type and size, never by quoting it whole, and JSON
-/// nested deeper than max_settings_depth is refused as it is read.
-Settings parse_settings(std::string_view body, std::int64_t training_samples);
-inline constexpr int max_settings_depth = 8;
-
-/// The events of the current run, kept from its start so that a page opened late sees all of it.
+/// The events of one workspace's current run (or of the whole classroom, never restarted), kept
+/// from its start so that a page opened late sees all of it.
 class EventLog {
  public:
   struct Cursor {
@@ -94,55 +74,80 @@ class EventLog {
   std::uint64_t next_id_ = 0;
 };
 
+struct PlaygroundOptions {
+  /// The command that trains one run, without its last arguments: the server appends
+  /// "--worker" and the run's number, writes the settings to its stdin and reads events from its
+  /// stdout (run.hpp's run_worker). Its training data has `training_samples` samples.
+  std::vector<std::string> worker;
+  std::int64_t training_samples = 0;
+  /// Where plans are computed (and what the worker trains on).
+  accrue::Device device = accrue::Device::cpu();
+  bool classroom = false;
+  /// Runs training at once; more wait in a queue, first come first served.
+  int max_runs = 1;
+  /// ACCRUE_NUM_THREADS of each run; 0: each run's default (all cores).
+  int threads_per_run = 0;
+  int max_workspaces = 200;
+  /// Classroom: the token of the teacher's page and API.
+  std::string teacher_token;
+};
+
 class Playground {
  public:
-  /// Trains on `train` on `device`.
-  Playground(accrue::Dataset train, accrue::Device device);
-  /// Stops the run and waits for its thread.
+  explicit Playground(PlaygroundOptions options);
+  /// Stops every run and waits for their processes.
   ~Playground();
   Playground(const Playground&) = delete;
   Playground& operator=(const Playground&) = delete;
 
-  /// Adds the page and the API to `server`.
-  void serve(http::Server& server, std::string page);
+  /// Adds the pages and the API to `server`.
+  void serve(http::Server& server, std::string page, std::string teacher_page = {});
 
   /// The memory plan of `settings` against its cap (POST /api/plan).
   json plan(const Settings& settings) const;
-  /// Starts a run in its own thread and gives its id; none while a run is going or the server closes.
-  std::optional<std::int64_t> start(const Settings& settings);
-  /// Ends the run after its current micro-batch and waits for its thread; false when none was going.
-  bool stop();
-  json status() const;
-  /// Training threads alive: 0 or 1 (for the load test).
-  int training_threads() const { return threads_alive_.load(); }
+  /// Processes training now, and those not yet reaped (for the load test).
+  int runs_alive() const { return processes_.load(); }
+  /// The shared workspace's status, or of the classroom's workspace with this key.
+  json status(const std::string& key = {}) const;
 
-  static constexpr int max_streams = 48;
+  static constexpr int max_streams = 256;
+
+  struct Workspace;  // what playground_server.cpp and workspaces.cpp keep of one
 
  private:
-  class Stream;
   class Watcher;
+  class TeacherWatcher;
+  Workspace* find(const std::string& key) const;
+  Workspace* open_workspace();
+  std::optional<std::int64_t> start(Workspace& w, const Settings& settings);
+  bool stop(Workspace& w);
+  void pause_all(bool paused);
+  void stop_all();
+  json status_locked(const Workspace& w) const;
+  void dispatch();
+  void launch(Workspace& w);
+  void relay(Workspace& w, std::int64_t run);
+  void publish_queue();
+  void finished(Workspace& w);
+  void dequeue(Workspace& w);
+  void wait_for_ends(std::unique_lock<std::mutex>& lock, const std::function<bool()>& over);
+
   http::Response plan_request(const http::Request& request) const;
   http::Response start_request(const http::Request& request);
-  http::Response stop_request();
-  void train(std::int64_t run, Settings settings);
-  accrue::Sequential build(const Settings& settings) const;
-  void join_finished();
+  http::Response stop_request(const http::Request& request);
+  http::Response teacher_request(const http::Request& request, std::string_view action);
 
-  accrue::Dataset train_;
-  accrue::Device device_;
-  EventLog events_;
-  std::mutex control_;        // start and stop, one at a time (held while a stop waits for the thread)
-  mutable std::mutex mutex_;  // what the training thread shares with the server's threads
-  std::condition_variable stop_requested_;
-  std::thread worker_;
-  bool running_ = false, stopping_ = false;
-  std::int64_t run_ = 0;
-  Settings settings_;
-  std::int64_t micro_batches_ = 0, optimizer_steps_ = 0;
-  double last_loss_ = std::numeric_limits<double>::quiet_NaN();
-  std::string outcome_;
-  std::atomic<int> threads_alive_{0}, streams_{0};
-  std::atomic<bool> closing_{false};
+  PlaygroundOptions options_;
+  mutable std::mutex mutex_;
+  std::condition_variable ended_;  // a run ended (stop waits for it)
+  std::map<std::string, std::unique_ptr<Workspace>> workspaces_;  // by key
+  std::deque<Workspace*> queue_;
+  std::vector<std::thread> relays_done_;  // relays that have returned, to join
+  EventLog classroom_;                    // the teacher's events
+  std::int64_t runs_ = 0;
+  int running_ = 0;
+  bool paused_ = false, closing_ = false;
+  std::atomic<int> processes_{0}, streams_{0};
 };
 
 }  // namespace playground

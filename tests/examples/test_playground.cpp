@@ -1,97 +1,22 @@
 // The playground's HTTP API (examples/playground/playground_server.hpp) on loopback, over random
 // images shaped like FashionMNIST: bad settings answered 400 with the setting named, a run's events
 // streamed, and a load test (50 clients polling, pages watching, 20 start/stop cycles) after which
-// no training thread is left and memory is back to its level.
+// no training process is left and memory is back to its level. The classroom is test_classroom.cpp.
 
 #include <boost/test/unit_test.hpp>
 
 #include <atomic>
-#include <filesystem>
 #include <limits>
 #include <thread>
 
-#include "http_client.hpp"
-#include "playground_server.hpp"
-#include "test_util.hpp"
+#include "playground_fixture.hpp"
 
 using namespace accrue;
-using playground::json;
-using test::random_images;
+using namespace accrue::test;
 
-namespace {
-
-using accrue::test::http::Connection;
-using accrue::test::http::Reply;
-
-// A Playground served on a free loopback port, in its own thread.
-struct Served {
-  playground::Playground playground;
-  playground::http::Server server;
-  int port = 0;
-  std::thread thread;
-
-  explicit Served(Dataset train, playground::http::ServerOptions options = {})
-      : playground(std::move(train), Device::cpu()), server(options) {
-    playground.serve(server, "<!DOCTYPE html><title>playground</title>");
-    port = server.bind("127.0.0.1", 0);
-    thread = std::thread([this] { server.run(); });
-  }
-  ~Served() {
-    server.stop();
-    thread.join();
-  }
-  // A request on a connection of its own: the status and the answer.
-  std::pair<int, json> ask(const std::string& method, const std::string& path, const std::string& body = "",
-                           const std::string& extra = "") const {
-    Connection c{port};
-    const auto t0 = std::chrono::steady_clock::now();
-    const std::optional<Reply> r = c.ask(method, path, body, extra);
-    BOOST_REQUIRE_MESSAGE(r, method << " " << path << " got no answer after "
-                                    << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()
-                                    << " s");
-    return {r->status, r->json()};
-  }
-  std::pair<int, json> post(const std::string& path, const std::string& body) const { return ask("POST", path, body); }
-};
-
-int threads_of_this_process() {
-  int n = 0;
-  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator{"/proc/self/task"}) ++n;
-  return n;
-}
-
-// The events of GET /api/events until `until` says stop (given each event), or `limit` passes.
-std::vector<json> events(const Served& s, const std::function<bool(const json&)>& until,
-                         std::chrono::seconds limit = std::chrono::seconds{60}) {
-  std::vector<json> out;
-  Connection c{s.port, std::chrono::milliseconds{1000}};
-  BOOST_REQUIRE(c.send(accrue::test::http::request("GET", "/api/events", s.port)));
-  std::string buffer;
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  bool head = true;
-  while (std::chrono::steady_clock::now() < deadline) {
-    buffer += c.read_some();
-    if (head) {
-      const std::size_t end = buffer.find("\r\n\r\n");
-      if (end == std::string::npos) continue;
-      BOOST_REQUIRE_MESSAGE(buffer.starts_with("HTTP/1.1 200"), buffer.substr(0, buffer.find("\r\n")));
-      buffer.erase(0, end + 4);
-      head = false;
-    }
-    for (std::size_t end; (end = buffer.find("\n\n")) != std::string::npos; buffer.erase(0, end + 2)) {
-      const std::string frame = buffer.substr(0, end);
-      if (!frame.starts_with("data: ")) continue;  // ":" comments keep the stream alive
-      out.push_back(json::parse(frame.substr(6)));
-      if (until(out.back())) return out;
-    }
-  }
-  return out;
-}
-
-}  // namespace
 
 BOOST_AUTO_TEST_CASE(bad_settings_get_400_naming_the_setting) {
-  Served s{random_images(2048)};
+  Served s{2048};
   const std::vector<std::pair<std::string, std::string>> cases = {
       {R"({"micro_batch": 0})", "micro_batch"},
       {R"({"micro_batch": "abc"})", "micro_batch"},
@@ -118,7 +43,7 @@ BOOST_AUTO_TEST_CASE(bad_settings_get_400_naming_the_setting) {
       }
     }
   }
-  BOOST_TEST(s.playground.training_threads() == 0);
+  BOOST_TEST(s.playground.runs_alive() == 0);
   BOOST_TEST(s.post("/api/stop", "").first == 409);
   const auto [missing, answer] = s.ask("GET", "/api/nothing");
   BOOST_TEST(missing == 404);
@@ -129,7 +54,7 @@ BOOST_AUTO_TEST_CASE(bad_settings_get_400_naming_the_setting) {
 }
 
 BOOST_AUTO_TEST_CASE(the_plan_past_the_cap_advises_a_micro_batch) {
-  Served s{random_images(2048)};
+  Served s{2048};
   const auto [status, plan] = s.post("/api/plan", R"({"micro_batch": 64, "accumulate": 1, "memory_cap_mib": 5.3})");
   BOOST_TEST(status == 200);
   BOOST_TEST(plan.at("fits") == false);
@@ -142,7 +67,7 @@ BOOST_AUTO_TEST_CASE(the_plan_past_the_cap_advises_a_micro_batch) {
 
 // The recomputation switch: the plan keeps less for backward (the activations), and says so.
 BOOST_AUTO_TEST_CASE(recomputation_shrinks_the_plans_activations) {
-  Served s{random_images(2048)};
+  Served s{2048};
   const auto [status, plain] = s.post("/api/plan", R"({"model": "cnn", "micro_batch": 64, "accumulate": 1})");
   const auto [status2, recomputed] =
       s.post("/api/plan", R"({"model": "cnn", "micro_batch": 64, "accumulate": 1, "recompute": true})");
@@ -158,7 +83,7 @@ BOOST_AUTO_TEST_CASE(recomputation_shrinks_the_plans_activations) {
 }
 
 BOOST_AUTO_TEST_CASE(a_run_streams_micro_batches_steps_and_its_end) {
-  Served s{random_images(2048)};
+  Served s{2048};
   std::thread watcher;
   std::vector<json> seen;
   watcher = std::thread([&] { seen = events(s, [](const json& e) { return e.at("type") == "end"; }); });
@@ -188,7 +113,7 @@ BOOST_AUTO_TEST_CASE(a_run_streams_micro_batches_steps_and_its_end) {
 }
 
 BOOST_AUTO_TEST_CASE(fifty_pollers_and_twenty_start_stop_cycles) {
-  Served s{random_images(8192)};
+  Served s{8192};
   // A first run starts the threads that stay (the compute pool); the baseline is after it.
   BOOST_TEST(s.post("/api/runs", R"({"max_steps": 1})").first == 201);
   for (int i = 0; i < 200 && s.playground.status().at("running") == true; ++i)
@@ -234,7 +159,7 @@ BOOST_AUTO_TEST_CASE(fifty_pollers_and_twenty_start_stop_cycles) {
     BOOST_TEST(stop_status == 200, "cycle " << cycle << ": POST /api/stop answered " << stop_status << " "
                                             << stop_answer.dump() << "; status " << s.playground.status().dump());
     stopped += stop_status == 200;
-    BOOST_TEST(s.playground.training_threads() == 0);
+    BOOST_TEST(s.playground.runs_alive() == 0);
   }
   done = true;
   // A watcher returns at its next event or at the keep-alive comment a second later.
@@ -254,7 +179,7 @@ BOOST_AUTO_TEST_CASE(fifty_pollers_and_twenty_start_stop_cycles) {
   for (int i = 0; i < 200 && s.playground.status().at("running") == true; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds{50});
   BOOST_TEST(s.playground.status().at("running") == false);
-  BOOST_TEST(s.playground.training_threads() == 0);
+  BOOST_TEST(s.playground.runs_alive() == 0);
   BOOST_TEST(memory_stats(Device::cpu()).live_total == memory_before);
   BOOST_TEST(memory_stats(Device::cpu()).limit == 0u);
   // The last run's thread has returned; the system lets it go a moment later.
@@ -289,7 +214,7 @@ std::string chunked(const std::string& path, int port, std::string_view body, st
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(deep_json_and_bodies_of_any_framing_are_bounded) {
-  Served s{random_images(2048)};
+  Served s{2048};
   for (const char* path : {"/api/plan", "/api/runs"}) {
     // 32,000 levels fit in 64 KiB: refused as the parser goes past the 8th, never dumped whole.
     Connection c{s.port};
@@ -331,7 +256,7 @@ BOOST_AUTO_TEST_CASE(deep_json_and_bodies_of_any_framing_are_bounded) {
 }
 
 BOOST_AUTO_TEST_CASE(settings_that_break_json_get_400_naming_the_setting) {
-  Served s{random_images(2048)};
+  Served s{2048};
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"{\"model\": \"\xff\xfe\"}", "invalid string: ill-formed UTF-8 byte"},
       {R"({"lr": 1e309})", "a number too large for a double"},
@@ -373,7 +298,7 @@ BOOST_AUTO_TEST_CASE(slow_clients_take_no_one_elses_answer) {
   // 150 connections from one address send their heads a byte at a time, past the per-address
   // limit of 128: every other request is still answered at once, the server closes the slow ones
   // at their deadline, and no more than the limit stay open meanwhile.
-  Served s{random_images(2048), {.request_deadline = std::chrono::milliseconds{1500}}};
+  Served s{2048, {}, {.request_deadline = std::chrono::milliseconds{1500}}};
   std::vector<std::unique_ptr<Connection>> slow;
   for (int i = 0; i < 150; ++i) {
     slow.push_back(std::make_unique<Connection>(s.port, std::chrono::milliseconds{10}));
@@ -402,7 +327,7 @@ BOOST_AUTO_TEST_CASE(slow_clients_take_no_one_elses_answer) {
 }
 
 BOOST_AUTO_TEST_CASE(pipelined_requests_are_all_answered_in_order) {
-  Served s{random_images(2048)};
+  Served s{2048};
   Connection c{s.port};
   c.send(accrue::test::http::request("GET", "/api/status", s.port) + accrue::test::http::request("GET", "/api/nothing", s.port) +
          accrue::test::http::request("POST", "/api/plan", s.port, "{}"));
@@ -417,7 +342,7 @@ BOOST_AUTO_TEST_CASE(pipelined_requests_are_all_answered_in_order) {
 }
 
 BOOST_AUTO_TEST_CASE(only_the_servers_own_names_are_answered) {
-  Served s{random_images(2048)};
+  Served s{2048};
   const std::string port = std::to_string(s.port);
   for (const std::string host : {"127.0.0.1:" + port, "localhost:" + port, "LOCALHOST:" + port, "[::1]:" + port}) {
     Connection c{s.port};
@@ -439,7 +364,7 @@ BOOST_AUTO_TEST_CASE(only_the_servers_own_names_are_answered) {
   // A POST from a page of another site.
   const auto [status, answer] = s.ask("POST", "/api/runs", "{}", "Origin: http://evil.example\r\n");
   BOOST_TEST(status == 403);
-  BOOST_TEST(s.playground.training_threads() == 0);
+  BOOST_TEST(s.playground.runs_alive() == 0);
   // The page's own origin may.
   const auto [plan, _] = s.ask("POST", "/api/plan", "{}", "Origin: http://127.0.0.1:" + port + "\r\n");
   BOOST_TEST(plan == 200);

@@ -1,0 +1,283 @@
+// The life of a workspace's run: queued, trained in a process of its own, relayed, ended.
+
+#include <algorithm>
+#include <random>
+
+#include "playground_server.hpp"
+#include "workspace.hpp"
+
+namespace playground {
+
+using namespace accrue;
+
+namespace {
+
+// A finished, stopped or failed run's end when its process could not say it.
+json end_event(std::int64_t run, std::string_view outcome, std::string message) {
+  return {{"type", "end"},          {"run", run},           {"outcome", outcome},  {"message", std::move(message)},
+          {"oom", false},           {"optimizer_steps", 0}, {"micro_batches", 0}};
+}
+
+std::string random_key() {
+  std::random_device device;
+  std::string key;
+  for (int i = 0; i < 4; ++i) key += fmt::format("{:08x}", device());
+  return key;
+}
+
+// "amber-otter": short enough to say across a room.
+std::string workspace_name(std::size_t index, std::mt19937& pick) {
+  static constexpr std::string_view adjectives[] = {"amber", "brisk", "calm",  "dusty", "eager", "fuzzy", "gentle",
+                                                    "happy", "icy",   "jolly", "keen",  "lucky", "mellow", "noble",
+                                                    "olive", "proud", "quick", "rosy",  "sunny", "tidy",  "urban",
+                                                    "vivid", "witty", "young"};
+  static constexpr std::string_view animals[] = {"otter", "badger", "crane", "dingo", "eagle", "ferret", "gecko",
+                                                 "heron", "ibis",   "jackal", "koala", "lemur", "marten", "newt",
+                                                 "okapi", "panda",  "quail", "raven", "stoat", "tapir", "urchin",
+                                                 "viper", "walrus", "yak"};
+  const std::string name = fmt::format("{}-{}", adjectives[pick() % std::size(adjectives)],
+                                       animals[pick() % std::size(animals)]);
+  return index < 400 ? name : fmt::format("{}-{}", name, index);
+}
+
+}  // namespace
+
+Playground::Playground(PlaygroundOptions options) : options_(std::move(options)) {
+  ACCRUE_CHECK(!options_.worker.empty(), "the playground needs the command that trains a run");
+  ACCRUE_CHECK(options_.max_runs >= 1, "max_runs must be at least 1, got {}", options_.max_runs);
+  classroom_.begin_run(1);
+  if (!options_.classroom) {
+    auto shared = std::make_unique<Workspace>();
+    shared->name = "local";
+    workspaces_.emplace("", std::move(shared));
+  }
+}
+
+Playground::~Playground() {
+  {
+    const std::lock_guard lock{mutex_};
+    closing_ = true;
+  }
+  stop_all();
+  std::vector<std::thread> relays;
+  {
+    const std::lock_guard lock{mutex_};
+    relays.swap(relays_done_);
+  }
+  for (std::thread& t : relays) t.join();
+}
+
+Playground::Workspace* Playground::find(const std::string& key) const {
+  const std::lock_guard lock{mutex_};
+  const auto it = workspaces_.find(key);
+  return it == workspaces_.end() ? nullptr : it->second.get();
+}
+
+Playground::Workspace* Playground::open_workspace() {
+  const std::lock_guard lock{mutex_};
+  if (!options_.classroom || static_cast<int>(workspaces_.size()) >= options_.max_workspaces) return nullptr;
+  auto w = std::make_unique<Workspace>();
+  w->key = random_key();
+  std::mt19937 pick{std::random_device{}()};
+  const auto taken = [&](const std::string& name) {
+    return std::ranges::any_of(workspaces_, [&](const auto& kv) { return kv.second->name == name; });
+  };
+  do w->name = workspace_name(workspaces_.size(), pick);
+  while (taken(w->name));
+  classroom_.publish(json{{"type", "workspace"}, {"workspace", w->name}}.dump());
+  Workspace* out = w.get();
+  workspaces_.emplace(w->key, std::move(w));
+  return out;
+}
+
+std::optional<std::int64_t> Playground::start(Workspace& w, const Settings& s) {
+  std::vector<std::thread> relays;
+  std::optional<std::int64_t> run;
+  {
+    const std::lock_guard lock{mutex_};
+    relays.swap(relays_done_);  // relays that have returned: joined below, outside the lock
+    if (!closing_ && w.state == Workspace::State::idle) {
+      run = ++runs_;
+      w.run = *run;
+      w.settings = s;
+      w.state = Workspace::State::queued;
+      w.stopping = false;
+      w.micro_batches = w.optimizer_steps = 0;
+      w.loss = NAN;
+      w.outcome.clear();
+      const json start{{"type", "start"}, {"run", *run}, {"workspace", w.name}, {"settings", s.to_json()}};
+      w.events.begin_run(*run);
+      w.events.publish(start.dump());
+      classroom_.publish(start.dump());
+      queue_.push_back(&w);
+      dispatch();
+      publish_queue();
+    }
+  }
+  for (std::thread& t : relays) t.join();
+  return run;
+}
+
+// With mutex_ held: starts queued runs while the budget allows.
+void Playground::dispatch() {
+  while (!paused_ && !closing_ && running_ < options_.max_runs && !queue_.empty()) {
+    Workspace& w = *queue_.front();
+    queue_.pop_front();
+    launch(w);
+  }
+}
+
+// With mutex_ held: every queued run's place.
+void Playground::publish_queue() {
+  for (std::size_t i = 0; i < queue_.size(); ++i)
+    queue_[i]->events.publish(json{{"type", "queue"},
+                                   {"run", queue_[i]->run},
+                                   {"position", i + 1},
+                                   {"training", running_},
+                                   {"max_runs", options_.max_runs},
+                                   {"paused", paused_}}
+                                  .dump());
+}
+
+// With mutex_ held.
+void Playground::launch(Workspace& w) {
+  std::vector<std::string> argv = options_.worker, environment;
+  argv.insert(argv.end(), {"--worker", std::to_string(w.run)});
+  if (options_.threads_per_run > 0) environment.push_back(fmt::format("ACCRUE_NUM_THREADS={}", options_.threads_per_run));
+  try {
+    w.process = std::make_unique<ChildProcess>(argv, environment);
+  } catch (const std::exception& e) {
+    const json end = end_event(w.run, "failed", fmt::format("the run could not start: {}", e.what()));
+    w.state = Workspace::State::idle;
+    w.outcome = "failed";
+    w.events.publish(end.dump());
+    classroom_.publish(json{{"type", "end"}, {"workspace", w.name}, {"run", w.run}, {"outcome", "failed"}}.dump());
+    ended_.notify_all();
+    return;
+  }
+  ++processes_;
+  ++running_;
+  w.state = Workspace::State::running;
+  w.events.publish(json{{"type", "queue"}, {"run", w.run}, {"position", 0}, {"training", running_},
+                        {"max_runs", options_.max_runs}, {"paused", paused_}}
+                       .dump());
+  w.process->send(w.settings.to_json().dump());
+  w.relay = std::thread([this, &w, run = w.run] { relay(w, run); });
+}
+
+// The relay's thread: the process's events to the workspace's page and, summed up, to the teacher's.
+void Playground::relay(Workspace& w, std::int64_t run) {
+  bool ended = false;
+  while (const std::optional<std::string> line = w.process->read_line()) {
+    json e = json::parse(*line, nullptr, false);
+    if (!e.is_object() || !e.contains("type")) continue;  // not an event: nothing to relay
+    const std::string type = e["type"].is_string() ? e["type"].get<std::string>() : "";
+    json summary{{"type", type}, {"workspace", w.name}, {"run", run}};
+    {
+      const std::lock_guard lock{mutex_};
+      if (type == "micro_batch") {
+        w.micro_batches = e.value("micro_batches", w.micro_batches);
+        w.optimizer_steps = e.value("optimizer_steps", w.optimizer_steps);
+        if (e["loss"].is_number()) w.loss = e["loss"].get<double>();
+        summary["type"] = "steps";
+        summary["optimizer_steps"] = w.optimizer_steps;
+        summary["points"] = json::array();
+        for (const json& s : e.value("steps", json::array())) summary["points"].push_back({s["step"], s["loss"]});
+      } else if (type == "end") {
+        ended = true;
+        w.outcome = e.value("outcome", "failed");
+        w.optimizer_steps = e.value("optimizer_steps", w.optimizer_steps);
+        w.micro_batches = e.value("micro_batches", w.micro_batches);
+        summary["outcome"] = w.outcome;
+      } else if (type == "run") {
+        summary["total_steps"] = e["total_steps"];
+      }
+    }
+    w.events.publish(*line);
+    if (type != "micro_batch" || !summary["points"].empty()) classroom_.publish(summary.dump());
+  }
+  const std::string why = w.process->wait();
+  if (!ended) {
+    const json end = end_event(run, "failed", fmt::format("the run's process ended ({}) before the run did",
+                                                          why.empty() ? "exit status 0" : why));
+    {
+      const std::lock_guard lock{mutex_};
+      w.outcome = "failed";
+    }
+    w.events.publish(end.dump());
+    classroom_.publish(json{{"type", "end"}, {"workspace", w.name}, {"run", run}, {"outcome", "failed"}}.dump());
+  }
+  finished(w);
+}
+
+// The relay's last step: the workspace is free, the next queued run may start.
+void Playground::finished(Workspace& w) {
+  const std::lock_guard lock{mutex_};
+  w.process.reset();
+  --processes_;
+  --running_;
+  w.state = Workspace::State::idle;
+  relays_done_.push_back(std::move(w.relay));
+  ended_.notify_all();
+  dispatch();
+  publish_queue();
+}
+
+// With mutex_ held: a queued run leaves the queue, ended as stopped.
+void Playground::dequeue(Workspace& w) {
+  std::erase(queue_, &w);
+  w.state = Workspace::State::idle;
+  w.outcome = "stopped";
+  w.events.publish(end_event(w.run, "stopped", "stopped while waiting in the queue").dump());
+  classroom_.publish(json{{"type", "end"}, {"workspace", w.name}, {"run", w.run}, {"outcome", "stopped"}}.dump());
+}
+
+// With mutex_ held by `lock`: waits for `over`; runs that do not end at their micro-batch's end
+// within the limit are killed.
+void Playground::wait_for_ends(std::unique_lock<std::mutex>& lock, const std::function<bool()>& over) {
+  if (ended_.wait_for(lock, std::chrono::seconds{30}, over)) return;
+  for (auto& [key, w] : workspaces_)
+    if (w->state == Workspace::State::running && w->stopping) w->process->kill();
+  ended_.wait(lock, over);
+}
+
+bool Playground::stop(Workspace& w) {
+  std::unique_lock lock{mutex_};
+  if (w.state == Workspace::State::queued) {
+    dequeue(w);
+    publish_queue();
+    return true;
+  }
+  if (w.state != Workspace::State::running) return false;
+  const std::int64_t run = w.run;
+  w.stopping = true;
+  w.process->send("stop");
+  wait_for_ends(lock, [&] { return w.state != Workspace::State::running || w.run != run; });
+  return true;
+}
+
+void Playground::pause_all(bool paused) {
+  const std::lock_guard lock{mutex_};
+  paused_ = paused;
+  const std::string event = json{{"type", "paused"}, {"paused", paused}}.dump();
+  for (auto& [key, w] : workspaces_) {
+    if (w->state == Workspace::State::running) w->process->send(paused ? "pause" : "resume");
+    w->events.publish(event);
+  }
+  classroom_.publish(event);
+  dispatch();
+  publish_queue();
+}
+
+void Playground::stop_all() {
+  std::unique_lock lock{mutex_};
+  while (!queue_.empty()) dequeue(*queue_.front());
+  for (auto& [key, w] : workspaces_)
+    if (w->state == Workspace::State::running) {
+      w->stopping = true;
+      w->process->send("stop");
+    }
+  wait_for_ends(lock, [&] { return running_ == 0; });
+}
+
+}  // namespace playground
