@@ -34,4 +34,15 @@ struct MemoryPlan {
   std::string str() const;
 };
 
+/// What mixed precision changes in a plan: the plan as compiled (`mixed`) and the same step in
+/// float32 (Sequential::precision_effect).
+struct PrecisionEffect {
+  MemoryPlan mixed, float32;
+  /// One sentence on why the planned peak went up or down against float32, by category: "bfloat16
+  /// autocast raises the planned peak from 5.43 MiB to 5.52 MiB (+0.10 MiB): its bfloat16 copies of
+  /// the weights and inputs for the matrix products (temporaries +0.67 MiB) outweigh the activations
+  /// kept for backward in bfloat16 (-0.13 MiB)." Empty when the plan is float32.
+  std::string str() const;
+};
+
 }  // namespace accrue

@@ -276,6 +276,17 @@ bool Sequential::defers_weight_gradients(bool accumulating, const AccumulateOpti
 
 MemoryPlan Sequential::memory_plan(std::int64_t micro_batch, bool accumulates, bool under_limit,
                                    std::int64_t read_ahead) const {
+  return plan_memory(micro_batch, accumulates, under_limit, read_ahead,
+                     compiled() ? recipe_.amp_dtype(device_) : std::nullopt);
+}
+
+PrecisionEffect Sequential::precision_effect(std::int64_t micro_batch, bool accumulating, bool under_limit) const {
+  return {memory_plan(micro_batch, accumulating, under_limit), plan_memory(micro_batch, accumulating, under_limit, 0, {})};
+}
+
+// The plan with `autocast` (the compiled recipe's, or none for float32).
+MemoryPlan Sequential::plan_memory(std::int64_t micro_batch, bool accumulates, bool under_limit,
+                                   std::int64_t read_ahead, std::optional<DType> autocast) const {
   ACCRUE_CHECK(micro_batch > 0, "memory_plan: the micro-batch must be positive, got {}", micro_batch);
   ACCRUE_CHECK(read_ahead >= 0, "memory_plan: read_ahead must not be negative, got {}", read_ahead);
   ACCRUE_CHECK(built_, "memory_plan: model '{}' is not built yet; declare layers::Input or call build(shape) first",
@@ -284,7 +295,6 @@ MemoryPlan Sequential::memory_plan(std::int64_t micro_batch, bool accumulates, b
   plan.micro_batch = micro_batch;
   plan.read_ahead = read_ahead;
   plan.device = device_;
-  const std::optional<DType> autocast = compiled() ? recipe_.amp_dtype(device_) : std::nullopt;
   plan.precision = autocast ? fmt::format("{} autocast", dtype_name(*autocast)) : "float32";
 
   const ParameterBytes parameters = parameter_bytes(layers_);

@@ -16,8 +16,11 @@ void Accuracy::update(const Tensor& prediction, const Tensor& target, double /*l
                dtype_name(target.dtype()), prediction.shape());
   const std::vector<std::int32_t> predicted = ops::argmax(prediction).to_vector<std::int32_t>();
   const std::vector<std::int32_t> labels = target.to_vector<std::int32_t>();
-  for (std::size_t i = 0; i < labels.size(); ++i) correct_ += predicted[i] == labels[i] ? 1 : 0;
-  total_ += static_cast<std::int64_t>(labels.size());
+  // A negative label (CrossEntropy's ignore_index, -100) is a sample without one: not counted.
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    correct_ += predicted[i] == labels[i] ? 1 : 0;
+    total_ += labels[i] >= 0 ? 1 : 0;
+  }
 }
 
 void MeanLoss::update(const Tensor& prediction, const Tensor& /*target*/, double loss_sum) {

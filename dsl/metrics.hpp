@@ -27,7 +27,8 @@ namespace metrics {
 /// naming the metric.
 std::int64_t saved_count(double v, std::string_view metric);
 
-/// Fraction of samples whose largest logit is at their label (Keras's "accuracy" for int labels).
+/// Fraction of samples whose largest logit is at their label (Keras's "accuracy" for int labels);
+/// samples labelled negative (CrossEntropy's ignore_index, -100) are not counted.
 class Accuracy {
  public:
   void reset() { correct_ = total_ = 0; }

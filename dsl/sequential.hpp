@@ -221,6 +221,9 @@ class Sequential {
   /// (BatchQueue, for data not in memory).
   MemoryPlan memory_plan(std::int64_t micro_batch, bool accumulating, bool under_limit = false,
                          std::int64_t read_ahead = 0) const;
+  /// What mixed precision does to that plan: the plan as compiled beside the same step in float32,
+  /// and a sentence saying why the peak went up or down (PrecisionEffect::str).
+  PrecisionEffect precision_effect(std::int64_t micro_batch, bool accumulating, bool under_limit = false) const;
   /// Whether fit multiplies float32 weight gradients once per window (DeferredWeightGradients):
   /// accumulating with `options` asking for WeightGradients::per_window, and memory not capped (no
   /// limit on the model's device, no memory_budget), where accumulation keeps to its least memory.
@@ -263,6 +266,8 @@ class Sequential {
   /// Moves the parameters of a freshly built layer to the model's device.
   void place(Layer& layer);
   void check_compiled(const char* what) const;
+  MemoryPlan plan_memory(std::int64_t micro_batch, bool accumulates, bool under_limit, std::int64_t read_ahead,
+                         std::optional<DType> autocast) const;
 
   std::string name_ = "sequential";
   std::vector<std::unique_ptr<Layer>> layers_;

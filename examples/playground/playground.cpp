@@ -102,8 +102,9 @@ int main(int argc, char** argv) {
   return examples::run_example(app, argc, argv, [&] {
     const Device target = Device::parse(device);
     if (worker > 0) {
-      const Dataset train = datasets::fashion_mnist(data).train;
-      playground::run_worker(train, target, worker, std::cin, stdout);
+      const auto [train, test] = datasets::fashion_mnist(data);
+      playground::run_worker(train, test.take(std::min<std::int64_t>(test.size(), 2000)), target, worker, std::cin,
+                             stdout);
       return;
     }
     ACCRUE_CHECK(!host.empty(), "--host: an empty address; give one such as 127.0.0.1 or 0.0.0.0");

@@ -53,15 +53,22 @@ class Stream final : public Callback {
  public:
   // `datasets`: the data held in memory before the run, left out of the measurements as the plan
   // leaves it out; `cap`: the cap on the model's memory (0: none).
-  Stream(RunHost& host, Counts& counts, std::int64_t run, Settings settings, std::size_t datasets, std::size_t cap)
-      : host_(host), counts_(counts), run_(run), settings_(std::move(settings)), datasets_(datasets), cap_(cap) {}
+  // `check`: the accumulation check of the run's first window (accumulation_check).
+  Stream(RunHost& host, Counts& counts, std::int64_t run, Settings settings, std::size_t datasets, std::size_t cap,
+         const Dataset& validation, json check)
+      : host_(host), counts_(counts), run_(run), settings_(std::move(settings)), datasets_(datasets), cap_(cap),
+        validation_(validation), check_(std::move(check)) {}
 
   bool needs_grad_norm() const override { return true; }
 
   void on_train_begin(TrainingContext& context) override {
     context_ = &context;
+    total_steps_ = settings_.max_steps > 0 ? std::min(settings_.max_steps, context.plan->total_optimizer_steps())
+                                           : context.plan->total_optimizer_steps();
+    validate_every_ = std::max<std::int64_t>(1, total_steps_ / 20);
     const Sequential& model = *context.model;
     const MemoryPlan plan = model.memory_plan(context.batch_size);
+    const PrecisionEffect precision = model.precision_effect(context.batch_size, settings_.accumulate > 1, cap_ > 0);
     host_.publish({{"type", "run"},
                    {"run", run_},
                    {"settings", settings_.to_json()},
@@ -69,17 +76,19 @@ class Stream final : public Callback {
                    {"categories", category_names()},
                    {"plan", plan.peak},
                    {"plan_peak", plan.peak_total},
+                   {"precision", plan.precision},
+                   {"precision_effect", precision.str()},
+                   {"float32_plan", precision.float32.peak},
                    {"cap", cap_},
-                   {"total_steps", settings_.max_steps > 0
-                                       ? std::min(settings_.max_steps, context.plan->total_optimizer_steps())
-                                       : context.plan->total_optimizer_steps()},
+                   {"accumulation_check", check_},
+                   {"total_steps", total_steps_},
                    {"micro_batches_per_epoch", context.steps_per_epoch}});
     allocator(model.device()).take_interval_peak();
     last_publish_ = Clock::time_point{};
     resumed_ = Clock::now();
   }
 
-  void on_micro_batch_end(const StepRecord& record, const Logs& /*running*/) override {
+  void on_micro_batch_end(const StepRecord& record, const Logs& running) override {
     // Training time only: the pauses between micro-batches (pace_ms) and publishing left out.
     computing_ += Clock::now() - resumed_;
     samples_ += record.micro_batch_samples;
@@ -96,6 +105,7 @@ class Stream final : public Callback {
                         {"loss", finite(window_.take())},
                         {"lr", record.lr},
                         {"applied", record.status == StepRecord::Status::applied},
+                        {"scale", record.loss_scale ? json(*record.loss_scale) : json(nullptr)},
                         {"norm", finite(record.grad_norm_before.value_or(NAN))}});
     ++counts_.micro_batches;
     counts_.optimizer_steps = record.optimizer_step;
@@ -114,6 +124,7 @@ class Stream final : public Callback {
                  {"status", status_name(record.status)},
                  {"optimizer_steps", record.optimizer_step},
                  {"micro_batches", counts_.micro_batches},
+                 {"accuracy", finite(running.get("accuracy").value_or(NAN))},
                  {"ms_per_sample", samples_ > 0 ? 1e3 * std::chrono::duration<double>(computing_).count() /
                                                       static_cast<double>(samples_)
                                                 : 0.0}};
@@ -126,12 +137,31 @@ class Stream final : public Callback {
   }
 
   void on_optimizer_step(const StepRecord& record) override {
+    if (record.optimizer_step % validate_every_ == 0 || record.optimizer_step == total_steps_) validate(record.optimizer_step);
     if (settings_.max_steps > 0 && record.optimizer_step >= settings_.max_steps) context_->stop();
   }
 
-  void on_train_end(const Logs& /*logs*/) override { publish(Clock::now()); }
+  void on_train_end(const Logs& /*logs*/) override {
+    if (validated_ < counts_.optimizer_steps) validate(counts_.optimizer_steps);
+    publish(Clock::now());
+  }
 
  private:
+  // Loss and accuracy on the validation samples, at the micro-batch size (so that the cap holds),
+  // left out of the memory measured and of the time per sample.
+  void validate(std::int64_t step) {
+    const Clock::time_point began = Clock::now();
+    const Evaluation result = context_->model->evaluate(validation_, {.batch_size = settings_.micro_batch});
+    allocator(context_->model->device()).take_interval_peak();
+    resumed_ += Clock::now() - began;
+    validated_ = step;
+    host_.publish({{"type", "validation"},
+                   {"run", run_},
+                   {"step", step},
+                   {"loss", finite(result.loss)},
+                   {"accuracy", finite(result.logs.get("accuracy").value_or(NAN))}});
+  }
+
   // The last micro-batch's event, with the memory peak and the optimizer steps since the last one.
   void publish(Clock::time_point now) {
     if (last_.is_null()) return;
@@ -150,7 +180,10 @@ class Stream final : public Callback {
   std::int64_t run_;
   Settings settings_;
   std::size_t datasets_, cap_;
+  const Dataset& validation_;
+  json check_;
   TrainingContext* context_ = nullptr;
+  std::int64_t total_steps_ = 0, validate_every_ = 1, validated_ = 0;
   WindowLoss window_;
   json last_, steps_ = json::array();
   std::vector<std::size_t> peak_parts_ = std::vector<std::size_t>(memory_category_count, 0);
@@ -169,7 +202,13 @@ Sequential build_model(const Settings& s, Device device) {
   model.to(device);
   optim::Recipe recipe = optim::SGD{.lr = s.lr};
   if (s.accumulate > 1) recipe = recipe.accumulate(static_cast<int>(s.accumulate));
-  if (s.amp) recipe = recipe.amp();
+  if (s.precision == "bfloat16") recipe = recipe.amp(dtype::bf16);
+  // float16 scales the loss; its scale grows after 50 clean steps (PyTorch's default is 2000), so
+  // that a short run shows it climb until a step overflows and it backs off again.
+  if (s.precision == "float16")
+    recipe = recipe.amp({.dtype = dtype::f16,
+                         .loss_scaling = true,
+                         .scaler = {.init_scale = s.overflow ? 0x1p40 : 65536.0, .growth_interval = 50}});
   model.compile(recipe, losses::CrossEntropy{}, {metrics::Accuracy{}});
   if (s.recompute) model.recompute(RecomputePolicy::every());
   return model;
@@ -179,7 +218,8 @@ json plan(const Settings& s, Device device) {
   const Sequential model = build_model(s, device);
   const std::size_t cap = s.cap_bytes();
   // Under a cap, the run keeps accumulation to its least memory (defers no weight gradients).
-  const MemoryPlan plan = model.memory_plan(s.micro_batch, s.accumulate > 1, cap > 0);
+  const PrecisionEffect effect = model.precision_effect(s.micro_batch, s.accumulate > 1, cap > 0);
+  const MemoryPlan& plan = effect.mixed;
   json out{{"categories", category_names()},
            {"micro_batch", s.micro_batch},
            {"accumulate", s.accumulate},
@@ -187,6 +227,9 @@ json plan(const Settings& s, Device device) {
            {"plan", plan.peak},
            {"peak", plan.peak_total},
            {"precision", plan.precision},
+           {"precision_effect", effect.str()},
+           {"float32_plan", effect.float32.peak},
+           {"float32_peak", effect.float32.peak_total},
            {"recompute", model.recompute_policy().str()},
            {"cap", cap},
            {"fits", cap == 0 || plan.peak_total <= cap},
@@ -213,22 +256,51 @@ json plan(const Settings& s, Device device) {
   return out;
 }
 
-json train(const Dataset& data, Device device, std::int64_t run, const Settings& s, RunHost& host) {
+Dataset training_data(const Dataset& train, const Settings& s) {
+  if (!s.uneven) return train;
+  std::vector<std::int32_t> labels = train.targets().to_vector<std::int32_t>();
+  Generator pick{s.seed + 1};
+  for (std::int32_t& label : labels)
+    if (pick.below(2) == 0) label = -100;  // CrossEntropy's ignore_index: counted for nothing
+  return Dataset{train.inputs(), Tensor::from(labels, {static_cast<std::int64_t>(labels.size())}),
+                 train.name() + ", half the labels hidden"};
+}
+
+json accumulation_check(Sequential& model, const Dataset& data, const Settings& s) {
+  json out{{"micro_batch", s.micro_batch}, {"accumulate", s.accumulate}};
+  for (const Normalization n : {Normalization::per_window, Normalization::per_micro_batch}) {
+    const AccumulationCheck check = verify_accumulation(
+        model, data, {.micro_batches = static_cast<int>(s.accumulate), .micro_batch = s.micro_batch, .normalization = n,
+                      .training = false});
+    out[std::string{normalization_name(n)}] = check.max_relative_difference;
+  }
+  std::vector<std::int64_t> units;
+  for (std::int64_t k = 0; k < s.accumulate; ++k)
+    units.push_back(model.loss().units(data.slice(k * s.micro_batch, (k + 1) * s.micro_batch).targets));
+  out["units"] = units;
+  return out;
+}
+
+json train(const Dataset& full, const Dataset& validation, Device device, std::int64_t run, const Settings& s,
+           RunHost& host) {
   json end{{"type", "end"}, {"run", run}, {"outcome", "finished"}, {"message", ""}, {"oom", false}};
   // The cap is on the model's memory: the limit adds what is live before the run (the datasets).
   const MemoryStats before = memory_stats(device);
   const std::size_t cap = s.cap_bytes();
   Counts counts;
   try {
-    set_memory_limit(device, cap > 0 ? before.live_total + cap : 0);
     Sequential model = build_model(s, device);
+    const Dataset data = training_data(full, s);
+    json check = accumulation_check(model, data, s);  // before the cap: one batch of the whole window
+    set_memory_limit(device, cap > 0 ? before.live_total + cap : 0);
     model.fit(data, {.epochs = static_cast<int>(s.epochs),
                      .batch_size = s.micro_batch,
                      .accumulate_options = {.normalization = normalization_of(s.normalization)},
                      .schedule = s.schedule == "warmup_cosine"
                                      ? schedules::warmup_cosine({.warmup_ratio = 0.1, .min_lr_ratio = 0.05})
                                      : LrSchedule{},
-                     .callbacks = {Stream{host, counts, run, s, before.live_of(MemoryCategory::data), cap}},
+                     .callbacks = {Stream{host, counts, run, s, before.live_of(MemoryCategory::data), cap, validation,
+                                          std::move(check)}},
                      .seed = s.seed,
                      .verbose = 0,
                      .stop_on_signal = false});
@@ -298,7 +370,8 @@ class LineHost final : public RunHost {
 
 }  // namespace
 
-void run_worker(const Dataset& data, Device device, std::int64_t run, std::istream& control, std::FILE* events) {
+void run_worker(const Dataset& data, const Dataset& validation, Device device, std::int64_t run,
+                std::istream& control, std::FILE* events) {
   std::string first;
   std::getline(control, first);
   json end{{"type", "end"}, {"run", run}, {"outcome", "failed"}, {"oom", false}, {"optimizer_steps", 0},
@@ -306,7 +379,7 @@ void run_worker(const Dataset& data, Device device, std::int64_t run, std::istre
   try {
     const Settings settings = parse_settings(first, static_cast<std::int64_t>(data.size()));
     LineHost host{control, events};
-    end = train(data, device, run, settings, host);
+    end = train(data, validation, device, run, settings, host);
     host.publish(end);
     return;
   } catch (const SettingsError& e) {

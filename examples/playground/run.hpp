@@ -31,16 +31,25 @@ accrue::Sequential build_model(const Settings& settings, accrue::Device device);
 /// the micro-batch it advises.
 json plan(const Settings& settings, accrue::Device device);
 
-/// Trains run `run` of `settings` on `train`, publishing its events to `host`; returns its "end"
-/// event (finished, stopped or failed, with the error's message). The cap is set on the device
-/// while it runs: one run per process.
-json train(const accrue::Dataset& train, accrue::Device device, std::int64_t run, const Settings& settings,
-           RunHost& host);
+/// The data a run trains on: `train`, with half its labels hidden (-100) at random when
+/// settings.uneven, so that micro-batches count different numbers of samples as sequences of
+/// different lengths count different numbers of tokens.
+accrue::Dataset training_data(const accrue::Dataset& train, const Settings& settings);
+
+/// verify_accumulation of the run's first window under both normalizations, in evaluation mode:
+/// {"per_window": relative difference, "per_micro_batch": ..., "units": each micro-batch's}.
+json accumulation_check(accrue::Sequential& model, const accrue::Dataset& data, const Settings& settings);
+
+/// Trains run `run` of `settings` on `train`, publishing its events to `host` and evaluating on
+/// `validation` about 20 times; returns its "end" event (finished, stopped or failed, with the
+/// error's message). The cap is set on the device while it runs: one run per process.
+json train(const accrue::Dataset& train, const accrue::Dataset& validation, accrue::Device device, std::int64_t run,
+           const Settings& settings, RunHost& host);
 
 /// The worker's life: the settings on the first line of `control`, then "pause", "resume" and
 /// "stop" lines (its end stops the run too); every event, the "end" last, as a line of JSON on
 /// `events`.
-void run_worker(const accrue::Dataset& train, accrue::Device device, std::int64_t run, std::istream& control,
+void run_worker(const accrue::Dataset& train, const accrue::Dataset& validation, accrue::Device device, std::int64_t run, std::istream& control,
                std::FILE* events);
 
 }  // namespace playground

@@ -47,6 +47,11 @@ double number(const nlohmann::json& value, std::string_view key, double low, dou
   return v;
 }
 
+bool boolean(const nlohmann::json& value, std::string_view key) {
+  if (!value.is_boolean()) throw SettingsError(fmt::format("{}: {} is not true or false", key, describe(value)));
+  return value.get<bool>();
+}
+
 std::string one_of(const nlohmann::json& value, std::string_view key, std::initializer_list<std::string_view> choices) {
   std::string names;
   for (std::string_view c : choices) {
@@ -85,9 +90,11 @@ json Settings::to_json() const {
           {"micro_batch", micro_batch},
           {"accumulate", accumulate},
           {"memory_cap_mib", memory_cap_mib},
-          {"amp", amp},
+          {"precision", precision},
+          {"overflow", overflow},
           {"recompute", recompute},
           {"normalization", normalization},
+          {"uneven", uneven},
           {"lr", lr},
           {"schedule", schedule},
           {"epochs", epochs},
@@ -101,8 +108,8 @@ Settings parse_settings(std::string_view body, std::int64_t training_samples) {
   if (!j.is_object()) throw SettingsError(fmt::format("the settings must be a JSON object, got {}", describe(j)));
   Settings s;
   const std::string known =
-      "model, micro_batch, accumulate, memory_cap_mib, amp, recompute, normalization, lr, schedule, epochs, "
-      "max_steps, pace_ms, seed";
+      "model, micro_batch, accumulate, memory_cap_mib, precision, overflow, recompute, normalization, uneven, lr, "
+      "schedule, epochs, max_steps, pace_ms, seed";
   for (const auto& [key, value] : j.items()) {
     if (key == "model")
       s.model = one_of(value, key, {"mlp", "cnn"});
@@ -114,13 +121,14 @@ Settings parse_settings(std::string_view body, std::int64_t training_samples) {
       s.memory_cap_mib = number(value, key, 0, 1 << 20, true);
       if (s.memory_cap_mib > 0 && s.cap_bytes() == 0)
         throw SettingsError(fmt::format("memory_cap_mib: {} MiB is less than one byte; 0 means no cap", describe(value)));
-    } else if (key == "amp") {
-      if (!value.is_boolean()) throw SettingsError(fmt::format("amp: {} is not true or false", describe(value)));
-      s.amp = value.get<bool>();
-    } else if (key == "recompute") {
-      if (!value.is_boolean()) throw SettingsError(fmt::format("recompute: {} is not true or false", describe(value)));
-      s.recompute = value.get<bool>();
-    } else if (key == "normalization")
+    } else if (key == "precision")
+      s.precision = one_of(value, key, {"float32", "bfloat16", "float16"});
+    else if (key == "overflow")
+      s.overflow = boolean(value, key);
+    else if (key == "uneven")
+      s.uneven = boolean(value, key);
+    else if (key == "recompute")
+      s.recompute = boolean(value, key); else if (key == "normalization")
       s.normalization = one_of(value, key, {"per_window", "per_micro_batch"});
     else if (key == "lr")
       s.lr = number(value, key, 0, 10, false);

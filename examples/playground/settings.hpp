@@ -19,9 +19,11 @@ struct Settings {
   std::int64_t micro_batch = 16;             // samples per forward pass
   std::int64_t accumulate = 4;               // micro-batches per optimizer step
   double memory_cap_mib = 0;                 // the model's memory (datasets not counted); 0: no cap
-  bool amp = false;                          // .amp(): bfloat16 on the CPU
+  std::string precision = "float32";         // or .amp()'s "bfloat16", or "float16" with loss scaling
+  bool overflow = false;                     // float16: the loss scale starts at 2^40, so the first steps overflow
   bool recompute = false;                    // RecomputePolicy::every(): sqrt(n) segments recomputed in backward
   std::string normalization = "per_window";  // or the tutorials' "per_micro_batch"
+  bool uneven = false;  // half the labels hidden (-100, counted for nothing): micro-batches count unequal samples
   double lr = 0.2;                           // SGD's learning rate
   std::string schedule = "constant";         // or "warmup_cosine" (10% warmup) over the epochs' optimizer steps
   std::int64_t epochs = 1;

@@ -46,4 +46,8 @@ BOOST_AUTO_TEST_CASE(accuracy_and_mean_loss) {
   handle.update(Tensor::from({1, 0}, {1, 2}), Tensor::from(std::vector<std::int32_t>{0}, {1}), 0);
   BOOST_TEST(handle.result() == 1.0);
   BOOST_TEST(copy.result() == 0.0);  // copies are independent
+  // A sample without a label (CrossEntropy's ignore_index) counts neither way.
+  metrics::Accuracy masked;
+  masked.update(Tensor::from({0.9f, 0.1f, 0.2f, 0.8f, 0.6f, 0.4f}, {3, 2}), Tensor::from(std::vector<std::int32_t>{0, -100, 1}, {3}), 0);
+  BOOST_TEST(masked.result() == 0.5);
 }

@@ -230,3 +230,32 @@ BOOST_AUTO_TEST_CASE(every_category_moves_when_it_should) {
   BOOST_TEST(after.live_of(MemoryCategory::data) == with_data);
   (void)start;
 }
+
+BOOST_AUTO_TEST_CASE(the_precision_effect_says_why_the_peak_moved) {
+  // bfloat16 raises the tutorial MLP's peak at 64 (its copies of the weights outweigh the small
+  // activations it halves) and lowers the CNN's (whose activations dominate).
+  struct Case {
+    bool cnn;
+    std::string word;
+  };
+  for (const Case& c : {Case{false, "raises"}, Case{true, "lowers"}}) {
+    Sequential model = c.cnn ? tutorial_cnn(false)
+                             : Sequential{layers::Input{1, 28, 28}, layers::Flatten{}, layers::Dense{512}, layers::ReLU{},
+                                          layers::Dense{512}, layers::ReLU{}, layers::Dense{10}};
+    model.compile(optim::Recipe{optim::SGD{.lr = 0.1}}.amp(dtype::bf16), losses::CrossEntropy{});
+    const PrecisionEffect effect = model.precision_effect(64, false);
+    const std::string sentence = effect.str();
+    BOOST_TEST_MESSAGE(sentence);
+    BOOST_TEST(effect.float32.precision == "float32");
+    BOOST_TEST(effect.mixed.precision == "bfloat16 autocast");
+    BOOST_TEST((effect.mixed.peak_total > effect.float32.peak_total) == (c.word == "raises"));
+    BOOST_TEST(sentence.starts_with("bfloat16 autocast " + c.word + " the planned peak from " +
+                                    format_bytes(effect.float32.peak_total) + " to " + format_bytes(effect.mixed.peak_total)));
+    BOOST_TEST(sentence.find("activations kept for backward in bfloat16 (-") != std::string::npos);
+    // The plan as compiled is memory_plan's.
+    BOOST_TEST(effect.mixed.peak_total == model.memory_plan(64, false).peak_total);
+  }
+  Sequential plain{layers::Input{4}, layers::Dense{2}};
+  plain.compile(optim::SGD{.lr = 0.1}, losses::MSE{});
+  BOOST_TEST(plain.precision_effect(8, false).str().empty());
+}
