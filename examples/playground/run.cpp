@@ -79,6 +79,7 @@ class Stream final : public Callback {
                    {"precision", plan.precision},
                    {"precision_effect", precision.str()},
                    {"float32_plan", precision.float32.peak},
+                   {"float32_peak", precision.float32.peak_total},
                    {"cap", cap_},
                    {"accumulation_check", check_},
                    {"total_steps", total_steps_},
@@ -201,7 +202,8 @@ Sequential build_model(const Settings& s, Device device) {
   Sequential model = s.model == "cnn" ? examples::tutorial_cnn() : examples::tutorial_mlp();
   model.to(device);
   optim::Recipe recipe = optim::SGD{.lr = s.lr};
-  if (s.accumulate > 1) recipe = recipe.accumulate(static_cast<int>(s.accumulate));
+  if (s.accumulate > 1)
+    recipe = recipe.accumulate(static_cast<int>(s.accumulate), {.normalization = normalization_of(s.normalization)});
   if (s.precision == "bfloat16") recipe = recipe.amp(dtype::bf16);
   // float16 scales the loss; its scale grows after 50 clean steps (PyTorch's default is 2000), so
   // that a short run shows it climb until a step overflows and it backs off again.
@@ -295,7 +297,6 @@ json train(const Dataset& full, const Dataset& validation, Device device, std::i
     set_memory_limit(device, cap > 0 ? before.live_total + cap : 0);
     model.fit(data, {.epochs = static_cast<int>(s.epochs),
                      .batch_size = s.micro_batch,
-                     .accumulate_options = {.normalization = normalization_of(s.normalization)},
                      .schedule = s.schedule == "warmup_cosine"
                                      ? schedules::warmup_cosine({.warmup_ratio = 0.1, .min_lr_ratio = 0.05})
                                      : LrSchedule{},

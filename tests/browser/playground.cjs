@@ -24,6 +24,14 @@ async function set(page, values) {
   }, values);
 }
 const text = (page, id) => page.$eval("#" + id, (el) => el.textContent);
+// Runs with the settings shown and waits for that run (not the one before) to finish.
+async function runToEnd(page, timeout) {
+  const before = await page.evaluate(() => window.playground.run);
+  await click(page, "#run");
+  await page.waitForFunction((b) => window.playground.run !== b && document.body.dataset.outcome, { timeout: timeout }, before);
+  const outcome = await page.evaluate(() => document.body.dataset.outcome);
+  if (outcome !== "finished") throw new Error("the run ended " + outcome + ": " + (await text(page, "end")));
+}
 // A real click: the window comes to the front first, as a user's would (a background tab takes no input).
 async function click(page, selector) {
   await page.bringToFront();
@@ -84,6 +92,69 @@ async function click(page, selector) {
     check("a configuration past the cap shows the OOM panel with the advised micro-batch",
           /advised micro-batch: 16/.test(advised), advised);
     await page.screenshot({ path: path.join(shots, "playground_oom.png") });
+
+    // Projection: at 1280 x 720 and 1920 x 1080 the memory plan, the loss curves, the loop and the
+    // second chart lie in the first screen, nothing scrolls sideways, and no legend shows "--".
+    const projected = async (name) => {
+      for (const [w, h] of [[1280, 720], [1920, 1080]]) {
+        await page.setViewport({ width: w, height: h });
+        await new Promise((r) => setTimeout(r, 600));
+        const box = await page.evaluate(() => {
+          const out = { scrollWidth: document.documentElement.scrollWidth, dashes: [] };
+          for (const id of ["plan-chart", "loss-chart", "loop-cell", "second-cell"]) {
+            const r = document.getElementById(id).getBoundingClientRect();
+            out[id] = { right: Math.round(r.right), bottom: Math.round(r.bottom), width: Math.round(r.width) };
+          }
+          for (const row of document.querySelectorAll(".u-legend .u-series:not(.u-off)"))
+            if (row.offsetParent && row.querySelector(".u-value") && row.querySelector(".u-value").textContent === "--")
+              out.dashes.push(row.textContent);
+          return out;
+        });
+        const inside = ["plan-chart", "loss-chart", "loop-cell", "second-cell"].every((id) => box[id].bottom <= h && box[id].right <= w);
+        check(name + " at " + w + "x" + h + ": the key views are in the first screen, nothing scrolls sideways",
+              inside && box.scrollWidth <= w, JSON.stringify(box));
+        check(name + " at " + w + "x" + h + ": the charts fill their row", box["loss-chart"].width >= (w - 400) / 2 - 40, JSON.stringify(box["loss-chart"]));
+        check(name + " at " + w + "x" + h + ": no legend shows --", box.dashes.length === 0, box.dashes.join(" | "));
+        await page.screenshot({ path: path.join(shots, name + "_" + w + "x" + h + ".png") });
+      }
+      await page.setViewport({ width: 1280, height: 1150 });
+    };
+    await projected("playground");
+
+    // Mixed precision you can see: float16 whose loss scale starts at 2^40 overflows, skips steps,
+    // backs off and then trains.
+    await set(page, { model: "mlp", micro_batch: 16, accumulate: 1, memory_cap_mib: 0, precision: "float16", overflow: true,
+                      max_steps: 40, pace_ms: 0 });
+    await runToEnd(page, 120000);
+    const scales = await page.evaluate(() => window.playground.scales);
+    const skipped = scales.filter((p) => p[2]).length, last = scales[scales.length - 1];
+    check("float16 with the scale at 2^40: skipped steps, the scale backs off, then steps apply",
+          skipped >= 1 && last[1] < 2 ** 40 && !last[2] && (await text(page, "precision-effect")).includes("float16"),
+          skipped + " skipped, last scale " + (last && last[1]));
+    check("the loss scale chart is the one shown", await page.$eval("#scale-chart", (e) => e.style.display !== "none"));
+    await projected("playground_float16");
+
+    // The mistake, demonstrated: uneven micro-batches, per_window then per_micro_batch, overlaid.
+    await set(page, { model: "mlp", micro_batch: 16, accumulate: 4, precision: "float32", overflow: false, uneven: true,
+                      normalization: "per_window", max_steps: 30, pace_ms: 0 });
+    await runToEnd(page, 60000);
+    await set(page, { normalization: "per_micro_batch" });
+    await runToEnd(page, 60000);
+    const overlay = await page.evaluate(() => {
+      const P = window.playground, before = P.history[P.history.length - 1];
+      let largest = 0;
+      for (const [step, loss] of P.losses) {
+        const other = before.losses.find((p) => p[0] === step);
+        if (other) largest = Math.max(largest, Math.abs(other[1] - loss));
+      }
+      return { label: before.label, largest: largest, perWindow: Number(document.body.dataset.checkPerWindow),
+               perMicroBatch: Number(document.body.dataset.checkPerMicroBatch), check: document.getElementById("check").textContent };
+    });
+    check("uneven micro-batches: verify_accumulation's per_micro_batch drifts, per_window agrees",
+          overlay.perMicroBatch > 1e-3 && overlay.perWindow < 1e-5, JSON.stringify(overlay));
+    check("the per_window run stays on the loss chart beside the per_micro_batch run, and they differ",
+          /per_window.*uneven/.test(overlay.label) && overlay.largest > 1e-4, overlay.label + ", largest difference " + overlay.largest);
+    await projected("playground_uneven");
 
     // Malformed requests: 400 with a message.
     const answers = await page.evaluate(async () => {

@@ -9,3 +9,43 @@
   console.error = (...args) => { note(args.join(" ")); consoleError(...args); };
   document.body.dataset.errors = "";
 })();
+// Chart helpers that the report and the playground share (uPlot is loaded after this script).
+window.accrue = {
+  // A series' legend value: the one under the cursor, or the series' last when the cursor is
+  // elsewhere (a projected chart is read without hovering).
+  legend(format) {
+    return (u, v, si, idx) => {
+      if (idx == null) {
+        const d = u.data[si] || [];
+        for (let k = d.length - 1; k >= 0; k--) if (d[k] != null) return format(d[k]);
+        return "";
+      }
+      return v == null ? "" : format(v);
+    };
+  },
+  // Sets a chart's data and shows its legend's last values at once.
+  setData(chart, data) {
+    chart.setData(data);
+    chart.setLegend({ idx: null });
+  },
+  // Keeps `chart` as wide as `box`, and `height()` tall, as the window changes; returns the
+  // function that sizes it again (after height() changes).
+  fit(chart, box, height) {
+    let gone = false, last = "";
+    // Only a new size is set: setting one changes the box's height, which would call this again.
+    const size = () => {
+      const width = Math.max(240, Math.floor(box.clientWidth)), h = height();
+      if (gone || last === width + "x" + h) return;
+      last = width + "x" + h;
+      chart.setSize({ width: width, height: h });
+    };
+    const observer = new ResizeObserver(size);
+    observer.observe(box);
+    window.addEventListener("resize", size);
+    const destroy = chart.destroy.bind(chart);
+    chart.destroy = () => { gone = true; observer.disconnect(); window.removeEventListener("resize", size); destroy(); };
+    size();
+    return size;
+  },
+  number(x) { return x === null || x === undefined || !isFinite(x) ? "" : String(+Number(x).toPrecision(4)); },
+};
