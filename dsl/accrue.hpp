@@ -25,6 +25,7 @@
 #include "accrue/dsl/callbacks/progress_bar.hpp"
 #include "accrue/dsl/callbacks/reduce_lr_on_plateau.hpp"
 #include "accrue/dsl/callbacks/report.hpp"
+#include "accrue/dsl/callbacks/report_comparison.hpp"
 #include "accrue/dsl/layer.hpp"
 #include "accrue/dsl/layer_check.hpp"
 #include "accrue/dsl/layers/activation.hpp"

@@ -100,6 +100,6 @@ int main(int argc, char** argv) {
     const std::vector<double> losses = train_by_hand(model, train, run);
     fmt::print("{} micro-batches trained by hand, the last one's loss {:.4f}\n", losses.size(), losses.back());
     if (compare && !same_as_fit(losses, model, train, run)) throw Error("the loop by hand and fit differ");
-    examples::print_accuracy(model.evaluate(test, {.batch_size = 1000})["accuracy"]);
+    fmt::print("Accuracy: {:.1f}%\n", 100.0 * model.evaluate(test, {.batch_size = 1000})["accuracy"]);
   });
 }

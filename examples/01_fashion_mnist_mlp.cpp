@@ -131,6 +131,6 @@ int main(int argc, char** argv) {
       export_to_onnx(model, export_onnx, test.inputs().narrow(0, 7));
       common.link_in_report("ONNX model", export_onnx);
     }
-    examples::print_accuracy(accuracy);
+    common.print_accuracy(accuracy);
   });
 }

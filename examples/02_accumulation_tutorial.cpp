@@ -77,6 +77,6 @@ int main(int argc, char** argv) {
                             .callbacks = common.callbacks({callbacks::Lambda{{.epoch_end = print_row}}}),
                             .seed = common.seed,
                             .verbose = 0});
-    examples::print_accuracy(accumulated.evaluate(test, {.batch_size = 1000})["accuracy"]);
+    common.print_accuracy(accumulated.evaluate(test, {.batch_size = 1000})["accuracy"]);
   });
 }

@@ -61,6 +61,6 @@ int main(int argc, char** argv) {
     fmt::print("Applied: {} optimizer steps\n", applied.size());
     for (std::int64_t s : chosen)
       fmt::print("  lr at step {}: {:.3e}\n", s, applied.at(static_cast<std::size_t>(s)).second);
-    examples::print_accuracy(model.evaluate(test, {.batch_size = 1000})["accuracy"]);
+    common.print_accuracy(model.evaluate(test, {.batch_size = 1000})["accuracy"]);
   });
 }

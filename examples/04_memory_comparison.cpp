@@ -161,6 +161,6 @@ int main(int argc, char** argv) {
       fmt::print("\nThe page: {}\n", common.report);
     }
     if (!accuracy) throw OutOfMemory("neither batch 64 nor 16 x 4 trained within the limit");
-    examples::print_accuracy(*accuracy);
+    common.print_accuracy(*accuracy);
   });
 }

@@ -79,6 +79,6 @@ int main(int argc, char** argv) {
     auto [loss, accuracy] = model.evaluate(test);
     fmt::print("Trained {} epoch{} in {:.1f} s ({:.1f} s per epoch, validation included); test loss {:.4f}\n",
                common.epochs, common.epochs == 1 ? "" : "s", seconds, seconds / common.epochs, loss);
-    examples::print_accuracy(accuracy);
+    common.print_accuracy(accuracy);
   });
 }

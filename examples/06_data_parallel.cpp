@@ -55,6 +55,6 @@ int main(int argc, char** argv) {
     fmt::print("{} process{} x micro-batch {} x accumulation {}: {} epoch{} in {:.1f} s; test loss {:.4f}\n",
                world.size(), world.size() == 1 ? "" : "es", batch_size, accumulate, common.epochs,
                common.epochs == 1 ? "" : "s", seconds, history.logs().back().at("val_loss"));
-    examples::print_accuracy(accuracy);
+    common.print_accuracy(accuracy);
   });
 }

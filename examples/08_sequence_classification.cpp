@@ -106,6 +106,6 @@ int main(int argc, char** argv) {
     const auto [loss, accuracy] = model.evaluate(data.test);
     if (!common.speaks()) return;
     fmt::print("Test loss: {:.4f}\n", loss);
-    examples::print_accuracy(accuracy);
+    common.print_accuracy(accuracy);
   });
 }

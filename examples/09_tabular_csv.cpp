@@ -57,6 +57,6 @@ int main(int argc, char** argv) {
                       .verbose = common.speaks() ? verbose : 0,
                       .distributed = common.distributed});
     const Evaluation result = model.evaluate(test);
-    if (common.speaks()) examples::print_accuracy(result["accuracy"]);
+    if (common.speaks()) common.print_accuracy(result["accuracy"]);
   });
 }

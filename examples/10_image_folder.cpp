@@ -97,6 +97,6 @@ int main(int argc, char** argv) {
     if (!common.speaks()) return;
     fmt::print("Trained {} epochs in {:.1f} s; the majority class is {:.1f}% of the validation images\n", common.epochs,
                seconds, 100.0 * static_cast<double>(majority) / static_cast<double>(validation.size()));
-    examples::print_accuracy(result["accuracy"]);
+    common.print_accuracy(result["accuracy"]);
   });
 }

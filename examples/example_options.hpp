@@ -91,6 +91,7 @@ struct ExampleOptions {
   CLI::Option* report_flag_ = nullptr;
   // The --report page callbacks() made, kept to link files made after training.
   mutable std::shared_ptr<callbacks::Report> report_page_;
+  const CLI::App* app_ = nullptr;
 
   /// Adds --epochs (with this object's value as the default), --data (described by `data_help`),
   /// --seed, --device, --amp and --distributed.
@@ -114,6 +115,7 @@ struct ExampleOptions {
 
   /// Adds --report PATH (the examples that train one model take it).
   void add_report_flag(CLI::App& app) {
+    app_ = &app;
     report_flag_ = app.add_option("--report", report,
                                   "Write an HTML report of the training to PATH (and its data as JSON lines beside "
                                   "it), rewritten at every epoch's end");
@@ -139,11 +141,32 @@ struct ExampleOptions {
   /// The callbacks these flags ask for (callbacks::Report for --report), with `more` after them.
   std::vector<CallbackHandle> callbacks(std::vector<CallbackHandle> more = {}) const {
     if (!report.empty()) {
-      report_page_ = std::make_shared<callbacks::Report>(report);
+      report_page_ = std::make_shared<callbacks::Report>(report, callbacks::ReportOptions{.title = run_name()});
       more.insert(more.begin(), report_page_);
     }
     return more;
   }
+  /// The run's name for its report: the program and the flags given, "02_accumulation_tutorial
+  /// --epochs 3 --amp" (the report's own path left out).
+  std::string run_name() const {
+    std::string name = program_invocation_short_name;
+    if (app_ == nullptr) return name;
+    for (const CLI::Option* option : app_->get_options()) {
+      if (option->count() == 0 || option == report_flag_) continue;
+      name += " " + option->get_name();
+      for (const std::string& value : option->results())
+        if (!value.empty() && value != "true") name += " " + value;
+    }
+    return name;
+  }
+
+  /// Prints "Accuracy: 84.3%" (the line every example ends with) and shows it as the test accuracy in
+  /// the --report page's header.
+  void print_accuracy(double accuracy) const {
+    fmt::print("Accuracy: {:.1f}%\n", 100.0 * accuracy);
+    if (report_page_) report_page_->result("test accuracy", accuracy);
+  }
+
   /// Links `path` from the --report page (callbacks::Report::link), when there is one.
   void link_in_report(const std::string& label, const std::string& path) const {
     if (report_page_) report_page_->link(label, path);
@@ -169,8 +192,6 @@ struct ExampleOptions {
   }
 };
 
-/// The line every example ends with.
-inline void print_accuracy(double accuracy) { fmt::print("Accuracy: {:.1f}%\n", 100.0 * accuracy); }
 
 namespace detail {
 // Under mpirun, a process's standard output is a pipe to mpirun, which writes it on and exits 0

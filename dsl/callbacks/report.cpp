@@ -160,9 +160,11 @@ void Report::on_train_begin(TrainingContext& context) {
   // chart (it would dwarf the rest).
   datasets_ = memory.live_of(MemoryCategory::data);
   try {
-    const MemoryPlan plan = model.memory_plan(context.batch_size);
-    plan_peak_ = plan.peak_total;
-    plan_parts_.assign(plan.peak.begin(), plan.peak.end());
+    const PrecisionEffect effect =
+        model.precision_effect(context.batch_size, context.recipe != nullptr && context.recipe->accumulates());
+    plan_peak_ = effect.mixed.peak_total;
+    plan_parts_.assign(effect.mixed.peak.begin(), effect.mixed.peak.end());
+    precision_effect_ = effect.str();
   } catch (const Error& e) {
     log::warning("callbacks::Report: no memory plan for this run ({}); the memory chart shows measurements only",
                  e.what());
@@ -248,6 +250,11 @@ void Report::link(std::string label, const std::string& path) {
   if (writes_ && !banner_.empty()) write();
 }
 
+void Report::result(std::string label, double value) {
+  results_.emplace_back(std::move(label), value);
+  if (writes_ && !banner_.empty()) write();
+}
+
 double Report::seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
 
 std::string Report::data_json() const {
@@ -263,6 +270,9 @@ std::string Report::data_json() const {
   head["categories"] = category_names();
   head["plan"] = {{"micro_batch", micro_batch_}, {"peak", plan_peak_}, {"parts", plan_parts_}};
   if (!planner_.empty()) head["planner"] = json::parse(planner_);
+  head["precision_effect"] = precision_effect_;
+  head["results"] = json::array();
+  for (const auto& [label, value] : results_) head["results"].push_back({{"label", label}, {"value", value}});
   head["limit"] = limit_;
   head["datasets"] = datasets_;
   head["clipping"] = clipping_;
@@ -346,6 +356,7 @@ std::string Report::json_lines() const {
   json run{{"type", "run"}, {"title", title_}, {"banner", banner_}, {"summary", summary_},
            {"plan_peak", plan_peak_}, {"plan_parts", plan_parts_}, {"limit", limit_}, {"datasets", datasets_}};
   if (!planner_.empty()) run["planner"] = json::parse(planner_);
+  if (!precision_effect_.empty()) run["precision_effect"] = precision_effect_;
   out += dump(run) + "\n";
   std::size_t memory = 0, step = 0, epoch = 0;
   for (std::size_t i = 0; i < micro_loss_.size(); ++i) {
@@ -369,6 +380,7 @@ std::string Report::json_lines() const {
                "\n";
     }
   }
+  for (const auto& [label, value] : results_) out += dump(json{{"type", "result"}, {"label", label}, {"value", value}}) + "\n";
   return out;
 }
 

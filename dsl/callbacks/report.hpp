@@ -30,7 +30,7 @@ namespace accrue::callbacks {
 struct ReportOptions {
   /// The JSON lines file; empty: the page's path with ".jsonl" for its extension.
   std::string json_lines = {};
-  /// The page's title; empty: the model's name.
+  /// The page's title (the run's name: the program and its settings); empty: the model's name.
   std::string title = {};
 };
 
@@ -51,6 +51,10 @@ class Report final : public Callback {
   /// training (an exported or saved model) is found from its run's report. Give fit the Report as
   /// a shared_ptr to call this on the one that trained.
   void link(std::string label, const std::string& path);
+  /// Shows `value` in the page's header as `label` ("test accuracy": 0.843 is shown as 84.3%, as
+  /// is every label with "acc" in it), and as a "result" line of the JSON lines; writes the page
+  /// again when training wrote it already. For what a program measures after training.
+  void result(std::string label, double value);
 
   const std::string& path() const { return path_; }
   const std::string& json_lines_path() const { return json_lines_; }
@@ -85,6 +89,9 @@ class Report final : public Callback {
   std::vector<std::size_t> plan_parts_;
   // The memory planner's candidates under a budget, as JSON rows (empty without one).
   std::string planner_;
+  // Why mixed precision moved the plan's peak against float32 (PrecisionEffect::str; empty in float32).
+  std::string precision_effect_;
+  std::vector<std::pair<std::string, double>> results_;
   // Per micro-batch.
   std::vector<double> micro_loss_;
   std::vector<std::int64_t> micro_samples_, micro_window_;

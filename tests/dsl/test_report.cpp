@@ -101,6 +101,54 @@ BOOST_AUTO_TEST_CASE(files_made_after_training_are_linked_from_the_page) {
   BOOST_TEST(after.find("<p id=\"files\" hidden>") != std::string::npos);
 }
 
+// Results measured after training reach the header and the JSON lines; a float16 run says why its
+// plan's peak moved against float32.
+BOOST_AUTO_TEST_CASE(results_and_the_precision_effect_reach_the_page) {
+  test::TempDir dir{"report_result"};
+  Sequential model{layers::Input{6}, layers::Dense{16}, layers::ReLU{}, layers::Dense{4}};
+  model.compile(optim::Recipe{optim::SGD{.lr = 0.1}}.amp(dtype::bf16), losses::CrossEntropy{});
+  auto report = std::make_shared<callbacks::Report>(dir.file("run.html"));
+  model.fit(test::blobs(16, 3), {.batch_size = 8, .callbacks = {report}, .verbose = 0});
+  report->result("test accuracy", 0.8125);
+  const std::string html = read(dir.file("run.html")), lines = read(dir.file("run.jsonl"));
+  BOOST_TEST(html.find(R"("results":[{"label":"test accuracy","value":0.8125}])") != std::string::npos);
+  BOOST_TEST(lines.find(R"({"type":"result","label":"test accuracy","value":0.8125})") != std::string::npos);
+  const std::string effect = model.precision_effect(8, false).str();
+  BOOST_TEST(!effect.empty());
+  BOOST_TEST(html.find(nlohmann::json(effect).dump()) != std::string::npos, effect);
+}
+
+// Several runs' JSON lines on one page; what is not a run's JSON lines is named with its line.
+BOOST_AUTO_TEST_CASE(runs_compared_on_one_page) {
+  test::TempDir dir{"report_compare"};
+  std::vector<std::string> runs;
+  for (const int k : {1, 4}) {
+    manual_seed(1);
+    Sequential model{layers::Input{6}, layers::Dense{4}};
+    optim::Recipe recipe = optim::SGD{.lr = 0.1};
+    if (k > 1) recipe = recipe.accumulate(k);
+    model.compile(recipe, losses::CrossEntropy{}, {metrics::Accuracy{}});
+    const std::string page = dir.file(fmt::format("run{}.html", k));
+    model.fit(test::blobs(64, 3), {.epochs = 2, .batch_size = 16 / k, .validation = test::blobs(16, 4),
+                                   .callbacks = {callbacks::Report{page, {.title = fmt::format("{} x {}", 16 / k, k)}}},
+                                   .verbose = 0});
+    runs.push_back(dir.file(fmt::format("run{}.jsonl", k)));
+  }
+  const std::string html = callbacks::comparison_page(runs);
+  BOOST_TEST(html.find("\"title\":\"16 x 1\"") != std::string::npos);
+  BOOST_TEST(html.find("\"title\":\"4 x 4\"") != std::string::npos);
+  // Both runs saw 128 samples by their last step, in 8 and 8 windows of 16.
+  BOOST_TEST(count(html, "\"samples\":[16,32,48,64,80,96,112,128]") == 2u);
+  BOOST_TEST(html.find("<script src") == std::string::npos);
+  std::ofstream{dir.file("not_a_run.jsonl")} << "{\"type\": \"step\"}\n";
+  BOOST_CHECK_EXCEPTION(callbacks::comparison_page({runs[0], dir.file("not_a_run.jsonl")}), ValueError,
+                        test::message_has({"not_a_run.jsonl:1", "not a run's JSON lines"}));
+  std::ofstream{dir.file("broken.jsonl")} << read(runs[0]) << "{ broken\n";
+  BOOST_CHECK_EXCEPTION(callbacks::comparison_page({dir.file("broken.jsonl")}), ValueError,
+                        test::message_has({"broken.jsonl:", "not a JSON object"}));
+  BOOST_CHECK_THROW(callbacks::comparison_page({dir.file("missing.jsonl")}), IoError);
+}
+
 // Names the page shows can hold anything a user types: nothing of them may reach the HTML parser as
 // markup ("<!--<script" would start HTML's escaped script states, and the page's own </script>
 // would no longer end its script), and a title that is not UTF-8 is refused before training.
