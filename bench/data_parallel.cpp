@@ -9,7 +9,7 @@
 //                 [--no-pytorch] [--mpirun mpirun] [--per-window]
 //
 // --per-window gives every Accrue run accumulate(K, {.weight_gradients = WeightGradients::per_window})
-// (the Dense weight gradients multiplied once per window, see the README's "Gradient accumulation"),
+// (the Dense weight gradients multiplied once per window, see docs/03_gradient_accumulation.md),
 // which spares a single-thread process at a small micro-batch a read and a write of every Dense
 // weight gradient per micro-batch; PyTorch runs its same loop.
 //

@@ -8,14 +8,16 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 browser=(chromium)
 command -v node >/dev/null && command -v npm >/dev/null || browser+=(nodejs npm)
 # The packages' test: cpack's DEB generator (dpkg-shlibdeps, file) and pkg-config. The CPU kernels'
-# run as older processors: qemu-user (tests/kernels/under_qemu.sh).
-tools=(dpkg-dev file pkg-config qemu-user)
+# run as older processors: qemu-user (tests/kernels/under_qemu.sh). The API reference: doxygen
+# (test_api_reference).
+tools=(dpkg-dev file pkg-config qemu-user doxygen)
 "$root/examples/install_deps.sh" "${browser[@]}" "${tools[@]}"
 build=${ACCRUE_BUILD_DIR:-$root/build}
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build "$build"
 status=0
-ctest --test-dir "$build" --output-on-failure -j "$(nproc)" -LE long || status=$?
+# Soak tests (label soak: the classroom's load test for minutes) are run by hand: ctest -L soak.
+ctest --test-dir "$build" --output-on-failure -j "$(nproc)" -LE 'long|soak' || status=$?
 # Long training runs (label long) after the rest, one at a time with every core.
 ctest --test-dir "$build" --output-on-failure -L long || status=$?
 # ctest lists skipped tests without their reason; the tests print it.

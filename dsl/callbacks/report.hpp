@@ -121,7 +121,7 @@ class Report final : public Callback {
 /// A self-contained page from `page_template` (HTML): its markers /*UPLOT_CSS*/ and /*UPLOT_JS*/
 /// become the vendored uPlot, /*PAGE_CSS*/ and /*PAGE_JS*/ what Accrue's pages share (fonts, and
 /// script errors counted in the body's data-errors, dsl/callbacks/report/page.*), /*TITLE*/ `title` as a JSON string and /*DATA*/ `data_json` (JSON),
-/// each made safe inside <script>. Report's page is made with it, and so can a program's own page
+/// each made safe inside `<script>`. Report's page is made with it, and so can a program's own page
 /// (04_memory_comparison's, the playground's). Throws when a marker is missing.
 std::string fill_report_page(std::string_view page_template, std::string_view title, std::string_view data_json);
 

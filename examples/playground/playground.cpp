@@ -2,7 +2,7 @@
 // accumulation, a memory cap, .amp() and the loss normalization are chosen, the memory plan is drawn
 // against the cap before running, and a run of the tutorial's MLP or CNN on FashionMNIST streams its
 // micro-batches, optimizer steps, loss, learning rate and memory to every page that watches. The
-// HTTP API behind the page is in playground_server.hpp and the README.
+// HTTP API behind the page is in playground_server.hpp and docs/06_report_and_playground.md.
 //
 //   playground [--host 127.0.0.1] [--port 8080] [--data DIR] [--device best|cpu|cuda]
 //   playground --classroom --host 0.0.0.0 [--max-runs N] [--threads-per-run T]

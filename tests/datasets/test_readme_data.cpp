@@ -1,4 +1,4 @@
-// The README's programs of "Your own data", as written there, on small files made here: a folder
+// The programs of docs/02_your_own_data.md, as written there, on small files made here: a folder
 // of images, a CSV table, an .npz archive written by NumPy, CIFAR-10's binary layout, types of
 // one's own.
 
