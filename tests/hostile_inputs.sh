@@ -22,6 +22,7 @@ image_folder=$build/examples/10_image_folder
 cifar=$build/examples/11_cifar10
 predict=$build/examples/12_predict
 for program in "$mlp" "$cnn" "$memory" "$char_lm" "$classify" "$playground" "$data_parallel" "$tabular" "$image_folder" \
+  "$build/examples/accrue-report" \
   "$cifar" "$predict"; do
   [[ -x $program ]] || { echo "$program is not built"; exit 1; }
 done
@@ -321,6 +322,22 @@ case_ "char_lm with a model larger than the machine" 1 "the machine has" \
 case_ "playground --host ''" 1 "--host: an empty address" "$playground" --host "" --port 0 --data "$data"
 case_ "playground with stdout on a full disk" 1 "the address could not be printed (No space left on device)" \
   bash -c '"$0" --port 0 --data "$1" > /dev/full' "$playground" "$data"
+case_ "playground --classroom --max-runs 0" 1 "--max-runs: 0 is not a whole number from 1 to 256" "$playground" --classroom \
+  --max-runs 0 --port 0 --data "$data"
+# A worker's settings that are not JSON: its run ends failed, saying why, as a line of JSON.
+case_ "playground --worker given settings that are not JSON" 0 '"outcome":"failed","oom":false' \
+  bash -c 'echo "micro_batch=16" | "$0" --worker 1 --data "$1" --device cpu' "$playground" "$data"
+
+# ---- accrue-report ---------------------------------------------------------------------------------
+report_tool=$build/examples/accrue-report
+case_ "accrue-report without runs" 1 "runs is required" "$report_tool"
+case_ "accrue-report of a file that is not there" 1 "/nonexistent.jsonl" "$report_tool" /nonexistent.jsonl -o "$work/c.html"
+printf '{"type": "step"}\n' > "$work/step.jsonl"
+case_ "accrue-report of lines that are not a run's" 1 "step.jsonl:1: not a run's JSON lines" "$report_tool" "$work/step.jsonl" \
+  -o "$work/c.html"
+printf '{"type": "run", "title": "t"}\nnot json\n' > "$work/cut.jsonl"
+case_ "accrue-report of a line that is not JSON" 1 "cut.jsonl:2: not a JSON object" "$report_tool" "$work/cut.jsonl" -o "$work/c.html"
+case_ "accrue-report writing over a run" 1 "would overwrite a run's JSON lines" "$report_tool" "$work/cut.jsonl" -o "$work/cut.jsonl"
 
 # ---- several processes -----------------------------------------------------------------------------
 if command -v mpirun >/dev/null; then

@@ -47,6 +47,13 @@ BOOST_AUTO_TEST_CASE(bad_settings_get_400_naming_the_setting) {
   }
   BOOST_TEST(s.playground.runs_alive() == 0);
   BOOST_TEST(s.post("/api/stop", "").first == 409);
+  // A stop as curl -X POST sends it: no body, no Content-Length.
+  Connection bare{s.port};
+  bare.send("POST /api/stop HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(s.port) + "\r\n\r\n");
+  const std::optional<Reply> stopped = bare.read();
+  BOOST_REQUIRE(stopped);
+  BOOST_TEST(stopped->status == 409);
+  BOOST_TEST(stopped->json().at("error") == "no run is going");
   const auto [missing, answer] = s.ask("GET", "/api/nothing");
   BOOST_TEST(missing == 404);
   BOOST_TEST(answer.at("error").get<std::string>().find("/api/nothing") != std::string::npos);
