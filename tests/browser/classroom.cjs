@@ -4,23 +4,12 @@
 //   node classroom.cjs URL TEACHER_URL SHOTS_DIR     (PUPPETEER_DIR as for playground.cjs)
 "use strict";
 const path = require("path");
-const puppeteer = require(path.join(process.env.PUPPETEER_DIR, "node_modules", "puppeteer-core"));
+const { check, launch, text, failed } = require("./browser.cjs");
 
 const [url, teacherUrl, shots] = process.argv.slice(2);
-let failed = false;
-function check(what, ok, detail) {
-  console.log((ok ? "ok: " : "FAILED: ") + what + (detail === undefined ? "" : " (" + detail + ")"));
-  if (!ok) failed = true;
-}
-const text = (page, id) => page.$eval("#" + id, (el) => el.textContent);
 
 (async () => {
-  const browser = await puppeteer.launch({
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-           "--disable-component-update", "--disable-sync", "--hide-scrollbars"],
-  });
+  const browser = await launch();
   const errors = [];
   const watch = (page) => {
     page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
@@ -96,5 +85,5 @@ const text = (page, id) => page.$eval("#" + id, (el) => el.textContent);
   } finally {
     await browser.close();
   }
-  process.exit(failed ? 1 : 0);
+  process.exit(failed() ? 1 : 0);
 })();

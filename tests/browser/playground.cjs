@@ -3,14 +3,9 @@
 // Prints "ok: ..." or "FAILED: ..." per check and exits 1 when one failed.
 "use strict";
 const path = require("path");
-const puppeteer = require(path.join(process.env.PUPPETEER_DIR, "node_modules", "puppeteer-core"));
+const { check, launch, text, failed } = require("./browser.cjs");
 
 const [url, shots] = process.argv.slice(2);
-let failed = false;
-function check(what, ok, detail) {
-  console.log((ok ? "ok: " : "FAILED: ") + what + (detail === undefined ? "" : " (" + detail + ")"));
-  if (!ok) failed = true;
-}
 
 // Sets inputs as a user would (value, then an input event).
 async function set(page, values) {
@@ -23,7 +18,6 @@ async function set(page, values) {
     }
   }, values);
 }
-const text = (page, id) => page.$eval("#" + id, (el) => el.textContent);
 // Runs with the settings shown and waits for that run (not the one before) to finish.
 async function runToEnd(page, timeout) {
   const before = await page.evaluate(() => window.playground.run);
@@ -39,12 +33,7 @@ async function click(page, selector) {
 }
 
 (async () => {
-  const browser = await puppeteer.launch({
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-           "--disable-component-update", "--disable-sync", "--hide-scrollbars"],
-  });
+  const browser = await launch();
   const errors = [];
   const open = async () => {
     const page = await browser.newPage();
@@ -177,5 +166,5 @@ async function click(page, selector) {
   } finally {
     await browser.close();
   }
-  process.exit(failed ? 1 : 0);
+  process.exit(failed() ? 1 : 0);
 })();

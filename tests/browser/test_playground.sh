@@ -58,9 +58,9 @@ finish() {
 }
 status=0
 start
-PUPPETEER_DIR="$modules" CHROMIUM="$chromium" timeout 180 node "$here/playground.cjs" "$url" "$shots" || status=1
+PUPPETEER_DIR="$modules" CHROMIUM="$chromium" timeout 240 node "$here/playground.cjs" "$url" "$shots" || status=1
 finish
 start --classroom --max-runs 1
-PUPPETEER_DIR="$modules" CHROMIUM="$chromium" timeout 180 node "$here/classroom.cjs" "$url" "$teacher" "$shots" || status=1
+PUPPETEER_DIR="$modules" CHROMIUM="$chromium" timeout 150 node "$here/classroom.cjs" "$url" "$teacher" "$shots" || status=1
 finish
 exit $status
