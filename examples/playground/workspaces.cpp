@@ -1,6 +1,7 @@
 // The life of a workspace's run: queued, trained in a process of its own, relayed, ended.
 
 #include <algorithm>
+#include <chrono>
 #include <random>
 
 #include "playground_server.hpp"
@@ -165,37 +166,48 @@ void Playground::launch(Workspace& w) {
   w.relay = std::thread([this, &w, run = w.run] { relay(w, run); });
 }
 
-// The relay's thread: the process's events to the workspace's page and, summed up, to the teacher's.
+// The relay's thread: the process's events to the workspace's page and, summed up, to the
+// teacher's: the run's start, its optimizer steps' losses (gathered, at most one event a second
+// per workspace, so that a two-hour lab's log stays small) and its end.
 void Playground::relay(Workspace& w, std::int64_t run) {
+  using Clock = std::chrono::steady_clock;
   bool ended = false;
+  json points = json::array();
+  Clock::time_point last_steps{};
+  const auto send_steps = [&] {
+    if (points.empty()) return;
+    classroom_.publish(json{{"type", "steps"}, {"workspace", w.name}, {"run", run}, {"optimizer_steps", w.optimizer_steps},
+                            {"points", std::exchange(points, json::array())}}
+                           .dump());
+    last_steps = Clock::now();
+  };
   while (const std::optional<std::string> line = w.process->read_line()) {
-    json e = json::parse(*line, nullptr, false);
-    if (!e.is_object() || !e.contains("type")) continue;  // not an event: nothing to relay
-    const std::string type = e["type"].is_string() ? e["type"].get<std::string>() : "";
-    json summary{{"type", type}, {"workspace", w.name}, {"run", run}};
+    const json e = json::parse(*line, nullptr, false);
+    if (!e.is_object() || !e.contains("type") || !e["type"].is_string()) continue;  // not an event: nothing to relay
+    const std::string type = e["type"].get<std::string>();
+    std::optional<json> summary;
     {
       const std::lock_guard lock{mutex_};
       if (type == "micro_batch") {
         w.micro_batches = e.value("micro_batches", w.micro_batches);
         w.optimizer_steps = e.value("optimizer_steps", w.optimizer_steps);
         if (e["loss"].is_number()) w.loss = e["loss"].get<double>();
-        summary["type"] = "steps";
-        summary["optimizer_steps"] = w.optimizer_steps;
-        summary["points"] = json::array();
-        for (const json& s : e.value("steps", json::array())) summary["points"].push_back({s["step"], s["loss"]});
+        for (const json& s : e.value("steps", json::array())) points.push_back({s["step"], s["loss"]});
       } else if (type == "end") {
         ended = true;
         w.outcome = e.value("outcome", "failed");
         w.optimizer_steps = e.value("optimizer_steps", w.optimizer_steps);
         w.micro_batches = e.value("micro_batches", w.micro_batches);
-        summary["outcome"] = w.outcome;
+        summary = json{{"type", "end"}, {"workspace", w.name}, {"run", run}, {"outcome", w.outcome}};
       } else if (type == "run") {
-        summary["total_steps"] = e["total_steps"];
+        summary = json{{"type", "run"}, {"workspace", w.name}, {"run", run}, {"total_steps", e["total_steps"]}};
       }
     }
     w.events.publish(*line);
-    if (type != "micro_batch" || !summary["points"].empty()) classroom_.publish(summary.dump());
+    if (type == "end" || Clock::now() - last_steps >= std::chrono::seconds{1}) send_steps();
+    if (summary) classroom_.publish(summary->dump());
   }
+  send_steps();
   const std::string why = w.process->wait();
   if (!ended) {
     const json end = end_event(run, "failed", fmt::format("the run's process ended ({}) before the run did",
