@@ -130,6 +130,7 @@ class Playground {
   void publish_queue();
   void finished(Workspace& w);
   void dequeue(Workspace& w);
+  void end_for_process(Workspace& w, std::int64_t run, std::string_view outcome, std::string message);
   void wait_for_ends(std::unique_lock<std::mutex>& lock, const std::function<bool()>& over);
 
   http::Response plan_request(const http::Request& request) const;

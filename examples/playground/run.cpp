@@ -375,20 +375,14 @@ void run_worker(const Dataset& data, const Dataset& validation, Device device, s
                 std::istream& control, std::FILE* events) {
   std::string first;
   std::getline(control, first);
-  json end{{"type", "end"}, {"run", run}, {"outcome", "failed"}, {"oom", false}, {"optimizer_steps", 0},
-           {"micro_batches", 0}};
+  LineHost host{control, events};
   try {
     const Settings settings = parse_settings(first, static_cast<std::int64_t>(data.size()));
-    LineHost host{control, events};
-    end = train(data, validation, device, run, settings, host);
-    host.publish(end);
-    return;
+    host.publish(train(data, validation, device, run, settings, host));
   } catch (const SettingsError& e) {
-    end["message"] = e.what();
+    host.publish({{"type", "end"}, {"run", run}, {"outcome", "failed"}, {"oom", false}, {"optimizer_steps", 0},
+                  {"micro_batches", 0}, {"message", e.what()}});
   }
-  const std::string line = end.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
-  std::fwrite(line.data(), 1, line.size(), events);
-  std::fflush(events);
 }
 
 }  // namespace playground

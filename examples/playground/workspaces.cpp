@@ -13,12 +13,6 @@ using namespace accrue;
 
 namespace {
 
-// A finished, stopped or failed run's end when its process could not say it.
-json end_event(std::int64_t run, std::string_view outcome, std::string message) {
-  return {{"type", "end"},          {"run", run},           {"outcome", outcome},  {"message", std::move(message)},
-          {"oom", false},           {"optimizer_steps", 0}, {"micro_batches", 0}};
-}
-
 std::string random_key() {
   std::random_device device;
   std::string key;
@@ -148,11 +142,8 @@ void Playground::launch(Workspace& w) {
   try {
     w.process = std::make_unique<ChildProcess>(argv, environment);
   } catch (const std::exception& e) {
-    const json end = end_event(w.run, "failed", fmt::format("the run could not start: {}", e.what()));
     w.state = Workspace::State::idle;
-    w.outcome = "failed";
-    w.events.publish(end.dump());
-    classroom_.publish(json{{"type", "end"}, {"workspace", w.name}, {"run", w.run}, {"outcome", "failed"}}.dump());
+    end_for_process(w, w.run, "failed", fmt::format("the run could not start: {}", e.what()));
     ended_.notify_all();
     return;
   }
@@ -210,14 +201,9 @@ void Playground::relay(Workspace& w, std::int64_t run) {
   send_steps();
   const std::string why = w.process->wait();
   if (!ended) {
-    const json end = end_event(run, "failed", fmt::format("the run's process ended ({}) before the run did",
-                                                          why.empty() ? "exit status 0" : why));
-    {
-      const std::lock_guard lock{mutex_};
-      w.outcome = "failed";
-    }
-    w.events.publish(end.dump());
-    classroom_.publish(json{{"type", "end"}, {"workspace", w.name}, {"run", run}, {"outcome", "failed"}}.dump());
+    const std::lock_guard lock{mutex_};
+    end_for_process(w, run, "failed",
+                    fmt::format("the run's process ended ({}) before the run did", why.empty() ? "exit status 0" : why));
   }
   finished(w);
 }
@@ -239,9 +225,17 @@ void Playground::finished(Workspace& w) {
 void Playground::dequeue(Workspace& w) {
   std::erase(queue_, &w);
   w.state = Workspace::State::idle;
-  w.outcome = "stopped";
-  w.events.publish(end_event(w.run, "stopped", "stopped while waiting in the queue").dump());
-  classroom_.publish(json{{"type", "end"}, {"workspace", w.name}, {"run", w.run}, {"outcome", "stopped"}}.dump());
+  end_for_process(w, w.run, "stopped", "stopped while waiting in the queue");
+}
+
+// With mutex_ held: the end a run's process could not say (it never started, or died first), to
+// the workspace's page and the teacher's.
+void Playground::end_for_process(Workspace& w, std::int64_t run, std::string_view outcome, std::string message) {
+  w.outcome = outcome;
+  w.events.publish(json{{"type", "end"}, {"run", run}, {"outcome", outcome}, {"message", std::move(message)},
+                        {"oom", false}, {"optimizer_steps", 0}, {"micro_batches", 0}}
+                       .dump());
+  classroom_.publish(json{{"type", "end"}, {"workspace", w.name}, {"run", run}, {"outcome", outcome}}.dump());
 }
 
 // With mutex_ held by `lock`: waits for `over`; runs that do not end at their micro-batch's end

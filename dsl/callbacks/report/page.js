@@ -48,4 +48,12 @@ window.accrue = {
     return size;
   },
   number(x) { return x === null || x === undefined || !isFinite(x) ? "" : String(+Number(x).toPrecision(4)); },
+  // A power of two as one ("2^16"), other numbers as number() writes them: loss scales.
+  power(x) { return x > 0 && Number.isInteger(Math.log2(x)) ? "2^" + Math.log2(x) : window.accrue.number(x); },
+  // Curves of [x, y] points on one x axis, as uPlot takes them: every x any curve has, sorted, and
+  // each curve's y there (null where it has none).
+  aligned(curves) {
+    const xs = Array.from(new Set([].concat(...curves.map((c) => c.map((p) => p[0]))))).sort((a, b) => a - b);
+    return [xs].concat(curves.map((c) => { const m = new Map(c); return xs.map((x) => (m.has(x) ? m.get(x) : null)); }));
+  },
 };
