@@ -1,6 +1,6 @@
 // The playground as a classroom (playground --classroom): a workspace per browser, runs queued
 // within max_runs and trained side by side in processes of their own, a student stopping only
-// their own run, the teacher's token, pause and stop; and the load test: 40 students planning while
+// their own run, the teacher's token, pause and stop, odd keys and the workspace limit; and the load test: 40 students planning while
 // 10 train at once, every run finishing and the server's memory back to its level after.
 // ACCRUE_CLASSROOM_SECONDS sets how long the students keep starting runs (20 s; ctest's label long
 // runs 180 s).
@@ -229,4 +229,24 @@ BOOST_AUTO_TEST_CASE(forty_students_plan_while_ten_train) {
   const double grown = (static_cast<double>(resident_bytes()) - static_cast<double>(resident_before)) / (1 << 20);
   BOOST_TEST_MESSAGE("server resident memory: " << resident_before / (1 << 20) << " MiB before, grown by " << grown << " MiB");
   BOOST_TEST(grown < 64.0);
+}
+
+BOOST_AUTO_TEST_CASE(keys_tokens_and_the_workspace_limit_hold_against_odd_requests) {
+  playground::PlaygroundOptions options = classroom(1);
+  options.max_workspaces = 2;
+  Served s{2048, options};
+  open_workspace(s);
+  open_workspace(s);
+  const auto [full, why] = s.post("/api/workspaces", "");
+  BOOST_TEST(full == 503);
+  BOOST_TEST(why.at("error").get<std::string>().find("full (2 workspaces)") != std::string::npos);
+  // Keys the server never gave: empty, cut percent escapes, bytes that are not UTF-8, a long one.
+  for (const std::string& key : std::vector<std::string>{"", "%", "%4", "%zz", "%ff%fe", std::string(4000, 'a'), "a&w=b"}) {
+    BOOST_TEST_CONTEXT("key " << key.substr(0, 20)) {
+      BOOST_TEST(s.ask("GET", "/api/status?w=" + key).first == 404);
+      BOOST_TEST(s.post("/api/runs?w=" + key, "{}").first == 404);
+      BOOST_TEST(s.post("/api/teacher/stop?token=" + key, "").first == 403);
+    }
+  }
+  BOOST_TEST(s.playground.runs_alive() == 0);
 }
