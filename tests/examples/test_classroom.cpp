@@ -1,7 +1,8 @@
 // The playground as a classroom (playground --classroom): a workspace per browser, runs queued
 // within max_runs and trained side by side in processes of their own, a student stopping only
-// their own run, the teacher's token, pause and stop, odd keys and the workspace limit; and the load test: 40 students planning while
-// 10 train at once, every run finishing and the server's memory back to its level after.
+// their own run, the teacher's token, pause and stop, odd keys and the workspace limit; and the
+// load test: 40 students planning while 10 train at once, every run finishing and the server's
+// memory back to its level after.
 // ACCRUE_CLASSROOM_SECONDS sets how long the students keep starting runs (20 s; ctest's label long
 // runs 180 s).
 
