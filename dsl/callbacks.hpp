@@ -69,6 +69,9 @@ struct TrainingContext {
   /// Mixed precision: the low-precision type, and the loss scaler when losses are scaled.
   std::optional<DType> amp_dtype;
   const GradScaler* scaler = nullptr;
+  /// Which way each value the run logs gets better ("loss" lower, "val_auc" higher), from the
+  /// compiled metrics: what a callback monitoring one in mode "auto" follows.
+  LogDirections log_directions;
   /// A factor on top of the schedule; ReduceLROnPlateau lowers it.
   double lr_factor = 1.0;
   std::int64_t optimizer_steps = 0;
@@ -129,13 +132,15 @@ class Callback {
   virtual void load_state(const CallbackState& /*state*/) {}
 };
 
-/// Holds a callback for FitOptions: from a value (copied in) or a shared_ptr (shared).
+/// Holds a callback for FitOptions. A callback you name is used where it is (as Keras's callbacks
+/// are): after fit, `stop.stopped_epoch()` is the run's, and it must outlive the run. A temporary
+/// (`callbacks::CSVLogger{"log.csv"}`) is moved in and a shared_ptr shared.
 class CallbackHandle {
  public:
   template <class T>
     requires std::derived_from<std::decay_t<T>, Callback>
   CallbackHandle(T&& callback)  // NOLINT: implicit on purpose
-      : ptr_(std::make_shared<std::decay_t<T>>(std::forward<T>(callback))) {}
+      : ptr_(held(std::forward<T>(callback))) {}
   template <class T>
     requires std::derived_from<T, Callback>
   CallbackHandle(std::shared_ptr<T> callback) : ptr_(std::move(callback)) {}  // NOLINT
@@ -144,6 +149,13 @@ class CallbackHandle {
   Callback* get() const { return ptr_.get(); }
 
  private:
+  template <class T>
+  static std::shared_ptr<Callback> held(T&& callback) {
+    using C = std::remove_reference_t<T>;
+    // The user's own object, not owned: nothing to delete.
+    if constexpr (std::is_lvalue_reference_v<T> && !std::is_const_v<C>) return std::shared_ptr<Callback>(&callback, [](Callback*) {});
+    else return std::make_shared<std::decay_t<T>>(std::forward<T>(callback));
+  }
   std::shared_ptr<Callback> ptr_;
 };
 

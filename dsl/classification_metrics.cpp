@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "accrue/dsl/layer_registry.hpp"
 #include "accrue/dsl/metrics.hpp"
 #include "accrue/framework/autograd.hpp"
@@ -28,8 +30,39 @@ std::vector<float> target_values(const Tensor& target) {
   return {v.begin(), v.end()};
 }
 
+// The sigmoid of each score.
+void sigmoid(std::vector<float>& scores) {
+  for (float& s : scores) s = 1.0f / (1.0f + std::exp(-s));
+}
+
+// The softmax of each row of C scores.
+void softmax_rows(std::vector<float>& scores, std::size_t C) {
+  for (std::size_t row = 0; row + C <= scores.size(); row += C) {
+    const auto first = scores.begin() + static_cast<std::ptrdiff_t>(row), last = first + static_cast<std::ptrdiff_t>(C);
+    const float top = *std::max_element(first, last);
+    double sum = 0.0;
+    for (auto it = first; it != last; ++it) sum += std::exp(static_cast<double>(*it - top));
+    for (auto it = first; it != last; ++it) *it = static_cast<float>(std::exp(static_cast<double>(*it - top)) / sum);
+  }
+}
+
+// Scores a threshold in [0, 1] can decide: probabilities, within float rounding of a sigmoid or a
+// softmax. A logit scored as a probability gives a plausible number that means nothing (an AUC of
+// 0.07 for a classifier whose probabilities give 0.93), so it is refused.
+void check_probabilities(const std::string& metric, const std::vector<float>& scores) {
+  constexpr float slack = 1e-5f;
+  for (std::size_t i = 0; i < scores.size(); ++i) {
+    const float s = scores[i];
+    if (std::isnan(s) || (s >= -slack && s <= 1.0f + slack)) continue;
+    throw ValueError(fmt::format("{}: score {} (element {} of the batch) is outside [0, 1]: its thresholds are "
+                                 "probabilities. For a model that ends in logits (Dense with CrossEntropy, or "
+                                 "BinaryCrossEntropy{{.from_logits = true}}) give the metric .from_logits = true",
+                                 metric, s, i));
+  }
+}
+
 Decisions decisions(const std::string& metric, const Tensor& prediction, const Tensor& target,
-                    std::optional<std::int64_t> class_id) {
+                    std::optional<std::int64_t> class_id, bool from_logits) {
   Decisions d;
   if (class_id) {
     ACCRUE_CHECK_SHAPE(prediction.rank() == 2 && target.rank() == 1 && target.size(0) == prediction.size(0) &&
@@ -38,7 +71,10 @@ Decisions decisions(const std::string& metric, const Tensor& prediction, const T
                        prediction.shape(), target.shape(), dtype_name(target.dtype()));
     const std::int64_t C = prediction.size(1);
     ACCRUE_CHECK(*class_id >= 0 && *class_id < C, "{}: class_id {} is not one of the {} classes", metric, *class_id, C);
-    const std::vector<float> p = host_floats(prediction), y = target_values(target);
+    std::vector<float> p = host_floats(prediction);
+    if (from_logits) softmax_rows(p, static_cast<std::size_t>(C));
+    else check_probabilities(metric, p);
+    const std::vector<float> y = target_values(target);
     for (std::size_t i = 0; i < y.size(); ++i) {
       d.scores.push_back(p[i * static_cast<std::size_t>(C) + static_cast<std::size_t>(*class_id)]);
       d.truth.push_back(y[i] == static_cast<float>(*class_id));
@@ -52,6 +88,8 @@ Decisions decisions(const std::string& metric, const Tensor& prediction, const T
                      "class scores (B, C) name the class: class_id",
                      metric, prediction.shape(), target.shape());
   d.scores = host_floats(prediction);
+  if (from_logits) sigmoid(d.scores);
+  else check_probabilities(metric, d.scores);
   for (float y : target_values(target)) d.truth.push_back(y != 0.0f);
   return d;
 }
@@ -71,19 +109,26 @@ std::optional<std::int64_t> class_of(const ConfigReader& c) {
   return c.is_set("class_id") ? std::optional<std::int64_t>{c.integer("class_id")} : std::nullopt;
 }
 
+// Files from before from_logits and name have neither.
+bool logits_of(const ConfigReader& c) { return c.is_set("from_logits") && c.flag("from_logits"); }
+std::string name_of(const ConfigReader& c) { return c.is_set("name") ? c.text("name") : std::string{}; }
+
 }  // namespace
 
 void BinaryMetric::update(const Tensor& prediction, const Tensor& target, double) {
-  const Decisions d = decisions(name_, prediction, target, options_.class_id);
+  const Decisions d = decisions(name(), prediction, target, options_.class_id, options_.from_logits);
   for (std::size_t i = 0; i < d.scores.size(); ++i) count(counts_, d.scores[i] > options_.threshold, d.truth[i]);
 }
 
 LayerConfig BinaryMetric::config() const {
-  return {{"threshold", float_option(options_.threshold)}, {"class_id", class_option(options_.class_id)}};
+  return {{"threshold", float_option(options_.threshold)},
+          {"class_id", class_option(options_.class_id)},
+          {"from_logits", options_.from_logits},
+          {"name", options_.name}};
 }
 
 BinaryOptions BinaryMetric::options_from(const ConfigReader& c) {
-  return {.threshold = c.real("threshold"), .class_id = class_of(c)};
+  return {.threshold = c.real("threshold"), .class_id = class_of(c), .from_logits = logits_of(c), .name = name_of(c)};
 }
 
 std::vector<double> BinaryMetric::state() const {
@@ -92,9 +137,9 @@ std::vector<double> BinaryMetric::state() const {
 }
 
 void BinaryMetric::load_state(const std::vector<double>& state) {
-  ACCRUE_CHECK(state.size() == 4, "{}: a saved state has 4 counts (tp, fp, fn, tn), got {}", name_, state.size());
-  counts_ = {saved_count(state[0], name_), saved_count(state[1], name_), saved_count(state[2], name_),
-             saved_count(state[3], name_)};
+  const std::string n = name();
+  ACCRUE_CHECK(state.size() == 4, "{}: a saved state has 4 counts (tp, fp, fn, tn), got {}", n, state.size());
+  counts_ = {saved_count(state[0], n), saved_count(state[1], n), saved_count(state[2], n), saved_count(state[3], n)};
 }
 
 double Precision::result() const { return ratio(static_cast<double>(counts_.tp), static_cast<double>(counts_.tp + counts_.fp)); }
@@ -118,9 +163,13 @@ AUC::AUC(AucOptions options) : options_(options) {
 void AUC::reset() { counts_.assign(thresholds_.size(), BinaryCounts{}); }
 
 void AUC::update(const Tensor& prediction, const Tensor& target, double) {
-  const Decisions d = decisions(name(), prediction, target, options_.class_id);
+  const Decisions d = decisions(name(), prediction, target, options_.class_id, options_.from_logits);
   for (std::size_t i = 0; i < d.scores.size(); ++i)
     for (std::size_t t = 0; t < thresholds_.size(); ++t) count(counts_[t], d.scores[i] > thresholds_[t], d.truth[i]);
+}
+
+double BinaryAccuracy::result() const {
+  return ratio(static_cast<double>(counts_.tp + counts_.tn), static_cast<double>(counts_.tp + counts_.fp + counts_.fn + counts_.tn));
 }
 
 double AUC::result() const {
@@ -147,7 +196,9 @@ double AUC::result() const {
 LayerConfig AUC::config() const {
   return {{"curve", std::string{options_.curve == AucCurve::roc ? "roc" : "pr"}},
           {"num_thresholds", std::int64_t{options_.num_thresholds}},
-          {"class_id", class_option(options_.class_id)}};
+          {"class_id", class_option(options_.class_id)},
+          {"from_logits", options_.from_logits},
+          {"name", options_.name}};
 }
 
 AUC AUC::from_config(const ConfigReader& c) {
@@ -155,7 +206,9 @@ AUC AUC::from_config(const ConfigReader& c) {
   ACCRUE_CHECK(curve == "roc" || curve == "pr", "AUC: curve '{}' is neither roc nor pr", curve);
   return AUC{{.curve = curve == "roc" ? AucCurve::roc : AucCurve::pr,
               .num_thresholds = static_cast<int>(c.integer("num_thresholds")),
-              .class_id = class_of(c)}};
+              .class_id = class_of(c),
+              .from_logits = logits_of(c),
+              .name = name_of(c)}};
 }
 
 std::vector<double> AUC::state() const {
@@ -194,8 +247,10 @@ void SparseTopKCategoricalAccuracy::update(const Tensor& prediction, const Tenso
   total_ += static_cast<std::int64_t>(y.size());
 }
 
+LayerConfig SparseTopKCategoricalAccuracy::config() const { return {{"k", k_}, {"name", name_}}; }
+
 SparseTopKCategoricalAccuracy SparseTopKCategoricalAccuracy::from_config(const ConfigReader& c) {
-  return SparseTopKCategoricalAccuracy{c.integer("k")};
+  return SparseTopKCategoricalAccuracy{c.integer("k"), name_of(c)};
 }
 
 void SparseTopKCategoricalAccuracy::load_state(const std::vector<double>& state) {
@@ -228,7 +283,10 @@ void ConfusionMatrix::update(const Tensor& prediction, const Tensor& target, dou
   ACCRUE_CHECK_SHAPE((scores || one_output) && target.numel() == B && target.rank() >= 1 && target.size(0) == B,
                      "confusion_matrix: needs scores (B, {}) and a label per sample{}, got predictions {} and targets {}",
                      n, n == 2 ? " (or one output (B, 1) against 0/1 targets)" : "", prediction.shape(), target.shape());
-  const std::vector<float> p = host_floats(prediction), y = target_values(target);
+  std::vector<float> p = host_floats(prediction);
+  if (one_output && options_.from_logits) sigmoid(p);
+  else if (one_output) check_probabilities(name(), p);
+  const std::vector<float> y = target_values(target);
   for (std::size_t i = 0; i < y.size(); ++i) {
     // As Precision reads 0/1 targets (Keras casts them to bool); a class label must be one of the classes.
     const float label = one_output && target.dtype() != DType::i32 ? (y[i] != 0.0f ? 1.0f : 0.0f) : y[i];
@@ -255,11 +313,15 @@ std::int64_t ConfusionMatrix::count(std::int64_t truth, std::int64_t predicted) 
 LayerConfig ConfusionMatrix::config() const {
   return {{"num_classes", options_.num_classes},
           {"threshold", float_option(options_.threshold)},
+          {"from_logits", options_.from_logits},
           {"labels", options_.labels}};
 }
 
 ConfusionMatrix ConfusionMatrix::from_config(const ConfigReader& c) {
-  return ConfusionMatrix{{.num_classes = c.integer("num_classes"), .threshold = c.real("threshold"), .labels = c.texts("labels")}};
+  return ConfusionMatrix{{.num_classes = c.integer("num_classes"),
+                          .threshold = c.real("threshold"),
+                          .from_logits = logits_of(c),
+                          .labels = c.texts("labels")}};
 }
 
 void ConfusionMatrix::load_state(const std::vector<double>& state) {

@@ -60,6 +60,16 @@ void MeanLoss::load_state(const std::vector<double>& state) {
 
 }  // namespace metrics
 
+LogDirections log_directions(const std::vector<Metric>& metrics) {
+  LogDirections directions;
+  for (const std::string prefix : {"", "val_"}) {
+    directions.set(prefix + "loss", Direction::lower);
+    for (const Metric& m : metrics)
+      if (const auto d = m.direction()) directions.set(prefix + m.name(), *d);
+  }
+  return directions;
+}
+
 Logs metric_logs(const metrics::MeanLoss& loss, const std::vector<Metric>& metrics, const std::string& prefix) {
   Logs logs;
   logs.set(prefix + "loss", loss.result());

@@ -37,6 +37,7 @@ class Accuracy {
   void add(double loss_sum, std::int64_t units);
   double result() const { return total_ == 0 ? 0.0 : static_cast<double>(correct_) / static_cast<double>(total_); }
   std::string name() const { return "accuracy"; }
+  Direction direction() const { return Direction::higher; }
   /// No options; a saved model keeps the metric by its name.
   LayerConfig config() const { return {}; }
   /// The running counts, for checkpoints taken inside an epoch.
@@ -59,6 +60,7 @@ class MeanLoss {
   void add(double loss_sum, std::int64_t units);
   double result() const { return count_ == 0 ? 0.0 : sum_ / static_cast<double>(count_); }
   std::string name() const { return "loss"; }
+  Direction direction() const { return Direction::lower; }
   LayerConfig config() const { return {}; }
   /// The running sum and count, for checkpoints taken inside an epoch.
   std::vector<double> state() const { return {sum_, static_cast<double>(count_)}; }
@@ -83,7 +85,10 @@ concept MetricType = requires(T m, const T& cm, const Tensor& t) {
   { cm.table() } -> std::convertible_to<CountTable>;
 });
 
-/// Any metric, held by value; copying gives an independent metric.
+/// Any metric, held by value; copying gives an independent metric. A metric of your own may also
+/// declare `Direction direction() const` (which way its value gets better: callbacks monitoring it
+/// in mode "auto" need it) and `std::string type() const` (the kind a saved model records, when
+/// name() can be chosen by the user).
 class Metric {
  public:
   template <MetricType T>
@@ -107,7 +112,14 @@ class Metric {
   double result() const { return impl_->result(); }
   /// The table of a metric that reports one (table()), else nullopt.
   std::optional<CountTable> table() const { return impl_->table(); }
+  /// The name of its value in the logs ("auc", "val_auc" in validation).
   std::string name() const { return impl_->name(); }
+  /// The kind a saved model records ("precision" for Precision{{.name = "precision_cat"}}); name()
+  /// for a metric without type().
+  std::string type() const { return impl_->type(); }
+  /// Which way the value gets better; nullopt for a metric of your own that does not say (or one
+  /// that reports a table).
+  std::optional<Direction> direction() const { return impl_->direction(); }
   /// The options of a built-in metric, which a saved model keeps (name() is its type); none for
   /// a metric of your own.
   std::optional<LayerConfig> config() const { return impl_->config(); }
@@ -127,6 +139,8 @@ class Metric {
     virtual double result() const = 0;
     virtual std::optional<CountTable> table() const = 0;
     virtual std::string name() const = 0;
+    virtual std::string type() const = 0;
+    virtual std::optional<Direction> direction() const = 0;
     virtual std::optional<LayerConfig> config() const = 0;
     virtual std::optional<std::vector<double>> state() const = 0;
     virtual void load_state(const std::vector<double>& state) = 0;
@@ -146,6 +160,14 @@ class Metric {
       else return std::nullopt;
     }
     std::string name() const override { return metric.name(); }
+    std::string type() const override {
+      if constexpr (requires { metric.type(); }) return metric.type();
+      else return metric.name();
+    }
+    std::optional<Direction> direction() const override {
+      if constexpr (requires { metric.direction(); }) return metric.direction();
+      else return std::nullopt;
+    }
     std::optional<LayerConfig> config() const override {
       if constexpr (requires { metric.config(); }) return metric.config();
       else return std::nullopt;
@@ -162,6 +184,10 @@ class Metric {
   };
   std::shared_ptr<Concept> impl_;
 };
+
+/// The directions of the values fit() logs with these metrics: "loss" and each metric that declares
+/// one, each also behind "val_".
+LogDirections log_directions(const std::vector<Metric>& metrics);
 
 /// The logs of a loss tracker and metrics: "loss" then each metric by name, each behind `prefix`
 /// (a metric's table among the logs' tables).

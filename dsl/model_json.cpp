@@ -8,6 +8,8 @@
 #include "accrue/dsl/classification_metrics.hpp"
 #include "accrue/dsl/layer_registry.hpp"
 #include "accrue/dsl/sequential.hpp"
+#include "accrue/framework/serialization/json_text.hpp"
+#include "accrue/framework/utf8.hpp"
 
 namespace accrue::detail {
 namespace {
@@ -213,10 +215,11 @@ Metric metric_of(const ConfigReader& c) {
   if (c.type() == "precision") return metrics::Precision::from_config(c);
   if (c.type() == "recall") return metrics::Recall::from_config(c);
   if (c.type() == "f1_score") return metrics::F1Score::from_config(c);
+  if (c.type() == "binary_accuracy") return metrics::BinaryAccuracy::from_config(c);
   if (c.type() == "auc" || c.type() == "pr_auc") return metrics::AUC::from_config(c);
   if (c.type() == "sparse_top_k_categorical_accuracy") return metrics::SparseTopKCategoricalAccuracy::from_config(c);
   if (c.type() == "confusion_matrix") return metrics::ConfusionMatrix::from_config(c);
-  throw ValueError(fmt::format("metric '{}' is none of accuracy, loss, precision, recall, f1_score, auc, pr_auc, "
+  throw ValueError(fmt::format("metric '{}' is none of accuracy, loss, precision, recall, f1_score, binary_accuracy, auc, pr_auc, "
                                "sparse_top_k_categorical_accuracy, confusion_matrix",
                                c.type()));
 }
@@ -289,7 +292,8 @@ ConfigValue config_value(const ordered_json& j, const Reading& r, const std::str
     return j.get<std::vector<std::int64_t>>();
   if (j.is_array() && std::all_of(j.begin(), j.end(), [](const auto& e) { return e.is_string(); }))
     return j.get<std::vector<std::string>>();
-  r.fail(fmt::format("option '{}' holds {}, not a flag, a number, a text, whole numbers or texts", option, j.dump()));
+  r.fail(fmt::format("option {} holds {}, not a flag, a number, a text, whole numbers or texts", printable_excerpt(option),
+                     json_excerpt(j)));
 }
 
 LayerConfig config_of(const ordered_json& j, const Reading& r) {
@@ -332,7 +336,7 @@ ordered_json compile_json(const optim::Recipe& recipe, const Loss& loss, const s
   else not_saved.push_back(fmt::format("the loss '{}' (a function of your own)", loss.name()));
   j["metrics"] = ordered_json::array();
   for (const Metric& m : metrics) {
-    if (const auto config = m.config()) j["metrics"].push_back(typed(m.name(), *config));
+    if (const auto config = m.config()) j["metrics"].push_back(typed(m.type(), *config));
     else not_saved.push_back(fmt::format("the metric '{}' (one of your own)", m.name()));
   }
   j["not_saved"] = std::move(not_saved);

@@ -268,7 +268,7 @@ void Sequential::compile(optim::Recipe recipe, Loss loss, std::vector<Metric> me
   for (Metric& m : metrics) {
     // The loss is always reported; a MeanLoss metric would only repeat it.
     if (m.name() == "loss") continue;
-    ACCRUE_CHECK(seen[m.name()]++ == 0, "compile: two metrics named '{}'", m.name());
+    ACCRUE_CHECK(seen[m.name()]++ == 0, "compile: two metrics named '{}': give each its own name (.name = \"...\")", m.name());
     kept.push_back(std::move(m));
   }
   recipe_ = std::move(recipe);

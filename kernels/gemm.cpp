@@ -139,11 +139,15 @@ std::size_t gemm_kept_parameter_bytes(Device device, DType compute, std::int64_t
   return cpu::bf16_pack_bytes(K, N);
 }
 
+bool gemm_low_precision_native(Device device, DType compute) {
+  return !device.is_cpu() || (compute == DType::bf16 && cpu::bf16_kernel() != cpu::Bf16Kernel::none);
+}
+
 std::string gemm_low_precision_engine(Device device, DType compute) {
   if (!device.is_cpu()) return "cuBLAS";
-  if (compute == DType::bf16 && cpu::bf16_kernel() != cpu::Bf16Kernel::none) return cpu::bf16_kernel_name(cpu::bf16_kernel());
-  return fmt::format("float32 on {}-rounded operands, no faster than float32: no {} kernel for this processor",
-                     dtype_name(compute), dtype_name(compute));
+  if (gemm_low_precision_native(device, compute)) return cpu::bf16_kernel_name(cpu::bf16_kernel());
+  return fmt::format("float32 on {}-rounded operands: no {} arithmetic on this processor", dtype_name(compute),
+                     dtype_name(compute));
 }
 
 std::size_t gemm_workspace_bytes(Device device, DType compute, std::int64_t M, std::int64_t N, std::int64_t K,

@@ -56,6 +56,10 @@ std::size_t gemm_kept_parameter_bytes(Device device, DType compute, std::int64_t
 /// CPU's bfloat16 kernel (AMX tiles, AVX-512 BF16), or float32 on rounded operands where it has
 /// none (no faster than float32), or cuBLAS.
 std::string gemm_low_precision_engine(Device device, DType compute);
+/// Whether `device` multiplies in `compute` with arithmetic of that type (a GPU, or a CPU with AMX
+/// or AVX-512 BF16): false where the products run in float32 on rounded operands, which is slower
+/// than float32 itself.
+bool gemm_low_precision_native(Device device, DType compute);
 
 /// gemm over `batch` matrices: A, B and C each hold `batch` matrices one after another (their
 /// leading dimensions folded), and C[i] = alpha op(A[i]) op(B[i]) + beta C[i] with each matrix's

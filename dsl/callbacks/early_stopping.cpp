@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "accrue/dsl/json_state.hpp"
+#include "accrue/framework/utf8.hpp"
 #include "accrue/dsl/sequential.hpp"
 #include "accrue/framework/autograd.hpp"
 #include "accrue/framework/log.hpp"
@@ -16,6 +17,7 @@ EarlyStopping::EarlyStopping(EarlyStoppingOptions options)
 
 void EarlyStopping::on_train_begin(TrainingContext& context) {
   context_ = &context;
+  best_.resolve(context.log_directions);
   best_.set_best(options_.baseline);
   best_epoch_.reset();
   stopped_epoch_.reset();
@@ -67,7 +69,7 @@ std::optional<CallbackState> EarlyStopping::state() const {
 
 void EarlyStopping::load_state(const CallbackState& state) {
   try {
-    const nlohmann::json j = nlohmann::json::parse(state.text);
+    const nlohmann::json j = parse_json(state.text, "EarlyStopping: the saved state");
     const int wait = detail::json_integer<int>(j.at("wait"), "EarlyStopping: wait");
     const auto best = j.contains("best") ? std::optional{j["best"].get<double>()} : std::nullopt;
     const auto best_epoch = j.contains("best_epoch") ? std::optional{detail::json_integer<int>(j["best_epoch"], "EarlyStopping: best_epoch")} : std::nullopt;
@@ -89,8 +91,11 @@ void EarlyStopping::load_state(const CallbackState& state) {
     best_epoch_ = best_epoch;
     stopped_epoch_ = stopped;
     best_weights_ = std::move(weights);
+  } catch (const JsonError& e) {
+    throw ValueError(e.what());
   } catch (const nlohmann::json::exception& e) {
-    throw ValueError(fmt::format("EarlyStopping: the saved state '{}' does not parse ({})", state.text, e.what()));
+    throw ValueError(fmt::format("EarlyStopping: the saved state {} does not fit ({})", printable_excerpt(state.text),
+                                 detail::json_reason(e)));
   }
 }
 

@@ -15,7 +15,8 @@ struct EarlyStoppingOptions {
   std::string monitor = "val_loss";
   double min_delta = 0.0;
   int patience = 0;
-  /// "min", "max", or "auto" (max for names with "acc", else min).
+  /// "min", "max", or "auto": the direction the monitored metric declares (lower for the loss), as
+  /// Keras 3; a name whose direction is unknown is a ValueError when training begins.
   std::string mode = "auto";
   /// Stop only if the value has not reached this by the end of patience.
   std::optional<double> baseline = {};

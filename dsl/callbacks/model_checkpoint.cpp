@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "accrue/dsl/json_state.hpp"
+#include "accrue/framework/utf8.hpp"
 #include "accrue/dsl/sequential.hpp"
 #include "accrue/framework/optim/optimizer.hpp"
 #include "accrue/framework/optim/recipe.hpp"
@@ -24,6 +25,7 @@ std::string ModelCheckpoint::best_path() const { return (std::filesystem::path(f
 
 void ModelCheckpoint::on_train_begin(TrainingContext& context) {
   context_ = &context;
+  if (options_.keep_best) best_.resolve(context.log_directions);
   best_.set_best(std::nullopt);
   best_epoch_.reset();
   const auto& average = context.recipe->weight_average();
@@ -67,13 +69,16 @@ std::optional<CallbackState> ModelCheckpoint::state() const {
 
 void ModelCheckpoint::load_state(const CallbackState& state) {
   try {
-    const nlohmann::json j = nlohmann::json::parse(state.text);
+    const nlohmann::json j = parse_json(state.text, "ModelCheckpoint: the saved state");
     const auto best = j.contains("best") ? std::optional{j["best"].get<double>()} : std::nullopt;
     const auto best_epoch = j.contains("best_epoch") ? std::optional{detail::json_integer<int>(j["best_epoch"], "ModelCheckpoint: best_epoch")} : std::nullopt;
     best_.set_best(best);
     best_epoch_ = best_epoch;
+  } catch (const JsonError& e) {
+    throw ValueError(e.what());
   } catch (const nlohmann::json::exception& e) {
-    throw ValueError(fmt::format("ModelCheckpoint: the saved state '{}' does not parse ({})", state.text, e.what()));
+    throw ValueError(fmt::format("ModelCheckpoint: the saved state {} does not fit ({})", printable_excerpt(state.text),
+                                 detail::json_reason(e)));
   }
 }
 

@@ -14,6 +14,7 @@ struct ModelCheckpointOptions {
   /// Also keep the best epoch's weights as best.safetensors.
   bool keep_best = false;
   std::string monitor = "val_loss";
+  /// "min", "max", or "auto": the direction the monitored metric declares (lower for the loss).
   std::string mode = "auto";
   /// Save last.safetensors every `every` epochs.
   int every = 1;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <string_view>
 
 #include "accrue/dsl/plan_choice.hpp"
 #include "accrue/dsl/sequential.hpp"
@@ -93,7 +94,27 @@ std::string training_banner(const TrainingContext& c) {
   if (c.recipe->clip_norm()) out += fmt::format("global L2 norm to {:g}", *c.recipe->clip_norm());
   else if (c.recipe->clip_value_limit()) out += fmt::format("each value to +-{:g}", *c.recipe->clip_value_limit());
   else out += "off";
+  if (c.amp_dtype && !kernels::gemm_low_precision_native(c.model->device(), *c.amp_dtype))
+    out += "\n  " + slow_mixed_precision_note(*c.amp_dtype);
   return out + "\n";
+}
+
+std::string slow_mixed_precision_note(DType compute) {
+  return fmt::format("mixed precision on this processor saves memory (activations kept in {}) but runs slower than "
+                     "float32: it has no {} arithmetic (AVX-512 BF16 or AMX), so each product rounds its operands and "
+                     "multiplies in float32. Leave .amp() out for speed",
+                     dtype_name(compute), dtype_name(compute));
+}
+
+bool shows_a_live_bar(std::FILE* out) {
+  if (isatty(fileno(out)) == 0) return false;
+  const char* term = std::getenv("TERM");
+  if (term == nullptr || std::string_view{term} == "dumb") return false;
+  // Launchers give their processes a pseudo-terminal whatever their own output goes to (Open MPI's
+  // mpirun does; into a log, a bar's \r redraws were a megabyte an epoch): their processes print lines.
+  for (const char* launched : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "SLURM_STEP_ID"})
+    if (std::getenv(launched) != nullptr) return false;
+  return true;
 }
 
 ProgressBar::ProgressBar(ProgressBarOptions options) : options_(options) {}
@@ -106,7 +127,7 @@ void ProgressBar::on_train_begin(TrainingContext& context) {
   switch (options_.mode) {
     case ProgressBarOptions::Mode::bar: live_ = true; break;
     case ProgressBarOptions::Mode::lines: live_ = false; break;
-    case ProgressBarOptions::Mode::automatic: live_ = isatty(fileno(out_)) != 0; break;
+    case ProgressBarOptions::Mode::automatic: live_ = shows_a_live_bar(out_); break;
   }
   if (options_.banner) {
     fmt::print(out_, "{}", training_banner(context));

@@ -19,7 +19,7 @@ namespace accrue::callbacks {
 
 struct ProgressBarOptions {
   enum class Mode { automatic, bar, lines };
-  /// automatic: a live bar on a terminal, lines otherwise.
+  /// automatic: a live bar on a terminal (shows_a_live_bar), a line per epoch otherwise.
   Mode mode = Mode::automatic;
   /// Where to print (stdout by default).
   std::FILE* stream = nullptr;
@@ -54,6 +54,14 @@ class ProgressBar final : public Callback {
   std::int64_t position_ = 0;      // of the last micro-batch in its epoch, from 1
   std::int64_t skipped_ = 0;  // optimizer steps skipped for inf or NaN
 };
+
+/// Whether `out` is a terminal a live bar can redraw on: a terminal that is not TERM=dumb, in a
+/// process no launcher started (mpirun, srun and PMI give their processes a pseudo-terminal even
+/// when their own output goes to a file).
+bool shows_a_live_bar(std::FILE* out);
+
+/// What mixed precision in `compute` does on a CPU without its arithmetic: saves memory, runs slower.
+std::string slow_mixed_precision_note(DType compute);
 
 /// The start-up banner ProgressBar prints, for a run about to start.
 std::string training_banner(const TrainingContext& context);

@@ -15,6 +15,7 @@ ReduceLROnPlateau::ReduceLROnPlateau(ReduceLROnPlateauOptions options) : options
 void ReduceLROnPlateau::on_train_begin(TrainingContext& context) {
   context_ = &context;
   tracker_.emplace(tracker_->options());
+  tracker_->resolve(context.log_directions);
 }
 
 void ReduceLROnPlateau::on_epoch_end(int epoch, Logs& logs) {

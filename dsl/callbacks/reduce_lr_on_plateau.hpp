@@ -12,6 +12,7 @@ struct ReduceLROnPlateauOptions {
   std::string monitor = "val_loss";
   double factor = 0.1;
   int patience = 10;
+  /// "min", "max", or "auto": the direction the monitored metric declares (lower for the loss).
   std::string mode = "auto";
   double min_delta = 1e-4;
   int cooldown = 0;

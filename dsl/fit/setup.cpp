@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <numeric>
 
+#include "accrue/dsl/callbacks/progress_bar.hpp"
 #include "accrue/dsl/fit/training_run.hpp"
+#include "accrue/kernels/gemm.hpp"
 #include "accrue/framework/log.hpp"
 
 namespace accrue::detail {
@@ -241,6 +243,8 @@ void TrainingRun::make_context() {
   context_.base_lr = optimizer_->lr();
   context_.sample_weighting = sample_weighting();
   context_.memory_choice = plan_choice_ ? &*plan_choice_ : nullptr;
+  context_.log_directions = log_directions(model_.metrics());
+  schedule_.on_train_begin(context_.log_directions);
   // The trainable ones: frozen layers' parameters are out of clipping norms and gradient buckets.
   parameters_.clear();
   for (auto& [name, p] : model_.trainable_parameters()) parameters_.push_back(p);
@@ -253,6 +257,9 @@ void TrainingRun::make_context() {
   }
   context_.reduction = reducer_ ? &reducer_->stats() : nullptr;
   amp_ = model_.recipe().amp_dtype(model_.device());
+  // Said also without a progress bar: no one should believe .amp() made their run faster.
+  if (amp_ && !kernels::gemm_low_precision_native(model_.device(), *amp_) && communicator_->rank() == 0)
+    log::warning("{}", callbacks::slow_mixed_precision_note(*amp_));
   scaler_ = model_.scaler();
   context_.amp_dtype = amp_;
   context_.scaler = scaler_;

@@ -71,16 +71,64 @@ std::string CountTable::str() const {
   return s;
 }
 
-BestValue::BestValue(const std::string& monitor, const std::string& mode, double min_delta, const std::string& who)
-    : maximize_(mode == "max" || (mode == "auto" && monitor.find("acc") != std::string::npos)), min_delta_(min_delta) {
+void LogDirections::set(const std::string& name, Direction direction) {
+  for (auto& [n, d] : items_) {
+    if (n == name) {
+      d = direction;
+      return;
+    }
+  }
+  items_.emplace_back(name, direction);
+}
+
+std::optional<Direction> LogDirections::get(const std::string& name) const {
+  for (const auto& [n, d] : items_)
+    if (n == name) return d;
+  return std::nullopt;
+}
+
+std::string LogDirections::str() const {
+  std::string s;
+  for (const auto& [n, d] : items_) s += fmt::format("{}{} ({})", s.empty() ? "" : ", ", n, d == Direction::higher ? "higher" : "lower");
+  return s.empty() ? "none" : s;
+}
+
+namespace {
+
+[[noreturn]] void unknown_direction(const std::string& who, const std::string& monitor, const std::string& known) {
+  throw ValueError(fmt::format("{}: cannot tell whether '{}' is better higher or lower (the run's metrics say: {}); "
+                               "give mode = \"max\" or mode = \"min\"",
+                               who, monitor, known));
+}
+
+}  // namespace
+
+BestValue::BestValue(std::string monitor, const std::string& mode, double min_delta, std::string who)
+    : monitor_(std::move(monitor)), who_(std::move(who)), min_delta_(min_delta) {
   ACCRUE_CHECK(mode == "min" || mode == "max" || mode == "auto", "{}: mode must be \"min\", \"max\" or \"auto\", got \"{}\"",
-               who, mode);
+               who_, mode);
+  if (mode == "max") direction_ = Direction::higher;
+  if (mode == "min" || (mode == "auto" && (monitor_ == "loss" || monitor_ == "val_loss"))) direction_ = Direction::lower;
+  auto_ = mode == "auto";
+}
+
+void BestValue::resolve(const LogDirections& directions) {
+  if (!auto_) return;
+  if (monitor_ == "loss" || monitor_ == "val_loss") return;
+  direction_ = directions.get(monitor_);
+  if (!direction_) unknown_direction(who_, monitor_, directions.str());
+}
+
+std::optional<bool> BestValue::maximizes() const {
+  if (!direction_) return std::nullopt;
+  return *direction_ == Direction::higher;
 }
 
 bool BestValue::improves(double value) const {
+  if (!direction_) unknown_direction(who_, monitor_, "nothing yet: the direction is resolved when training begins");
   if (!best_) return true;
   // Keras: min_delta counts towards improvement in the monitored direction.
-  return maximize_ ? value - min_delta_ > *best_ : value + min_delta_ < *best_;
+  return *direction_ == Direction::higher ? value - min_delta_ > *best_ : value + min_delta_ < *best_;
 }
 
 std::vector<double> History::operator[](const std::string& name) const {

@@ -50,20 +50,47 @@ class Logs {
   std::vector<std::pair<std::string, CountTable>> tables_;
 };
 
-/// The best value so far of a monitored log entry, as EarlyStopping and reduce-on-plateau keep it.
+/// Which way a logged value gets better.
+enum class Direction { higher, lower };
+
+/// The directions of the values a run logs, known before it starts: "loss" and "val_loss" lower,
+/// each metric's own (metrics declare theirs) under its name and "val_" + its name.
+class LogDirections {
+ public:
+  void set(const std::string& name, Direction direction);
+  std::optional<Direction> get(const std::string& name) const;
+  /// "loss (lower), val_auc (higher)"
+  std::string str() const;
+
+ private:
+  std::vector<std::pair<std::string, Direction>> items_;
+};
+
+/// The best value so far of a monitored log entry, as EarlyStopping, ModelCheckpoint and
+/// reduce-on-plateau keep it.
 class BestValue {
  public:
-  /// Larger values of `monitor` are better for `mode` "max", smaller for "min", and "auto" takes
-  /// max for names containing "acc" (as Keras); a value must beat the best by more than
-  /// `min_delta`. Throws ValueError naming `who` for another mode.
-  BestValue(const std::string& monitor, const std::string& mode, double min_delta, const std::string& who);
-  /// Whether `value` beats the best (any value beats none).
+  /// Larger values of `monitor` are better for `mode` "max", smaller for "min"; "auto" takes the
+  /// direction the run's metric declares (resolve()), lower for "loss" and "val_loss" (as Keras 3,
+  /// which refuses a name it cannot place rather than guessing from it). A value must beat the
+  /// best by more than `min_delta`. Throws ValueError naming `who` for another mode.
+  BestValue(std::string monitor, const std::string& mode, double min_delta, std::string who);
+  /// In mode "auto", takes the monitored value's direction from `directions`; throws ValueError
+  /// naming `who`, the monitored name and the directions known, asking for mode "min" or "max",
+  /// when they do not have it. Nothing in mode "min" or "max".
+  void resolve(const LogDirections& directions);
+  /// Whether `value` beats the best (any value beats none). Throws ValueError as resolve() does
+  /// when the direction is still unknown.
   bool improves(double value) const;
+  /// Whether larger values are better, once the direction is known.
+  std::optional<bool> maximizes() const;
   const std::optional<double>& best() const { return best_; }
   void set_best(std::optional<double> best) { best_ = best; }
 
  private:
-  bool maximize_;
+  std::string monitor_, who_;
+  std::optional<Direction> direction_;
+  bool auto_ = false;
   double min_delta_;
   std::optional<double> best_;
 };

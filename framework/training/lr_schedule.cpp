@@ -149,6 +149,7 @@ class Plateau final : public ScheduleImpl {
   std::unique_ptr<ScheduleImpl> clone() const override { return std::make_unique<Plateau>(*this); }
   void prepare(const StepPlan&) override {}
   double factor(std::int64_t) const override { return factor_; }
+  void on_train_begin(const LogDirections& directions) override { tracker_.resolve(directions); }
   void on_epoch_end(const Logs& logs) override {
     const auto value = logs.get(tracker_.options().monitor);
     ACCRUE_CHECK(value.has_value(), "reduce_on_plateau monitors '{}', which the epoch's logs do not have ({}); pass "

@@ -51,6 +51,9 @@ class ScheduleImpl {
   virtual void prepare(const StepPlan& plan) = 0;
   /// Factor of the base learning rate at applied optimizer step `step`.
   virtual double factor(std::int64_t step) const = 0;
+  /// Called before the first step with the directions of the values the run logs (reduce-on-plateau
+  /// in mode "auto" takes its monitored value's from them).
+  virtual void on_train_begin(const LogDirections& /*directions*/) {}
   /// Called with each epoch's logs (reduce-on-plateau reacts here).
   virtual void on_epoch_end(const Logs& /*logs*/) {}
   /// Warmup length in steps, for the start-up banner (0 without warmup).
@@ -79,6 +82,7 @@ class LrSchedule {
 
   void prepare(const StepPlan& plan) { impl_->prepare(plan); }
   double factor(std::int64_t step) const { return impl_->factor(step); }
+  void on_train_begin(const LogDirections& directions) { impl_->on_train_begin(directions); }
   void on_epoch_end(const Logs& logs) { impl_->on_epoch_end(logs); }
   std::int64_t warmup_steps() const { return impl_->warmup_steps(); }
   std::string str() const { return impl_->str(); }
@@ -132,7 +136,8 @@ LrSchedule exponential(ExponentialOptions options = {});
 
 struct PlateauOptions {
   std::string monitor = "val_loss";
-  /// "min", "max", or "auto" (max for names with "acc", else min), as Keras.
+  /// "min", "max", or "auto": the direction the monitored metric declares (lower for the loss), as
+  /// Keras 3; a value whose direction is unknown is a ValueError asking for "min" or "max".
   std::string mode = "auto";
   double factor = 0.1;
   int patience = 10;
@@ -161,6 +166,8 @@ double scale_lr_sqrt(double base_lr, std::int64_t base_batch, std::int64_t effec
 class PlateauTracker {
  public:
   explicit PlateauTracker(const schedules::PlateauOptions& options);
+  /// Mode "auto": the monitored value's direction (see BestValue::resolve).
+  void resolve(const LogDirections& directions) { best_.resolve(directions); }
   /// Feeds an epoch's value; returns true when the rate should be cut now.
   bool update(double value);
   const schedules::PlateauOptions& options() const { return options_; }

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Writes tests/data/metric_reference.json for tests/dsl/test_metric_reference.cpp: scores and
-labels with scikit-learn's precision_recall_fscore_support, roc_auc_score, the area under
-precision_recall_curve, top-k accuracy and confusion_matrix, for binary outputs and one class of four against the
-rest. Run with Debian's python3-sklearn: /usr/bin/python3 tests/data/make_metric_reference.py"""
+labels with scikit-learn's precision_recall_fscore_support, accuracy_score, roc_auc_score, the area under
+precision_recall_curve, top-k accuracy and confusion_matrix, for binary outputs (as probabilities and as logits)
+and one class of four against the rest (its softmax). Run with Debian's python3-sklearn: /usr/bin/python3 tests/data/make_metric_reference.py"""
 import json
 import os
 
 import numpy as np
-from sklearn.metrics import auc, confusion_matrix, precision_recall_curve, precision_recall_fscore_support, roc_auc_score, top_k_accuracy_score
+from sklearn.metrics import accuracy_score, auc, confusion_matrix, precision_recall_curve, precision_recall_fscore_support, roc_auc_score, top_k_accuracy_score
 
 rng = np.random.default_rng(20261126)
 N, C = 300, 4
@@ -46,6 +46,11 @@ out = {
     "top_2": top_k_accuracy_score(class_labels, class_scores, k=2),
     "confusion": confusion_matrix(class_labels, class_scores.argmax(axis=1), labels=range(C)).flatten().tolist(),
     "binary_confusion_threshold_0.3": confusion_matrix(labels, (scores > 0.3).astype(int)).flatten().tolist(),
+    # The same decisions from logits (from_logits): the scores' log-odds, and the class scores'
+    # softmax for class 2 at 0.3.
+    "logits": np.log(scores / (1 - scores)).astype(np.float32).tolist(),
+    "binary_accuracy": accuracy_score(labels, (scores > 0.5).astype(int)),
+    "class_2_softmax_threshold_0.3": binary(0.3, one_vs_rest, softmax[:, class_id]),
 }
 path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "metric_reference.json")
 with open(path, "w") as f:

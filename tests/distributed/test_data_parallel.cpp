@@ -60,7 +60,7 @@ History train(const Case& c, bool distributed, std::int64_t batch, Sequential& m
   model = mlp();
   // Counting metrics: an epoch's value over the processes is that of all their samples.
   model.compile(recipe(c), losses::CrossEntropy{},
-                {metrics::Accuracy{}, metrics::Precision{{.threshold = 0.0f, .class_id = 1}},
+                {metrics::Accuracy{}, metrics::Precision{{.class_id = 1, .from_logits = true}},
                  metrics::SparseTopKCategoricalAccuracy{2}, metrics::ConfusionMatrix{4}});
   return model.fit(data(c), {.epochs = 2,
                              .batch_size = batch,

@@ -82,6 +82,67 @@ BOOST_AUTO_TEST_CASE(early_stopping_stops_and_restores) {
                         message_has({"EarlyStopping monitors 'val_loss'", "validation"}));
 }
 
+namespace {
+
+// A metric of one's own that does not say which way it gets better.
+struct Mine {
+  void reset() {}
+  void update(const Tensor&, const Tensor&, double) {}
+  double result() const { return 0.0; }
+  std::string name() const { return "mine"; }
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(monitored_directions_come_from_the_metrics) {
+  // "auto" used to minimise every name without "acc": EarlyStopping on val_auc restored the worst
+  // epoch. The AUC declares that higher is better, so the best epoch is the one of the largest.
+  Sequential m = model();
+  m.compile(optim::SGD{.lr = 0.5}, losses::CrossEntropy{}, {metrics::AUC{{.class_id = 1, .from_logits = true}}});
+  auto stop = std::make_shared<callbacks::EarlyStopping>(
+      callbacks::EarlyStoppingOptions{.monitor = "val_auc", .patience = 3, .restore_best_weights = true});
+  TempDir dir{"directions"};
+  auto keep = std::make_shared<callbacks::ModelCheckpoint>((dir.path / "ckpt").string(),
+                                                           callbacks::ModelCheckpointOptions{.keep_best = true, .monitor = "val_auc"});
+  const History h = m.fit(two_classes(64, 6), {.epochs = 12, .batch_size = 16, .validation = two_classes(48, 7),
+                                               .callbacks = {stop, keep, callbacks::ReduceLROnPlateau{{.monitor = "val_auc"}}},
+                                               .verbose = 0});
+  const std::vector<double> auc = h["val_auc"];
+  BOOST_TEST_MESSAGE(fmt::format("val_auc per epoch: {}", fmt::join(auc, ", ")));
+  const auto best = static_cast<int>(std::max_element(auc.begin(), auc.end()) - auc.begin());
+  BOOST_REQUIRE(stop->best_epoch().has_value());
+  BOOST_TEST(*stop->best_epoch() == best);
+  BOOST_TEST(*keep->best_epoch() == best);
+  BOOST_TEST(auc[static_cast<std::size_t>(best)] > auc.front());
+  // A name whose direction nothing declares is refused when training begins, asking for a mode.
+  Sequential own = model();
+  own.compile(optim::SGD{}, losses::CrossEntropy{}, {Mine{}});
+  for (const std::string monitor : {"val_mine", "mine", "lr"})
+    BOOST_CHECK_EXCEPTION(own.fit(two_classes(32, 1), {.validation = two_classes(16, 2),
+                                                       .callbacks = {callbacks::EarlyStopping{{.monitor = monitor}}},
+                                                       .verbose = 0}),
+                          ValueError, message_has({"EarlyStopping", "'" + monitor + "'", "mode = \"max\""}));
+  BOOST_CHECK_EXCEPTION(own.fit(two_classes(32, 1), {.validation = two_classes(16, 2),
+                                                     .schedule = schedules::reduce_on_plateau({.monitor = "val_mine"}),
+                                                     .verbose = 0}),
+                        ValueError, message_has({"reduce on plateau", "'val_mine'", "mode"}));
+  // Given a mode, any name is watched.
+  const History given = own.fit(two_classes(32, 1), {.epochs = 2, .validation = two_classes(16, 2),
+                                                     .callbacks = {callbacks::EarlyStopping{{.monitor = "val_mine", .mode = "max"}}},
+                                                     .verbose = 0});
+  BOOST_TEST(given.epochs() == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(a_named_callback_is_the_one_fit_used) {
+  // As Keras's: the user's own object, not a copy, so what it learned is there after fit.
+  Sequential m = model();
+  m.compile(optim::SGD{.lr = 0.0}, losses::CrossEntropy{});
+  callbacks::EarlyStopping stop{{.monitor = "loss", .patience = 1}};
+  m.fit(two_classes(64, 3), {.epochs = 10, .batch_size = 16, .callbacks = {stop}, .shuffle = false, .verbose = 0});
+  BOOST_REQUIRE(stop.stopped_epoch().has_value());
+  BOOST_TEST(*stop.stopped_epoch() == 1);
+}
+
 BOOST_AUTO_TEST_CASE(reduce_lr_on_plateau_lowers_the_rate) {
   Sequential m = model();
   m.compile(optim::SGD{.lr = 0.0}, losses::CrossEntropy{});

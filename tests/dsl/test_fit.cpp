@@ -3,6 +3,9 @@
 
 #include <thread>
 
+#include <pty.h>
+#include <unistd.h>
+
 #include "test_util.hpp"
 
 #include <cstdio>
@@ -120,6 +123,40 @@ BOOST_AUTO_TEST_CASE(the_live_bar_fits_the_terminal_width) {
     BOOST_TEST(text.find("- loss: ") != std::string::npos);  // the last line, whole
   }
   ::unsetenv("COLUMNS");
+}
+
+// Automatic progress: a live bar only on a terminal a person reads. mpirun gives its processes a
+// pseudo-terminal whatever its own output goes to, and an epoch of \r redraws into a log was a
+// megabyte: launched processes, TERM=dumb and files get a line per epoch.
+BOOST_AUTO_TEST_CASE(progress_is_a_line_per_epoch_off_a_terminal) {
+  int leader = -1, follower = -1;
+  BOOST_REQUIRE(::openpty(&leader, &follower, nullptr, nullptr, nullptr) == 0);
+  std::FILE* terminal = ::fdopen(follower, "w");
+  std::FILE* file = std::tmpfile();
+  const char* term = std::getenv("TERM");
+  const std::string saved = term != nullptr ? term : "";
+  ::setenv("TERM", "xterm", 1);
+  BOOST_TEST(callbacks::shows_a_live_bar(terminal));
+  BOOST_TEST(!callbacks::shows_a_live_bar(file));
+  ::setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+  BOOST_TEST(!callbacks::shows_a_live_bar(terminal));
+  ::unsetenv("OMPI_COMM_WORLD_SIZE");
+  ::setenv("TERM", "dumb", 1);
+  BOOST_TEST(!callbacks::shows_a_live_bar(terminal));
+  if (term != nullptr) ::setenv("TERM", saved.c_str(), 1);
+  else ::unsetenv("TERM");
+  // Into a file: one line per epoch, no \r at all.
+  manual_seed(1);
+  Sequential model{layers::Input{6}, layers::Dense{4}};
+  model.compile(optim::SGD{}, losses::CrossEntropy{});
+  model.fit(blobs(300, 5), {.epochs = 2, .batch_size = 1,
+                            .callbacks = {callbacks::ProgressBar{{.stream = file, .banner = false}}}, .verbose = 0});
+  const std::string text = read_file(file);
+  BOOST_TEST(text.find('\r') == std::string::npos);
+  BOOST_TEST(std::count(text.begin(), text.end(), '\n') == 2);
+  std::fclose(file);
+  std::fclose(terminal);
+  ::close(leader);
 }
 
 BOOST_AUTO_TEST_CASE(same_seeds_give_the_same_parameters) {

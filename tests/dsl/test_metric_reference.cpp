@@ -41,8 +41,11 @@ BOOST_AUTO_TEST_CASE(binary_metrics_match_scikit_learn) {
     metrics::BinaryOptions options;
     Tensor prediction, target;
   };
+  const Tensor logits = Tensor::from(ref["logits"].get<std::vector<float>>(), {N, 1});
   for (const Case& c : {Case{"binary", {}, scores, labels}, Case{"binary_threshold_0.3", {.threshold = 0.3f}, scores, labels},
-                        Case{"class_2_threshold_0", {.threshold = 0.0f, .class_id = 2}, class_scores, class_labels}}) {
+                        Case{"binary", {.from_logits = true}, logits, labels},
+                        Case{"class_2_softmax_threshold_0.3", {.threshold = 0.3f, .class_id = 2, .from_logits = true},
+                             class_scores, class_labels}}) {
     const json& expected = ref[c.key];
     BOOST_TEST(value(metrics::Precision{c.options}, c.prediction, c.target) == expected["precision"].get<double>(),
                c.key << boost::test_tools::tolerance(1e-12));
@@ -51,8 +54,17 @@ BOOST_AUTO_TEST_CASE(binary_metrics_match_scikit_learn) {
     BOOST_TEST(value(metrics::F1Score{c.options}, c.prediction, c.target) == expected["f1_score"].get<double>(),
                c.key << boost::test_tools::tolerance(1e-12));
   }
+  BOOST_TEST(value(metrics::BinaryAccuracy{}, scores, labels) == ref["binary_accuracy"].get<double>(),
+             boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(value(metrics::BinaryAccuracy{{.from_logits = true}}, logits, labels) == ref["binary_accuracy"].get<double>(),
+             boost::test_tools::tolerance(1e-12));
   // Keras's AUC counts at 200 thresholds; scikit-learn's is exact over the 300 scores.
   BOOST_TEST(value(metrics::AUC{}, scores, labels) == ref["roc_auc"].get<double>(), boost::test_tools::tolerance(2e-3));
+  BOOST_TEST(value(metrics::AUC{{.from_logits = true}}, logits, labels) == ref["roc_auc"].get<double>(),
+             boost::test_tools::tolerance(2e-3));
+  BOOST_TEST(value(metrics::AUC{{.class_id = 2, .from_logits = true}}, class_scores, class_labels) ==
+                 ref["class_2_roc_auc"].get<double>(),
+             boost::test_tools::tolerance(2e-3));
   BOOST_TEST(value(metrics::AUC{{.curve = metrics::AucCurve::pr}}, scores, labels) == ref["pr_auc"].get<double>(),
              boost::test_tools::tolerance(1e-2));
   const Tensor softmax = ops::softmax(class_scores, -1);
@@ -125,6 +137,48 @@ BOOST_AUTO_TEST_CASE(confusion_matrix_matches_scikit_learn) {
   BOOST_CHECK_EXCEPTION(metrics::ConfusionMatrix{65536}, ValueError, message_has({"from 2 to 4096", "65536"}));
 }
 
+BOOST_AUTO_TEST_CASE(logits_without_from_logits_are_refused_naming_it) {
+  // A classifier's logits scored as probabilities gave an AUC of 0.07 where its probabilities give
+  // 0.93: every threshold metric refuses a score outside [0, 1] and says what to give.
+  const json ref = reference();
+  const auto N = static_cast<std::int64_t>(ref["labels"].size());
+  const auto C = ref["classes"].get<std::int64_t>();
+  const Tensor logits = Tensor::from(ref["logits"].get<std::vector<float>>(), {N, 1});
+  const Tensor labels = Tensor::from(ref["labels"].get<std::vector<std::int32_t>>(), {N});
+  const Tensor class_scores = Tensor::from(ref["class_scores"].get<std::vector<float>>(), {N, C});
+  const Tensor class_labels = Tensor::from(ref["class_labels"].get<std::vector<std::int32_t>>(), {N});
+  for (Metric m : {Metric{metrics::AUC{}}, Metric{metrics::AUC{{.curve = metrics::AucCurve::pr}}}, Metric{metrics::Precision{}},
+                   Metric{metrics::Recall{}}, Metric{metrics::F1Score{}}, Metric{metrics::BinaryAccuracy{}},
+                   Metric{metrics::ConfusionMatrix{2}}})
+    BOOST_CHECK_EXCEPTION(value(m, logits, labels), ValueError, message_has({m.name(), "outside [0, 1]", ".from_logits = true"}));
+  BOOST_CHECK_EXCEPTION(value(metrics::AUC{{.class_id = 1}}, class_scores, class_labels), ValueError,
+                        message_has({"auc", "outside [0, 1]", "from_logits"}));
+  // Probabilities a softmax or sigmoid rounded to just past 1 are taken.
+  BOOST_TEST(value(metrics::AUC{}, Tensor::from({1.0000001f, 0.0f}, {2, 1}), Tensor::from(std::vector<std::int32_t>{1, 0}, {2})) ==
+             1.0);
+}
+
+BOOST_AUTO_TEST_CASE(two_metrics_of_one_kind_log_under_their_names) {
+  Sequential m{layers::Input{6}, layers::Dense{4}};
+  m.compile(optim::SGD{}, losses::CrossEntropy{},
+            {metrics::Precision{{.class_id = 0, .from_logits = true, .name = "precision_0"}},
+             metrics::Precision{{.class_id = 1, .from_logits = true, .name = "precision_1"}}});
+  const Dataset data = test::blobs(24, 3);
+  const History h = m.fit(data, {.epochs = 1, .batch_size = 8, .validation = data, .verbose = 0});
+  for (const char* name : {"precision_0", "precision_1", "val_precision_0", "val_precision_1"})
+    BOOST_TEST(h.logs()[0].contains(name), name);
+  BOOST_CHECK_EXCEPTION(m.compile(optim::SGD{}, losses::CrossEntropy{}, {metrics::Precision{}, metrics::Precision{}}),
+                        ValueError, message_has({"two metrics named 'precision'", ".name"}));
+  // A saved model keeps each metric's kind and name.
+  test::TempDir dir{"named_metrics"};
+  const std::string path = (dir.path / "m.safetensors").string();
+  m.save(path);
+  const Sequential loaded = load_model(path);
+  BOOST_REQUIRE(loaded.metrics().size() == 2u);
+  BOOST_TEST(loaded.metrics()[1].name() == "precision_1");
+  BOOST_TEST(loaded.metrics()[1].type() == "precision");
+}
+
 BOOST_AUTO_TEST_CASE(shapes_are_checked_and_metrics_saved) {
   metrics::Precision p;
   BOOST_CHECK_EXCEPTION(p.update(Tensor::zeros({4, 3}), Tensor::zeros({4}), 0.0), ShapeError,
@@ -136,12 +190,13 @@ BOOST_AUTO_TEST_CASE(shapes_are_checked_and_metrics_saved) {
   const std::string path = (dir.path / "m.safetensors").string();
   Sequential m{layers::Input{3}, layers::Dense{4}};
   m.compile(optim::SGD{}, losses::CrossEntropy{},
-            {metrics::Precision{{.threshold = 0.0f, .class_id = 1}}, metrics::AUC{{.curve = metrics::AucCurve::pr, .class_id = 0}},
+            {metrics::Precision{{.threshold = 0.4f, .class_id = 1, .from_logits = true}},
+             metrics::AUC{{.curve = metrics::AucCurve::pr, .class_id = 0, .from_logits = true}}, metrics::BinaryAccuracy{{.name = "bin"}},
              metrics::SparseTopKCategoricalAccuracy{2}, metrics::ConfusionMatrix{{.num_classes = 4, .labels = {"w", "x", "y", "z"}}}});
   m.save(path);
   const Sequential loaded = load_model(path);
-  BOOST_REQUIRE(loaded.metrics().size() == 4u);
-  for (std::size_t i = 0; i < 4; ++i) {
+  BOOST_REQUIRE(loaded.metrics().size() == 5u);
+  for (std::size_t i = 0; i < 5; ++i) {
     BOOST_TEST(loaded.metrics()[i].name() == m.metrics()[i].name());
     BOOST_TEST((loaded.metrics()[i].config() == m.metrics()[i].config()));
   }
