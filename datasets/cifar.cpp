@@ -8,6 +8,7 @@
 
 #include "accrue/framework/error.hpp"
 #include "accrue/framework/files.hpp"
+#include "accrue/framework/memory.hpp"
 
 namespace accrue::datasets {
 namespace {
@@ -44,39 +45,99 @@ class CifarSource final : public SampleSource {
   std::string name_;
 };
 
-Dataset records(std::string bytes, const std::string& name, std::size_t label_bytes, std::size_t label_at, int classes) {
-  const std::size_t record = label_bytes + image_bytes;
-  if (bytes.empty() || bytes.size() % record != 0)
+// The layout of a file's records: label bytes before each image, which one is the label, and
+// how many classes each label byte counts.
+struct Layout {
+  std::size_t label_bytes, label_at;
+  int classes;
+  std::size_t record() const { return label_bytes + image_bytes; }
+};
+
+constexpr Layout cifar10_layout{1, 0, 10};
+Layout cifar100_layout(bool fine_labels) { return {2, fine_labels ? std::size_t{1} : std::size_t{0}, 100}; }
+
+// Throws IoError naming `name` (one file) unless `size` bytes are whole records.
+void check_size(std::uint64_t size, const std::string& name, const Layout& layout) {
+  if (size == 0 || size % layout.record() != 0)
     throw IoError(fmt::format("{}: {} bytes are not whole records of {} bytes ({} label byte{} and a 32x32x3 image): "
                               "truncated, or not CIFAR's binary version",
-                              name, bytes.size(), record, label_bytes, label_bytes == 1 ? "" : "s"));
+                              name, size, layout.record(), layout.label_bytes, layout.label_bytes == 1 ? "" : "s"));
+}
+
+// Throws IoError naming `name` (one file) and the byte of the first fault in `bytes`.
+void check_records(std::string_view bytes, const std::string& name, const Layout& layout) {
+  const std::size_t record = layout.record();
+  check_size(bytes.size(), name, layout);
   for (std::size_t at = 0; at < bytes.size(); at += record)
-    for (std::size_t l = 0; l < label_bytes; ++l) {
+    for (std::size_t l = 0; l < layout.label_bytes; ++l) {
       const int label = static_cast<unsigned char>(bytes[at + l]);
-      const int limit = label_bytes == 1 ? classes : (l == 0 ? 20 : 100);
+      const int limit = layout.label_bytes == 1 ? layout.classes : (l == 0 ? 20 : 100);
       if (label >= limit)
         throw IoError(fmt::format("{}: byte {}: label {} of record {} is not below {} (not CIFAR's binary version?)",
                                   name, at + l, label, at / record, limit));
     }
-  return Dataset{std::make_shared<const CifarSource>(std::move(bytes), label_bytes, label_at, name)};
 }
 
-std::string read_all(const std::string& dir, const std::string& file, const char* which) {
-  const std::string path = (std::filesystem::path(dir) / file).string();
-  if (std::filesystem::exists(path)) require_readable_file(path, "CIFAR file");  // not a folder, a FIFO or a device
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw IoError(fmt::format("{}: not found. Download the {} binary version from https://www.cs.toronto.edu/~kriz/cifar.html "
-                              "and unpack it; pass the folder that holds {}",
-                              path, which, file));
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+Dataset records(std::string bytes, const std::string& name, const Layout& layout) {
+  check_records(bytes, name, layout);
+  return Dataset{std::make_shared<const CifarSource>(std::move(bytes), layout.label_bytes, layout.label_at, name)};
 }
 
+// The largest CIFAR file is CIFAR-100's train.bin: 50,000 records of 3,074 bytes (154 MB).
+constexpr std::uint64_t largest_cifar_file = std::uint64_t{256} << 20;
+
+std::string path_of(const std::string& dir, const std::string& file) { return (std::filesystem::path(dir) / file).string(); }
+
+// Each file checked before any is read: there, a regular file of whole records and at most a
+// CIFAR file's size, and all of them within the memory this process may take.
+void check_files(const std::string& dir, const std::vector<std::string>& files, const Layout& layout, const char* which) {
+  std::uint64_t total = 0;
+  for (const std::string& file : files) {
+    const std::string path = path_of(dir, file);
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec))
+      throw IoError(fmt::format("{}: not found. Download the {} binary version from https://www.cs.toronto.edu/~kriz/cifar.html "
+                                "and unpack it; pass the folder that holds {}",
+                                path, which, file));
+    require_readable_file(path, "CIFAR file");  // not a folder, a FIFO or a device
+    const std::uint64_t size = std::filesystem::file_size(path);
+    if (size > largest_cifar_file)
+      throw IoError(fmt::format("{}: {} bytes, more than any {} file holds", path, size, which));
+    check_size(size, path, layout);
+    total += size;
+  }
+  require_memory_for_file(total, fmt::format("{} ({} files)", dir, files.size()));
+}
+
+// The records of `files`, each checked and named by its file (data_batch_3.bin, byte 3073), as
+// one dataset called `name`.
+Dataset dataset_of(const std::string& dir, const std::vector<std::string>& files, const Layout& layout, const std::string& name) {
+  std::string all;
+  for (const std::string& file : files) {
+    const std::string path = path_of(dir, file);
+    const std::uint64_t size = std::filesystem::file_size(path);
+    std::ifstream in(path, std::ios::binary);
+    const std::size_t from = all.size();
+    all.resize(from + size);
+    in.read(all.data() + from, static_cast<std::streamsize>(size));
+    if (static_cast<std::uint64_t>(in.gcount()) != size) throw IoError(fmt::format("{}: could not read it whole", path));
+    check_records(std::string_view(all).substr(from), path, layout);
+  }
+  return Dataset{std::make_shared<const CifarSource>(std::move(all), layout.label_bytes, layout.label_at, name)};
+}
+
+// The class names in `file`, a line each, or numbers when it is absent or does not hold `count`
+// lines. Only a regular file of a few kilobytes is read (100 class names are about 1 KB): a FIFO
+// or a device under that name would never end.
 std::vector<std::string> names(const std::string& dir, const std::string& file, int count) {
   std::vector<std::string> out;
-  std::ifstream in((std::filesystem::path(dir) / file).string());
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty() && line != "\r") out.push_back(line.back() == '\r' ? line.substr(0, line.size() - 1) : line);
+  const std::string path = path_of(dir, file);
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec) && std::filesystem::file_size(path, ec) <= (64u << 10) && !ec) {
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty() && line != "\r") out.push_back(line.back() == '\r' ? line.substr(0, line.size() - 1) : line);
+  }
   if (static_cast<int>(out.size()) == count) return out;
   out.clear();
   for (int k = 0; k < count; ++k) out.push_back(std::to_string(k));
@@ -85,23 +146,25 @@ std::vector<std::string> names(const std::string& dir, const std::string& file, 
 
 }  // namespace
 
-Dataset cifar10_records(std::string bytes, const std::string& name) { return records(std::move(bytes), name, 1, 0, 10); }
+Dataset cifar10_records(std::string bytes, const std::string& name) { return records(std::move(bytes), name, cifar10_layout); }
 
 Dataset cifar100_records(std::string bytes, const std::string& name, bool fine_labels) {
-  return records(std::move(bytes), name, 2, fine_labels ? 1 : 0, 100);
+  return records(std::move(bytes), name, cifar100_layout(fine_labels));
 }
 
 Cifar cifar10(const std::string& dir) {
-  std::string train;
-  for (int b = 1; b <= 5; ++b) train += read_all(dir, fmt::format("data_batch_{}.bin", b), "CIFAR-10");
-  return {cifar10_records(std::move(train), dir + " (CIFAR-10 training)"),
-          cifar10_records(read_all(dir, "test_batch.bin", "CIFAR-10"), dir + " (CIFAR-10 test)"),
-          names(dir, "batches.meta.txt", 10)};
+  const std::vector<std::string> train = {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin",
+                                          "data_batch_5.bin"};
+  check_files(dir, {train[0], train[1], train[2], train[3], train[4], "test_batch.bin"}, cifar10_layout, "CIFAR-10");
+  return {dataset_of(dir, train, cifar10_layout, dir + " (CIFAR-10 training)"),
+          dataset_of(dir, {"test_batch.bin"}, cifar10_layout, dir + " (CIFAR-10 test)"), names(dir, "batches.meta.txt", 10)};
 }
 
 Cifar cifar100(const std::string& dir, bool fine_labels) {
-  return {cifar100_records(read_all(dir, "train.bin", "CIFAR-100"), dir + " (CIFAR-100 training)", fine_labels),
-          cifar100_records(read_all(dir, "test.bin", "CIFAR-100"), dir + " (CIFAR-100 test)", fine_labels),
+  const Layout layout = cifar100_layout(fine_labels);
+  check_files(dir, {"train.bin", "test.bin"}, layout, "CIFAR-100");
+  return {dataset_of(dir, {"train.bin"}, layout, dir + " (CIFAR-100 training)"),
+          dataset_of(dir, {"test.bin"}, layout, dir + " (CIFAR-100 test)"),
           fine_labels ? names(dir, "fine_label_names.txt", 100) : names(dir, "coarse_label_names.txt", 20)};
 }
 

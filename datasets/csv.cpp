@@ -5,20 +5,33 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <set>
 
 #include "accrue/framework/files.hpp"
+#include "accrue/framework/log.hpp"
+#include "accrue/framework/memory.hpp"
+#include "accrue/framework/utf8.hpp"
 
 namespace accrue::datasets {
 namespace {
 
+// One record: its first `count` fields (the vector keeps more, to reuse their storage).
 struct Record {
-  std::int64_t line;  // where it starts, from 1
+  std::int64_t line = 0;  // where it starts, from 1
+  std::size_t count = 0;
   std::vector<std::string> fields;
+  std::string& next_field() {
+    if (count == fields.size()) fields.emplace_back();
+    return fields[count++];
+  }
+  const std::string& operator[](std::size_t c) const { return fields[c]; }
 };
 
-// RFC 4180 records of `text`; completely empty lines are skipped.
+// RFC 4180 records of `text`, one at a time into a reused record (a file is read twice, once to
+// learn its shape and once to fill the tensors, so that its fields never exist all at once: held
+// as strings they took about 20 times the file); completely empty lines are skipped.
 class CsvParser {
  public:
   CsvParser(const std::string& path, std::string_view text, char delimiter)
@@ -26,17 +39,15 @@ class CsvParser {
     if (text_.starts_with("\xEF\xBB\xBF")) text_.remove_prefix(3);  // a UTF-8 byte order mark
   }
 
-  std::vector<Record> records() {
-    std::vector<Record> out;
-    while (at_ < text_.size()) {
-      if (text_[at_] == '\n' || text_.substr(at_).starts_with("\r\n")) {  // an empty line
-        at_ += text_[at_] == '\n' ? 1 : 2;
-        ++line_;
-        continue;
-      }
-      out.push_back(record());
+  // The next record into `r` (its fields' storage reused); false at the end of the text.
+  bool next(Record& r) {
+    while (at_ < text_.size() && (text_[at_] == '\n' || text_.substr(at_).starts_with("\r\n"))) {  // empty lines
+      at_ += text_[at_] == '\n' ? 1 : 2;
+      ++line_;
     }
-    return out;
+    if (at_ >= text_.size()) return false;
+    record(r);
+    return true;
   }
 
  private:
@@ -44,29 +55,32 @@ class CsvParser {
     throw IoError(fmt::format("{}: line {}, column {}: {}", path_, line, field + 1, what));
   }
 
-  Record record() {
-    Record r{line_, {}};
+  void record(Record& r) {
+    r.line = line_;
+    r.count = 0;
     for (;;) {
-      r.fields.push_back(field(r));
-      if (at_ >= text_.size()) return r;
+      field(r);
+      if (at_ >= text_.size()) return;
       const char c = text_[at_];
       if (c == delimiter_) {
         ++at_;
         if (at_ >= text_.size()) {  // a delimiter at the very end: one more, empty field
-          r.fields.emplace_back();
-          return r;
+          r.next_field().clear();
+          return;
         }
         continue;
       }
       at_ += c == '\n' ? 1 : 2;  // field() stops only at the delimiter, \n or \r\n
       ++line_;
-      return r;
+      return;
     }
   }
 
-  std::string field(const Record& r) {
-    const std::size_t column = r.fields.size();
-    if (at_ < text_.size() && text_[at_] == '"') return quoted(r.line, column);
+  void field(Record& r) {
+    const std::size_t column = r.count;
+    std::string& out = r.next_field();
+    out.clear();
+    if (at_ < text_.size() && text_[at_] == '"') return quoted(r.line, column, out);
     const std::size_t start = at_;
     while (at_ < text_.size() && text_[at_] != delimiter_ && text_[at_] != '\n' &&
            !text_.substr(at_).starts_with("\r\n")) {
@@ -75,13 +89,12 @@ class CsvParser {
                             "the quotes inside it)");
       ++at_;
     }
-    return std::string(text_.substr(start, at_ - start));
+    out.assign(text_.substr(start, at_ - start));
   }
 
-  std::string quoted(std::int64_t line, std::size_t column) {
+  void quoted(std::int64_t line, std::size_t column, std::string& out) {
     const std::int64_t opened = line_;
     ++at_;
-    std::string out;
     for (;;) {
       if (at_ >= text_.size())
         fail(line, column, fmt::format("the quoted field opened on line {} is not closed before the end of the file", opened));
@@ -97,9 +110,9 @@ class CsvParser {
         continue;
       }
       if (at_ < text_.size() && text_[at_] != delimiter_ && text_[at_] != '\n' && !text_.substr(at_).starts_with("\r\n"))
-        fail(line_, column, fmt::format("'{}' after the closing quote of a field (a field ends at its closing quote)",
-                                        text_[at_]));
-      return out;
+        fail(line_, column, fmt::format("{} after the closing quote of a field (a field ends at its closing quote)",
+                                        printable_excerpt(text_.substr(at_, 1))));
+      return;
     }
   }
 
@@ -125,15 +138,18 @@ std::optional<double> number(std::string_view s) {
   return v;
 }
 
-// The table: its records after skip_rows, the header's names, and where each column is.
+// The table: the file's text, its header's names and shape. Its rows are parsed again each time
+// they are walked (each_row), so that the fields never exist all at once.
 struct Table {
   std::string path;
+  std::string text;
+  const CsvOptions& options;
   std::vector<std::string> names;  // empty without a header
-  std::vector<Record> rows;
   std::size_t columns = 0;
+  std::int64_t rows = 0;
 
   std::string column_name(std::size_t c) const {
-    return names.empty() ? fmt::format("column {}", c + 1) : fmt::format("column {} ('{}')", c + 1, names[c]);
+    return names.empty() ? fmt::format("column {}", c + 1) : fmt::format("column {} ('{}')", c + 1, printable_name(names[c]));
   }
   [[noreturn]] void fail(const Record& r, std::size_t c, const std::string& what) const {
     throw IoError(fmt::format("{}: line {}, {}: {}", path, r.line, column_name(c), what));
@@ -149,10 +165,23 @@ struct Table {
     if (names.empty())
       throw IoError(fmt::format("{}: column '{}': the file is read without a header; name columns by position", path, name));
     const auto it = std::find(names.begin(), names.end(), name);
-    if (it == names.end())
-      throw IoError(fmt::format("{}: there is no column '{}'; the header has: {}", path, name, fmt::join(names, ", ")));
+    if (it == names.end()) {
+      std::string all;
+      for (const std::string& n : names) all += (all.empty() ? "" : ", ") + printable_name(n);
+      throw IoError(fmt::format("{}: there is no column '{}'; the header has: {}", path, name, all));
+    }
     return static_cast<std::size_t>(it - names.begin());
   }
+  // Calls f(record) for each data row, in order.
+  template <class F>
+  void each_row(F f) const {
+    CsvParser parser{path, text, options.delimiter};
+    Record r;
+    for (std::int64_t k = 0; k < first_row_; ++k) parser.next(r);
+    while (parser.next(r)) f(r);
+  }
+
+  std::int64_t first_row_ = 0;  // records before the data: skipped rows and the header
 };
 
 Table read_table(const std::string& path, const CsvOptions& options) {
@@ -163,27 +192,30 @@ Table read_table(const std::string& path, const CsvOptions& options) {
   const std::uint64_t size = std::filesystem::file_size(path);
   if (size > options.max_bytes)
     throw IoError(fmt::format("{}: {} bytes, over the limit of {} (CsvOptions::max_bytes)", path, size, options.max_bytes));
-  std::string text(size, '\0');
+  require_memory_for_file(size, path);
+  Table t{path, std::string(size, '\0'), options, {}, 0, 0};
   std::ifstream in(path, std::ios::binary);
-  in.read(text.data(), static_cast<std::streamsize>(size));
+  in.read(t.text.data(), static_cast<std::streamsize>(size));
   if (static_cast<std::uint64_t>(in.gcount()) != size) throw IoError(fmt::format("{}: could not read it whole", path));
-  std::vector<Record> records = CsvParser{path, text, options.delimiter}.records();
-  Table t{path, {}, {}, 0};
-  std::size_t first = std::min(records.size(), static_cast<std::size_t>(options.skip_rows));
+  // The shape: skipped rows, the header, then every record's field count against the first's.
+  CsvParser parser{path, t.text, options.delimiter};
+  Record r;
+  bool more = true;
+  for (int k = 0; k < options.skip_rows && (more = parser.next(r)); ++k) ++t.first_row_;
   if (options.header) {
-    if (first >= records.size()) throw IoError(fmt::format("{}: no header row (after {} skipped)", path, options.skip_rows));
-    t.names = std::move(records[first].fields);
-    for (std::string& name : t.names) name = std::string(trimmed(name));
-    ++first;
+    if (!more || !parser.next(r)) throw IoError(fmt::format("{}: no header row (after {} skipped)", path, options.skip_rows));
+    for (std::size_t c = 0; c < r.count; ++c) t.names.emplace_back(trimmed(r[c]));
+    t.columns = t.names.size();
+    ++t.first_row_;
   }
-  t.rows.assign(std::make_move_iterator(records.begin() + static_cast<std::ptrdiff_t>(first)),
-                std::make_move_iterator(records.end()));
-  if (t.rows.empty()) throw IoError(fmt::format("{}: no data rows", path));
-  t.columns = options.header ? t.names.size() : t.rows.front().fields.size();
-  for (const Record& r : t.rows)
-    if (r.fields.size() != t.columns)
-      throw IoError(fmt::format("{}: line {} has {} fields, {} {}", path, r.line, r.fields.size(),
+  while (more && parser.next(r)) {
+    if (t.rows == 0 && !options.header) t.columns = r.count;
+    if (r.count != t.columns)
+      throw IoError(fmt::format("{}: line {} has {} fields, {} {}", path, r.line, r.count,
                                 options.header ? "the header has" : "the first row has", t.columns));
+    ++t.rows;
+  }
+  if (t.rows == 0) throw IoError(fmt::format("{}: no data rows", path));
   return t;
 }
 
@@ -223,59 +255,132 @@ FeaturePlan plan_features(const Table& t, const CsvOptions& options, const NonFe
   }
   std::set<std::size_t> categorical;
   for (const Column& c : options.categorical) categorical.insert(t.index_of(c));
+  std::map<std::size_t, std::set<std::string>> values;
+  for (const std::size_t c : p.columns)
+    if (categorical.contains(c)) values[c];
+  if (!values.empty())
+    t.each_row([&](const Record& r) {
+      for (auto& [c, seen] : values) seen.emplace(trimmed(r[c]));
+    });
   for (const std::size_t c : p.columns) {
     if (!categorical.contains(c)) {
       p.categories.emplace_back();
       continue;
     }
-    std::set<std::string> values;
-    for (const Record& r : t.rows) values.insert(std::string(trimmed(r.fields[c])));
-    p.categories.emplace_back(std::vector<std::string>(values.begin(), values.end()));
+    const std::set<std::string>& seen = values.at(c);
+    p.categories.emplace_back(std::vector<std::string>(seen.begin(), seen.end()));
   }
   return p;
 }
 
-Tensor targets_of(const Table& t, std::size_t c, const CsvOptions& options) {
-  const auto n = static_cast<std::int64_t>(t.rows.size());
-  for (const Record& r : t.rows)
-    if (trimmed(r.fields[c]).empty()) t.fail(r, c, "the target is missing");
-  if (!options.classes) {
-    std::vector<float> y;
-    for (const Record& r : t.rows) {
-      const auto v = number(r.fields[c]);
-      if (!v) t.fail(r, c, fmt::format("the target '{}' is not a number (set .classes for class names)", r.fields[c]));
-      y.push_back(static_cast<float>(*v));
-    }
-    return Tensor::from(y, {n, 1});
-  }
-  const bool numeric = std::all_of(t.rows.begin(), t.rows.end(), [&](const Record& r) { return number(r.fields[c]).has_value(); });
-  std::vector<std::int32_t> y;
-  if (numeric) {
-    for (const Record& r : t.rows) {
-      const double v = *number(r.fields[c]);
-      if (v < 0 || v != std::floor(v) || v > 1e9)
-        t.fail(r, c, fmt::format("the class '{}' is not a whole number from 0 (set .classes = false for values)", r.fields[c]));
-      y.push_back(static_cast<std::int32_t>(v));
-    }
-  } else {
-    std::map<std::string, std::int32_t> index;
-    for (const Record& r : t.rows) index.emplace(std::string(trimmed(r.fields[c])), 0);
-    std::int32_t k = 0;
-    for (auto& [name, i] : index) i = k++;
-    for (const Record& r : t.rows) y.push_back(index.at(std::string(trimmed(r.fields[c]))));
-  }
-  return Tensor::from(y, {n});
+// `field` of column c as a float32; IoError naming its place for a number beyond float32's range
+// (1e39 would become infinity, and the loss NaN a batch later). `what` says what the column is.
+std::optional<float> float32_of(const Table& t, const Record& r, std::size_t c, std::string_view field, const char* what) {
+  const std::optional<double> v = number(field);
+  if (!v) return std::nullopt;
+  if (std::abs(*v) > static_cast<double>(std::numeric_limits<float>::max()))
+    t.fail(r, c, fmt::format("{} {} is beyond float32's range (about 3.4e38)", what, printable_excerpt(trimmed(field))));
+  return static_cast<float>(*v);
 }
 
-std::vector<float> weights_of(const Table& t, std::size_t c) {
-  std::vector<float> w;
-  for (const Record& r : t.rows) {
-    const auto v = number(r.fields[c]);
-    if (!v || !std::isfinite(*v) || *v < 0)
-      t.fail(r, c, fmt::format("the sample weight '{}' is not a number >= 0", r.fields[c]));
-    w.push_back(static_cast<float>(*v));
+// How class labels become indices: whole numbers as they are (or, when sparse and the number of
+// classes was not given, in numeric order), names in sorted order.
+struct ClassPlan {
+  bool numeric = true;
+  std::int64_t count = 0;                       // the number of classes
+  std::map<std::string, std::int32_t> by_name;  // names
+  std::map<std::int64_t, std::int32_t> by_number;  // numbers renumbered; empty: kept
+  std::vector<std::string> names;               // what each index stands for
+
+  std::int32_t index(std::string_view label) const {
+    if (!numeric) return by_name.at(std::string(label));
+    const auto v = static_cast<std::int64_t>(*number(label));
+    return by_number.empty() ? static_cast<std::int32_t>(v) : by_number.at(v);
   }
-  return w;
+};
+
+ClassPlan plan_classes(const Table& t, std::size_t c, const CsvOptions& options) {
+  std::set<std::int64_t> numbers;
+  std::set<std::string> names;
+  // The first label, by which the others' kind is judged: numbers stay numbers, and one name
+  // among them is an error rather than a reason to sort every label as text.
+  std::optional<bool> first_numeric;
+  std::int64_t first_line = 0;
+  std::string first;
+  t.each_row([&](const Record& r) {
+    const std::string_view label = trimmed(r[c]);
+    if (label.empty()) t.fail(r, c, "the target is missing");
+    const std::optional<double> v = number(label);
+    if (!first_numeric) {
+      first_numeric = v.has_value();
+      first_line = r.line;
+      first = printable_excerpt(label);
+    }
+    if (v.has_value() != *first_numeric)
+      t.fail(r, c, fmt::format("the class {} is {}, but the first label ({} on line {}) is {}: classes are all whole "
+                               "numbers or all names",
+                               printable_excerpt(label), v ? "a number" : "not a number", first, first_line,
+                               *first_numeric ? "a number" : "a name"));
+    if (!v) {
+      names.emplace(label);
+      return;
+    }
+    if (*v < 0 || *v != std::floor(*v) || *v > 1e9)
+      t.fail(r, c, fmt::format("the class {} is not a whole number from 0 (set .classes = false for values)",
+                               printable_excerpt(label)));
+    if (options.num_classes && *v >= static_cast<double>(*options.num_classes))
+      t.fail(r, c, fmt::format("the class {} is not below num_classes = {}", printable_excerpt(label), *options.num_classes));
+    numbers.insert(static_cast<std::int64_t>(*v));
+  });
+  ClassPlan p;
+  p.numeric = *first_numeric;
+  if (!p.numeric) {
+    for (const std::string& n : names) {
+      p.by_name.emplace(n, static_cast<std::int32_t>(p.names.size()));
+      p.names.push_back(n);
+    }
+    p.count = static_cast<std::int64_t>(names.size());
+    return p;
+  }
+  const std::int64_t largest = *numbers.rbegin();
+  if (options.num_classes || largest + 1 == static_cast<std::int64_t>(numbers.size())) {
+    p.count = options.num_classes.value_or(largest + 1);
+    for (std::int64_t k = 0; k < p.count; ++k) p.names.push_back(std::to_string(k));
+    return p;
+  }
+  // Sparse labels (1, 2, 3; or 0, 1 and a stray 100000): as many classes as there are labels,
+  // numbered in order, and said, since the model's outputs then are not the labels' numbers.
+  std::string mapping;
+  for (const std::int64_t v : numbers) {
+    const auto index = static_cast<std::int32_t>(p.names.size());
+    p.by_number.emplace(v, index);
+    p.names.push_back(std::to_string(v));
+    if (index < 8) mapping += fmt::format("{}{} -> {}", index == 0 ? "" : ", ", v, index);
+  }
+  p.count = static_cast<std::int64_t>(numbers.size());
+  log::warning("{}: its {} distinct class labels are not 0 to {} (the largest is {}); they become classes 0 to {} in "
+               "numeric order: {}{}. Give CsvOptions::num_classes to keep the labels as they are",
+               t.path, p.count, p.count - 1, largest, p.count - 1, mapping, p.count > 8 ? ", ..." : "");
+  return p;
+}
+
+// The bytes the tensors will take; IoError before any is allocated when this process cannot hold
+// them, naming a one-hot column of many categories when that is why.
+void check_memory(const Table& t, const FeaturePlan& p, std::size_t width, const CsvOptions& options) {
+  const auto rows = static_cast<std::size_t>(t.rows);
+  const std::size_t bytes = rows * (width + 2) * sizeof(float);
+  try {
+    require_memory_for_file(bytes, fmt::format("{}: {} rows of {} features", t.path, rows, width));
+  } catch (IoError& e) {
+    std::size_t most = 0, at = 0;
+    for (std::size_t k = 0; k < p.columns.size(); ++k)
+      if (p.categories[k] && p.categories[k]->size() > most) most = p.categories[k]->size(), at = p.columns[k];
+    if (options.one_hot && most > 256)
+      e.append(fmt::format("; {} has {} categories, each a column of its own: .one_hot = false gives one column of "
+                           "their index",
+                           t.column_name(at), most));
+    throw;
+  }
 }
 
 }  // namespace
@@ -287,15 +392,20 @@ Dataset csv(const std::string& path, const CsvOptions& options) {
   std::size_t width = 0;
   for (const auto& categories : p.categories) width += categories && options.one_hot ? categories->size() : 1;
   ACCRUE_CHECK(width > 0, "{}: no feature columns are left besides the target", path);
-  const auto n = static_cast<std::int64_t>(t.rows.size());
-  std::vector<float> x(static_cast<std::size_t>(n) * width, 0.0f);
-  for (std::size_t row = 0; row < t.rows.size(); ++row) {
-    const Record& r = t.rows[row];
-    float* out = &x[row * width];
+  ACCRUE_CHECK(!options.num_classes || *options.num_classes >= 1, "csv: num_classes {} is not at least 1", *options.num_classes);
+  const std::optional<ClassPlan> classes =
+      other.target && options.classes ? std::optional{plan_classes(t, *other.target, options)} : std::nullopt;
+  check_memory(t, p, width, options);
+  const auto n = t.rows;
+  std::vector<float> x(static_cast<std::size_t>(n) * width, 0.0f), values, weights;
+  std::vector<std::int32_t> labels;
+  std::size_t row = 0;
+  t.each_row([&](const Record& r) {
+    float* out = &x[row++ * width];
     for (std::size_t k = 0; k < p.columns.size(); ++k) {
       const std::size_t c = p.columns[k];
       if (const auto& categories = p.categories[k]) {
-        const auto at = std::lower_bound(categories->begin(), categories->end(), std::string(trimmed(r.fields[c])));
+        const auto at = std::lower_bound(categories->begin(), categories->end(), trimmed(r[c]));
         const auto index = static_cast<std::size_t>(at - categories->begin());
         if (options.one_hot) {
           out[index] = 1.0f;
@@ -305,21 +415,40 @@ Dataset csv(const std::string& path, const CsvOptions& options) {
         }
         continue;
       }
-      const std::string_view field = trimmed(r.fields[c]);
+      const std::string_view field = trimmed(r[c]);
       if (field.empty()) {
         if (!options.missing) t.fail(r, c, "the value is missing (give CsvOptions::missing a value to fill it with)");
         *out++ = *options.missing;
         continue;
       }
-      const auto v = number(field);
-      if (!v) t.fail(r, c, fmt::format("'{}' is not a number (list the column in .categorical if it holds categories)", field));
-      *out++ = static_cast<float>(*v);
+      const std::optional<float> v = float32_of(t, r, c, field, "the value");
+      if (!v)
+        t.fail(r, c, fmt::format("{} is not a number (list the column in .categorical if it holds categories)",
+                                 printable_excerpt(field)));
+      *out++ = *v;
     }
-  }
-  Tensor y = other.target ? targets_of(t, *other.target, options) : Tensor::zeros({n}, {.dtype = DType::i32});
+    if (classes) labels.push_back(classes->index(trimmed(r[*other.target])));
+    if (other.target && !options.classes) {
+      const std::string_view field = trimmed(r[*other.target]);
+      if (field.empty()) t.fail(r, *other.target, "the target is missing");
+      const std::optional<float> v = float32_of(t, r, *other.target, field, "the target");
+      if (!v)
+        t.fail(r, *other.target, fmt::format("the target {} is not a number (set .classes for class names)", printable_excerpt(field)));
+      values.push_back(*v);
+    }
+    if (other.weight) {
+      const std::optional<float> v = float32_of(t, r, *other.weight, r[*other.weight], "the sample weight");
+      if (!v || *v < 0)
+        t.fail(r, *other.weight, fmt::format("the sample weight {} is not a number >= 0", printable_excerpt(trimmed(r[*other.weight]))));
+      weights.push_back(*v);
+    }
+  });
+  const Tensor y = classes            ? Tensor::from(labels, {n})
+                   : other.target     ? Tensor::from(values, {n, 1})
+                                      : Tensor::zeros({n}, {.dtype = DType::i32});
   const Dataset data{Tensor::from(x, {n, static_cast<std::int64_t>(width)}), y,
                      std::filesystem::path(path).filename().string()};
-  return other.weight ? data.with_sample_weights(weights_of(t, *other.weight)) : data;
+  return other.weight ? data.with_sample_weights(std::move(weights)) : data;
 }
 
 std::vector<std::string> csv_features(const std::string& path, const CsvOptions& options) {
@@ -334,6 +463,13 @@ std::vector<std::string> csv_features(const std::string& path, const CsvOptions&
       out.push_back(name);
   }
   return out;
+}
+
+std::vector<std::string> csv_classes(const std::string& path, const CsvOptions& options) {
+  const Table t = read_table(path, options);
+  const NonFeatures other = non_features(t, options);
+  ACCRUE_CHECK(other.target && options.classes, "csv_classes: {} is read without class targets (.target, .classes)", path);
+  return plan_classes(t, *other.target, options).names;
 }
 
 }  // namespace accrue::datasets

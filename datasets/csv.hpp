@@ -41,9 +41,15 @@ struct CsvOptions {
   /// distinct value in sorted order, or with one_hot = false a single column of the value's index.
   std::vector<Column> categorical = {};
   bool one_hot = true;
-  /// The target is a class: an int32 index (numbers must be whole and not negative; text is
-  /// numbered in sorted order). Otherwise a float32 value of shape (1,), for regression.
+  /// The target is a class: an int32 index. Labels are all whole numbers from 0 or all names (a
+  /// mix is an error naming the line): numbers 0 to K-1 stay as they are; other numbers (1, 2, 3,
+  /// or a stray 100000) are numbered in order as classes 0 to (their count - 1), with a warning,
+  /// unless num_classes is given; names are numbered in sorted order. csv_classes() says what each
+  /// index stands for. Otherwise a float32 value of shape (1,), for regression.
   bool classes = true;
+  /// The number of classes: number labels are kept as they are and must be below it. None: the
+  /// number of distinct labels.
+  std::optional<std::int64_t> num_classes = {};
   /// A column of per-sample weights (Dataset::with_sample_weights): numbers >= 0, left out of the
   /// features; none: unweighted.
   std::optional<Column> sample_weight = {};
@@ -55,12 +61,19 @@ struct CsvOptions {
 
 /// The table in `path` as a dataset in memory: inputs (rows, features) float32, targets (rows,)
 /// int32 classes or (rows, 1) float32 values. Throws IoError naming the file, the line and the
-/// column (by name when there is a header) for a malformed record, a field that is not a number,
-/// a missing value without a fill, or a column that does not exist.
+/// column (by name when there is a header) for a malformed record, a field that is not a number
+/// or is beyond float32's range (1e39), a missing value without a fill, labels that mix numbers
+/// and names, or a column that does not exist; and before allocating, when the tensors would not
+/// fit in the memory this process may take (a one-hot column of 30,000 categories).
 Dataset csv(const std::string& path, const CsvOptions& options = {});
 
 /// The names of the input features csv() makes with `options` (one per one-hot column:
 /// "colour=red"), in the order of the inputs' columns.
 std::vector<std::string> csv_features(const std::string& path, const CsvOptions& options = {});
+
+/// What each class index of csv()'s targets stands for: the label as the file writes it ("yes",
+/// "3"); as many as there are classes (num_classes when given). The model's output size for
+/// `options` is its size().
+std::vector<std::string> csv_classes(const std::string& path, const CsvOptions& options = {});
 
 }  // namespace accrue::datasets

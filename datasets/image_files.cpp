@@ -147,24 +147,81 @@ std::optional<DecodedImage> decode_plain_png(std::string_view bytes, const Image
   return out;
 }
 
-DecodedImage decode_png_with_libpng(std::string_view bytes, const std::string& name, const ImageLimits& limits) {
+namespace {
 
-  png_image image{};
-  image.version = PNG_IMAGE_VERSION;
+// libpng's classic reader over bytes in memory. It reports errors by longjmp, so each step that
+// may fail runs in a frame of its own with nothing to destroy (png_begin, png_finish), and what
+// outlives them is plain data.
+struct PngReading {
+  png_structp png = nullptr;
+  png_infop info = nullptr;
+  std::string_view bytes;
+  std::size_t at = 0;
+  char message[256] = {};
+  png_uint_32 width = 0, height = 0;
+};
+
+void png_read_bytes(png_structp png, png_bytep out, png_size_t n) {
+  auto* r = static_cast<PngReading*>(png_get_io_ptr(png));
+  if (r->bytes.size() - r->at < n) png_error(png, "the file ends before the image does");
+  std::memcpy(out, r->bytes.data() + r->at, n);
+  r->at += n;
+}
+
+[[noreturn]] void png_failed(png_structp png, png_const_charp message) {
+  auto* r = static_cast<PngReading*>(png_get_error_ptr(png));
+  std::snprintf(r->message, sizeof r->message, "%s", message);
+  png_longjmp(png, 1);
+}
+
+// Reads the header and sets the transforms to 8-bit RGBA: palettes, low bit depths and tRNS
+// expanded, 16 bits to their high byte (as PIL reads 16-bit PNGs), grey repeated, opaque alpha
+// added. No gamma is applied, as PIL applies none: libpng's simplified API converts 16-bit and
+// gAMA-tagged files to sRGB, which made a 16-bit mid-grey 186 where PIL gives 128.
+bool png_begin(PngReading& r) {
+  r.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &r, png_failed, [](png_structp, png_const_charp) {});
+  if (r.png == nullptr) return false;
+  r.info = png_create_info_struct(r.png);
+  if (r.info == nullptr || setjmp(png_jmpbuf(r.png))) return false;
+  png_set_read_fn(r.png, &r, png_read_bytes);
+  png_read_info(r.png, r.info);
+  r.width = png_get_image_width(r.png, r.info);
+  r.height = png_get_image_height(r.png, r.info);
+  const int colour = png_get_color_type(r.png, r.info);
+  png_set_expand(r.png);
+  if (png_get_bit_depth(r.png, r.info) == 16) png_set_strip_16(r.png);
+  if ((colour & PNG_COLOR_MASK_COLOR) == 0) png_set_gray_to_rgb(r.png);
+  if ((colour & PNG_COLOR_MASK_ALPHA) == 0 && png_get_valid(r.png, r.info, PNG_INFO_tRNS) == 0)
+    png_set_filler(r.png, 0xFF, PNG_FILLER_AFTER);
+  png_set_interlace_handling(r.png);
+  png_read_update_info(r.png, r.info);
+  if (png_get_rowbytes(r.png, r.info) != std::size_t{r.width} * 4) png_error(r.png, "unexpected row size after conversion");
+  return true;
+}
+
+bool png_finish(PngReading& r, png_bytepp rows) {
+  if (setjmp(png_jmpbuf(r.png))) return false;
+  png_read_image(r.png, rows);
+  png_read_end(r.png, nullptr);
+  return true;
+}
+
+}  // namespace
+
+DecodedImage decode_png_with_libpng(std::string_view bytes, const std::string& name, const ImageLimits& limits) {
+  PngReading r;
+  r.bytes = bytes;
   struct Free {
-    png_image& image;
-    ~Free() { png_image_free(&image); }
-  } free{image};
-  if (!png_image_begin_read_from_memory(&image, bytes.data(), bytes.size()))
-    throw IoError(fmt::format("{}: not a valid PNG file ({})", name, image.message));
-  check_size(image.width, image.height, name, limits);
-  // RGBA whatever the file holds (libpng expands palettes, grey and 16 bits); converted to the
-  // channels asked for as PIL's convert() does, which torchvision's ImageFolder uses.
-  image.format = PNG_FORMAT_RGBA;
-  DecodedImage out{image.width, image.height, 4, {}};
-  out.pixels.resize(PNG_IMAGE_SIZE(image));
-  if (!png_image_finish_read(&image, nullptr, out.pixels.data(), 0, nullptr))
-    throw IoError(fmt::format("{}: a damaged or truncated PNG file ({})", name, image.message));
+    PngReading& r;
+    ~Free() { png_destroy_read_struct(&r.png, r.info != nullptr ? &r.info : nullptr, nullptr); }
+  } free{r};
+  if (!png_begin(r)) throw IoError(fmt::format("{}: not a valid PNG file ({})", name, r.message));
+  check_size(r.width, r.height, name, limits);
+  DecodedImage out{r.width, r.height, 4, {}};
+  out.pixels.resize(std::size_t{r.width} * r.height * 4);
+  std::vector<png_bytep> rows(r.height);
+  for (png_uint_32 y = 0; y < r.height; ++y) rows[y] = out.pixels.data() + std::size_t{y} * r.width * 4;
+  if (!png_finish(r, rows.data())) throw IoError(fmt::format("{}: a damaged or truncated PNG file ({})", name, r.message));
   return out;
 }
 
@@ -210,18 +267,15 @@ bool decode_jpeg_into(std::string_view bytes, const ImageLimits& limits, Decoded
   jpeg_create_decompress(&info);
   jpeg_mem_src(&info, reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<unsigned long>(bytes.size()));
   jpeg_read_header(&info, TRUE);
-  if (info.jpeg_color_space == JCS_CMYK || info.jpeg_color_space == JCS_YCCK) {
-    jpeg_destroy_decompress(&info);
-    problem = "a CMYK JPEG (convert it to RGB)";
-    return false;
-  }
   if (info.image_width == 0 || info.image_height == 0 ||
       static_cast<std::int64_t>(info.image_width) > limits.max_pixels / static_cast<std::int64_t>(info.image_height)) {
     problem = fmt::format("{}x{} pixels, over the limit of {}", info.image_width, info.image_height, limits.max_pixels);
     jpeg_destroy_decompress(&info);
     return false;
   }
-  info.out_color_space = JCS_RGB;
+  // CMYK (and YCCK, which libjpeg turns into CMYK) is converted to RGB afterwards, as PIL does.
+  const bool cmyk = info.jpeg_color_space == JCS_CMYK || info.jpeg_color_space == JCS_YCCK;
+  info.out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
   jpeg_start_decompress(&info);
   out.width = info.output_width;
   out.height = info.output_height;
@@ -240,13 +294,35 @@ bool decode_jpeg_into(std::string_view bytes, const ImageLimits& limits, Decoded
   return true;
 }
 
+// PIL's reading of a CMYK JPEG: its bytes inverted (Adobe's convention, which PIL assumes for
+// every CMYK JPEG), then to RGB as PIL's convert() does: each channel (255 - ink) x (255 - black)
+// / 255, rounded as its MULDIV255.
+DecodedImage cmyk_to_rgb(const DecodedImage& in) {
+  DecodedImage out{in.width, in.height, 3, {}};
+  const auto n = static_cast<std::size_t>(in.width * in.height);
+  out.pixels.resize(n * 3);
+  const auto muldiv255 = [](unsigned a, unsigned b) {
+    const unsigned t = a * b + 128;
+    return ((t >> 8) + t) >> 8;
+  };
+  for (std::size_t p = 0; p < n; ++p) {
+    const std::uint8_t* s = &in.pixels[p * 4];
+    const unsigned white = s[3];  // 255 - black, black stored inverted
+    for (std::size_t c = 0; c < 3; ++c) {
+      const unsigned ink = 255u - s[c];
+      out.pixels[p * 3 + c] = static_cast<std::uint8_t>(white - muldiv255(ink, white));
+    }
+  }
+  return out;
+}
+
 DecodedImage decode_jpeg(std::string_view bytes, const std::string& name, const ImageLimits& limits) {
   DecodedImage out;
   JpegError error{};
   std::string problem;
   if (!decode_jpeg_into(bytes, limits, out, error, problem))
     throw IoError(fmt::format("{}: a damaged or truncated JPEG file ({})", name, problem));
-  return out;
+  return out.channels == 4 ? cmyk_to_rgb(out) : out;
 }
 
 // PIL's convert(): RGB(A) to grey by ITU-R 601-2 luma in its fixed point, alpha dropped or added
@@ -282,10 +358,18 @@ DecodedImage decode_image(std::string_view bytes, const std::string& name, int c
 }
 
 DecodedImage read_image(const std::string& path, int channels, const ImageLimits& limits) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  // A regular file of a bounded size: a FIFO, a device or a sparse file of gigabytes named .png is
+  // refused before anything is read.
+  require_readable_file(path, "image");
+  std::error_code ec;
+  const std::uint64_t size = std::filesystem::file_size(path, ec);
+  if (ec) throw IoError(fmt::format("{}: cannot find its size ({})", path, ec.message()));
+  if (size > limits.max_file_bytes)
+    throw IoError(fmt::format("{}: {} bytes, over the limit of {} for an image file (ImageLimits::max_file_bytes)", path,
+                              size, limits.max_file_bytes));
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw IoError(fmt::format("{}: cannot open it ({})", path, std::strerror(errno)));
-  ScratchVector<char> bytes(static_cast<std::size_t>(in.tellg()));
-  in.seekg(0);
+  ScratchVector<char> bytes(static_cast<std::size_t>(size));
   in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   if (static_cast<std::size_t>(in.gcount()) != bytes.size()) throw IoError(fmt::format("{}: could not read it whole", path));
   return decode_image({bytes.data(), bytes.size()}, path, channels, limits);

@@ -1,9 +1,11 @@
 #pragma once
-// PNG and JPEG files decoded to 8-bit pixels (and written, for tests, examples and looking at
-// augmented samples): libpng's simplified API (every bit depth, palette,
-// grey, alpha, 16-bit and interlaced PNGs converted by libpng itself) and libjpeg-turbo (baseline
-// and progressive JPEGs, grey and YCbCr, CMYK refused). The format is told by the file's first
-// bytes, not its name.
+// PNG and JPEG files decoded to 8-bit pixels as PIL (and so torchvision) decodes them (and
+// written, for tests, examples and looking at augmented samples): libpng (every bit depth,
+// palette, grey, alpha, transparency and interlaced PNGs; 16 bits read as their high byte, no
+// gamma applied, as PIL does) and libjpeg-turbo (baseline and progressive JPEGs, grey, YCbCr, and
+// CMYK converted to RGB with PIL's formula). The format is told by the file's first bytes, not its
+// name. One difference from PIL 9: it reads a 16-bit grey PNG as 32-bit integers and clips them to
+// 255 when converting; Accrue takes their high byte, as PIL does for 16-bit colour.
 
 #include <cstdint>
 #include <optional>
@@ -25,6 +27,9 @@ struct DecodedImage {
 struct ImageLimits {
   /// Images claiming more pixels than this are refused before anything is allocated.
   std::int64_t max_pixels = std::int64_t{1} << 26;
+  /// Files larger than this are refused before they are read (the largest image of max_pixels,
+  /// stored without compression, is 256 MiB).
+  std::uint64_t max_file_bytes = std::uint64_t{256} << 20;
 };
 
 /// Whether `bytes` start as a PNG or a JPEG file does.

@@ -7,9 +7,16 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <set>
+#include <utility>
 
+#include <sys/stat.h>
+
+#include "accrue/framework/files.hpp"
 #include "accrue/framework/log.hpp"
+#include "accrue/framework/memory.hpp"
 #include "accrue/framework/random.hpp"
+#include "accrue/framework/utf8.hpp"
 
 namespace accrue::datasets {
 namespace {
@@ -28,11 +35,21 @@ std::string lower_extension(const fs::path& p) {
   return e;
 }
 
+// The names as a message shows them: cut and escaped (a folder's name may hold anything).
+std::string shown(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + printable_name(n);
+  return out;
+}
+
 std::vector<std::string> class_folders(const std::string& dir, const ImageFolderOptions& options) {
-  if (!fs::is_directory(dir)) throw IoError(fmt::format("{}: not a folder (image_folder reads one sub-folder per class)", dir));
+  if (!is_folder(dir, "image folder"))
+    throw IoError(fmt::format("{}: not a folder (image_folder reads one sub-folder per class)", dir));
   std::vector<std::string> found;
-  for (const fs::directory_entry& e : fs::directory_iterator(dir))
-    if (e.is_directory()) found.push_back(e.path().filename().string());
+  std::error_code ec;
+  for (fs::directory_iterator it{dir, ec}, end; !ec && it != end; it.increment(ec))
+    if (it->is_directory(ec)) found.push_back(it->path().filename().string());  // a loop of links is no folder
+  if (ec) throw IoError(fmt::format("{}: cannot be listed ({})", dir, ec.message()));
   std::sort(found.begin(), found.end());
   if (options.class_names.empty()) {
     if (found.empty()) throw IoError(fmt::format("{}: no sub-folders; image_folder reads one sub-folder per class", dir));
@@ -40,31 +57,82 @@ std::vector<std::string> class_folders(const std::string& dir, const ImageFolder
   }
   for (const std::string& name : options.class_names)
     if (!std::binary_search(found.begin(), found.end(), name))
-      throw IoError(fmt::format("{}: class_names names '{}', which is not a sub-folder (there are: {})", dir, name,
-                                fmt::join(found, ", ")));
+      throw IoError(fmt::format("{}: class_names names {}, which is not a sub-folder (there are: {})", dir,
+                                printable_excerpt(name), shown(found)));
   return options.class_names;
+}
+
+// What a walk of the class folders met besides images.
+struct Skipped {
+  std::int64_t undecodable = 0;  // .bmp and .gif
+  std::int64_t unreadable = 0;   // entries whose kind cannot be found (a loop of links, no permission)
+  std::int64_t revisited = 0;    // folders reached a second time through links
+};
+
+// The image files under `folder`, relative to `dir`. Links to folders are followed with
+// follow_links, each folder once (by its device and inode), so a link to a folder above it ends
+// instead of recursing until the path is too long; an entry that cannot be looked at is counted
+// and skipped rather than ending the whole walk.
+std::vector<ImageFile> images_under(const std::string& dir, const fs::path& folder, std::int32_t label,
+                                    const ImageFolderOptions& options, Skipped& skipped) {
+  std::vector<ImageFile> mine;
+  std::set<std::pair<dev_t, ino_t>> seen;
+  const auto first_visit = [&](const fs::path& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 && seen.emplace(st.st_dev, st.st_ino).second;
+  };
+  first_visit(folder);
+  const auto walk_options = options.follow_links ? fs::directory_options::follow_directory_symlink
+                                                 : fs::directory_options::none;
+  std::error_code ec;
+  fs::recursive_directory_iterator it{folder, walk_options | fs::directory_options::skip_permission_denied, ec}, end;
+  for (; !ec && it != end; it.increment(ec)) {
+    std::error_code kind;
+    const fs::file_status status = it->status(kind);
+    if (kind) {
+      ++skipped.unreadable;
+      continue;
+    }
+    if (fs::is_directory(status)) {
+      if (!first_visit(it->path())) {
+        ++skipped.revisited;
+        it.disable_recursion_pending();
+      }
+      continue;
+    }
+    if (!fs::is_regular_file(status)) continue;
+    const std::string ext = lower_extension(it->path());
+    if (ext == ".bmp" || ext == ".gif") ++skipped.undecodable;
+    if (ext != ".png" && ext != ".jpg" && ext != ".jpeg") continue;
+    const std::uintmax_t bytes = it->file_size(kind);
+    if (kind) {
+      ++skipped.unreadable;
+      continue;
+    }
+    mine.push_back({fs::relative(it->path(), dir).string(), label, bytes});
+  }
+  if (ec) throw IoError(fmt::format("{}: cannot be walked ({})", folder.string(), ec.message()));
+  std::sort(mine.begin(), mine.end(), [](const ImageFile& a, const ImageFile& b) { return a.path < b.path; });
+  return mine;
 }
 
 // Every image file of every class, sorted by class, then by path within it (Keras's order).
 std::vector<ImageFile> index_files(const std::string& dir, const std::vector<std::string>& classes,
                                    const ImageFolderOptions& options) {
   std::vector<ImageFile> files;
-  std::int64_t undecodable = 0;
-  const auto walk_options = options.follow_links ? fs::directory_options::follow_directory_symlink
-                                                 : fs::directory_options::none;
+  Skipped skipped;
   for (std::size_t label = 0; label < classes.size(); ++label) {
-    std::vector<ImageFile> mine;
-    for (const fs::directory_entry& e : fs::recursive_directory_iterator(fs::path(dir) / classes[label], walk_options)) {
-      if (!e.is_regular_file()) continue;
-      const std::string ext = lower_extension(e.path());
-      if (ext == ".bmp" || ext == ".gif") ++undecodable;
-      if (ext != ".png" && ext != ".jpg" && ext != ".jpeg") continue;
-      mine.push_back({fs::relative(e.path(), dir).string(), static_cast<std::int32_t>(label), e.file_size()});
-    }
-    std::sort(mine.begin(), mine.end(), [](const ImageFile& a, const ImageFile& b) { return a.path < b.path; });
+    const std::vector<ImageFile> mine =
+        images_under(dir, fs::path(dir) / classes[label], static_cast<std::int32_t>(label), options, skipped);
     files.insert(files.end(), mine.begin(), mine.end());
   }
-  if (undecodable > 0) log::warning("{}: {} .bmp or .gif files skipped (Accrue decodes PNG and JPEG)", dir, undecodable);
+  if (skipped.undecodable > 0)
+    log::warning("{}: {} .bmp or .gif files skipped (Accrue decodes PNG and JPEG)", dir, skipped.undecodable);
+  if (skipped.unreadable > 0)
+    log::warning("{}: {} entries skipped that cannot be looked at (a loop of symbolic links, a broken link, no permission)",
+                 dir, skipped.unreadable);
+  if (skipped.revisited > 0)
+    log::warning("{}: {} folders reached again through symbolic links were read once", dir, skipped.revisited);
   if (files.empty())
     throw IoError(fmt::format("{}: no .png, .jpg or .jpeg files in its {} class folders", dir, classes.size()));
   return files;
@@ -94,6 +162,11 @@ transforms::Image image_as_read(const std::string& path, const ImageFolderOption
     for (std::size_t p = 0; p < plane; ++p) out[p] = static_cast<float>(in[p * channels]) / 255.0f;
   }
   if (options.crop_to_aspect_ratio) image = central_window(image, options.image_size);
+  // A resize as large as a model file's input shape may ask for (3 x 20000 x 20000 is 4.5 GiB).
+  const auto resized_bytes = static_cast<std::size_t>(image.channels) * static_cast<std::size_t>(options.image_size.h) *
+                             static_cast<std::size_t>(options.image_size.w) * sizeof(float);
+  if (resized_bytes > (std::size_t{64} << 20))
+    require_memory_for_file(2 * resized_bytes, fmt::format("{} resized to {}", path, options.image_size.str()));
   if (image.height != options.image_size.h || image.width != options.image_size.w)
     image = transforms::functional::resize(image, options.image_size, options.interpolation, true);
   return image;

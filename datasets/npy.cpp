@@ -2,14 +2,19 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
+#include <limits>
+#include <utility>
 #include <fstream>
 #include <numeric>
 #include <optional>
 
 #include "accrue/framework/error.hpp"
 #include "accrue/framework/files.hpp"
+#include "accrue/framework/memory.hpp"
 #include "accrue/framework/ops.hpp"
+#include "accrue/framework/utf8.hpp"
 
 namespace accrue::datasets {
 namespace {
@@ -44,7 +49,7 @@ class HeaderParser {
         h.shape = tuple();
         h.has_shape = true;
       } else {
-        fail(fmt::format("unknown key '{}' (a .npy header has descr, fortran_order and shape)", key));
+        fail(fmt::format("unknown key {} (a .npy header has descr, fortran_order and shape)", printable_excerpt(key)));
       }
       skip_spaces();
       if (peek() == ',') ++at_;
@@ -66,7 +71,7 @@ class HeaderParser {
   }
   void expect(char c) {
     skip_spaces();
-    if (peek() != c) fail(fmt::format("'{}' where '{}' belongs", text_[at_], c));
+    if (peek() != c) fail(fmt::format("{} where '{}' belongs", printable_excerpt(text_.substr(at_, 1)), c));
     ++at_;
   }
   std::string string_literal() {
@@ -112,15 +117,53 @@ class HeaderParser {
   std::size_t offset_, at_ = 0;
 };
 
-// The Accrue dtype of a descr ('<f4', '>i4', '=f2', ...) and whether its bytes need swapping.
-std::pair<DType, bool> dtype_of_descr(const std::string& path, const std::string& descr) {
-  static const std::vector<std::pair<std::string, DType>> types = {{"f4", DType::f32}, {"f2", DType::f16}, {"i4", DType::i32}};
+// How the file stores its elements, and the Accrue dtype they are read as.
+struct Stored {
+  DType dtype;             // what the tensor holds
+  std::size_t size;        // bytes per element in the file
+  char kind;               // 'f' float, 'i' signed integer
+  bool swap;               // big-endian in the file
+  bool converts() const { return size != dtype_size(dtype); }
+};
+
+// The descr ('<f4', '>i8', '=f2', ...): float32, float16 and int32 as they are; float64 read as
+// float32 and int64 as int32 (NumPy's defaults, which Keras casts to its compute type too).
+Stored stored_of_descr(const std::string& path, const std::string& descr) {
+  static const std::vector<std::pair<std::string, DType>> types = {
+      {"f4", DType::f32}, {"f2", DType::f16}, {"i4", DType::i32}, {"f8", DType::f32}, {"i8", DType::i32}};
   if (descr.size() == 3 && (descr[0] == '<' || descr[0] == '>' || descr[0] == '='))
     for (const auto& [code, dtype] : types)
-      if (descr.substr(1) == code) return {dtype, descr[0] == '>'};
-  throw IoError(fmt::format("{}: its dtype '{}' is not one Accrue reads (float32 '<f4', float16 '<f2', int32 '<i4', "
-                            "either byte order); save it with array.astype(numpy.float32) or .astype(numpy.int32)",
-                            path, descr));
+      if (descr.substr(1) == code) return {dtype, static_cast<std::size_t>(code[1] - '0'), code[0], descr[0] == '>'};
+  throw IoError(fmt::format("{}: its dtype {} is not one Accrue reads (float32 '<f4', float64 '<f8' as float32, float16 "
+                            "'<f2', int32 '<i4', int64 '<i8' as int32, either byte order); save it with "
+                            "array.astype(numpy.float32) or .astype(numpy.int32)",
+                            path, printable_excerpt(descr)));
+}
+
+// Elements [first, first + n) of the file's `raw` bytes into `out` as float32 or int32: a float64
+// beyond float32's range or an int64 beyond int32's is refused by its index, not turned into inf or
+// wrapped around.
+void convert(const Stored& s, const unsigned char* raw, std::uint64_t n, std::uint64_t first, void* out,
+             const std::string& path) {
+  for (std::uint64_t i = 0; i < n; ++i) {
+    unsigned char b[8];
+    std::memcpy(b, raw + i * 8, 8);
+    if (s.swap) std::reverse(b, b + 8);
+    if (s.kind == 'f') {
+      double v;
+      std::memcpy(&v, b, 8);
+      if (std::isfinite(v) && std::abs(v) > static_cast<double>(std::numeric_limits<float>::max()))
+        throw IoError(fmt::format("{}: element {} is {:g}, beyond float32's range (about 3.4e38)", path, first + i, v));
+      static_cast<float*>(out)[i] = static_cast<float>(v);
+    } else {
+      std::int64_t v;
+      std::memcpy(&v, b, 8);
+      if (!std::in_range<std::int32_t>(v))
+        throw IoError(fmt::format("{}: element {} is {}, beyond int32's range (Accrue reads int64 arrays as int32)", path,
+                                  first + i, v));
+      static_cast<std::int32_t*>(out)[i] = static_cast<std::int32_t>(v);
+    }
+  }
 }
 
 // The bytes of a .npy file, from a stream or from memory: read(dst, n) gives how many it copied.
@@ -163,15 +206,16 @@ Tensor parse_npy(Bytes in, std::uint64_t file_size, const std::string& path, con
   std::string text(header_bytes, '\0');
   in.read(text.data(), header_bytes);
   const Header h = HeaderParser{path, text, start}.parse();
-  const auto [dtype, swap] = dtype_of_descr(path, h.descr);
+  const Stored stored_as = stored_of_descr(path, h.descr);
+  const DType dtype = stored_as.dtype;
 
   std::uint64_t count = 1;
   for (const std::int64_t d : h.shape)
     if (__builtin_mul_overflow(count, static_cast<std::uint64_t>(d), &count))
       throw IoError(fmt::format("{}: its shape holds more elements than a 64-bit count", path));
-  const std::uint64_t size = dtype_size(dtype), data_bytes = count * size;
+  const std::uint64_t size = stored_as.size, data_bytes = count * size;
   if (count > limits.max_bytes / size)
-    throw IoError(fmt::format("{}: {} elements of {} are over the limit of {} bytes", path, count, dtype_name(dtype),
+    throw IoError(fmt::format("{}: {} elements of {} are over the limit of {} bytes", path, count, h.descr,
                               limits.max_bytes));
   const std::uint64_t after_header = file_size - start - header_bytes;
   if (after_header != data_bytes)
@@ -181,11 +225,23 @@ Tensor parse_npy(Bytes in, std::uint64_t file_size, const std::string& path, con
   // Fortran order is C order of the reversed shape, read as that and transposed back.
   std::vector<std::int64_t> stored = h.shape;
   if (h.fortran_order) std::reverse(stored.begin(), stored.end());
+  require_memory_for_file(count * dtype_size(dtype) * (h.fortran_order ? 2 : 1), path);
   Tensor t = Tensor::empty(Shape(stored), {.dtype = dtype, .category = MemoryCategory::data});
   auto* bytes = static_cast<unsigned char*>(t.data_ptr());
-  if (in.read(bytes, data_bytes) != data_bytes) throw IoError(fmt::format("{}: truncated in its data", path));
-  if (swap)
-    for (std::uint64_t i = 0; i < count; ++i) std::reverse(bytes + i * size, bytes + (i + 1) * size);
+  if (stored_as.converts()) {
+    // A slice of the file's elements at a time, so the wider copy never exists whole.
+    constexpr std::uint64_t slice = 1 << 17;
+    std::vector<unsigned char> raw(static_cast<std::size_t>(std::min(count, slice) * size));
+    for (std::uint64_t first = 0; first < count; first += slice) {
+      const std::uint64_t n = std::min(slice, count - first);
+      if (in.read(raw.data(), n * size) != n * size) throw IoError(fmt::format("{}: truncated in its data", path));
+      convert(stored_as, raw.data(), n, first, bytes + first * dtype_size(dtype), path);
+    }
+  } else {
+    if (in.read(bytes, data_bytes) != data_bytes) throw IoError(fmt::format("{}: truncated in its data", path));
+    if (stored_as.swap)
+      for (std::uint64_t i = 0; i < count; ++i) std::reverse(bytes + i * size, bytes + (i + 1) * size);
+  }
   if (!h.fortran_order || h.shape.size() < 2) return t;
   std::vector<int> reversed(h.shape.size());
   std::iota(reversed.rbegin(), reversed.rend(), 0);

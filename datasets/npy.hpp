@@ -3,6 +3,8 @@
 // header's length, a header that is a Python dict literal such as
 //   {'descr': '<f4', 'fortran_order': False, 'shape': (60000, 784), }
 // and the elements. Accrue reads the dtypes it has: float32 ('f4'), float16 ('f2') and int32 ('i4'),
+// and NumPy's defaults float64 ('f8', read as float32, as Keras casts inputs to its compute type)
+// and int64 ('i8', read as int32 when every value fits; else an IoError naming the element),
 // little- or big-endian, in C or Fortran order; another dtype is refused with the astype() that
 // converts it.
 

@@ -2,12 +2,15 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include "accrue/framework/error.hpp"
 #include "accrue/framework/files.hpp"
+#include "accrue/framework/memory.hpp"
+#include "accrue/framework/utf8.hpp"
 
 namespace accrue::datasets {
 namespace {
@@ -106,16 +109,13 @@ std::vector<Member> members(const ZipReader& zip) {
 }
 
 std::string member_bytes(const ZipReader& zip, const Member& m, const std::string& where, const NpyLimits& limits) {
-  if (m.flags & 1) zip.fail(m.local_offset, fmt::format("member '{}' is encrypted", m.name));
-  if (zip.field(m.local_offset, 4) != 0x04034b50) zip.fail(m.local_offset, fmt::format("no local header of '{}'", m.name));
+  if (m.flags & 1) zip.fail(m.local_offset, fmt::format("member {} is encrypted", printable_excerpt(m.name)));
+  if (zip.field(m.local_offset, 4) != 0x04034b50) zip.fail(m.local_offset, fmt::format("no local header of {}", printable_excerpt(m.name)));
   const std::uint64_t data = m.local_offset + 30 + zip.field(m.local_offset + 26, 2) + zip.field(m.local_offset + 28, 2);
-  const std::string_view stored = zip.span(data, m.compressed, fmt::format("member '{}'", m.name));
-  if (m.uncompressed > limits.max_bytes + limits.max_header_bytes + 12)
-    zip.fail(m.local_offset, fmt::format("member '{}' of {} bytes is over the limit of {}", m.name, m.uncompressed,
-                                         limits.max_bytes));
+  const std::string_view stored = zip.span(data, m.compressed, fmt::format("member {}", printable_excerpt(m.name)));
   std::string out;
   if (m.method == 0) {
-    if (m.compressed != m.uncompressed) zip.fail(m.local_offset, fmt::format("stored member '{}' changes size", m.name));
+    if (m.compressed != m.uncompressed) zip.fail(m.local_offset, fmt::format("stored member {} changes size", printable_excerpt(m.name)));
     out = std::string(stored);
   } else if (m.method == 8) {
     out.resize(m.uncompressed);
@@ -129,13 +129,38 @@ std::string member_bytes(const ZipReader& zip, const Member& m, const std::strin
     const std::uint64_t produced = z.total_out;
     inflateEnd(&z);
     if (status != Z_STREAM_END || produced != m.uncompressed)
-      zip.fail(data, fmt::format("member '{}' does not inflate to its {} bytes (damaged)", m.name, m.uncompressed));
+      zip.fail(data, fmt::format("member {} does not inflate to its {} bytes (damaged)", printable_excerpt(m.name), m.uncompressed));
   } else {
-    zip.fail(m.local_offset, fmt::format("member '{}' uses compression method {} (np.savez writes 0 and 8)", m.name, m.method));
+    zip.fail(m.local_offset, fmt::format("member {} uses compression method {} (np.savez writes 0 and 8)", printable_excerpt(m.name), m.method));
   }
   const auto crc = static_cast<std::uint32_t>(crc32_z(crc32(0, nullptr, 0), reinterpret_cast<const Bytef*>(out.data()), out.size()));
-  if (crc != m.crc) zip.fail(data, fmt::format("member '{}' fails its CRC-32 check (damaged)", m.name));
+  if (crc != m.crc) zip.fail(data, fmt::format("member {} fails its CRC-32 check (damaged)", printable_excerpt(m.name)));
   return out;
+}
+
+// What the members claim, checked before any is inflated: each within the limit and within what
+// deflate can make of its compressed bytes (at most 1032 bytes out of one in), and all of them
+// together within the limit and the memory this process may take. A 184-byte archive can claim a
+// 4 GiB member, and a 1 MB one the same 1 GiB of data under 40 names.
+void check_claims(const ZipReader& zip, const std::vector<Member>& all, const std::string& name, const NpyLimits& limits) {
+  const std::uint64_t most = limits.max_bytes + limits.max_header_bytes + 12;
+  std::uint64_t total = 0, largest = 0;
+  for (const Member& m : all) {
+    if (m.uncompressed > most)
+      zip.fail(m.local_offset, fmt::format("member {} of {} bytes is over the limit of {}", printable_excerpt(m.name),
+                                           m.uncompressed, limits.max_bytes));
+    if (m.method == 8 && m.uncompressed > m.compressed * 1032 + 1024)
+      zip.fail(m.local_offset, fmt::format("member {} claims {} bytes from {} compressed, more than deflate can give "
+                                           "(damaged)",
+                                           printable_excerpt(m.name), m.uncompressed, m.compressed));
+    total += m.uncompressed;
+    largest = std::max(largest, m.uncompressed);
+  }
+  if (total > most)
+    zip.fail(0, fmt::format("its {} members hold {} bytes in all, over the limit of {}", all.size(), total, limits.max_bytes));
+  // Each member is inflated, then copied into its array: every array and one member at a time
+  // besides the archive, which is in memory already.
+  require_memory_for_file(total + largest, fmt::format("{} ({} arrays)", name, all.size()));
 }
 
 }  // namespace
@@ -143,12 +168,14 @@ std::string member_bytes(const ZipReader& zip, const Member& m, const std::strin
 std::map<std::string, Tensor> npz_from_memory(std::string_view bytes, const std::string& name, const NpyLimits& limits) {
   const ZipReader zip{bytes, name};
   std::map<std::string, Tensor> arrays;
-  for (const Member& m : members(zip)) {
+  const std::vector<Member> all = members(zip);
+  check_claims(zip, all, name, limits);
+  for (const Member& m : all) {
     if (!m.name.ends_with(".npy"))
-      zip.fail(m.local_offset, fmt::format("member '{}' is not a .npy file", m.name));
-    const std::string where = fmt::format("{}:{}", name, m.name);
+      zip.fail(m.local_offset, fmt::format("member {} is not a .npy file", printable_excerpt(m.name)));
+    const std::string where = fmt::format("{}:{}", name, printable_excerpt(m.name, 200));
     const std::string key = m.name.substr(0, m.name.size() - 4);
-    if (arrays.contains(key)) zip.fail(m.local_offset, fmt::format("member '{}' appears twice", m.name));
+    if (arrays.contains(key)) zip.fail(m.local_offset, fmt::format("member {} appears twice", printable_excerpt(m.name)));
     arrays.emplace(key, npy_from_memory(member_bytes(zip, m, where, limits), where, limits));
   }
   if (arrays.empty()) throw IoError(fmt::format("{}: an archive with no arrays", name));

@@ -127,7 +127,7 @@ void Compose::apply(Image& image, std::uint64_t seed, std::int64_t epoch, std::i
 
 RandomCrop::RandomCrop(Size2 size, RandomCropOptions options) : size_(size), options_(std::move(options)) {
   check_size(size_, "RandomCrop");
-  const auto& p = options_.padding;
+  const auto& p = options_.padding.sides;
   ACCRUE_CHECK(p.empty() || p.size() == 1 || p.size() == 2 || p.size() == 4,
                "RandomCrop: padding takes 1, 2 or 4 values, got {}", p.size());
   for (std::int64_t v : p) ACCRUE_CHECK(v >= 0, "RandomCrop: padding {} is negative", v);
@@ -310,13 +310,13 @@ Shape Normalize::output_shape(const Shape& input) const {
 }
 void Normalize::apply(Image& image, Draws&) const { functional::normalize(image, mean_, std_); }
 
+Resize::Resize(std::int64_t size, ResizeOptions options) : Resize(std::nullopt, size, options) {
+  ACCRUE_CHECK(size >= 1, "Resize: the shorter side {} must be at least 1", size);
+}
 Resize::Resize(Size2 size, ResizeOptions options) : Resize(std::optional{size}, 0, options) { check_size(size, "Resize"); }
 Resize::Resize(std::optional<Size2> size, std::int64_t edge, ResizeOptions options)
     : size_(size), edge_(edge), options_(options) {}
-Resize Resize::smaller_edge(std::int64_t size, ResizeOptions options) {
-  ACCRUE_CHECK(size >= 1, "Resize: smaller edge {} must be at least 1", size);
-  return Resize(std::nullopt, size, options);
-}
+Resize Resize::smaller_edge(std::int64_t size, ResizeOptions options) { return Resize{size, options}; }
 std::string Resize::describe() const {
   return fmt::format("Resize(size={}, interpolation={}, antialias={})", size_ ? size_->str() : std::to_string(edge_),
                      name_of(options_.interpolation), options_.antialias);

@@ -106,10 +106,18 @@ class Compose {
   std::vector<std::shared_ptr<const Transform>> steps_;
 };
 
+/// Padding of an image's sides, as torchvision's `padding`: `4` (all sides), `{4}`, `{2, 4}`
+/// (left/right, top/bottom) or `{1, 2, 3, 4}` (left, top, right, bottom).
+struct Padding {
+  std::vector<std::int64_t> sides;
+  Padding() = default;
+  Padding(std::int64_t all) : sides{all} {}                                  // NOLINT: 4 reads as 4 on every side
+  Padding(std::initializer_list<std::int64_t> values) : sides(values) {}  // NOLINT
+};
+
 struct RandomCropOptions {
-  /// Padding added before cropping: one value for all sides, two (left/right, top/bottom) or four
-  /// (left, top, right, bottom), as torchvision's.
-  std::vector<std::int64_t> padding = {};
+  /// Padding added before cropping (none by default): `.padding = 4`, `.padding = {2, 4}`.
+  Padding padding = {};
   bool pad_if_needed = false;
   float fill = 0.0f;
   PaddingMode padding_mode = PaddingMode::constant;
@@ -218,11 +226,15 @@ struct ResizeOptions {
   Interpolation interpolation = Interpolation::bilinear;
   bool antialias = true;
 };
-/// Resized to `size` (height, width); Resize::smaller_edge(n) keeps the aspect ratio, as
-/// torchvision's Resize(n).
+/// As torchvision's Resize: `Resize{256}` makes the shorter side 256 and keeps the aspect ratio;
+/// `Resize{{224, 224}}` makes exactly (height, width).
 class Resize final : public Transform {
  public:
+  /// The shorter side becomes `size`, the longer int(size x longer / shorter).
+  explicit Resize(std::int64_t size, ResizeOptions options = {});
+  /// Exactly `size` (height, width).
   explicit Resize(Size2 size, ResizeOptions options = {});
+  /// Resize{size}, by another name.
   static Resize smaller_edge(std::int64_t size, ResizeOptions options = {});
   std::string describe() const override;
   Shape output_shape(const Shape& input) const override;

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "accrue/framework/error.hpp"
+#include "accrue/framework/serialization/json_text.hpp"
 
 namespace accrue::detail {
 
@@ -25,7 +26,7 @@ T json_integer(const nlohmann::json& j, std::string_view what) {
     const auto v = j.get<std::int64_t>();
     if (std::in_range<T>(v)) return static_cast<T>(v);
   }
-  throw ValueError(fmt::format("{} is {}, not an integer in [{}, {}]", what, j.dump(), std::numeric_limits<T>::min(),
+  throw ValueError(fmt::format("{} is {}, not an integer in [{}, {}]", what, json_excerpt(j), std::numeric_limits<T>::min(),
                                std::numeric_limits<T>::max()));
 }
 

@@ -1,10 +1,12 @@
 #include "accrue/dsl/layer_registry.hpp"
 
+#include <cctype>
 #include <algorithm>
 #include <map>
 #include <mutex>
 
 #include "accrue/framework/error.hpp"
+#include "accrue/framework/utf8.hpp"
 
 namespace accrue {
 namespace {
@@ -116,12 +118,17 @@ std::unique_ptr<Layer> make_layer(const std::string& type, const LayerConfig& co
     Registry& r = registry();
     const std::lock_guard lock{r.mutex};
     const auto it = r.factories.find(type);
-    if (it == r.factories.end())
+    if (it == r.factories.end()) {
+      // Only a C++ name can be a class of the user's: anything else is printed cut and escaped.
+      const bool name = !type.empty() && type.size() <= 128 && std::isdigit(static_cast<unsigned char>(type[0])) == 0 &&
+                        std::all_of(type.begin(), type.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; });
+      if (!name) throw ValueError(fmt::format("the model names a layer type {}, which no program can register", printable_excerpt(type)));
       throw ValueError(fmt::format(
           "the model names a layer type '{}' that this program has not registered: define the class and write "
           "ACCRUE_REGISTER_LAYER({}); beside it (with a static {} from_config(const ConfigReader&)), or call "
           "accrue::register_layer<{}>(\"{}\") before loading",
           type, type, type, type, type));
+    }
     factory = it->second;
   }
   std::unique_ptr<Layer> layer = factory(ConfigReader{type, config}, std::move(children));

@@ -8,6 +8,8 @@
 #include "accrue/framework/log.hpp"
 #include "accrue/framework/memory.hpp"
 #include "accrue/framework/serialization/checkpoint.hpp"
+#include "accrue/framework/serialization/json_text.hpp"
+#include "accrue/framework/utf8.hpp"
 
 namespace accrue {
 namespace {
@@ -40,7 +42,7 @@ std::unique_ptr<Layer> layer_of(const ordered_json& j, const Reading& outer, con
   if (!j.is_object() || !j.contains("type") || !j["type"].is_string() || !j.contains("config") || !j["config"].is_object())
     r.fail("a layer needs a \"type\" and a \"config\" object");
   const std::string type = j["type"].get<std::string>();
-  r.where += " (" + type + ")";
+  r.where += " (" + printable_name(type) + ")";
   const LayerConfig config = config_of(j["config"], r);
   std::vector<std::unique_ptr<Layer>> inner;
   if (j.contains("layers")) {
@@ -77,7 +79,8 @@ datasets::Vocabulary vocabulary_of(const ordered_json& j, const Reading& r) {
 Sequential model_of(const ordered_json& j, const serialization::SafetensorsFile& file, const Reading& top) {
   const std::string& path = top.path;
   if (!j.is_object() || !j.contains("format") || !j["format"].is_number_integer() || j["format"].get<std::int64_t>() != model_format)
-    top.fail(fmt::format("the model is in format {}, this Accrue reads format {}", j.is_object() && j.contains("format") ? j["format"].dump() : "none", model_format));
+    top.fail(fmt::format("the model is in format {}, this Accrue reads format {}",
+                         j.is_object() && j.contains("format") ? json_excerpt(j["format"]) : "none", model_format));
   if (!j.contains("layers") || !j["layers"].is_array() || !j.contains("input_shape") || !j["input_shape"].is_array())
     top.fail("the model needs \"layers\" and \"input_shape\" lists");
   Sequential model;
@@ -89,12 +92,16 @@ Sequential model_of(const ordered_json& j, const serialization::SafetensorsFile&
     top.fail("\"input_shape\" is not a list of whole numbers");
   }
   {
-    // The model must match the file's tensors: none of its parameters is larger than the largest.
-    std::size_t largest = 0;
-    for (const auto& [name, t] : file.tensors) largest = std::max(largest, t.nbytes());
-    const AllocationCeiling ceiling{std::max<std::size_t>(largest, 1 << 20),
-                                    fmt::format("while building the model {} describes (its largest tensor is {})", path,
-                                                format_bytes(largest))};
+    // The model must match the file's tensors: none of its parameters is larger than the largest,
+    // and all of them together hold what the file holds (building may take a copy of each).
+    std::size_t largest = 0, all = 0;
+    for (const auto& [name, t] : file.tensors) {
+      largest = std::max(largest, t.nbytes());
+      all += t.nbytes();
+    }
+    const AllocationCeiling ceiling{std::max<std::size_t>(largest, 1 << 20), 2 * all + (std::size_t{16} << 20),
+                                    fmt::format("while building the model {} describes (its tensors hold {}, the largest {})",
+                                                path, format_bytes(all), format_bytes(largest))};
     model.build(Shape(dims));
   }
   if (j.contains("vocabulary")) model.set_vocabulary(vocabulary_of(j["vocabulary"], top));
@@ -134,14 +141,14 @@ Sequential load_model(const std::string& path) {
              "weights alone, make the model in code and call load_weights");
   ordered_json j;
   try {
-    j = ordered_json::parse(found->second);
-  } catch (const nlohmann::json::exception& e) {
-    top.fail(fmt::format("the model's JSON does not parse ({})", e.what()));
+    j = parse_json<ordered_json>(found->second, "the model's description");
+  } catch (const JsonError& e) {
+    top.fail(e.what());
   }
   try {
     return model_of(j, file, top);
   } catch (const nlohmann::json::exception& e) {
-    top.fail(fmt::format("the model's description is damaged ({})", e.what()));
+    top.fail(fmt::format("the model's description is damaged ({})", detail::json_reason(e)));
   }
 }
 

@@ -19,6 +19,8 @@
 #include "accrue/framework/optim/optimizer.hpp"
 #include "accrue/framework/random.hpp"
 #include "accrue/framework/serialization/checkpoint.hpp"
+#include "accrue/framework/serialization/json_text.hpp"
+#include "accrue/framework/utf8.hpp"
 
 namespace accrue::detail {
 namespace {
@@ -256,9 +258,9 @@ TrainingCheckpoint TrainingCheckpoint::read(const std::string& path) {
   auto data = std::make_shared<Data>();
   data->tensors = std::move(file.tensors);
   try {
-    data->state = json::parse(file.state);
-  } catch (const json::exception& e) {
-    throw IoError(fmt::format("checkpoint {}: its state is not valid JSON ({}); it was not loaded", path, e.what()));
+    data->state = parse_json(file.state, "its state");
+  } catch (const JsonError& e) {
+    throw IoError(fmt::format("checkpoint {}: {}; it was not loaded", path, e.what()));
   }
   if (!data->state.is_object())
     throw IoError(fmt::format("checkpoint {}: its state is not a JSON object; it was not loaded", path));
@@ -345,7 +347,7 @@ json share_of(const json& s, int rank, int processes) {
     writers.push_back(&s);
   const int n = static_cast<int>(writers.size());
   ACCRUE_CHECK(n >= 1 && n == json_integer<int>(s.value("processes", json(1)), "processes"),
-               "it holds the state of {} processes but says {} wrote it", n, s.value("processes", json(1)).dump());
+               "it holds the state of {} processes but says {} wrote it", n, json_excerpt(s.value("processes", json(1))));
   if (n == processes) return *writers[static_cast<std::size_t>(rank)];
   // The writers' counts at `of` summed for process 0, zero for the others.
   const auto counts = [&](auto of) {

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include <cctype>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <algorithm>
@@ -88,29 +89,76 @@ std::optional<std::size_t> read_number(const std::string& file, std::string_view
   return out;
 }
 
-// The process's cgroup v2 group, as /proc/self/cgroup names it ("/" at the root).
-std::string cgroup_v2_group() {
-  std::string group;
-  if (std::FILE* f = std::fopen("/proc/self/cgroup", "r")) {
-    char line[512];
-    while (std::fgets(line, sizeof line, f) != nullptr)
-      if (std::string_view l{line}; l.starts_with("0::")) group = std::string(l.substr(3, l.find_last_not_of('\n') - 2));
-    std::fclose(f);
+// The room left under one hierarchy's groups: from the process's own group up to the hierarchy's
+// root, each group that has both files giving its limit less its usage; the least of them. A limit
+// on a parent binds its children too (cgroup v2's memory.max, v1 with use_hierarchy), and a
+// container that sees the host's path of its group (v1 without a cgroup namespace) finds no folder
+// there, so the walk reaches the group mounted at the root.
+std::optional<std::size_t> room_up_from(const std::string& mount, std::string group, const char* limit_file,
+                                        const char* usage_file) {
+  std::optional<std::size_t> room;
+  for (;;) {
+    const std::string folder = mount + (group == "/" ? "" : group);
+    const std::optional<std::size_t> l = read_number(folder + "/" + limit_file), u = read_number(folder + "/" + usage_file);
+    if (l && u) room = std::min(room.value_or(SIZE_MAX), *l > *u ? *l - *u : 0);
+    if (group.empty() || group == "/") return room;
+    const std::size_t slash = group.find_last_of('/');
+    group = slash == 0 || slash == std::string::npos ? "/" : group.substr(0, slash);
   }
-  return group;
 }
 
-// The control group's limit less its usage: cgroup v2 (the group named in /proc/self/cgroup), or v1.
-std::optional<std::size_t> cgroup_room() {
-  static const std::string group = cgroup_v2_group();  // read once: every large allocation asks
-  for (const auto& [limit, usage] :
-       {std::pair{"/sys/fs/cgroup" + group + "/memory.max", "/sys/fs/cgroup" + group + "/memory.current"},
-        std::pair{std::string{"/sys/fs/cgroup/memory/memory.limit_in_bytes"},
-                  std::string{"/sys/fs/cgroup/memory/memory.usage_in_bytes"}}}) {
-    const std::optional<std::size_t> l = read_number(limit), u = read_number(usage);
-    if (l && u) return *l > *u ? *l - *u : 0;
+}  // namespace
+
+namespace detail {
+
+std::optional<std::size_t> cgroup_room(std::string_view proc_self_cgroup, const std::string& root) {
+  std::optional<std::size_t> room;
+  const auto least = [&](std::optional<std::size_t> r) {
+    if (r) room = std::min(room.value_or(SIZE_MAX), *r);
+  };
+  std::size_t at = 0;
+  while (at < proc_self_cgroup.size()) {
+    std::size_t end = proc_self_cgroup.find('\n', at);
+    if (end == std::string_view::npos) end = proc_self_cgroup.size();
+    const std::string_view line = proc_self_cgroup.substr(at, end - at);
+    at = end + 1;
+    // "hierarchy-id:controllers:path"; the path may hold ':' itself.
+    const std::size_t a = line.find(':'), b = a == std::string_view::npos ? a : line.find(':', a + 1);
+    if (b == std::string_view::npos) continue;
+    const std::string_view controllers = line.substr(a + 1, b - a - 1);
+    const std::string group{line.substr(b + 1)};
+    if (line.substr(0, a) == "0" && controllers.empty()) {
+      // cgroup v2: mounted at the root, or at root/unified beside v1 hierarchies (hybrid).
+      least(room_up_from(root, group, "memory.max", "memory.current"));
+      least(room_up_from(root + "/unified", group, "memory.max", "memory.current"));
+      continue;
+    }
+    for (std::size_t from = 0; from <= controllers.size();) {
+      std::size_t comma = controllers.find(',', from);
+      if (comma == std::string_view::npos) comma = controllers.size();
+      if (controllers.substr(from, comma - from) == "memory")
+        least(room_up_from(root + "/memory", group, "memory.limit_in_bytes", "memory.usage_in_bytes"));
+      from = comma + 1;
+    }
   }
-  return std::nullopt;
+  return room;
+}
+
+}  // namespace detail
+
+namespace {
+
+std::optional<std::size_t> cgroup_room() {
+  static const std::string self = [] {  // read once: the groups do not change while Accrue runs
+    std::string text;
+    if (std::FILE* f = std::fopen("/proc/self/cgroup", "r")) {
+      char buffer[4096];
+      for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, f)) > 0;) text.append(buffer, n);
+      std::fclose(f);
+    }
+    return text;
+  }();
+  return detail::cgroup_room(self, "/sys/fs/cgroup");
 }
 
 }  // namespace
@@ -131,20 +179,34 @@ void Allocator::add_live(MemoryCategory c, std::size_t bytes) {
   if (stats_.live_total > interval_.total) interval_ = {stats_.live_total, stats_.live};
 }
 
+void require_memory_for_file(std::size_t bytes, std::string_view what) {
+  const std::optional<std::size_t> available = available_system_memory();
+  if (available && bytes > *available)
+    throw IoError(fmt::format("{} needs {} once read; this process may take {} more", what, format_bytes(bytes),
+                              format_bytes(*available)));
+}
+
 namespace {
 // AllocationCeiling's: 0 for none.
-thread_local std::size_t ceiling_bytes = 0;
+thread_local std::size_t ceiling_bytes = 0, ceiling_total = 0, ceiling_taken = 0;
 thread_local std::string ceiling_why;
 }  // namespace
 
-AllocationCeiling::AllocationCeiling(std::size_t bytes, std::string why)
-    : previous_bytes_(ceiling_bytes), previous_why_(std::move(ceiling_why)) {
+AllocationCeiling::AllocationCeiling(std::size_t bytes, std::size_t total, std::string why)
+    : previous_bytes_(ceiling_bytes),
+      previous_total_(ceiling_total),
+      previous_taken_(ceiling_taken),
+      previous_why_(std::move(ceiling_why)) {
   ceiling_bytes = bytes;
+  ceiling_total = total;
+  ceiling_taken = 0;
   ceiling_why = std::move(why);
 }
 
 AllocationCeiling::~AllocationCeiling() {
   ceiling_bytes = previous_bytes_;
+  ceiling_total = previous_total_;
+  ceiling_taken = previous_taken_;
   ceiling_why = std::move(previous_why_);
 }
 
@@ -152,6 +214,11 @@ void* Allocator::allocate(std::size_t bytes, MemoryCategory category) {
   if (ceiling_bytes != 0 && bytes > ceiling_bytes)
     throw OutOfMemory(fmt::format("allocating {} ({}) on {}: more than the {} allowed {}", format_bytes(bytes),
                                   category_name(category), device_, format_bytes(ceiling_bytes), ceiling_why));
+  if (ceiling_total != 0 && bytes > ceiling_total - std::min(ceiling_total, ceiling_taken))
+    throw OutOfMemory(fmt::format("allocating {} ({}) on {} after {}: more than the {} in all allowed {}",
+                                  format_bytes(bytes), category_name(category), device_, format_bytes(ceiling_taken),
+                                  format_bytes(ceiling_total), ceiling_why));
+  if (ceiling_total != 0) ceiling_taken += bytes;
   std::lock_guard lock{mutex_};
   if (stats_.limit != 0 && stats_.live_total + bytes > stats_.limit) {
     throw OutOfMemory(fmt::format("out of memory on {}: allocating {} ({}) would pass the limit of {} with {} live:\n{}",

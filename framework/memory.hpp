@@ -105,24 +105,38 @@ class Allocator {
 };
 
 /// Host memory this process can still take without the kernel's out-of-memory killer ending it:
-/// MemAvailable of /proc/meminfo, or less where the process's control group has a limit (cgroup v2
-/// memory.max less memory.current, or v1's limit_in_bytes less usage_in_bytes). None where neither
-/// can be read.
+/// MemAvailable of /proc/meminfo, or less where a control group on the way from the process's own
+/// up to the root has a limit (cgroup v2 memory.max less memory.current, v1 memory.limit_in_bytes
+/// less memory.usage_in_bytes; the least of them). None where neither can be read.
 std::optional<std::size_t> available_system_memory();
 
-/// While one lives, an allocation on this thread larger than `bytes` fails at once with OutOfMemory
-/// saying `why`, whatever the memory free. load_model builds the model a file describes under the
-/// size of the file's largest tensor: a damaged description cannot make it take memory that the
-/// weights it must match never need.
+/// Throws IoError "<what> needs 8.00 GiB once read; this process may take 1.50 GiB more" when
+/// `bytes` exceed available_system_memory(). Readers call it with the total a file asks for before
+/// allocating any of it: a file of a few bytes can claim gigabytes, and the kernel would end the
+/// process when the pages are filled rather than refuse the allocation.
+void require_memory_for_file(std::size_t bytes, std::string_view what);
+
+namespace detail {
+/// available_system_memory's reading of the control groups: `proc_self_cgroup` is
+/// /proc/self/cgroup's text, `root` where the hierarchies are mounted (/sys/fs/cgroup).
+std::optional<std::size_t> cgroup_room(std::string_view proc_self_cgroup, const std::string& root);
+}  // namespace detail
+
+/// While one lives, an allocation on this thread larger than `bytes`, or one that takes the bytes
+/// allocated on this thread since it began past `total`, fails at once with OutOfMemory saying
+/// `why`, whatever the memory free (0: no bound). load_model builds the model a file describes
+/// under the size of the file's largest tensor and a small multiple of all of them: a damaged
+/// description (2,000 layers of 4 MiB for 8 GiB) cannot make it take memory that the weights it
+/// must match never need.
 class AllocationCeiling {
  public:
-  AllocationCeiling(std::size_t bytes, std::string why);
+  AllocationCeiling(std::size_t bytes, std::size_t total, std::string why);
   ~AllocationCeiling();
   AllocationCeiling(const AllocationCeiling&) = delete;
   AllocationCeiling& operator=(const AllocationCeiling&) = delete;
 
  private:
-  std::size_t previous_bytes_;
+  std::size_t previous_bytes_, previous_total_, previous_taken_;
   std::string previous_why_;
 };
 

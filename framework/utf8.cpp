@@ -35,4 +35,32 @@ void require_utf8(std::string_view text, std::string_view what) {
     throw ValueError(fmt::format("{} is not UTF-8: byte 0x{:02x} at {}", what, static_cast<unsigned char>(text[*at]), *at));
 }
 
+std::string printable_name(std::string_view text, std::size_t max_chars) {
+  std::string shown = printable_excerpt(text, max_chars);
+  if (text.size() <= max_chars && shown.size() == text.size() + 2) return std::string{text};
+  return shown;
+}
+
+std::string printable_excerpt(std::string_view text, std::size_t max_chars) {
+  std::string out = "'";
+  std::size_t shown = 0, at = 0;
+  while (at < text.size() && shown < max_chars) {
+    const std::optional<Utf8Sequence> s = utf8_sequence_at(text, at);
+    const auto b = static_cast<unsigned char>(text[at]);
+    if (!s || b < 0x20 || b == 0x7F || (s->code_point >= 0x80 && s->code_point < 0xA0)) {
+      // One byte at a time: a C1 control character is two, each shown.
+      for (std::size_t k = 0; k < (s && b >= 0x80 ? s->length : 1); ++k)
+        out += fmt::format("\\x{:02x}", static_cast<unsigned char>(text[at + k]));
+      at += s && b >= 0x80 ? s->length : 1;
+    } else {
+      out.append(text.substr(at, s->length));
+      at += s->length;
+    }
+    ++shown;
+  }
+  out += "'";
+  if (at < text.size()) out += fmt::format("... ({} bytes)", text.size());
+  return out;
+}
+
 }  // namespace accrue

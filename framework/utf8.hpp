@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace accrue {
@@ -23,6 +24,16 @@ std::optional<Utf8Sequence> utf8_sequence_at(std::string_view text, std::size_t 
 /// continuation byte, a cut or overlong sequence, a surrogate, past U+10FFFF); none when all of
 /// it is UTF-8.
 std::optional<std::size_t> first_invalid_utf8(std::string_view text);
+
+/// `text` as an error message or a terminal may show it: in single quotes, control characters (a
+/// terminal's escape sequences among them) and bytes that are not UTF-8 written as `\xNN`, and cut
+/// after about `max_chars` characters with its length in bytes ("'abcd'... (10485760 bytes)"), so a
+/// hostile file's field can neither flood a log nor move the cursor.
+std::string printable_excerpt(std::string_view text, std::size_t max_chars = 40);
+
+/// A name as a message shows it: as it is, unquoted, when it is at most `max_chars` bytes with
+/// nothing printable_excerpt would escape; otherwise printable_excerpt's form.
+std::string printable_name(std::string_view text, std::size_t max_chars = 40);
 
 /// Throws ValueError "<what> is not UTF-8: byte 0xff at 3" unless `text` is UTF-8.
 void require_utf8(std::string_view text, std::string_view what);

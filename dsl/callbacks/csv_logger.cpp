@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "accrue/dsl/json_state.hpp"
+#include "accrue/framework/utf8.hpp"
 #include "accrue/framework/error.hpp"
 #include "accrue/framework/log.hpp"
 
@@ -75,11 +76,14 @@ void CSVLogger::load_state(const CallbackState& state) {
   std::uint64_t length = 0;
   std::vector<std::string> columns;
   try {
-    const nlohmann::json j = nlohmann::json::parse(state.text);
+    const nlohmann::json j = parse_json(state.text, "CSVLogger: the saved state");
     length = detail::json_integer<std::uint64_t>(j.at("length"), "CSVLogger: length");
     columns = j.at("columns").get<std::vector<std::string>>();
+  } catch (const JsonError& e) {
+    throw ValueError(e.what());
   } catch (const nlohmann::json::exception& e) {
-    throw ValueError(fmt::format("CSVLogger: the saved state '{}' does not parse ({})", state.text, e.what()));
+    throw ValueError(fmt::format("CSVLogger: the saved state {} does not fit ({})", printable_excerpt(state.text),
+                                 detail::json_reason(e)));
   }
   if (!writes_) return;
   ACCRUE_CHECK(file_ != nullptr, "CSVLogger: load_state before on_train_begin");

@@ -8,6 +8,7 @@
 #include "accrue/dsl/callbacks/report.hpp"
 #include "accrue/framework/error.hpp"
 #include "accrue/framework/files.hpp"
+#include "accrue/framework/serialization/json_text.hpp"
 
 namespace accrue::detail {
 std::string_view comparison_template();  // dsl/callbacks/report/compare.html, compiled in by CMake
@@ -33,7 +34,12 @@ json read_run(const std::string& path) {
   for (std::string line; std::getline(in, line);) {
     ++line_number;
     if (line.empty()) continue;
-    const json j = json::parse(line, nullptr, false);
+    json j;  // null when the line is not JSON: the first line then is no run's
+    try {
+      j = parse_json(line, "a line");
+    } catch (const JsonError& e) {
+      if (line_number > 1) throw ValueError(fmt::format("{}:{}: not a JSON object ({})", path, line_number, e.reason()));
+    }
     const std::string type = j.is_object() && j.contains("type") && j["type"].is_string() ? j["type"].get<std::string>() : "";
     if (line_number == 1 && type != "run")
       throw ValueError(fmt::format("{}:1: not a run's JSON lines (callbacks::Report writes them beside its page, "

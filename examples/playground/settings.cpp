@@ -3,6 +3,7 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "accrue/framework/serialization/json_text.hpp"
 #include "http_server.hpp"
 
 namespace playground {
@@ -11,25 +12,8 @@ namespace {
 
 constexpr std::int64_t largest_micro_batch = 4096, largest_accumulation = 4096;
 
-// A client's value in a message: numbers, booleans and short text as they are; anything else by
-// its type and size, so that a message never grows with what a client sends.
-std::string describe(const nlohmann::json& value) {
-  const auto text = [](const std::string& s) {
-    return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  };
-  switch (value.type()) {
-    case nlohmann::json::value_t::string: {
-      const std::string& s = value.get_ref<const std::string&>();
-      return s.size() <= 40 ? text(s) : fmt::format("a text of {} bytes", s.size());
-    }
-    case nlohmann::json::value_t::array:
-      return fmt::format("an array of {} item{}", value.size(), value.size() == 1 ? "" : "s");
-    case nlohmann::json::value_t::object:
-      return fmt::format("an object of {} key{}", value.size(), value.size() == 1 ? "" : "s");
-    default:
-      return value.dump();  // a number, true, false or null: short
-  }
-}
+// A client's value in a message: its size, never the whole of what a client sends.
+std::string describe(const nlohmann::json& value) { return accrue::json_excerpt(value); }
 
 std::int64_t whole(const nlohmann::json& value, std::string_view key, std::int64_t low, std::int64_t high) {
   const bool integral = value.is_number_integer() || value.is_number_unsigned();
@@ -61,25 +45,14 @@ std::string one_of(const nlohmann::json& value, std::string_view key, std::initi
   throw SettingsError(fmt::format("{}: {} is not one of {}", key, describe(value), names));
 }
 
-// The body as JSON, nested at most max_settings_depth deep (refused as soon as it goes deeper,
-// before anything deeper is built); SettingsError with nlohmann's reason, without its quote of the
-// client's bytes.
+// The body as JSON, nested at most max_settings_depth deep; SettingsError with the reason, which
+// names the field (and never quotes the client's bytes).
 nlohmann::json parse_json(std::string_view body) {
-  const nlohmann::json::parser_callback_t depth = [](int level, nlohmann::json::parse_event_t, nlohmann::json&) {
-    if (level > max_settings_depth)
-      throw SettingsError(fmt::format("the settings are nested more than {} deep", max_settings_depth));
-    return true;
-  };
   try {
-    return nlohmann::json::parse(body.empty() ? std::string_view{"{}"} : body, depth);
-  } catch (const nlohmann::json::out_of_range&) {
-    throw SettingsError("the settings hold a number too large for a double");
-  } catch (const nlohmann::json::exception& e) {
-    std::string reason = e.what();
-    reason = reason.substr(0, reason.find("; last read"));
-    if (const std::size_t p = reason.find("] "); reason.starts_with("[json.exception.") && p != std::string::npos)
-      reason = reason.substr(p + 2);
-    throw SettingsError(fmt::format("the settings are not JSON: {}", reason));
+    return accrue::parse_json(body.empty() ? std::string_view{"{}"} : body, "the settings", max_settings_depth);
+  } catch (const accrue::JsonError& e) {
+    throw SettingsError(e.reason().starts_with("nested") ? "the settings are " + e.reason()
+                                                          : "the settings are not JSON: " + e.reason());
   }
 }
 

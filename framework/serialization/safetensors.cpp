@@ -13,6 +13,9 @@
 #include "accrue/framework/autograd.hpp"
 #include "accrue/framework/error.hpp"
 #include "accrue/framework/files.hpp"
+#include "accrue/framework/memory.hpp"
+#include "accrue/framework/serialization/json_text.hpp"
+#include "accrue/framework/utf8.hpp"
 
 namespace accrue::serialization {
 namespace {
@@ -145,25 +148,22 @@ nlohmann::json read_header(std::ifstream& in, const std::string& path, std::uint
   std::string text(header_size, '\0');
   if (!in.read(text.data(), static_cast<std::streamsize>(header_size)))
     throw IoError(fmt::format("{}: truncated in the header", path));
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw IoError(fmt::format("{}: the header is not valid JSON ({})", path, e.what()));
-  }
+  const nlohmann::json header = parse_json(text, fmt::format("{}: the header", path));
   if (!header.is_object()) throw IoError(fmt::format("{}: the header is not a JSON object", path));
   return header;
 }
 
 // The entry `name` describes as `v`, checked against the `data_size` bytes of data.
 Entry read_entry(const std::string& path, const std::string& name, const nlohmann::json& v, std::uint64_t data_size) {
-  const auto where = [&](const std::string& what) { return IoError(fmt::format("{}: tensor '{}': {}", path, name, what)); };
+  const auto where = [&](const std::string& what) {
+    return IoError(fmt::format("{}: tensor {}: {}", path, printable_excerpt(name), what));
+  };
   if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets"))
     throw where("needs dtype, shape and data_offsets");
   Entry e;
   e.name = name;
   if (!v["dtype"].is_string() || !from_safetensors_dtype(v["dtype"].get<std::string>(), &e.dtype))
-    throw where(fmt::format("dtype {} is not one Accrue reads (F32, F16, BF16, I32)", v["dtype"].dump()));
+    throw where(fmt::format("dtype {} is not one Accrue reads (F32, F16, BF16, I32)", json_excerpt(v["dtype"])));
   if (!v["shape"].is_array() || v["shape"].size() > static_cast<std::size_t>(Shape::max_rank))
     throw where("shape is not an array of at most 8 dimensions");
   std::uint64_t bytes = dtype_size(e.dtype);
@@ -196,10 +196,10 @@ void check_coverage(const std::string& path, const std::vector<Entry>& entries, 
   std::uint64_t covered = 0;
   for (const Entry* e : by_offset) {
     if (e->begin < covered)
-      throw IoError(fmt::format("{}: tensor '{}' overlaps the one before it", path, e->name));
+      throw IoError(fmt::format("{}: tensor {} overlaps the one before it", path, printable_excerpt(e->name)));
     if (e->begin > covered)
-      throw IoError(fmt::format("{}: data bytes [{}, {}) before tensor '{}' belong to no tensor", path, covered, e->begin,
-                                e->name));
+      throw IoError(fmt::format("{}: data bytes [{}, {}) before tensor {} belong to no tensor", path, covered, e->begin,
+                                printable_excerpt(e->name)));
     covered = e->end;
   }
   if (covered != data_size)
@@ -232,18 +232,19 @@ SafetensorsFile load_safetensors(const std::string& path, const SafetensorsLimit
     }
     if (!it->is_object()) throw IoError(fmt::format("{}: __metadata__ is not an object", path));
     for (auto m = it->begin(); m != it->end(); ++m) {
-      if (!m->is_string()) throw IoError(fmt::format("{}: metadata '{}' is not a string", path, m.key()));
+      if (!m->is_string()) throw IoError(fmt::format("{}: metadata {} is not a string", path, printable_excerpt(m.key())));
       result.metadata[m.key()] = m->get<std::string>();
     }
   }
   check_coverage(path, entries, data_size);
+  require_memory_for_file(data_size, fmt::format("{}: its tensors", path));
 
   const std::streamoff data_start = static_cast<std::streamoff>(8 + header_size);
   for (const Entry& e : entries) {
     Tensor t = Tensor::empty(e.shape, {.dtype = e.dtype, .category = MemoryCategory::data});
     in.seekg(data_start + static_cast<std::streamoff>(e.begin));
     if (!in.read(static_cast<char*>(t.data_ptr()), static_cast<std::streamsize>(e.end - e.begin)))
-      throw IoError(fmt::format("{}: truncated in the data of '{}'", path, e.name));
+      throw IoError(fmt::format("{}: truncated in the data of {}", path, printable_excerpt(e.name)));
     result.tensors.emplace_back(e.name, std::move(t));
   }
   return result;

@@ -102,6 +102,27 @@ BOOST_AUTO_TEST_CASE(int32_float16_version_2_and_a_scalar) {
   BOOST_TEST(empty.shape() == Shape({0, 5}));
 }
 
+BOOST_AUTO_TEST_CASE(float64_and_int64_are_read_as_float32_and_int32) {
+  // NumPy's defaults, in both byte orders and Fortran order: the values as float32 and int32.
+  const std::vector<double> d = {0.5, -1.25, 3e20, 7.0, 1e-50, -9.0};
+  for (const bool big : {false, true}) {
+    const Tensor f = datasets::npy(write_npy("f8", {.descr = big ? ">f8" : "<f8", .fortran = true, .shape = "(2, 3)", .data = raw(d, big)}));
+    BOOST_TEST(f.dtype() == DType::f32);
+    BOOST_TEST(f.shape() == Shape({2, 3}));
+    // Fortran order: element (r, c) is d[c * 2 + r].
+    BOOST_TEST(f.to_vector() == std::vector<float>({0.5f, 3e20f, 1e-50f, -1.25f, 7.0f, -9.0f}), boost::test_tools::per_element());
+  }
+  const std::vector<std::int64_t> q = {3, -2147483648LL, 2147483647LL, 0};
+  const Tensor i = datasets::npy(write_npy("i8", {.descr = ">i8", .shape = "(4,)", .data = raw(q, true)}));
+  BOOST_TEST(i.dtype() == DType::i32);
+  BOOST_TEST(i.to_vector<std::int32_t>() == std::vector<std::int32_t>({3, -2147483647 - 1, 2147483647, 0}), boost::test_tools::per_element());
+  // Values the narrower type cannot hold, named by their index.
+  BOOST_CHECK_EXCEPTION(datasets::npy(write_npy("i8big", {.descr = "<i8", .shape = "(2,)", .data = raw(std::vector<std::int64_t>{1, 1LL << 31})})),
+                        IoError, message_has({"element 1", "2147483648", "int32"}));
+  BOOST_CHECK_EXCEPTION(datasets::npy(write_npy("f8big", {.descr = "<f8", .shape = "(2,)", .data = raw(std::vector<double>{1, -1e300})})),
+                        IoError, message_has({"element 1", "-1e+300", "float32"}));
+}
+
 BOOST_AUTO_TEST_CASE(malformed_files_are_named_with_what_is_wrong) {
   const auto refused = [](const std::string& path, std::initializer_list<std::string> words) {
     BOOST_CHECK_EXCEPTION(datasets::npy(path), IoError, message_has(words));
@@ -117,7 +138,8 @@ BOOST_AUTO_TEST_CASE(malformed_files_are_named_with_what_is_wrong) {
   const std::string text = (std::filesystem::temp_directory_path() / "accrue_test_text.npy").string();
   std::ofstream(text) << "x,y\n1,2\n";
   refused(text, {text, "not a .npy file"});
-  refused(write_npy("f8", {.descr = "<f8", .data = std::string(48, '\0')}), {"'<f8'", "astype(numpy.float32)"});
+  refused(write_npy("c8", {.descr = "<c8", .data = std::string(48, '\0')}), {"'<c8'", "astype(numpy.float32)"});
+  refused(write_npy("u8", {.descr = "<u8", .data = std::string(48, '\0')}), {"'<u8'", "astype(numpy.int32)"});
   refused(write_npy("short", {.data = raw(six).substr(0, 20)}), {"needs 24 bytes", "has 20", "truncated"});
   refused(write_npy("long", {.data = raw(six) + "xx"}), {"needs 24 bytes", "has 26"});
   refused(write_npy("negative", {.shape = "(-2, 3)", .data = raw(six)}), {"byte", "not a non-negative whole number"});

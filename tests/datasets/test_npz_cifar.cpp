@@ -22,6 +22,34 @@ std::string bytes_of(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), {}};
 }
 
+// A ZIP archive of one local header and `data`, whose central directory lists `entries` members
+// that all point at it, each claiming `compressed` and `uncompressed` bytes (deflated): what a
+// crafted .npz can say without holding any of it.
+std::string claiming_zip(int entries, std::uint32_t compressed, std::uint32_t uncompressed, const std::string& data) {
+  const auto le = [](std::string& out, std::uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) out += static_cast<char>((v >> (8 * i)) & 0xFF);
+  };
+  std::string zip;
+  le(zip, 0x04034b50, 4);
+  le(zip, 20, 2), le(zip, 0, 2), le(zip, 8, 2), le(zip, 0, 4), le(zip, 0, 4);
+  le(zip, compressed, 4), le(zip, uncompressed, 4), le(zip, 5, 2), le(zip, 0, 2);
+  zip += "a.npy" + data;
+  const std::size_t central = zip.size();
+  for (int k = 0; k < entries; ++k) {
+    const std::string name = fmt::format("m{}.npy", k);
+    le(zip, 0x02014b50, 4);
+    le(zip, 20, 2), le(zip, 20, 2), le(zip, 0, 2), le(zip, 8, 2), le(zip, 0, 4), le(zip, 0, 4);
+    le(zip, compressed, 4), le(zip, uncompressed, 4), le(zip, name.size(), 2), le(zip, 0, 2), le(zip, 0, 2);
+    le(zip, 0, 2), le(zip, 0, 2), le(zip, 0, 4), le(zip, 0, 4);
+    zip += name;
+  }
+  const std::size_t size = zip.size() - central;
+  le(zip, 0x06054b50, 4);
+  le(zip, 0, 2), le(zip, 0, 2), le(zip, static_cast<std::uint64_t>(entries), 2), le(zip, static_cast<std::uint64_t>(entries), 2);
+  le(zip, size, 4), le(zip, central, 4), le(zip, 0, 2);
+  return zip;
+}
+
 // n CIFAR records: label (k * 7) % classes, pixel p of record k = (k + p) % 256.
 std::string cifar_records(int n, int label_bytes) {
   std::string out;
@@ -77,7 +105,29 @@ BOOST_AUTO_TEST_CASE(damaged_archives_are_named_with_their_member_and_offset) {
   const std::size_t central = method.find("PK\x01\x02");
   method[central + 10] = 12;  // bzip2
   refused(method, {"'x.npy'", "compression method 12"});
-  BOOST_CHECK_EXCEPTION(datasets::npz(data_file("float64.npz")), IoError, message_has({"float64.npz:d.npy", "<f8", "astype"}));
+  // What members claim is checked before any is inflated: 4 GiB from 184 bytes is more than deflate
+  // gives, and 40 names for one member of 1 GiB are 40 GiB in all.
+  const std::string claim = claiming_zip(1, 20, 0xFFFFFFF0u, std::string(20, '\0'));
+  BOOST_TEST(claim.size() < 200u);
+  refused(claim, {"bad.npz", "'m0.npy'", "more than deflate can give"});
+  refused(claiming_zip(40, 1u << 20, 1u << 30, std::string(1u << 20, '\0')), {"bad.npz", "40 members", "in all", "over the limit"});
+}
+
+BOOST_AUTO_TEST_CASE(numpys_float64_and_int64_read_member_by_member) {
+  // float64 as float32 and int64 as int32, as Keras casts NumPy's defaults; each member its own.
+  const auto arrays = datasets::npz(data_file("defaults.npz"));
+  BOOST_TEST(arrays.at("x").dtype() == DType::f32);
+  BOOST_TEST(arrays.at("x").to_vector() == std::vector<float>({0, 0.25f, 0.5f, 0.75f, 1, 1.25f}), boost::test_tools::per_element());
+  BOOST_TEST(arrays.at("y").dtype() == DType::i32);
+  BOOST_TEST(arrays.at("y").to_vector<std::int32_t>() == std::vector<std::int32_t>({1, 0}), boost::test_tools::per_element());
+  BOOST_TEST(arrays.at("w").to_vector() == std::vector<float>({0.5f, 2.0f}), boost::test_tools::per_element());
+  BOOST_TEST(datasets::npz(data_file("float64.npz")).at("d").to_vector() == std::vector<float>({0.1f, -2.5e30f, 3.0f}),
+             boost::test_tools::per_element());
+  // A value the narrower type cannot hold is refused by its member and index, not wrapped or made inf.
+  BOOST_CHECK_EXCEPTION(datasets::npz(data_file("int64_big.npz")), IoError,
+                        message_has({"int64_big.npz:'y.npy'", "element 1", "1099511627776", "int32"}));
+  BOOST_CHECK_EXCEPTION(datasets::npz(data_file("float64_big.npz")), IoError,
+                        message_has({"float64_big.npz:'d.npy'", "element 1", "1e+39", "float32"}));
 }
 
 BOOST_AUTO_TEST_CASE(cifar_records_read_as_torchvision_gives_them) {

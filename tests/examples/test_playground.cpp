@@ -268,7 +268,7 @@ BOOST_AUTO_TEST_CASE(settings_that_break_json_get_400_naming_the_setting) {
   Served s{2048};
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"{\"model\": \"\xff\xfe\"}", "invalid string: ill-formed UTF-8 byte"},
-      {R"({"lr": 1e309})", "a number too large for a double"},
+      {R"({"lr": 1e309})", "the settings are not JSON: lr: a number too large for a double"},
       {std::string("{\"a\\u0000b\": 1}"), R"(unknown setting 'a\x00b')"},
       {R"({"memory_cap_mib": 1e-9})", "memory_cap_mib: 1e-09 MiB is less than one byte; 0 means no cap"},
       {"{\"model\": \"" + std::string(3000, 'x') + "\"}", "model: a text of 3000 bytes is not one of mlp, cnn"},
