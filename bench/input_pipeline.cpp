@@ -41,14 +41,20 @@ namespace {
 
 // n images of w x h in ten class folders: a colour per class, smooth waves and some noise, so
 // that they compress as photographs do rather than as noise or flat colour.
+// A folder this bench made holds its mark first; only such a folder is ever deleted (the user's
+// --dir may hold a png32 of their own).
 void make_folder(const fs::path& dir, int n, int size, bool jpeg) {
-  const fs::path done = dir / "complete";
+  const fs::path done = dir / "complete", mark = dir / "made-by-accrue-input-pipeline";
   if (fs::exists(done) && std::ifstream(done).get() != EOF) {
     int have = 0;
     std::ifstream(done) >> have;
-    if (have == n) return;
+    if (have == n && fs::exists(mark)) return;
   }
+  if (fs::exists(dir) && !fs::exists(mark) && !fs::is_empty(dir))
+    throw IoError(fmt::format("{} is there and this bench did not make it; name another --dir", dir.string()));
   fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(mark) << "Made by bench/input_pipeline; it deletes and remakes this folder.\n";
   Generator gen{static_cast<std::uint64_t>(size)};
   for (int i = 0; i < n; ++i) {
     const int label = i % 10;

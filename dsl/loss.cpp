@@ -163,17 +163,13 @@ Tensor CrossEntropy::operator()(const Tensor& logits, const Tensor& labels) cons
   return ops::cross_entropy(logits, labels, reduction, label_smoothing, ignore_index);
 }
 
+// Targets (B) against predictions (B, 1) are taken as (B, 1), as Keras does.
 Tensor MSE::per_sample(const Tensor& prediction, const Tensor& target) const {
-  ACCRUE_CHECK_SHAPE(prediction.shape() == target.shape(), "MSE: prediction of shape {} against target of shape {}",
-                     prediction.shape(), target.shape());
-  ACCRUE_CHECK_SHAPE(prediction.rank() >= 1, "MSE: needs a batch dimension, got shape {}", prediction.shape());
-  const Tensor squared = ops::square(prediction - target);
-  if (squared.rank() == 1) return squared;
-  return ops::mean(ops::flatten(squared, 1), 1);
+  return mean_per_sample(ops::square(prediction - float_targets(name(), prediction, target)));
 }
 
 Tensor MSE::operator()(const Tensor& prediction, const Tensor& target) const {
-  return ops::mse_loss(prediction, target, reduction);
+  return ops::mse_loss(prediction, float_targets(name(), prediction, target), reduction);
 }
 
 }  // namespace losses

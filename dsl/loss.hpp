@@ -43,7 +43,8 @@ struct CrossEntropy {
   static CrossEntropy from_config(const ConfigReader& c);
 };
 
-/// Mean squared error, per sample the mean over its elements: PyTorch's nn.MSELoss.
+/// Mean squared error, per sample the mean over its elements: PyTorch's nn.MSELoss. Targets (B)
+/// against predictions (B, 1) are taken as (B, 1), as Keras does; int32 targets as floats.
 struct MSE {
   Reduction reduction = Reduction::mean;
 

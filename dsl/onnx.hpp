@@ -94,10 +94,13 @@ Difference compare(const Tensor& onnx, const Tensor& accrue, double atol = 1e-5,
 /// naming the file when it is not an ONNX model or its input is not a tensor of fixed sample shape.
 Shape sample_shape(const std::string& path);
 
-/// Where onnxruntime-node is: $ACCRUE_ONNXRUNTIME_NODE, else the folder the build installs it in
-/// (tests/onnx/install_onnxruntime.sh BUILD_DIR). Empty with the reason in `why` when node or the
-/// package is not there.
+/// Where onnxruntime-node is: $ACCRUE_ONNXRUNTIME_NODE, else default_onnxruntime_folder(). Empty
+/// with the reason in `why` when node or the package is not there.
 std::string onnxruntime_folder(std::string* why = nullptr);
+/// Where this library looks without $ACCRUE_ONNXRUNTIME_NODE: run from its build tree, the folder
+/// the tests install it in (BUILD_DIR/onnxruntime-node); installed, <prefix>/share/accrue/onnxruntime-node
+/// beside the library (tests/onnx/install_onnxruntime.sh FOLDER puts it there).
+std::string default_onnxruntime_folder();
 /// The outputs of the ONNX file `path` for `inputs` (float32 or int32, one per graph input in
 /// order), computed by ONNX Runtime's CPU provider in a node process. Throws Error naming the file
 /// and what node said when it cannot run.

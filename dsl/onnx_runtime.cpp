@@ -3,6 +3,7 @@
 // deploy with, and ONNX Runtime is never a dependency of the library. The inputs and outputs pass
 // through a temporary folder as raw little-endian arrays described in JSON.
 
+#include <dlfcn.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -114,6 +115,18 @@ int run_node(const std::string& node, const std::string& folder, const fs::path&
 
 }  // namespace
 
+std::string default_onnxruntime_folder() {
+  // Where this library is: in its build tree, the folder the tests fill; installed, the data folder
+  // of its prefix.
+  Dl_info self{};
+  if (::dladdr(reinterpret_cast<void*>(&default_onnxruntime_folder), &self) == 0 || self.dli_fname == nullptr)
+    return ACCRUE_ONNXRUNTIME_NODE_DEFAULT;
+  std::error_code ec;
+  const fs::path library = fs::weakly_canonical(self.dli_fname, ec).parent_path();
+  if (library == fs::weakly_canonical(ACCRUE_LIBRARY_DIR, ec)) return ACCRUE_ONNXRUNTIME_NODE_DEFAULT;
+  return (library / ACCRUE_DATA_FROM_LIB / "onnxruntime-node").lexically_normal().string();
+}
+
 std::string onnxruntime_folder(std::string* why) {
   const auto fail = [&](std::string reason) {
     if (why != nullptr) *why = std::move(reason);
@@ -121,7 +134,7 @@ std::string onnxruntime_folder(std::string* why) {
   };
   if (find_on_path("node").empty()) return fail("no node on PATH (Debian's nodejs)");
   const char* set = std::getenv("ACCRUE_ONNXRUNTIME_NODE");
-  const std::string folder = set != nullptr && *set != '\0' ? set : ACCRUE_ONNXRUNTIME_NODE_DEFAULT;
+  const std::string folder = set != nullptr && *set != '\0' ? set : default_onnxruntime_folder();
   if (!fs::exists(fs::path(folder) / "node_modules" / "onnxruntime-node" / "package.json"))
     return fail(fmt::format("onnxruntime-node is not installed in {} (tests/onnx/install_onnxruntime.sh FOLDER installs "
                             "it; ACCRUE_ONNXRUNTIME_NODE names another folder)",

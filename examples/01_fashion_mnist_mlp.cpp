@@ -75,14 +75,17 @@ int main(int argc, char** argv) {
 
   return examples::run_example(app, argc, argv, [&] {
     // Found out now rather than after hours of training. --save may replace the --load file (training
-    // goes on from it, and the file is replaced whole at the end); nothing else read may be replaced.
+    // goes on from it, and the file is replaced whole at the end); nothing else read may be replaced,
+    // and no two outputs may name one file.
     const examples::ExampleOptions::Inputs data = common.fashion_mnist_inputs();
-    if (!save.empty()) require_output_file(save, "--save", data);
-    if (!save_model.empty()) require_output_file(save_model, "--save-model", data);
-    if (!export_onnx.empty()) require_output_file(export_onnx, "--export-onnx", data);
     examples::ExampleOptions::Inputs inputs = data;
     if (!load.empty()) inputs.emplace_back(load, "the --load weights");
+    if (!save.empty()) require_output_file(save, "--save", data);
+    if (!save_model.empty()) require_output_file(save_model, "--save-model", inputs);
+    if (!export_onnx.empty()) require_output_file(export_onnx, "--export-onnx", inputs);
     common.check_report(inputs);
+    require_distinct_outputs({{save, "--save"}, {save_model, "--save-model"}, {export_onnx, "--export-onnx"},
+                              {common.report, "--report"}, {checkpoint_dir, "--checkpoint-dir"}});
     manual_seed(common.seed);
     auto [train, test] = datasets::fashion_mnist(common.data);
 

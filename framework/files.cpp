@@ -73,6 +73,29 @@ void require_output_file(const std::string& path, std::string_view what,
   }
 }
 
+namespace {
+
+// Whether two paths name one file: the same file when both exist (links included), else the same
+// path once made absolute, "." and ".." resolved and links followed as far as they exist.
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  if (fs::exists(a, ec) && fs::exists(b, ec)) return fs::equivalent(a, b, ec) && !ec;
+  const fs::path ca = fs::weakly_canonical(a, ec);
+  if (ec) return false;
+  const fs::path cb = fs::weakly_canonical(b, ec);
+  return !ec && ca == cb;
+}
+
+}  // namespace
+
+void require_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs) {
+  for (std::size_t i = 0; i < outputs.size(); ++i)
+    for (std::size_t j = i + 1; j < outputs.size(); ++j)
+      if (!outputs[i].first.empty() && !outputs[j].first.empty() && same_file(outputs[i].first, outputs[j].first))
+        throw IoError(fmt::format("{} and {} both name {}: the second would overwrite the first; name two files",
+                                  outputs[i].second, outputs[j].second, outputs[j].first));
+}
+
 std::vector<std::string> list_folder(const std::string& dir, std::string_view what) {
   std::vector<std::string> entries;
   std::error_code ec;

@@ -38,6 +38,11 @@ void require_writable_file(const std::string& path, std::string_view what);
 void require_output_file(const std::string& path, std::string_view what,
                          const std::vector<std::pair<std::string, std::string>>& inputs);
 
+/// Throws IoError when two of `outputs` (path, what writes it: "--save-model") name one file, also
+/// before either exists ("m.safetensors" and "./m.safetensors"): one would silently replace the
+/// other. Empty paths (an output not asked for) are left out.
+void require_distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs);
+
 /// The entries of folder `dir` (full paths), or IoError with the reason when it cannot be listed.
 std::vector<std::string> list_folder(const std::string& dir, std::string_view what);
 

@@ -1,5 +1,6 @@
 # Installs the build tree into a scratch prefix, then configures, builds and runs
-# tests/install/consumer against it with find_package(accrue).
+# tests/install/consumer against it with find_package(accrue), which also checks that the installed
+# library looks for onnxruntime-node under that prefix.
 #   cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DWORK_DIR=... -P check_install.cmake
 file(REMOVE_RECURSE "${WORK_DIR}")
 execute_process(COMMAND ${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${WORK_DIR}/prefix"
@@ -17,7 +18,7 @@ execute_process(COMMAND ${CMAKE_COMMAND} --build "${WORK_DIR}/build" RESULT_VARI
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "building the consumer failed (${rc})")
 endif()
-execute_process(COMMAND "${WORK_DIR}/build/consumer" RESULT_VARIABLE rc)
+execute_process(COMMAND "${WORK_DIR}/build/consumer" "${WORK_DIR}/prefix/share/accrue/onnxruntime-node" RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "the consumer failed (${rc})")
 endif()
