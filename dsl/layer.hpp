@@ -51,6 +51,9 @@ struct LayerMemoryUse {
   /// Activations a layer makes again inside its own backward and frees before it returns
   /// (layers::Recompute runs its layers' forward again there).
   std::size_t recomputed = 0;
+  /// The recomputation's forward at its largest, before its backward: the activations it has made
+  /// again by then and that moment's scratch and output (a segment's last layer, which runs it).
+  std::size_t recompute_forward_kept = 0, recompute_forward_scratch = 0;
   /// Transient bytes while forward runs besides its input and output, and while backward runs
   /// besides the gradients of its output and input (workspaces, float32 accumulators).
   std::size_t forward_scratch = 0, backward_scratch = 0;

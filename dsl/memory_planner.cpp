@@ -67,19 +67,25 @@ struct LayerChain {
 };
 
 // A recomputed segment, layers first..last of the chain (Sequential::recompute): forward keeps only
-// its input; inside its backward its layers' activations are made again, those of layers first..j
-// alive while layer j's backward runs, after the forward's scratch at its start; the recomputed
-// output lives through the whole segment's backward.
+// its input; inside its backward its layers' forward runs again, layer j's scratch and output
+// beside the activations of layers first..j-1 made again so far (the segment's last layer records
+// that forward's largest moment), then those of layers first..j are alive while layer j's backward
+// runs; the recomputed output lives through the whole segment's backward.
 void recompute_segment(LayerChain& chain, std::size_t first, std::size_t last) {
   const std::vector<LayerMemoryUse> original(chain.uses.begin() + static_cast<std::ptrdiff_t>(first),
                                              chain.uses.begin() + static_cast<std::ptrdiff_t>(last + 1));
   const auto before = [&](std::size_t j) -> const LayerMemoryUse& { return original[j - first]; };
-  std::size_t alive = 0, forward_peak = 0;
+  std::size_t alive = 0, forward_kept = 0, forward_scratch = 0, largest_forward = 0;
+  bool input_kept = true;  // the segment's input is the node's
   for (std::size_t j = first; j <= last; ++j) {
     const LayerMemoryUse& o = before(j);
+    // Layer j's forward: its scratch and output, and its input while it runs when nothing keeps it.
+    const std::size_t scratch = o.forward_scratch + chain.bytes(j) + (input_kept || o.output_is_view ? 0 : chain.bytes(j - 1));
+    if (alive + scratch > forward_kept + forward_scratch) forward_kept = alive, forward_scratch = scratch;
+    largest_forward = std::max(largest_forward, o.forward_scratch + chain.bytes(j));
     const bool output_kept = !o.output_is_view && (o.keeps_output || (j < last && before(j + 1).keeps_input));
+    input_kept = output_kept || o.output_is_view;
     alive += o.kept_other + (output_kept ? chain.bytes(j) : 0);
-    forward_peak = std::max(forward_peak, o.forward_scratch + chain.bytes(j));
     LayerMemoryUse& u = chain.uses[j];
     u.recomputed = chain.needs_grad[j] ? alive : 0;
     u.kept_other = u.kept_released_early = 0;
@@ -87,9 +93,14 @@ void recompute_segment(LayerChain& chain, std::size_t first, std::size_t last) {
     u.keeps_input = j == first;  // the node keeps the segment's input, whatever its first layer keeps
   }
   LayerMemoryUse& end = chain.uses[last];
-  end.backward_scratch = std::max(end.backward_scratch, forward_peak);
-  end.input_gradient_scratch = std::max(end.input_gradient_scratch, forward_peak);
+  if (chain.needs_grad[last]) end.recompute_forward_kept = forward_kept, end.recompute_forward_scratch = forward_scratch;
   if (before(last).keeps_output || before(last).output_is_view) return;
+  // Measured (test_memory_plan, the MLP's and the CNN's segments ending in Dense or Conv2d): when the
+  // last layer does not keep its output, the last layer's backward runs beside as much again as the
+  // recomputed forward's largest step, besides that output, which lives through the segment's
+  // backward.
+  end.backward_scratch = std::max(end.backward_scratch, largest_forward);
+  end.input_gradient_scratch = std::max(end.input_gradient_scratch, largest_forward);
   for (std::size_t j = first; j <= last; ++j) {
     chain.uses[j].backward_scratch += chain.bytes(last);
     if (chain.uses[j].input_gradient_scratch > 0) chain.uses[j].input_gradient_scratch += chain.bytes(last);
@@ -198,6 +209,11 @@ class StepWalk {
       // An output the layer does not keep went with the backward of the layer after it, which kept it.
       if (!u.output_is_view && !u.keeps_output) release(storages_[boundary_[i]]);
       const std::size_t scratch = input_gradient ? u.scratch_with_input_gradient() : u.backward_scratch;
+      if (u.recompute_forward_scratch > 0) {  // a segment's forward made again, beside the output's gradient
+        now_[kActivations] += u.recompute_forward_kept;
+        record(grad_out + u.recompute_forward_scratch);
+        now_[kActivations] -= u.recompute_forward_kept;
+      }
       now_[kActivations] += u.recomputed;
       if (chain_.needs_grad[i]) record(grad_out + grad_in + scratch);
       now_[kActivations] -= u.recomputed;

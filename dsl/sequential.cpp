@@ -52,17 +52,17 @@ Sequential::~Sequential() = default;
 
 Sequential& Sequential::add(std::unique_ptr<Layer> layer) {
   ACCRUE_CHECK(layer != nullptr, "Sequential::add: null layer");
+  int& same = added_of_type_[layer->type_name()];
   if (layer->name().empty()) {
     const std::string base = snake_case(layer->type_name());
-    int same = 0;
-    for (const auto& l : layers_)
-      if (l->type_name() == layer->type_name()) ++same;
     layer->set_name(same == 0 ? base : fmt::format("{}_{}", base, same));
   }
   // Names go into JSON (weights, checkpoints, reports): refused here, not when a file is written.
   require_utf8(layer->name(), fmt::format("Sequential::add: the name of layer {} ({})", layers_.size(), layer->type_name()));
-  for (const auto& l : layers_)
-    ACCRUE_CHECK(l->name() != layer->name(), "Sequential::add: two layers named '{}'", layer->name());
+  // A layer renamed since it was added (layer(i).set_name) no longer holds its old name.
+  if (const auto it = names_.find(layer->name()); it != names_.end())
+    ACCRUE_CHECK(it->second >= layers_.size() || layers_[it->second]->name() != layer->name(),
+                 "Sequential::add: two layers named '{}'", layer->name());
   layer->set_generator(generator_.get());
   layer->set_training(training_);
   if (built_) {
@@ -77,6 +77,8 @@ Sequential& Sequential::add(std::unique_ptr<Layer> layer) {
     optimizer_.reset();
     scaler_.reset();
   }
+  ++same;
+  names_[layer->name()] = layers_.size();
   layers_.push_back(std::move(layer));
   // Declared input (layers::Input): build as layers arrive, as Keras does, so shapes and errors
   // show at once.

@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "accrue/datasets/dataset.hpp"
@@ -271,6 +272,10 @@ class Sequential {
 
   std::string name_ = "sequential";
   std::vector<std::unique_ptr<Layer>> layers_;
+  // The layers' names as add() gave or checked them, and how many of each type were added, so that
+  // adding stays constant time (a file of 100,000 layers loaded in 26 s when each add scanned them).
+  std::unordered_map<std::string, std::size_t> names_;
+  std::unordered_map<std::string, int> added_of_type_;
   std::optional<Shape> input_shape_;
   std::unique_ptr<Generator> generator_;
   bool built_ = false;

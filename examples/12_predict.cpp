@@ -51,6 +51,7 @@ std::vector<std::pair<std::string, Tensor>> inputs_of(const std::string& file, c
   if (!datasets::looks_like_image(head)) {
     const datasets::IdxArray images = datasets::read_idx(file);
     Tensor all = datasets::idx_to_float(images, 1.0f / 255.0f);
+    if (all.rank() < 1 || all.shape()[0] == 0) throw IoError(fmt::format("{}: holds no images", file));
     const std::int64_t n = std::min(first, all.shape()[0]);
     ACCRUE_CHECK_SHAPE(all.shape().numel() / all.shape()[0] == sample.numel(),
                        "{}: its images are {} values each, the model takes samples of {}", file,

@@ -24,6 +24,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -50,18 +51,20 @@ inline CLI::Validator whole_number(std::uint64_t low, std::uint64_t high) {
       fmt::format("INT in [{}, {}]", low, high));
 }
 
-/// A flag's value must be a finite number of at least `low` ("nan" and "inf" are refused).
-inline CLI::Validator finite_number(double low) {
+/// A flag's value must be a finite number of at least `low`, and at most `high` when given ("nan"
+/// and "inf" are refused).
+inline CLI::Validator finite_number(double low, std::optional<double> high = std::nullopt) {
   return CLI::Validator(
-      [low](std::string& text) -> std::string {
+      [low, high](std::string& text) -> std::string {
         char* stop = nullptr;
         errno = 0;
         const double value = std::strtod(text.c_str(), &stop);
-        if (text.empty() || *stop != '\0' || errno == ERANGE || !std::isfinite(value) || value < low)
-          return fmt::format("{} is not a finite number of at least {}", text, low);
+        if (text.empty() || *stop != '\0' || errno == ERANGE || !std::isfinite(value) || value < low || (high && value > *high))
+          return high ? fmt::format("{} is not a finite number from {} to {}", text, low, *high)
+                      : fmt::format("{} is not a finite number of at least {}", text, low);
         return {};
       },
-      fmt::format("NUMBER >= {}", low));
+      high ? fmt::format("NUMBER in [{}, {}]", low, *high) : fmt::format("NUMBER >= {}", low));
 }
 
 /// The tutorial's MLP: 784 -> 512 -> 512 -> 10 with ReLU between.
@@ -263,6 +266,9 @@ inline int run_example(CLI::App& app, int argc, char** argv, const std::function
   } catch (const Interrupted& e) {
     detail::report(fmt::format("stopped: {}", e.what()));
     status = e.exit_status();
+  } catch (const std::bad_alloc&) {  // an allocation outside Accrue's accounting (a library's, a container's)
+    detail::report("error: out of memory: the system refused an allocation (std::bad_alloc)");
+    status = 1;
   } catch (const std::exception& e) {  // accrue::Error, and std::system_error from output that failed
     detail::report(fmt::format("error: {}", e.what()));
     status = 1;

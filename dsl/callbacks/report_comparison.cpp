@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <utility>
 #include <nlohmann/json.hpp>
 
 #include "accrue/dsl/callbacks/report.hpp"
@@ -20,6 +21,36 @@ namespace {
 
 using json = nlohmann::json;
 
+// What the loss curve gathers over a run's lines.
+struct Steps {
+  json loss = json::array(), lr = json::array(), samples = json::array(), applied = json::array();
+  std::int64_t seen = 0, since_step = 0;
+};
+
+// One line of a run's JSON lines, of type `type`, into the run's record; nlohmann's exception for a
+// field of another kind than Report writes.
+void add_line(const json& j, const std::string& type, json& run, Steps& steps, std::size_t& peak) {
+  if (type == "run") {
+    run["title"] = j.value("title", run["file"].get<std::string>());
+    run["banner"] = j.value("banner", "");
+    run["precision_effect"] = j.value("precision_effect", "");
+    run["plan_peak"] = j.value("plan_peak", 0);
+  } else if (type == "micro_batch") {
+    steps.since_step += j.value("samples", std::int64_t{0});
+    if (j.contains("memory")) peak = std::max(peak, j["memory"].value("total", std::size_t{0}));
+  } else if (type == "step") {
+    steps.seen += std::exchange(steps.since_step, 0);
+    steps.loss.push_back(j.value("loss", json(nullptr)));
+    steps.lr.push_back(j.value("lr", json(nullptr)));
+    steps.samples.push_back(steps.seen);
+    steps.applied.push_back(j.value("applied", true));
+  } else if (type == "epoch") {
+    run["epochs"].push_back({{"steps", j.value("steps", 0)}, {"logs", j.value("logs", json::object())}});
+  } else if (type == "result") {
+    run["results"].push_back({{"label", j.value("label", "")}, {"value", j.value("value", json(nullptr))}});
+  }
+}
+
 // One run, reduced to what the comparison draws: per optimizer step (loss, learning rate, samples
 // seen by its end, applied), per epoch (its logs), the results and the highest memory.
 json read_run(const std::string& path) {
@@ -28,8 +59,8 @@ json read_run(const std::string& path) {
   if (!in) throw IoError(fmt::format("{}: cannot be read", path));
   json run{{"file", std::filesystem::path(path).filename().string()}, {"epochs", json::array()},
            {"results", json::array()}, {"peak", 0}};
-  json loss = json::array(), lr = json::array(), samples = json::array(), applied = json::array();
-  std::int64_t seen = 0, since_step = 0, line_number = 0;
+  Steps steps;
+  std::int64_t line_number = 0;
   std::size_t peak = 0;
   for (std::string line; std::getline(in, line);) {
     ++line_number;
@@ -46,27 +77,14 @@ json read_run(const std::string& path) {
                                    "\"run.jsonl\" for \"run.html\"): the first line is no {{\"type\": \"run\"}}",
                                    path));
     if (type.empty()) throw ValueError(fmt::format("{}:{}: not a JSON object with a \"type\"", path, line_number));
-    if (type == "run") {
-      run["title"] = j.value("title", run["file"].get<std::string>());
-      run["banner"] = j.value("banner", "");
-      run["precision_effect"] = j.value("precision_effect", "");
-      run["plan_peak"] = j.value("plan_peak", 0);
-    } else if (type == "micro_batch") {
-      since_step += j.value("samples", std::int64_t{0});
-      if (j.contains("memory")) peak = std::max(peak, j["memory"].value("total", std::size_t{0}));
-    } else if (type == "step") {
-      seen += std::exchange(since_step, 0);
-      loss.push_back(j.value("loss", json(nullptr)));
-      lr.push_back(j.value("lr", json(nullptr)));
-      samples.push_back(seen);
-      applied.push_back(j.value("applied", true));
-    } else if (type == "epoch") {
-      run["epochs"].push_back({{"steps", j.value("steps", 0)}, {"logs", j.value("logs", json::object())}});
-    } else if (type == "result") {
-      run["results"].push_back({{"label", j.value("label", "")}, {"value", j.value("value", json(nullptr))}});
+    try {
+      add_line(j, type, run, steps, peak);
+    } catch (const nlohmann::json::exception& e) {
+      throw ValueError(fmt::format("{}:{}: a \"{}\" line with a field of another kind than Report writes ({})", path,
+                                   line_number, printable_name(type), detail::json_reason(e)));
     }
   }
-  run["steps"] = {{"loss", loss}, {"lr", lr}, {"samples", samples}, {"applied", applied}};
+  run["steps"] = {{"loss", steps.loss}, {"lr", steps.lr}, {"samples", steps.samples}, {"applied", steps.applied}};
   run["peak"] = peak;
   return run;
 }

@@ -92,11 +92,11 @@ std::string printable(std::string_view text, std::size_t most) {
 
 class Session;
 
-// Who is connected: how many from each address, and who has waited longest for a request's head
-// (the one to close when a new connection finds a limit reached).
+// Who is connected: how many from each address, and who has waited longest for a request, head or
+// body (the one to close when a new connection finds a limit reached).
 class Connections {
  public:
-  // False when a limit is reached and no connection waits for a head; else the connection is
+  // False when a limit is reached and no connection waits for a request; else the connection is
   // counted, and `evicted` is set to the one that must make room (if any).
   bool admit(const std::shared_ptr<Session>& s, const std::string& address, const ServerOptions& o,
              std::shared_ptr<Session>& evicted);
@@ -186,11 +186,14 @@ class Session : public std::enable_shared_from_this<Session> {
                              [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_head(ec); });
   }
 
+  // The connection stays evictable until its body has come too: one that sends its head and then
+  // its body slowly holds a place as surely as one that is slow with its head.
   void on_head(beast::error_code ec) {
-    server_.connections.set_waiting(this, false);
     if (ec) return fail(ec);
-    if (std::optional<Response> refusal = server_.check_head(parser_->get(), remote_, local_))
+    if (std::optional<Response> refusal = server_.check_head(parser_->get(), remote_, local_)) {
+      server_.connections.set_waiting(this, false);
       return answer(*refusal, true);  // the body is not read: the connection cannot go on
+    }
     if (beast::iequals(parser_->get()[bhttp::field::expect], "100-continue")) {
       out_ = "HTTP/1.1 100 Continue\r\n\r\n";
       return net::async_write(stream_, net::buffer(out_), [self = shared_from_this()](beast::error_code e, std::size_t) {
@@ -203,6 +206,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void read_body() {
     bhttp::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      self->server_.connections.set_waiting(self.get(), false);
       if (ec) return self->fail(ec);
       self->dispatch();
     });

@@ -7,8 +7,9 @@
 //   - a head of at most `header_bytes` and a body of at most `body_bytes`, however it is framed
 //     (Content-Length or chunked): past them, 431 or 413 and the connection closes;
 //   - at most `connections_per_address` connections from one address and `connections` in all:
-//     a new one past a limit closes the connection that has waited longest for its request's
-//     head, so a crowd of slow clients cannot lock others out; 503 when none waits;
+//     a new one past a limit closes the connection that has waited longest for its request (head
+//     or body), so a crowd of slow clients cannot lock others, or their own address, out; 503 when
+//     none waits;
 //   - `Host` must name the address the server listens on with its port (127.0.0.1, localhost,
 //     [::1], the --host given, or the address the client reached): a page of a site whose name
 //     resolves to 127.0.0.1 (DNS rebinding) is refused; so is a POST whose Origin is another site,

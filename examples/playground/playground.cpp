@@ -72,7 +72,8 @@ std::string random_token() {
 int main(int argc, char** argv) {
   CLI::App app{"Real training of the tutorial's model, watched in a browser"};
   std::string host = "127.0.0.1";
-  int port = 8080, max_runs = 0, threads_per_run = 0, max_workspaces = 200;
+  int port = 8080, max_runs = 0, threads_per_run = 0, max_workspaces = 200, per_address = 4;
+  double idle_minutes = 60, run_minutes = 30;
   std::string data, device = "best";
   bool classroom = false;
   std::int64_t worker = 0;
@@ -94,6 +95,18 @@ int main(int argc, char** argv) {
       ->check(examples::whole_number(1, 1024));
   app.add_option("--max-workspaces", max_workspaces, "Classroom: workspaces at most")
       ->check(examples::whole_number(1, 10000))
+      ->capture_default_str();
+  app.add_option("--per-address", per_address,
+                 "Classroom: workspaces one client address may open (and 4 event streams each); 0: no limit. Behind "
+                 "a NAT, where the room shares one address, give the room's size")
+      ->check(examples::whole_number(0, 10000))
+      ->capture_default_str();
+  app.add_option("--workspace-idle-minutes", idle_minutes,
+                 "Classroom: a workspace with no run, no page and no request for this long closes; 0: never")
+      ->check(examples::finite_number(0, 7 * 24 * 60))
+      ->capture_default_str();
+  app.add_option("--max-run-minutes", run_minutes, "Classroom: a run training longer stops, saying why; 0: no bound")
+      ->check(examples::finite_number(0, 7 * 24 * 60))
       ->capture_default_str();
   app.add_option("--worker", worker, "Internal: train one run, settings on stdin, events on stdout")
       ->group("")
@@ -127,6 +140,9 @@ int main(int argc, char** argv) {
         .max_runs = max_runs,
         .threads_per_run = threads_per_run,
         .max_workspaces = max_workspaces,
+        .per_address = per_address,
+        .workspace_idle = std::chrono::milliseconds{static_cast<std::int64_t>(idle_minutes * 60'000)},
+        .max_run = std::chrono::milliseconds{static_cast<std::int64_t>(run_minutes * 60'000)},
         .teacher_token = classroom ? random_token() : ""};
     if (!data.empty()) options.worker.insert(options.worker.end(), {"--data", data});
     const bool loopback_only = host == "127.0.0.1" || host == "localhost" || host == "::1";
@@ -145,8 +161,9 @@ int main(int argc, char** argv) {
     fmt::print("Playground: http://{}:{}/ ({} training samples on {}; Ctrl-C stops)\n", addresses.front(), bound,
                samples, target.str());
     if (classroom) {
-      fmt::print("Teacher: http://{}:{}/teacher?token={} ({} runs at once, {} thread{} each)\n", addresses.front(),
-                 bound, options.teacher_token, max_runs, threads_per_run, threads_per_run == 1 ? "" : "s");
+      fmt::print("Teacher: http://{}:{}/teacher?token={} ({} runs at once, {} thread{} each{})\n", addresses.front(),
+                 bound, options.teacher_token, max_runs, threads_per_run, threads_per_run == 1 ? "" : "s",
+                 run_minutes > 0 ? fmt::format(", at most {:g} minutes", run_minutes) : "");
       for (std::size_t i = 1; i < addresses.size(); ++i) fmt::print("Also: http://{}:{}/\n", addresses[i], bound);
     }
     // Nobody can use a server whose address was not printed.

@@ -19,19 +19,31 @@ void EventLog::begin_run(std::int64_t run) {
   changed();
 }
 
-void EventLog::publish(std::string event) {
+void EventLog::publish(std::string event, std::string tag) {
   const std::lock_guard lock{mutex_};
-  events_.push_back(std::move(event));
+  events_.push_back({next_sequence_++, std::move(tag), std::move(event)});
   changed();
+}
+
+void EventLog::forget(const std::string& tag) {
+  const std::lock_guard lock{mutex_};
+  std::erase_if(events_, [&](const Event& e) { return e.tag == tag; });
 }
 
 std::vector<std::string> EventLog::take(Cursor& cursor) {
   const std::lock_guard lock{mutex_};
   if (cursor.run != run_) cursor = {run_, 0};
-  std::vector<std::string> out(events_.begin() + static_cast<std::ptrdiff_t>(std::min(cursor.next, events_.size())),
-                               events_.end());
-  cursor.next = events_.size();
+  const auto first = std::lower_bound(events_.begin(), events_.end(), cursor.next,
+                                      [](const Event& e, std::uint64_t next) { return e.sequence < next; });
+  std::vector<std::string> out;
+  for (auto it = first; it != events_.end(); ++it) out.push_back(it->text);
+  cursor.next = next_sequence_;
   return out;
+}
+
+std::size_t EventLog::size() const {
+  const std::lock_guard lock{mutex_};
+  return events_.size();
 }
 
 std::uint64_t EventLog::subscribe(std::function<void()> wake) {
@@ -54,7 +66,7 @@ void EventLog::changed() {
 json Playground::plan(const Settings& settings) const { return playground::plan(settings, options_.device); }
 
 json Playground::status(const std::string& key) const {
-  const Workspace* w = find(key);
+  const WorkspacePtr w = find(key);
   if (w == nullptr) return nullptr;
   const std::lock_guard lock{mutex_};
   return status_locked(*w);
@@ -98,14 +110,19 @@ http::Response no_workspace(bool classroom) {
 
 }  // namespace
 
-// A page watching its workspace: a hello with the status, then every event of its runs as they come.
+// A page watching its workspace: a hello with the status, then every event of its runs as they
+// come. While one watches, the workspace stays open.
 class Playground::Watcher final : public http::EventFeed {
  public:
-  Watcher(Playground& owner, Workspace& w, std::function<void()> wake)
-      : owner_(owner), w_(w), id_(w.events.subscribe(std::move(wake))) {}
+  Watcher(Playground& owner, WorkspacePtr w, std::string address, std::function<void()> wake)
+      : owner_(owner), keep_(std::move(w)), w_(*keep_), address_(std::move(address)), id_(w_.events.subscribe(std::move(wake))) {}
   ~Watcher() override {
     w_.events.unsubscribe(id_);
     --owner_.streams_;
+    const std::lock_guard lock{owner_.mutex_};
+    --w_.watchers;
+    w_.last_seen = std::chrono::steady_clock::now();
+    if (--owner_.streams_by_address_[address_] == 0) owner_.streams_by_address_.erase(address_);
   }
   std::string take() override {
     std::string frames;
@@ -121,7 +138,9 @@ class Playground::Watcher final : public http::EventFeed {
 
  private:
   Playground& owner_;
+  WorkspacePtr keep_;
   Workspace& w_;
+  std::string address_;
   std::uint64_t id_;
   EventLog::Cursor cursor_;
   bool greeted_ = false;
@@ -135,7 +154,8 @@ class Playground::TeacherWatcher final : public http::EventFeed {
       : owner_(owner), id_(owner.classroom_.subscribe(std::move(wake))) {}
   ~TeacherWatcher() override {
     owner_.classroom_.unsubscribe(id_);
-    --owner_.streams_;
+    const std::lock_guard lock{owner_.mutex_};
+    --owner_.teacher_streams_;
   }
   std::string take() override {
     std::string frames;
@@ -161,21 +181,33 @@ void Playground::serve(http::Server& server, std::string page, std::string teach
   server.route("POST", "/api/plan", [this](const http::Request& r) { return plan_request(r); }, true);
   server.route("POST", "/api/runs", [this](const http::Request& r) { return start_request(r); }, true);
   server.route("POST", "/api/stop", [this](const http::Request& r) { return stop_request(r); }, true);
-  server.route("POST", "/api/workspaces", [this](const http::Request&) {
+  server.route("POST", "/api/workspaces", [this](const http::Request& r) {
     if (!options_.classroom) return http::error(404, "this playground is not a classroom (start it with --classroom)");
-    const Workspace* w = open_workspace();
-    if (w == nullptr) return http::error(503, fmt::format("the classroom is full ({} workspaces)", options_.max_workspaces));
+    auto opened = open_workspace(r.remote);
+    if (const auto* refused = std::get_if<std::pair<int, std::string>>(&opened))
+      return http::error(refused->first, refused->second);
+    const WorkspacePtr& w = std::get<WorkspacePtr>(opened);
     return answer(201, json{{"name", w->name}, {"key", w->key}});
   });
   server.route_stream("/api/events", [this](const http::Request& r, std::function<void()> wake)
                                          -> std::variant<http::Response, std::unique_ptr<http::EventFeed>> {
-    Workspace* w = find(http::query_value(r.query, "w"));
+    WorkspacePtr w = find(http::query_value(r.query, "w"));
     if (w == nullptr) return no_workspace(options_.classroom);
-    if (++streams_ > max_streams) {
-      --streams_;
-      return http::error(503, fmt::format("{} pages are watching already; close one", max_streams));
+    {
+      const std::lock_guard lock{mutex_};
+      const int per_address = 4 * options_.per_address;
+      if (options_.classroom && per_address > 0 && streams_by_address_[r.remote] >= per_address) {
+        if (streams_by_address_[r.remote] == 0) streams_by_address_.erase(r.remote);
+        return http::error(429, fmt::format("{} event streams from your address already; close a page", per_address));
+      }
+      if (++streams_ > max_streams) {
+        --streams_;
+        return http::error(503, fmt::format("{} pages are watching already; close one", max_streams));
+      }
+      ++streams_by_address_[r.remote];
+      ++w->watchers;
     }
-    return std::make_unique<Watcher>(*this, *w, std::move(wake));
+    return std::make_unique<Watcher>(*this, std::move(w), r.remote, std::move(wake));
   });
   if (!options_.classroom) return;
   const auto teacher = [this](const http::Request& r) {
@@ -190,13 +222,14 @@ void Playground::serve(http::Server& server, std::string page, std::string teach
       if (!teacher(r)) return http::error(403, "not the teacher's token");
       return teacher_request(r, action);
     }, true);
+  // The teacher's streams have a budget of their own: students' pages cannot take it.
   server.route_stream("/api/teacher/events", [this, teacher](const http::Request& r, std::function<void()> wake)
                                                  -> std::variant<http::Response, std::unique_ptr<http::EventFeed>> {
     if (!teacher(r)) return http::error(403, "not the teacher's token");
-    if (++streams_ > max_streams) {
-      --streams_;
-      return http::error(503, fmt::format("{} pages are watching already; close one", max_streams));
-    }
+    const std::lock_guard lock{mutex_};
+    if (teacher_streams_ >= max_teacher_streams)
+      return http::error(503, fmt::format("{} teacher's pages are open already; close one", max_teacher_streams));
+    ++teacher_streams_;
     return std::make_unique<TeacherWatcher>(*this, std::move(wake));
   });
 }
@@ -210,7 +243,7 @@ http::Response Playground::plan_request(const http::Request& request) const {
 }
 
 http::Response Playground::start_request(const http::Request& request) {
-  Workspace* w = find(http::query_value(request.query, "w"));
+  const WorkspacePtr w = find(http::query_value(request.query, "w"));
   if (w == nullptr) return no_workspace(options_.classroom);
   try {
     const Settings s = parse_settings(request.body, options_.training_samples);
@@ -228,16 +261,23 @@ http::Response Playground::start_request(const http::Request& request) {
 }
 
 http::Response Playground::stop_request(const http::Request& request) {
-  Workspace* w = find(http::query_value(request.query, "w"));
+  const WorkspacePtr w = find(http::query_value(request.query, "w"));
   if (w == nullptr) return no_workspace(options_.classroom);
   const std::int64_t run = status(w->key)["run"];
   if (!stop(*w)) return http::error(409, "no run is going");
   return answer(200, json{{"stopped", run}});
 }
 
-http::Response Playground::teacher_request(const http::Request&, std::string_view action) {
-  if (action == "stop") stop_all();
-  else pause_all(action == "pause");
+http::Response Playground::teacher_request(const http::Request& request, std::string_view action) {
+  const std::string workspace = http::query_value(request.query, "workspace");
+  if (action == "stop" && !workspace.empty()) {
+    if (!stop_named(workspace))
+      return http::error(404, fmt::format("no workspace {} has a run going or waiting", http::printable(workspace)));
+  } else if (action == "stop") {
+    stop_all();
+  } else {
+    pause_all(action == "pause");
+  }
   const std::lock_guard lock{mutex_};
   return answer(200, json{{"paused", paused_}, {"training", running_}, {"waiting", queue_.size()}});
 }

@@ -21,10 +21,15 @@
 //                           next runs', its place in the queue and the teacher's pauses
 //   POST /api/stop          ends the workspace's run after its current micro-batch (a queued one
 //                           leaves the queue) and answers once it has ended; 409 when none is going
-//   GET  /api/teacher/events?token=T   every workspace's runs, steps and ends, from the start
-//   POST /api/teacher/{pause,resume,stop}?token=T
+//   GET  /api/teacher/events?token=T   every open workspace and its latest run: start, steps, end
+//   POST /api/teacher/{pause,resume,stop}?token=T   all runs; stop&workspace=NAME: that one's
 // In a classroom every /api/ route but /api/workspaces and /api/plan names its workspace with
 // ?w=KEY; 404 for a key the server does not know.
+//
+// A classroom's limits, so that one client cannot fill the room: workspaces and event streams per
+// client address (429 past them), the teacher's streams apart from the students', workspaces that
+// close after a time without a page, a request or a run, and runs that stop at the teacher's
+// length.
 //
 // Settings are a JSON object; keys left out keep their defaults (settings.hpp). What the server
 // refuses before a request reaches these routes (slow or oversized requests, other machines, pages
@@ -42,6 +47,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <variant>
 #include <vector>
 
 #include "http_server.hpp"
@@ -50,26 +56,36 @@
 namespace playground {
 
 /// The events of one workspace's current run (or of the whole classroom, never restarted), kept
-/// from its start so that a page opened late sees all of it.
+/// from its start so that a page opened late sees all of it. The classroom's are tagged by
+/// workspace, and forget() drops a workspace's (at its next run, or when it closes): the teacher's
+/// log holds each open workspace's latest run, not every step of the server's life.
 class EventLog {
  public:
   struct Cursor {
     std::int64_t run = -1;
-    std::size_t next = 0;
+    std::uint64_t next = 0;  // the sequence number of the next event to take
   };
   void begin_run(std::int64_t run);
-  void publish(std::string event);
+  void publish(std::string event, std::string tag = {});
+  /// Drops the events tagged `tag`; pages that took them keep them, pages that come later never see them.
+  void forget(const std::string& tag);
   /// The events after `cursor` (all of a newer run's); advances it. Never blocks.
   std::vector<std::string> take(Cursor& cursor);
+  std::size_t size() const;
   /// Calls `wake` after every change, until unsubscribe(id) returns.
   std::uint64_t subscribe(std::function<void()> wake);
   void unsubscribe(std::uint64_t id);
 
  private:
   void changed();  // with mutex_ held: the wake-ups run under it, so none comes after unsubscribe
-  std::mutex mutex_;
+  struct Event {
+    std::uint64_t sequence;
+    std::string tag, text;
+  };
+  mutable std::mutex mutex_;
   std::int64_t run_ = 0;
-  std::vector<std::string> events_;
+  std::uint64_t next_sequence_ = 0;
+  std::vector<Event> events_;  // in sequence order
   std::vector<std::pair<std::uint64_t, std::function<void()>>> subscribers_;
   std::uint64_t next_id_ = 0;
 };
@@ -88,6 +104,14 @@ struct PlaygroundOptions {
   /// ACCRUE_NUM_THREADS of each run; 0: each run's default (all cores).
   int threads_per_run = 0;
   int max_workspaces = 200;
+  /// Classroom: workspaces one client address may open, and event streams it may hold (four per
+  /// workspace: a few tabs); 0: no limit. Behind a NAT, where the room shares one address, raise it.
+  int per_address = 4;
+  /// Classroom: a workspace with no run, no page watching and no request for this long closes (its
+  /// key then gets 404 and its page opens a new one); 0: never.
+  std::chrono::milliseconds workspace_idle{std::chrono::minutes{60}};
+  /// Classroom: a run training for longer stops, saying why (the teacher's bound; 0: none).
+  std::chrono::milliseconds max_run{std::chrono::minutes{30}};
   /// Classroom: the token of the teacher's page and API.
   std::string teacher_token;
 };
@@ -110,17 +134,25 @@ class Playground {
   /// The shared workspace's status, or of the classroom's workspace with this key.
   json status(const std::string& key = {}) const;
 
-  static constexpr int max_streams = 256;
+  static constexpr int max_streams = 256, max_teacher_streams = 16;
 
   struct Workspace;  // what playground_server.cpp and workspaces.cpp keep of one
 
  private:
   class Watcher;
   class TeacherWatcher;
-  Workspace* find(const std::string& key) const;
-  Workspace* open_workspace();
+  using WorkspacePtr = std::shared_ptr<Workspace>;
+  /// The workspace of `key`, seen now (a request keeps it open); null for a key not known.
+  WorkspacePtr find(const std::string& key) const;
+  /// A new workspace for a client at `address`, or the reason there is none (HTTP status, message).
+  std::variant<WorkspacePtr, std::pair<int, std::string>> open_workspace(const std::string& address);
   std::optional<std::int64_t> start(Workspace& w, const Settings& settings);
   bool stop(Workspace& w);
+  bool stop_named(const std::string& name);
+  /// Classroom: once a second, stops runs past max_run and closes idle workspaces.
+  void keep_house();
+  void close_idle_workspaces();
+  void stop_long_runs();
   void pause_all(bool paused);
   void stop_all();
   json status_locked(const Workspace& w) const;
@@ -141,7 +173,7 @@ class Playground {
   PlaygroundOptions options_;
   mutable std::mutex mutex_;
   std::condition_variable ended_;  // a run ended (stop waits for it)
-  std::map<std::string, std::unique_ptr<Workspace>> workspaces_;  // by key
+  std::map<std::string, WorkspacePtr> workspaces_;  // by key
   std::deque<Workspace*> queue_;
   std::vector<std::thread> relays_done_;  // relays that have returned, to join
   EventLog classroom_;                    // the teacher's events
@@ -149,6 +181,10 @@ class Playground {
   int running_ = 0;
   bool paused_ = false, closing_ = false;
   std::atomic<int> processes_{0}, streams_{0};
+  std::map<std::string, int> streams_by_address_;  // students' streams, under mutex_
+  int teacher_streams_ = 0;                         // under mutex_
+  std::condition_variable housekeeping_wake_;
+  std::thread housekeeping_;
 };
 
 }  // namespace playground

@@ -35,6 +35,12 @@ std::string workspace_name(std::size_t index, std::mt19937& pick) {
   return index < 400 ? name : fmt::format("{}-{}", name, index);
 }
 
+// "30 minutes", "1.5 s".
+std::string format_duration(std::chrono::milliseconds d) {
+  const double seconds = static_cast<double>(d.count()) / 1000.0;
+  return seconds >= 60.0 ? fmt::format("{:g} minutes", seconds / 60.0) : fmt::format("{:g} s", seconds);
+}
+
 }  // namespace
 
 Playground::Playground(PlaygroundOptions options) : options_(std::move(options)) {
@@ -42,10 +48,12 @@ Playground::Playground(PlaygroundOptions options) : options_(std::move(options))
   ACCRUE_CHECK(options_.max_runs >= 1, "max_runs must be at least 1, got {}", options_.max_runs);
   classroom_.begin_run(1);
   if (!options_.classroom) {
-    auto shared = std::make_unique<Workspace>();
+    auto shared = std::make_shared<Workspace>();
     shared->name = "local";
     workspaces_.emplace("", std::move(shared));
+    return;
   }
+  housekeeping_ = std::thread([this] { keep_house(); });
 }
 
 Playground::~Playground() {
@@ -53,6 +61,8 @@ Playground::~Playground() {
     const std::lock_guard lock{mutex_};
     closing_ = true;
   }
+  housekeeping_wake_.notify_all();
+  if (housekeeping_.joinable()) housekeeping_.join();
   stop_all();
   std::vector<std::thread> relays;
   {
@@ -62,27 +72,97 @@ Playground::~Playground() {
   for (std::thread& t : relays) t.join();
 }
 
-Playground::Workspace* Playground::find(const std::string& key) const {
+Playground::WorkspacePtr Playground::find(const std::string& key) const {
   const std::lock_guard lock{mutex_};
   const auto it = workspaces_.find(key);
-  return it == workspaces_.end() ? nullptr : it->second.get();
+  if (it == workspaces_.end()) return nullptr;
+  it->second->last_seen = Workspace::Clock::now();
+  return it->second;
 }
 
-Playground::Workspace* Playground::open_workspace() {
+std::variant<Playground::WorkspacePtr, std::pair<int, std::string>> Playground::open_workspace(const std::string& address) {
   const std::lock_guard lock{mutex_};
-  if (!options_.classroom || static_cast<int>(workspaces_.size()) >= options_.max_workspaces) return nullptr;
-  auto w = std::make_unique<Workspace>();
+  if (static_cast<int>(workspaces_.size()) >= options_.max_workspaces)
+    return std::pair{503, fmt::format("the classroom is full ({} workspaces)", options_.max_workspaces)};
+  const auto mine = std::ranges::count_if(workspaces_, [&](const auto& kv) { return kv.second->address == address; });
+  if (options_.per_address > 0 && mine >= options_.per_address)
+    return std::pair{429, fmt::format("your address has {} workspaces open already (the limit per address; a page "
+                                      "keeps its own, and one left unused closes after {} minutes)",
+                                      mine, std::chrono::duration_cast<std::chrono::minutes>(options_.workspace_idle).count())};
+  auto w = std::make_shared<Workspace>();
   w->key = random_key();
+  w->address = address;
   std::mt19937 pick{std::random_device{}()};
   const auto taken = [&](const std::string& name) {
     return std::ranges::any_of(workspaces_, [&](const auto& kv) { return kv.second->name == name; });
   };
   do w->name = workspace_name(workspaces_.size(), pick);
   while (taken(w->name));
-  classroom_.publish(json{{"type", "workspace"}, {"workspace", w->name}}.dump());
-  Workspace* out = w.get();
-  workspaces_.emplace(w->key, std::move(w));
-  return out;
+  classroom_.forget(w->name);  // a closed workspace's of the same name
+  classroom_.publish(json{{"type", "workspace"}, {"workspace", w->name}}.dump(), w->name);
+  workspaces_.emplace(w->key, w);
+  return w;
+}
+
+// The classroom's housekeeping thread.
+void Playground::keep_house() {
+  std::unique_lock lock{mutex_};
+  while (!closing_) {
+    housekeeping_wake_.wait_for(lock, std::chrono::milliseconds{250});
+    if (closing_) return;
+    stop_long_runs();
+    close_idle_workspaces();
+  }
+}
+
+// With mutex_ held: a run training past max_run is asked to stop, saying why, and killed when it
+// has not ended 30 s later.
+void Playground::stop_long_runs() {
+  if (options_.max_run.count() == 0) return;
+  const auto now = Workspace::Clock::now();
+  for (auto& [key, w] : workspaces_) {
+    if (w->state != Workspace::State::running) continue;
+    if (w->stop_sent) {
+      if (now - *w->stop_sent > std::chrono::seconds{30}) w->process->kill();
+      continue;
+    }
+    if (now - w->started < options_.max_run) continue;
+    w->stop_sent = now;
+    w->stopping = true;
+    w->events.publish(json{{"type", "notice"},
+                           {"run", w->run},
+                           {"message", fmt::format("This run reached the classroom's limit of {}: it stops.",
+                                                   format_duration(options_.max_run))}}
+                          .dump());
+    w->process->send("stop");
+  }
+}
+
+// With mutex_ held: workspaces with no run, no page and no request for workspace_idle close; the
+// teacher's page is told, and their events leave the teacher's log.
+void Playground::close_idle_workspaces() {
+  if (options_.workspace_idle.count() == 0) return;
+  const auto now = Workspace::Clock::now();
+  for (auto it = workspaces_.begin(); it != workspaces_.end();) {
+    const Workspace& w = *it->second;
+    if (w.state != Workspace::State::idle || w.watchers > 0 || now - w.last_seen < options_.workspace_idle) {
+      ++it;
+      continue;
+    }
+    classroom_.forget(w.name);
+    classroom_.publish(json{{"type", "closed"}, {"workspace", w.name}}.dump(), w.name);
+    it = workspaces_.erase(it);
+  }
+}
+
+bool Playground::stop_named(const std::string& name) {
+  WorkspacePtr w;
+  {
+    const std::lock_guard lock{mutex_};
+    for (const auto& [key, candidate] : workspaces_)
+      if (candidate->name == name) w = candidate;
+  }
+  return w != nullptr && stop(*w);
 }
 
 std::optional<std::int64_t> Playground::start(Workspace& w, const Settings& s) {
@@ -100,10 +180,14 @@ std::optional<std::int64_t> Playground::start(Workspace& w, const Settings& s) {
       w.micro_batches = w.optimizer_steps = 0;
       w.loss = NAN;
       w.outcome.clear();
+      w.stop_sent.reset();
       const json start{{"type", "start"}, {"run", *run}, {"workspace", w.name}, {"settings", s.to_json()}};
       w.events.begin_run(*run);
       w.events.publish(start.dump());
-      classroom_.publish(start.dump());
+      // The teacher's log keeps the workspace and its latest run only.
+      classroom_.forget(w.name);
+      classroom_.publish(json{{"type", "workspace"}, {"workspace", w.name}}.dump(), w.name);
+      classroom_.publish(start.dump(), w.name);
       queue_.push_back(&w);
       dispatch();
       publish_queue();
@@ -150,6 +234,7 @@ void Playground::launch(Workspace& w) {
   ++processes_;
   ++running_;
   w.state = Workspace::State::running;
+  w.started = Workspace::Clock::now();
   w.events.publish(json{{"type", "queue"}, {"run", w.run}, {"position", 0}, {"training", running_},
                         {"max_runs", options_.max_runs}, {"paused", paused_}}
                        .dump());
@@ -169,7 +254,8 @@ void Playground::relay(Workspace& w, std::int64_t run) {
     if (points.empty()) return;
     classroom_.publish(json{{"type", "steps"}, {"workspace", w.name}, {"run", run}, {"optimizer_steps", w.optimizer_steps},
                             {"points", std::exchange(points, json::array())}}
-                           .dump());
+                           .dump(),
+                       w.name);
     last_steps = Clock::now();
   };
   while (const std::optional<std::string> line = w.process->read_line()) {
@@ -196,7 +282,7 @@ void Playground::relay(Workspace& w, std::int64_t run) {
     }
     w.events.publish(*line);
     if (type == "end" || Clock::now() - last_steps >= std::chrono::seconds{1}) send_steps();
-    if (summary) classroom_.publish(summary->dump());
+    if (summary) classroom_.publish(summary->dump(), w.name);
   }
   send_steps();
   const std::string why = w.process->wait();
@@ -235,7 +321,7 @@ void Playground::end_for_process(Workspace& w, std::int64_t run, std::string_vie
   w.events.publish(json{{"type", "end"}, {"run", run}, {"outcome", outcome}, {"message", std::move(message)},
                         {"oom", false}, {"optimizer_steps", 0}, {"micro_batches", 0}}
                        .dump());
-  classroom_.publish(json{{"type", "end"}, {"workspace", w.name}, {"run", run}, {"outcome", outcome}}.dump());
+  classroom_.publish(json{{"type", "end"}, {"workspace", w.name}, {"run", run}, {"outcome", outcome}}.dump(), w.name);
 }
 
 // With mutex_ held by `lock`: waits for `over`; runs that do not end at their micro-batch's end

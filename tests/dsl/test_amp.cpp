@@ -281,6 +281,10 @@ BOOST_AUTO_TEST_CASE(the_banner_names_how_low_precision_products_run) {
   const std::string products = kernel == kernels::cpu::Bf16Kernel::amx           ? "(products: AMX tiles)"
                                : kernel == kernels::cpu::Bf16Kernel::avx512_bf16 ? "(products: AVX-512 BF16)"
                                                                                  : "(products: float32 on bfloat16-rounded "
-                                                                                   "operands, no faster than float32";
+                                                                                   "operands: no bfloat16 arithmetic";
   BOOST_TEST(text.find("precision bfloat16 autocast with float32 master weights " + products) != std::string::npos);
+  // Without bfloat16 arithmetic the banner says what mixed precision costs here.
+  const bool slower = kernel == kernels::cpu::Bf16Kernel::none;
+  BOOST_TEST((text.find("saves memory (activations kept in bfloat16) but runs slower than float32") != std::string::npos) ==
+             slower);
 }

@@ -1,6 +1,8 @@
 // The playground as a classroom (playground --classroom): a workspace per browser, runs queued
 // within max_runs and trained side by side in processes of their own, a student stopping only
-// their own run, the teacher's token, pause and stop, odd keys and the workspace limit; and the
+// their own run, the teacher's token, pause and stop (all, or one run), odd keys and the workspace
+// limit, the limits per client address, idle workspaces closing, runs stopped at the teacher's
+// bound, the teacher's log keeping each workspace's latest run; and the
 // load test: 40 students planning while 10 train at once, every run finishing and the server's
 // memory back to its level after.
 // ACCRUE_CLASSROOM_SECONDS sets how long the students keep starting runs (20 s; ctest's label long
@@ -162,7 +164,9 @@ BOOST_AUTO_TEST_CASE(a_run_whose_process_dies_ends_failed_and_frees_its_place) {
 BOOST_AUTO_TEST_CASE(forty_students_plan_while_ten_train) {
   const char* env = std::getenv("ACCRUE_CLASSROOM_SECONDS");
   const double seconds = env != nullptr ? std::atof(env) : 20.0;
-  Served s{4096, classroom(10)};
+  playground::PlaygroundOptions options = classroom(10);
+  options.per_address = 0;  // the forty students all come from 127.0.0.1 here
+  Served s{4096, options};
   // A first plan builds what the server keeps (the planning model's caches); the baseline is after it.
   BOOST_REQUIRE(s.post("/api/plan", "{}").first == 200);
   const std::size_t live_before = memory_stats(Device::cpu()).live_total, resident_before = resident_bytes();
@@ -250,4 +254,115 @@ BOOST_AUTO_TEST_CASE(keys_tokens_and_the_workspace_limit_hold_against_odd_reques
     }
   }
   BOOST_TEST(s.playground.runs_alive() == 0);
+}
+
+namespace {
+
+// The open connection of an event stream: the status its head says (0 when none came).
+int stream_status(Connection& c, const Served& s, const std::string& path) {
+  if (!c.send(accrue::test::http::request("GET", path, s.port))) return 0;
+  std::string head;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{5};
+  while (head.find("\r\n") == std::string::npos && std::chrono::steady_clock::now() < deadline) head += c.read_some();
+  return head.size() > 12 ? std::atoi(head.substr(9, 3).c_str()) : 0;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(one_address_cannot_fill_the_room_or_lock_out_the_teacher) {
+  // Workspaces and event streams per client address: one client used to open all 200 workspaces in a
+  // second, and two held all 256 streams, the teacher's page getting 503.
+  playground::PlaygroundOptions options = classroom(1);
+  options.per_address = 2;
+  Served s{2048, options};
+  const Student a = open_workspace(s);
+  open_workspace(s);
+  const auto [refused, why] = s.post("/api/workspaces", "");
+  BOOST_TEST(refused == 429);
+  BOOST_TEST(why.at("error").get<std::string>().find("2 workspaces open already") != std::string::npos);
+  std::vector<std::unique_ptr<Connection>> pages;
+  for (int i = 0; i < 8; ++i) {
+    pages.push_back(std::make_unique<Connection>(s.port, std::chrono::milliseconds{500}));
+    BOOST_TEST(stream_status(*pages.back(), s, a.at("/api/events")) == 200);
+  }
+  Connection ninth{s.port, std::chrono::milliseconds{500}};
+  BOOST_TEST(stream_status(ninth, s, a.at("/api/events")) == 429);
+  // The teacher's streams are counted apart.
+  Connection teacher{s.port, std::chrono::milliseconds{500}};
+  BOOST_TEST(stream_status(teacher, s, "/api/teacher/events?token=t0ken") == 200);
+  // Pages closed, their places free again.
+  pages.clear();
+  BOOST_TEST(eventually([&] {
+    Connection again{s.port, std::chrono::milliseconds{500}};
+    return stream_status(again, s, a.at("/api/events")) == 200;
+  }, std::chrono::seconds{10}));
+}
+
+BOOST_AUTO_TEST_CASE(idle_workspaces_close_and_long_runs_stop) {
+  playground::PlaygroundOptions options = classroom(2);
+  options.workspace_idle = std::chrono::milliseconds{1500};
+  options.max_run = std::chrono::milliseconds{1500};
+  Served s{2048, options};
+  // A workspace nobody uses closes: its key is forgotten, the teacher's page told.
+  const Student idle = open_workspace(s);
+  std::this_thread::sleep_for(std::chrono::milliseconds{2500});
+  BOOST_TEST(s.ask("GET", idle.at("/api/status")).first == 404);
+  // A run of micro-batch 1 for 20 epochs (weeks on a busy machine) stops at the teacher's bound,
+  // saying why; its workspace, with a page watching, stays.
+  const Student long_run = open_workspace(s);
+  BOOST_TEST(s.post(long_run.at("/api/runs"), R"({"micro_batch": 1, "accumulate": 1, "epochs": 20, "pace_ms": 20})").first == 201);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string notice;
+  const std::vector<json> seen = events(s, [&](const json& e) {
+    if (e.at("type") == "notice") notice = e.at("message");
+    return e.at("type") == "end";
+  }, std::chrono::seconds{60}, long_run.at("/api/events"));
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  BOOST_TEST_MESSAGE("the long run ended after " << took << " s: " << notice);
+  BOOST_REQUIRE(!seen.empty());
+  BOOST_TEST(seen.back().at("type") == "end");
+  BOOST_TEST(seen.back().at("outcome") == "stopped");
+  BOOST_TEST(notice.find("limit of 1.5 s") != std::string::npos);
+  BOOST_TEST(took < 20.0);
+  BOOST_TEST(s.ask("GET", long_run.at("/api/status")).first == 200);
+  // A teacher's page opened now is told the idle workspace closed, and nothing else of it.
+  bool closed = false, opened = false;
+  events(s, [&](const json& e) {
+    if (e.at("workspace") == idle.name) (e.at("type") == "closed" ? closed : opened) = true;
+    return e.at("type") == "end";
+  }, std::chrono::seconds{10}, "/api/teacher/events?token=t0ken");
+  BOOST_TEST(closed);
+  BOOST_TEST(!opened);
+}
+
+BOOST_AUTO_TEST_CASE(the_teacher_stops_one_run_and_the_log_keeps_each_workspaces_latest_run) {
+  Served s{2048, classroom(2)};
+  const Student a = open_workspace(s), b = open_workspace(s);
+  const std::string paced = R"({"max_steps": 400, "pace_ms": 30})";
+  BOOST_TEST(s.post(a.at("/api/runs"), paced).first == 201);
+  BOOST_TEST(s.post(b.at("/api/runs"), paced).first == 201);
+  BOOST_REQUIRE(eventually([&] {
+    return s.playground.status(a.key).at("optimizer_steps") >= 2 && s.playground.status(b.key).at("optimizer_steps") >= 2;
+  }));
+  // The teacher stops a's run alone; b's goes on.
+  BOOST_TEST(s.post("/api/teacher/stop?token=t0ken&workspace=" + a.name, "").first == 200);
+  BOOST_TEST(s.playground.status(a.key).at("outcome") == "stopped");
+  BOOST_TEST(s.playground.status(b.key).at("running") == true);
+  BOOST_TEST(s.post("/api/teacher/stop?token=t0ken&workspace=" + a.name, "").first == 404);
+  BOOST_TEST(s.post("/api/teacher/stop?token=t0ken&workspace=nobody", "").first == 404);
+  BOOST_TEST(s.post("/api/teacher/stop?token=t0ken", "").first == 200);
+  // a's second run: the teacher's log keeps only it, so a page opened now sees one start of a.
+  BOOST_TEST(s.post(a.at("/api/runs"), R"({"max_steps": 3})").first == 201);
+  BOOST_REQUIRE(eventually([&] { return s.playground.status(a.key).at("outcome") == "finished"; }));
+  int starts_of_a = 0, ends = 0;
+  std::set<std::int64_t> runs_of_a;
+  events(s, [&](const json& e) {
+    if (e.at("type") == "start" && e.at("workspace") == a.name) ++starts_of_a, runs_of_a.insert(e.at("run").get<std::int64_t>());
+    if (e.at("type") == "steps" && e.at("workspace") == a.name) runs_of_a.insert(e.at("run").get<std::int64_t>());
+    ends += e.at("type") == "end";
+    return ends == 2;
+  }, std::chrono::seconds{10}, "/api/teacher/events?token=t0ken");
+  BOOST_TEST(starts_of_a == 1);
+  BOOST_TEST(runs_of_a.size() == 1u);
+  BOOST_TEST(ends == 2);
 }

@@ -335,6 +335,30 @@ BOOST_AUTO_TEST_CASE(slow_clients_take_no_one_elses_answer) {
   BOOST_TEST(s.server.connections() == 0);
 }
 
+BOOST_AUTO_TEST_CASE(slow_bodies_do_not_lock_out_their_own_address) {
+  // 150 connections send a whole head at once, then their bodies a byte at a time: they too give
+  // way to new connections from their address (a slow body used to hold its place to the deadline).
+  Served s{2048, {}, {.request_deadline = std::chrono::milliseconds{4000}}};
+  std::vector<std::unique_ptr<Connection>> slow;
+  for (int i = 0; i < 150; ++i) {
+    slow.push_back(std::make_unique<Connection>(s.port, std::chrono::milliseconds{10}));
+    slow.back()->send("POST /api/plan HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(s.port) +
+                      "\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{");
+  }
+  double slowest = 0;
+  for (int i = 0; i < 8; ++i) {
+    for (auto& c : slow) c->send(" ");
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto [status, answer] = s.ask("GET", "/api/status");
+    slowest = std::max(slowest, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    BOOST_TEST(status == 200);
+    BOOST_TEST(s.server.connections() <= 128 + 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds{100});
+  }
+  BOOST_TEST_MESSAGE("slowest status answer beside 150 slow bodies: " << slowest << " s");
+  BOOST_TEST(slowest < 1.0);
+}
+
 BOOST_AUTO_TEST_CASE(pipelined_requests_are_all_answered_in_order) {
   Served s{2048};
   Connection c{s.port};
