@@ -166,7 +166,8 @@ transforms::Image image_as_read(const std::string& path, const ImageFolderOption
   const auto resized_bytes = static_cast<std::size_t>(image.channels) * static_cast<std::size_t>(options.image_size.h) *
                              static_cast<std::size_t>(options.image_size.w) * sizeof(float);
   if (resized_bytes > (std::size_t{64} << 20))
-    require_memory_for_file(2 * resized_bytes, fmt::format("{} resized to {}", path, options.image_size.str()));
+    require_memory_for_file(2 * resized_bytes,
+                            fmt::format("{} resized to {}x{}", path, options.image_size.h, options.image_size.w));
   if (image.height != options.image_size.h || image.width != options.image_size.w)
     image = transforms::functional::resize(image, options.image_size, options.interpolation, true);
   return image;

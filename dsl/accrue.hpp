@@ -80,3 +80,4 @@
 #include "accrue/framework/training/lr_schedule.hpp"
 #include "accrue/framework/training/step_plan.hpp"
 #include "accrue/framework/training/stop_signal.hpp"
+#include "accrue/framework/utf8.hpp"

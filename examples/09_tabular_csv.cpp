@@ -36,10 +36,11 @@ int main(int argc, char** argv) {
   return examples::run_example(app, argc, argv, [&] {
     common.check_report({{common.data, "the table"}});
     manual_seed(common.seed);
-    const Dataset table = datasets::csv(common.data, {.header = header, .skip_rows = skip_rows});
+    const datasets::CsvOptions read{.header = header, .skip_rows = skip_rows};
+    const Dataset table = datasets::csv(common.data, read);
     const auto [train, test] = table.split(0.8, common.seed);
-    const auto labels = table.targets().to_vector<std::int32_t>();
-    const std::int64_t classes = *std::max_element(labels.begin(), labels.end()) + 1;
+    // As many outputs as the table has classes (its distinct labels), not its largest label plus one.
+    const auto classes = static_cast<std::int64_t>(datasets::csv_classes(common.data, read).size());
     if (common.speaks())
       fmt::print("{}: {} rows of {} features, {} classes; {} for training, {} for testing\n", table.name(), table.size(),
                  table.sample_shape()[0], classes, train.size(), test.size());

@@ -64,11 +64,13 @@ int main(int argc, char** argv) {
     datasets::Cifar cifar = datasets::cifar10(common.data);
     const transforms::Normalize normalize{{0.4914f, 0.4822f, 0.4465f}, {0.2470f, 0.2435f, 0.2616f}};
     const Dataset train_images = limit > 0 ? cifar.train.take(limit) : cifar.train;
-    const Dataset train = train_images.map({transforms::RandomCrop{32, {.padding = {4}}}, transforms::RandomHorizontalFlip{}, normalize});
+    const Dataset train = train_images.map({transforms::RandomCrop{32, {.padding = 4}}, transforms::RandomHorizontalFlip{}, normalize});
     const Dataset test = cifar.test.map({normalize});
-    if (common.speaks())
-      fmt::print("CIFAR-10 from {}: {} training and {} test images of {}\n", common.data, train.size(), test.size(),
-                 fmt::join(cifar.classes, ", "));
+    if (common.speaks()) {
+      std::string classes;  // from the folder's batches.meta.txt: escaped, a name may hold anything
+      for (const std::string& name : cifar.classes) classes += (classes.empty() ? "" : ", ") + printable_name(name);
+      fmt::print("CIFAR-10 from {}: {} training and {} test images of {}\n", common.data, train.size(), test.size(), classes);
+    }
 
     Sequential model{layers::Input{3, 32, 32}};
     add_conv(model, width);

@@ -180,10 +180,14 @@ void Allocator::add_live(MemoryCategory c, std::size_t bytes) {
 }
 
 void require_memory_for_file(std::size_t bytes, std::string_view what) {
-  const std::optional<std::size_t> available = available_system_memory();
-  if (available && bytes > *available)
-    throw IoError(fmt::format("{} needs {} once read; this process may take {} more", what, format_bytes(bytes),
-                              format_bytes(*available)));
+  std::optional<std::size_t> room = available_system_memory();
+  // Under a memory limit (set_memory_limit, ACCRUE_MEMORY_LIMIT) what is left of it, if less.
+  const MemoryStats cpu = allocator(Device::cpu()).stats();
+  const bool capped = cpu.limit != 0 && (!room || cpu.limit - std::min(cpu.limit, cpu.live_total) < *room);
+  if (capped) room = cpu.limit - std::min(cpu.limit, cpu.live_total);
+  if (room && bytes > *room)
+    throw IoError(fmt::format("{} needs {} once read; this process may take {} more{}", what, format_bytes(bytes),
+                              format_bytes(*room), capped ? fmt::format(" under its memory limit of {}", format_bytes(cpu.limit)) : ""));
 }
 
 namespace {

@@ -111,7 +111,8 @@ class Allocator {
 std::optional<std::size_t> available_system_memory();
 
 /// Throws IoError "<what> needs 8.00 GiB once read; this process may take 1.50 GiB more" when
-/// `bytes` exceed available_system_memory(). Readers call it with the total a file asks for before
+/// `bytes` exceed available_system_memory(), or what is left of the CPU's memory limit
+/// (set_memory_limit, ACCRUE_MEMORY_LIMIT) when that is less. Readers call it with the total a file asks for before
 /// allocating any of it: a file of a few bytes can claim gigabytes, and the kernel would end the
 /// process when the pages are filled rather than refuse the allocation.
 void require_memory_for_file(std::size_t bytes, std::string_view what);

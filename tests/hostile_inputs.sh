@@ -397,6 +397,92 @@ case_ "an ONNX file cut short" 1 "cut.onnx: not an ONNX model" "$predict" --onnx
 case_ "a model for images asked to generate text" 1 "holds no vocabulary" "$char_lm" --generate-from "$work/model.safetensors"
 case_ "weights alone to generate from" 1 "holds weights but no model" "$char_lm" --generate-from "$work/weights.safetensors"
 
+# ---- crafted files: nesting, totals, zero images, escapes, loops ----------------------------------
+craft=(python3 "$root/tests/hostile_files.py")
+"${craft[@]}" deep_header "$work/deep.safetensors"
+case_ "--load of a header nested 100,000 deep" 1 "nested more than 256 deep" "$mlp" --load "$work/deep.safetensors" "${fast[@]}"
+"${craft[@]}" deep_model "$work/model.safetensors" "$work/deep_model.safetensors"
+case_ "12_predict of a model description nested 100,000 deep" 1 "the model's description: nested more than 256 deep" \
+  "$predict" "$work/deep_model.safetensors" "$work/notes.txt"
+case_ "--generate-from a model nested 100,000 deep" 1 "nested more than 256 deep" "$char_lm" --generate-from "$work/deep_model.safetensors"
+"${craft[@]}" deep_jsonl "$work/deep.jsonl"
+case_ "accrue-report of a line nested 100,000 deep" 1 "deep.jsonl:2: not a JSON object (nested more than 256 deep)" \
+  "$report_tool" "$work/deep.jsonl" -o "$work/deep.html"
+"${craft[@]}" many_dense "$work/model.safetensors" "$work/many_dense.safetensors" 2000 1024
+case_ "a 1 MB model file describing 8 GiB of Dense layers" 1 "while building the model" \
+  "$predict" "$work/many_dense.safetensors" "$work/notes.txt"
+"${craft[@]}" input_shape "$work/model.safetensors" "$work/huge_input.safetensors" 3 20000 20000
+small_png=$(find /usr/share/tuxpaint/stamps/animals -name '*.png' | head -n 1)
+case_ "12_predict of a model whose input is 3x20000x20000" 1 "while building the model" \
+  "$predict" "$work/huge_input.safetensors" "$small_png"
+{ printf '\x00\x00\x08\x03'; be32 0; be32 28; be32 28; } > "$work/empty-images-idx3-ubyte"
+case_ "12_predict of an IDX file of no images" 1 "empty-images-idx3-ubyte: holds no images" \
+  "$predict" "$work/model.safetensors" "$work/empty-images-idx3-ubyte"
+case_ "--save-model naming the --load file" 1 "--save-model $work/weights.safetensors would overwrite the --load weights" \
+  "$mlp" "${fast[@]}" --load "$work/weights.safetensors" --save-model "$work/weights.safetensors"
+case_ "--export-onnx naming the --load file" 1 "would overwrite the --load weights" \
+  "$mlp" "${fast[@]}" --load "$work/weights.safetensors" --export-onnx "$work/weights.safetensors"
+case_ "--save-model and --export-onnx naming one file" 1 "--save-model and --export-onnx both name" \
+  "$mlp" "${fast[@]}" --save-model "$work/both.out" --export-onnx "$work/./both.out"
+d=$(fresh "$work/pipeline"); mkdir -p "$d/png32"; printf 'mine' > "$d/png32/keep.txt"
+case_ "bench/input_pipeline --dir over a png32 of the user's" 1 "png32 is there and this bench did not make it" \
+  "$build/bench/input_pipeline" --dir "$d" --png 10 --jpeg 10 --no-pytorch
+[[ -f $d/png32/keep.txt ]] || { failed=$((failed + 1)); row FAIL "the user's png32 is kept" "keep.txt was deleted"; }
+printf 'a,b,y\n1,1e39,0\n2,3,1\n' > "$work/huge_value.csv"
+case_ "a CSV value beyond float32 (1e39)" 1 "huge_value.csv: line 2, column 2 ('b'): the value '1e39' is beyond float32's range" \
+  "$tabular" --data "$work/huge_value.csv" --header --skip-rows 0 --epochs 1 --verbose 0
+printf 'a,y\n1,1\n2,2\n3,x\n4,1\n' > "$work/mixed_labels.csv"
+case_ "a CSV label among numbers that is a name" 1 "line 4, column 2 ('y'): the class 'x' is not a number" \
+  "$tabular" --data "$work/mixed_labels.csv" --header --skip-rows 0 --epochs 1 --verbose 0
+{ printf 'a,y\n'; for i in $(seq 40); do printf '%d,%d\n' "$i" $((i % 2)); done; printf '41,100000\n'; } > "$work/stray_label.csv"
+case_ "a stray CSV label 100000 makes 3 classes, with a warning" 0 "3 distinct class labels are not 0 to 2 (the largest is 100000)" \
+  "$tabular" --data "$work/stray_label.csv" --header --skip-rows 0 --epochs 1 --verbose 0
+{ printf 'a,y\n'; head -c 10000000 /dev/zero | tr '\0' 'x'; printf ',1\n'; } > "$work/long_field.csv"
+case_ "a 10 MB CSV field is quoted in part" 1 "'xxxxxxxxxx" "$tabular" --data "$work/long_field.csv" --header --skip-rows 0
+[[ $(wc -c < "$out") -lt 2000 ]] || { failed=$((failed + 1)); row FAIL "the 10 MB field's message is short" "$(wc -c < "$out") bytes"; }
+d=$(fresh "$work/cifar_meta")
+for f in data_batch_1 data_batch_2 data_batch_3 data_batch_4 data_batch_5 test_batch; do
+  for r in 1 2; do printf '\x03'; head -c 3072 /dev/urandom; done > "$d/$f.bin"
+done
+mkfifo "$d/batches.meta.txt"
+case_ "a FIFO named batches.meta.txt" 0 "Accuracy" "$cifar" --data "$d" --epochs 1 --verbose 0
+rm "$d/batches.meta.txt"; printf 'plane\x1b[31mRED\ncar\nbird\ncat\ndeer\ndog\nfrog\nhorse\nship\ntruck\n' > "$d/batches.meta.txt"
+case_ "a class name with a terminal escape sequence is escaped" 0 'plane\x1b[31mRED' "$cifar" --data "$d" --epochs 1 --verbose 0
+if grep -q $'\x1b\\[31m' "$out"; then failed=$((failed + 1)); row FAIL "no raw escape sequence printed" "ESC [31m reached the output"; fi
+d=$(fresh "$work/stamps_loop"); cp -r "$work/stamps/." "$d"; rm -f "$d/other/cut.png"
+ln -s loop_b "$d/coins/loop_a"; ln -s loop_a "$d/coins/loop_b"; ln -s .. "$d/other/up"
+case_ "a loop of symbolic links in an image folder" 0 "entries skipped that cannot be looked at" \
+  "$image_folder" --data "$d" --epochs 1 --verbose 0 --image-size 16 --crop 12
+ln -s /dev/zero "$work/zero.png"
+case_ "12_predict of /dev/zero named .png" 1 "zero.png is not a regular file" "$predict" "$work/model.safetensors" "$work/zero.png"
+d=$(fresh "$work/stamps_zero"); cp -r "$work/stamps/." "$d"; rm -f "$d/other/cut.png"; truncate -s 6G "$d/other/sparse.png"
+case_ "a 6 GB sparse .png in an image folder" 1 "sparse.png: 6442450944 bytes, over the limit" \
+  "$image_folder" --data "$d" --epochs 1 --verbose 0 --image-size 16 --crop 12
+# A control group of its own below the root's (cgroup v1, as Docker on older hosts and Slurm make
+# them): a model too large for its 2 GiB is refused, not killed by the kernel.
+group=""
+if [[ $(id -u) -eq 0 ]] && v1=$(grep -m1 ':memory:' /proc/self/cgroup | cut -d: -f3) && [[ -w /sys/fs/cgroup/memory$v1 ]]; then
+  group=/sys/fs/cgroup/memory$v1/accrue_hostile_$$
+  mkdir "$group" 2>/dev/null && echo $((2 << 30)) > "$group/memory.limit_in_bytes" 2>/dev/null || group=""
+fi
+if [[ -n $group ]]; then
+  case_ "a model larger than its cgroup v1 group's 2 GiB" 1 "the machine has" \
+    bash -c 'echo $$ > "$0/cgroup.procs" && exec "$1" --width 16384 --layers 1024 --epochs 1 --verbose 0' "$group" "$char_lm"
+  rmdir "$group" 2>/dev/null
+else
+  skipped=$((skipped + 1)); row SKIP "a model larger than its cgroup v1 group's 2 GiB" "no writable cgroup v1 memory hierarchy (or not root)"
+fi
+if command -v mpirun >/dev/null; then
+  mpirun --oversubscribe -np 2 "$data_parallel" --epochs 1 --data "$data" > "$work/mpirun_log.txt" 2>&1
+  if grep -q $'\r' "$work/mpirun_log.txt"; then
+    failed=$((failed + 1)); row FAIL "mpirun's progress into a log" "carriage returns in the log"
+  else
+    passed=$((passed + 1)); row PASS "mpirun's progress into a log" "one line per epoch, $(wc -c < "$work/mpirun_log.txt") bytes"
+  fi
+fi
+case_ "--amp without bfloat16 arithmetic says it runs slower" 0 "saves memory (activations kept in bfloat16) but runs slower" \
+  env ACCRUE_CPU_CAPABILITY=baseline "$mlp" "${fast[@]}" --amp
+
 # ---- --epochs 2147483647: starts at once, in the memory of one epoch ------------------------------
 # Peak resident memory and time when the first epoch's line appears, for 1 and for 2^31 - 1 epochs.
 first_epoch() {  # EPOCHS: prints "seconds peak_kib" (the peak read last before the line or the exit)

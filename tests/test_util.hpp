@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
 #include <cstdio>
 #include <fstream>
 #include <initializer_list>
@@ -197,6 +198,28 @@ struct TempDir {
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
   std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+/// While one lives, Accrue's log lines are kept (text()) instead of printed.
+class CapturedLog {
+ public:
+  CapturedLog() {
+    log::set_sink([this](log::Level, std::string_view line) {
+      const std::lock_guard lock{mutex_};
+      text_ += std::string(line) + "\n";
+    });
+  }
+  ~CapturedLog() { log::set_sink({}); }
+  CapturedLog(const CapturedLog&) = delete;
+  CapturedLog& operator=(const CapturedLog&) = delete;
+  std::string text() const {
+    const std::lock_guard lock{mutex_};
+    return text_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::string text_;
 };
 
 }  // namespace accrue::test

@@ -95,6 +95,62 @@ BOOST_AUTO_TEST_CASE(every_malformed_case_names_the_line_and_column) {
   BOOST_CHECK_EXCEPTION(datasets::csv((dir.path / "absent.csv").string()), Error, message_has({"absent.csv"}));
 }
 
+BOOST_AUTO_TEST_CASE(class_labels_stay_numbers_and_count_the_classes) {
+  test::TempDir dir{"csv_labels"};
+  // Numbers stay numbers: one name among them is refused by its line (it used to turn every label
+  // into text sorted as strings, label 2 becoming class 4 of "10" < "11" < ... < "2").
+  const std::string mixed = write(dir, "mixed.csv", "x,y\n1,10\n2,2\n3,11\n4,cat\n5,0\n");
+  BOOST_CHECK_EXCEPTION(datasets::csv(mixed), IoError,
+                        message_has({"mixed.csv: line 5, column 2 ('y')", "'cat'", "first label ('10' on line 2) is a number"}));
+  // Labels 0 to K-1 are the classes as they are.
+  const std::string dense = write(dir, "dense.csv", "x,y\n1,2\n2,0\n3,1\n4,2\n");
+  BOOST_TEST(datasets::csv(dense).targets().to_vector<std::int32_t>() == std::vector<std::int32_t>({2, 0, 1, 2}));
+  BOOST_TEST(datasets::csv_classes(dense) == std::vector<std::string>({"0", "1", "2"}));
+  // Sparse labels (1-based, or a stray 100000): as many classes as labels, in numeric order, with a
+  // warning naming the mapping; num_classes keeps them as they are.
+  const std::string sparse = write(dir, "sparse.csv", "x,y\n1,0\n2,1\n3,100000\n4,1\n");
+  test::CapturedLog log;
+  BOOST_TEST(datasets::csv(sparse).targets().to_vector<std::int32_t>() == std::vector<std::int32_t>({0, 1, 2, 1}));
+  BOOST_TEST(log.text().find("3 distinct class labels are not 0 to 2 (the largest is 100000)") != std::string::npos);
+  BOOST_TEST(log.text().find("100000 -> 2") != std::string::npos);
+  BOOST_TEST(datasets::csv_classes(sparse) == std::vector<std::string>({"0", "1", "100000"}));
+  const std::string one_based = write(dir, "one_based.csv", "x,y\n1,1\n2,3\n3,2\n");
+  BOOST_TEST(datasets::csv(one_based, {.num_classes = 4}).targets().to_vector<std::int32_t>() == std::vector<std::int32_t>({1, 3, 2}));
+  BOOST_TEST(datasets::csv_classes(one_based, {.num_classes = 4}).size() == 4u);
+  BOOST_CHECK_EXCEPTION(datasets::csv(one_based, {.num_classes = 3}), IoError,
+                        message_has({"line 3, column 2 ('y')", "'3' is not below num_classes = 3"}));
+  // Names are numbered in sorted order.
+  const std::string names = write(dir, "names.csv", "x,y\n1,dog\n2,cat\n3,dog\n");
+  BOOST_TEST(datasets::csv(names).targets().to_vector<std::int32_t>() == std::vector<std::int32_t>({1, 0, 1}));
+  BOOST_TEST(datasets::csv_classes(names) == std::vector<std::string>({"cat", "dog"}));
+}
+
+BOOST_AUTO_TEST_CASE(values_beyond_float32_and_tables_beyond_memory_are_refused) {
+  test::TempDir dir{"csv_range"};
+  // 1e39 would be infinity in float32, and the loss NaN a batch later.
+  for (const auto& [text, options, where] : std::vector<std::tuple<std::string, datasets::CsvOptions, std::string>>{
+           {"a,b,y\n1,1e39,0\n", {}, "line 2, column 2 ('b'): the value '1e39'"},
+           {"a,b,y\n1,-4e38,0\n", {}, "line 2, column 2 ('b'): the value '-4e38'"},
+           {"a,y\n1,1e39\n", {.classes = false}, "line 2, column 2 ('y'): the target '1e39'"},
+           {"a,w,y\n1,1e39,0\n", {.sample_weight = "w"}, "line 2, column 2 ('w'): the sample weight '1e39'"}}) {
+    const std::string path = write(dir, "range.csv", text);
+    BOOST_CHECK_EXCEPTION(datasets::csv(path, options), IoError, message_has({where, "beyond float32's range"}));
+  }
+  BOOST_TEST(datasets::csv(write(dir, "edge.csv", "a,y\n3.4e38,0\n")).inputs().to_vector()[0] == 3.4e38f);
+  // A one-hot column of 30,000 categories over 30,000 rows asks for 3.4 GiB: refused before any is
+  // allocated when the process may not take it (here a memory limit of 1 GiB), naming the column
+  // and one_hot = false.
+  std::string many = "zip,a,y\n";
+  for (int i = 0; i < 30000; ++i) many += fmt::format("z{},{},{}\n", i, i % 7, i % 2);
+  const std::string path = write(dir, "many.csv", many);
+  set_memory_limit(Device::cpu(), std::size_t{1} << 30);
+  BOOST_CHECK_EXCEPTION(datasets::csv(path, {.categorical = {"zip"}}), IoError,
+                        message_has({"many.csv: 30000 rows of 30001 features needs 3.35 GiB", "memory limit of 1.00 GiB",
+                                     "column 1 ('zip') has 30000 categories", ".one_hot = false"}));
+  BOOST_TEST(datasets::csv(path, {.categorical = {"zip"}, .one_hot = false}).inputs().shape() == Shape({30000, 2}));
+  set_memory_limit(Device::cpu(), 0);
+}
+
 BOOST_AUTO_TEST_CASE(scikit_learns_tables_read_as_they_ship) {
   if (!std::filesystem::exists(sklearn + "breast_cancer.csv")) {
     BOOST_TEST_MESSAGE("SKIPPED: scikit-learn's tables are absent (Debian's python3-sklearn)");

@@ -9,6 +9,9 @@
 #include <fstream>
 #include <optional>
 
+#include <nlohmann/json.hpp>
+#include <sys/stat.h>
+
 #include "test_util.hpp"
 
 using namespace accrue;
@@ -238,6 +241,54 @@ BOOST_AUTO_TEST_CASE(damaged_files_and_bad_folders_are_named) {
   datasets::write_png(zoo.file("fish/wide.png"), wide);
   BOOST_CHECK_EXCEPTION(datasets::read_image(zoo.file("fish/wide.png"), 3, {.max_pixels = 100}), IoError,
                         message_has({"wide.png", "64x4", "limit"}));
+}
+
+BOOST_AUTO_TEST_CASE(sixteen_bit_pngs_and_cmyk_jpegs_decode_as_pil_decodes_them) {
+  // tests/data/make_image_reference.py wrote the files and what PIL's convert("RGB") gives.
+  const std::string folder = std::string(ACCRUE_TEST_DATA_DIR) + "/images/";
+  std::ifstream in(folder + "pil_rgb.json");
+  const nlohmann::json pil = nlohmann::json::parse(in);
+  for (const auto& [name, expected] : pil.items()) {
+    BOOST_TEST_CONTEXT(name << " (PIL mode " << expected.at("mode").get<std::string>() << ")") {
+      const datasets::DecodedImage image = datasets::read_image(folder + name, 3);
+      std::vector<int> got(image.pixels.begin(), image.pixels.end()), want;
+      for (const auto& pixel : expected.at("rgb"))
+        for (const auto& v : pixel) want.push_back(v.get<int>());
+      // PIL 9 reads a 16-bit grey PNG as 32-bit integers and clips them to 255 converting to RGB;
+      // Accrue takes their high byte, as PIL does for 16-bit colour.
+      if (name == "grey16.png") want = {128, 128, 128, 3, 3, 3, 255, 255, 255, 0, 0, 0, 0, 0, 0, 127, 127, 127};
+      BOOST_TEST(got == want, boost::test_tools::per_element());
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(links_pipes_and_huge_files_in_a_folder) {
+  const Zoo zoo;
+  // A loop of symbolic links, and a link to a folder above: the rest of the folder is read, each
+  // folder once, and what was skipped is said.
+  fs::create_symlink("loop_b", zoo.file("cat/loop_a"));
+  fs::create_symlink("loop_a", zoo.file("cat/loop_b"));
+  fs::create_directory_symlink("..", zoo.file("dog/up"));
+  test::CapturedLog log;
+  const std::int64_t plain = datasets::image_folder(zoo.path()).size();
+  const Dataset linked = datasets::image_folder(zoo.path(), {.follow_links = true});
+  BOOST_TEST(linked.size() >= plain);
+  BOOST_TEST(log.text().find("entries skipped that cannot be looked at") != std::string::npos, log.text());
+  // A FIFO or an oversized file named .png is refused as that, not waited on or read whole.
+  const std::string fifo = zoo.file("fish/pipe.png");
+  BOOST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  BOOST_CHECK_EXCEPTION(datasets::read_image(fifo, 3), IoError, message_has({"pipe.png", "not a regular file"}));
+  std::filesystem::remove(fifo);
+  const std::string big = zoo.file("fish/big.png");
+  std::filesystem::copy_file(zoo.file("cat/a.png"), big);
+  std::filesystem::resize_file(big, (std::uintmax_t{300} << 20));  // sparse: no disk taken
+  BOOST_CHECK_EXCEPTION(datasets::read_image(big, 3), IoError, message_has({"big.png", "over the limit", "max_file_bytes"}));
+  std::filesystem::remove(big);
+  // A resize as large as a model file's input shape may ask for, checked before it is made.
+  set_memory_limit(Device::cpu(), std::size_t{1} << 30);
+  BOOST_CHECK_EXCEPTION(datasets::read_image_sample(zoo.file("cat/a.png"), {.image_size = Size2{20000, 20000}}), IoError,
+                        message_has({"a.png resized to 20000x20000 needs", "memory limit"}));
+  set_memory_limit(Device::cpu(), 0);
 }
 
 BOOST_AUTO_TEST_CASE(crop_to_aspect_ratio_keeps_the_central_window) {

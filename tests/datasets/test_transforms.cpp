@@ -188,6 +188,16 @@ BOOST_AUTO_TEST_CASE(random_crop_is_the_padded_image_cropped_at_the_drawn_offset
 BOOST_AUTO_TEST_CASE(output_shapes_follow_torchvision_and_bad_inputs_are_named) {
   BOOST_TEST(Resize::smaller_edge(32).output_shape({3, 40, 80}) == Shape({3, 32, 64}));
   BOOST_TEST(Resize::smaller_edge(32).output_shape({3, 90, 40}) == Shape({3, 72, 32}));
+  // As torchvision's Resize: an int sets the shorter side, (h, w) is exact.
+  BOOST_TEST(Resize{256}.output_shape({3, 300, 400}) == Shape({3, 256, 341}));
+  BOOST_TEST(Resize{256}.output_shape({3, 500, 256}) == Shape({3, 500, 256}));
+  BOOST_TEST((Resize{{256, 128}}.output_shape({3, 300, 400}) == Shape({3, 256, 128})));
+  BOOST_TEST(Resize{Size2{64}}.output_shape({3, 300, 400}) == Shape({3, 64, 64}));
+  // The header's own example: padding as one number.
+  const RandomCrop padded{32, {.padding = 4}};
+  BOOST_TEST(padded.describe() == RandomCrop(32, {.padding = {4, 4, 4, 4}}).describe());
+  BOOST_TEST(padded.describe().find("padding=[4, 4, 4, 4]") != std::string::npos);
+  BOOST_TEST(RandomCrop(32, {.padding = {2, 6}}).describe().find("padding=[2, 6, 2, 6]") != std::string::npos);
   BOOST_TEST(RandomResizedCrop{24}.output_shape({3, 40, 80}) == Shape({3, 24, 24}));
   BOOST_TEST(Compose(RandomCrop{32, {.padding = {4}}}, CenterCrop{28}).output_shape({3, 32, 32}) == Shape({3, 28, 28}));
   BOOST_CHECK_EXCEPTION(RandomCrop{40}.output_shape({3, 32, 32}), ShapeError, message_has({"RandomCrop", "32x32", "pad_if_needed"}));

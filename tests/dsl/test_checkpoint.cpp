@@ -296,6 +296,11 @@ BOOST_AUTO_TEST_CASE(damaged_checkpoints_are_refused_and_change_nothing) {
                           message_has({dir.file("bad.safetensors"), "not loaded"}));
     BOOST_TEST(state_bytes(m) == before, "truncated to " << length);
   }
+  // A state nested 100,000 deep (a crafted file with its checksum right): refused as it is read.
+  serialization::save_checkpoint(dir.file("deep.safetensors"), {}, std::string(100000, '[') + std::string(100000, ']'));
+  BOOST_CHECK_EXCEPTION(resume_from(dir.file("deep.safetensors")), IoError,
+                        message_has({dir.file("deep.safetensors"), "its state: nested more than 256 deep", "not loaded"}));
+  BOOST_TEST(state_bytes(m) == before);
   // One bit flipped in the data, and in the state inside the header.
   std::string flipped = bytes;
   flipped[flipped.size() - 3] ^= 0x10;

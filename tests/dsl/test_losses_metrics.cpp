@@ -16,6 +16,21 @@ BOOST_AUTO_TEST_CASE(builtin_losses_reduce_as_pytorch) {
   BOOST_TEST(mse(p, t).item() == ops::mean(mse.per_sample(p, t)).item(), boost::test_tools::tolerance(1e-6f));
 }
 
+BOOST_AUTO_TEST_CASE(mse_takes_targets_of_one_value_per_sample_as_keras) {
+  // Keras accepts y (N,) against an output (N, 1); so does MSE, also through fit.
+  const Tensor p = random_tensor({5, 1}, 6), t = random_tensor({5}, 7);
+  const losses::MSE mse;
+  BOOST_TEST(mse.per_sample(p, t).to_vector() == mse.per_sample(p, ops::reshape(t, Shape{5, 1})).to_vector());
+  BOOST_TEST(mse(p, t).item() == mse(p, ops::reshape(t, Shape{5, 1})).item());
+  BOOST_CHECK_EXCEPTION(mse(random_tensor({5, 2}, 8), t), ShapeError, message_has({"MSE", "(5, 2)", "(5,)"}));
+  manual_seed(3);
+  Sequential model{layers::Input{3}, layers::Dense{1}};
+  model.compile(optim::SGD{.lr = 0.1}, losses::MSE{});
+  const Tensor x = random_tensor({16, 3}, 9);
+  const History h = model.fit(Dataset{x, ops::sum(x, 1)}, {.epochs = 2, .batch_size = 8, .verbose = 0});
+  BOOST_TEST(h.epochs() == 2u);
+}
+
 BOOST_AUTO_TEST_CASE(loss_handle_sums_per_sample_values) {
   const Tensor pred = random_tensor({5, 2}, 4), target = random_tensor({5, 2}, 5);
   const Loss builtin = losses::MSE{};

@@ -59,3 +59,53 @@ BOOST_AUTO_TEST_CASE(format_bytes_is_binary) {
   BOOST_TEST(format_bytes(2048) == "2.00 KiB");
   BOOST_TEST(format_bytes(3u << 20) == "3.00 MiB");
 }
+
+namespace {
+
+// Writes `text` to `root`/`path`, making its folders.
+void put(const std::filesystem::path& root, const std::string& path, const std::string& text) {
+  std::filesystem::create_directories((root / path).parent_path());
+  std::ofstream(root / path) << text;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(the_room_is_the_least_limit_on_the_way_up_the_control_groups) {
+  // cgroup v1, a group below the root (Docker on older hosts, Slurm): its own limit binds, not the
+  // root's (which the check used to read alone, so a 2 GiB container was OOM-killed).
+  test::TempDir v1{"cgroup_v1"};
+  put(v1.path, "memory/memory.limit_in_bytes", "9223372036854771712\n");
+  put(v1.path, "memory/memory.usage_in_bytes", "4000000000\n");
+  put(v1.path, "memory/docker/abc/memory.limit_in_bytes", "2147483648\n");
+  put(v1.path, "memory/docker/abc/memory.usage_in_bytes", "147483648\n");
+  const std::string self_v1 = "12:cpu,cpuacct:/docker/abc\n4:memory:/docker/abc\n0::/\n";
+  BOOST_TEST(detail::cgroup_room(self_v1, v1.path.string()).value() == 2000000000u);
+  // The same inside the container, which sees the host's path but has its own group mounted at the
+  // root: the walk up finds the root's files.
+  test::TempDir inside{"cgroup_v1_inside"};
+  put(inside.path, "memory/memory.limit_in_bytes", "2147483648\n");
+  put(inside.path, "memory/memory.usage_in_bytes", "1147483648\n");
+  BOOST_TEST(detail::cgroup_room(self_v1, inside.path.string()).value() == 1000000000u);
+  // cgroup v2: a parent's memory.max binds its children; a leaf without a limit ("max") counts none.
+  test::TempDir v2{"cgroup_v2"};
+  put(v2.path, "jobs/memory.max", "1073741824\n");
+  put(v2.path, "jobs/memory.current", "73741824\n");
+  put(v2.path, "jobs/student/memory.max", "max\n");
+  put(v2.path, "jobs/student/memory.current", "50000000\n");
+  BOOST_TEST(detail::cgroup_room("0::/jobs/student\n", v2.path.string()).value() == 1000000000u);
+  // v2 beside v1 hierarchies (hybrid), under /sys/fs/cgroup/unified.
+  test::TempDir hybrid{"cgroup_hybrid"};
+  put(hybrid.path, "unified/lab/memory.max", "600000000\n");
+  put(hybrid.path, "unified/lab/memory.current", "100000000\n");
+  BOOST_TEST(detail::cgroup_room("0::/lab\n", hybrid.path.string()).value() == 500000000u);
+  // No limit anywhere: nothing known.
+  BOOST_TEST(!detail::cgroup_room("0::/\n", v2.path.string() + "/none").has_value());
+}
+
+BOOST_AUTO_TEST_CASE(a_file_that_asks_for_more_than_the_room_is_refused_naming_it) {
+  set_memory_limit(Device::cpu(), std::size_t{64} << 20);
+  BOOST_CHECK_EXCEPTION(require_memory_for_file(std::size_t{1} << 30, "x.npz (2 arrays)"), IoError,
+                        message_has({"x.npz (2 arrays) needs 1.00 GiB once read", "under its memory limit of 64.00 MiB"}));
+  require_memory_for_file(std::size_t{1} << 20, "small");
+  set_memory_limit(Device::cpu(), 0);
+}
