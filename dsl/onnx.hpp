@@ -98,7 +98,7 @@ Shape sample_shape(const std::string& path);
 /// with the reason in `why` when node or the package is not there.
 std::string onnxruntime_folder(std::string* why = nullptr);
 /// Where this library looks without $ACCRUE_ONNXRUNTIME_NODE: run from its build tree, the folder
-/// the tests install it in (BUILD_DIR/onnxruntime-node); installed, <prefix>/share/accrue/onnxruntime-node
+/// the tests install it in (BUILD_DIR/onnxruntime-node); installed, `<prefix>/share/accrue/onnxruntime-node`
 /// beside the library (tests/onnx/install_onnxruntime.sh FOLDER puts it there).
 std::string default_onnxruntime_folder();
 /// The outputs of the ONNX file `path` for `inputs` (float32 or int32, one per graph input in
