@@ -368,7 +368,7 @@ ClassPlan plan_classes(const Table& t, std::size_t c, const CsvOptions& options)
 // them, naming a one-hot column of many categories when that is why.
 void check_memory(const Table& t, const FeaturePlan& p, std::size_t width, const CsvOptions& options) {
   const auto rows = static_cast<std::size_t>(t.rows);
-  const std::size_t bytes = rows * (width + 2) * sizeof(float);
+  const std::size_t bytes = rows * (width + 3) * sizeof(float);
   try {
     require_memory_for_file(bytes, fmt::format("{}: {} rows of {} features", t.path, rows, width));
   } catch (IoError& e) {
@@ -397,7 +397,10 @@ Dataset csv(const std::string& path, const CsvOptions& options) {
       other.target && options.classes ? std::optional{plan_classes(t, *other.target, options)} : std::nullopt;
   check_memory(t, p, width, options);
   const auto n = t.rows;
-  std::vector<float> x(static_cast<std::size_t>(n) * width, 0.0f), values, weights;
+  // The inputs are written where the dataset keeps them: a copy would double the largest part.
+  Tensor inputs = Tensor::zeros({n, static_cast<std::int64_t>(width)}, {.category = MemoryCategory::data});
+  float* const x = static_cast<float*>(inputs.data_ptr());
+  std::vector<float> values, weights;
   std::vector<std::int32_t> labels;
   std::size_t row = 0;
   t.each_row([&](const Record& r) {
@@ -446,8 +449,7 @@ Dataset csv(const std::string& path, const CsvOptions& options) {
   const Tensor y = classes            ? Tensor::from(labels, {n})
                    : other.target     ? Tensor::from(values, {n, 1})
                                       : Tensor::zeros({n}, {.dtype = DType::i32});
-  const Dataset data{Tensor::from(x, {n, static_cast<std::int64_t>(width)}), y,
-                     std::filesystem::path(path).filename().string()};
+  const Dataset data{std::move(inputs), y, std::filesystem::path(path).filename().string()};
   return other.weight ? data.with_sample_weights(std::move(weights)) : data;
 }
 

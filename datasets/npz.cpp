@@ -108,7 +108,7 @@ std::vector<Member> members(const ZipReader& zip) {
   return out;
 }
 
-std::string member_bytes(const ZipReader& zip, const Member& m, const std::string& where, const NpyLimits& limits) {
+std::string member_bytes(const ZipReader& zip, const Member& m, const std::string& where) {
   if (m.flags & 1) zip.fail(m.local_offset, fmt::format("member {} is encrypted", printable_excerpt(m.name)));
   if (zip.field(m.local_offset, 4) != 0x04034b50) zip.fail(m.local_offset, fmt::format("no local header of {}", printable_excerpt(m.name)));
   const std::uint64_t data = m.local_offset + 30 + zip.field(m.local_offset + 26, 2) + zip.field(m.local_offset + 28, 2);
@@ -176,7 +176,7 @@ std::map<std::string, Tensor> npz_from_memory(std::string_view bytes, const std:
     const std::string where = fmt::format("{}:{}", name, printable_excerpt(m.name, 200));
     const std::string key = m.name.substr(0, m.name.size() - 4);
     if (arrays.contains(key)) zip.fail(m.local_offset, fmt::format("member {} appears twice", printable_excerpt(m.name)));
-    arrays.emplace(key, npy_from_memory(member_bytes(zip, m, where, limits), where, limits));
+    arrays.emplace(key, npy_from_memory(member_bytes(zip, m, where), where, limits));
   }
   if (arrays.empty()) throw IoError(fmt::format("{}: an archive with no arrays", name));
   return arrays;

@@ -8,20 +8,29 @@
 
 namespace accrue {
 
-void Logs::set(const std::string& name, double value) {
-  for (auto& [n, v] : items_) {
-    if (n == name) {
-      v = value;
-      return;
-    }
-  }
-  items_.emplace_back(name, value);
+namespace {
+
+// Named values in the order they were first set: `name`'s replaced in place, or added at the end.
+template <class T>
+void set_named(std::vector<std::pair<std::string, T>>& items, const std::string& name, T value) {
+  const auto it = std::find_if(items.begin(), items.end(), [&](const auto& item) { return item.first == name; });
+  if (it != items.end()) it->second = std::move(value);
+  else items.emplace_back(name, std::move(value));
 }
 
+template <class T>
+const T* find_named(const std::vector<std::pair<std::string, T>>& items, const std::string& name) {
+  const auto it = std::find_if(items.begin(), items.end(), [&](const auto& item) { return item.first == name; });
+  return it == items.end() ? nullptr : &it->second;
+}
+
+}  // namespace
+
+void Logs::set(const std::string& name, double value) { set_named(items_, name, value); }
+
 std::optional<double> Logs::get(const std::string& name) const {
-  for (const auto& [n, v] : items_)
-    if (n == name) return v;
-  return std::nullopt;
+  const double* v = find_named(items_, name);
+  return v != nullptr ? std::optional{*v} : std::nullopt;
 }
 
 double Logs::at(const std::string& name) const {
@@ -37,21 +46,9 @@ std::string Logs::str() const {
   return s;
 }
 
-void Logs::set_table(const std::string& name, CountTable table) {
-  for (auto& [n, t] : tables_) {
-    if (n == name) {
-      t = std::move(table);
-      return;
-    }
-  }
-  tables_.emplace_back(name, std::move(table));
-}
+void Logs::set_table(const std::string& name, CountTable table) { set_named(tables_, name, std::move(table)); }
 
-const CountTable* Logs::table(const std::string& name) const {
-  for (const auto& [n, t] : tables_)
-    if (n == name) return &t;
-  return nullptr;
-}
+const CountTable* Logs::table(const std::string& name) const { return find_named(tables_, name); }
 
 void Logs::set_all(const Logs& other, const std::string& prefix) {
   for (const auto& [name, value] : other.items()) set(prefix + name, value);
@@ -71,20 +68,11 @@ std::string CountTable::str() const {
   return s;
 }
 
-void LogDirections::set(const std::string& name, Direction direction) {
-  for (auto& [n, d] : items_) {
-    if (n == name) {
-      d = direction;
-      return;
-    }
-  }
-  items_.emplace_back(name, direction);
-}
+void LogDirections::set(const std::string& name, Direction direction) { set_named(items_, name, direction); }
 
 std::optional<Direction> LogDirections::get(const std::string& name) const {
-  for (const auto& [n, d] : items_)
-    if (n == name) return d;
-  return std::nullopt;
+  const Direction* d = find_named(items_, name);
+  return d != nullptr ? std::optional{*d} : std::nullopt;
 }
 
 std::string LogDirections::str() const {

@@ -168,4 +168,13 @@ BOOST_AUTO_TEST_CASE(cifar_records_read_as_torchvision_gives_them) {
   std::string bad = cifar_records(3, 1);
   bad[3073 * 2] = 10;
   BOOST_CHECK_EXCEPTION(datasets::cifar10_records(bad, "labels"), IoError, message_has({"labels", "byte 6146", "label 10"}));
+  // In the folder, errors name the batch file and count its own bytes (not across the files).
+  std::ofstream((dir.path / "data_batch_3.bin").string(), std::ios::binary) << bad;
+  BOOST_CHECK_EXCEPTION(datasets::cifar10(dir.path.string()), IoError,
+                        message_has({"data_batch_3.bin: byte 6146: label 10 of record 2"}));
+  std::ofstream((dir.path / "data_batch_3.bin").string(), std::ios::binary) << cifar_records(4, 1);
+  // A file larger than any CIFAR file is refused before it is read (sparse: no disk taken).
+  std::filesystem::resize_file(dir.path / "data_batch_4.bin", std::uintmax_t{300} << 20);
+  BOOST_CHECK_EXCEPTION(datasets::cifar10(dir.path.string()), IoError,
+                        message_has({"data_batch_4.bin", "314572800 bytes, more than any CIFAR-10 file holds"}));
 }

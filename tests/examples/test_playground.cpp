@@ -303,20 +303,24 @@ BOOST_AUTO_TEST_CASE(settings_that_break_json_get_400_naming_the_setting) {
   BOOST_TEST(plan->status == 200);
 }
 
-BOOST_AUTO_TEST_CASE(slow_clients_take_no_one_elses_answer) {
-  // 150 connections from one address send their heads a byte at a time, past the per-address
-  // limit of 128: every other request is still answered at once, the server closes the slow ones
-  // at their deadline, and no more than the limit stay open meanwhile.
-  Served s{2048, {}, {.request_deadline = std::chrono::milliseconds{1500}}};
+namespace {
+
+// 150 connections from one address, each sent `first`: past the per-address limit of 128.
+std::vector<std::unique_ptr<Connection>> slow_clients(const Served& s, const std::string& first) {
   std::vector<std::unique_ptr<Connection>> slow;
   for (int i = 0; i < 150; ++i) {
     slow.push_back(std::make_unique<Connection>(s.port, std::chrono::milliseconds{10}));
-    slow.back()->send("G");
+    slow.back()->send(first);
   }
-  const auto start = std::chrono::steady_clock::now();
+  return slow;
+}
+
+// Eight rounds of each slow client sending `more` and a status asked beside them, each answered 200
+// with no more than the limit open; the slowest answer's seconds.
+double slowest_answer_beside(const Served& s, std::vector<std::unique_ptr<Connection>>& slow, const std::string& more) {
   double slowest = 0;
   for (int i = 0; i < 8; ++i) {
-    for (auto& c : slow) c->send("E");
+    for (auto& c : slow) c->send(more);
     const auto t0 = std::chrono::steady_clock::now();
     const auto [status, answer] = s.ask("GET", "/api/status");
     slowest = std::max(slowest, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -324,6 +328,19 @@ BOOST_AUTO_TEST_CASE(slow_clients_take_no_one_elses_answer) {
     BOOST_TEST(s.server.connections() <= 128 + 1);
     std::this_thread::sleep_for(std::chrono::milliseconds{100});
   }
+  return slowest;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(slow_clients_take_no_one_elses_answer) {
+  // 150 connections from one address send their heads a byte at a time, past the per-address
+  // limit of 128: every other request is still answered at once, the server closes the slow ones
+  // at their deadline, and no more than the limit stay open meanwhile.
+  Served s{2048, {}, {.request_deadline = std::chrono::milliseconds{1500}}};
+  std::vector<std::unique_ptr<Connection>> slow = slow_clients(s, "G");
+  const auto start = std::chrono::steady_clock::now();
+  const double slowest = slowest_answer_beside(s, slow, "E");
   BOOST_TEST_MESSAGE("slowest status answer beside 150 slow clients: " << slowest << " s");
   BOOST_TEST(slowest < 1.0);
   // Past the deadline every slow connection has been closed.
@@ -339,22 +356,10 @@ BOOST_AUTO_TEST_CASE(slow_bodies_do_not_lock_out_their_own_address) {
   // 150 connections send a whole head at once, then their bodies a byte at a time: they too give
   // way to new connections from their address (a slow body used to hold its place to the deadline).
   Served s{2048, {}, {.request_deadline = std::chrono::milliseconds{4000}}};
-  std::vector<std::unique_ptr<Connection>> slow;
-  for (int i = 0; i < 150; ++i) {
-    slow.push_back(std::make_unique<Connection>(s.port, std::chrono::milliseconds{10}));
-    slow.back()->send("POST /api/plan HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(s.port) +
-                      "\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{");
-  }
-  double slowest = 0;
-  for (int i = 0; i < 8; ++i) {
-    for (auto& c : slow) c->send(" ");
-    const auto t0 = std::chrono::steady_clock::now();
-    const auto [status, answer] = s.ask("GET", "/api/status");
-    slowest = std::max(slowest, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    BOOST_TEST(status == 200);
-    BOOST_TEST(s.server.connections() <= 128 + 1);
-    std::this_thread::sleep_for(std::chrono::milliseconds{100});
-  }
+  std::vector<std::unique_ptr<Connection>> slow =
+      slow_clients(s, "POST /api/plan HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(s.port) +
+                          "\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{");
+  const double slowest = slowest_answer_beside(s, slow, " ");
   BOOST_TEST_MESSAGE("slowest status answer beside 150 slow bodies: " << slowest << " s");
   BOOST_TEST(slowest < 1.0);
 }
