@@ -171,7 +171,8 @@ std::optional<std::int64_t> Playground::start(Workspace& w, const Settings& s) {
   {
     const std::lock_guard lock{mutex_};
     relays.swap(relays_done_);  // relays that have returned: joined below, outside the lock
-    if (!closing_ && w.state == Workspace::State::idle) {
+    // A workspace closed since its request found it takes no run: nothing would stop it.
+    if (!closing_ && w.state == Workspace::State::idle && workspaces_.contains(w.key)) {
       run = ++runs_;
       w.run = *run;
       w.settings = s;
