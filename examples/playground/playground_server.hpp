@@ -46,6 +46,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <variant>
 #include <vector>
@@ -160,7 +161,7 @@ class Playground {
   void launch(Workspace& w);
   void relay(Workspace& w, std::int64_t run);
   void publish_queue();
-  void finished(Workspace& w);
+  void finished(Workspace& w, std::int64_t run, const std::optional<std::string>& end, std::string_view why);
   void dequeue(Workspace& w);
   void end_for_process(Workspace& w, std::int64_t run, std::string_view outcome, std::string message);
   void wait_for_ends(std::unique_lock<std::mutex>& lock, const std::function<bool()>& over);

@@ -248,7 +248,7 @@ void Playground::launch(Workspace& w) {
 // per workspace, so that a two-hour lab's log stays small) and its end.
 void Playground::relay(Workspace& w, std::int64_t run) {
   using Clock = std::chrono::steady_clock;
-  bool ended = false;
+  std::optional<std::string> end;  // the process's "end" event, told once the workspace is free
   json points = json::array();
   Clock::time_point last_steps{};
   const auto send_steps = [&] {
@@ -272,36 +272,42 @@ void Playground::relay(Workspace& w, std::int64_t run) {
         if (e["loss"].is_number()) w.loss = e["loss"].get<double>();
         for (const json& s : e.value("steps", json::array())) points.push_back({s["step"], s["loss"]});
       } else if (type == "end") {
-        ended = true;
         w.outcome = e.value("outcome", "failed");
         w.optimizer_steps = e.value("optimizer_steps", w.optimizer_steps);
         w.micro_batches = e.value("micro_batches", w.micro_batches);
-        summary = json{{"type", "end"}, {"workspace", w.name}, {"run", run}, {"outcome", w.outcome}};
       } else if (type == "run") {
         summary = json{{"type", "run"}, {"workspace", w.name}, {"run", run}, {"total_steps", e["total_steps"]}};
       }
     }
+    if (type == "end") {
+      end = *line;
+      continue;
+    }
     w.events.publish(*line);
-    if (type == "end" || Clock::now() - last_steps >= std::chrono::seconds{1}) send_steps();
+    if (Clock::now() - last_steps >= std::chrono::seconds{1}) send_steps();
     if (summary) classroom_.publish(summary->dump(), w.name);
   }
   send_steps();
   const std::string why = w.process->wait();
-  if (!ended) {
-    const std::lock_guard lock{mutex_};
-    end_for_process(w, run, "failed",
-                    fmt::format("the run's process ended ({}) before the run did", why.empty() ? "exit status 0" : why));
-  }
-  finished(w);
+  finished(w, run, end, why);
 }
 
-// The relay's last step: the workspace is free, the next queued run may start.
-void Playground::finished(Workspace& w) {
+// The relay's last step: the workspace is free, then its run's end is told (a page told of the end
+// may start the next run at once, while the process could still be exiting), and the next queued
+// run may start.
+void Playground::finished(Workspace& w, std::int64_t run, const std::optional<std::string>& end, std::string_view why) {
   const std::lock_guard lock{mutex_};
   w.process.reset();
   --processes_;
   --running_;
   w.state = Workspace::State::idle;
+  if (end) {
+    w.events.publish(*end);
+    classroom_.publish(json{{"type", "end"}, {"workspace", w.name}, {"run", run}, {"outcome", w.outcome}}.dump(), w.name);
+  } else {
+    end_for_process(w, run, "failed",
+                    fmt::format("the run's process ended ({}) before the run did", why.empty() ? "exit status 0" : why));
+  }
   relays_done_.push_back(std::move(w.relay));
   ended_.notify_all();
   dispatch();

@@ -121,6 +121,29 @@ BOOST_AUTO_TEST_CASE(a_run_streams_micro_batches_steps_and_its_end) {
   BOOST_TEST(end.at("micro_batches") == 8);
 }
 
+// A page told of a run's end enables Run: a start at that moment is taken, not refused as "a run
+// is going" while the finished run's process is still exiting.
+BOOST_AUTO_TEST_CASE(a_start_right_after_the_end_is_taken) {
+  Served s{2048};
+  const std::string run = R"({"micro_batch": 16, "accumulate": 1, "max_steps": 1, "pace_ms": 0})";
+  std::vector<int> answers;  // the status of each start made as its stream told the run before's end
+  std::vector<std::string> outcomes;
+  std::thread watcher{[&] {
+    events(s, [&](const json& e) {
+      if (e.at("type") != "end") return false;
+      outcomes.push_back(e.at("outcome"));
+      if (outcomes.size() == 6) return true;
+      answers.push_back(s.post("/api/runs", run).first);
+      return false;
+    });
+  }};
+  std::this_thread::sleep_for(std::chrono::milliseconds{200});
+  BOOST_TEST(s.post("/api/runs", run).first == 201);
+  watcher.join();
+  BOOST_TEST(answers == (std::vector<int>(5, 201)), boost::test_tools::per_element());
+  BOOST_TEST(outcomes == (std::vector<std::string>(6, "finished")), boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_CASE(fifty_pollers_and_twenty_start_stop_cycles) {
   Served s{8192};
   // A first run starts the threads that stay (the compute pool); the baseline is after it.
