@@ -56,9 +56,10 @@ BatchQueue::Ready BatchQueue::produce(const DataLoader& loader, std::int64_t ind
   try {
     // On this thread alone: the kernels' thread pool belongs to the trainer.
     const NoGradGuard no_grad;
-    const std::vector<std::int64_t> indices = loader.sample_indices(index);
+    std::vector<std::int64_t> indices = loader.sample_indices(index);
     Example e = detail::read_samples(loader.dataset().source(), indices, loader.context(), false);
-    return {Batch{std::move(e.inputs), std::move(e.targets), index}, nullptr, thread_cpu_seconds() - start};
+    return {Batch{std::move(e.inputs), std::move(e.targets), index, std::move(indices)}, nullptr,
+            thread_cpu_seconds() - start};
   } catch (...) {
     return {{}, std::current_exception(), thread_cpu_seconds() - start};
   }

@@ -22,6 +22,7 @@ class CudaCopier {
     Slot& s = slots_[static_cast<std::size_t>(slot)];
     Batch staged;
     staged.index = host.index;
+    staged.samples = host.samples;
     staged.inputs = stage(host.inputs, s.inputs.reserve(host.inputs.nbytes()), s.done);
     staged.targets = stage(host.targets, s.targets.reserve(host.targets.nbytes()), s.done);
     return staged;
@@ -88,8 +89,8 @@ void DeviceBatches::reset() {
 Batch DeviceBatches::host(std::int64_t index) { return queue_ ? queue_->get(index) : loader_[index]; }
 
 Batch DeviceBatches::load(std::int64_t index) {
-  const Batch b = host(index);
-  return Batch{b.inputs.to(device_), b.targets.to(device_), b.index};  // to() keeps what is there already
+  Batch b = host(index);
+  return Batch{b.inputs.to(device_), b.targets.to(device_), b.index, std::move(b.samples)};  // to() keeps what is there already
 }
 
 Batch DeviceBatches::get(std::int64_t index, std::optional<std::int64_t> next) {

@@ -61,7 +61,7 @@ Batch DataLoader::operator[](std::int64_t i) const {
                                               static_cast<std::size_t>(begin), static_cast<std::size_t>(end - begin)),
                                           context())
                         : dataset_.slice(begin, end, context());
-  return Batch{e.inputs, e.targets, i};
+  return Batch{e.inputs, e.targets, i, sample_indices(i)};
 }
 
 }  // namespace accrue

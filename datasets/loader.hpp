@@ -38,6 +38,8 @@ struct Batch {
   Tensor targets;
   /// Position of the batch in its epoch.
   std::int64_t index = 0;
+  /// The dataset indices of its samples, in its order (this process's share).
+  std::vector<std::int64_t> samples;
   std::int64_t size() const { return inputs.size(0); }
 };
 

@@ -14,14 +14,13 @@
 namespace accrue {
 namespace {
 
-// Batch b's summed loss, each sample's times its weight when the dataset has weights.
-Tensor batch_loss(const Loss& loss, const DataLoader& loader, std::int64_t b, const Tensor& prediction,
-                  const Tensor& targets) {
-  const std::vector<float>* all = loader.dataset().sample_weights();
-  if (all == nullptr) return loss.batch_sum(prediction, targets);
+// The batch's summed loss, each sample's times its weight when the dataset has weights.
+Tensor batch_loss(const Loss& loss, const Dataset& data, const Batch& batch, const Tensor& prediction) {
+  const std::vector<float>* all = data.sample_weights();
+  if (all == nullptr) return loss.batch_sum(prediction, batch.targets);
   std::vector<float> weights;
-  for (const std::int64_t i : loader.sample_indices(b)) weights.push_back((*all)[static_cast<std::size_t>(i)]);
-  return loss.weighted_sum(prediction, targets, weights);
+  for (const std::int64_t i : batch.samples) weights.push_back((*all)[static_cast<std::size_t>(i)]);
+  return loss.weighted_sum(prediction, batch.targets, weights);
 }
 
 }  // namespace
@@ -77,7 +76,7 @@ Evaluation Sequential::evaluate(const Dataset& data, const EvaluateOptions& opti
     if (batch.size() == 0) continue;  // this process's share of a short last batch
     try {
       const Tensor prediction = forward(batch.inputs);
-      const double loss_value = batch_loss(loss_, loader, b, prediction, batch.targets).item();
+      const double loss_value = batch_loss(loss_, loader.dataset(), batch, prediction).item();
       loss.add(loss_value, loss_.units(batch.targets));
       for (Metric& m : metrics) m.update(prediction, batch.targets, loss_value);
     } catch (Error& e) {

@@ -1,6 +1,8 @@
 // Memory: the micro-batch the planner picks for a budget, the machine's memory checked against the
 // plan, and what happens when an allocation fails (advice, or backing off to smaller micro-batches).
 
+#include <algorithm>
+
 #include "accrue/dsl/fit/training_run.hpp"
 #include "accrue/framework/log.hpp"
 
@@ -64,35 +66,37 @@ void TrainingRun::check_machine_memory() const {
                                 plan.str()));
 }
 
-// Out of memory in micro-batch `k`: the window's partial gradients go (parameters and optimizer
-// state are as before it). With backoff_on_oom the window starts again from its first sample with
-// micro-batches half as large and twice as many per window; returns that window.
-// Otherwise rethrows with where it happened and the micro-batch the memory plan says would fit.
-TrainingRun::WindowSlots TrainingRun::back_off(OutOfMemory& e, std::size_t k, const StepRecord& record) {
+// Out of memory in the micro-batch of `record`: the window's partial gradients go (parameters and
+// optimizer state are as before it). With backoff_on_oom the window starts again from its first
+// sample with micro-batches half as large and twice as many per window; returns the epoch's
+// windows from that one on. Otherwise rethrows with where it happened and the micro-batch the
+// memory plan says would fit.
+std::deque<EpochWindow> TrainingRun::back_off(OutOfMemory& e, const StepRecord& record) {
   optimizer_->zero_grad();
   if (DeferredWeightGradients* deferred = modes_->deferred()) deferred->discard();
   state_.pending.clear();
-  const MicroBatchSlot slot = slots_[k];
   const std::int64_t micro = state_.batch_size;
   if (!options_.backoff_on_oom || micro < 2 || micro % 2 != 0) {
-    e.prepend(where(slot, record.micro_batch_samples));
+    e.prepend(where(record));
     if (options_.backoff_on_oom) e.append(fmt::format("\nbackoff_on_oom cannot halve a micro-batch of {}.", micro));
     if (const std::size_t limit = memory_stats(model_.device()).limit; limit > 0)
       e.append(fitting_advice(model_, std::min(micro, train_.size()), plan_->max_effective_batch(), live_besides_model_,
                               read_ahead_, limit_budget(limit)));
     throw;
   }
-  const std::int64_t window_start = slots_[k - static_cast<std::size_t>(slot.position)].index * micro;
+  // The window's first sample in this epoch (a window carried over the epoch's end starts it).
+  const std::int64_t window_start = std::max<std::int64_t>(record.micro_batch - record.position, 0) * micro;
   state_.batch_size = micro / 2;
   state_.accumulation_factor *= 2;
   replan();
-  std::size_t restart = 0;
-  while (restart < slots_.size() && slots_[restart].index * state_.batch_size < window_start) ++restart;
+  const std::vector<EpochWindow> windows = plan_->epoch_run(state_.epoch, window_start / state_.batch_size);
+  ACCRUE_ASSERT(!windows.empty());
+  const MicroBatchSlot& first = windows.front().micro_batches.front();
   log::warning("out of memory at a micro-batch of {} (epoch {}, optimizer step {}): backing off to micro-batches of {} "
                "accumulated {} per step (effective batch {}); redoing the window",
-               micro, state_.epoch + 1, context_.optimizer_steps + 1, state_.batch_size,
-               slots_[restart].window_micro_batches, slots_[restart].window_samples);
-  return window_from(restart);
+               micro, state_.epoch + 1, context_.optimizer_steps + 1, state_.batch_size, first.window_micro_batches,
+               first.window_samples);
+  return {windows.begin(), windows.end()};
 }
 
 }  // namespace accrue::detail

@@ -158,10 +158,11 @@ int TrainingRun::stop_signal() const {
 void TrainingRun::stop_if_signalled(int epoch, std::size_t next) {
   const int signal = stop_signal();
   if (signal == 0) return;
-  const std::string at = next < slots_.size() ? fmt::format("after micro-batch {}/{} of epoch {}/{}", next,
-                                                             slots_.size(), epoch + 1, options_.epochs)
-                                              : fmt::format("at the end of epoch {}/{}", epoch + 1, options_.epochs);
-  if (!checkpointing_.dir.empty() && next < slots_.size()) {
+  const auto count = static_cast<std::size_t>(epoch_micro_batches_);
+  const std::string at = next < count ? fmt::format("after micro-batch {}/{} of epoch {}/{}", next, count, epoch + 1,
+                                                    options_.epochs)
+                                      : fmt::format("at the end of epoch {}/{}", epoch + 1, options_.epochs);
+  if (!checkpointing_.dir.empty() && next < count) {
     state_.next_slot = next;
     write_checkpoint();
   }
@@ -174,7 +175,7 @@ void TrainingRun::stop_if_signalled(int epoch, std::size_t next) {
 // its processes agree on a stop only at a window's close.)
 void TrainingRun::stop_in_validation(int epoch, const Interrupted& stopped) {
   if (!checkpointing_.dir.empty()) {
-    state_.next_slot = slots_.size();
+    state_.next_slot = static_cast<std::size_t>(epoch_micro_batches_);
     write_checkpoint();
   }
   throw_stopped(stopped.signal(), fmt::format("during the validation after epoch {}/{}", epoch + 1, options_.epochs));

@@ -2,6 +2,7 @@
 // backward) and close, with the events around them.
 
 #include <cmath>
+#include <deque>
 
 #include "accrue/dsl/fit/training_run.hpp"
 #include "accrue/framework/autograd.hpp"
@@ -11,62 +12,135 @@
 
 namespace accrue::detail {
 
-// The tutorials' loop, window by window: for each micro-batch of a window forward, the weighted
-// loss and backward, then the window's close (clip, step, schedule). Accrue's extras are named:
-// checkpoints and signals between micro-batches, out-of-memory back-off redoing a window.
+// The tutorials' loop (examples/00_manual_loop.cpp): for each window of the epoch, for each of its
+// micro-batches the batch, forward, the summed loss times its weight, backward; the window's last
+// micro-batch closes it with the optimizer step. Accrue's extras are the named calls around them.
 History TrainingRun::fit() {
-  begin();
+  begin_training();
   for (int epoch = state_.epoch; epoch < options_.epochs && !context_.stop_requested; ++epoch) {
-    const TrainingModeGuard mode{model_, true};
-    for (WindowSlots w = begin_epoch(epoch); !w.empty() && !context_.stop_requested; w = window_from(w.end))
-      train_window(w);
+    const TrainingModeGuard training{model_, true};
+    std::deque<EpochWindow> windows = begin_epoch(epoch);  // from where a checkpoint stopped
+    while (!windows.empty() && !context_.stop_requested) {
+      const EpochWindow window = std::move(windows.front());
+      windows.pop_front();
+      for (const MicroBatchSlot& slot : window.micro_batches) {
+        StepRecord record = start_record(slot);
+        const std::optional<Batch> batch = next_batch(slot, record);  // none for the rest of a dropped window
+        try {
+          if (batch) {
+            const MicroBatchLoss loss = forward(*batch, record);  // the model, the summed loss, an inf or NaN guard
+            if (!skips_backward()) backward(slot, loss.sum * scaled_loss_weight(slot, loss, record));
+            update_metrics(loss, *batch);
+          }
+        } catch (OutOfMemory& e) {
+          windows = back_off(e, record);  // this window again with half the micro-batch, or what would fit
+          break;
+        } catch (Error& e) {
+          e.prepend(where(record));
+          throw;
+        }
+        if (slot.closes_window) step(slot, record);  // unscale, clip, learning rate, optimizer step, zero
+        end_micro_batch(slot, record);               // the callbacks; a checkpoint or a stop between micro-batches
+      }
+    }
     end_epoch(epoch);
   }
-  return finish();
+  return end_training();
 }
 
-// A window, trained again from its first sample with micro-batches half as large whenever one of
-// them runs out of memory and the run backs off: `window` is then the slots of the redone window in
-// the epoch's new plan.
-void TrainingRun::train_window(WindowSlots& window) {
-  while (const std::optional<WindowSlots> smaller = train_micro_batches(window)) window = *smaller;
+StepRecord TrainingRun::start_record(const MicroBatchSlot& slot) const {
+  StepRecord record;
+  record.epoch = state_.epoch;
+  record.micro_batch = slot.index;
+  record.window = slot.window;
+  record.position = slot.position;
+  record.window_micro_batches = slot.window_micro_batches;
+  record.window_samples = slot.window_samples;
+  record.optimizer_step = context_.optimizer_steps;
+  return record;
 }
 
-// The window's micro-batches and their events (the last one closes the window); the window to
-// train again after an out-of-memory back-off.
-std::optional<TrainingRun::WindowSlots> TrainingRun::train_micro_batches(WindowSlots window) {
-  for (std::size_t k = window.begin; k < window.end; ++k) {
-    StepRecord record = start_record(slots_[k]);
-    if (std::optional<WindowSlots> smaller = forward_backward(k, record)) return smaller;
-    end_micro_batch(k, record);
+// Micro-batch `slot`'s batch (this process's share), or none when it is not trained: the rest of a
+// window a NanGuard or the loss scaler dropped, or this process's empty share of a short last
+// micro-batch. Where layers share batch statistics over the processes every process trains every
+// micro-batch, so that all make the same collective calls.
+std::optional<Batch> TrainingRun::next_batch(const MicroBatchSlot& slot, StepRecord& record) {
+  const bool every_micro_batch = modes_->shares_statistics();
+  if (state_.window_poisoned && !every_micro_batch) return std::nullopt;
+  const double waited = batches_->waited_seconds();
+  const std::int64_t next = slot.index + 1;
+  Batch batch = batches_->get(slot.index, next < epoch_micro_batches_ ? std::optional{next} : std::nullopt);
+  record.data_wait = batches_->waited_seconds() - waited;
+  record.micro_batch_samples = batch.size();
+  // The window's units over all processes, counted when it opens, or when a run resumes inside it:
+  // every micro-batch's weight needs them all.
+  if (slot.position == 0 || window_units_of_ != slot.window) {
+    window_units_ = window_units(slot);
+    window_units_of_ = slot.window;
   }
-  return std::nullopt;
+  if (counts_tokens_) record.window_tokens = window_units_;
+  if (scaler_) record.loss_scale = scaler_->scale();
+  if (batch.size() == 0 && !every_micro_batch) return std::nullopt;
+  return batch;
 }
 
-// After micro-batch k's backward: the window's close when it is the last, the callbacks, and
-// between micro-batches a checkpoint or a stop on a signal.
-void TrainingRun::end_micro_batch(std::size_t k, StepRecord& record) {
-  const MicroBatchSlot slot = slots_[k];
+// The micro-batch's forward pass and summed loss (under autocast with mixed precision); its mean
+// loss goes on the record, and an inf or NaN loss to handle_nonfinite_loss.
+TrainingRun::MicroBatchLoss TrainingRun::forward(const Batch& batch, StepRecord& record) {
+  MicroBatchLoss loss;
+  loss.units = micro_batch_units(batch);
+  if (counts_tokens_) record.micro_batch_tokens = loss.units;
+  {
+    const StepModes::Pass pass = modes_->forward();
+    loss.prediction = model_.forward(batch.inputs);
+    loss.sum = micro_batch_loss(batch, loss.prediction, record);
+  }
+  loss.value = loss.sum.item();
+  if (loss.units > 0) record.loss = loss.value / static_cast<double>(loss.units);
+  if (!std::isfinite(loss.value) && !state_.window_poisoned) handle_nonfinite_loss(loss.value, record);
+  return loss;
+}
+
+// A window a NanGuard or the loss scaler dropped takes no more gradients, except where every
+// process must make the same collective calls (next_batch).
+bool TrainingRun::skips_backward() const { return state_.window_poisoned && !modes_->shares_statistics(); }
+
+// What the micro-batch's summed loss is multiplied by before backward: its loss weight by the rule
+// of accumulation (framework/training/accumulation.hpp; kept on the record), times the loss scale
+// of float16 loss scaling, which the window's close undoes.
+float TrainingRun::scaled_loss_weight(const MicroBatchSlot& slot, const MicroBatchLoss& loss, StepRecord& record) const {
+  record.loss_weight = loss_weight(accumulate_.normalization,
+                                   {.units = loss.units,
+                                    .window_units = window_units_,
+                                    .window_micro_batches = slot.window_micro_batches,
+                                    .processes = communicator_->size(),
+                                    .summed_loss = model_.loss().reduction() == Reduction::sum});
+  const double scale = scaler_ ? scaler_->scale() : 1.0;
+  return static_cast<float>(record.loss_weight * scale);
+}
+
+// Backward of the weighted loss, under the step's modes (the window's last backward hands the
+// completed gradients to the processes' reducer and multiplies deferred weight gradients).
+void TrainingRun::backward(const MicroBatchSlot& slot, const Tensor& weighted_loss) {
+  const StepModes::Pass pass = modes_->backward(slot.closes_window);
+  weighted_loss.backward();
+}
+
+// After micro-batch `slot` (and the step when it closed its window): the callbacks, and between
+// micro-batches a checkpoint or a stop on a signal.
+void TrainingRun::end_micro_batch(const MicroBatchSlot& slot, const StepRecord& record) {
   if (slot.closes_window) apply_held_back_updates();
   const Logs running = metric_logs(state_.epoch_loss, model_.metrics_);
   ++state_.micro_batches;
-  if (slot.closes_window) close_window(slot, record);
   for (Callback* c : callbacks_) c->on_micro_batch_end(record, running);
   if (slot.closes_window) {
     for (Callback* c : callbacks_) c->on_optimizer_step(record);
     if (context_.stop_requested) return;
   }
-  between_micro_batches(k);
+  between_micro_batches(slot);
 }
 
-// The window of the epoch's slots that starts at slot k (empty past the last).
-TrainingRun::WindowSlots TrainingRun::window_from(std::size_t k) const {
-  std::size_t end = k;
-  while (end < slots_.size() && !slots_[end].closes_window) ++end;
-  return {k, std::min(end + 1, slots_.size())};
-}
-
-void TrainingRun::begin() {
+void TrainingRun::begin_training() {
   for (Callback* c : callbacks_) c->on_train_begin(context_);
   if (checkpoint_) checkpoint_->restore_callbacks(saved_callbacks());
   last_checkpoint_ = std::chrono::steady_clock::now();
@@ -85,7 +159,9 @@ void TrainingRun::begin() {
       .keep_packs = amp_ && accumulation_.is_set()});
 }
 
-TrainingRun::WindowSlots TrainingRun::begin_epoch(int epoch) {
+// The epoch's windows still to train: all of them, or from the micro-batch a checkpoint taken
+// inside the epoch stopped at.
+std::deque<EpochWindow> TrainingRun::begin_epoch(int epoch) {
   state_.epoch = epoch;
   loader_->set_epoch(epoch);
   batches_->reset();
@@ -96,84 +172,14 @@ TrainingRun::WindowSlots TrainingRun::begin_epoch(int epoch) {
   }
   reset_peak_memory(model_.device());
   for (Callback* c : callbacks_) c->on_epoch_begin(epoch);
-  slots_ = plan_->epoch_slots(epoch);
-  return window_from(continuing ? state_.next_slot : 0);
+  epoch_micro_batches_ = static_cast<std::int64_t>(plan_->epoch_slots(epoch).size());
+  const std::vector<EpochWindow> windows = plan_->epoch_run(epoch, continuing ? static_cast<std::int64_t>(state_.next_slot) : 0);
+  return {windows.begin(), windows.end()};
 }
 
-StepRecord TrainingRun::start_record(const MicroBatchSlot& slot) const {
-  StepRecord record;
-  record.epoch = state_.epoch;
-  record.micro_batch = slot.index;
-  record.window = slot.window;
-  record.position = slot.position;
-  record.window_micro_batches = slot.window_micro_batches;
-  record.window_samples = slot.window_samples;
-  record.optimizer_step = context_.optimizer_steps;
-  return record;
-}
-
-// Forward, the weighted loss and backward of micro-batch `k`; after an out-of-memory back-off, the
-// window to train again.
-std::optional<TrainingRun::WindowSlots> TrainingRun::forward_backward(std::size_t k, StepRecord& record) {
-  // The rest of a window a NanGuard or the loss scaler dropped is not trained, except where layers
-  // share batch statistics over the processes: then every process runs every micro-batch, also an
-  // empty share or a dropped window's, so that all make the same collective calls.
-  const bool every_micro_batch = modes_->shares_statistics();
-  if (state_.window_poisoned && !every_micro_batch) return std::nullopt;
-  const MicroBatchSlot slot = slots_[k];
-  const double waited = batches_->waited_seconds();
-  const Batch batch = batches_->get(slot.index, k + 1 < slots_.size() ? std::optional{slots_[k + 1].index} : std::nullopt);
-  record.data_wait = batches_->waited_seconds() - waited;
-  record.micro_batch_samples = batch.size();
-  // The window's units over all processes, counted when it opens, or when a run resumes inside it:
-  // every micro-batch's weight needs them all.
-  if (slot.position == 0 || window_units_of_ != slot.window) {
-    window_units_ = window_units(slot);
-    window_units_of_ = slot.window;
-  }
-  const std::int64_t units = micro_batch_units(slot, batch.size());
-  if (counts_tokens_) {
-    record.window_tokens = window_units_;
-    record.micro_batch_tokens = units;
-  }
-  if (scaler_) record.loss_scale = scaler_->scale();
-  if (batch.size() == 0 && !every_micro_batch) return std::nullopt;  // this process's share of a short last micro-batch
-  try {
-    Tensor prediction, loss_sum;
-    {
-      const StepModes::Pass pass = modes_->forward();
-      prediction = model_.forward(batch.inputs);
-      loss_sum = micro_batch_loss(slot, prediction, batch.targets, record);
-    }
-    const double loss_value = loss_sum.item();
-    if (units > 0) record.loss = loss_value / static_cast<double>(units);
-    if (!std::isfinite(loss_value) && !state_.window_poisoned) handle_nonfinite_loss(loss_value, record);
-    if (state_.window_poisoned && !every_micro_batch) return std::nullopt;
-    record.loss_weight = loss_weight(accumulate_.normalization,
-                                     {.units = units,
-                                      .window_units = window_units_,
-                                      .window_micro_batches = slot.window_micro_batches,
-                                      .processes = communicator_->size(),
-                                      .summed_loss = model_.loss().reduction() == Reduction::sum});
-    // With loss scaling the summed loss is also multiplied by the scale, undone once per step.
-    const double scale = scaler_ ? scaler_->scale() : 1.0;
-    {
-      const StepModes::Pass pass = modes_->backward(slot.closes_window);
-      (loss_sum * static_cast<float>(record.loss_weight * scale)).backward();
-    }
-    if (std::isfinite(loss_value) && !state_.window_poisoned && batch.size() > 0)
-      update_metrics(prediction, batch.targets, loss_value, units);
-  } catch (OutOfMemory& e) {
-    return back_off(e, k, record);
-  } catch (Error& e) {
-    e.prepend(where(slot, record.micro_batch_samples));
-    throw;
-  }
-  return std::nullopt;
-}
-
-// The order of a window's close is written once, in framework/training/window_close.hpp.
-void TrainingRun::close_window(const MicroBatchSlot& slot, StepRecord& record) {
+// The window's close: unscale, clip, learning rate, optimizer step, gradients zeroed, in the order
+// written once in framework/training/window_close.hpp.
+void TrainingRun::step(const MicroBatchSlot& slot, StepRecord& record) {
   try {
     accrue::close_window({.parameters = parameters_,
                           .optimizer = *optimizer_,
@@ -190,7 +196,7 @@ void TrainingRun::close_window(const MicroBatchSlot& slot, StepRecord& record) {
                           .deferred = modes_->deferred()},
                          state_.window_poisoned, context_.optimizer_steps, record);
   } catch (Error& e) {
-    e.prepend(where(slot, record.micro_batch_samples));
+    e.prepend(where(record));
     throw;
   }
   state_.window_poisoned = false;
@@ -208,20 +214,22 @@ double TrainingRun::batch_factor(const MicroBatchSlot& slot) const {
   return 1.0 + (full - 1.0) * static_cast<double>(step) / static_cast<double>(warmup);
 }
 
-// Between micro-batches k and k + 1 of an epoch (its end has its own checkpoint and signal check):
-// a checkpoint when one is due, then a stop when a signal came. A distributed run does both only at
-// a window's close, where its gradients are summed and cleared and its processes agreed on them.
-void TrainingRun::between_micro_batches(std::size_t k) {
-  if (k + 1 >= slots_.size()) return;
+// Between micro-batch `slot` and the next of the epoch (its end has its own checkpoint and signal
+// check): a checkpoint when one is due, then a stop when a signal came. A distributed run does both
+// only at a window's close, where its gradients are summed and cleared and its processes agreed on
+// them.
+void TrainingRun::between_micro_batches(const MicroBatchSlot& slot) {
+  const std::int64_t next = slot.index + 1;
+  if (next >= epoch_micro_batches_) return;
   checkpoint_owed_ = checkpoint_owed_ || (!checkpointing_.dir.empty() && checkpointing_.every_micro_batches > 0 &&
                                           state_.micro_batches % checkpointing_.every_micro_batches == 0);
-  if (reducer_ && !slots_[k].closes_window) return;
+  if (reducer_ && !slot.closes_window) return;
   const bool by_clock = reducer_ ? reducer_->agreed().checkpoint : checkpoint_due_by_clock();
   if (checkpoint_owed_ || by_clock) {
-    state_.next_slot = k + 1;
+    state_.next_slot = static_cast<std::size_t>(next);
     write_checkpoint();
   }
-  stop_if_signalled(state_.epoch, k + 1);
+  stop_if_signalled(state_.epoch, static_cast<std::size_t>(next));
 }
 
 void TrainingRun::end_epoch(int epoch) {
@@ -248,10 +256,10 @@ void TrainingRun::end_epoch(int epoch) {
     state_.next_slot = 0;
     write_checkpoint();
   }
-  stop_if_signalled(epoch, slots_.size());
+  stop_if_signalled(epoch, static_cast<std::size_t>(epoch_micro_batches_));
 }
 
-History TrainingRun::finish() {
+History TrainingRun::end_training() {
   modes_.reset();
   // Gradients of a window cut off by an early stop are not applied.
   optimizer_->zero_grad();
@@ -264,12 +272,13 @@ History TrainingRun::finish() {
 }
 
 // "epoch 2/5, batch 7/938 (samples ...; micro-batch 3/4 of optimizer step 12): ", put before an
-// error raised while training a micro-batch.
-std::string TrainingRun::where(const MicroBatchSlot& slot, std::int64_t samples) const {
-  const std::int64_t first = slot.index * state_.batch_size;
+// error raised while training the micro-batch of `record`.
+std::string TrainingRun::where(const StepRecord& record) const {
+  const std::int64_t first = record.micro_batch * state_.batch_size;
   return fmt::format("epoch {}/{}, batch {}/{} (samples {}..{} of the epoch; micro-batch {}/{} of optimizer step {}): ",
-                     state_.epoch + 1, options_.epochs, slot.index + 1, plan_->micro_batches_per_epoch(), first,
-                     first + samples - 1, slot.position + 1, slot.window_micro_batches, slot.window + 1);
+                     record.epoch + 1, options_.epochs, record.micro_batch + 1, plan_->micro_batches_per_epoch(), first,
+                     first + record.micro_batch_samples - 1, record.position + 1, record.window_micro_batches,
+                     record.window + 1);
 }
 
 }  // namespace accrue::detail

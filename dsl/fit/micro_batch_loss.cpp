@@ -1,20 +1,22 @@
 // What a micro-batch's loss counts and feeds: the units (samples or tokens) of the micro-batch and
 // of its window, its samples' weights, an inf or NaN loss, and the epoch's running loss and metrics.
 
+#include <cmath>
+
 #include "accrue/dsl/fit/training_run.hpp"
 #include "accrue/framework/autograd.hpp"
 #include "accrue/framework/log.hpp"
 
 namespace accrue::detail {
 
-std::int64_t TrainingRun::units_of(const DataLoader& loader, std::int64_t index, bool all_shards) const {
+std::int64_t TrainingRun::units_of(const std::vector<std::int64_t>& samples) const {
   std::int64_t n = 0;
-  for (const std::int64_t i : loader.sample_indices(index, all_shards)) n += sample_units_[static_cast<std::size_t>(i)];
+  for (const std::int64_t i : samples) n += sample_units_[static_cast<std::size_t>(i)];
   return n;
 }
 
-std::int64_t TrainingRun::micro_batch_units(const MicroBatchSlot& slot, std::int64_t samples) const {
-  return units_per_sample_ ? samples * *units_per_sample_ : units_of(*loader_, slot.index, false);
+std::int64_t TrainingRun::micro_batch_units(const Batch& batch) const {
+  return units_per_sample_ ? batch.size() * *units_per_sample_ : units_of(batch.samples);
 }
 
 std::int64_t TrainingRun::window_units(const MicroBatchSlot& slot) const {
@@ -22,24 +24,23 @@ std::int64_t TrainingRun::window_units(const MicroBatchSlot& slot) const {
   std::optional<DataLoader> other;  // a neighbouring epoch's order, for a carried window
   return accrue::window_units(slot.index - slot.position, slot.window_micro_batches, loader_->size(),
                               [&](std::int64_t epochs_away, std::int64_t index) {
-                                if (epochs_away == 0) return units_of(*loader_, index, true);
+                                if (epochs_away == 0) return units_of(loader_->sample_indices(index, true));
                                 if (!other || other->epoch() != loader_->epoch() + epochs_away) {
                                   other.emplace(*loader_);
                                   other->set_epoch(loader_->epoch() + epochs_away);
                                 }
-                                return units_of(*other, index, true);
+                                return units_of(other->sample_indices(index, true));
                               });
 }
 
-Tensor TrainingRun::micro_batch_loss(const MicroBatchSlot& slot, const Tensor& prediction, const Tensor& targets,
-                                     StepRecord& record) const {
-  if (sample_weights_.empty()) return model_.loss().batch_sum(prediction, targets);
-  const std::vector<std::int64_t> indices = loader_->sample_indices(slot.index, false);
-  std::vector<float> w(indices.size());
+Tensor TrainingRun::micro_batch_loss(const Batch& batch, const Tensor& prediction, StepRecord& record) const {
+  if (sample_weights_.empty()) return model_.loss().batch_sum(prediction, batch.targets);
+  std::vector<float> w(batch.samples.size());
   double sum = 0.0;
-  for (std::size_t b = 0; b < indices.size(); ++b) sum += w[b] = sample_weights_[static_cast<std::size_t>(indices[b])];
+  for (std::size_t b = 0; b < batch.samples.size(); ++b)
+    sum += w[b] = sample_weights_[static_cast<std::size_t>(batch.samples[b])];
   record.sample_weight_sum = sum;
-  return model_.loss().weighted_sum(prediction, targets, w);
+  return model_.loss().weighted_sum(prediction, batch.targets, w);
 }
 
 // An inf or NaN loss: with float16 loss scaling the scaler's business (the window is dropped, as
@@ -64,15 +65,17 @@ void TrainingRun::handle_nonfinite_loss(double loss, const StepRecord& record) {
   }
 }
 
-// With back-off, a window's metric updates wait for its end, so that a redone window counts once.
-void TrainingRun::update_metrics(const Tensor& prediction, const Tensor& targets, double loss, std::int64_t units) {
+// The epoch's running loss and metrics, when the micro-batch trained and its loss is finite. With
+// back-off, a window's updates wait for its end, so that a redone window counts once.
+void TrainingRun::update_metrics(const MicroBatchLoss& loss, const Batch& batch) {
+  if (!std::isfinite(loss.value) || state_.window_poisoned || batch.size() == 0) return;
   if (options_.backoff_on_oom) {
-    state_.pending.push_back({prediction.detach(), targets, loss, units});
+    state_.pending.push_back({loss.prediction.detach(), batch.targets, loss.value, loss.units});
     return;
   }
   const NoGradGuard no_grad;
-  state_.epoch_loss.add(loss, units);
-  for (Metric& m : model_.metrics_) m.update(prediction, targets, loss);
+  state_.epoch_loss.add(loss.value, loss.units);
+  for (Metric& m : model_.metrics_) m.update(loss.prediction, batch.targets, loss.value);
 }
 
 void TrainingRun::apply_held_back_updates() {

@@ -265,12 +265,12 @@ void TrainingRun::make_context() {
   context_.scaler = scaler_;
 }
 
-// The plan, the loader and the current epoch's slots for the run's micro-batch and accumulation.
+// The plan, the loader and the current epoch's micro-batch count for the run's micro-batch and accumulation.
 void TrainingRun::replan() {
   plan_ = plan_run(model_, options_, train_.size(), state_.batch_size, state_.accumulation_factor);
   make_loader();
   loader_->set_epoch(state_.epoch);
-  slots_ = plan_->epoch_slots(state_.epoch);
+  epoch_micro_batches_ = static_cast<std::int64_t>(plan_->epoch_slots(state_.epoch).size());
   context_.batch_size = state_.batch_size;
   context_.samples_per_epoch = plan_->samples_per_epoch();
   context_.steps_per_epoch = plan_->micro_batches_per_epoch();

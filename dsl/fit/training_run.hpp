@@ -2,8 +2,8 @@
 // One call of fit: the run's state and the training loop over it (Trainer::fit makes one and calls
 // fit()). The loop is TrainingRun::fit in loop.cpp; the rest of the run lives beside it, one
 // concern per file:
-//   loop.cpp         epochs, windows and their micro-batches (forward, weighted loss, backward),
-//                    each window's close, the epoch's end
+//   loop.cpp         fit's loop: epochs, windows and their micro-batches (the batch, forward,
+//                    weighted loss, backward), each window's close, and the steps it names
 //   micro_batch_loss.cpp  what a micro-batch's loss counts (samples or tokens, its window's too),
 //                    an inf or NaN loss, the running loss and metrics
 //   setup.cpp        building, planning and preparing the run before its first window
@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <exception>
 #include <memory>
 #include <optional>
@@ -63,40 +64,42 @@ class TrainingRun {
   distributed::Communicator& communicator() { return *communicator_; }
 
  private:
-  // Slots [begin, end) of the epoch: one window, or the part of one this epoch holds (a window
-  // carried over the epoch's end, or the rest of one a checkpoint cut).
-  struct WindowSlots {
-    std::size_t begin = 0, end = 0;
-    bool empty() const { return begin >= end; }
+  // A micro-batch's forward: the model's output and its summed loss, with the units (samples or
+  // tokens) the loss counts.
+  struct MicroBatchLoss {
+    Tensor prediction;
+    Tensor sum;
+    double value = 0.0;
+    std::int64_t units = 0;
   };
 
-  // loop.cpp: the run's events, in the order fit calls them.
-  void begin();
-  WindowSlots begin_epoch(int epoch);
-  WindowSlots window_from(std::size_t k) const;
-  void train_window(WindowSlots& window);
-  std::optional<WindowSlots> train_micro_batches(WindowSlots window);
+  // loop.cpp: fit's loop and the steps it names, in the order it calls them.
+  void begin_training();
+  std::deque<EpochWindow> begin_epoch(int epoch);
   StepRecord start_record(const MicroBatchSlot& slot) const;
-  std::optional<WindowSlots> forward_backward(std::size_t k, StepRecord& record);
-  void end_micro_batch(std::size_t k, StepRecord& record);
-  void close_window(const MicroBatchSlot& slot, StepRecord& record);
+  std::optional<Batch> next_batch(const MicroBatchSlot& slot, StepRecord& record);
+  MicroBatchLoss forward(const Batch& batch, StepRecord& record);
+  bool skips_backward() const;
+  float scaled_loss_weight(const MicroBatchSlot& slot, const MicroBatchLoss& loss, StepRecord& record) const;
+  void backward(const MicroBatchSlot& slot, const Tensor& weighted_loss);
+  void step(const MicroBatchSlot& slot, StepRecord& record);
   double batch_factor(const MicroBatchSlot& slot) const;
-  void between_micro_batches(std::size_t k);
+  void end_micro_batch(const MicroBatchSlot& slot, const StepRecord& record);
+  void between_micro_batches(const MicroBatchSlot& slot);
   void end_epoch(int epoch);
-  History finish();
-  std::string where(const MicroBatchSlot& slot, std::int64_t samples) const;
+  History end_training();
+  std::string where(const StepRecord& record) const;
 
   // micro_batch_loss.cpp
   void handle_nonfinite_loss(double loss, const StepRecord& record);
-  void update_metrics(const Tensor& prediction, const Tensor& targets, double loss, std::int64_t units);
+  void update_metrics(const MicroBatchLoss& loss, const Batch& batch);
   void apply_held_back_updates();
   // The units (samples or tokens) the loss weight counts.
-  std::int64_t units_of(const DataLoader& loader, std::int64_t index, bool all_shards) const;
-  std::int64_t micro_batch_units(const MicroBatchSlot& slot, std::int64_t samples) const;
+  std::int64_t units_of(const std::vector<std::int64_t>& samples) const;
+  std::int64_t micro_batch_units(const Batch& batch) const;
   std::int64_t window_units(const MicroBatchSlot& slot) const;
   // The micro-batch's summed loss, each sample's weighed by sample_weights_ when there are any.
-  Tensor micro_batch_loss(const MicroBatchSlot& slot, const Tensor& prediction, const Tensor& targets,
-                          StepRecord& record) const;
+  Tensor micro_batch_loss(const Batch& batch, const Tensor& prediction, StepRecord& record) const;
 
   // setup.cpp
   void prepare_model();
@@ -110,7 +113,7 @@ class TrainingRun {
 
   // back_off.cpp
   void check_machine_memory() const;
-  WindowSlots back_off(OutOfMemory& e, std::size_t k, const StepRecord& record);
+  std::deque<EpochWindow> back_off(OutOfMemory& e, const StepRecord& record);
 
   // checkpoints.cpp
   void resume();
@@ -159,7 +162,7 @@ class TrainingRun {
   std::optional<StepPlan> plan_;
   std::unique_ptr<DataLoader> loader_;
   std::unique_ptr<DeviceBatches> batches_;
-  std::vector<MicroBatchSlot> slots_;  // the current epoch's
+  std::int64_t epoch_micro_batches_ = 0;  // the micro-batches the current epoch runs
   std::optional<callbacks::ProgressBar> progress_;
   std::optional<callbacks::Explain> explain_;
   std::vector<Callback*> callbacks_;

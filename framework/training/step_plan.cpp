@@ -209,6 +209,16 @@ std::vector<MicroBatchSlot> StepPlan::epoch_slots(int epoch) const {
   return slots;
 }
 
+std::vector<EpochWindow> StepPlan::epoch_run(int epoch, std::int64_t from) const {
+  std::vector<EpochWindow> windows;
+  for (const MicroBatchSlot& slot : epoch_slots(epoch)) {
+    if (slot.index < from) continue;
+    if (windows.empty() || windows.back().micro_batches.back().window != slot.window) windows.emplace_back();
+    windows.back().micro_batches.push_back(slot);
+  }
+  return windows;
+}
+
 std::int64_t StepPlan::steps_by_end_of(std::int64_t epoch) const {
   return epoch + 1 >= spec_.epochs ? end_.steps : start_of(epoch + 1).steps;
 }

@@ -46,6 +46,12 @@ struct MicroBatchSlot {
   int window_planned = 1;     // micro-batches the window was planned with (more than it holds when short)
 };
 
+/// A window as one epoch runs it: its micro-batches there, in order (all of them, or the part of a
+/// window carried over an epoch's end).
+struct EpochWindow {
+  std::vector<MicroBatchSlot> micro_batches;
+};
+
 class StepPlan {
  public:
   struct Spec {
@@ -71,8 +77,13 @@ class StepPlan {
   /// The windows that close in `epoch`, in order, dropped ones included; for the last epoch also a
   /// window still open when training ends (carry), which is applied then.
   std::vector<Window> epoch_windows(int epoch) const;
-  /// The micro-batches that run in `epoch`, in order, with their windows.
+  /// The micro-batches that run in `epoch`, in order, with their windows. A micro-batch's index is
+  /// also its place in this list: the only window that does not run (LastWindow::drop) is an
+  /// epoch's last.
   std::vector<MicroBatchSlot> epoch_slots(int epoch) const;
+  /// The same micro-batches window by window: the windows that run in `epoch`, from micro-batch
+  /// `from` on (where a resumed run continues: its window is listed from there).
+  std::vector<EpochWindow> epoch_run(int epoch, std::int64_t from = 0) const;
 
   /// Optimizer steps applied by the end of `epochs` epochs (fractions count the steps of that part
   /// of the next epoch, rounded to the nearest; past the end, at the last epoch's rate).

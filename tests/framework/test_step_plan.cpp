@@ -128,7 +128,23 @@ void check_against_reference(const StepPlan::Spec& spec, const std::string& what
     BOOST_TEST(plan.total_optimizer_steps() == ref.total_steps);
     std::size_t w = 0;
     for (int e = 0; e < spec.epochs; ++e) {
-      BOOST_TEST(same_slots(plan.epoch_slots(e), ref.epoch_slots(e)), "epoch " << e << " slots");
+      const std::vector<MicroBatchSlot> slots = plan.epoch_slots(e);
+      BOOST_TEST(same_slots(slots, ref.epoch_slots(e)), "epoch " << e << " slots");
+      // A micro-batch's index is its place among those the epoch runs (fit's checkpoints count it so).
+      for (std::size_t k = 0; k < slots.size(); ++k) BOOST_TEST(slots[k].index == static_cast<std::int64_t>(k));
+      // epoch_run: the same micro-batches window by window, from any place on.
+      for (std::int64_t from : {std::int64_t{0}, static_cast<std::int64_t>(slots.size() / 2)}) {
+        std::vector<MicroBatchSlot> joined;
+        for (const EpochWindow& window : plan.epoch_run(e, from)) {
+          BOOST_TEST(!window.micro_batches.empty());
+          for (const MicroBatchSlot& slot : window.micro_batches) {
+            BOOST_TEST(slot.window == window.micro_batches.front().window);
+            if (&slot != &window.micro_batches.back()) BOOST_TEST(!slot.closes_window);  // only a window's last closes it
+            joined.push_back(slot);
+          }
+        }
+        BOOST_TEST(same_slots(joined, {slots.begin() + from, slots.end()}), "epoch " << e << " run from " << from);
+      }
       for (const Window& got : plan.epoch_windows(e)) {
         BOOST_REQUIRE(w < ref.windows.size());
         const ReferencePlan::RefWindow& want = ref.windows[w];
