@@ -1,4 +1,4 @@
-#include "accrue/datasets/batch_queue.hpp"
+#include "batch_queue.hpp"
 
 #include <sys/resource.h>
 #include <pthread.h>
@@ -8,8 +8,8 @@
 
 #include <algorithm>
 
-#include "accrue/framework/autograd.hpp"
-#include "accrue/kernels/cpu/parallel.hpp"
+#include "../framework/autograd.hpp"
+#include "../kernels/cpu/parallel.hpp"
 
 namespace accrue {
 

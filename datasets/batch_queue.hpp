@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "accrue/datasets/loader.hpp"
+#include "loader.hpp"
 
 namespace accrue {
 

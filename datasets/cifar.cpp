@@ -1,4 +1,4 @@
-#include "accrue/datasets/cifar.hpp"
+#include "cifar.hpp"
 
 #include <zlib.h>
 
@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "accrue/framework/error.hpp"
-#include "accrue/framework/files.hpp"
-#include "accrue/framework/memory.hpp"
+#include "../framework/error.hpp"
+#include "../framework/files.hpp"
+#include "../framework/memory.hpp"
 
 namespace accrue::datasets {
 namespace {

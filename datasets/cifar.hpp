@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "accrue/datasets/dataset.hpp"
+#include "dataset.hpp"
 
 namespace accrue::datasets {
 

@@ -1,4 +1,4 @@
-#include "accrue/datasets/csv.hpp"
+#include "csv.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -9,10 +9,10 @@
 #include <map>
 #include <set>
 
-#include "accrue/framework/files.hpp"
-#include "accrue/framework/log.hpp"
-#include "accrue/framework/memory.hpp"
-#include "accrue/framework/utf8.hpp"
+#include "../framework/files.hpp"
+#include "../framework/log.hpp"
+#include "../framework/memory.hpp"
+#include "../framework/utf8.hpp"
 
 namespace accrue::datasets {
 namespace {

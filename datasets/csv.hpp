@@ -15,7 +15,7 @@
 #include <variant>
 #include <vector>
 
-#include "accrue/datasets/dataset.hpp"
+#include "dataset.hpp"
 
 namespace accrue::datasets {
 

@@ -1,4 +1,4 @@
-#include "accrue/datasets/dataset.hpp"
+#include "dataset.hpp"
 
 #include <zlib.h>
 
@@ -8,10 +8,10 @@
 #include <numeric>
 #include <vector>
 
-#include "accrue/framework/autograd.hpp"
-#include "accrue/framework/ops.hpp"
-#include "accrue/framework/random.hpp"
-#include "accrue/kernels/cpu/parallel.hpp"
+#include "../framework/autograd.hpp"
+#include "../framework/ops.hpp"
+#include "../framework/random.hpp"
+#include "../kernels/cpu/parallel.hpp"
 
 namespace accrue {
 namespace {

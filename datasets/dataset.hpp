@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "accrue/datasets/source.hpp"
-#include "accrue/framework/tensor.hpp"
+#include "source.hpp"
+#include "../framework/tensor.hpp"
 
 namespace accrue {
 

@@ -1,12 +1,12 @@
-#include "accrue/datasets/device_batches.hpp"
+#include "device_batches.hpp"
 
 #include <array>
 #include <chrono>
 #include <cstring>
 
-#include "accrue/datasets/prefetch.hpp"
-#include "accrue/framework/device_runtime.hpp"
-#include "accrue/framework/log.hpp"
+#include "prefetch.hpp"
+#include "../framework/device_runtime.hpp"
+#include "../framework/log.hpp"
 
 namespace accrue {
 

@@ -11,8 +11,8 @@
 #include <memory>
 #include <optional>
 
-#include "accrue/datasets/batch_queue.hpp"
-#include "accrue/datasets/loader.hpp"
+#include "batch_queue.hpp"
+#include "loader.hpp"
 
 namespace accrue {
 

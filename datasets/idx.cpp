@@ -1,4 +1,4 @@
-#include "accrue/datasets/idx.hpp"
+#include "idx.hpp"
 
 #include <zlib.h>
 
@@ -6,8 +6,8 @@
 #include <cstring>
 #include <memory>
 
-#include "accrue/framework/error.hpp"
-#include "accrue/framework/files.hpp"
+#include "../framework/error.hpp"
+#include "../framework/files.hpp"
 
 namespace accrue::datasets {
 namespace {

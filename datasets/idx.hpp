@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "accrue/framework/shape.hpp"
-#include "accrue/framework/tensor.hpp"
+#include "../framework/shape.hpp"
+#include "../framework/tensor.hpp"
 
 namespace accrue::datasets {
 

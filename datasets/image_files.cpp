@@ -1,4 +1,4 @@
-#include "accrue/datasets/image_files.hpp"
+#include "image_files.hpp"
 
 #include <jpeglib.h>
 // jerror.h after jpeglib.h, which it needs.
@@ -16,8 +16,8 @@
 #include <fstream>
 #include <optional>
 
-#include "accrue/framework/error.hpp"
-#include "accrue/framework/files.hpp"
+#include "../framework/error.hpp"
+#include "../framework/files.hpp"
 
 namespace accrue::datasets {
 namespace {

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "accrue/datasets/scratch.hpp"
+#include "scratch.hpp"
 
 namespace accrue::datasets {
 

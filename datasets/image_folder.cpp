@@ -1,4 +1,4 @@
-#include "accrue/datasets/image_folder.hpp"
+#include "image_folder.hpp"
 
 #include <zlib.h>
 
@@ -12,11 +12,11 @@
 
 #include <sys/stat.h>
 
-#include "accrue/framework/files.hpp"
-#include "accrue/framework/log.hpp"
-#include "accrue/framework/memory.hpp"
-#include "accrue/framework/random.hpp"
-#include "accrue/framework/utf8.hpp"
+#include "../framework/files.hpp"
+#include "../framework/log.hpp"
+#include "../framework/memory.hpp"
+#include "../framework/random.hpp"
+#include "../framework/utf8.hpp"
 
 namespace accrue::datasets {
 namespace {

@@ -18,9 +18,9 @@
 #include <utility>
 #include <vector>
 
-#include "accrue/datasets/dataset.hpp"
-#include "accrue/datasets/image_files.hpp"
-#include "accrue/datasets/transforms.hpp"
+#include "dataset.hpp"
+#include "image_files.hpp"
+#include "transforms.hpp"
 
 namespace accrue::datasets {
 

@@ -1,10 +1,10 @@
-#include "accrue/datasets/loader.hpp"
+#include "loader.hpp"
 
 #include <limits>
 #include <numeric>
 #include <span>
 
-#include "accrue/framework/random.hpp"
+#include "../framework/random.hpp"
 
 namespace accrue {
 

@@ -9,7 +9,7 @@
 #include <memory>
 #include <vector>
 
-#include "accrue/datasets/dataset.hpp"
+#include "dataset.hpp"
 
 namespace accrue {
 

@@ -1,10 +1,10 @@
-#include "accrue/datasets/mnist.hpp"
+#include "mnist.hpp"
 
 #include <cstdlib>
 #include <filesystem>
 
-#include "accrue/datasets/idx.hpp"
-#include "accrue/framework/error.hpp"
+#include "idx.hpp"
+#include "../framework/error.hpp"
 
 namespace accrue::datasets {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "accrue/datasets/dataset.hpp"
+#include "dataset.hpp"
 
 namespace accrue::datasets {
 

@@ -1,4 +1,4 @@
-#include "accrue/datasets/npy.hpp"
+#include "npy.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -10,11 +10,11 @@
 #include <numeric>
 #include <optional>
 
-#include "accrue/framework/error.hpp"
-#include "accrue/framework/files.hpp"
-#include "accrue/framework/memory.hpp"
-#include "accrue/framework/ops.hpp"
-#include "accrue/framework/utf8.hpp"
+#include "../framework/error.hpp"
+#include "../framework/files.hpp"
+#include "../framework/memory.hpp"
+#include "../framework/ops.hpp"
+#include "../framework/utf8.hpp"
 
 namespace accrue::datasets {
 namespace {

@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "accrue/framework/tensor.hpp"
+#include "../framework/tensor.hpp"
 
 namespace accrue::datasets {
 

@@ -1,4 +1,4 @@
-#include "accrue/datasets/npz.hpp"
+#include "npz.hpp"
 
 #include <zlib.h>
 
@@ -7,10 +7,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "accrue/framework/error.hpp"
-#include "accrue/framework/files.hpp"
-#include "accrue/framework/memory.hpp"
-#include "accrue/framework/utf8.hpp"
+#include "../framework/error.hpp"
+#include "../framework/files.hpp"
+#include "../framework/memory.hpp"
+#include "../framework/utf8.hpp"
 
 namespace accrue::datasets {
 namespace {

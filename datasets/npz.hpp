@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "accrue/datasets/npy.hpp"
+#include "npy.hpp"
 
 namespace accrue::datasets {
 

@@ -20,7 +20,7 @@
 #include <optional>
 #include <utility>
 
-#include "accrue/datasets/loader.hpp"
+#include "loader.hpp"
 
 namespace accrue {
 

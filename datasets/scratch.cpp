@@ -1,4 +1,4 @@
-#include "accrue/datasets/scratch.hpp"
+#include "scratch.hpp"
 
 #include <cstdlib>
 #include <new>

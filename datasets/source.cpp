@@ -1,12 +1,12 @@
-#include "accrue/datasets/source.hpp"
+#include "source.hpp"
 
 #include <zlib.h>
 
 #include <cstring>
 #include <vector>
 
-#include "accrue/framework/autograd.hpp"
-#include "accrue/framework/ops.hpp"
+#include "../framework/autograd.hpp"
+#include "../framework/ops.hpp"
 
 namespace accrue {
 

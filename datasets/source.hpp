@@ -14,7 +14,7 @@
 #include <memory>
 #include <string>
 
-#include "accrue/framework/tensor.hpp"
+#include "../framework/tensor.hpp"
 
 namespace accrue {
 

@@ -1,4 +1,4 @@
-#include "accrue/datasets/text.hpp"
+#include "text.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -7,9 +7,9 @@
 #include <set>
 #include <sstream>
 
-#include "accrue/framework/error.hpp"
-#include "accrue/framework/files.hpp"
-#include "accrue/framework/utf8.hpp"
+#include "../framework/error.hpp"
+#include "../framework/files.hpp"
+#include "../framework/utf8.hpp"
 
 namespace accrue::datasets {
 namespace {

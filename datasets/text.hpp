@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "accrue/datasets/dataset.hpp"
+#include "dataset.hpp"
 
 namespace accrue::datasets {
 

@@ -1,13 +1,13 @@
-#include "accrue/datasets/transforms.hpp"
+#include "transforms.hpp"
 
 #include <zlib.h>
 
 #include <cmath>
 #include <cstring>
 
-#include "accrue/framework/error.hpp"
-#include "accrue/framework/random.hpp"
-#include "accrue/kernels/common/philox.hpp"
+#include "../framework/error.hpp"
+#include "../framework/random.hpp"
+#include "../kernels/common/philox.hpp"
 
 namespace accrue::transforms {
 namespace {

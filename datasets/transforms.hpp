@@ -24,9 +24,9 @@
 #include <utility>
 #include <vector>
 
-#include "accrue/datasets/dataset.hpp"
-#include "accrue/datasets/scratch.hpp"
-#include "accrue/framework/shape.hpp"
+#include "dataset.hpp"
+#include "scratch.hpp"
+#include "../framework/shape.hpp"
 
 namespace accrue::transforms {
 

@@ -14,12 +14,12 @@
 #include <utility>
 #include <vector>
 
-#include "accrue/framework/amp/grad_scaler.hpp"
-#include "accrue/framework/dtype.hpp"
-#include "accrue/framework/memory.hpp"
-#include "accrue/framework/tensor.hpp"
-#include "accrue/framework/training/logs.hpp"
-#include "accrue/framework/training/step_record.hpp"
+#include "../framework/amp/grad_scaler.hpp"
+#include "../framework/dtype.hpp"
+#include "../framework/memory.hpp"
+#include "../framework/tensor.hpp"
+#include "../framework/training/logs.hpp"
+#include "../framework/training/step_record.hpp"
 
 namespace accrue {
 

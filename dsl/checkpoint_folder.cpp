@@ -11,9 +11,9 @@
 #include <filesystem>
 #include <regex>
 
-#include "accrue/dsl/training_checkpoint.hpp"
-#include "accrue/framework/files.hpp"
-#include "accrue/framework/log.hpp"
+#include "training_checkpoint.hpp"
+#include "../framework/files.hpp"
+#include "../framework/log.hpp"
 
 namespace accrue::detail {
 

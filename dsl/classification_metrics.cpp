@@ -1,14 +1,14 @@
-#include "accrue/dsl/classification_metrics.hpp"
+#include "classification_metrics.hpp"
 
 #include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 
-#include "accrue/dsl/layer_registry.hpp"
-#include "accrue/dsl/metrics.hpp"
-#include "accrue/framework/autograd.hpp"
-#include "accrue/framework/ops.hpp"
+#include "layer_registry.hpp"
+#include "metrics.hpp"
+#include "../framework/autograd.hpp"
+#include "../framework/ops.hpp"
 
 namespace accrue::metrics {
 namespace {

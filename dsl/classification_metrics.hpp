@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "accrue/dsl/layer.hpp"
-#include "accrue/framework/tensor.hpp"
-#include "accrue/framework/training/logs.hpp"
+#include "layer.hpp"
+#include "../framework/tensor.hpp"
+#include "../framework/training/logs.hpp"
 
 namespace accrue::metrics {
 

@@ -2,14 +2,14 @@
 
 #include <cmath>
 
-#include "accrue/datasets/device_batches.hpp"
-#include "accrue/datasets/loader.hpp"
-#include "accrue/dsl/layers/batch_norm.hpp"
-#include "accrue/dsl/sequential.hpp"
-#include "accrue/framework/autograd.hpp"
-#include "accrue/framework/distributed/communicator.hpp"
-#include "accrue/framework/ops.hpp"
-#include "accrue/framework/training/stop_signal.hpp"
+#include "../datasets/device_batches.hpp"
+#include "../datasets/loader.hpp"
+#include "layers/batch_norm.hpp"
+#include "sequential.hpp"
+#include "../framework/autograd.hpp"
+#include "../framework/distributed/communicator.hpp"
+#include "../framework/ops.hpp"
+#include "../framework/training/stop_signal.hpp"
 
 namespace accrue {
 namespace {

@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "accrue/datasets/dataset.hpp"
-#include "accrue/dsl/callbacks.hpp"
-#include "accrue/dsl/layers/recompute.hpp"
-#include "accrue/framework/training/accumulation.hpp"
-#include "accrue/framework/training/lr_schedule.hpp"
+#include "../datasets/dataset.hpp"
+#include "callbacks.hpp"
+#include "layers/recompute.hpp"
+#include "../framework/training/accumulation.hpp"
+#include "../framework/training/lr_schedule.hpp"
 
 namespace accrue {
 

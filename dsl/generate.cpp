@@ -4,9 +4,9 @@
 #include <cmath>
 #include <numeric>
 
-#include "accrue/dsl/sequential.hpp"
-#include "accrue/framework/autograd.hpp"
-#include "accrue/framework/random.hpp"
+#include "sequential.hpp"
+#include "../framework/autograd.hpp"
+#include "../framework/random.hpp"
 
 namespace accrue {
 namespace {

@@ -12,8 +12,8 @@
 #include <string_view>
 #include <utility>
 
-#include "accrue/framework/error.hpp"
-#include "accrue/framework/serialization/json_text.hpp"
+#include "../framework/error.hpp"
+#include "../framework/serialization/json_text.hpp"
 
 namespace accrue::detail {
 

@@ -1,6 +1,6 @@
-#include "accrue/dsl/layer.hpp"
+#include "layer.hpp"
 
-#include "accrue/framework/error.hpp"
+#include "../framework/error.hpp"
 
 namespace accrue {
 

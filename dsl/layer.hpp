@@ -29,8 +29,8 @@
 #include <variant>
 #include <vector>
 
-#include "accrue/framework/random.hpp"
-#include "accrue/framework/tensor.hpp"
+#include "../framework/random.hpp"
+#include "../framework/tensor.hpp"
 
 namespace accrue {
 

@@ -1,11 +1,11 @@
-#include "accrue/dsl/layer_check.hpp"
+#include "layer_check.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-#include "accrue/framework/autograd.hpp"
-#include "accrue/framework/ops.hpp"
-#include "accrue/framework/optim/sgd.hpp"
+#include "../framework/autograd.hpp"
+#include "../framework/ops.hpp"
+#include "../framework/optim/sgd.hpp"
 
 namespace accrue {
 

@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "accrue/dsl/layer.hpp"
-#include "accrue/framework/gradcheck.hpp"
+#include "layer.hpp"
+#include "../framework/gradcheck.hpp"
 
 namespace accrue {
 

@@ -1,12 +1,12 @@
-#include "accrue/dsl/layer_registry.hpp"
+#include "layer_registry.hpp"
 
 #include <cctype>
 #include <algorithm>
 #include <map>
 #include <mutex>
 
-#include "accrue/framework/error.hpp"
-#include "accrue/framework/utf8.hpp"
+#include "../framework/error.hpp"
+#include "../framework/utf8.hpp"
 
 namespace accrue {
 namespace {

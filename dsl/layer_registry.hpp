@@ -21,7 +21,7 @@
 #include <string_view>
 #include <vector>
 
-#include "accrue/dsl/layer.hpp"
+#include "layer.hpp"
 
 namespace accrue {
 

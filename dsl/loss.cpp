@@ -1,10 +1,10 @@
-#include "accrue/dsl/loss.hpp"
+#include "loss.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 
-#include "accrue/dsl/layer_registry.hpp"
+#include "layer_registry.hpp"
 
 namespace accrue {
 namespace losses {

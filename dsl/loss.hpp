@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "accrue/dsl/layer.hpp"
-#include "accrue/framework/ops.hpp"
+#include "layer.hpp"
+#include "../framework/ops.hpp"
 
 namespace accrue {
 

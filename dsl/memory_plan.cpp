@@ -1,4 +1,4 @@
-#include "accrue/dsl/memory_plan.hpp"
+#include "memory_plan.hpp"
 
 #include <cstdlib>
 

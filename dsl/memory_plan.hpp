@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "accrue/framework/memory.hpp"
+#include "../framework/memory.hpp"
 
 namespace accrue {
 

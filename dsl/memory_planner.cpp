@@ -10,8 +10,8 @@
 #include <optional>
 #include <vector>
 
-#include "accrue/dsl/memory_plan.hpp"
-#include "accrue/dsl/sequential.hpp"
+#include "memory_plan.hpp"
+#include "sequential.hpp"
 
 namespace accrue {
 

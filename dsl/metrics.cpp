@@ -1,9 +1,9 @@
-#include "accrue/dsl/metrics.hpp"
+#include "metrics.hpp"
 
-#include "accrue/framework/distributed/communicator.hpp"
+#include "../framework/distributed/communicator.hpp"
 
-#include "accrue/framework/autograd.hpp"
-#include "accrue/framework/ops.hpp"
+#include "../framework/autograd.hpp"
+#include "../framework/ops.hpp"
 
 namespace accrue::metrics {
 

@@ -10,10 +10,10 @@
 #include <string_view>
 #include <vector>
 
-#include "accrue/dsl/layer.hpp"
-#include "accrue/framework/error.hpp"
-#include "accrue/framework/tensor.hpp"
-#include "accrue/framework/training/logs.hpp"
+#include "layer.hpp"
+#include "../framework/error.hpp"
+#include "../framework/tensor.hpp"
+#include "../framework/training/logs.hpp"
 
 namespace accrue {
 

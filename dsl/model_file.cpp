@@ -1,15 +1,15 @@
 // Sequential::save and load_model: a whole model in one safetensors file, the weights under
 // PyTorch's names and the architecture as JSON in the metadata (Keras's model.save/load_model).
 
-#include "accrue/config.hpp"
-#include "accrue/dsl/layer_registry.hpp"
-#include "accrue/dsl/model_json.hpp"
-#include "accrue/dsl/sequential.hpp"
-#include "accrue/framework/log.hpp"
-#include "accrue/framework/memory.hpp"
-#include "accrue/framework/serialization/checkpoint.hpp"
-#include "accrue/framework/serialization/json_text.hpp"
-#include "accrue/framework/utf8.hpp"
+#include <accrue/config.hpp>
+#include "layer_registry.hpp"
+#include "model_json.hpp"
+#include "sequential.hpp"
+#include "../framework/log.hpp"
+#include "../framework/memory.hpp"
+#include "../framework/serialization/checkpoint.hpp"
+#include "../framework/serialization/json_text.hpp"
+#include "../framework/utf8.hpp"
 
 namespace accrue {
 namespace {

@@ -1,15 +1,15 @@
 // A saved model's JSON: configurations, the errors of reading one, and the compile settings.
 
-#include "accrue/dsl/model_json.hpp"
+#include "model_json.hpp"
 
 #include <algorithm>
 #include <optional>
 
-#include "accrue/dsl/classification_metrics.hpp"
-#include "accrue/dsl/layer_registry.hpp"
-#include "accrue/dsl/sequential.hpp"
-#include "accrue/framework/serialization/json_text.hpp"
-#include "accrue/framework/utf8.hpp"
+#include "classification_metrics.hpp"
+#include "layer_registry.hpp"
+#include "sequential.hpp"
+#include "../framework/serialization/json_text.hpp"
+#include "../framework/utf8.hpp"
 
 namespace accrue::detail {
 namespace {

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "accrue/dsl/layer.hpp"
-#include "accrue/dsl/loss.hpp"
-#include "accrue/dsl/metrics.hpp"
-#include "accrue/framework/optim/recipe.hpp"
+#include "layer.hpp"
+#include "loss.hpp"
+#include "metrics.hpp"
+#include "../framework/optim/recipe.hpp"
 
 namespace accrue {
 class Sequential;

@@ -21,7 +21,7 @@
 #include <variant>
 #include <vector>
 
-#include "accrue/framework/tensor.hpp"
+#include "../framework/tensor.hpp"
 
 namespace accrue {
 

@@ -10,14 +10,14 @@
 #include <fstream>
 #include <map>
 
-#include "accrue/config.hpp"
-#include "accrue/dsl/layers/embedding.hpp"
-#include "accrue/dsl/layers/normalization.hpp"
-#include "accrue/dsl/onnx_graph.hpp"
-#include "accrue/dsl/sequential.hpp"
-#include "accrue/framework/autograd.hpp"
-#include "accrue/framework/files.hpp"
-#include "accrue/framework/ops.hpp"
+#include <accrue/config.hpp>
+#include "layers/embedding.hpp"
+#include "layers/normalization.hpp"
+#include "onnx_graph.hpp"
+#include "sequential.hpp"
+#include "../framework/autograd.hpp"
+#include "../framework/files.hpp"
+#include "../framework/ops.hpp"
 
 namespace accrue {
 namespace {

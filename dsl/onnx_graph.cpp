@@ -1,12 +1,12 @@
 // onnx::Graph: the graph a model's layers write their nodes into, held as the onnx library's
 // protobuf classes (onnx_graph.hpp is the part Sequential::export_onnx uses besides).
 
-#include "accrue/dsl/onnx_graph.hpp"
+#include "onnx_graph.hpp"
 
 #include <fmt/format.h>
 
-#include "accrue/dsl/layer.hpp"
-#include "accrue/framework/error.hpp"
+#include "layer.hpp"
+#include "../framework/error.hpp"
 
 namespace accrue::onnx {
 

@@ -9,7 +9,7 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "accrue/dsl/onnx.hpp"
+#include "onnx.hpp"
 
 namespace accrue::onnx {
 

@@ -18,9 +18,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "accrue/dsl/onnx.hpp"
-#include "accrue/framework/error.hpp"
-#include "accrue/framework/files.hpp"
+#include "onnx.hpp"
+#include "../framework/error.hpp"
+#include "../framework/files.hpp"
 
 extern char** environ;
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "accrue/dsl/layers/recompute.hpp"
+#include "layers/recompute.hpp"
 
 namespace accrue {
 

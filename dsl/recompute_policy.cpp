@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "accrue/dsl/sequential.hpp"
+#include "sequential.hpp"
 
 namespace accrue {
 namespace {

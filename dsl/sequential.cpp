@@ -1,13 +1,13 @@
-#include "accrue/dsl/sequential.hpp"
-#include "accrue/framework/utf8.hpp"
+#include "sequential.hpp"
+#include "../framework/utf8.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <map>
 
-#include "accrue/framework/autograd.hpp"
-#include "accrue/framework/log.hpp"
-#include "accrue/framework/ops.hpp"
+#include "../framework/autograd.hpp"
+#include "../framework/log.hpp"
+#include "../framework/ops.hpp"
 
 namespace accrue {
 

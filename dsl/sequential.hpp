@@ -20,20 +20,20 @@
 #include <unordered_map>
 #include <vector>
 
-#include "accrue/datasets/dataset.hpp"
-#include "accrue/datasets/text.hpp"
-#include "accrue/dsl/callbacks.hpp"
-#include "accrue/dsl/fit_options.hpp"
-#include "accrue/dsl/layer.hpp"
-#include "accrue/dsl/memory_plan.hpp"
-#include "accrue/dsl/layers/input.hpp"
-#include "accrue/dsl/layers/recompute.hpp"
-#include "accrue/framework/training/logs.hpp"
-#include "accrue/dsl/loss.hpp"
-#include "accrue/dsl/metrics.hpp"
-#include "accrue/dsl/onnx.hpp"
-#include "accrue/framework/optim/recipe.hpp"
-#include "accrue/framework/training/lr_schedule.hpp"
+#include "../datasets/dataset.hpp"
+#include "../datasets/text.hpp"
+#include "callbacks.hpp"
+#include "fit_options.hpp"
+#include "layer.hpp"
+#include "memory_plan.hpp"
+#include "layers/input.hpp"
+#include "layers/recompute.hpp"
+#include "../framework/training/logs.hpp"
+#include "loss.hpp"
+#include "metrics.hpp"
+#include "onnx.hpp"
+#include "../framework/optim/recipe.hpp"
+#include "../framework/training/lr_schedule.hpp"
 
 namespace accrue {
 

@@ -4,7 +4,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "accrue/dsl/sequential.hpp"
+#include "sequential.hpp"
 
 namespace accrue {
 

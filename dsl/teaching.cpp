@@ -1,15 +1,15 @@
-#include "accrue/dsl/teaching.hpp"
+#include "teaching.hpp"
 
 #include <cmath>
 #include <numeric>
 
 #include <fmt/ranges.h>
 
-#include "accrue/dsl/layers/dropout.hpp"
-#include "accrue/datasets/loader.hpp"
-#include "accrue/framework/autograd.hpp"
-#include "accrue/framework/distributed/communicator.hpp"
-#include "accrue/framework/ops.hpp"
+#include "layers/dropout.hpp"
+#include "../datasets/loader.hpp"
+#include "../framework/autograd.hpp"
+#include "../framework/distributed/communicator.hpp"
+#include "../framework/ops.hpp"
 
 namespace accrue {
 

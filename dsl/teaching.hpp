@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "accrue/dsl/sequential.hpp"
+#include "sequential.hpp"
 
 namespace accrue {
 

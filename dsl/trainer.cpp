@@ -1,10 +1,10 @@
 // Trainer and Sequential::fit: the options' checks and the plan; the loop is TrainingRun's.
 
-#include "accrue/dsl/trainer.hpp"
+#include "trainer.hpp"
 
 #include <cmath>
 
-#include "accrue/dsl/fit/training_run.hpp"
+#include "fit/training_run.hpp"
 
 namespace accrue {
 

@@ -18,9 +18,9 @@
 
 #include <optional>
 
-#include "accrue/dsl/fit_options.hpp"
-#include "accrue/dsl/sequential.hpp"
-#include "accrue/framework/training/step_plan.hpp"
+#include "fit_options.hpp"
+#include "sequential.hpp"
+#include "../framework/training/step_plan.hpp"
 
 namespace accrue {
 

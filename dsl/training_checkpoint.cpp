@@ -1,4 +1,4 @@
-#include "accrue/dsl/training_checkpoint.hpp"
+#include "training_checkpoint.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -12,15 +12,15 @@
 #include <limits>
 #include <typeinfo>
 
-#include "accrue/dsl/json_state.hpp"
-#include "accrue/framework/autograd.hpp"
-#include "accrue/framework/files.hpp"
-#include "accrue/framework/log.hpp"
-#include "accrue/framework/optim/optimizer.hpp"
-#include "accrue/framework/random.hpp"
-#include "accrue/framework/serialization/checkpoint.hpp"
-#include "accrue/framework/serialization/json_text.hpp"
-#include "accrue/framework/utf8.hpp"
+#include "json_state.hpp"
+#include "../framework/autograd.hpp"
+#include "../framework/files.hpp"
+#include "../framework/log.hpp"
+#include "../framework/optim/optimizer.hpp"
+#include "../framework/random.hpp"
+#include "../framework/serialization/checkpoint.hpp"
+#include "../framework/serialization/json_text.hpp"
+#include "../framework/utf8.hpp"
 
 namespace accrue::detail {
 namespace {

@@ -16,9 +16,9 @@
 #include <utility>
 #include <vector>
 
-#include "accrue/dsl/callbacks.hpp"
-#include "accrue/dsl/metrics.hpp"
-#include "accrue/dsl/sequential.hpp"
+#include "callbacks.hpp"
+#include "metrics.hpp"
+#include "sequential.hpp"
 
 namespace accrue::detail {
 

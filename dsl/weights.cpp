@@ -1,9 +1,9 @@
 // save_weights and load_weights: a model's parameters and buffers in safetensors, under PyTorch's
 // state_dict names.
 
-#include "accrue/config.hpp"
-#include "accrue/dsl/sequential.hpp"
-#include "accrue/framework/serialization/checkpoint.hpp"
+#include <accrue/config.hpp>
+#include "sequential.hpp"
+#include "../framework/serialization/checkpoint.hpp"
 
 namespace accrue {
 

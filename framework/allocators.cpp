@@ -4,9 +4,9 @@
 #include <array>
 #include <mutex>
 
-#include "accrue/framework/cpu_allocator.hpp"
-#include "accrue/framework/cuda_allocator.hpp"
-#include "accrue/framework/memory.hpp"
+#include "cpu_allocator.hpp"
+#include "cuda_allocator.hpp"
+#include "memory.hpp"
 
 namespace accrue {
 

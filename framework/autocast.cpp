@@ -1,6 +1,6 @@
-#include "accrue/framework/autocast.hpp"
+#include "autocast.hpp"
 
-#include "accrue/framework/error.hpp"
+#include "error.hpp"
 
 namespace accrue {
 

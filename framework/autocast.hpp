@@ -9,7 +9,7 @@
 
 #include <optional>
 
-#include "accrue/framework/dtype.hpp"
+#include "dtype.hpp"
 
 namespace accrue {
 

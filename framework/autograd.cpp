@@ -1,9 +1,9 @@
-#include "accrue/framework/autograd.hpp"
+#include "autograd.hpp"
 
 #include <unordered_map>
 #include <unordered_set>
 
-#include "accrue/kernels/elementwise.hpp"
+#include "../kernels/elementwise.hpp"
 
 namespace accrue {
 

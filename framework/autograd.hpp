@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "accrue/framework/tensor.hpp"
+#include "tensor.hpp"
 
 namespace accrue {
 

@@ -1,10 +1,10 @@
-#include "accrue/framework/build_info.hpp"
+#include "build_info.hpp"
 
 #include <fmt/format.h>
 
-#include "accrue/config.hpp"
-#include "accrue/kernels/device_query.hpp"
-#include "accrue/kernels/gemm.hpp"
+#include <accrue/config.hpp>
+#include "../kernels/device_query.hpp"
+#include "../kernels/gemm.hpp"
 
 namespace accrue {
 

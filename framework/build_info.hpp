@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "accrue/kernels/cpu/capability.hpp"
+#include "../kernels/cpu/capability.hpp"
 
 namespace accrue {
 

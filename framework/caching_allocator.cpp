@@ -1,4 +1,4 @@
-#include "accrue/framework/caching_allocator.hpp"
+#include "caching_allocator.hpp"
 
 namespace accrue {
 

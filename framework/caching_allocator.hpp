@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "accrue/framework/memory.hpp"
+#include "memory.hpp"
 
 namespace accrue {
 

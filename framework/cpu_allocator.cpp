@@ -1,4 +1,4 @@
-#include "accrue/framework/cpu_allocator.hpp"
+#include "cpu_allocator.hpp"
 
 #include <cstdlib>
 

@@ -1,7 +1,7 @@
 #pragma once
 // Host memory, 64-byte aligned, with the cache of freed blocks of CachingAllocator.
 
-#include "accrue/framework/caching_allocator.hpp"
+#include "caching_allocator.hpp"
 
 namespace accrue {
 

@@ -1,10 +1,10 @@
-#include "accrue/framework/cuda_allocator.hpp"
+#include "cuda_allocator.hpp"
 
 #include <array>
 #include <memory>
 #include <mutex>
 
-#include "accrue/framework/device_runtime.hpp"
+#include "device_runtime.hpp"
 
 namespace accrue {
 

@@ -4,7 +4,7 @@
 // stream, in order, so a block freed by a queued kernel can be reused at once: the next user's
 // kernels run after it. In a build without the CUDA backend no GPU device can be made, so none is used.
 
-#include "accrue/framework/caching_allocator.hpp"
+#include "caching_allocator.hpp"
 
 namespace accrue {
 

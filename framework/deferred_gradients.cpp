@@ -1,10 +1,10 @@
-#include "accrue/framework/deferred_gradients.hpp"
+#include "deferred_gradients.hpp"
 
 #include <algorithm>
 #include <functional>
 
-#include "accrue/kernels/elementwise.hpp"
-#include "accrue/kernels/gemm.hpp"
+#include "../kernels/elementwise.hpp"
+#include "../kernels/gemm.hpp"
 
 namespace accrue {
 namespace {

@@ -15,7 +15,7 @@
 #include <functional>
 #include <unordered_map>
 
-#include "accrue/framework/autograd.hpp"
+#include "autograd.hpp"
 
 namespace accrue {
 

@@ -1,11 +1,11 @@
-#include "accrue/framework/device.hpp"
+#include "device.hpp"
 
 #include <mutex>
 
-#include "accrue/config.hpp"
-#include "accrue/framework/error.hpp"
-#include "accrue/framework/log.hpp"
-#include "accrue/kernels/device_query.hpp"
+#include <accrue/config.hpp>
+#include "error.hpp"
+#include "log.hpp"
+#include "../kernels/device_query.hpp"
 
 namespace accrue {
 

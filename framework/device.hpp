@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "accrue/framework/printable.hpp"
+#include "printable.hpp"
 
 #include <cstdint>
 #include <ostream>

@@ -1,10 +1,10 @@
 // The device runtime over the CUDA backend's library, loaded at first use (kernels/cuda/backend.hpp).
 
-#include "accrue/framework/device_runtime.hpp"
+#include "device_runtime.hpp"
 
-#include "accrue/framework/error.hpp"
-#include "accrue/kernels/cuda/backend.hpp"
-#include "accrue/kernels/cuda/runtime.hpp"
+#include "error.hpp"
+#include "../kernels/cuda/backend.hpp"
+#include "../kernels/cuda/runtime.hpp"
 
 namespace accrue::runtime {
 

@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <memory>
 
-#include "accrue/framework/device.hpp"
+#include "device.hpp"
 
 namespace accrue::runtime {
 

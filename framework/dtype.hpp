@@ -7,7 +7,7 @@
 #include <ostream>
 #include <string_view>
 
-#include "accrue/kernels/common/half.hpp"
+#include "../kernels/common/half.hpp"
 
 namespace accrue {
 

@@ -1,4 +1,4 @@
-#include "accrue/framework/files.hpp"
+#include "files.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "accrue/framework/error.hpp"
+#include "error.hpp"
 
 namespace accrue {
 namespace fs = std::filesystem;

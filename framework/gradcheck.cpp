@@ -1,10 +1,10 @@
-#include "accrue/framework/gradcheck.hpp"
+#include "gradcheck.hpp"
 
 #include <cmath>
 
-#include "accrue/framework/autograd.hpp"
-#include "accrue/framework/ops.hpp"
-#include "accrue/framework/random.hpp"
+#include "autograd.hpp"
+#include "ops.hpp"
+#include "random.hpp"
 
 namespace accrue {
 namespace {

@@ -1,4 +1,4 @@
-#include "accrue/framework/log.hpp"
+#include "log.hpp"
 
 #include <atomic>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "accrue/framework/memory.hpp"
+#include "memory.hpp"
 
 #include <utility>
 
@@ -13,7 +13,7 @@
 #include <vector>
 #include <fmt/format.h>
 
-#include "accrue/framework/error.hpp"
+#include "error.hpp"
 
 namespace accrue {
 

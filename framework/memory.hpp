@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "accrue/framework/device.hpp"
+#include "device.hpp"
 
 namespace accrue {
 

@@ -9,7 +9,7 @@
 #include <span>
 #include <vector>
 
-#include "accrue/framework/tensor.hpp"
+#include "tensor.hpp"
 
 namespace accrue {
 

@@ -1,7 +1,7 @@
-#include "accrue/framework/random.hpp"
+#include "random.hpp"
 
-#include "accrue/framework/error.hpp"
-#include "accrue/kernels/common/philox.hpp"
+#include "error.hpp"
+#include "../kernels/common/philox.hpp"
 
 namespace accrue {
 

@@ -1,6 +1,6 @@
-#include "accrue/framework/shape.hpp"
+#include "shape.hpp"
 
-#include "accrue/framework/error.hpp"
+#include "error.hpp"
 
 namespace accrue {
 

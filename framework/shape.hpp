@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "accrue/framework/printable.hpp"
+#include "printable.hpp"
 
 #include <array>
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "accrue/framework/storage.hpp"
+#include "storage.hpp"
 
 namespace accrue {
 

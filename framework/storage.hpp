@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "accrue/framework/memory.hpp"
+#include "memory.hpp"
 
 namespace accrue {
 

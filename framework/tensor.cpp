@@ -1,4 +1,4 @@
-#include "accrue/framework/tensor.hpp"
+#include "tensor.hpp"
 // The core of Tensor: storage, shape, dtype, views and the gradient slots, which run no kernel.
 // What reads, writes or moves values (fills, casts, copies between devices), ops on tensors and
 // backward stand above the kernels, in tensor_values.cpp.

@@ -12,13 +12,13 @@
 #include <string>
 #include <vector>
 
-#include "accrue/framework/device.hpp"
-#include "accrue/framework/dtype.hpp"
-#include "accrue/framework/error.hpp"
-#include "accrue/framework/printable.hpp"
-#include "accrue/framework/memory.hpp"
-#include "accrue/framework/shape.hpp"
-#include "accrue/framework/storage.hpp"
+#include "device.hpp"
+#include "dtype.hpp"
+#include "error.hpp"
+#include "printable.hpp"
+#include "memory.hpp"
+#include "shape.hpp"
+#include "storage.hpp"
 
 namespace accrue {
 

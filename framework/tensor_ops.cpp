@@ -1,8 +1,8 @@
 // Tensor's members that are ops (reshape, narrow, clone: recorded for autograd) and backward.
 
-#include "accrue/framework/autograd.hpp"
-#include "accrue/framework/ops.hpp"
-#include "accrue/framework/tensor.hpp"
+#include "autograd.hpp"
+#include "ops.hpp"
+#include "tensor.hpp"
 
 namespace accrue {
 

@@ -5,10 +5,10 @@
 #include <cmath>
 #include <cstring>
 
-#include "accrue/framework/random.hpp"
-#include "accrue/framework/tensor.hpp"
-#include "accrue/kernels/cast.hpp"
-#include "accrue/kernels/elementwise.hpp"
+#include "random.hpp"
+#include "tensor.hpp"
+#include "../kernels/cast.hpp"
+#include "../kernels/elementwise.hpp"
 
 namespace accrue {
 

@@ -1,6 +1,6 @@
-#include "accrue/framework/utf8.hpp"
+#include "utf8.hpp"
 
-#include "accrue/framework/error.hpp"
+#include "error.hpp"
 
 namespace accrue {
 

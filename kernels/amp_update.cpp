@@ -1,11 +1,11 @@
-#include "accrue/kernels/amp_update.hpp"
+#include "amp_update.hpp"
 
 #include <vector>
 
-#include "accrue/kernels/cpu/amp_update.hpp"
-#include "accrue/kernels/cuda/backend.hpp"
-#include "accrue/kernels/cuda/amp_update.hpp"
-#include "accrue/kernels/dispatch.hpp"
+#include "cpu/amp_update.hpp"
+#include "cuda/backend.hpp"
+#include "cuda/amp_update.hpp"
+#include "dispatch.hpp"
 
 namespace accrue::kernels {
 

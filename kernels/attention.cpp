@@ -1,10 +1,10 @@
-#include "accrue/kernels/attention.hpp"
+#include "attention.hpp"
 
-#include "accrue/framework/storage.hpp"
-#include "accrue/kernels/cpu/attention.hpp"
-#include "accrue/kernels/cuda/backend.hpp"
-#include "accrue/kernels/cuda/attention.hpp"
-#include "accrue/kernels/dispatch.hpp"
+#include "../framework/storage.hpp"
+#include "cpu/attention.hpp"
+#include "cuda/backend.hpp"
+#include "cuda/attention.hpp"
+#include "dispatch.hpp"
 
 namespace accrue::kernels {
 namespace {

@@ -6,8 +6,8 @@
 
 #include <cstddef>
 
-#include "accrue/framework/tensor.hpp"
-#include "accrue/kernels/common/attention.hpp"
+#include "../framework/tensor.hpp"
+#include "common/attention.hpp"
 
 namespace accrue::kernels {
 

@@ -1,9 +1,9 @@
-#include "accrue/kernels/cast.hpp"
+#include "cast.hpp"
 
-#include "accrue/kernels/cpu/cast.hpp"
-#include "accrue/kernels/cuda/backend.hpp"
-#include "accrue/kernels/cuda/cast.hpp"
-#include "accrue/kernels/dispatch.hpp"
+#include "cpu/cast.hpp"
+#include "cuda/backend.hpp"
+#include "cuda/cast.hpp"
+#include "dispatch.hpp"
 
 namespace accrue::kernels {
 

@@ -2,7 +2,7 @@
 // Conversion between floating-point dtypes: float32 to and from float16 and bfloat16, rounding to
 // nearest even (math in common/half.hpp).
 
-#include "accrue/framework/tensor.hpp"
+#include "../framework/tensor.hpp"
 
 namespace accrue::kernels {
 

@@ -1,9 +1,9 @@
-#include "accrue/kernels/concat.hpp"
+#include "concat.hpp"
 
-#include "accrue/kernels/cpu/concat.hpp"
-#include "accrue/kernels/cuda/backend.hpp"
-#include "accrue/kernels/cuda/concat.hpp"
-#include "accrue/kernels/dispatch.hpp"
+#include "cpu/concat.hpp"
+#include "cuda/backend.hpp"
+#include "cuda/concat.hpp"
+#include "dispatch.hpp"
 
 namespace accrue::kernels {
 

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "accrue/framework/tensor.hpp"
+#include "../framework/tensor.hpp"
 
 namespace accrue::kernels {
 

@@ -1,9 +1,9 @@
-#include "accrue/kernels/conv.hpp"
+#include "conv.hpp"
 
-#include "accrue/kernels/cpu/conv.hpp"
-#include "accrue/kernels/cuda/backend.hpp"
-#include "accrue/kernels/cuda/conv.hpp"
-#include "accrue/kernels/dispatch.hpp"
+#include "cpu/conv.hpp"
+#include "cuda/backend.hpp"
+#include "cuda/conv.hpp"
+#include "dispatch.hpp"
 
 namespace accrue::kernels {
 namespace {

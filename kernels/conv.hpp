@@ -7,8 +7,8 @@
 
 #include <cstdint>
 
-#include "accrue/framework/tensor.hpp"
-#include "accrue/kernels/common/conv_geometry.hpp"
+#include "../framework/tensor.hpp"
+#include "common/conv_geometry.hpp"
 
 namespace accrue::kernels {
 

@@ -1,9 +1,9 @@
-#include "accrue/kernels/cross_entropy.hpp"
+#include "cross_entropy.hpp"
 
-#include "accrue/kernels/cpu/cross_entropy.hpp"
-#include "accrue/kernels/cuda/backend.hpp"
-#include "accrue/kernels/cuda/cross_entropy.hpp"
-#include "accrue/kernels/dispatch.hpp"
+#include "cpu/cross_entropy.hpp"
+#include "cuda/backend.hpp"
+#include "cuda/cross_entropy.hpp"
+#include "dispatch.hpp"
 
 namespace accrue::kernels {
 

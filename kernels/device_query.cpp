@@ -1,6 +1,6 @@
-#include "accrue/kernels/device_query.hpp"
+#include "device_query.hpp"
 
-#include "accrue/kernels/cuda/backend.hpp"
+#include "cuda/backend.hpp"
 
 namespace accrue::kernels {
 

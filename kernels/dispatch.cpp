@@ -1,4 +1,4 @@
-#include "accrue/kernels/dispatch.hpp"
+#include "dispatch.hpp"
 
 #include <array>
 

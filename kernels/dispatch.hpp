@@ -7,8 +7,8 @@
 #include <span>
 #include <string_view>
 
-#include "accrue/config.hpp"
-#include "accrue/framework/tensor.hpp"
+#include <accrue/config.hpp>
+#include "../framework/tensor.hpp"
 
 namespace accrue::kernels {
 

@@ -1,9 +1,9 @@
-#include "accrue/kernels/dropout.hpp"
+#include "dropout.hpp"
 
-#include "accrue/kernels/cpu/dropout.hpp"
-#include "accrue/kernels/cuda/backend.hpp"
-#include "accrue/kernels/cuda/dropout.hpp"
-#include "accrue/kernels/dispatch.hpp"
+#include "cpu/dropout.hpp"
+#include "cuda/backend.hpp"
+#include "cuda/dropout.hpp"
+#include "dispatch.hpp"
 
 namespace accrue::kernels {
 

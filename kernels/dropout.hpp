@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "accrue/framework/tensor.hpp"
+#include "../framework/tensor.hpp"
 
 namespace accrue::kernels {
 

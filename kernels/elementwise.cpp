@@ -1,15 +1,15 @@
-#include "accrue/kernels/elementwise.hpp"
+#include "elementwise.hpp"
 
 #include <cstring>
 #include <vector>
 
-#include "accrue/kernels/cpu/elementwise.hpp"
-#include "accrue/framework/device_runtime.hpp"
-#include "accrue/kernels/cuda/backend.hpp"
-#include "accrue/kernels/cuda/elementwise.hpp"
-#include "accrue/kernels/cuda/reduce.hpp"
-#include "accrue/kernels/dispatch.hpp"
-#include "accrue/kernels/reduce.hpp"
+#include "cpu/elementwise.hpp"
+#include "../framework/device_runtime.hpp"
+#include "cuda/backend.hpp"
+#include "cuda/elementwise.hpp"
+#include "cuda/reduce.hpp"
+#include "dispatch.hpp"
+#include "reduce.hpp"
 
 namespace accrue::kernels {
 

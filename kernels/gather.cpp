@@ -1,14 +1,14 @@
-#include "accrue/kernels/gather.hpp"
+#include "gather.hpp"
 
 #include <limits>
 
-#include "accrue/framework/storage.hpp"
-#include "accrue/kernels/cpu/cross_entropy.hpp"
-#include "accrue/kernels/cpu/gather.hpp"
-#include "accrue/kernels/cuda/backend.hpp"
-#include "accrue/kernels/cuda/cross_entropy.hpp"
-#include "accrue/kernels/cuda/gather.hpp"
-#include "accrue/kernels/dispatch.hpp"
+#include "../framework/storage.hpp"
+#include "cpu/cross_entropy.hpp"
+#include "cpu/gather.hpp"
+#include "cuda/backend.hpp"
+#include "cuda/cross_entropy.hpp"
+#include "cuda/gather.hpp"
+#include "dispatch.hpp"
 
 namespace accrue::kernels {
 

@@ -1,12 +1,12 @@
-#include "accrue/kernels/gemm.hpp"
+#include "gemm.hpp"
 
-#include "accrue/kernels/cast.hpp"
-#include "accrue/kernels/cpu/gemm.hpp"
-#include "accrue/kernels/cpu/gemm/skinny.hpp"
-#include "accrue/kernels/cuda/backend.hpp"
-#include "accrue/kernels/cuda/gemm.hpp"
-#include "accrue/kernels/dispatch.hpp"
-#include "accrue/kernels/reduce.hpp"
+#include "cast.hpp"
+#include "cpu/gemm.hpp"
+#include "cpu/gemm/skinny.hpp"
+#include "cuda/backend.hpp"
+#include "cuda/gemm.hpp"
+#include "dispatch.hpp"
+#include "reduce.hpp"
 
 namespace accrue::kernels {
 namespace {

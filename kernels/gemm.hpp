@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "accrue/framework/tensor.hpp"
+#include "../framework/tensor.hpp"
 
 namespace accrue::kernels {
 

@@ -1,9 +1,9 @@
-#include "accrue/kernels/norm.hpp"
+#include "norm.hpp"
 
-#include "accrue/kernels/cpu/norm.hpp"
-#include "accrue/kernels/cuda/backend.hpp"
-#include "accrue/kernels/cuda/norm.hpp"
-#include "accrue/kernels/dispatch.hpp"
+#include "cpu/norm.hpp"
+#include "cuda/backend.hpp"
+#include "cuda/norm.hpp"
+#include "dispatch.hpp"
 
 namespace accrue::kernels {
 namespace {

@@ -1,11 +1,11 @@
-#include "accrue/kernels/optimizer_update.hpp"
+#include "optimizer_update.hpp"
 
 #include <vector>
 
-#include "accrue/kernels/cpu/optimizer_update.hpp"
-#include "accrue/kernels/cuda/backend.hpp"
-#include "accrue/kernels/cuda/optimizer_update.hpp"
-#include "accrue/kernels/dispatch.hpp"
+#include "cpu/optimizer_update.hpp"
+#include "cuda/backend.hpp"
+#include "cuda/optimizer_update.hpp"
+#include "dispatch.hpp"
 
 namespace accrue::kernels {
 namespace {

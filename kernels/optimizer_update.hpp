@@ -5,8 +5,8 @@
 
 #include <span>
 
-#include "accrue/framework/tensor.hpp"
-#include "accrue/kernels/common/optimizer_updates.hpp"
+#include "../framework/tensor.hpp"
+#include "common/optimizer_updates.hpp"
 
 namespace accrue::kernels {
 

@@ -1,9 +1,9 @@
-#include "accrue/kernels/permute.hpp"
+#include "permute.hpp"
 
-#include "accrue/kernels/cpu/permute.hpp"
-#include "accrue/kernels/cuda/backend.hpp"
-#include "accrue/kernels/cuda/permute.hpp"
-#include "accrue/kernels/dispatch.hpp"
+#include "cpu/permute.hpp"
+#include "cuda/backend.hpp"
+#include "cuda/permute.hpp"
+#include "dispatch.hpp"
 
 namespace accrue::kernels {
 

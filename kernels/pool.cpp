@@ -1,9 +1,9 @@
-#include "accrue/kernels/pool.hpp"
+#include "pool.hpp"
 
-#include "accrue/kernels/cpu/pool.hpp"
-#include "accrue/kernels/cuda/backend.hpp"
-#include "accrue/kernels/cuda/pool.hpp"
-#include "accrue/kernels/dispatch.hpp"
+#include "cpu/pool.hpp"
+#include "cuda/backend.hpp"
+#include "cuda/pool.hpp"
+#include "dispatch.hpp"
 
 namespace accrue::kernels {
 

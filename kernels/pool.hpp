@@ -3,8 +3,8 @@
 // (Window2d, without K and groups). Float32, or bfloat16 on the CPU (the support table's row). On
 // a GPU: cuDNN.
 
-#include "accrue/framework/tensor.hpp"
-#include "accrue/kernels/common/pool.hpp"
+#include "../framework/tensor.hpp"
+#include "common/pool.hpp"
 
 namespace accrue::kernels {
 

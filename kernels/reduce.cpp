@@ -1,15 +1,15 @@
-#include "accrue/kernels/reduce.hpp"
+#include "reduce.hpp"
 
 #include <algorithm>
 #include <optional>
 #include <vector>
 
-#include "accrue/kernels/cast.hpp"
-#include "accrue/kernels/cpu/cast.hpp"
-#include "accrue/kernels/cpu/reduce.hpp"
-#include "accrue/kernels/cuda/backend.hpp"
-#include "accrue/kernels/cuda/reduce.hpp"
-#include "accrue/kernels/dispatch.hpp"
+#include "cast.hpp"
+#include "cpu/cast.hpp"
+#include "cpu/reduce.hpp"
+#include "cuda/backend.hpp"
+#include "cuda/reduce.hpp"
+#include "dispatch.hpp"
 
 namespace accrue::kernels {
 

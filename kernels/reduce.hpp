@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <span>
 
-#include "accrue/framework/tensor.hpp"
-#include "accrue/kernels/common/broadcast.hpp"
+#include "../framework/tensor.hpp"
+#include "common/broadcast.hpp"
 
 namespace accrue::kernels {
 

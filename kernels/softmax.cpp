@@ -1,9 +1,9 @@
-#include "accrue/kernels/softmax.hpp"
+#include "softmax.hpp"
 
-#include "accrue/kernels/cpu/softmax.hpp"
-#include "accrue/kernels/cuda/backend.hpp"
-#include "accrue/kernels/cuda/softmax.hpp"
-#include "accrue/kernels/dispatch.hpp"
+#include "cpu/softmax.hpp"
+#include "cuda/backend.hpp"
+#include "cuda/softmax.hpp"
+#include "dispatch.hpp"
 
 namespace accrue::kernels {
 

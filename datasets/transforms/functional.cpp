@@ -7,8 +7,8 @@
 #include <cmath>
 #include <numbers>
 
-#include "accrue/datasets/transforms.hpp"
-#include "accrue/framework/error.hpp"
+#include "../transforms.hpp"
+#include "../../framework/error.hpp"
 
 namespace accrue::transforms::functional {
 namespace {

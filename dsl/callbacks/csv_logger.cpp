@@ -1,4 +1,4 @@
-#include "accrue/dsl/callbacks/csv_logger.hpp"
+#include "csv_logger.hpp"
 
 #include <unistd.h>
 
@@ -10,10 +10,10 @@
 #include <cstring>
 #include <filesystem>
 
-#include "accrue/dsl/json_state.hpp"
-#include "accrue/framework/utf8.hpp"
-#include "accrue/framework/error.hpp"
-#include "accrue/framework/log.hpp"
+#include "../json_state.hpp"
+#include "../../framework/utf8.hpp"
+#include "../../framework/error.hpp"
+#include "../../framework/log.hpp"
 
 namespace accrue::callbacks {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "accrue/dsl/callbacks.hpp"
+#include "../callbacks.hpp"
 
 namespace accrue::callbacks {
 

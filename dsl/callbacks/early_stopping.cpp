@@ -1,12 +1,12 @@
-#include "accrue/dsl/callbacks/early_stopping.hpp"
+#include "early_stopping.hpp"
 
 #include <nlohmann/json.hpp>
 
-#include "accrue/dsl/json_state.hpp"
-#include "accrue/framework/utf8.hpp"
-#include "accrue/dsl/sequential.hpp"
-#include "accrue/framework/autograd.hpp"
-#include "accrue/framework/log.hpp"
+#include "../json_state.hpp"
+#include "../../framework/utf8.hpp"
+#include "../sequential.hpp"
+#include "../../framework/autograd.hpp"
+#include "../../framework/log.hpp"
 
 namespace accrue::callbacks {
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "accrue/dsl/callbacks.hpp"
-#include "accrue/framework/tensor.hpp"
+#include "../callbacks.hpp"
+#include "../../framework/tensor.hpp"
 
 namespace accrue::callbacks {
 

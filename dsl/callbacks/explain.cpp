@@ -1,11 +1,11 @@
-#include "accrue/dsl/callbacks/explain.hpp"
+#include "explain.hpp"
 
 #include <fmt/format.h>
 
-#include "accrue/dsl/sequential.hpp"
-#include "accrue/framework/optim/layerwise.hpp"
-#include "accrue/framework/optim/optimizer.hpp"
-#include "accrue/framework/optim/recipe.hpp"
+#include "../sequential.hpp"
+#include "../../framework/optim/layerwise.hpp"
+#include "../../framework/optim/optimizer.hpp"
+#include "../../framework/optim/recipe.hpp"
 
 namespace accrue::callbacks {
 namespace {

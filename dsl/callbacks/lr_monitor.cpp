@@ -1,4 +1,4 @@
-#include "accrue/dsl/callbacks/lr_monitor.hpp"
+#include "lr_monitor.hpp"
 
 namespace accrue::callbacks {
 

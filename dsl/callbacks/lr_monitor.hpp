@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "accrue/dsl/callbacks.hpp"
+#include "../callbacks.hpp"
 
 namespace accrue::callbacks {
 

@@ -1,14 +1,14 @@
-#include "accrue/dsl/callbacks/model_checkpoint.hpp"
+#include "model_checkpoint.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
 
-#include "accrue/dsl/json_state.hpp"
-#include "accrue/framework/utf8.hpp"
-#include "accrue/dsl/sequential.hpp"
-#include "accrue/framework/optim/optimizer.hpp"
-#include "accrue/framework/optim/recipe.hpp"
+#include "../json_state.hpp"
+#include "../../framework/utf8.hpp"
+#include "../sequential.hpp"
+#include "../../framework/optim/optimizer.hpp"
+#include "../../framework/optim/recipe.hpp"
 
 namespace accrue::callbacks {
 

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "accrue/dsl/callbacks.hpp"
+#include "../callbacks.hpp"
 
 namespace accrue::callbacks {
 

@@ -1,8 +1,8 @@
-#include "accrue/dsl/callbacks/nan_guard.hpp"
+#include "nan_guard.hpp"
 
 #include <cstdlib>
 
-#include "accrue/framework/log.hpp"
+#include "../../framework/log.hpp"
 
 namespace accrue::callbacks {
 

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "accrue/dsl/callbacks.hpp"
+#include "../callbacks.hpp"
 
 namespace accrue::callbacks {
 

@@ -1,4 +1,4 @@
-#include "accrue/dsl/callbacks/progress_bar.hpp"
+#include "progress_bar.hpp"
 
 #include <fmt/format.h>
 #include <sys/ioctl.h>
@@ -9,12 +9,12 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "accrue/dsl/plan_choice.hpp"
-#include "accrue/dsl/sequential.hpp"
-#include "accrue/framework/optim/recipe.hpp"
-#include "accrue/framework/training/lr_schedule.hpp"
-#include "accrue/kernels/cpu/capability.hpp"
-#include "accrue/kernels/gemm.hpp"
+#include "../plan_choice.hpp"
+#include "../sequential.hpp"
+#include "../../framework/optim/recipe.hpp"
+#include "../../framework/training/lr_schedule.hpp"
+#include "../../kernels/cpu/capability.hpp"
+#include "../../kernels/gemm.hpp"
 
 namespace accrue::callbacks {
 

@@ -13,7 +13,7 @@
 #include <cstdio>
 #include <string>
 
-#include "accrue/dsl/callbacks.hpp"
+#include "../callbacks.hpp"
 
 namespace accrue::callbacks {
 

@@ -1,7 +1,7 @@
-#include "accrue/dsl/callbacks/reduce_lr_on_plateau.hpp"
+#include "reduce_lr_on_plateau.hpp"
 
-#include "accrue/framework/error.hpp"
-#include "accrue/framework/log.hpp"
+#include "../../framework/error.hpp"
+#include "../../framework/log.hpp"
 
 namespace accrue::callbacks {
 

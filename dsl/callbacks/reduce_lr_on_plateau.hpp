@@ -3,8 +3,8 @@
 // has not improved for `patience` epochs. It scales whatever the schedule gives, from the next
 // optimizer step on.
 
-#include "accrue/dsl/callbacks.hpp"
-#include "accrue/framework/training/lr_schedule.hpp"
+#include "../callbacks.hpp"
+#include "../../framework/training/lr_schedule.hpp"
 
 namespace accrue::callbacks {
 

@@ -1,4 +1,4 @@
-#include "accrue/dsl/callbacks/report.hpp"
+#include "report.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -8,12 +8,12 @@
 #include <iterator>
 #include <utility>
 
-#include "accrue/dsl/callbacks/progress_bar.hpp"
-#include "accrue/dsl/plan_choice.hpp"
-#include "accrue/dsl/sequential.hpp"
-#include "accrue/framework/files.hpp"
-#include "accrue/framework/utf8.hpp"
-#include "accrue/framework/log.hpp"
+#include "progress_bar.hpp"
+#include "../plan_choice.hpp"
+#include "../sequential.hpp"
+#include "../../framework/files.hpp"
+#include "../../framework/utf8.hpp"
+#include "../../framework/log.hpp"
 
 namespace accrue::detail {
 // The page's template and the vendored uPlot, compiled in (CMake generates them from

@@ -23,7 +23,7 @@
 #include <string_view>
 #include <vector>
 
-#include "accrue/dsl/callbacks.hpp"
+#include "../callbacks.hpp"
 
 namespace accrue::callbacks {
 

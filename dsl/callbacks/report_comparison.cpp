@@ -1,4 +1,4 @@
-#include "accrue/dsl/callbacks/report_comparison.hpp"
+#include "report_comparison.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -6,10 +6,10 @@
 #include <utility>
 #include <nlohmann/json.hpp>
 
-#include "accrue/dsl/callbacks/report.hpp"
-#include "accrue/framework/error.hpp"
-#include "accrue/framework/files.hpp"
-#include "accrue/framework/serialization/json_text.hpp"
+#include "report.hpp"
+#include "../../framework/error.hpp"
+#include "../../framework/files.hpp"
+#include "../../framework/serialization/json_text.hpp"
 
 namespace accrue::detail {
 std::string_view comparison_template();  // dsl/callbacks/report/compare.html, compiled in by CMake

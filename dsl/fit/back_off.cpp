@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
-#include "accrue/dsl/fit/training_run.hpp"
-#include "accrue/framework/log.hpp"
+#include "training_run.hpp"
+#include "../../framework/log.hpp"
 
 namespace accrue::detail {
 

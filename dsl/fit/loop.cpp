@@ -4,11 +4,11 @@
 #include <cmath>
 #include <deque>
 
-#include "accrue/dsl/fit/training_run.hpp"
-#include "accrue/framework/autograd.hpp"
-#include "accrue/framework/log.hpp"
-#include "accrue/framework/ops.hpp"
-#include "accrue/framework/training/window_close.hpp"
+#include "training_run.hpp"
+#include "../../framework/autograd.hpp"
+#include "../../framework/log.hpp"
+#include "../../framework/ops.hpp"
+#include "../../framework/training/window_close.hpp"
 
 namespace accrue::detail {
 
@@ -72,13 +72,9 @@ std::optional<Batch> TrainingRun::next_batch(const MicroBatchSlot& slot, StepRec
   Batch batch = batches_->get(slot.index, next < epoch_micro_batches_ ? std::optional{next} : std::nullopt);
   record.data_wait = batches_->waited_seconds() - waited;
   record.micro_batch_samples = batch.size();
-  // The window's units over all processes, counted when it opens, or when a run resumes inside it:
-  // every micro-batch's weight needs them all.
-  if (slot.position == 0 || window_units_of_ != slot.window) {
-    window_units_ = window_units(slot);
-    window_units_of_ = slot.window;
-  }
-  if (counts_tokens_) record.window_tokens = window_units_;
+  // Every micro-batch's weight needs its whole window's units, over all processes.
+  const std::int64_t window_units = units_->of_window(slot, *loader_);
+  if (units_->counts_tokens()) record.window_tokens = window_units;
   if (scaler_) record.loss_scale = scaler_->scale();
   if (batch.size() == 0 && !every_micro_batch) return std::nullopt;
   return batch;
@@ -88,8 +84,8 @@ std::optional<Batch> TrainingRun::next_batch(const MicroBatchSlot& slot, StepRec
 // loss goes on the record, and an inf or NaN loss to handle_nonfinite_loss.
 TrainingRun::MicroBatchLoss TrainingRun::forward(const Batch& batch, StepRecord& record) {
   MicroBatchLoss loss;
-  loss.units = micro_batch_units(batch);
-  if (counts_tokens_) record.micro_batch_tokens = loss.units;
+  loss.units = units_->of(batch);
+  if (units_->counts_tokens()) record.micro_batch_tokens = loss.units;
   {
     const StepModes::Pass pass = modes_->forward();
     loss.prediction = model_.forward(batch.inputs);
@@ -111,7 +107,7 @@ bool TrainingRun::skips_backward() const { return state_.window_poisoned && !mod
 float TrainingRun::scaled_loss_weight(const MicroBatchSlot& slot, const MicroBatchLoss& loss, StepRecord& record) const {
   record.loss_weight = loss_weight(accumulate_.normalization,
                                    {.units = loss.units,
-                                    .window_units = window_units_,
+                                    .window_units = units_->window(),
                                     .window_micro_batches = slot.window_micro_batches,
                                     .processes = communicator_->size(),
                                     .summed_loss = model_.loss().reduction() == Reduction::sum});
@@ -132,18 +128,19 @@ void TrainingRun::end_micro_batch(const MicroBatchSlot& slot, const StepRecord& 
   if (slot.closes_window) apply_held_back_updates();
   const Logs running = metric_logs(state_.epoch_loss, model_.metrics_);
   ++state_.micro_batches;
-  for (Callback* c : callbacks_) c->on_micro_batch_end(record, running);
+  for (Callback* c : *callbacks_) c->on_micro_batch_end(record, running);
   if (slot.closes_window) {
-    for (Callback* c : callbacks_) c->on_optimizer_step(record);
+    for (Callback* c : *callbacks_) c->on_optimizer_step(record);
     if (context_.stop_requested) return;
   }
   between_micro_batches(slot);
 }
 
 void TrainingRun::begin_training() {
-  for (Callback* c : callbacks_) c->on_train_begin(context_);
-  if (checkpoint_) checkpoint_->restore_callbacks(saved_callbacks());
-  last_checkpoint_ = std::chrono::steady_clock::now();
+  for (Callback* c : *callbacks_) c->on_train_begin(context_);
+  if (const std::optional<TrainingCheckpoint>& checkpoint = checkpoints_.resumed())
+    checkpoint->restore_callbacks(saved_callbacks());
+  checkpoints_.start_clock();
   if (options_.stop_on_signal) stop_signal_.emplace();
   const MemoryStats at_start = memory_stats(model_.device());
   live_besides_model_ = at_start.live_total - at_start.live_of(MemoryCategory::parameters) -
@@ -165,13 +162,13 @@ std::deque<EpochWindow> TrainingRun::begin_epoch(int epoch) {
   state_.epoch = epoch;
   loader_->set_epoch(epoch);
   batches_->reset();
-  const bool continuing = std::exchange(continue_epoch_, false);
+  const bool continuing = checkpoints_.take_continued_epoch();
   if (!continuing) {
     state_.epoch_loss.reset();
     for (Metric& m : model_.metrics_) m.reset();
   }
   reset_peak_memory(model_.device());
-  for (Callback* c : callbacks_) c->on_epoch_begin(epoch);
+  for (Callback* c : *callbacks_) c->on_epoch_begin(epoch);
   epoch_micro_batches_ = static_cast<std::int64_t>(plan_->epoch_slots(epoch).size());
   const std::vector<EpochWindow> windows = plan_->epoch_run(epoch, continuing ? static_cast<std::int64_t>(state_.next_slot) : 0);
   return {windows.begin(), windows.end()};
@@ -189,10 +186,10 @@ void TrainingRun::step(const MicroBatchSlot& slot, StepRecord& record) {
                           .base_lr = context_.base_lr,
                           .lr_factor = context_.lr_factor,
                           .batch_factor = batch_factor(slot),
-                          .track_norm = track_grad_norm_,
+                          .track_norm = callbacks_->track_grad_norm(),
                           .reducer = reducer_.get(),
                           .requests = {.stop = stop_signal_ && stop_signal_->received() != 0,
-                                       .checkpoint = checkpoint_due_by_clock()},
+                                       .checkpoint = checkpoints_.due_by_clock()},
                           .deferred = modes_->deferred()},
                          state_.window_poisoned, context_.optimizer_steps, record);
   } catch (Error& e) {
@@ -221,11 +218,10 @@ double TrainingRun::batch_factor(const MicroBatchSlot& slot) const {
 void TrainingRun::between_micro_batches(const MicroBatchSlot& slot) {
   const std::int64_t next = slot.index + 1;
   if (next >= epoch_micro_batches_) return;
-  checkpoint_owed_ = checkpoint_owed_ || (!checkpointing_.dir.empty() && checkpointing_.every_micro_batches > 0 &&
-                                          state_.micro_batches % checkpointing_.every_micro_batches == 0);
+  checkpoints_.count_micro_batches(state_.micro_batches);
   if (reducer_ && !slot.closes_window) return;
-  const bool by_clock = reducer_ ? reducer_->agreed().checkpoint : checkpoint_due_by_clock();
-  if (checkpoint_owed_ || by_clock) {
+  const bool by_clock = reducer_ ? reducer_->agreed().checkpoint : checkpoints_.due_by_clock();
+  if (checkpoints_.owed() || by_clock) {
     state_.next_slot = static_cast<std::size_t>(next);
     write_checkpoint();
   }
@@ -249,9 +245,9 @@ void TrainingRun::end_epoch(int epoch) {
       stop_in_validation(epoch, e);
     }
   schedule_.on_epoch_end(logs);
-  for (Callback* c : callbacks_) c->on_epoch_end(epoch, logs);
+  for (Callback* c : *callbacks_) c->on_epoch_end(epoch, logs);
   state_.history.append(logs, context_.epoch_memory);
-  if (!checkpointing_.dir.empty()) {
+  if (checkpoints_.writes()) {
     state_.epoch = epoch + 1;
     state_.next_slot = 0;
     write_checkpoint();
@@ -267,7 +263,7 @@ History TrainingRun::end_training() {
   const auto& average = model_.recipe_.weight_average();
   if (average && average->overwrite_at_end) optimizer_->load_average_into_parameters();
   const History& history = state_.history;
-  for (Callback* c : callbacks_) c->on_train_end(history.epochs() ? history.logs().back() : Logs{});
+  for (Callback* c : *callbacks_) c->on_train_end(history.epochs() ? history.logs().back() : Logs{});
   return history;
 }
 

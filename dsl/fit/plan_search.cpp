@@ -8,8 +8,8 @@
 #include <chrono>
 #include <limits>
 
-#include "accrue/dsl/fit/training_run.hpp"
-#include "accrue/framework/device_runtime.hpp"
+#include "training_run.hpp"
+#include "../../framework/device_runtime.hpp"
 
 namespace accrue::detail {
 

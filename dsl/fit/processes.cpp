@@ -3,9 +3,9 @@
 
 #include <sstream>
 
-#include "accrue/dsl/fit/training_run.hpp"
-#include "accrue/framework/autograd.hpp"
-#include "accrue/framework/serialization/checkpoint.hpp"
+#include "training_run.hpp"
+#include "../../framework/autograd.hpp"
+#include "../../framework/serialization/checkpoint.hpp"
 
 namespace accrue::detail {
 
@@ -43,9 +43,10 @@ void TrainingRun::prepare_on_every_process() {
 // A distributed run continues from the checkpoint process 0 chose, which every process reads: the
 // checkpoint folder must be one they all reach (on several machines, a shared file system).
 void TrainingRun::share_checkpoint() {
-  const std::string path = communicator_->broadcast(checkpoint_ ? checkpoint_->path() : std::string{}, 0);
+  const std::optional<TrainingCheckpoint>& chosen = checkpoints_.resumed();
+  const std::string path = communicator_->broadcast(chosen ? chosen->path() : std::string{}, 0);
   std::exception_ptr failed;
-  if (communicator_->rank() != 0 && !path.empty()) failed = attempt([&] { checkpoint_ = TrainingCheckpoint::read(path); });
+  if (communicator_->rank() != 0) failed = attempt([&] { checkpoints_.continue_from(path); });
   agree_on_failure(failed);
 }
 
@@ -78,7 +79,7 @@ void TrainingRun::agree_on_failure(std::exception_ptr failed) {
 // buffers (a broadcast: the replicas start equal whatever each initialised) and shuffling seed.
 void TrainingRun::agree_to_start() {
   distributed::Communicator& c = *communicator_;
-  RunSignature mine = signature_;
+  RunSignature mine = checkpoints_.signature();
   // Each layer's type and options (heads, dropout, ...): what shapes and names cannot tell apart.
   const std::size_t configs_begin = mine.size();
   for (std::size_t i = 0; i < model_.size(); ++i) {

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <numeric>
 
-#include "accrue/dsl/callbacks/progress_bar.hpp"
-#include "accrue/dsl/fit/training_run.hpp"
-#include "accrue/kernels/gemm.hpp"
-#include "accrue/framework/log.hpp"
+#include "../callbacks/progress_bar.hpp"
+#include "training_run.hpp"
+#include "../../kernels/gemm.hpp"
+#include "../../framework/log.hpp"
 
 namespace accrue::detail {
 
@@ -73,8 +73,7 @@ TrainingRun::TrainingRun(Sequential& model, const Dataset& train, std::optional<
       train_(train),
       validation_(std::move(validation)),
       options_(options),
-      checkpointing_(options.checkpoint),
-      resume_from_(resume_from),
+      checkpoints_(options.checkpoint, resume_from),
       schedule_(options.schedule) {
   model.check_compiled("fit()");
   ACCRUE_CHECK(!train.empty(), "fit: the training set '{}' is empty", train.name());
@@ -118,12 +117,11 @@ void TrainingRun::prepare_model() {
   accumulation_.validate_for(state_.batch_size, communicator_->size());
   // The folder is this run's from here on: a second run there is refused before it reads anything.
   // In a distributed run process 0 writes the checkpoints.
-  if (!checkpointing_.dir.empty() && first) folder_lock_.emplace(prepare_checkpoint_dir(checkpointing_.dir));
+  if (first) checkpoints_.open();
   // Only runs that write or read checkpoints, or compare their processes, pay for reading the
   // data's fingerprint.
-  if (!checkpointing_.dir.empty() || !resume_from_.empty() || communicator_->size() > 1)
-    signature_ = run_signature(model, train, options, accumulation_, accumulate_, schedule_);
-  if (first) checkpoint_ = find_checkpoint(resume_from_, checkpointing_);
+  if (checkpoints_.used() || communicator_->size() > 1)
+    checkpoints_.set_signature(run_signature(model, train, options, accumulation_, accumulate_, schedule_));
 }
 
 // Under memory_budget, or a memory limit with an effective batch (where the limit less what is live
@@ -152,36 +150,26 @@ void TrainingRun::plan_memory() {
 
 // The plan, the loader, the callbacks and the context, and the checkpoint's state put back.
 void TrainingRun::prepare_run() {
-  if (checkpoint_) {
-    checkpoint_->check_signature(signature_);
+  const std::optional<TrainingCheckpoint>& checkpoint = checkpoints_.resumed();
+  if (checkpoint) {
+    checkpoint->check_signature(checkpoints_.signature());
     // A run that backed off on out-of-memory goes on with the micro-batch it had reached.
-    state_.batch_size = resumed_micro_batch(*checkpoint_, *communicator_);
-    state_.accumulation_factor = checkpoint_->accumulation_factor();
+    state_.batch_size = resumed_micro_batch(*checkpoint, *communicator_);
+    state_.accumulation_factor = checkpoint->accumulation_factor();
   }
   plan_ = plan_run(model_, options_, train_.size(), state_.batch_size, state_.accumulation_factor);
   check_machine_memory();
   schedule_.prepare(*plan_);
-  const Tensor targets = train_.targets();  // read from each sample when not in memory
-  sample_units_ = model_.loss().counts(targets);
-  counts_tokens_ = targets.rank() >= 2;
-  if (std::all_of(sample_units_.begin(), sample_units_.end(), [&](std::int64_t u) { return u == sample_units_[0]; }))
-    units_per_sample_ = sample_units_[0];
-  sample_weights_.clear();
-  if (!options_.class_weight.empty()) sample_weights_ = class_weight_per_sample(targets, options_.class_weight);
-  if (const std::vector<float>* own = train_.sample_weights()) {
-    if (sample_weights_.empty()) sample_weights_ = *own;
-    else
-      for (std::size_t i = 0; i < own->size(); ++i) sample_weights_[i] *= (*own)[i];
-  }
+  units_.emplace(model_.loss(), train_, options_.class_weight);
   if (communicator_->rank() == 0) warn_batch_statistics(model_, *plan_, state_.batch_size, communicator_->size());
-  state_.loader_seed = checkpoint_      ? checkpoint_->loader_seed()
+  state_.loader_seed = checkpoint        ? checkpoint->loader_seed()
                        : options_.seed ? *options_.seed
                                        : (static_cast<std::uint64_t>(model_.generator().next_u32()) << 32);
   make_loader();
-  make_callbacks();
+  callbacks_.emplace(options_, communicator_->rank() == 0);  // one process speaks for a distributed run
   make_context();
   optimizer_->zero_grad();
-  if (checkpoint_) resume();
+  if (checkpoint) resume();
 }
 
 // The loader of the run's micro-batch and shuffling seed, and the batches it hands to the device.
@@ -196,34 +184,18 @@ void TrainingRun::make_loader() {
   batches_ = std::make_unique<DeviceBatches>(*loader_, model_.device(), BatchQueueOptions{.workers = options_.data_workers});
 }
 
-void TrainingRun::make_callbacks() {
-  // One process speaks for a distributed run.
-  const bool speaks = communicator_->rank() == 0;
-  if (options_.verbose > 0 && speaks) {
-    progress_.emplace(callbacks::ProgressBarOptions{
-        .mode = options_.verbose == 2 ? callbacks::ProgressBarOptions::Mode::lines
-                                      : callbacks::ProgressBarOptions::Mode::automatic});
-    callbacks_.push_back(&*progress_);
-  }
-  if (options_.explain > 0 && speaks) {
-    explain_.emplace(callbacks::ExplainOptions{.windows = options_.explain});
-    callbacks_.push_back(&*explain_);
-  }
-  for (const CallbackHandle& c : options_.callbacks) callbacks_.push_back(c.get());
-  track_grad_norm_ = options_.track_grad_norm ||
-                     std::any_of(callbacks_.begin(), callbacks_.end(), [](const Callback* c) { return c->needs_grad_norm(); });
-}
 
 // "class_weight {0: 1, 1: 5} times the dataset's sample weights: ...", or nothing unweighted.
 std::string TrainingRun::sample_weighting() const {
-  if (sample_weights_.empty()) return {};
+  const std::vector<float>& weights = units_->sample_weights();
+  if (weights.empty()) return {};
   std::string what;
   if (!options_.class_weight.empty()) what = "class_weight " + class_weight_str(options_.class_weight);
   if (train_.sample_weights() != nullptr) what += what.empty() ? "the dataset's sample weights" : " times the dataset's sample weights";
-  const double sum = std::accumulate(sample_weights_.begin(), sample_weights_.end(), 0.0);
+  const double sum = std::accumulate(weights.begin(), weights.end(), 0.0);
   return fmt::format("{} (mean {:.4g} over the training set); each window's loss the weighted sum over its samples "
                      "divided by their number",
-                     what, sum / static_cast<double>(sample_weights_.size()));
+                     what, sum / static_cast<double>(weights.size()));
 }
 
 void TrainingRun::make_context() {
@@ -239,7 +211,7 @@ void TrainingRun::make_context() {
   context_.samples_per_epoch = plan_->samples_per_epoch();
   context_.steps_per_epoch = plan_->micro_batches_per_epoch();
   context_.reads_data_ahead = batches_ && batches_->reads_ahead();
-  if (counts_tokens_) context_.tokens_per_epoch = std::accumulate(sample_units_.begin(), sample_units_.end(), std::int64_t{0});
+  if (units_->counts_tokens()) context_.tokens_per_epoch = units_->total();
   context_.base_lr = optimizer_->lr();
   context_.sample_weighting = sample_weighting();
   context_.memory_choice = plan_choice_ ? &*plan_choice_ : nullptr;

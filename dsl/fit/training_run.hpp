@@ -4,12 +4,13 @@
 // concern per file:
 //   loop.cpp         fit's loop: epochs, windows and their micro-batches (the batch, forward,
 //                    weighted loss, backward), each window's close, and the steps it names
-//   micro_batch_loss.cpp  what a micro-batch's loss counts (samples or tokens, its window's too),
-//                    an inf or NaN loss, the running loss and metrics
+//   micro_batch_loss.cpp  a micro-batch's weighted loss, an inf or NaN loss, the running loss and
+//                    metrics (what the loss counts is a LossUnits, loss_units.hpp)
 //   setup.cpp        building, planning and preparing the run before its first window
 //   plan_search.cpp  the memory planner: micro-batch, accumulation and recomputation for a budget
 //   back_off.cpp     memory: the machine's memory checked, out-of-memory back-off
-//   checkpoints.cpp  checkpoints, resuming, and stopping on a signal
+//   checkpoints.cpp  resuming, writing the run's checkpoint, and stopping on a signal (the folder,
+//                    timing and files are a RunCheckpoints, run_checkpoints.hpp)
 //   processes.cpp    what the processes of a distributed run agree on and share
 
 #include <chrono>
@@ -21,18 +22,19 @@
 #include <string>
 #include <vector>
 
-#include "accrue/datasets/device_batches.hpp"
-#include "accrue/datasets/loader.hpp"
-#include "accrue/dsl/callbacks/explain.hpp"
-#include "accrue/dsl/callbacks/progress_bar.hpp"
-#include "accrue/dsl/fit_options.hpp"
-#include "accrue/dsl/plan_choice.hpp"
-#include "accrue/dsl/sequential.hpp"
-#include "accrue/dsl/training_checkpoint.hpp"
-#include "accrue/framework/distributed/reducer.hpp"
-#include "accrue/framework/training/step_modes.hpp"
-#include "accrue/framework/training/step_plan.hpp"
-#include "accrue/framework/training/stop_signal.hpp"
+#include "../../datasets/device_batches.hpp"
+#include "../../datasets/loader.hpp"
+#include "../fit_options.hpp"
+#include "../plan_choice.hpp"
+#include "../sequential.hpp"
+#include "../training_checkpoint.hpp"
+#include "loss_units.hpp"
+#include "run_callbacks.hpp"
+#include "run_checkpoints.hpp"
+#include "../../framework/distributed/reducer.hpp"
+#include "../../framework/training/step_modes.hpp"
+#include "../../framework/training/step_plan.hpp"
+#include "../../framework/training/stop_signal.hpp"
 
 namespace accrue::detail {
 
@@ -94,11 +96,7 @@ class TrainingRun {
   void handle_nonfinite_loss(double loss, const StepRecord& record);
   void update_metrics(const MicroBatchLoss& loss, const Batch& batch);
   void apply_held_back_updates();
-  // The units (samples or tokens) the loss weight counts.
-  std::int64_t units_of(const std::vector<std::int64_t>& samples) const;
-  std::int64_t micro_batch_units(const Batch& batch) const;
-  std::int64_t window_units(const MicroBatchSlot& slot) const;
-  // The micro-batch's summed loss, each sample's weighed by sample_weights_ when there are any.
+  // The micro-batch's summed loss, each sample's weighed by its weight when the run has weights.
   Tensor micro_batch_loss(const Batch& batch, const Tensor& prediction, StepRecord& record) const;
 
   // setup.cpp
@@ -106,7 +104,6 @@ class TrainingRun {
   void plan_memory();
   void prepare_run();
   void make_loader();
-  void make_callbacks();
   void make_context();
   std::string sample_weighting() const;
   void replan();
@@ -118,13 +115,11 @@ class TrainingRun {
   // checkpoints.cpp
   void resume();
   void write_checkpoint();
-  bool checkpoint_due_by_clock() const;
   std::vector<Callback*> saved_callbacks() const;
   RunParts parts();
   int stop_signal() const;
   void stop_if_signalled(int epoch, std::size_t next);
   [[noreturn]] void stop_in_validation(int epoch, const Interrupted& stopped);
-  [[noreturn]] void throw_stopped(int signal, const std::string& at) const;
 
   // processes.cpp
   void prepare_on_every_process();
@@ -139,7 +134,6 @@ class TrainingRun {
   const Dataset& train_;
   std::optional<Dataset> validation_;
   const TrainerOptions& options_;
-  const CheckpointOptions& checkpointing_;
   // The processes of the run: distributed::world() when options.distributed, else this one.
   std::unique_ptr<distributed::Communicator> own_communicator_;
   distributed::Communicator* communicator_ = nullptr;
@@ -147,14 +141,11 @@ class TrainingRun {
   std::unique_ptr<distributed::Reducer> reducer_;
   // The processes layers with .sync = true share batch statistics with (null: none do, or alone).
   distributed::Communicator* statistics_group_ = nullptr;
-  std::string resume_from_;
   optim::Optimizer* optimizer_ = nullptr;
   AccumulationSchedule accumulation_;
   AccumulateOptions accumulate_;
   LrSchedule schedule_;
-  std::optional<CheckpointFolderLock> folder_lock_;
-  RunSignature signature_;
-  std::optional<TrainingCheckpoint> checkpoint_;  // the one the run continues from
+  RunCheckpoints checkpoints_;
   // The position, the micro-batch and accumulation factor (after any back-off), the epoch's
   // running loss, held-back metric updates and the history: what a checkpoint saves besides the
   // model, optimizer, scaler, schedule, metrics and callbacks.
@@ -163,36 +154,21 @@ class TrainingRun {
   std::unique_ptr<DataLoader> loader_;
   std::unique_ptr<DeviceBatches> batches_;
   std::int64_t epoch_micro_batches_ = 0;  // the micro-batches the current epoch runs
-  std::optional<callbacks::ProgressBar> progress_;
-  std::optional<callbacks::Explain> explain_;
-  std::vector<Callback*> callbacks_;
-  bool track_grad_norm_ = false;  // asked by the options or a callback
+  std::optional<RunCallbacks> callbacks_;
   TrainingContext context_;
   std::vector<Tensor> parameters_;
   std::optional<DType> amp_;
   // What changes one step (autocast, shared statistics, reduction, deferred gradients, packs).
   std::optional<StepModes> modes_;
   GradScaler* scaler_ = nullptr;
-  bool continue_epoch_ = false;  // a checkpoint taken inside an epoch continues it
-  std::chrono::steady_clock::time_point last_checkpoint_;
-  bool checkpoint_owed_ = false;  // every_micro_batches came due inside a distributed run's window
-  std::string last_checkpoint_path_;
   std::optional<StopSignal> stop_signal_;
   // Memory that is not the model's (datasets held in memory, the user's tensors), for advice when
   // an allocation passes a limit.
   std::size_t live_besides_model_ = 0;
   std::int64_t read_ahead_ = 0;  // micro-batches the data queue holds ready (data not in memory)
   std::optional<PlanChoice> plan_choice_;  // the memory planner's, under a budget
-  // What the loss's mean divides by for each training sample (Loss::counts: 1 each, or the tokens
-  // a sequence counts), and their sum over the current window on all processes.
-  // When every sample counts alike (classes: 1; blocks of text without padding: their length),
-  // units_per_sample_ says how many, and no micro-batch's samples need to be looked at.
-  std::vector<std::int64_t> sample_units_;
-  std::optional<std::int64_t> units_per_sample_;
-  std::int64_t window_units_ = 0, window_units_of_ = -1;  // and the window they were counted for
-  bool counts_tokens_ = false;  // the targets are sequences: units are tokens
-  // Each training sample's weight, the dataset's times its class's (empty: unweighted).
-  std::vector<float> sample_weights_;
+  // What the loss counts and weighs: samples or tokens, each sample's weight.
+  std::optional<LossUnits> units_;
 };
 
 // plan_search.cpp: the memory planner's choice for `budget` (named so in messages): the micro-batch
@@ -200,7 +176,6 @@ class TrainingRun {
 PlanChoice choose_plan(Sequential& model, const Dataset& train, std::size_t budget, std::string budget_name,
                        const TrainerOptions& options, distributed::Communicator& processes, std::int64_t read_ahead);
 // checkpoints.cpp
-std::optional<TrainingCheckpoint> find_checkpoint(const std::string& resume_from, const CheckpointOptions& options);
 std::int64_t resumed_micro_batch(const TrainingCheckpoint& checkpoint, const distributed::Communicator& processes);
 RunSignature run_signature(const Sequential& model, const Dataset& train, const TrainerOptions& options,
                            const AccumulationSchedule& accumulation, const AccumulateOptions& accumulate,

@@ -1,7 +1,7 @@
 #pragma once
 // Activation layers: element-wise functions without parameters, and softmax.
 
-#include "accrue/dsl/layer.hpp"
+#include "../layer.hpp"
 
 namespace accrue::layers {
 

@@ -1,17 +1,17 @@
-#include "accrue/dsl/layers/attention.hpp"
-#include "accrue/dsl/layer_registry.hpp"
+#include "attention.hpp"
+#include "../layer_registry.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-#include "accrue/dsl/layers/activation.hpp"
-#include "accrue/dsl/layers/dense.hpp"
-#include "accrue/dsl/layers/layer_norm.hpp"
-#include "accrue/framework/deferred_gradients.hpp"
-#include "accrue/framework/ops.hpp"
-#include "accrue/kernels/attention.hpp"
-#include "accrue/kernels/gemm.hpp"
-#include "accrue/dsl/onnx.hpp"
+#include "activation.hpp"
+#include "dense.hpp"
+#include "layer_norm.hpp"
+#include "../../framework/deferred_gradients.hpp"
+#include "../../framework/ops.hpp"
+#include "../../kernels/attention.hpp"
+#include "../../kernels/gemm.hpp"
+#include "../onnx.hpp"
 
 namespace accrue::layers {
 namespace {

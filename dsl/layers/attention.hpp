@@ -1,7 +1,7 @@
 #pragma once
 // Multi-head self-attention and the pre-LayerNorm Transformer block built from it.
 
-#include "accrue/dsl/layer.hpp"
+#include "../layer.hpp"
 
 namespace accrue::layers {
 

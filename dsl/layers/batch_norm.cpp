@@ -1,11 +1,11 @@
-#include "accrue/dsl/layers/batch_norm.hpp"
-#include "accrue/dsl/layer_registry.hpp"
+#include "batch_norm.hpp"
+#include "../layer_registry.hpp"
 
-#include "accrue/dsl/layers/normalization_memory.hpp"
-#include "accrue/framework/distributed/sync_batch_norm.hpp"
-#include "accrue/framework/autograd.hpp"
-#include "accrue/framework/ops.hpp"
-#include "accrue/dsl/onnx.hpp"
+#include "normalization_memory.hpp"
+#include "../../framework/distributed/sync_batch_norm.hpp"
+#include "../../framework/autograd.hpp"
+#include "../../framework/ops.hpp"
+#include "../onnx.hpp"
 
 namespace accrue::layers {
 

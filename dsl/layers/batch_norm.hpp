@@ -7,7 +7,7 @@
 
 #include <optional>
 
-#include "accrue/dsl/layer.hpp"
+#include "../layer.hpp"
 
 namespace accrue::layers {
 

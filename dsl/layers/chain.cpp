@@ -1,4 +1,4 @@
-#include "accrue/dsl/layers/chain.hpp"
+#include "chain.hpp"
 
 #include <algorithm>
 

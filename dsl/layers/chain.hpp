@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "accrue/dsl/layer.hpp"
-#include "accrue/dsl/onnx.hpp"
+#include "../layer.hpp"
+#include "../onnx.hpp"
 
 namespace accrue::layers {
 

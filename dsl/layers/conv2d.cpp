@@ -1,8 +1,8 @@
-#include "accrue/dsl/layers/conv2d.hpp"
-#include "accrue/dsl/layer_registry.hpp"
+#include "conv2d.hpp"
+#include "../layer_registry.hpp"
 
 #include <cmath>
-#include "accrue/dsl/onnx.hpp"
+#include "../onnx.hpp"
 
 namespace accrue::layers {
 

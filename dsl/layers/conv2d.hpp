@@ -4,8 +4,8 @@
 
 #include <optional>
 
-#include "accrue/dsl/layer.hpp"
-#include "accrue/framework/ops.hpp"
+#include "../layer.hpp"
+#include "../../framework/ops.hpp"
 
 namespace accrue::layers {
 

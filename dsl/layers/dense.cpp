@@ -1,12 +1,12 @@
-#include "accrue/dsl/layers/dense.hpp"
-#include "accrue/dsl/layer_registry.hpp"
+#include "dense.hpp"
+#include "../layer_registry.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-#include "accrue/framework/deferred_gradients.hpp"
-#include "accrue/framework/ops.hpp"
-#include "accrue/dsl/onnx.hpp"
+#include "../../framework/deferred_gradients.hpp"
+#include "../../framework/ops.hpp"
+#include "../onnx.hpp"
 
 namespace accrue::layers {
 

@@ -2,7 +2,7 @@
 // Dense (fully connected) layer: y = x W^T + b over the last dimension, as PyTorch's nn.Linear
 // and Keras's Dense. The input size is inferred at build.
 
-#include "accrue/dsl/layer.hpp"
+#include "../layer.hpp"
 
 namespace accrue::layers {
 

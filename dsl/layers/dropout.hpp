@@ -2,7 +2,7 @@
 // Dropout: zeroes each element with probability `rate` in training and scales the rest by
 // 1 / (1 - rate); the identity in evaluation. Masks are drawn fresh for every batch.
 
-#include "accrue/dsl/layer.hpp"
+#include "../layer.hpp"
 
 namespace accrue::layers {
 

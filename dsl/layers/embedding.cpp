@@ -1,11 +1,11 @@
-#include "accrue/dsl/layers/embedding.hpp"
-#include "accrue/dsl/layer_registry.hpp"
+#include "embedding.hpp"
+#include "../layer_registry.hpp"
 
 #include <cmath>
 #include <vector>
 
-#include "accrue/framework/ops.hpp"
-#include "accrue/dsl/onnx.hpp"
+#include "../../framework/ops.hpp"
+#include "../onnx.hpp"
 
 namespace accrue::layers {
 namespace {

@@ -2,7 +2,7 @@
 // Token and position embeddings: what turns (batch, T) int32 tokens into (batch, T, dim) vectors
 // for attention and recurrent layers.
 
-#include "accrue/dsl/layer.hpp"
+#include "../layer.hpp"
 
 namespace accrue::layers {
 

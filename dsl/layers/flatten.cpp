@@ -1,7 +1,7 @@
-#include "accrue/dsl/layers/flatten.hpp"
+#include "flatten.hpp"
 
-#include "accrue/framework/ops.hpp"
-#include "accrue/dsl/onnx.hpp"
+#include "../../framework/ops.hpp"
+#include "../onnx.hpp"
 
 namespace accrue::layers {
 

@@ -1,7 +1,7 @@
 #pragma once
 // Flattens each sample to one dimension: (B, 1, 28, 28) -> (B, 784).
 
-#include "accrue/dsl/layer.hpp"
+#include "../layer.hpp"
 
 namespace accrue::layers {
 

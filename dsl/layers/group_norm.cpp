@@ -1,9 +1,9 @@
-#include "accrue/dsl/layers/group_norm.hpp"
-#include "accrue/dsl/layer_registry.hpp"
+#include "group_norm.hpp"
+#include "../layer_registry.hpp"
 
-#include "accrue/dsl/layers/normalization_memory.hpp"
-#include "accrue/framework/ops.hpp"
-#include "accrue/dsl/onnx.hpp"
+#include "normalization_memory.hpp"
+#include "../../framework/ops.hpp"
+#include "../onnx.hpp"
 
 namespace accrue::layers {
 

@@ -3,7 +3,7 @@
 // statistics, so the result does not depend on the batch: the replacement for BatchNorm under
 // gradient accumulation with small micro-batches.
 
-#include "accrue/dsl/layer.hpp"
+#include "../layer.hpp"
 
 namespace accrue::layers {
 

@@ -4,7 +4,7 @@
 
 #include <initializer_list>
 
-#include "accrue/framework/shape.hpp"
+#include "../../framework/shape.hpp"
 
 namespace accrue::layers {
 

@@ -1,11 +1,11 @@
-#include "accrue/dsl/layers/layer_norm.hpp"
-#include "accrue/dsl/layer_registry.hpp"
+#include "layer_norm.hpp"
+#include "../layer_registry.hpp"
 
 #include <algorithm>
 
-#include "accrue/dsl/layers/normalization_memory.hpp"
-#include "accrue/framework/ops.hpp"
-#include "accrue/dsl/onnx.hpp"
+#include "normalization_memory.hpp"
+#include "../../framework/ops.hpp"
+#include "../onnx.hpp"
 
 namespace accrue::layers {
 

@@ -2,7 +2,7 @@
 // Layer normalization (nn.LayerNorm, Keras's LayerNormalization): each sample normalized over its
 // trailing dimensions, then scaled and shifted element-wise. Independent of the batch.
 
-#include "accrue/dsl/layer.hpp"
+#include "../layer.hpp"
 
 namespace accrue::layers {
 

@@ -1,12 +1,12 @@
-#include "accrue/dsl/layers/normalization.hpp"
+#include "normalization.hpp"
 
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
 
-#include "accrue/framework/autograd.hpp"
-#include "accrue/framework/ops.hpp"
-#include "accrue/dsl/onnx.hpp"
+#include "../../framework/autograd.hpp"
+#include "../../framework/ops.hpp"
+#include "../onnx.hpp"
 
 namespace accrue::layers {
 

@@ -11,8 +11,8 @@
 #include <optional>
 #include <vector>
 
-#include "accrue/datasets/dataset.hpp"
-#include "accrue/dsl/layer.hpp"
+#include "../../datasets/dataset.hpp"
+#include "../layer.hpp"
 
 namespace accrue::layers {
 

@@ -1,7 +1,7 @@
 #pragma once
 // What batch, group and layer normalization hold in training, for their Layer::memory_use.
 
-#include "accrue/dsl/layer.hpp"
+#include "../layer.hpp"
 
 namespace accrue::layers {
 

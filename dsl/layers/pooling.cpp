@@ -1,6 +1,6 @@
-#include "accrue/dsl/layers/pooling.hpp"
-#include "accrue/dsl/layer_registry.hpp"
-#include "accrue/dsl/onnx.hpp"
+#include "pooling.hpp"
+#include "../layer_registry.hpp"
+#include "../onnx.hpp"
 
 namespace accrue::layers {
 

@@ -2,8 +2,8 @@
 // Pooling over (C, H, W) samples: MaxPool2d and AvgPool2d as PyTorch's, and GlobalAvgPool2d, the
 // mean of each channel as Keras's GlobalAveragePooling2D (output (C), ready for Dense).
 
-#include "accrue/dsl/layer.hpp"
-#include "accrue/framework/ops.hpp"
+#include "../layer.hpp"
+#include "../../framework/ops.hpp"
 
 namespace accrue::layers {
 

@@ -1,11 +1,11 @@
-#include "accrue/dsl/layers/recompute.hpp"
+#include "recompute.hpp"
 
 #include <algorithm>
 
-#include "accrue/framework/autocast.hpp"
-#include "accrue/framework/autograd.hpp"
-#include "accrue/framework/memory.hpp"
-#include "accrue/framework/random.hpp"
+#include "../../framework/autocast.hpp"
+#include "../../framework/autograd.hpp"
+#include "../../framework/memory.hpp"
+#include "../../framework/random.hpp"
 
 namespace accrue {
 namespace {

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "accrue/dsl/layers/chain.hpp"
+#include "chain.hpp"
 
 namespace accrue {
 

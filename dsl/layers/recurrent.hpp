@@ -2,7 +2,7 @@
 // Recurrent layers over samples (T, features), batch first: LSTM and GRU, as PyTorch's nn.LSTM and
 // nn.GRU with batch_first=True, returning every step's hidden state or the last one.
 
-#include "accrue/dsl/layer.hpp"
+#include "../layer.hpp"
 
 namespace accrue::layers {
 

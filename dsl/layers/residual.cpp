@@ -1,6 +1,6 @@
-#include "accrue/dsl/layers/residual.hpp"
+#include "residual.hpp"
 
-#include "accrue/framework/ops.hpp"
+#include "../../framework/ops.hpp"
 
 namespace accrue::layers {
 

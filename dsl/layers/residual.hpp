@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-#include "accrue/dsl/layers/chain.hpp"
+#include "chain.hpp"
 
 namespace accrue::layers {
 

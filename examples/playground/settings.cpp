@@ -3,7 +3,7 @@
 #include <cmath>
 #include <fmt/format.h>
 
-#include "accrue/framework/serialization/json_text.hpp"
+#include <accrue/framework/serialization/json_text.hpp>
 #include "http_server.hpp"
 
 namespace playground {

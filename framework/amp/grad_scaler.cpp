@@ -1,9 +1,9 @@
-#include "accrue/framework/amp/grad_scaler.hpp"
+#include "grad_scaler.hpp"
 
 #include <cmath>
 
-#include "accrue/framework/training/gradients.hpp"
-#include "accrue/kernels/amp_update.hpp"
+#include "../training/gradients.hpp"
+#include "../../kernels/amp_update.hpp"
 
 namespace accrue {
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "accrue/framework/tensor.hpp"
+#include "../tensor.hpp"
 
 namespace accrue {
 

@@ -1,4 +1,4 @@
-#include "accrue/framework/distributed/communicator.hpp"
+#include "communicator.hpp"
 
 #include <algorithm>
 #include <exception>
@@ -7,9 +7,9 @@
 #include <cstring>
 #include <map>
 
-#include "accrue/config.hpp"
-#include "accrue/framework/error.hpp"
-#include "accrue/kernels/cuda/backend.hpp"
+#include <accrue/config.hpp>
+#include "../error.hpp"
+#include "../../kernels/cuda/backend.hpp"
 
 namespace accrue::distributed {
 

@@ -16,8 +16,8 @@
 #include <string_view>
 #include <vector>
 
-#include "accrue/framework/device.hpp"
-#include "accrue/framework/tensor.hpp"
+#include "../device.hpp"
+#include "../tensor.hpp"
 
 namespace accrue::distributed {
 

@@ -19,8 +19,8 @@
 #include <string>
 #include <thread>
 
-#include "accrue/framework/distributed/communicator.hpp"
-#include "accrue/framework/error.hpp"
+#include "communicator.hpp"
+#include "../error.hpp"
 
 namespace accrue::distributed::detail {
 

@@ -12,9 +12,9 @@
 #include <string>
 #include <thread>
 
-#include "accrue/framework/distributed/communicator.hpp"
-#include "accrue/framework/error.hpp"
-#include "accrue/kernels/cuda/context.hpp"
+#include "communicator.hpp"
+#include "../error.hpp"
+#include "../../kernels/cuda/context.hpp"
 
 namespace accrue::distributed::detail {
 

@@ -1,10 +1,10 @@
-#include "accrue/framework/distributed/reducer.hpp"
+#include "reducer.hpp"
 
 #include <algorithm>
 #include <chrono>
 
-#include "accrue/framework/error.hpp"
-#include "accrue/kernels/elementwise.hpp"
+#include "../error.hpp"
+#include "../../kernels/elementwise.hpp"
 
 namespace accrue::distributed {
 

@@ -16,8 +16,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "accrue/framework/autograd.hpp"
-#include "accrue/framework/distributed/communicator.hpp"
+#include "../autograd.hpp"
+#include "communicator.hpp"
 
 namespace accrue::distributed {
 

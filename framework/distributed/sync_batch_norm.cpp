@@ -1,8 +1,8 @@
-#include "accrue/framework/distributed/sync_batch_norm.hpp"
+#include "sync_batch_norm.hpp"
 
-#include "accrue/framework/autograd.hpp"
-#include "accrue/framework/error.hpp"
-#include "accrue/framework/ops.hpp"
+#include "../autograd.hpp"
+#include "../error.hpp"
+#include "../ops.hpp"
 
 namespace accrue::distributed {
 namespace {

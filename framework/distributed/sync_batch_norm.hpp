@@ -9,8 +9,8 @@
 // micro-batch is empty (it contributes nothing to the sums): a distributed fit runs such a share
 // through the model for that reason.
 
-#include "accrue/framework/distributed/communicator.hpp"
-#include "accrue/framework/tensor.hpp"
+#include "communicator.hpp"
+#include "../tensor.hpp"
 
 namespace accrue::distributed {
 

@@ -3,10 +3,10 @@
 
 #include <cmath>
 
-#include "accrue/framework/autograd.hpp"
-#include "accrue/framework/ops.hpp"
-#include "accrue/framework/random.hpp"
-#include "accrue/kernels/attention.hpp"
+#include "../autograd.hpp"
+#include "../ops.hpp"
+#include "../random.hpp"
+#include "../../kernels/attention.hpp"
 
 namespace accrue::ops {
 namespace {

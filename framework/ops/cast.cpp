@@ -1,9 +1,9 @@
 // Conversion between floating-point dtypes, the link between float32 master weights and
 // low-precision compute.
 
-#include "accrue/framework/autograd.hpp"
-#include "accrue/framework/ops.hpp"
-#include "accrue/kernels/cast.hpp"
+#include "../autograd.hpp"
+#include "../ops.hpp"
+#include "../../kernels/cast.hpp"
 
 namespace accrue::ops {
 namespace {

@@ -3,11 +3,11 @@
 // output and its gradient are bfloat16, the weight's gradient float32. Otherwise it computes in
 // float32, converting a low-precision input (cuDNN's bfloat16 forms are not wired in).
 
-#include "accrue/framework/autocast.hpp"
-#include "accrue/framework/autograd.hpp"
-#include "accrue/framework/ops.hpp"
-#include "accrue/kernels/conv.hpp"
-#include "accrue/kernels/gemm.hpp"
+#include "../autocast.hpp"
+#include "../autograd.hpp"
+#include "../ops.hpp"
+#include "../../kernels/conv.hpp"
+#include "../../kernels/gemm.hpp"
 
 namespace accrue::ops {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "accrue/framework/shape.hpp"
+#include "../shape.hpp"
 
 namespace accrue::ops {
 

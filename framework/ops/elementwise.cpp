@@ -1,9 +1,9 @@
 // Element-wise ops: functions of one tensor and broadcast functions of two.
 
-#include "accrue/framework/autograd.hpp"
-#include "accrue/framework/ops.hpp"
-#include "accrue/kernels/elementwise.hpp"
-#include "accrue/kernels/reduce.hpp"
+#include "../autograd.hpp"
+#include "../ops.hpp"
+#include "../../kernels/elementwise.hpp"
+#include "../../kernels/reduce.hpp"
 
 namespace accrue {
 namespace ops {

@@ -8,13 +8,13 @@
 
 #include <algorithm>
 
-#include "accrue/framework/autocast.hpp"
-#include "accrue/framework/autograd.hpp"
-#include "accrue/framework/deferred_gradients.hpp"
-#include "accrue/framework/ops.hpp"
-#include "accrue/kernels/cast.hpp"
-#include "accrue/kernels/gemm.hpp"
-#include "accrue/kernels/reduce.hpp"
+#include "../autocast.hpp"
+#include "../autograd.hpp"
+#include "../deferred_gradients.hpp"
+#include "../ops.hpp"
+#include "../../kernels/cast.hpp"
+#include "../../kernels/gemm.hpp"
+#include "../../kernels/reduce.hpp"
 
 namespace accrue::ops {
 namespace {

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "accrue/framework/autograd.hpp"
-#include "accrue/framework/ops.hpp"
-#include "accrue/kernels/cross_entropy.hpp"
+#include "../autograd.hpp"
+#include "../ops.hpp"
+#include "../../kernels/cross_entropy.hpp"
 
 namespace accrue::ops {
 namespace {

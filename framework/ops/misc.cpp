@@ -1,10 +1,10 @@
 // Dropout, and the ops without a gradient: argmax and one-hot.
 
-#include "accrue/framework/autograd.hpp"
-#include "accrue/framework/ops.hpp"
-#include "accrue/framework/random.hpp"
-#include "accrue/kernels/dropout.hpp"
-#include "accrue/kernels/reduce.hpp"
+#include "../autograd.hpp"
+#include "../ops.hpp"
+#include "../random.hpp"
+#include "../../kernels/dropout.hpp"
+#include "../../kernels/reduce.hpp"
 
 namespace accrue::ops {
 namespace {

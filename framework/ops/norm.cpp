@@ -1,9 +1,9 @@
 // Batch, group and layer normalization. Each computes in float32 (a low-precision input is
 // converted, as autocast does) and keeps x with its per-set mean and 1/std for backward.
 
-#include "accrue/framework/autograd.hpp"
-#include "accrue/framework/ops.hpp"
-#include "accrue/kernels/norm.hpp"
+#include "../autograd.hpp"
+#include "../ops.hpp"
+#include "../../kernels/norm.hpp"
 
 namespace accrue::ops {
 namespace {

@@ -1,10 +1,10 @@
 // 2-D max and average pooling, in the input's type where the kernels take it (bfloat16 on the CPU,
 // as PyTorch's autocast leaves pooling in the input's type); otherwise in float32.
 
-#include "accrue/framework/autograd.hpp"
-#include "accrue/framework/ops.hpp"
-#include "accrue/kernels/dispatch.hpp"
-#include "accrue/kernels/pool.hpp"
+#include "../autograd.hpp"
+#include "../ops.hpp"
+#include "../../kernels/dispatch.hpp"
+#include "../../kernels/pool.hpp"
 
 namespace accrue::ops {
 namespace {

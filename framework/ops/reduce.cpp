@@ -1,9 +1,9 @@
 // Sums and means over all elements or one dimension.
 
-#include "accrue/framework/autograd.hpp"
-#include "accrue/framework/ops.hpp"
-#include "accrue/framework/ops/dim_split.hpp"
-#include "accrue/kernels/reduce.hpp"
+#include "../autograd.hpp"
+#include "../ops.hpp"
+#include "dim_split.hpp"
+#include "../../kernels/reduce.hpp"
 
 namespace accrue::ops {
 namespace {

@@ -1,13 +1,13 @@
 // Views and copies: reshape, flatten, narrow, clone, permute and transpose, slice, split and cat;
 // rows picked by index (embedding).
 
-#include "accrue/framework/autograd.hpp"
-#include "accrue/framework/ops.hpp"
-#include "accrue/framework/ops/dim_split.hpp"
-#include "accrue/kernels/concat.hpp"
-#include "accrue/kernels/elementwise.hpp"
-#include "accrue/kernels/gather.hpp"
-#include "accrue/kernels/permute.hpp"
+#include "../autograd.hpp"
+#include "../ops.hpp"
+#include "dim_split.hpp"
+#include "../../kernels/concat.hpp"
+#include "../../kernels/elementwise.hpp"
+#include "../../kernels/gather.hpp"
+#include "../../kernels/permute.hpp"
 
 namespace accrue::ops {
 namespace {

@@ -1,9 +1,9 @@
 // Softmax and log-softmax along one dimension; attention's scaled, causal or masked softmax.
 
-#include "accrue/framework/autograd.hpp"
-#include "accrue/framework/ops.hpp"
-#include "accrue/framework/ops/dim_split.hpp"
-#include "accrue/kernels/softmax.hpp"
+#include "../autograd.hpp"
+#include "../ops.hpp"
+#include "dim_split.hpp"
+#include "../../kernels/softmax.hpp"
 
 namespace accrue::ops {
 namespace {

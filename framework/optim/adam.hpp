@@ -4,9 +4,9 @@
 
 #include <array>
 
-#include "accrue/framework/optim/optimizer.hpp"
-#include "accrue/framework/optim/recipe_steps.hpp"
-#include "accrue/kernels/common/optimizer_updates.hpp"
+#include "optimizer.hpp"
+#include "recipe_steps.hpp"
+#include "../../kernels/common/optimizer_updates.hpp"
 
 namespace accrue::optim {
 

@@ -1,11 +1,11 @@
-#include "accrue/framework/optim/layerwise.hpp"
+#include "layerwise.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-#include "accrue/kernels/elementwise.hpp"
-#include "accrue/kernels/optimizer_update.hpp"
-#include "accrue/kernels/reduce.hpp"
+#include "../../kernels/elementwise.hpp"
+#include "../../kernels/optimizer_update.hpp"
+#include "../../kernels/reduce.hpp"
 
 namespace accrue::optim {
 namespace {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "accrue/framework/optim/recipe_steps.hpp"
-#include "accrue/framework/optim/stateful.hpp"
+#include "recipe_steps.hpp"
+#include "stateful.hpp"
 
 namespace accrue::optim {
 

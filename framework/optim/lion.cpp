@@ -1,8 +1,8 @@
-#include "accrue/framework/optim/lion.hpp"
+#include "lion.hpp"
 
 #include <cmath>
 
-#include "accrue/kernels/optimizer_update.hpp"
+#include "../../kernels/optimizer_update.hpp"
 
 namespace accrue::optim {
 

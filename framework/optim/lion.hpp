@@ -4,8 +4,8 @@
 
 #include <array>
 
-#include "accrue/framework/optim/recipe_steps.hpp"
-#include "accrue/framework/optim/stateful.hpp"
+#include "recipe_steps.hpp"
+#include "stateful.hpp"
 
 namespace accrue::optim {
 

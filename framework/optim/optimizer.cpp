@@ -1,11 +1,11 @@
-#include "accrue/framework/optim/optimizer.hpp"
+#include "optimizer.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-#include "accrue/framework/autograd.hpp"
-#include "accrue/kernels/optimizer_update.hpp"
-#include "accrue/framework/serialization/safetensors.hpp"
+#include "../autograd.hpp"
+#include "../../kernels/optimizer_update.hpp"
+#include "../serialization/safetensors.hpp"
 
 namespace accrue::optim {
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "accrue/framework/tensor.hpp"
+#include "../tensor.hpp"
 
 namespace accrue::optim {
 

@@ -1,6 +1,6 @@
-#include "accrue/framework/optim/recipe.hpp"
+#include "recipe.hpp"
 
-#include "accrue/framework/memory.hpp"
+#include "../memory.hpp"
 
 #include <cmath>
 

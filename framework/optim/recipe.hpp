@@ -11,15 +11,15 @@
 #include <ostream>
 #include <string>
 
-#include "accrue/framework/optim/adam.hpp"
-#include "accrue/framework/optim/layerwise.hpp"
-#include "accrue/framework/optim/lion.hpp"
-#include "accrue/framework/optim/optimizer.hpp"
-#include "accrue/framework/optim/recipe_steps.hpp"
-#include "accrue/framework/optim/rmsprop.hpp"
-#include "accrue/framework/optim/sgd.hpp"
-#include "accrue/framework/printable.hpp"
-#include "accrue/framework/training/accumulation.hpp"
+#include "adam.hpp"
+#include "layerwise.hpp"
+#include "lion.hpp"
+#include "optimizer.hpp"
+#include "recipe_steps.hpp"
+#include "rmsprop.hpp"
+#include "sgd.hpp"
+#include "../printable.hpp"
+#include "../training/accumulation.hpp"
 
 namespace accrue::optim {
 

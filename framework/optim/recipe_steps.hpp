@@ -10,10 +10,10 @@
 #include <cstdint>
 #include <optional>
 
-#include "accrue/framework/amp/grad_scaler.hpp"
-#include "accrue/framework/dtype.hpp"
-#include "accrue/framework/optim/optimizer.hpp"
-#include "accrue/framework/training/accumulation.hpp"
+#include "../amp/grad_scaler.hpp"
+#include "../dtype.hpp"
+#include "optimizer.hpp"
+#include "../training/accumulation.hpp"
 
 namespace accrue::optim {
 

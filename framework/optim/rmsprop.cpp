@@ -1,9 +1,9 @@
-#include "accrue/framework/optim/rmsprop.hpp"
+#include "rmsprop.hpp"
 
 #include <cmath>
 #include <map>
 
-#include "accrue/kernels/optimizer_update.hpp"
+#include "../../kernels/optimizer_update.hpp"
 
 namespace accrue::optim {
 namespace {

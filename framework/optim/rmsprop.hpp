@@ -2,8 +2,8 @@
 // RMSprop and Adagrad: torch.optim.RMSprop and torch.optim.Adagrad's options, defaults and updates
 // (kernels/common/optimizer_updates.hpp has the equations).
 
-#include "accrue/framework/optim/recipe_steps.hpp"
-#include "accrue/framework/optim/stateful.hpp"
+#include "recipe_steps.hpp"
+#include "stateful.hpp"
 
 namespace accrue::optim {
 

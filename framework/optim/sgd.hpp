@@ -2,9 +2,9 @@
 // Stochastic gradient descent with momentum, dampening, Nesterov momentum and weight decay:
 // torch.optim.SGD's options, defaults and update.
 
-#include "accrue/framework/optim/optimizer.hpp"
-#include "accrue/framework/optim/recipe_steps.hpp"
-#include "accrue/kernels/common/optimizer_updates.hpp"
+#include "optimizer.hpp"
+#include "recipe_steps.hpp"
+#include "../../kernels/common/optimizer_updates.hpp"
 
 namespace accrue::optim {
 

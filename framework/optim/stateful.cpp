@@ -1,4 +1,4 @@
-#include "accrue/framework/optim/stateful.hpp"
+#include "stateful.hpp"
 
 namespace accrue::optim {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "accrue/framework/optim/optimizer.hpp"
+#include "optimizer.hpp"
 
 namespace accrue::optim {
 

@@ -1,12 +1,12 @@
-#include "accrue/framework/serialization/checkpoint.hpp"
+#include "checkpoint.hpp"
 
 #include <zlib.h>
 
 #include <algorithm>
 #include <filesystem>
 
-#include "accrue/framework/error.hpp"
-#include "accrue/framework/files.hpp"
+#include "../error.hpp"
+#include "../files.hpp"
 
 namespace accrue::serialization {
 namespace {

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "accrue/framework/serialization/safetensors.hpp"
+#include "safetensors.hpp"
 
 namespace accrue::serialization {
 

@@ -1,8 +1,8 @@
-#include "accrue/framework/serialization/json_text.hpp"
+#include "json_text.hpp"
 
 #include <fmt/format.h>
 
-#include "accrue/framework/utf8.hpp"
+#include "../utf8.hpp"
 
 namespace accrue {
 

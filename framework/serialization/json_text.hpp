@@ -11,8 +11,8 @@
 #include <string>
 #include <string_view>
 
-#include "accrue/framework/error.hpp"
-#include "accrue/framework/utf8.hpp"
+#include "../error.hpp"
+#include "../utf8.hpp"
 
 namespace accrue {
 

@@ -1,4 +1,4 @@
-#include "accrue/framework/serialization/safetensors.hpp"
+#include "safetensors.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -10,12 +10,12 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "accrue/framework/autograd.hpp"
-#include "accrue/framework/error.hpp"
-#include "accrue/framework/files.hpp"
-#include "accrue/framework/memory.hpp"
-#include "accrue/framework/serialization/json_text.hpp"
-#include "accrue/framework/utf8.hpp"
+#include "../autograd.hpp"
+#include "../error.hpp"
+#include "../files.hpp"
+#include "../memory.hpp"
+#include "json_text.hpp"
+#include "../utf8.hpp"
 
 namespace accrue::serialization {
 namespace {

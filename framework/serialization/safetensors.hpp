@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "accrue/framework/tensor.hpp"
+#include "../tensor.hpp"
 
 namespace accrue::serialization {
 

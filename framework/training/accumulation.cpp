@@ -1,10 +1,10 @@
-#include "accrue/framework/training/accumulation.hpp"
+#include "accumulation.hpp"
 
 #include <fmt/format.h>
 
 #include <limits>
 
-#include "accrue/framework/error.hpp"
+#include "../error.hpp"
 
 namespace accrue {
 

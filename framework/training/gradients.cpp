@@ -1,9 +1,9 @@
-#include "accrue/framework/training/gradients.hpp"
+#include "gradients.hpp"
 
 #include <cmath>
 
-#include "accrue/kernels/elementwise.hpp"
-#include "accrue/kernels/reduce.hpp"
+#include "../../kernels/elementwise.hpp"
+#include "../../kernels/reduce.hpp"
 
 namespace accrue {
 

@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "accrue/framework/tensor.hpp"
+#include "../tensor.hpp"
 
 namespace accrue {
 

@@ -1,10 +1,10 @@
-#include "accrue/framework/training/logs.hpp"
+#include "logs.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-#include "accrue/framework/error.hpp"
+#include "../error.hpp"
 
 namespace accrue {
 

@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "accrue/framework/memory.hpp"
-#include "accrue/framework/printable.hpp"
+#include "../memory.hpp"
+#include "../printable.hpp"
 
 namespace accrue {
 

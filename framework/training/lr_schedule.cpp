@@ -1,4 +1,4 @@
-#include "accrue/framework/training/lr_schedule.hpp"
+#include "lr_schedule.hpp"
 
 #include <fmt/format.h>
 
@@ -7,8 +7,8 @@
 #include <numbers>
 #include <sstream>
 
-#include "accrue/framework/training/logs.hpp"
-#include "accrue/framework/error.hpp"
+#include "logs.hpp"
+#include "../error.hpp"
 
 namespace accrue {
 namespace {

@@ -11,8 +11,8 @@
 #include <optional>
 #include <string>
 
-#include "accrue/framework/training/logs.hpp"
-#include "accrue/framework/training/step_plan.hpp"
+#include "logs.hpp"
+#include "step_plan.hpp"
 
 namespace accrue {
 

@@ -1,7 +1,7 @@
-#include "accrue/framework/training/step_modes.hpp"
+#include "step_modes.hpp"
 
-#include "accrue/framework/autograd.hpp"
-#include "accrue/framework/distributed/reducer.hpp"
+#include "../autograd.hpp"
+#include "../distributed/reducer.hpp"
 
 namespace accrue {
 

@@ -15,11 +15,11 @@
 
 #include <optional>
 
-#include "accrue/framework/autocast.hpp"
-#include "accrue/framework/deferred_gradients.hpp"
-#include "accrue/framework/distributed/sync_batch_norm.hpp"
-#include "accrue/framework/dtype.hpp"
-#include "accrue/kernels/gemm.hpp"
+#include "../autocast.hpp"
+#include "../deferred_gradients.hpp"
+#include "../distributed/sync_batch_norm.hpp"
+#include "../dtype.hpp"
+#include "../../kernels/gemm.hpp"
 
 namespace accrue {
 

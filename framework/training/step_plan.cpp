@@ -1,4 +1,4 @@
-#include "accrue/framework/training/step_plan.hpp"
+#include "step_plan.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,8 +6,8 @@
 #include <map>
 #include <tuple>
 
-#include "accrue/framework/error.hpp"
-#include "accrue/framework/shape.hpp"
+#include "../error.hpp"
+#include "../shape.hpp"
 
 namespace accrue {
 

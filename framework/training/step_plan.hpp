@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "accrue/framework/training/accumulation.hpp"
+#include "accumulation.hpp"
 
 namespace accrue {
 

@@ -1,4 +1,4 @@
-#include "accrue/framework/training/stop_signal.hpp"
+#include "stop_signal.hpp"
 
 #include <unistd.h>
 

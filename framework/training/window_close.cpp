@@ -1,16 +1,16 @@
-#include "accrue/framework/training/window_close.hpp"
+#include "window_close.hpp"
 
 #include <cmath>
 
-#include "accrue/framework/amp/grad_scaler.hpp"
-#include "accrue/framework/autograd.hpp"
-#include "accrue/framework/deferred_gradients.hpp"
-#include "accrue/framework/distributed/reducer.hpp"
-#include "accrue/framework/error.hpp"
-#include "accrue/framework/optim/optimizer.hpp"
-#include "accrue/framework/optim/recipe.hpp"
-#include "accrue/framework/training/gradients.hpp"
-#include "accrue/framework/training/lr_schedule.hpp"
+#include "../amp/grad_scaler.hpp"
+#include "../autograd.hpp"
+#include "../deferred_gradients.hpp"
+#include "../distributed/reducer.hpp"
+#include "../error.hpp"
+#include "../optim/optimizer.hpp"
+#include "../optim/recipe.hpp"
+#include "gradients.hpp"
+#include "lr_schedule.hpp"
 
 namespace accrue {
 

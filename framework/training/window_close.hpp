@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "accrue/framework/distributed/reducer.hpp"
-#include "accrue/framework/tensor.hpp"
-#include "accrue/framework/training/step_record.hpp"
+#include "../distributed/reducer.hpp"
+#include "../tensor.hpp"
+#include "step_record.hpp"
 
 namespace accrue {
 

@@ -4,9 +4,9 @@
 
 #include <cstdint>
 
-#include "accrue/kernels/common/dropout.hpp"
-#include "accrue/kernels/common/macros.hpp"
-#include "accrue/kernels/common/softmax.hpp"
+#include "dropout.hpp"
+#include "macros.hpp"
+#include "softmax.hpp"
 
 namespace accrue::kernels::common {
 

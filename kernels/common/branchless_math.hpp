@@ -9,7 +9,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "accrue/kernels/common/macros.hpp"
+#include "macros.hpp"
 #if !defined(__CUDA_ARCH__)
 #include <bit>
 #endif

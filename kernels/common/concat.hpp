@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "accrue/kernels/common/macros.hpp"
+#include "macros.hpp"
 
 namespace accrue::kernels::common {
 

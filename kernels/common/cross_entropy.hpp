@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <climits>
 
-#include "accrue/kernels/common/macros.hpp"
+#include "macros.hpp"
 
 namespace accrue::kernels::common {
 

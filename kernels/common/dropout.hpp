@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "accrue/kernels/common/philox.hpp"
+#include "philox.hpp"
 
 namespace accrue::kernels::common {
 

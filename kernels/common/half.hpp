@@ -7,7 +7,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "accrue/kernels/common/macros.hpp"
+#include "macros.hpp"
 
 namespace accrue {
 

@@ -9,7 +9,7 @@
 
 #include <cmath>
 
-#include "accrue/kernels/common/macros.hpp"
+#include "macros.hpp"
 
 namespace accrue::kernels::common {
 

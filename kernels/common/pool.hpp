@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "accrue/kernels/common/conv_geometry.hpp"
+#include "conv_geometry.hpp"
 
 namespace accrue::kernels {
 

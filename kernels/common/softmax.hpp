@@ -5,8 +5,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "accrue/kernels/common/branchless_math.hpp"
-#include "accrue/kernels/common/macros.hpp"
+#include "branchless_math.hpp"
+#include "macros.hpp"
 
 namespace accrue::kernels::common {
 

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "accrue/kernels/common/branchless_math.hpp"
-#include "accrue/kernels/common/macros.hpp"
+#include "branchless_math.hpp"
+#include "macros.hpp"
 
 namespace accrue::kernels {
 

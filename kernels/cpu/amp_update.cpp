@@ -1,8 +1,8 @@
 #include <atomic>
 
-#include "accrue/kernels/cpu/amp_update.hpp"
-#include "accrue/kernels/common/amp_update.hpp"
-#include "accrue/kernels/cpu/parallel.hpp"
+#include "amp_update.hpp"
+#include "../common/amp_update.hpp"
+#include "parallel.hpp"
 
 namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT {
 

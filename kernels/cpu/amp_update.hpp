@@ -4,9 +4,9 @@
 
 #include <span>
 
-#include "accrue/framework/tensor.hpp"
-#include "accrue/kernels/amp_update.hpp"
-#include "accrue/kernels/cpu/variant.hpp"
+#include "../../framework/tensor.hpp"
+#include "../amp_update.hpp"
+#include "variant.hpp"
 
 namespace accrue::kernels::cpu {
 

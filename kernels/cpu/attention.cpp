@@ -1,9 +1,9 @@
-#include "accrue/kernels/cpu/attention.hpp"
+#include "attention.hpp"
 
 #include <algorithm>
 
-#include "accrue/kernels/cpu/gemm.hpp"
-#include "accrue/kernels/cpu/parallel.hpp"
+#include "gemm.hpp"
+#include "parallel.hpp"
 
 namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT {
 namespace {

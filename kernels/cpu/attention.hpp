@@ -4,8 +4,8 @@
 
 #include <cstdint>
 
-#include "accrue/kernels/common/attention.hpp"
-#include "accrue/kernels/cpu/variant.hpp"
+#include "../common/attention.hpp"
+#include "variant.hpp"
 
 namespace accrue::kernels::cpu {
 

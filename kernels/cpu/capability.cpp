@@ -1,10 +1,10 @@
-#include "accrue/kernels/cpu/capability.hpp"
+#include "capability.hpp"
 
 #include <array>
 #include <atomic>
 #include <cstdlib>
 
-#include "accrue/framework/error.hpp"
+#include "../../framework/error.hpp"
 
 #if defined(__x86_64__)
 #include <cpuid.h>

@@ -5,10 +5,10 @@
 #include <immintrin.h>
 #endif
 
-#include "accrue/kernels/cpu/capability.hpp"
-#include "accrue/kernels/cpu/cast.hpp"
-#include "accrue/kernels/common/half.hpp"
-#include "accrue/kernels/cpu/parallel.hpp"
+#include "capability.hpp"
+#include "cast.hpp"
+#include "../common/half.hpp"
+#include "parallel.hpp"
 
 namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT {
 namespace {

@@ -2,9 +2,9 @@
 // The CPU backend's cast functions over raw host memory, called by kernels/cast.cpp;
 // defined in kernels/cpu/cast.cpp.
 
-#include "accrue/framework/tensor.hpp"
-#include "accrue/kernels/cast.hpp"
-#include "accrue/kernels/cpu/variant.hpp"
+#include "../../framework/tensor.hpp"
+#include "../cast.hpp"
+#include "variant.hpp"
 
 namespace accrue::kernels::cpu {
 

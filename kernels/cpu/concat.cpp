@@ -1,10 +1,10 @@
-#include "accrue/kernels/cpu/concat.hpp"
+#include "concat.hpp"
 
 #include <cstring>
 #include <type_traits>
 
-#include "accrue/kernels/common/half.hpp"
-#include "accrue/kernels/cpu/parallel.hpp"
+#include "../common/half.hpp"
+#include "parallel.hpp"
 
 namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT {
 

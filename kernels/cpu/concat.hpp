@@ -3,9 +3,9 @@
 
 #include <cstdint>
 
-#include "accrue/framework/dtype.hpp"
-#include "accrue/kernels/common/concat.hpp"
-#include "accrue/kernels/cpu/variant.hpp"
+#include "../../framework/dtype.hpp"
+#include "../common/concat.hpp"
+#include "variant.hpp"
 
 namespace accrue::kernels::cpu {
 

@@ -17,8 +17,8 @@
 
 #include <atomic>
 
-#include "accrue/kernels/cpu/conv.hpp"
-#include "accrue/kernels/cpu/conv/forms.hpp"
+#include "conv.hpp"
+#include "conv/forms.hpp"
 
 namespace accrue::kernels::cpu {
 using namespace conv_detail;

@@ -5,10 +5,10 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "accrue/framework/tensor.hpp"
-#include "accrue/kernels/common/conv_geometry.hpp"
-#include "accrue/kernels/conv.hpp"
-#include "accrue/kernels/cpu/gemm/bf16.hpp"
+#include "../../framework/tensor.hpp"
+#include "../common/conv_geometry.hpp"
+#include "../conv.hpp"
+#include "gemm/bf16.hpp"
 
 namespace accrue::kernels::cpu {
 

@@ -1,9 +1,9 @@
-#include "accrue/kernels/common/cross_entropy.hpp"
+#include "../common/cross_entropy.hpp"
 
 #include <algorithm>
 
-#include "accrue/kernels/cpu/parallel.hpp"
-#include "accrue/kernels/cpu/cross_entropy.hpp"
+#include "parallel.hpp"
+#include "cross_entropy.hpp"
 
 namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT {
 

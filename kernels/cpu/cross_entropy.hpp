@@ -2,10 +2,10 @@
 // The CPU backend's cross entropy functions over raw host memory, called by kernels/cross_entropy.cpp;
 // defined in kernels/cpu/cross_entropy.cpp.
 
-#include "accrue/framework/tensor.hpp"
-#include "accrue/kernels/common/cross_entropy.hpp"
-#include "accrue/kernels/cpu/variant.hpp"
-#include "accrue/kernels/cross_entropy.hpp"
+#include "../../framework/tensor.hpp"
+#include "../common/cross_entropy.hpp"
+#include "variant.hpp"
+#include "../cross_entropy.hpp"
 
 namespace accrue::kernels::cpu {
 

@@ -1,11 +1,11 @@
-#include "accrue/kernels/common/dropout.hpp"
+#include "../common/dropout.hpp"
 
 #include <algorithm>
 
-#include "accrue/kernels/common/half.hpp"
+#include "../common/half.hpp"
 
-#include "accrue/kernels/cpu/parallel.hpp"
-#include "accrue/kernels/cpu/dropout.hpp"
+#include "parallel.hpp"
+#include "dropout.hpp"
 
 namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT {
 

@@ -4,9 +4,9 @@
 
 #include <cstdint>
 
-#include "accrue/framework/tensor.hpp"
-#include "accrue/kernels/cpu/variant.hpp"
-#include "accrue/kernels/dropout.hpp"
+#include "../../framework/tensor.hpp"
+#include "variant.hpp"
+#include "../dropout.hpp"
 
 namespace accrue::kernels::cpu {
 

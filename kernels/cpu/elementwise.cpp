@@ -4,11 +4,11 @@
 #include <algorithm>
 #include <array>
 
-#include "accrue/kernels/common/binary.hpp"
-#include "accrue/kernels/common/half.hpp"
-#include "accrue/kernels/common/philox.hpp"
-#include "accrue/kernels/cpu/parallel.hpp"
-#include "accrue/kernels/cpu/elementwise.hpp"
+#include "../common/binary.hpp"
+#include "../common/half.hpp"
+#include "../common/philox.hpp"
+#include "parallel.hpp"
+#include "elementwise.hpp"
 
 namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT {
 namespace {

@@ -5,12 +5,12 @@
 #include <cstdint>
 #include <span>
 
-#include "accrue/framework/tensor.hpp"
-#include "accrue/kernels/common/binary.hpp"
-#include "accrue/kernels/common/broadcast.hpp"
-#include "accrue/kernels/common/unary.hpp"
-#include "accrue/kernels/cpu/variant.hpp"
-#include "accrue/kernels/elementwise.hpp"
+#include "../../framework/tensor.hpp"
+#include "../common/binary.hpp"
+#include "../common/broadcast.hpp"
+#include "../common/unary.hpp"
+#include "variant.hpp"
+#include "../elementwise.hpp"
 
 namespace accrue::kernels::cpu {
 

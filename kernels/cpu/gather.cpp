@@ -1,9 +1,9 @@
-#include "accrue/kernels/cpu/gather.hpp"
+#include "gather.hpp"
 
 #include <cstring>
 
-#include "accrue/framework/dtype.hpp"
-#include "accrue/kernels/cpu/parallel.hpp"
+#include "../../framework/dtype.hpp"
+#include "parallel.hpp"
 
 namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT {
 

@@ -3,8 +3,8 @@
 
 #include <cstdint>
 
-#include "accrue/framework/dtype.hpp"
-#include "accrue/kernels/cpu/variant.hpp"
+#include "../../framework/dtype.hpp"
+#include "variant.hpp"
 
 namespace accrue::kernels::cpu {
 

@@ -5,13 +5,13 @@
 #include <algorithm>
 #include <vector>
 
-#include "accrue/kernels/cpu/cast.hpp"
-#include "accrue/kernels/common/half.hpp"
-#include "accrue/kernels/cpu/gemm/bf16.hpp"
-#include "accrue/kernels/cpu/gemm/openblas.hpp"
-#include "accrue/kernels/cpu/parallel.hpp"
-#include "accrue/kernels/cpu/gemm/skinny.hpp"
-#include "accrue/kernels/cpu/gemm.hpp"
+#include "cast.hpp"
+#include "../common/half.hpp"
+#include "gemm/bf16.hpp"
+#include "gemm/openblas.hpp"
+#include "parallel.hpp"
+#include "gemm/skinny.hpp"
+#include "gemm.hpp"
 
 namespace accrue::kernels::cpu {
 namespace {

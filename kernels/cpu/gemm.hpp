@@ -2,9 +2,9 @@
 // The CPU backend's gemm functions over raw host memory, called by kernels/gemm.cpp;
 // defined in kernels/cpu/gemm.cpp.
 
-#include "accrue/framework/tensor.hpp"
-#include "accrue/kernels/cpu/gemm/bf16.hpp"
-#include "accrue/kernels/gemm.hpp"
+#include "../../framework/tensor.hpp"
+#include "gemm/bf16.hpp"
+#include "../gemm.hpp"
 
 namespace accrue::kernels::cpu {
 

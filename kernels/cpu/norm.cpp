@@ -2,9 +2,9 @@
 // the element-wise parts in float with the shared math of kernels/common/norm.hpp; sets (or
 // channels) split across the pool.
 
-#include "accrue/kernels/common/norm.hpp"
-#include "accrue/kernels/cpu/parallel.hpp"
-#include "accrue/kernels/cpu/norm.hpp"
+#include "../common/norm.hpp"
+#include "parallel.hpp"
+#include "norm.hpp"
 
 namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT {
 namespace {

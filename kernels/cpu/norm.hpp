@@ -4,9 +4,9 @@
 
 #include <cstdint>
 
-#include "accrue/framework/tensor.hpp"
-#include "accrue/kernels/cpu/variant.hpp"
-#include "accrue/kernels/norm.hpp"
+#include "../../framework/tensor.hpp"
+#include "variant.hpp"
+#include "../norm.hpp"
 
 namespace accrue::kernels::cpu {
 

@@ -1,7 +1,7 @@
 #include <type_traits>
 
-#include "accrue/kernels/cpu/parallel.hpp"
-#include "accrue/kernels/cpu/optimizer_update.hpp"
+#include "parallel.hpp"
+#include "optimizer_update.hpp"
 
 namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT {
 namespace {

@@ -4,10 +4,10 @@
 
 #include <span>
 
-#include "accrue/framework/tensor.hpp"
-#include "accrue/kernels/common/optimizer_updates.hpp"
-#include "accrue/kernels/cpu/variant.hpp"
-#include "accrue/kernels/optimizer_update.hpp"
+#include "../../framework/tensor.hpp"
+#include "../common/optimizer_updates.hpp"
+#include "variant.hpp"
+#include "../optimizer_update.hpp"
 
 namespace accrue::kernels::cpu {
 

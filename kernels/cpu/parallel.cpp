@@ -1,4 +1,4 @@
-#include "accrue/kernels/cpu/parallel.hpp"
+#include "parallel.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "accrue/framework/error.hpp"
+#include "../../framework/error.hpp"
 
 #if defined(__x86_64__)
 #include <immintrin.h>

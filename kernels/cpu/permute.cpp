@@ -1,7 +1,7 @@
-#include "accrue/kernels/cpu/permute.hpp"
+#include "permute.hpp"
 
-#include "accrue/kernels/common/half.hpp"
-#include "accrue/kernels/cpu/parallel.hpp"
+#include "../common/half.hpp"
+#include "parallel.hpp"
 
 namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT {
 

@@ -3,9 +3,9 @@
 
 #include <cstdint>
 
-#include "accrue/framework/dtype.hpp"
-#include "accrue/kernels/common/permute.hpp"
-#include "accrue/kernels/cpu/variant.hpp"
+#include "../../framework/dtype.hpp"
+#include "../common/permute.hpp"
+#include "variant.hpp"
 
 namespace accrue::kernels::cpu {
 

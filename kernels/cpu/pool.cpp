@@ -7,12 +7,12 @@
 #if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
 
-#include "accrue/kernels/cpu/lane_masks.hpp"
+#include "lane_masks.hpp"
 #endif
 
-#include "accrue/kernels/common/half.hpp"
-#include "accrue/kernels/cpu/parallel.hpp"
-#include "accrue/kernels/cpu/pool.hpp"
+#include "../common/half.hpp"
+#include "parallel.hpp"
+#include "pool.hpp"
 
 namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT {
 namespace {

@@ -2,10 +2,10 @@
 // The CPU backend's pool functions over raw host memory, called by kernels/pool.cpp;
 // defined in kernels/cpu/pool.cpp.
 
-#include "accrue/framework/tensor.hpp"
-#include "accrue/kernels/common/pool.hpp"
-#include "accrue/kernels/cpu/variant.hpp"
-#include "accrue/kernels/pool.hpp"
+#include "../../framework/tensor.hpp"
+#include "../common/pool.hpp"
+#include "variant.hpp"
+#include "../pool.hpp"
 
 namespace accrue::kernels::cpu {
 

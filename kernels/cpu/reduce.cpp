@@ -2,8 +2,8 @@
 #include <array>
 #include <vector>
 
-#include "accrue/kernels/cpu/parallel.hpp"
-#include "accrue/kernels/cpu/reduce.hpp"
+#include "parallel.hpp"
+#include "reduce.hpp"
 
 namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT {
 namespace {

@@ -5,10 +5,10 @@
 #include <cstdint>
 #include <span>
 
-#include "accrue/framework/tensor.hpp"
-#include "accrue/kernels/common/broadcast.hpp"
-#include "accrue/kernels/cpu/variant.hpp"
-#include "accrue/kernels/reduce.hpp"
+#include "../../framework/tensor.hpp"
+#include "../common/broadcast.hpp"
+#include "variant.hpp"
+#include "../reduce.hpp"
 
 namespace accrue::kernels::cpu {
 

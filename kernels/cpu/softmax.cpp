@@ -1,7 +1,7 @@
-#include "accrue/kernels/common/softmax.hpp"
+#include "../common/softmax.hpp"
 
-#include "accrue/kernels/cpu/parallel.hpp"
-#include "accrue/kernels/cpu/softmax.hpp"
+#include "parallel.hpp"
+#include "softmax.hpp"
 
 namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT {
 

@@ -4,9 +4,9 @@
 
 #include <cstdint>
 
-#include "accrue/framework/tensor.hpp"
-#include "accrue/kernels/cpu/variant.hpp"
-#include "accrue/kernels/softmax.hpp"
+#include "../../framework/tensor.hpp"
+#include "variant.hpp"
+#include "../softmax.hpp"
 
 namespace accrue::kernels::cpu {
 

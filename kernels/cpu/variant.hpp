@@ -22,7 +22,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "accrue/kernels/cpu/capability.hpp"
+#include "capability.hpp"
 
 #if !defined(ACCRUE_CPU_VARIANT)
 #define ACCRUE_CPU_VARIANT baseline

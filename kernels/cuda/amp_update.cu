@@ -1,10 +1,10 @@
 // Unscaling the gradients of float16 loss scaling, and finding inf or NaN in them, over all
 // gradients in few launches (multi_tensor.cuh); the per-element math is common/amp_update.hpp.
 
-#include "accrue/kernels/common/amp_update.hpp"
-#include "accrue/kernels/cuda/amp_update.hpp"
-#include "accrue/kernels/cuda/context.hpp"
-#include "accrue/kernels/cuda/multi_tensor.cuh"
+#include "../common/amp_update.hpp"
+#include "amp_update.hpp"
+#include "context.hpp"
+#include "multi_tensor.cuh"
 
 namespace accrue::kernels::cuda {
 namespace {

@@ -2,9 +2,9 @@
 // cuBLAS GEMMs (one call per batch item over its heads), and one thread per row of scores for the
 // softmax, masks and dropout of common/attention.hpp, the functions the CPU runs.
 
-#include "accrue/kernels/cuda/attention.hpp"
-#include "accrue/kernels/cuda/gemm.hpp"
-#include "accrue/kernels/cuda/launch.cuh"
+#include "attention.hpp"
+#include "gemm.hpp"
+#include "launch.cuh"
 
 namespace accrue::kernels::cuda {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "accrue/kernels/common/attention.hpp"
+#include "../common/attention.hpp"
 
 namespace accrue::kernels::cuda {
 

@@ -1,6 +1,6 @@
 // Loads the CUDA backend (backend.hpp). Part of the core library, toolkit-free.
 
-#include "accrue/kernels/cuda/backend.hpp"
+#include "backend.hpp"
 
 #include <dlfcn.h>
 
@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "accrue/config.hpp"
-#include "accrue/framework/error.hpp"
+#include <accrue/config.hpp>
+#include "../../framework/error.hpp"
 
 namespace accrue::kernels::cuda {
 

@@ -3,8 +3,8 @@
 
 #include <type_traits>
 
-#include "accrue/kernels/cuda/cast.hpp"
-#include "accrue/kernels/cuda/launch.cuh"
+#include "cast.hpp"
+#include "launch.cuh"
 
 namespace accrue::kernels::cuda {
 namespace {

@@ -1,8 +1,8 @@
-#include "accrue/kernels/cuda/check.hpp"
+#include "check.hpp"
 
 #include <fmt/format.h>
 
-#include "accrue/framework/error.hpp"
+#include "../../framework/error.hpp"
 
 namespace accrue::kernels::cuda {
 namespace {

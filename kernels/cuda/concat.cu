@@ -3,9 +3,9 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "accrue/kernels/common/concat.hpp"
-#include "accrue/kernels/cuda/concat.hpp"
-#include "accrue/kernels/cuda/launch.cuh"
+#include "../common/concat.hpp"
+#include "concat.hpp"
+#include "launch.cuh"
 
 namespace accrue::kernels::cuda {
 namespace {

@@ -4,8 +4,8 @@
 
 #include <cstdint>
 
-#include "accrue/framework/dtype.hpp"
-#include "accrue/kernels/common/concat.hpp"
+#include "../../framework/dtype.hpp"
+#include "../common/concat.hpp"
 
 namespace accrue::kernels::cuda {
 

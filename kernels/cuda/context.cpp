@@ -1,11 +1,11 @@
-#include "accrue/kernels/cuda/context.hpp"
+#include "context.hpp"
 
 #include <array>
 #include <atomic>
 #include <memory>
 #include <mutex>
 
-#include "accrue/kernels/cuda/check.hpp"
+#include "check.hpp"
 
 namespace accrue::kernels::cuda {
 namespace {

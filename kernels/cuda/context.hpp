@@ -13,7 +13,7 @@
 
 #include <cstddef>
 
-#include "accrue/kernels/cuda/runtime.hpp"
+#include "runtime.hpp"
 
 
 namespace accrue::kernels::cuda {

@@ -11,12 +11,12 @@
 #include <tuple>
 #include <vector>
 
-#include "accrue/kernels/common/algorithm_choice.hpp"
-#include "accrue/framework/tensor.hpp"
-#include "accrue/kernels/cuda/check.hpp"
-#include "accrue/kernels/cuda/context.hpp"
-#include "accrue/kernels/cuda/cudnn_descriptors.hpp"
-#include "accrue/kernels/cuda/conv.hpp"
+#include "../common/algorithm_choice.hpp"
+#include "../../framework/tensor.hpp"
+#include "check.hpp"
+#include "context.hpp"
+#include "cudnn_descriptors.hpp"
+#include "conv.hpp"
 
 namespace accrue::kernels::cuda {
 namespace {

@@ -3,7 +3,7 @@
 // with raw device pointers. Each runs on `device`'s compute stream and returns without waiting,
 // except where it says it waits. Toolkit-free, so any file may include it.
 
-#include "accrue/kernels/common/conv_geometry.hpp"
+#include "../common/conv_geometry.hpp"
 
 namespace accrue::kernels::cuda {
 

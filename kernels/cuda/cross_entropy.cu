@@ -4,10 +4,10 @@
 
 #include <climits>
 
-#include "accrue/kernels/common/cross_entropy.hpp"
-#include "accrue/kernels/cuda/launch.cuh"
-#include "accrue/kernels/cuda/cross_entropy.hpp"
-#include "accrue/kernels/cuda/context.hpp"
+#include "../common/cross_entropy.hpp"
+#include "launch.cuh"
+#include "cross_entropy.hpp"
+#include "context.hpp"
 
 namespace accrue::kernels::cuda {
 namespace {

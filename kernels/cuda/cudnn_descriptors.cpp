@@ -1,4 +1,4 @@
-#include "accrue/kernels/cuda/cudnn_descriptors.hpp"
+#include "cudnn_descriptors.hpp"
 
 #include <climits>
 

@@ -7,8 +7,8 @@
 
 #include <cstdint>
 
-#include "accrue/kernels/common/conv_geometry.hpp"
-#include "accrue/kernels/cuda/check.hpp"
+#include "../common/conv_geometry.hpp"
+#include "check.hpp"
 
 namespace accrue::kernels::cuda {
 

@@ -8,7 +8,7 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
-#include "accrue/kernels/device_query.hpp"
+#include "../device_query.hpp"
 
 namespace accrue::kernels::cuda {
 

@@ -3,9 +3,9 @@
 
 #include <type_traits>
 
-#include "accrue/kernels/common/dropout.hpp"
-#include "accrue/kernels/cuda/dropout.hpp"
-#include "accrue/kernels/cuda/launch.cuh"
+#include "../common/dropout.hpp"
+#include "dropout.hpp"
+#include "launch.cuh"
 
 namespace accrue::kernels::cuda {
 namespace {

@@ -1,12 +1,12 @@
 // Element-wise kernels on the GPU: the math of kernels/common (unary.hpp, binary.hpp,
 // broadcast.hpp, half.hpp, philox.hpp) in grid-stride loops.
 
-#include "accrue/kernels/common/binary.hpp"
-#include "accrue/kernels/common/philox.hpp"
-#include "accrue/kernels/common/unary.hpp"
-#include "accrue/kernels/cuda/launch.cuh"
-#include "accrue/kernels/cuda/elementwise.hpp"
-#include "accrue/kernels/cuda/multi_tensor.cuh"
+#include "../common/binary.hpp"
+#include "../common/philox.hpp"
+#include "../common/unary.hpp"
+#include "launch.cuh"
+#include "elementwise.hpp"
+#include "multi_tensor.cuh"
 
 namespace accrue::kernels::cuda {
 namespace {

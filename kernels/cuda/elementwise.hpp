@@ -6,10 +6,10 @@
 #include <cstdint>
 #include <span>
 
-#include "accrue/framework/dtype.hpp"
-#include "accrue/kernels/common/binary.hpp"
-#include "accrue/kernels/common/broadcast.hpp"
-#include "accrue/kernels/common/unary.hpp"
+#include "../../framework/dtype.hpp"
+#include "../common/binary.hpp"
+#include "../common/broadcast.hpp"
+#include "../common/unary.hpp"
 
 namespace accrue::kernels::cuda {
 

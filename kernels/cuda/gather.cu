@@ -3,8 +3,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "accrue/kernels/cuda/gather.hpp"
-#include "accrue/kernels/cuda/launch.cuh"
+#include "gather.hpp"
+#include "launch.cuh"
 
 namespace accrue::kernels::cuda {
 namespace {

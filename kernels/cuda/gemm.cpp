@@ -4,10 +4,10 @@
 
 #include <climits>
 
-#include "accrue/kernels/common/gemm_layout.hpp"
-#include "accrue/kernels/cuda/check.hpp"
-#include "accrue/kernels/cuda/context.hpp"
-#include "accrue/kernels/cuda/gemm.hpp"
+#include "../common/gemm_layout.hpp"
+#include "check.hpp"
+#include "context.hpp"
+#include "gemm.hpp"
 
 namespace accrue::kernels::cuda {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "accrue/framework/dtype.hpp"
+#include "../../framework/dtype.hpp"
 
 namespace accrue::kernels::cuda {
 

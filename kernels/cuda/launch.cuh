@@ -7,10 +7,10 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "accrue/framework/dtype.hpp"
-#include "accrue/kernels/common/half.hpp"
-#include "accrue/kernels/cuda/check.hpp"
-#include "accrue/kernels/cuda/context.hpp"
+#include "../../framework/dtype.hpp"
+#include "../common/half.hpp"
+#include "check.hpp"
+#include "context.hpp"
 
 namespace accrue::kernels::cuda {
 

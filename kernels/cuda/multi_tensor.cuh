@@ -10,9 +10,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "accrue/kernels/common/multi_tensor.hpp"
-#include "accrue/kernels/common/optimizer_updates.hpp"
-#include "accrue/kernels/cuda/launch.cuh"
+#include "../common/multi_tensor.hpp"
+#include "../common/optimizer_updates.hpp"
+#include "launch.cuh"
 
 namespace accrue::kernels::cuda {
 

@@ -4,12 +4,12 @@
 
 #include <string>
 
-#include "accrue/kernels/common/norm.hpp"
-#include "accrue/kernels/cuda/launch.cuh"
-#include "accrue/kernels/cuda/check.hpp"
-#include "accrue/kernels/cuda/context.hpp"
-#include "accrue/kernels/cuda/cudnn_descriptors.hpp"
-#include "accrue/kernels/cuda/norm.hpp"
+#include "../common/norm.hpp"
+#include "launch.cuh"
+#include "check.hpp"
+#include "context.hpp"
+#include "cudnn_descriptors.hpp"
+#include "norm.hpp"
 
 namespace accrue::kernels::cuda {
 namespace {

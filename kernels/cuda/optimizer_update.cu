@@ -1,10 +1,10 @@
 // SGD, Adam/AdamW, RMSprop, Adagrad and Lion over all parameters in few launches (multi_tensor.cuh),
 // LARS and LAMB per tensor; the per-element math is common/optimizer_updates.hpp, as on the CPU.
 
-#include "accrue/kernels/common/optimizer_updates.hpp"
-#include "accrue/kernels/cuda/launch.cuh"
-#include "accrue/kernels/cuda/multi_tensor.cuh"
-#include "accrue/kernels/cuda/optimizer_update.hpp"
+#include "../common/optimizer_updates.hpp"
+#include "launch.cuh"
+#include "multi_tensor.cuh"
+#include "optimizer_update.hpp"
 
 namespace accrue::kernels::cuda {
 namespace {

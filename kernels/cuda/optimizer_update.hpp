@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <span>
 
-#include "accrue/kernels/common/optimizer_updates.hpp"
+#include "../common/optimizer_updates.hpp"
 
 namespace accrue::kernels::cuda {
 

@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "accrue/kernels/common/permute.hpp"
-#include "accrue/kernels/cuda/launch.cuh"
-#include "accrue/kernels/cuda/permute.hpp"
+#include "../common/permute.hpp"
+#include "launch.cuh"
+#include "permute.hpp"
 
 namespace accrue::kernels::cuda {
 namespace {

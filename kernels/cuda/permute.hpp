@@ -5,8 +5,8 @@
 
 #include <cstdint>
 
-#include "accrue/framework/dtype.hpp"
-#include "accrue/kernels/common/permute.hpp"
+#include "../../framework/dtype.hpp"
+#include "../common/permute.hpp"
 
 namespace accrue::kernels::cuda {
 

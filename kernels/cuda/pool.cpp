@@ -1,10 +1,10 @@
 // Pooling over cuDNN: max (NaN propagating, like PyTorch) and average with or without the
 // padding in the divisor.
 
-#include "accrue/kernels/cuda/check.hpp"
-#include "accrue/kernels/cuda/context.hpp"
-#include "accrue/kernels/cuda/cudnn_descriptors.hpp"
-#include "accrue/kernels/cuda/pool.hpp"
+#include "check.hpp"
+#include "context.hpp"
+#include "cudnn_descriptors.hpp"
+#include "pool.hpp"
 
 namespace accrue::kernels::cuda {
 namespace {

@@ -2,11 +2,11 @@
 // contiguous row, float across rows); the gradient of a broadcast operand follows
 // common::SumToShapeIndex.
 
-#include "accrue/kernels/common/row_sums.hpp"
-#include "accrue/kernels/cuda/launch.cuh"
-#include "accrue/kernels/cuda/reduce.hpp"
-#include "accrue/kernels/cuda/context.hpp"
-#include "accrue/kernels/cuda/multi_tensor.cuh"
+#include "../common/row_sums.hpp"
+#include "launch.cuh"
+#include "reduce.hpp"
+#include "context.hpp"
+#include "multi_tensor.cuh"
 
 namespace accrue::kernels::cuda {
 namespace {

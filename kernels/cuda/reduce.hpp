@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <span>
 
-#include "accrue/framework/dtype.hpp"
-#include "accrue/kernels/common/broadcast.hpp"
+#include "../../framework/dtype.hpp"
+#include "../common/broadcast.hpp"
 
 namespace accrue::kernels::cuda {
 

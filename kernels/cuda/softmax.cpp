@@ -3,10 +3,10 @@
 
 #include <climits>
 
-#include "accrue/kernels/cuda/check.hpp"
-#include "accrue/kernels/cuda/context.hpp"
-#include "accrue/kernels/cuda/cudnn_descriptors.hpp"
-#include "accrue/kernels/cuda/softmax.hpp"
+#include "check.hpp"
+#include "context.hpp"
+#include "cudnn_descriptors.hpp"
+#include "softmax.hpp"
 
 namespace accrue::kernels::cuda {
 namespace {

@@ -4,9 +4,9 @@
 
 #include <cstdint>
 
-#include "accrue/kernels/common/softmax.hpp"
-#include "accrue/kernels/cuda/launch.cuh"
-#include "accrue/kernels/cuda/softmax.hpp"
+#include "../common/softmax.hpp"
+#include "launch.cuh"
+#include "softmax.hpp"
 
 namespace accrue::kernels::cuda {
 namespace {

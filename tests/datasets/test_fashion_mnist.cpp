@@ -1,7 +1,7 @@
 // The real FashionMNIST files from Debian's dataset-fashion-mnist (installed by the README's test
 // command). Skipped, with the reason, where they are absent.
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 using namespace accrue;
 

@@ -1,6 +1,6 @@
 // The IDX reader on well-formed files (raw and gzip) and on every kind of bad file.
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 #include <zlib.h>
 

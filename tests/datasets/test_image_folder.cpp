@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 using namespace accrue;
 using accrue::test::message_has;

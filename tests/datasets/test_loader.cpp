@@ -1,4 +1,4 @@
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 #include <range/v3/view/enumerate.hpp>
 #include <range/v3/view/take.hpp>

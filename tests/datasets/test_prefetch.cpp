@@ -1,14 +1,14 @@
 // Prefetch: the order of the steps that keep a prefetched batch's copy from racing the compute
 // stream (datasets/prefetch.hpp), checked with a copier that writes down what is asked of it.
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 #include <cstdio>
 #include <functional>
 #include <map>
 #include <memory>
 
-#include "accrue/datasets/prefetch.hpp"
+#include <accrue/datasets/prefetch.hpp>
 
 using namespace accrue;
 

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 using namespace accrue;
 namespace fs = std::filesystem;

@@ -1,15 +1,15 @@
 // Datasets that are not two tensors in memory: a user's own type, selections of one, and the
 // background queue that reads their batches ahead.
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
 
-#include "accrue/datasets/batch_queue.hpp"
-#include "accrue/datasets/transforms.hpp"
+#include <accrue/datasets/batch_queue.hpp>
+#include <accrue/datasets/transforms.hpp>
 
 using namespace accrue;
 using accrue::test::message_has;

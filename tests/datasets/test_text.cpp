@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 using namespace accrue;
 using accrue::test::message_has;

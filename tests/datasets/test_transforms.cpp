@@ -2,14 +2,14 @@
 // (tests/data/make_transform_reference.py), and the randomness that depends on (seed, epoch,
 // sample, transform) alone.
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <fstream>
 #include <set>
 
-#include "accrue/datasets/transforms.hpp"
+#include <accrue/datasets/transforms.hpp>
 
 using namespace accrue;
 using namespace accrue::transforms;

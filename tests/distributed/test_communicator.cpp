@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 using namespace accrue;
 using accrue::test::message_has;

@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <unistd.h>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 using namespace accrue;
 

@@ -6,7 +6,7 @@
 #include <accrue/kernels/device_query.hpp>
 #include <cstdio>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 using namespace accrue;
 

@@ -4,7 +4,7 @@
 
 #include <accrue/framework/distributed/reducer.hpp>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 using namespace accrue;
 using distributed::BucketPlan;

@@ -6,7 +6,7 @@
 
 #include <accrue/framework/distributed/sync_batch_norm.hpp>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 using namespace accrue;
 using accrue::test::leaf;

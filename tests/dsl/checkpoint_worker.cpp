@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "accrue/dsl/accrue.hpp"
+#include <accrue/dsl/accrue.hpp>
 
 using namespace accrue;
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "accrue/accrue.hpp"
+#include <accrue/accrue.hpp>
 
 namespace accrue::test::zoo {
 

@@ -4,7 +4,7 @@
 // the planned step count equals the steps training really applies; weight gradients multiplied
 // once per window change no bit.
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 using namespace accrue;
 using accrue::test::blobs;

@@ -2,7 +2,7 @@
 // float32, float16 gradients that underflow without scaling, non-finite losses handled by the
 // scaler, and activation memory in low precision.
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 #include <accrue/kernels/cpu/gemm/bf16.hpp>
 #include <accrue/kernels/gemm.hpp>

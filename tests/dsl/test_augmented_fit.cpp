@@ -4,7 +4,7 @@
 // resumed sees, micro-batch by micro-batch, what a run never interrupted saw. (Processes: in
 // tests/distributed/test_data_parallel.cpp, under mpirun.)
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 #include <zlib.h>
 

@@ -1,7 +1,7 @@
 // The built-in callbacks: CSVLogger, EarlyStopping, ReduceLROnPlateau, ModelCheckpoint,
 // LearningRateMonitor and NanGuard.
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 #include <filesystem>
 #include <fstream>

@@ -3,7 +3,7 @@
 // bit for bit, and the same logs as the run never interrupted; damaged and mismatched checkpoints
 // are refused with every problem named and nothing changed.
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 #include <unistd.h>
 
@@ -15,10 +15,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "accrue/dsl/training_checkpoint.hpp"
-#include "accrue/framework/optim/adam.hpp"
-#include "accrue/framework/optim/sgd.hpp"
-#include "accrue/framework/serialization/checkpoint.hpp"
+#include <accrue/dsl/training_checkpoint.hpp>
+#include <accrue/framework/optim/adam.hpp>
+#include <accrue/framework/optim/sgd.hpp>
+#include <accrue/framework/serialization/checkpoint.hpp>
 
 using namespace accrue;
 using accrue::test::read_file;

@@ -3,7 +3,7 @@
 // with the same weights, bit for bit, and the same CSV log as a run never killed.
 // ACCRUE_KILL_SEED=<n> repeats a sequence of kill times.
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -16,8 +16,8 @@
 #include <sstream>
 #include <thread>
 
-#include "accrue/dsl/training_checkpoint.hpp"
-#include "accrue/framework/serialization/safetensors.hpp"
+#include <accrue/dsl/training_checkpoint.hpp>
+#include <accrue/framework/serialization/safetensors.hpp>
 
 using namespace accrue;
 using accrue::test::read_file;

@@ -8,7 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "pytorch_reference.hpp"
+#include "../pytorch_reference.hpp"
 
 using namespace accrue;
 using json = nlohmann::json;

@@ -6,7 +6,7 @@
 #include <pty.h>
 #include <unistd.h>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 #include <cstdio>
 #include <filesystem>

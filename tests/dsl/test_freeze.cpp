@@ -2,7 +2,7 @@
 // parameters do not change in training, are not in the optimizer, and the memory plan's gradients
 // and optimizer state are smaller by exactly their bytes; summary() counts them as non-trainable.
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 using namespace accrue;
 using accrue::test::blobs;

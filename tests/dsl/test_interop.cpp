@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 using namespace accrue;
 

@@ -2,7 +2,7 @@
 // (tests/data/make_loss_reference.py): the mean value and its gradient with respect to the
 // predictions; finite differences of every per-sample loss; shapes and options refused by name.
 
-#include "pytorch_reference.hpp"
+#include "../pytorch_reference.hpp"
 
 using namespace accrue;
 using accrue::test::check_close;

@@ -4,7 +4,7 @@
 
 #include <cstdlib>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 using namespace accrue;
 using accrue::test::message_has;

@@ -3,7 +3,7 @@
 // and with .amp(), with and without accumulation (and with weight gradients multiplied per window),
 // and with their blocks recomputed (layers::Recompute).
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 #include <accrue/kernels/conv.hpp>
 

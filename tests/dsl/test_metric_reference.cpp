@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <numeric>
 
-#include "pytorch_reference.hpp"
+#include "../pytorch_reference.hpp"
 
 using namespace accrue;
 using accrue::test::message_has;

@@ -4,7 +4,7 @@
 
 #include <chrono>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 #include "model_zoo.hpp"
 
 #include <nlohmann/json.hpp>
@@ -12,8 +12,8 @@
 #include <functional>
 #include <thread>
 
-#include "accrue/dsl/layer_registry.hpp"
-#include "accrue/framework/serialization/safetensors.hpp"
+#include <accrue/dsl/layer_registry.hpp>
+#include <accrue/framework/serialization/safetensors.hpp>
 
 using namespace accrue;
 using accrue::test::message_has;

@@ -3,7 +3,7 @@
 // 1 and of 7 and held within 1e-5 absolute or 1e-4 relative of predict; a layer with no ONNX form
 // refused with its name, one of the user's own with a to_onnx exported.
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 #include "model_zoo.hpp"
 
 #include <cmath>
@@ -12,7 +12,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "accrue/dsl/onnx.hpp"
+#include <accrue/dsl/onnx.hpp>
 
 using namespace accrue;
 using accrue::test::message_has;

@@ -7,7 +7,7 @@
 
 #include <cmath>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 using namespace accrue;
 using accrue::test::message_has;

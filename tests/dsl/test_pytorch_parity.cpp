@@ -2,7 +2,7 @@
 // exactly as tests/data/make_pytorch_reference.py trains it, for SGD (Nesterov, weight decay), Adam
 // and AdamW (amsgrad); the epoch losses and final weights must match PyTorch's to float32 tolerance.
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 #include <fstream>
 #include <nlohmann/json.hpp>

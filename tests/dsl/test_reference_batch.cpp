@@ -3,7 +3,7 @@
 // rescales when the accumulation changes, ramps from x1 over Goyal et al.'s gradual warmup, and
 // the banner says what was scaled and why.
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 using namespace accrue;
 using accrue::test::blobs;

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 using namespace accrue;
 

@@ -5,7 +5,7 @@
 
 #include <cstdio>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 using namespace accrue;
 using accrue::test::blobs;

@@ -3,7 +3,7 @@
 // nn.TransformerEncoderLayer, nn.LSTM and nn.GRU (tests/data/pytorch_sequence_layers.json, made by
 // tests/data/make_sequence_layer_reference.py).
 
-#include "pytorch_reference.hpp"
+#include "../pytorch_reference.hpp"
 
 using namespace accrue;
 using accrue::test::expect_close;

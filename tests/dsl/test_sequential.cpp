@@ -1,6 +1,6 @@
 #include <thread>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 using namespace accrue;
 using accrue::test::check_close;

@@ -7,7 +7,7 @@
 // 3x3 convolutions, Adam 1e-3, batch 64, 5 epochs; one seed, since float32 and .amp() then start
 // from the same weights and see the same batches).
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 #include <fstream>
 #include <nlohmann/json.hpp>

@@ -4,7 +4,7 @@
 // a skipped step does not move it; validation and the final weights use it; it is in the memory
 // plan and in saved models. Resuming with it is in test_checkpoint.cpp.
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 using namespace accrue;
 using accrue::test::blobs;

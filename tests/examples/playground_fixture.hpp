@@ -10,8 +10,8 @@
 #include <thread>
 
 #include "http_client.hpp"
-#include "playground_server.hpp"
-#include "test_util.hpp"
+#include "../../examples/playground/playground_server.hpp"
+#include "../test_util.hpp"
 
 namespace accrue::test {
 

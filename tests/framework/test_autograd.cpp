@@ -1,4 +1,4 @@
-#include "test_util.hpp"
+#include "../test_util.hpp"
 #include <accrue/framework/deferred_gradients.hpp>
 
 using namespace accrue;

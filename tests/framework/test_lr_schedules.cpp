@@ -1,6 +1,6 @@
 // Each schedule's learning-rate factor at chosen steps against its formula.
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 #include <cmath>
 #include <numbers>

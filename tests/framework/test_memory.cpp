@@ -1,4 +1,4 @@
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 using namespace accrue;
 using accrue::test::message_has;

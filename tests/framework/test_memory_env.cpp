@@ -3,7 +3,7 @@
 
 #include <cstdlib>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 using namespace accrue;
 

@@ -3,7 +3,7 @@
 // include a vector (excluded from trust ratios by default), a zero weight and zero gradients; and
 // what every optimizer shares: checkpoints resume bit for bit, the state its config declares.
 
-#include "pytorch_reference.hpp"
+#include "../pytorch_reference.hpp"
 
 using namespace accrue;
 using accrue::test::check_close;

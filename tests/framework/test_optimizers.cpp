@@ -1,7 +1,7 @@
 // Optimizer steps against values worked out by hand and against a double-precision reference of
 // PyTorch's update equations.
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 #include <cmath>
 

@@ -1,6 +1,6 @@
 // safetensors: round trips, the files PyTorch's tools write, and hostile headers.
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 #include <filesystem>
 #include <fstream>

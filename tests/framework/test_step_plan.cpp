@@ -1,6 +1,6 @@
 // StepPlan: which micro-batches form each optimizer step, and the step counts schedules rely on.
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 #include <limits>
 

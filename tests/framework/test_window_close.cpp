@@ -1,11 +1,11 @@
 // close_window: the order of a window's close (framework/training/window_close.hpp), on one
 // parameter whose accumulated gradient the test sets.
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 #include <limits>
 
-#include "accrue/framework/training/window_close.hpp"
+#include <accrue/framework/training/window_close.hpp>
 
 using namespace accrue;
 using accrue::test::message_has;

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 namespace accrue::test {
 

@@ -2,7 +2,7 @@
 
 #include <accrue/kernels/dispatch.hpp>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 using namespace accrue;
 using accrue::test::message_has;

@@ -3,7 +3,7 @@
 // in every variant, to float32 rounding where vector width changes the order of sums). ctest also
 // runs the kernel suites once per level (run_at_capability); here the variants meet in one process.
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 #include <accrue/kernels/cpu/capability.hpp>
 #include <accrue/kernels/cpu/gemm/skinny.hpp>

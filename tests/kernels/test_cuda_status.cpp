@@ -5,7 +5,7 @@
 #include <accrue/framework/cuda_allocator.hpp>
 #include <accrue/kernels/cuda/check.hpp>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 using namespace accrue;
 using accrue::test::message_has;

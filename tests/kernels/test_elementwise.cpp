@@ -1,6 +1,6 @@
 // Element-wise and reduction kernels against direct computations, including broadcasts.
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 #include <accrue/kernels/common/branchless_math.hpp>
 #include <accrue/kernels/elementwise.hpp>

@@ -1,7 +1,7 @@
 // GEMM against a naive double-precision product, for every transpose, beta, and shapes that take
 // both the single-threaded and the split paths.
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 #include <cstring>
 

@@ -1,7 +1,7 @@
 // float16 and bfloat16: conversions (every bit pattern, ties, subnormals, inf, NaN) and the
 // low-precision GEMMs against double-precision products of the same rounded inputs.
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 #include <accrue/kernels/common/half.hpp>
 #include <accrue/kernels/cpu/gemm/bf16.hpp>

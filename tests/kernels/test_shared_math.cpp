@@ -21,7 +21,7 @@
 #include <accrue/kernels/reduce.hpp>
 #include <limits>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 using namespace accrue;
 using accrue::test::check_close;

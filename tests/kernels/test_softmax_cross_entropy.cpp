@@ -1,6 +1,6 @@
 // Softmax and the fused cross-entropy against double-precision formulas, with extreme logits.
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 #include <cmath>
 

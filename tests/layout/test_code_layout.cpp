@@ -7,6 +7,8 @@
 //   - no include cycle between units (a file's .hpp and .cpp; an op's facade kernels/<op>.* and its
 //     bodies kernels/cpu/<op>* and kernels/cuda/<op>* are one unit, as they are one op, and so are
 //     the files of dsl/fit/, which define one class);
+//   - every quoted include names a file relative to the including file (or the tree's root), so
+//     that it resolves on a clean checkout without the build's <accrue/...> links;
 //   - no file over 600 lines and no function over 60 in dsl/, framework/ and kernels/. Functions
 //     are found as the code is formatted: a definition starts in the first column and its body
 //     ends at the next closing brace there.
@@ -58,7 +60,7 @@ std::string stem(const std::string& path) { return path.substr(0, path.rfind('.'
 // 3: dsl and datasets.
 int floor_of(const std::string& path) {
   static const std::set<std::string> core = [] {
-    std::set<std::string> units{"config"};  // generated in the build tree
+    std::set<std::string> units;
     std::ifstream in{source_dir / "tests/layout/core_units.txt"};
     for (std::string line; std::getline(in, line);)
       if (!line.empty() && line[0] != '#') units.insert(line);
@@ -90,13 +92,16 @@ std::string unit_of(const std::string& path) {
   return s;
 }
 
-// Every `#include "accrue/..."` of a file, as (line number, included path).
+// Every `#include "..."` of a file, as (line number, included path relative to the source tree):
+// the library names its files relative to the including file.
 std::vector<std::pair<std::size_t, std::string>> includes(const Source& s) {
-  static const std::regex include{R"(^\s*#\s*include\s+"accrue/([^"]+)\")"};
+  static const std::regex include{R"(^\s*#\s*include\s+"([^"]+)\")"};
   std::vector<std::pair<std::size_t, std::string>> out;
   std::smatch m;
+  const fs::path folder = fs::path(s.path).parent_path();
   for (std::size_t i = 0; i < s.lines.size(); ++i)
-    if (std::regex_search(s.lines[i], m, include)) out.emplace_back(i + 1, m[1].str());
+    if (std::regex_search(s.lines[i], m, include))
+      out.emplace_back(i + 1, (folder / m[1].str()).lexically_normal().generic_string());
   return out;
 }
 
@@ -179,4 +184,25 @@ BOOST_AUTO_TEST_CASE(files_and_functions_stay_short) {
     }
   }
   BOOST_TEST(functions > 1000u);
+}
+
+// An editor, a code browser or a structure tool on a clean checkout finds the file behind every
+// quoted include: it is named relative to the including file's folder (or to the source tree's
+// root). The library's generated headers (accrue/config.hpp, accrue/accrue.hpp) and the library
+// as a user includes it are <accrue/...>.
+BOOST_AUTO_TEST_CASE(every_quoted_include_names_a_file_of_the_tree) {
+  static const std::regex include{R"(^\s*#\s*include\s+"([^"]+)\")"};
+  std::size_t checked = 0;
+  for (const Source& s : sources({"framework", "kernels", "dsl", "datasets", "examples", "tests", "bench"})) {
+    const fs::path folder = source_dir / fs::path(s.path).parent_path();
+    std::smatch m;
+    for (std::size_t i = 0; i < s.lines.size(); ++i) {
+      if (!std::regex_search(s.lines[i], m, include)) continue;
+      ++checked;
+      const std::string name = m[1].str();
+      BOOST_TEST((fs::is_regular_file(folder / name) || fs::is_regular_file(source_dir / name)),
+                 s.path << ":" << i + 1 << " includes \"" << name << "\", which is no file beside it or from the tree's root");
+    }
+  }
+  BOOST_TEST(checked > 1000u);
 }

@@ -7,7 +7,7 @@
 #include <numeric>
 #include <random>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 namespace accrue::test {
 

@@ -4,8 +4,8 @@
 
 #include <atomic>
 
-#include "accrue/kernels/cpu/conv.hpp"
-#include "accrue/kernels/cpu/conv/gathered_tiles.hpp"
+#include "../conv.hpp"
+#include "gathered_tiles.hpp"
 
 namespace accrue::kernels::cpu::conv_detail {
 

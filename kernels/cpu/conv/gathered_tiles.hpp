@@ -4,8 +4,8 @@
 // and the offsets of positions and taps. Used by the float32 implicit GEMM, Winograd and the
 // bfloat16 pair kernels.
 
-#include "accrue/kernels/cpu/capability.hpp"
-#include "accrue/kernels/cpu/conv/parts.hpp"
+#include "../capability.hpp"
+#include "parts.hpp"
 
 namespace accrue::kernels::cpu::conv_detail {
 

@@ -1,7 +1,7 @@
 // The im2col form (float32): each sample's patches written out as a matrix and multiplied with
 // OpenBLAS's sgemm; also im2col and col2im themselves.
 
-#include "accrue/kernels/cpu/conv/forms.hpp"
+#include "forms.hpp"
 
 namespace accrue::kernels::cpu {
 using namespace conv_detail;

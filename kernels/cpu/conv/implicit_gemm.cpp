@@ -1,7 +1,7 @@
 // The implicit GEMM form (float32, AVX-512 or AVX2): forward and the weight's gradient read the
 // zero-padded image where it lies (gathered_tiles.hpp).
 
-#include "accrue/kernels/cpu/conv/forms.hpp"
+#include "forms.hpp"
 
 namespace accrue::kernels::cpu {
 using namespace conv_detail;

@@ -18,16 +18,16 @@
 #include <immintrin.h>
 #endif
 
-#include "accrue/kernels/cpu/conv.hpp"
-#include "accrue/kernels/cpu/lane_masks.hpp"
+#include "../conv.hpp"
+#include "../lane_masks.hpp"
 
-#include "accrue/framework/error.hpp"
+#include "../../../framework/error.hpp"
 
-#include "accrue/kernels/common/half.hpp"
-#include "accrue/kernels/cpu/gemm/bf16.hpp"
-#include "accrue/kernels/cpu/gemm/openblas.hpp"
-#include "accrue/kernels/cpu/parallel.hpp"
-#include "accrue/kernels/cpu/gemm.hpp"
+#include "../../common/half.hpp"
+#include "../gemm/bf16.hpp"
+#include "../gemm/openblas.hpp"
+#include "../parallel.hpp"
+#include "../gemm.hpp"
 
 #if defined(__x86_64__)
 // GCC 12's AVX-512 headers build vectors from _mm512_undefined_ps(), which -Wuninitialized

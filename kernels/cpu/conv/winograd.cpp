@@ -1,6 +1,6 @@
 // The Winograd F(2x2, 3x3) form (float32) of 3x3 convolutions of stride 1.
 
-#include "accrue/kernels/cpu/conv/forms.hpp"
+#include "forms.hpp"
 
 namespace accrue::kernels::cpu {
 using namespace conv_detail;

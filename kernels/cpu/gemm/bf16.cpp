@@ -13,8 +13,8 @@
 // float32 and is written out (alpha, beta, the output type, transposed or not) while in cache. Linux grants AMX's 8 KiB of
 // tile state per process on request (arch_prctl, in capability.cpp); without either kernel the callers widen to float32.
 
-#include "accrue/kernels/cpu/gemm/bf16.hpp"
-#include "accrue/kernels/cpu/gemm/bf16_pack.hpp"
+#include "bf16.hpp"
+#include "bf16_pack.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -24,10 +24,10 @@
 #include <tuple>
 #include <type_traits>
 
-#include "accrue/framework/error.hpp"
-#include "accrue/kernels/common/half.hpp"
-#include "accrue/kernels/cpu/capability.hpp"
-#include "accrue/kernels/cpu/parallel.hpp"
+#include "../../../framework/error.hpp"
+#include "../../common/half.hpp"
+#include "../capability.hpp"
+#include "../parallel.hpp"
 
 #if defined(__x86_64__)
 #include <immintrin.h>

@@ -7,8 +7,8 @@
 #include <optional>
 #include <vector>
 
-#include "accrue/framework/tensor.hpp"
-#include "accrue/kernels/cpu/variant.hpp"
+#include "../../../framework/tensor.hpp"
+#include "../variant.hpp"
 
 namespace accrue::kernels::cpu {
 

@@ -2,13 +2,13 @@
 // rounding through bfloat16. Compiled once per instruction-set variant
 // (kernels/cpu/variant.hpp), since the compiler vectorises these loops.
 
-#include "accrue/kernels/cpu/gemm/bf16_pack.hpp"
+#include "bf16_pack.hpp"
 
 #include <algorithm>
 #include <type_traits>
 
-#include "accrue/kernels/common/half.hpp"
-#include "accrue/kernels/cpu/parallel.hpp"
+#include "../../common/half.hpp"
+#include "../parallel.hpp"
 
 namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT {
 

@@ -4,8 +4,8 @@
 
 #include <cstdint>
 
-#include "accrue/kernels/cpu/gemm/bf16.hpp"
-#include "accrue/kernels/cpu/variant.hpp"
+#include "bf16.hpp"
+#include "../variant.hpp"
 
 namespace accrue::kernels::cpu {
 

@@ -1,13 +1,13 @@
-#include "accrue/kernels/cpu/gemm/openblas.hpp"
+#include "openblas.hpp"
 
 #include <dlfcn.h>
 
 #include <cstdlib>
 #include <vector>
 
-#include "accrue/framework/error.hpp"
-#include "accrue/framework/log.hpp"
-#include "accrue/kernels/cpu/capability.hpp"
+#include "../../../framework/error.hpp"
+#include "../../../framework/log.hpp"
+#include "../capability.hpp"
 
 #ifndef ACCRUE_OPENBLAS_LIBRARY
 #define ACCRUE_OPENBLAS_LIBRARY "libopenblas.so.0"

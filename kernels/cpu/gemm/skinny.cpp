@@ -13,16 +13,16 @@
 // FMA (8 lanes, 16 registers, so smaller tiles), chosen at run time by what the processor has;
 // other shapes and processors use OpenBLAS.
 
-#include "accrue/kernels/cpu/gemm/skinny.hpp"
+#include "skinny.hpp"
 
 #include <algorithm>
 #include <array>
 #include <utility>
 
-#include "accrue/framework/error.hpp"
-#include "accrue/kernels/cpu/capability.hpp"
-#include "accrue/kernels/cpu/lane_masks.hpp"
-#include "accrue/kernels/cpu/parallel.hpp"
+#include "../../../framework/error.hpp"
+#include "../capability.hpp"
+#include "../lane_masks.hpp"
+#include "../parallel.hpp"
 
 #if defined(__x86_64__)
 // GCC 12's AVX-512 headers build shuffles from _mm512_undefined_ps(), which -Wuninitialized
