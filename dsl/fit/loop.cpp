@@ -170,7 +170,8 @@ std::deque<EpochWindow> TrainingRun::begin_epoch(int epoch) {
   reset_peak_memory(model_.device());
   for (Callback* c : *callbacks_) c->on_epoch_begin(epoch);
   epoch_micro_batches_ = static_cast<std::int64_t>(plan_->epoch_slots(epoch).size());
-  const std::vector<EpochWindow> windows = plan_->epoch_run(epoch, continuing ? static_cast<std::int64_t>(state_.next_slot) : 0);
+  const std::int64_t from = continuing ? static_cast<std::int64_t>(state_.next_slot) : 0;
+  const std::vector<EpochWindow> windows = plan_->epoch_run(epoch, from);
   return {windows.begin(), windows.end()};
 }
 
