@@ -53,7 +53,7 @@
 #include "plan_choice.hpp"
 #include "layer_registry.hpp"
 #include "sequential.hpp"
-#include "teaching.hpp"
+#include "verify_accumulation.hpp"
 #include "trainer.hpp"
 #include "../framework/amp/grad_scaler.hpp"
 #include "../framework/autocast.hpp"

@@ -77,7 +77,7 @@ std::deque<EpochWindow> TrainingRun::back_off(OutOfMemory& e, const StepRecord& 
   state_.pending.clear();
   const std::int64_t micro = state_.batch_size;
   if (!options_.backoff_on_oom || micro < 2 || micro % 2 != 0) {
-    e.prepend(where(record));
+    e.prepend(error_prefix(record));
     if (options_.backoff_on_oom) e.append(fmt::format("\nbackoff_on_oom cannot halve a micro-batch of {}.", micro));
     if (const std::size_t limit = memory_stats(model_.device()).limit; limit > 0)
       e.append(fitting_advice(model_, std::min(micro, train_.size()), plan_->max_effective_batch(), live_besides_model_,

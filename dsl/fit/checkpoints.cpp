@@ -58,7 +58,7 @@ std::int64_t resumed_micro_batch(const TrainingCheckpoint& checkpoint, const dis
 
 void TrainingRun::resume() {
   const TrainingCheckpoint& checkpoint = *checkpoints_.resumed();
-  RunParts p = parts();
+  RunParts p = run_parts();
   checkpoint.restore(p, communicator_->rank(), communicator_->size());
   context_.resumed = true;
   context_.initial_epoch = state_.epoch;
@@ -81,7 +81,7 @@ void TrainingRun::resume() {
 void TrainingRun::write_checkpoint() {
   // An open window's gradients are saved whole.
   if (DeferredWeightGradients* deferred = modes_ ? modes_->deferred() : nullptr) deferred->flush();
-  checkpoints_.write(parts(), state_.micro_batches, saved_callbacks(), *communicator_);
+  checkpoints_.write(run_parts(), state_.micro_batches, saved_callbacks(), *communicator_);
 }
 
 // The callbacks whose state a checkpoint keeps: the user's (the progress bar and explanations keep
@@ -92,7 +92,7 @@ std::vector<Callback*> TrainingRun::saved_callbacks() const {
   return user;
 }
 
-RunParts TrainingRun::parts() {
+RunParts TrainingRun::run_parts() {
   return {model_, *optimizer_, scaler_, schedule_, context_, model_.metrics_, state_};
 }
 

@@ -36,7 +36,7 @@ History TrainingRun::fit() {
           windows = back_off(e, record);  // this window again with half the micro-batch, or what would fit
           break;
         } catch (Error& e) {
-          e.prepend(where(record));
+          e.prepend(error_prefix(record));
           throw;
         }
         if (slot.closes_window) step(slot, record);  // unscale, clip, learning rate, optimizer step, zero
@@ -194,7 +194,7 @@ void TrainingRun::step(const MicroBatchSlot& slot, StepRecord& record) {
                           .deferred = modes_->deferred()},
                          state_.window_poisoned, context_.optimizer_steps, record);
   } catch (Error& e) {
-    e.prepend(where(record));
+    e.prepend(error_prefix(record));
     throw;
   }
   state_.window_poisoned = false;
@@ -270,7 +270,7 @@ History TrainingRun::end_training() {
 
 // "epoch 2/5, batch 7/938 (samples ...; micro-batch 3/4 of optimizer step 12): ", put before an
 // error raised while training the micro-batch of `record`.
-std::string TrainingRun::where(const StepRecord& record) const {
+std::string TrainingRun::error_prefix(const StepRecord& record) const {
   const std::int64_t first = record.micro_batch * state_.batch_size;
   return fmt::format("epoch {}/{}, batch {}/{} (samples {}..{} of the epoch; micro-batch {}/{} of optimizer step {}): ",
                      record.epoch + 1, options_.epochs, record.micro_batch + 1, plan_->micro_batches_per_epoch(), first,

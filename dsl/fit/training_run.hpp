@@ -90,7 +90,7 @@ class TrainingRun {
   void between_micro_batches(const MicroBatchSlot& slot);
   void end_epoch(int epoch);
   History end_training();
-  std::string where(const StepRecord& record) const;
+  std::string error_prefix(const StepRecord& record) const;
 
   // micro_batch_loss.cpp
   void handle_nonfinite_loss(double loss, const StepRecord& record);
@@ -116,7 +116,7 @@ class TrainingRun {
   void resume();
   void write_checkpoint();
   std::vector<Callback*> saved_callbacks() const;
-  RunParts parts();
+  RunParts run_parts();
   int stop_signal() const;
   void stop_if_signalled(int epoch, std::size_t next);
   [[noreturn]] void stop_in_validation(int epoch, const Interrupted& stopped);

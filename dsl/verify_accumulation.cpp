@@ -1,4 +1,4 @@
-#include "teaching.hpp"
+#include "verify_accumulation.hpp"
 
 #include <cmath>
 #include <numeric>

@@ -1,7 +1,7 @@
-// Dropout (framework/ops/misc.cpp) with a fixed mask: finite-difference gradients.
+// Dropout (framework/ops/dropout.cpp) with a fixed mask: finite-difference gradients.
 
 #include "op_test.hpp"
-BOOST_AUTO_TEST_SUITE(misc)
+BOOST_AUTO_TEST_SUITE(dropout)
 
 BOOST_AUTO_TEST_CASE(dropout_with_a_fixed_mask) {
   // Re-seeding inside f gives the same mask at every evaluation, so the op is a fixed function.
