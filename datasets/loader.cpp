@@ -2,7 +2,6 @@
 
 #include <limits>
 #include <numeric>
-#include <span>
 
 #include "../framework/random.hpp"
 
@@ -56,12 +55,9 @@ std::vector<std::int64_t> DataLoader::sample_indices(std::int64_t i, bool all_sh
 
 Batch DataLoader::operator[](std::int64_t i) const {
   const auto [begin, end] = positions(i, false);
-  const Example e = options_.shuffle
-                        ? dataset_.gather(std::span<const std::int64_t>(order_).subspan(
-                                              static_cast<std::size_t>(begin), static_cast<std::size_t>(end - begin)),
-                                          context())
-                        : dataset_.slice(begin, end, context());
-  return Batch{e.inputs, e.targets, i, sample_indices(i)};
+  std::vector<std::int64_t> samples = sample_indices(i);
+  const Example e = options_.shuffle ? dataset_.gather(samples, context()) : dataset_.slice(begin, end, context());
+  return Batch{e.inputs, e.targets, i, std::move(samples)};
 }
 
 }  // namespace accrue

@@ -184,7 +184,6 @@ void TrainingRun::make_loader() {
   batches_ = std::make_unique<DeviceBatches>(*loader_, model_.device(), BatchQueueOptions{.workers = options_.data_workers});
 }
 
-
 // "class_weight {0: 1, 1: 5} times the dataset's sample weights: ...", or nothing unweighted.
 std::string TrainingRun::sample_weighting() const {
   const std::vector<float>& weights = units_->sample_weights();
@@ -237,7 +236,8 @@ void TrainingRun::make_context() {
   context_.scaler = scaler_;
 }
 
-// The plan, the loader and the current epoch's micro-batch count for the run's micro-batch and accumulation.
+// The plan, the loader and the current epoch's micro-batch count for the run's micro-batch and
+// accumulation.
 void TrainingRun::replan() {
   plan_ = plan_run(model_, options_, train_.size(), state_.batch_size, state_.accumulation_factor);
   make_loader();
