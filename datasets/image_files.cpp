@@ -61,16 +61,22 @@ bool unfilter(unsigned char* row, const unsigned char* above, std::size_t length
 
 }  // namespace
 
-namespace detail {
+namespace {
 
-std::optional<DecodedImage> decode_plain_png(std::string_view bytes, const ImageLimits& limits) {
-  // Chunks: IHDR first, the IDATs in one run, IEND; every CRC checked. Anything with colour
-  // management other than sRGB, a palette, transparency by chunk, 16 bits or interlacing is libpng's.
-  if (!bytes.starts_with(png_magic)) return std::nullopt;
-  std::size_t at = png_magic.size();
+// A plain PNG's header and compressed image data, as decode_plain_png decodes it.
+struct PlainPng {
   std::int64_t width = 0, height = 0;
   int channels = 0;
   std::vector<std::string_view> idat;
+};
+
+// Chunks: IHDR first, the IDATs in one run, IEND; every CRC checked. Anything with colour
+// management other than sRGB, a palette, transparency by chunk, 16 bits or interlacing is libpng's:
+// nothing then.
+std::optional<PlainPng> plain_png_chunks(std::string_view bytes, const ImageLimits& limits) {
+  if (!bytes.starts_with(png_magic)) return std::nullopt;
+  std::size_t at = png_magic.size();
+  PlainPng png;
   bool header = false, ended = false, in_idat = false, idat_done = false;
   while (!ended) {
     if (bytes.size() - at < 12) return std::nullopt;
@@ -85,19 +91,20 @@ std::optional<DecodedImage> decode_plain_png(std::string_view bytes, const Image
     at += 12 + std::size_t{length};
     if (!header) {
       if (type != "IHDR" || length != 13) return std::nullopt;
-      width = big_endian_u32(data.data());
-      height = big_endian_u32(data.data() + 4);
+      png.width = big_endian_u32(data.data());
+      png.height = big_endian_u32(data.data() + 4);
       const int depth = data[8], colour = data[9];
-      channels = colour == 0 ? 1 : colour == 2 ? 3 : colour == 4 ? 2 : colour == 6 ? 4 : 0;
-      if (depth != 8 || channels == 0 || data[10] != 0 || data[11] != 0 || data[12] != 0) return std::nullopt;
+      png.channels = colour == 0 ? 1 : colour == 2 ? 3 : colour == 4 ? 2 : colour == 6 ? 4 : 0;
+      if (depth != 8 || png.channels == 0 || data[10] != 0 || data[11] != 0 || data[12] != 0) return std::nullopt;
       // libpng's own limit on each side is a million pixels.
-      if (width <= 0 || height <= 0 || width > 1000000 || height > 1000000 || width > limits.max_pixels / height)
+      if (png.width <= 0 || png.height <= 0 || png.width > 1000000 || png.height > 1000000 ||
+          png.width > limits.max_pixels / png.height)
         return std::nullopt;
       header = true;
     } else if (type == "IDAT") {
       if (idat_done) return std::nullopt;
       in_idat = true;
-      idat.push_back(data);
+      png.idat.push_back(data);
     } else {
       idat_done = in_idat;
       if (type == "IEND") ended = true;
@@ -109,13 +116,14 @@ std::optional<DecodedImage> decode_plain_png(std::string_view bytes, const Image
     }
   }
   if (!in_idat) return std::nullopt;
-  // The whole image inflated at once (libpng inflates a row at a time, which keeps zlib off its
-  // fast path for small images), then unfiltered row by row into place.
-  const auto row_bytes = static_cast<std::size_t>(width) * static_cast<std::size_t>(channels);
-  if (static_cast<std::size_t>(height) * (row_bytes + 1) > UINT32_MAX) return std::nullopt;
-  ScratchVector<unsigned char> raw(static_cast<std::size_t>(height) * (row_bytes + 1));
+  return png;
+}
+
+// The IDATs inflated at once into `raw`, which must come out exactly full (libpng inflates a row at
+// a time, which keeps zlib off its fast path for small images).
+bool inflate_whole(const std::vector<std::string_view>& idat, ScratchVector<unsigned char>& raw) {
   z_stream z{};
-  if (inflateInit(&z) != Z_OK) return std::nullopt;
+  if (inflateInit(&z) != Z_OK) return false;
   z.next_out = raw.data();
   z.avail_out = static_cast<uInt>(raw.size());
   int status = Z_OK;
@@ -128,7 +136,23 @@ std::optional<DecodedImage> decode_plain_png(std::string_view bytes, const Image
   }
   const bool whole = status == Z_STREAM_END && z.avail_out == 0;
   inflateEnd(&z);
-  if (!whole) return std::nullopt;
+  return whole;
+}
+
+}  // namespace
+
+namespace detail {
+
+std::optional<DecodedImage> decode_plain_png(std::string_view bytes, const ImageLimits& limits) {
+  const std::optional<PlainPng> png = plain_png_chunks(bytes, limits);
+  if (!png) return std::nullopt;
+  const std::int64_t width = png->width, height = png->height;
+  const int channels = png->channels;
+  // The whole image inflated, then unfiltered row by row into place.
+  const auto row_bytes = static_cast<std::size_t>(width) * static_cast<std::size_t>(channels);
+  if (static_cast<std::size_t>(height) * (row_bytes + 1) > UINT32_MAX) return std::nullopt;
+  ScratchVector<unsigned char> raw(static_cast<std::size_t>(height) * (row_bytes + 1));
+  if (!inflate_whole(png->idat, raw)) return std::nullopt;
   const int out_channels = channels == 2 ? 4 : channels;
   DecodedImage out{width, height, out_channels, ScratchVector<std::uint8_t>(static_cast<std::size_t>(width * height * out_channels))};
   const unsigned char* above = nullptr;

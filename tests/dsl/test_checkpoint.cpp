@@ -271,22 +271,33 @@ BOOST_AUTO_TEST_CASE(checkpoints_by_time) {
   BOOST_TEST(detail::checkpoints_in(dir.path.string()).size() == 39u);
 }
 
-BOOST_AUTO_TEST_CASE(damaged_checkpoints_are_refused_and_change_nothing) {
+// A run's checkpoints (every 5 micro-batches) with one from inside an epoch and its bytes, and a
+// model whose state a refused checkpoint must leave as it was.
+struct DamagedCheckpoints {
   const Config c = configs()[0];
   const Dataset data = blobs(c.samples, 11);
   TempDir dir{"damaged"};
-  train_with_checkpoints(c, data, dir.file("ok"), 5);
-  const auto files = detail::checkpoints_in(dir.file("ok"));
-  const std::string good = files[files.size() / 2];  // inside an epoch
-  const std::string bytes = read_file(good);
+  std::vector<std::string> files;
+  std::string good, bytes;
   Sequential m = made(c, 42);
-  m.build(data.sample_shape());
-  const auto before = state_bytes(m);
-  const auto resume_from = [&](const std::string& path) {
+  std::vector<std::string> before;
+
+  DamagedCheckpoints() {
+    train_with_checkpoints(c, data, dir.file("ok"), 5);
+    files = detail::checkpoints_in(dir.file("ok"));
+    good = files[files.size() / 2];  // inside an epoch
+    bytes = read_file(good);
+    m.build(data.sample_shape());
+    before = state_bytes(m);
+  }
+  void resume_from(const std::string& path) {
     FitOptions options = c.options();
     options.resume_from = path;
     m.fit(data, options);
-  };
+  }
+};
+
+BOOST_FIXTURE_TEST_CASE(damaged_checkpoints_are_refused_and_change_nothing, DamagedCheckpoints) {
 
   // Truncated anywhere: in the length, the header, the data, by one byte.
   for (std::size_t length : {std::size_t{0}, std::size_t{5}, std::size_t{8}, std::size_t{200}, bytes.size() / 2,
@@ -334,7 +345,9 @@ BOOST_AUTO_TEST_CASE(damaged_checkpoints_are_refused_and_change_nothing) {
   m.save_weights(dir.file("weights.safetensors"));
   BOOST_CHECK_EXCEPTION(resume_from(dir.file("weights.safetensors")), IoError,
                         message_has({"is not a training checkpoint", "load_weights"}));
+}
 
+BOOST_FIXTURE_TEST_CASE(a_folder_skips_a_damaged_newest_checkpoint_but_not_only_damaged_ones, DamagedCheckpoints) {
   // In a folder, a damaged newest checkpoint is skipped for the one before it.
   fs::create_directories(dir.file("folder"));
   fs::copy_file(files[files.size() - 1], dir.file("folder/checkpoint-0000000005.safetensors"));
