@@ -73,17 +73,18 @@ AdamOptimizer::State& AdamOptimizer::begin_step(std::size_t index) {
 
 void AdamOptimizer::update(std::size_t index, const Tensor& param, const Tensor& grad) {
   const State& s = begin_step(index);
-  kernels::adam_update(param, grad, s.exp_avg, s.exp_avg_sq, s.max_exp_avg_sq, hyper(s.step));
+  kernels::optimizer_update<kernels::common::AdamRule>({param, grad, {s.exp_avg, s.exp_avg_sq, s.max_exp_avg_sq}},
+                                                      hyper(s.step));
 }
 
 void AdamOptimizer::update_all(const std::vector<std::size_t>& indices) {
   // Parameters that skipped steps (no gradient) have their own step counts; each count is one group.
-  std::map<std::int64_t, std::vector<kernels::AdamSlot>> groups;
+  std::map<std::int64_t, std::vector<kernels::UpdateSlot<3>>> groups;
   for (std::size_t i : indices) {
     const State& s = begin_step(i);
-    groups[s.step].push_back({parameters_[i], parameters_[i].grad(), s.exp_avg, s.exp_avg_sq, s.max_exp_avg_sq});
+    groups[s.step].push_back({parameters_[i], parameters_[i].grad(), {s.exp_avg, s.exp_avg_sq, s.max_exp_avg_sq}});
   }
-  for (const auto& [step, slots] : groups) kernels::adam_update(slots, hyper(step));
+  for (const auto& [step, slots] : groups) kernels::optimizer_update<kernels::common::AdamRule>(slots, hyper(step));
 }
 
 void AdamOptimizer::move_state_to(Device device) {
@@ -134,11 +135,11 @@ void AdamOptimizer::restore_state(const OptimizerState& state) {
   }
 }
 
-kernels::common::AdamHyper AdamOptimizer::hyper(std::int64_t step) const {
+kernels::common::AdamRule::Hyper AdamOptimizer::hyper(std::int64_t step) const {
   // Step-dependent scalars in double on the host, as PyTorch computes them in Python.
   const double bias_correction1 = 1.0 - std::pow(options_.betas[0], static_cast<double>(step));
   const double bias_correction2 = 1.0 - std::pow(options_.betas[1], static_cast<double>(step));
-  return kernels::common::AdamHyper{static_cast<float>(lr_),
+  return kernels::common::AdamRule::Hyper{static_cast<float>(lr_),
                                     static_cast<float>(options_.betas[0]),
                                     static_cast<float>(options_.betas[1]),
                                     static_cast<float>(options_.eps),

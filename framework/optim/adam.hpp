@@ -66,7 +66,7 @@ class AdamOptimizer final : public Optimizer {
  private:
   /// Creates the state on the first step and counts the step.
   State& begin_step(std::size_t index);
-  kernels::common::AdamHyper hyper(std::int64_t step) const;
+  kernels::common::AdamRule::Hyper hyper(std::int64_t step) const;
   Options options_;
   std::vector<State> states_;
 };

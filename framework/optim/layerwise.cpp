@@ -102,10 +102,10 @@ void LarsOptimizer::update(std::size_t index, const Tensor& param, const Tensor&
     scaled_lr = config_.larc_clip ? std::min(trust, lr_) : lr_ * trust;
   }
   trust_ratios_[index] = trust;
-  kernels::lars_update(param, grad, s.tensors.empty() ? Tensor() : s.tensors[0],
-                       {.scaled_lr = static_cast<float>(scaled_lr),
-                        .momentum = static_cast<float>(config_.momentum),
-                        .weight_decay = static_cast<float>(wd)});
+  kernels::optimizer_update<kernels::common::LarsRule>({param, grad, {s.tensors.empty() ? Tensor() : s.tensors[0]}},
+                                                      {.scaled_lr = static_cast<float>(scaled_lr),
+                                                       .momentum = static_cast<float>(config_.momentum),
+                                                       .weight_decay = static_cast<float>(wd)});
 }
 
 LambOptimizer::LambOptimizer(std::vector<Tensor> parameters, const LAMB& config)
@@ -122,7 +122,7 @@ void LambOptimizer::update(std::size_t index, const Tensor& param, const Tensor&
   const bool out = excluded(index);
   const auto& b = config_.betas;
   const auto t = static_cast<double>(s.step);
-  const kernels::common::LambHyper h{
+  const kernels::common::LambRule::Hyper h{
       .beta1 = static_cast<float>(b[0]),
       .one_minus_beta1 = static_cast<float>(1.0 - b[0]),
       .beta2 = static_cast<float>(b[1]),
@@ -133,7 +133,7 @@ void LambOptimizer::update(std::size_t index, const Tensor& param, const Tensor&
       .bias_correction2 = static_cast<float>(config_.bias_correction ? 1.0 - std::pow(b[1], t) : 1.0)};
   // The update r, then its norm: one parameter-sized temporary at a time.
   const Tensor r = Tensor::empty(param.shape(), {.device = param.device()});
-  kernels::lamb_moments(param, grad, s.tensors[0], s.tensors[1], r, h);
+  kernels::optimizer_update<kernels::common::LambRule>({param, grad, {s.tensors[0], s.tensors[1], r}}, h);
   const double w = out ? 0.0 : norm(param), u = out ? 0.0 : norm(r);
   const double trust = w > 0.0 && u > 0.0 ? w / u : 1.0;
   trust_ratios_[index] = trust;

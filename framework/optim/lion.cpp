@@ -37,15 +37,16 @@ std::string LionOptimizer::str() const {
 void LionOptimizer::update(std::size_t index, const Tensor&, const Tensor&) { update_all({index}); }
 
 void LionOptimizer::update_all(const std::vector<std::size_t>& indices) {
-  std::vector<kernels::LionSlot> slots;
-  for (std::size_t i : indices) slots.push_back({parameters_[i], parameters_[i].grad(), begin_step(i).tensors[0]});
+  std::vector<kernels::UpdateSlot<1>> slots;
+  for (std::size_t i : indices) slots.push_back({parameters_[i], parameters_[i].grad(), {begin_step(i).tensors[0]}});
   const auto& b = config_.betas;
-  kernels::lion_update(slots, {.lr = static_cast<float>(lr_),
-                               .beta1 = static_cast<float>(b[0]),
-                               .one_minus_beta1 = static_cast<float>(1.0 - b[0]),
-                               .beta2 = static_cast<float>(b[1]),
-                               .one_minus_beta2 = static_cast<float>(1.0 - b[1]),
-                               .decay_factor = static_cast<float>(1.0 - lr_ * config_.weight_decay)});
+  kernels::optimizer_update<kernels::common::LionRule>(
+      slots, {.lr = static_cast<float>(lr_),
+              .beta1 = static_cast<float>(b[0]),
+              .one_minus_beta1 = static_cast<float>(1.0 - b[0]),
+              .beta2 = static_cast<float>(b[1]),
+              .one_minus_beta2 = static_cast<float>(1.0 - b[1]),
+              .decay_factor = static_cast<float>(1.0 - lr_ * config_.weight_decay)});
 }
 
 }  // namespace accrue::optim

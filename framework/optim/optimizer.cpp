@@ -77,7 +77,11 @@ void Optimizer::update_average() {
   } else if (a.warmup) {
     decay = std::min(a.decay, (1.0 + n) / (10.0 + n));
   }
-  kernels::average_update(average_tensors_, parameters_, decay);
+  ACCRUE_ASSERT(average_tensors_.size() == parameters_.size());
+  std::vector<kernels::UpdateSlot<0>> slots;  // the average is the tensor the rule writes, the parameter the one it reads
+  for (std::size_t i = 0; i < parameters_.size(); ++i) slots.push_back({average_tensors_[i], parameters_[i], {}});
+  kernels::optimizer_update<kernels::common::AverageRule>(
+      slots, {.decay = static_cast<float>(decay), .one_minus_decay = static_cast<float>(1.0 - decay)});
   ++average_updates_;
   if (a.overwrite_every > 0 && average_updates_ % a.overwrite_every == 0) load_average_into_parameters();
 }

@@ -76,19 +76,19 @@ void RmspropOptimizer::update(std::size_t index, const Tensor&, const Tensor&) {
 
 void RmspropOptimizer::update_all(const std::vector<std::size_t>& indices) {
   const bool momentum = config_.momentum != 0.0;
-  std::vector<kernels::RmspropSlot> slots;
+  std::vector<kernels::UpdateSlot<3>> slots;
   for (std::size_t i : indices) {
     const Slot& s = begin_step(i);
-    slots.push_back({parameters_[i], parameters_[i].grad(), s.tensors[0], config_.centered ? s.tensors.back() : Tensor(),
-                     momentum ? s.tensors[1] : Tensor()});
+    slots.push_back({parameters_[i], parameters_[i].grad(),
+                     {s.tensors[0], config_.centered ? s.tensors.back() : Tensor(), momentum ? s.tensors[1] : Tensor()}});
   }
-  kernels::rmsprop_update(slots, {.lr = static_cast<float>(lr_),
-                                  .alpha = static_cast<float>(config_.alpha),
-                                  .one_minus_alpha = static_cast<float>(1.0 - config_.alpha),
-                                  .eps = static_cast<float>(config_.eps),
-                                  .weight_decay = static_cast<float>(config_.weight_decay),
-                                  .momentum = static_cast<float>(config_.momentum),
-                                  .centered = config_.centered});
+  kernels::optimizer_update<kernels::common::RmspropRule>(slots, {.lr = static_cast<float>(lr_),
+                                                                  .alpha = static_cast<float>(config_.alpha),
+                                                                  .one_minus_alpha = static_cast<float>(1.0 - config_.alpha),
+                                                                  .eps = static_cast<float>(config_.eps),
+                                                                  .weight_decay = static_cast<float>(config_.weight_decay),
+                                                                  .momentum = static_cast<float>(config_.momentum),
+                                                                  .centered = config_.centered});
 }
 
 AdagradOptimizer::AdagradOptimizer(std::vector<Tensor> parameters, const Adagrad& config)
@@ -105,16 +105,16 @@ void AdagradOptimizer::update(std::size_t index, const Tensor&, const Tensor&) {
 
 void AdagradOptimizer::update_all(const std::vector<std::size_t>& indices) {
   // The decayed rate depends on each parameter's own step count: one group per count.
-  std::map<std::int64_t, std::vector<kernels::AdagradSlot>> groups;
+  std::map<std::int64_t, std::vector<kernels::UpdateSlot<1>>> groups;
   for (std::size_t i : indices) {
     const Slot& s = begin_step(i);
-    groups[s.step].push_back({parameters_[i], parameters_[i].grad(), s.tensors[0]});
+    groups[s.step].push_back({parameters_[i], parameters_[i].grad(), {s.tensors[0]}});
   }
   for (const auto& [step, slots] : groups) {
     const double clr = lr_ / (1.0 + static_cast<double>(step - 1) * config_.lr_decay);
-    kernels::adagrad_update(slots, {.clr = static_cast<float>(clr),
-                                    .eps = static_cast<float>(config_.eps),
-                                    .weight_decay = static_cast<float>(config_.weight_decay)});
+    kernels::optimizer_update<kernels::common::AdagradRule>(slots, {.clr = static_cast<float>(clr),
+                                                                    .eps = static_cast<float>(config_.eps),
+                                                                    .weight_decay = static_cast<float>(config_.weight_decay)});
   }
 }
 

@@ -44,16 +44,16 @@ std::string SgdOptimizer::str() const {
 
 void SgdOptimizer::update(std::size_t index, const Tensor& param, const Tensor& grad) {
   const bool first = begin_step(index);
-  kernels::sgd_update(param, grad, buffers_[index], hyper(first));
+  kernels::optimizer_update<kernels::common::SgdRule>({param, grad, {buffers_[index]}}, hyper(first));
 }
 
 void SgdOptimizer::update_all(const std::vector<std::size_t>& indices) {
   // A parameter's first step with momentum starts its buffer from the gradient: its own group.
-  std::vector<kernels::SgdSlot> first, later;
+  std::vector<kernels::UpdateSlot<1>> first, later;
   for (std::size_t i : indices)
-    (begin_step(i) ? first : later).push_back({parameters_[i], parameters_[i].grad(), buffers_[i]});
-  kernels::sgd_update(first, hyper(true));
-  kernels::sgd_update(later, hyper(false));
+    (begin_step(i) ? first : later).push_back({parameters_[i], parameters_[i].grad(), {buffers_[i]}});
+  kernels::optimizer_update<kernels::common::SgdRule>(first, hyper(true));
+  kernels::optimizer_update<kernels::common::SgdRule>(later, hyper(false));
 }
 
 bool SgdOptimizer::begin_step(std::size_t index) {
@@ -88,8 +88,8 @@ void SgdOptimizer::restore_state(const OptimizerState& state) {
     buffers_[i] = saved[i].defined() ? adopt_state_tensor(saved[i], parameters_[i]) : Tensor();
 }
 
-kernels::common::SgdHyper SgdOptimizer::hyper(bool first_step) const {
-  return kernels::common::SgdHyper{static_cast<float>(lr_),
+kernels::common::SgdRule::Hyper SgdOptimizer::hyper(bool first_step) const {
+  return kernels::common::SgdRule::Hyper{static_cast<float>(lr_),
                                    static_cast<float>(config_.momentum),
                                    static_cast<float>(config_.dampening),
                                    static_cast<float>(config_.weight_decay),

@@ -46,7 +46,7 @@ class SgdOptimizer final : public Optimizer {
  private:
   /// Creates the momentum buffer on a parameter's first step; true on that step.
   bool begin_step(std::size_t index);
-  kernels::common::SgdHyper hyper(bool first_step) const;
+  kernels::common::SgdRule::Hyper hyper(bool first_step) const;
   SGD config_;
   std::vector<Tensor> buffers_;
 };

@@ -11,7 +11,12 @@
 //
 // which declares cpu::baseline::fill, cpu::avx2::fill and cpu::avx512::fill, and makes cpu::fill
 // an object whose call runs the variant capability() picks: avx512 at levels avx512 and above,
-// avx2 at avx2. Code inside a variant calls its own variant's functions directly.
+// avx2 at avx2. Code inside a variant calls its own variant's functions directly. A kernel that is
+// a template over one type (the optimizer update, over its rule) is declared with
+//
+//   ACCRUE_CPU_KERNEL_TEMPLATE(optimizer_update, Rule, void, (const typename Rule::Hyper& hyper));
+//
+// and its file instantiates it for each type it runs with.
 //
 // Inline functions and templates that several compilations share are emitted by each of them,
 // and the linker keeps the first copy it meets. The library is linked as one shared object with
@@ -58,23 +63,32 @@ struct ByVariant {
 }  // namespace accrue::kernels::cpu
 
 #if defined(__x86_64__) && !defined(ACCRUE_NO_CPU_VARIANTS)
-#define ACCRUE_CPU_KERNEL(name, ...)                                                                       \
-  namespace baseline {                                                                                     \
-  std::type_identity_t<__VA_ARGS__> name;                                                                  \
-  }                                                                                                        \
-  namespace avx2 {                                                                                         \
-  std::type_identity_t<__VA_ARGS__> name;                                                                  \
-  }                                                                                                        \
-  namespace avx512 {                                                                                       \
-  std::type_identity_t<__VA_ARGS__> name;                                                                  \
-  }                                                                                                        \
-  inline constexpr ByVariant<&baseline::name, &avx2::name, &avx512::name> name {}
+// The declarations, once in each variant's namespace; the variants' functions, for ByVariant.
+#define ACCRUE_IN_EACH_CPU_VARIANT(...) \
+  namespace baseline {                  \
+  __VA_ARGS__                           \
+  }                                     \
+  namespace avx2 {                      \
+  __VA_ARGS__                           \
+  }                                     \
+  namespace avx512 {                    \
+  __VA_ARGS__                           \
+  }
+#define ACCRUE_CPU_VARIANTS_OF(name) &baseline::name, &avx2::name, &avx512::name
 #else
 // Other processors, and builds configured with -DACCRUE_CPU_VARIANTS=OFF, compile the baseline
 // variant only.
-#define ACCRUE_CPU_KERNEL(name, ...)                                                                       \
-  namespace baseline {                                                                                     \
-  std::type_identity_t<__VA_ARGS__> name;                                                                  \
-  }                                                                                                        \
-  inline constexpr ByVariant<&baseline::name, &baseline::name, &baseline::name> name {}
+#define ACCRUE_IN_EACH_CPU_VARIANT(...) \
+  namespace baseline {                  \
+  __VA_ARGS__                           \
+  }
+#define ACCRUE_CPU_VARIANTS_OF(name) &baseline::name, &baseline::name, &baseline::name
 #endif
+
+#define ACCRUE_CPU_KERNEL(name, ...)                                   \
+  ACCRUE_IN_EACH_CPU_VARIANT(std::type_identity_t<__VA_ARGS__> name;) \
+  inline constexpr ByVariant<ACCRUE_CPU_VARIANTS_OF(name)> name {}
+#define ACCRUE_CPU_KERNEL_TEMPLATE(name, T, result, parameters)  \
+  ACCRUE_IN_EACH_CPU_VARIANT(template <class T> result name parameters;) \
+  template <class T>                                             \
+  inline constexpr ByVariant<ACCRUE_CPU_VARIANTS_OF(name<T>)> name {}

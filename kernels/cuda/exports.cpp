@@ -1,5 +1,6 @@
 // The table libaccrue_cuda.so hands the core (backend.hpp): every function of the backend that the
-// core calls, by name. A function the core calls with ACCRUE_CUDA goes into this list.
+// core calls, by name. A function the core calls with ACCRUE_CUDA goes into this list; each optimizer
+// rule's update is there under the rule's name.
 
 #include <iterator>
 
@@ -45,8 +46,7 @@ std::unique_ptr<Communicator> make_nccl(Communicator& world, int device);  // nc
   X(unary_forward) X(unary_backward) X(binary_forward) X(binary_backward) X(fill) X(add_into)               \
   X(fill_uniform) X(fill_normal) X(unary_in_place) X(gather_rows) X(scatter_add_rows) X(gemm_f32)           \
   X(gemm_f32_strided_batched) X(gemm_low_precision) X(group_norm_forward) X(group_norm_backward)            \
-  X(batch_norm_forward_training) X(batch_norm_backward) X(sgd_update) X(adam_update) X(permute)             \
-  X(rmsprop_update) X(adagrad_update) X(lion_update) X(lars_update) X(lamb_moments) X(average_update)      \
+  X(batch_norm_forward_training) X(batch_norm_backward) X(permute)             \
   X(pool2d_forward) X(pool2d_backward) X(sum_dim_partials) X(sum_dim) X(expand_dim) X(sum_to_shape)         \
   X(argmax_rows) X(sum_of_squares_partials) X(sum_of_squares) X(softmax_forward) X(softmax_backward)        \
   X(masked_softmax_forward) X(masked_softmax_backward)
@@ -54,13 +54,17 @@ std::unique_ptr<Communicator> make_nccl(Communicator& world, int device);  // nc
 extern "C" __attribute__((visibility("default"))) const accrue::kernels::cuda::BackendTable* accrue_cuda_backend() {
   namespace cuda = accrue::kernels::cuda;
 #define ACCRUE_CUDA_ENTRY(name) {#name, reinterpret_cast<void*>(&cuda::name)},
+#define ACCRUE_CUDA_RULE(Rule) \
+  {accrue::kernels::common::Rule::name, reinterpret_cast<void*>(&cuda::optimizer_update<accrue::kernels::common::Rule>)},
   static const cuda::BackendFunction functions[] = {
       ACCRUE_CUDA_FUNCTIONS(ACCRUE_CUDA_ENTRY)
+      ACCRUE_OPTIMIZER_RULES(ACCRUE_CUDA_RULE)
 #if ACCRUE_WITH_NCCL
       {"make_nccl", reinterpret_cast<void*>(&accrue::distributed::detail::make_nccl)},
 #endif
   };
 #undef ACCRUE_CUDA_ENTRY
+#undef ACCRUE_CUDA_RULE
   static const cuda::BackendTable table{ACCRUE_VERSION, functions, std::size(functions)};
   return &table;
 }

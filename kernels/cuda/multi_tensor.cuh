@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "../common/multi_tensor.hpp"
-#include "../common/optimizer_updates.hpp"
 #include "launch.cuh"
 
 namespace accrue::kernels::cuda {
@@ -30,7 +29,6 @@ struct TensorTable {
   int block_chunk[table_blocks];
   unsigned char block_slot[table_blocks];
 };
-static_assert(sizeof(TensorTable<5>) + sizeof(common::AdamHyper) <= 4096, "kernel parameters must stay under 4 KiB");
 static_assert(table_tensors <= 255, "slots are stored in a byte");
 
 // The range [begin, end) of block b's chunk in its tensor.
@@ -42,7 +40,7 @@ __device__ void chunk_range(const TensorTable<Depth>& t, std::int64_t* begin, st
   *end = stop < t.n[*slot] ? stop : t.n[*slot];
 }
 
-// Runs `op` over a list of tensors described by `pointers[tensor][depth]` and `sizes`.
+// Runs `launch` over a list of tensors described by `pointers[tensor][depth]` and `sizes`.
 template <int Depth, class Launch>
 void for_each_launch(std::span<const std::int64_t> sizes, const std::vector<std::array<void*, Depth>>& pointers,
                      Launch&& launch) {
@@ -61,13 +59,5 @@ void for_each_launch(std::span<const std::int64_t> sizes, const std::vector<std:
     launch(table, static_cast<unsigned>(l.block_slot.size()));
   }
 }
-
-// Calls f with std::true_type or std::false_type, to make a run-time flag a template argument.
-template <class F>
-void with_flag(bool flag, F&& f) {
-  if (flag) f(std::true_type{});
-  else f(std::false_type{});
-}
-
 
 }  // namespace accrue::kernels::cuda

@@ -296,32 +296,32 @@ GPU_OP_CASE(optimizer_updates_over_many_tensors, kernels::Op::sgd_update, kernel
   for (int i = 0; i < 30; ++i) shapes.push_back({(i % 7) + 1, 13});
   shapes.push_back({5000, 5000});
   shapes.push_back({1});
-  auto run = [&](Device device, bool adam, const kernels::common::AdamHyper& ah, const kernels::common::SgdHyper& sh) {
+  auto run = [&](Device device, bool adam, const kernels::common::AdamRule::Hyper& ah, const kernels::common::SgdRule::Hyper& sh) {
     std::vector<Tensor> params;
-    std::vector<kernels::AdamSlot> aslots;
-    std::vector<kernels::SgdSlot> sslots;
+    std::vector<kernels::UpdateSlot<3>> aslots;
+    std::vector<kernels::UpdateSlot<1>> sslots;
     std::uint64_t seed = 90;
     for (const Shape& s : shapes) {
       const Tensor p = random_tensor(s, seed++).to(device), g = random_tensor(s, seed++).to(device);
       params.push_back(p);
-      aslots.push_back({p, g, random_tensor(s, seed++, 0.0f, 0.1f).to(device), random_tensor(s, seed++, 0.0f, 0.1f).to(device),
-                        random_tensor(s, seed++, 0.0f, 0.1f).to(device)});
-      sslots.push_back({p, g, random_tensor(s, seed++).to(device)});
+      aslots.push_back({p, g, {random_tensor(s, seed++, 0.0f, 0.1f).to(device), random_tensor(s, seed++, 0.0f, 0.1f).to(device),
+                               random_tensor(s, seed++, 0.0f, 0.1f).to(device)}});
+      sslots.push_back({p, g, {random_tensor(s, seed++).to(device)}});
     }
-    if (adam) kernels::adam_update(aslots, ah);
-    else kernels::sgd_update(sslots, sh);
+    if (adam) kernels::optimizer_update<kernels::common::AdamRule>(aslots, ah);
+    else kernels::optimizer_update<kernels::common::SgdRule>(sslots, sh);
     return params;
   };
   for (bool decoupled : {false, true})
     for (bool amsgrad : {false, true}) {
-      const kernels::common::AdamHyper ah{1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, decoupled, amsgrad, false, 1.0f - 1e-5f,
+      const kernels::common::AdamRule::Hyper ah{1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, decoupled, amsgrad, false, 1.0f - 1e-5f,
                                           1e-3f / 0.1f, std::sqrt(1.0f - 0.999f)};
       const auto c = run(Device::cpu(), true, ah, {}), g = run(gpu(), true, ah, {});
       for (std::size_t i = 0; i < c.size(); ++i) check_gpu_close(g[i], c[i], 1e-6, 1e-5, "adam tensor " + std::to_string(i));
     }
   for (bool first : {false, true})
     for (bool nesterov : {false, true}) {
-      const kernels::common::SgdHyper sh{0.1f, 0.9f, 0.0f, 1e-4f, nesterov, false, first};
+      const kernels::common::SgdRule::Hyper sh{0.1f, 0.9f, 0.0f, 1e-4f, nesterov, false, first};
       const auto c = run(Device::cpu(), false, {}, sh), g = run(gpu(), false, {}, sh);
       for (std::size_t i = 0; i < c.size(); ++i) check_gpu_close(g[i], c[i], 1e-6, 1e-5, "sgd tensor " + std::to_string(i));
     }

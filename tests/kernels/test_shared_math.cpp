@@ -222,14 +222,15 @@ BOOST_AUTO_TEST_CASE(list_forms_equal_one_tensor_at_a_time) {
     v1.push_back(Tensor::zeros(s));
     v2.push_back(Tensor::zeros(s));
   }
-  const kernels::common::AdamHyper h{1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f, true, false, false, 1.0f - 1e-4f, 1e-2f / 0.1f,
+  const kernels::common::AdamRule::Hyper h{1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f, true, false, false, 1.0f - 1e-4f, 1e-2f / 0.1f,
                                      std::sqrt(0.001f)};
-  std::vector<kernels::AdamSlot> slots;
+  using kernels::common::AdamRule;
+  std::vector<kernels::UpdateSlot<AdamRule::states>> slots;
   for (std::size_t i = 0; i < shapes.size(); ++i) {
-    kernels::adam_update(p1[i], g[i], m1[i], v1[i], Tensor{}, h);
-    slots.push_back({p2[i], g[i], m2[i], v2[i], Tensor{}});
+    kernels::optimizer_update<AdamRule>({p1[i], g[i], {m1[i], v1[i], Tensor{}}}, h);
+    slots.push_back({p2[i], g[i], {m2[i], v2[i], Tensor{}}});
   }
-  kernels::adam_update(slots, h);
+  kernels::optimizer_update<AdamRule>(slots, h);
   for (std::size_t i = 0; i < shapes.size(); ++i) check_close(p2[i], p1[i], 0.0, 0.0, "adam list form");
 
   double one_by_one = 0.0;
