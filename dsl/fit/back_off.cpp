@@ -53,16 +53,16 @@ void TrainingRun::check_machine_memory() const {
   // What the model holds already is part of the plan; datasets in memory are not.
   const std::size_t held = now.live_of(MemoryCategory::parameters) + now.live_of(MemoryCategory::gradients) +
                            now.live_of(MemoryCategory::optimizer_state);
-  const MemoryPlan plan = model_.memory_plan(state_.batch_size, model_.recipe().accumulates(), false, read_ahead_);
+  const MemoryPlan plan = model_.memory_plan(state_.batch_size, model_.recipe().accumulates(), false, data_.read_ahead());
   if (plan.peak_total <= held + *available) return;
-  const std::int64_t effective = state_.batch_size * accumulation_.steps_at(state_.epoch, 0, state_.batch_size);
+  const std::int64_t effective = state_.batch_size * accumulation_.schedule.steps_at(state_.epoch, 0, state_.batch_size);
   const MemoryBudget machine{held + *available,
                              fmt::format("the {} this machine has for the model", format_bytes(held + *available)),
                              "use a smaller model"};
   throw OutOfMemory(fmt::format("model.memory_plan({}) peaks at {}, but this machine has {} available besides the {} the "
                                 "model holds: the system would end the process once training filled it.{}\n{}",
                                 state_.batch_size, format_bytes(plan.peak_total), format_bytes(*available),
-                                format_bytes(held), fitting_advice(model_, state_.batch_size, effective, 0, read_ahead_, machine),
+                                format_bytes(held), fitting_advice(model_, state_.batch_size, effective, 0, data_.read_ahead(), machine),
                                 plan.str()));
 }
 
@@ -80,8 +80,8 @@ std::deque<EpochWindow> TrainingRun::back_off(OutOfMemory& e, const StepRecord& 
     e.prepend(error_prefix(record));
     if (options_.backoff_on_oom) e.append(fmt::format("\nbackoff_on_oom cannot halve a micro-batch of {}.", micro));
     if (const std::size_t limit = memory_stats(model_.device()).limit; limit > 0)
-      e.append(fitting_advice(model_, std::min(micro, train_.size()), plan_->max_effective_batch(), live_besides_model_,
-                              read_ahead_, limit_budget(limit)));
+      e.append(fitting_advice(model_, std::min(micro, train_.size()), data_.plan().max_effective_batch(), live_besides_model_,
+                              data_.read_ahead(), limit_budget(limit)));
     throw;
   }
   // The window's first sample in this epoch (a window carried over the epoch's end starts it).
@@ -89,7 +89,7 @@ std::deque<EpochWindow> TrainingRun::back_off(OutOfMemory& e, const StepRecord& 
   state_.batch_size = micro / 2;
   state_.accumulation_factor *= 2;
   replan();
-  const std::vector<EpochWindow> windows = plan_->epoch_run(state_.epoch, window_start / state_.batch_size);
+  const std::vector<EpochWindow> windows = data_.begin_epoch(state_.epoch, window_start / state_.batch_size);
   ACCRUE_ASSERT(!windows.empty());
   const MicroBatchSlot& first = windows.front().micro_batches.front();
   log::warning("out of memory at a micro-batch of {} (epoch {}, optimizer step {}): backing off to micro-batches of {} "

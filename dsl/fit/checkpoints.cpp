@@ -11,8 +11,7 @@ namespace accrue::detail {
 
 // What must be the same for a run to continue from a checkpoint and repeat the run that wrote it.
 RunSignature run_signature(const Sequential& model, const Dataset& train, const TrainerOptions& options,
-                           const AccumulationSchedule& accumulation, const AccumulateOptions& accumulate,
-                           const LrSchedule& schedule) {
+                           const RunAccumulation& accumulation, const LrSchedule& schedule) {
   std::string metric_names;
   for (const Metric& m : model.metrics()) metric_names += (metric_names.empty() ? "" : ", ") + m.name();
   return {{"training samples", std::to_string(train.size())},
@@ -20,9 +19,9 @@ RunSignature run_signature(const Sequential& model, const Dataset& train, const 
           {"training data", train.fingerprint()},
           {"epochs", std::to_string(options.epochs)},
           {"micro-batch", std::to_string(options.batch_size)},
-          {"accumulation", fmt::format("{} (last window: {}, normalization: {})", accumulation.str(),
-                                       last_window_name(accumulate.last_window),
-                                       normalization_name(accumulate.normalization))},
+          {"accumulation", fmt::format("{} (last window: {}, normalization: {})", accumulation.schedule.str(),
+                                       last_window_name(accumulation.options.last_window),
+                                       normalization_name(accumulation.options.normalization))},
           {"recipe", model.recipe().str()},
           {"loss", options.class_weight.empty() ? model.loss().name()
                                                 : model.loss().name() + ", class_weight " + class_weight_str(options.class_weight)},
@@ -59,15 +58,15 @@ std::int64_t resumed_micro_batch(const TrainingCheckpoint& checkpoint, const dis
 void TrainingRun::resume() {
   const TrainingCheckpoint& checkpoint = *checkpoints_.resumed();
   RunParts p = run_parts();
-  checkpoint.restore(p, communicator_->rank(), communicator_->size());
+  checkpoint.restore(p, processes_.rank(), processes_.size());
   context_.resumed = true;
   context_.initial_epoch = state_.epoch;
   checkpoints_.set_continues_epoch(state_.next_slot > 0);
-  if (communicator_->rank() != 0) return;
+  if (processes_.rank() != 0) return;
   if (state_.epoch >= options_.epochs || context_.stop_requested)
     log::info("{} is the checkpoint of a finished run ({} epoch{} trained); nothing is left to train",
               checkpoint.path(), state_.history.epochs(), state_.history.epochs() == 1 ? "" : "s");
-  else if (const std::size_t slots = plan_->epoch_slots(state_.epoch).size(); state_.next_slot == slots)
+  else if (const std::size_t slots = data_.plan().epoch_slots(state_.epoch).size(); state_.next_slot == slots)
     log::info("resuming from {}: epoch {}/{} with its {} micro-batches trained, at its end (validation and callbacks), "
               "{} optimizer steps done",
               checkpoint.path(), state_.epoch + 1, options_.epochs, slots, context_.optimizer_steps);
@@ -81,7 +80,7 @@ void TrainingRun::resume() {
 void TrainingRun::write_checkpoint() {
   // An open window's gradients are saved whole.
   if (DeferredWeightGradients* deferred = modes_ ? modes_->deferred() : nullptr) deferred->flush();
-  checkpoints_.write(run_parts(), state_.micro_batches, saved_callbacks(), *communicator_);
+  checkpoints_.write(run_parts(), state_.micro_batches, saved_callbacks(), processes_.all());
 }
 
 // The callbacks whose state a checkpoint keeps: the user's (the progress bar and explanations keep
@@ -93,15 +92,16 @@ std::vector<Callback*> TrainingRun::saved_callbacks() const {
 }
 
 RunParts TrainingRun::run_parts() {
-  return {model_, *optimizer_, scaler_, schedule_, context_, model_.metrics_, state_};
+  return {model_, *optimizer_, model_.scaler(), schedule_, context_, model_.metrics_, state_};
 }
 
 // The signal that stops the run, or 0. A distributed run stops when any process received one: they
 // agreed on it at the last window's close.
 int TrainingRun::stop_signal() const {
   const int mine = stop_signal_ ? stop_signal_->received() : 0;
-  if (!reducer_) return mine;
-  return reducer_->agreed().stop ? (mine != 0 ? mine : SIGTERM) : 0;
+  const distributed::Reducer* reducer = processes_.reducer();
+  if (!reducer) return mine;
+  return reducer->agreed().stop ? (mine != 0 ? mine : SIGTERM) : 0;
 }
 
 // SIGINT or SIGTERM: stop between micro-batches (or at an epoch's end), with a checkpoint when
@@ -109,7 +109,7 @@ int TrainingRun::stop_signal() const {
 void TrainingRun::stop_if_signalled(int epoch, std::size_t next) {
   const int signal = stop_signal();
   if (signal == 0) return;
-  const auto count = static_cast<std::size_t>(epoch_micro_batches_);
+  const auto count = static_cast<std::size_t>(data_.epoch_micro_batches());
   const std::string at = next < count ? fmt::format("after micro-batch {}/{} of epoch {}/{}", next, count, epoch + 1,
                                                     options_.epochs)
                                       : fmt::format("at the end of epoch {}/{}", epoch + 1, options_.epochs);
@@ -126,7 +126,7 @@ void TrainingRun::stop_if_signalled(int epoch, std::size_t next) {
 // its processes agree on a stop only at a window's close.)
 void TrainingRun::stop_in_validation(int epoch, const Interrupted& stopped) {
   if (checkpoints_.writes()) {
-    state_.next_slot = static_cast<std::size_t>(epoch_micro_batches_);
+    state_.next_slot = static_cast<std::size_t>(data_.epoch_micro_batches());
     write_checkpoint();
   }
   throw checkpoints_.stopped(stopped.signal(),

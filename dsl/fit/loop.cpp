@@ -67,15 +67,14 @@ StepRecord TrainingRun::start_record(const MicroBatchSlot& slot) const {
 std::optional<Batch> TrainingRun::next_batch(const MicroBatchSlot& slot, StepRecord& record) {
   const bool every_micro_batch = modes_->shares_statistics();
   if (state_.window_poisoned && !every_micro_batch) return std::nullopt;
-  const double waited = batches_->waited_seconds();
-  const std::int64_t next = slot.index + 1;
-  Batch batch = batches_->get(slot.index, next < epoch_micro_batches_ ? std::optional{next} : std::nullopt);
-  record.data_wait = batches_->waited_seconds() - waited;
+  const double waited = data_.waited_seconds();
+  Batch batch = data_.get(slot.index);
+  record.data_wait = data_.waited_seconds() - waited;
   record.micro_batch_samples = batch.size();
   // Every micro-batch's weight needs its whole window's units, over all processes.
-  const std::int64_t window_units = units_->of_window(slot, *loader_);
+  const std::int64_t window_units = units_->of_window(slot, data_.loader());
   if (units_->counts_tokens()) record.window_tokens = window_units;
-  if (scaler_) record.loss_scale = scaler_->scale();
+  if (const GradScaler* scaler = context_.scaler) record.loss_scale = scaler->scale();
   if (batch.size() == 0 && !every_micro_batch) return std::nullopt;
   return batch;
 }
@@ -105,13 +104,13 @@ bool TrainingRun::skips_backward() const { return state_.window_poisoned && !mod
 // of accumulation (framework/training/accumulation.hpp; kept on the record), times the loss scale
 // of float16 loss scaling, which the window's close undoes.
 float TrainingRun::scaled_loss_weight(const MicroBatchSlot& slot, const MicroBatchLoss& loss, StepRecord& record) const {
-  record.loss_weight = loss_weight(accumulate_.normalization,
+  record.loss_weight = loss_weight(accumulation_.options.normalization,
                                    {.units = loss.units,
                                     .window_units = units_->window(),
                                     .window_micro_batches = slot.window_micro_batches,
-                                    .processes = communicator_->size(),
+                                    .processes = processes_.size(),
                                     .summed_loss = model_.loss().reduction() == Reduction::sum});
-  const double scale = scaler_ ? scaler_->scale() : 1.0;
+  const double scale = context_.scaler ? context_.scaler->scale() : 1.0;
   return static_cast<float>(record.loss_weight * scale);
 }
 
@@ -149,19 +148,17 @@ void TrainingRun::begin_training() {
   // In a distributed run the window's last backward multiplies what waits into the buckets before
   // it reports a gradient complete; a process whose last micro-batch is empty flushes at the close.
   modes_.emplace(StepModesOptions{
-      .autocast = amp_,
-      .statistics_group = statistics_group_,
-      .reducer = reducer_.get(),
-      .defer_weight_gradients = model_.defers_weight_gradients(accumulation_.is_set(), accumulate_),
-      .keep_packs = amp_ && accumulation_.is_set()});
+      .autocast = context_.amp_dtype,
+      .statistics_group = processes_.statistics_group(),
+      .reducer = processes_.reducer(),
+      .defer_weight_gradients = model_.defers_weight_gradients(accumulation_.schedule.is_set(), accumulation_.options),
+      .keep_packs = context_.amp_dtype && accumulation_.schedule.is_set()});
 }
 
 // The epoch's windows still to train: all of them, or from the micro-batch a checkpoint taken
 // inside the epoch stopped at.
 std::deque<EpochWindow> TrainingRun::begin_epoch(int epoch) {
   state_.epoch = epoch;
-  loader_->set_epoch(epoch);
-  batches_->reset();
   const bool continuing = checkpoints_.take_continued_epoch();
   if (!continuing) {
     state_.epoch_loss.reset();
@@ -169,9 +166,8 @@ std::deque<EpochWindow> TrainingRun::begin_epoch(int epoch) {
   }
   reset_peak_memory(model_.device());
   for (Callback* c : *callbacks_) c->on_epoch_begin(epoch);
-  epoch_micro_batches_ = static_cast<std::int64_t>(plan_->epoch_slots(epoch).size());
   const std::int64_t from = continuing ? static_cast<std::int64_t>(state_.next_slot) : 0;
-  const std::vector<EpochWindow> windows = plan_->epoch_run(epoch, from);
+  const std::vector<EpochWindow> windows = data_.begin_epoch(epoch, from);
   return {windows.begin(), windows.end()};
 }
 
@@ -182,13 +178,13 @@ void TrainingRun::step(const MicroBatchSlot& slot, StepRecord& record) {
     accrue::close_window({.parameters = parameters_,
                           .optimizer = *optimizer_,
                           .recipe = model_.recipe(),
-                          .scaler = scaler_,
+                          .scaler = model_.scaler(),
                           .schedule = schedule_,
                           .base_lr = context_.base_lr,
                           .lr_factor = context_.lr_factor,
                           .batch_factor = batch_factor(slot),
                           .track_norm = callbacks_->track_grad_norm(),
-                          .reducer = reducer_.get(),
+                          .reducer = processes_.reducer(),
                           .requests = {.stop = stop_signal_ && stop_signal_->received() != 0,
                                        .checkpoint = checkpoints_.due_by_clock()},
                           .deferred = modes_->deferred()},
@@ -206,7 +202,7 @@ double TrainingRun::batch_factor(const MicroBatchSlot& slot) const {
   const optim::Recipe& recipe = model_.recipe();
   if (!recipe.reference_samples()) return 1.0;
   const double full = recipe.batch_scaling(state_.batch_size * context_.processes * slot.window_planned);
-  const std::int64_t warmup = plan_->steps_after_epochs(recipe.reference_options().warmup_epochs);
+  const std::int64_t warmup = data_.plan().steps_after_epochs(recipe.reference_options().warmup_epochs);
   const std::int64_t step = context_.optimizer_steps;
   if (step >= warmup) return full;
   return 1.0 + (full - 1.0) * static_cast<double>(step) / static_cast<double>(warmup);
@@ -218,10 +214,11 @@ double TrainingRun::batch_factor(const MicroBatchSlot& slot) const {
 // them.
 void TrainingRun::between_micro_batches(const MicroBatchSlot& slot) {
   const std::int64_t next = slot.index + 1;
-  if (next >= epoch_micro_batches_) return;
+  if (next >= data_.epoch_micro_batches()) return;
   checkpoints_.count_micro_batches(state_.micro_batches);
-  if (reducer_ && !slot.closes_window) return;
-  const bool by_clock = reducer_ ? reducer_->agreed().checkpoint : checkpoints_.due_by_clock();
+  const distributed::Reducer* reducer = processes_.reducer();
+  if (reducer && !slot.closes_window) return;
+  const bool by_clock = reducer ? reducer->agreed().checkpoint : checkpoints_.due_by_clock();
   if (checkpoints_.owed() || by_clock) {
     state_.next_slot = static_cast<std::size_t>(next);
     write_checkpoint();
@@ -231,9 +228,9 @@ void TrainingRun::between_micro_batches(const MicroBatchSlot& slot) {
 
 void TrainingRun::end_epoch(int epoch) {
   Logs logs = metric_logs(state_.epoch_loss, model_.metrics_);
-  aggregate_metrics(logs);
-  share_buffers();
-  check_replicas(epoch);
+  processes_.aggregate_metrics(state_.epoch_loss, model_.metrics_, logs);
+  processes_.share_buffers(model_);
+  processes_.check_replicas(model_, epoch);
   context_.epoch_memory = memory_stats(model_.device());
   if (validation_) try {
       // Validation of the averaged weights (.ema(), .swa()).
@@ -253,7 +250,7 @@ void TrainingRun::end_epoch(int epoch) {
     state_.next_slot = 0;
     write_checkpoint();
   }
-  stop_if_signalled(epoch, static_cast<std::size_t>(epoch_micro_batches_));
+  stop_if_signalled(epoch, static_cast<std::size_t>(data_.epoch_micro_batches()));
 }
 
 History TrainingRun::end_training() {
@@ -273,7 +270,7 @@ History TrainingRun::end_training() {
 std::string TrainingRun::error_prefix(const StepRecord& record) const {
   const std::int64_t first = record.micro_batch * state_.batch_size;
   return fmt::format("epoch {}/{}, batch {}/{} (samples {}..{} of the epoch; micro-batch {}/{} of optimizer step {}): ",
-                     record.epoch + 1, options_.epochs, record.micro_batch + 1, plan_->micro_batches_per_epoch(), first,
+                     record.epoch + 1, options_.epochs, record.micro_batch + 1, data_.plan().micro_batches_per_epoch(), first,
                      first + record.micro_batch_samples - 1, record.position + 1, record.window_micro_batches,
                      record.window + 1);
 }

@@ -20,7 +20,7 @@ Tensor TrainingRun::micro_batch_loss(const Batch& batch, const Tensor& predictio
 // An inf or NaN loss: with float16 loss scaling the scaler's business (the window is dropped, as
 // for an overflow in backward); otherwise the first callback that answers decides.
 void TrainingRun::handle_nonfinite_loss(double loss, const StepRecord& record) {
-  if (scaler_) {
+  if (model_.scaler()) {
     state_.window_poisoned = true;
     return;
   }

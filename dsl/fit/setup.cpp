@@ -39,55 +39,23 @@ void warn_batch_statistics(const Sequential& model, const StepPlan& plan, std::i
 
 }  // namespace
 
-std::pair<AccumulationSchedule, AccumulateOptions> resolve_accumulation(const Sequential& model,
-                                                                        const TrainerOptions& options) {
-  const optim::Recipe& recipe = model.recipe();
-  if (options.accumulate.is_set() && recipe.accumulates())
-    throw ValueError(fmt::format("accumulation is set twice: in compile() ({}) and in the fit/Trainer options ({}); "
-                                 "set it in one place",
-                                 recipe.accumulation().str(), options.accumulate.str()));
-  if (options.accumulate.is_set()) return {options.accumulate, options.accumulate_options};
-  if (recipe.accumulates() && options.accumulate_options != AccumulateOptions{})
-    throw ValueError(fmt::format("accumulate_options in the fit/Trainer options go with their accumulate, and compile() "
-                                 "set accumulation ({}); pass the options there: .accumulate({}, {{...}})",
-                                 recipe.accumulation().str(), recipe.accumulation().str()));
-  return {recipe.accumulation(), recipe.accumulate_options()};
-}
-
-StepPlan plan_run(const Sequential& model, const TrainerOptions& options, std::int64_t train_size,
-                  std::int64_t micro_batch, int accumulation_factor) {
-  ACCRUE_CHECK(model.compiled(), "the model is not compiled: call model.compile(optimizer, loss, metrics) first");
-  const auto [schedule, accumulate] = resolve_accumulation(model, options);
-  const int processes = options.distributed ? distributed::world().size() : 1;
-  return StepPlan{{.dataset_size = train_size,
-                   .micro_batch = micro_batch * processes,
-                   .drop_last = options.drop_last,
-                   .epochs = options.epochs,
-                   .schedule = accumulation_factor > 1 ? schedule.scaled(accumulation_factor) : schedule,
-                   .last_window = accumulate.last_window}};
-}
-
 TrainingRun::TrainingRun(Sequential& model, const Dataset& train, std::optional<Dataset> validation,
                          const TrainerOptions& options, const std::string& resume_from)
     : model_(model),
       train_(train),
       validation_(std::move(validation)),
       options_(options),
+      processes_(options.distributed),
+      schedule_(options.schedule),
       checkpoints_(options.checkpoint, resume_from),
-      schedule_(options.schedule) {
+      data_(train, options) {
   model.check_compiled("fit()");
   ACCRUE_CHECK(!train.empty(), "fit: the training set '{}' is empty", train.name());
-  if (options.distributed) {
-    communicator_ = &distributed::world();
-    // Backing off changes one process's micro-batch when that process runs out of memory.
-    ACCRUE_CHECK(!options.backoff_on_oom,
-                 "fit: backoff_on_oom does not combine with distributed training yet (every process would have to back "
-                 "off together); set the micro-batch with memory_budget or batch_size instead");
-  } else {
-    own_communicator_ = distributed::single_process();
-    communicator_ = own_communicator_.get();
-  }
-  if (communicator_->size() > 1) {
+  // Backing off changes one process's micro-batch when that process runs out of memory.
+  ACCRUE_CHECK(!options.distributed || !options.backoff_on_oom,
+               "fit: backoff_on_oom does not combine with distributed training yet (every process would have to back "
+               "off together); set the micro-batch with memory_budget or batch_size instead");
+  if (processes_.size() > 1) {
     prepare_on_every_process();
     return;
   }
@@ -101,11 +69,10 @@ void TrainingRun::prepare_model() {
   Sequential& model = model_;
   const Dataset& train = train_;
   const TrainerOptions& options = options_;
-  const bool first = communicator_->rank() == 0;
+  const bool first = processes_.rank() == 0;
   model.build(train.sample_shape());
   if (options.recompute) model.recompute(*options.recompute);  // before the budget plans the micro-batch
   state_.batch_size = options.batch_size;
-  if (!train.in_memory()) read_ahead_ = batches_read_ahead({.workers = options.data_workers});
   plan_memory();
   if (validation_)
     ACCRUE_CHECK_SHAPE(validation_->sample_shape() == train.sample_shape(),
@@ -113,15 +80,15 @@ void TrainingRun::prepare_model() {
                        validation_->sample_shape(), train.sample_shape());
   model.ensure_optimizer();
   optimizer_ = model.optimizer_.get();
-  std::tie(accumulation_, accumulate_) = resolve_accumulation(model, options);
-  accumulation_.validate_for(state_.batch_size, communicator_->size());
+  accumulation_ = resolve_accumulation(model, options);
+  accumulation_.schedule.validate_for(state_.batch_size, processes_.size());
   // The folder is this run's from here on: a second run there is refused before it reads anything.
   // In a distributed run process 0 writes the checkpoints.
   if (first) checkpoints_.open();
   // Only runs that write or read checkpoints, or compare their processes, pay for reading the
   // data's fingerprint.
-  if (checkpoints_.used() || communicator_->size() > 1)
-    checkpoints_.set_signature(run_signature(model, train, options, accumulation_, accumulate_, schedule_));
+  if (checkpoints_.used() || processes_.size() > 1)
+    checkpoints_.set_signature(run_signature(model, train, options, accumulation_, schedule_));
 }
 
 // Under memory_budget, or a memory limit with an effective batch (where the limit less what is live
@@ -140,11 +107,11 @@ void TrainingRun::plan_memory() {
   }
   if (!budget) return;
   // The processes of a distributed run must choose alike: the smallest budget of them all.
-  if (communicator_->size() > 1) {
-    const std::vector<std::int64_t> all = communicator_->allgather(static_cast<std::int64_t>(*budget));
+  if (processes_.size() > 1) {
+    const std::vector<std::int64_t> all = processes_.all().allgather(static_cast<std::int64_t>(*budget));
     budget = static_cast<std::size_t>(*std::min_element(all.begin(), all.end()));
   }
-  plan_choice_ = choose_plan(model_, train_, *budget, name, options_, *communicator_, read_ahead_);
+  plan_choice_ = choose_plan(model_, train_, *budget, name, options_, processes_.all(), data_.read_ahead());
   state_.batch_size = plan_choice_->choice().micro_batch;
 }
 
@@ -154,35 +121,26 @@ void TrainingRun::prepare_run() {
   if (checkpoint) {
     checkpoint->check_signature(checkpoints_.signature());
     // A run that backed off on out-of-memory goes on with the micro-batch it had reached.
-    state_.batch_size = resumed_micro_batch(*checkpoint, *communicator_);
+    state_.batch_size = resumed_micro_batch(*checkpoint, processes_.all());
     state_.accumulation_factor = checkpoint->accumulation_factor();
   }
-  plan_ = plan_run(model_, options_, train_.size(), state_.batch_size, state_.accumulation_factor);
+  data_.plan(model_, state_.batch_size, state_.accumulation_factor);
   check_machine_memory();
-  schedule_.prepare(*plan_);
+  schedule_.prepare(data_.plan());
   units_.emplace(model_.loss(), train_, options_.class_weight);
-  if (communicator_->rank() == 0) warn_batch_statistics(model_, *plan_, state_.batch_size, communicator_->size());
+  if (processes_.rank() == 0) warn_batch_statistics(model_, data_.plan(), state_.batch_size, processes_.size());
   state_.loader_seed = checkpoint        ? checkpoint->loader_seed()
                        : options_.seed ? *options_.seed
                                        : (static_cast<std::uint64_t>(model_.generator().next_u32()) << 32);
   make_loader();
-  callbacks_.emplace(options_, communicator_->rank() == 0);  // one process speaks for a distributed run
+  callbacks_.emplace(options_, processes_.rank() == 0);  // one process speaks for a distributed run
   make_context();
   optimizer_->zero_grad();
   if (checkpoint) resume();
 }
 
-// The loader of the run's micro-batch and shuffling seed, and the batches it hands to the device.
-void TrainingRun::make_loader() {
-  batches_.reset();  // before the loader it reads from
-  loader_ = std::make_unique<DataLoader>(train_, LoaderOptions{.batch_size = state_.batch_size,
-                                                               .shuffle = options_.shuffle,
-                                                               .seed = state_.loader_seed,
-                                                               .drop_last = options_.drop_last,
-                                                               .shard = communicator_->rank(),
-                                                               .shards = communicator_->size()});
-  batches_ = std::make_unique<DeviceBatches>(*loader_, model_.device(), BatchQueueOptions{.workers = options_.data_workers});
-}
+// The loader of the run's plan and shuffling seed, and the batches it hands to the device.
+void TrainingRun::make_loader() { data_.load(state_.loader_seed, processes_.rank(), processes_.size(), model_.device()); }
 
 // "class_weight {0: 1, 1: 5} times the dataset's sample weights: ...", or nothing unweighted.
 std::string TrainingRun::sample_weighting() const {
@@ -201,15 +159,15 @@ void TrainingRun::make_context() {
   context_.model = &model_;
   context_.optimizer = optimizer_;
   context_.recipe = &model_.recipe();
-  context_.plan = &*plan_;
+  context_.plan = &data_.plan();
   context_.schedule = &schedule_;
   context_.epochs = options_.epochs;
   context_.batch_size = state_.batch_size;
-  context_.processes = communicator_->size();
-  context_.rank = communicator_->rank();
-  context_.samples_per_epoch = plan_->samples_per_epoch();
-  context_.steps_per_epoch = plan_->micro_batches_per_epoch();
-  context_.reads_data_ahead = batches_ && batches_->reads_ahead();
+  context_.processes = processes_.size();
+  context_.rank = processes_.rank();
+  context_.samples_per_epoch = data_.plan().samples_per_epoch();
+  context_.steps_per_epoch = data_.plan().micro_batches_per_epoch();
+  context_.reads_data_ahead = data_.reads_ahead();
   if (units_->counts_tokens()) context_.tokens_per_epoch = units_->total();
   context_.base_lr = optimizer_->lr();
   context_.sample_weighting = sample_weighting();
@@ -219,33 +177,23 @@ void TrainingRun::make_context() {
   // The trainable ones: frozen layers' parameters are out of clipping norms and gradient buckets.
   parameters_.clear();
   for (auto& [name, p] : model_.trainable_parameters()) parameters_.push_back(p);
-  if (communicator_->size() > 1) {
-    distributed::Communicator& on_device = distributed::for_device(model_.device());
-    reducer_ = std::make_unique<distributed::Reducer>(on_device, parameters_,
-                                                      distributed::ReducerOptions{.bucket_bytes = options_.bucket_bytes});
-    for (std::size_t i = 0; i < model_.size(); ++i)
-      if (model_.layer(i).shares_batch_statistics()) statistics_group_ = &on_device;
-  }
-  context_.reduction = reducer_ ? &reducer_->stats() : nullptr;
-  amp_ = model_.recipe().amp_dtype(model_.device());
+  processes_.share_gradients(model_, parameters_, options_.bucket_bytes);
+  context_.reduction = processes_.reducer() ? &processes_.reducer()->stats() : nullptr;
+  const std::optional<DType> amp = context_.amp_dtype = model_.recipe().amp_dtype(model_.device());
   // Said also without a progress bar: no one should believe .amp() made their run faster.
-  if (amp_ && !kernels::gemm_low_precision_native(model_.device(), *amp_) && communicator_->rank() == 0)
-    log::warning("{}", callbacks::slow_mixed_precision_note(*amp_));
-  scaler_ = model_.scaler();
-  context_.amp_dtype = amp_;
-  context_.scaler = scaler_;
+  if (amp && !kernels::gemm_low_precision_native(model_.device(), *amp) && processes_.rank() == 0)
+    log::warning("{}", callbacks::slow_mixed_precision_note(*amp));
+  context_.scaler = model_.scaler();
 }
 
-// The plan, the loader and the current epoch's micro-batch count for the run's micro-batch and
-// accumulation.
+// The plan and the loader for the run's micro-batch and accumulation (after a back-off), and what
+// the callbacks read of them.
 void TrainingRun::replan() {
-  plan_ = plan_run(model_, options_, train_.size(), state_.batch_size, state_.accumulation_factor);
+  data_.plan(model_, state_.batch_size, state_.accumulation_factor);
   make_loader();
-  loader_->set_epoch(state_.epoch);
-  epoch_micro_batches_ = static_cast<std::int64_t>(plan_->epoch_slots(state_.epoch).size());
   context_.batch_size = state_.batch_size;
-  context_.samples_per_epoch = plan_->samples_per_epoch();
-  context_.steps_per_epoch = plan_->micro_batches_per_epoch();
+  context_.samples_per_epoch = data_.plan().samples_per_epoch();
+  context_.steps_per_epoch = data_.plan().micro_batches_per_epoch();
 }
 
 }  // namespace accrue::detail

@@ -6,12 +6,14 @@
 //                    weighted loss, backward), each window's close, and the steps it names
 //   micro_batch_loss.cpp  a micro-batch's weighted loss, an inf or NaN loss, the running loss and
 //                    metrics (what the loss counts is a LossUnits, loss_units.hpp)
-//   setup.cpp        building, planning and preparing the run before its first window
+//   setup.cpp        building, planning and preparing the run before its first window (the data
+//                    it reads, its plan and loader, are a RunData, run_data.hpp)
 //   plan_search.cpp  the memory planner: micro-batch, accumulation and recomputation for a budget
 //   back_off.cpp     memory: the machine's memory checked, out-of-memory back-off
 //   checkpoints.cpp  resuming, writing the run's checkpoint, and stopping on a signal (the folder,
 //                    timing and files are a RunCheckpoints, run_checkpoints.hpp)
-//   processes.cpp    what the processes of a distributed run agree on and share
+//   processes.cpp    a distributed run's preparation on every process (what the processes
+//                    share while training is a RunProcesses, run_processes.hpp)
 
 #include <chrono>
 #include <cstdint>
@@ -22,8 +24,6 @@
 #include <string>
 #include <vector>
 
-#include "../../datasets/device_batches.hpp"
-#include "../../datasets/loader.hpp"
 #include "../fit_options.hpp"
 #include "../plan_choice.hpp"
 #include "../sequential.hpp"
@@ -31,24 +31,13 @@
 #include "loss_units.hpp"
 #include "run_callbacks.hpp"
 #include "run_checkpoints.hpp"
-#include "../../framework/distributed/reducer.hpp"
+#include "run_data.hpp"
+#include "run_processes.hpp"
 #include "../../framework/training/step_modes.hpp"
 #include "../../framework/training/step_plan.hpp"
 #include "../../framework/training/stop_signal.hpp"
 
 namespace accrue::detail {
-
-/// The accumulation that applies to `model` under `options`: the fit/Trainer options', else the
-/// compiled recipe's. Throws ValueError when both set one.
-std::pair<AccumulationSchedule, AccumulateOptions> resolve_accumulation(const Sequential& model,
-                                                                        const TrainerOptions& options);
-
-/// The plan of a run of `model` (compiled) on `train_size` samples under `options`, with
-/// micro-batches of `micro_batch` on each process and the accumulation schedule multiplied by
-/// `accumulation_factor` (both differ from the options' after an out-of-memory back-off). A
-/// distributed run plans global micro-batches of micro_batch x processes.
-StepPlan plan_run(const Sequential& model, const TrainerOptions& options, std::int64_t train_size,
-                  std::int64_t micro_batch, int accumulation_factor);
 
 class TrainingRun {
  public:
@@ -63,7 +52,7 @@ class TrainingRun {
   /// Trains from where the run stands to its last epoch (or an early stop) and returns the history.
   History fit();
   /// The processes of the run (this one alone unless distributed).
-  distributed::Communicator& communicator() { return *communicator_; }
+  distributed::Communicator& communicator() { return processes_.all(); }
 
  private:
   // A micro-batch's forward: the model's output and its summed loss, with the units (samples or
@@ -124,48 +113,31 @@ class TrainingRun {
   // processes.cpp
   void prepare_on_every_process();
   void share_checkpoint();
-  void agree_on_failure(std::exception_ptr failed);
   void agree_to_start();
-  void aggregate_metrics(Logs& logs);
-  void share_buffers();
-  void check_replicas(int epoch);
 
   Sequential& model_;
   const Dataset& train_;
   std::optional<Dataset> validation_;
   const TrainerOptions& options_;
-  // The processes of the run: distributed::world() when options.distributed, else this one.
-  std::unique_ptr<distributed::Communicator> own_communicator_;
-  distributed::Communicator* communicator_ = nullptr;
-  // Sums the gradients over the processes at each window's close (distributed runs only).
-  std::unique_ptr<distributed::Reducer> reducer_;
-  // The processes layers with .sync = true share batch statistics with (null: none do, or alone).
-  distributed::Communicator* statistics_group_ = nullptr;
+  RunProcesses processes_;
   optim::Optimizer* optimizer_ = nullptr;
-  AccumulationSchedule accumulation_;
-  AccumulateOptions accumulate_;
+  RunAccumulation accumulation_;
   LrSchedule schedule_;
   RunCheckpoints checkpoints_;
   // The position, the micro-batch and accumulation factor (after any back-off), the epoch's
   // running loss, held-back metric updates and the history: what a checkpoint saves besides the
   // model, optimizer, scaler, schedule, metrics and callbacks.
   RunState state_;
-  std::optional<StepPlan> plan_;
-  std::unique_ptr<DataLoader> loader_;
-  std::unique_ptr<DeviceBatches> batches_;
-  std::int64_t epoch_micro_batches_ = 0;  // the micro-batches the current epoch runs
+  RunData data_;
   std::optional<RunCallbacks> callbacks_;
   TrainingContext context_;
   std::vector<Tensor> parameters_;
-  std::optional<DType> amp_;
   // What changes one step (autocast, shared statistics, reduction, deferred gradients, packs).
   std::optional<StepModes> modes_;
-  GradScaler* scaler_ = nullptr;
   std::optional<StopSignal> stop_signal_;
   // Memory that is not the model's (datasets held in memory, the user's tensors), for advice when
   // an allocation passes a limit.
   std::size_t live_besides_model_ = 0;
-  std::int64_t read_ahead_ = 0;  // micro-batches the data queue holds ready (data not in memory)
   std::optional<PlanChoice> plan_choice_;  // the memory planner's, under a budget
   // What the loss counts and weighs: samples or tokens, each sample's weight.
   std::optional<LossUnits> units_;
@@ -178,7 +150,6 @@ PlanChoice choose_plan(Sequential& model, const Dataset& train, std::size_t budg
 // checkpoints.cpp
 std::int64_t resumed_micro_batch(const TrainingCheckpoint& checkpoint, const distributed::Communicator& processes);
 RunSignature run_signature(const Sequential& model, const Dataset& train, const TrainerOptions& options,
-                           const AccumulationSchedule& accumulation, const AccumulateOptions& accumulate,
-                           const LrSchedule& schedule);
+                           const RunAccumulation& accumulation, const LrSchedule& schedule);
 
 }  // namespace accrue::detail
