@@ -3,6 +3,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/broadcast_index.hpp"
 #include "cpu/elementwise.hpp"
 #include "../framework/device_runtime.hpp"
 #include "cuda/backend.hpp"
@@ -27,40 +28,6 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op) {
   return out;
 }
 
-static_assert(Shape::max_rank == common::broadcast_max_rank);
-
-common::BroadcastIndex broadcast_index(const Shape& a, const Shape& b, const Shape& o) {
-  // Innermost dimension first into `merged`, each joining the one inside it when both operands'
-  // strides continue it (a broadcast operand's 0 continues a 0).
-  common::BroadcastIndex merged;
-  std::int64_t sa = 1, sb = 1;
-  for (int i = o.rank() - 1; i >= 0; --i) {
-    const int ia = a.rank() - o.rank() + i, ib = b.rank() - o.rank() + i;
-    const std::int64_t da = ia >= 0 ? a[ia] : 1, db = ib >= 0 ? b[ib] : 1;
-    const std::int64_t stride_a = da == 1 ? 0 : sa, stride_b = db == 1 ? 0 : sb;
-    sa *= da;
-    sb *= db;
-    if (o[i] == 1) continue;
-    const int last = merged.rank - 1;
-    if (last >= 0 && stride_a == merged.stride_a[last] * merged.out[last] &&
-        stride_b == merged.stride_b[last] * merged.out[last]) {
-      merged.out[last] *= o[i];
-      continue;
-    }
-    merged.out[merged.rank] = o[i];
-    merged.stride_a[merged.rank] = stride_a;
-    merged.stride_b[merged.rank] = stride_b;
-    ++merged.rank;
-  }
-  common::BroadcastIndex index;  // outermost first
-  index.rank = merged.rank;
-  for (int d = 0; d < merged.rank; ++d) {
-    index.out[d] = merged.out[merged.rank - 1 - d];
-    index.stride_a[d] = merged.stride_a[merged.rank - 1 - d];
-    index.stride_b[d] = merged.stride_b[merged.rank - 1 - d];
-  }
-  return index;
-}
 
 void unary_forward(UnaryOp op, UnaryParams params, const Tensor& x, const Tensor& y) {
   ACCRUE_ASSERT(is_floating(x.dtype()));
@@ -128,7 +95,7 @@ void binary_forward(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor&
       },
       [&](int index) {
         return ACCRUE_CUDA(binary_forward)(index, op, ptr<float>(a), ptr<float>(b), ptr<float>(out), out.numel(),
-                                    broadcast_index(a.shape(), b.shape(), out.shape()));
+                                    common::broadcast_index(a.shape(), b.shape(), out.shape()));
       });
 }
 
@@ -144,7 +111,7 @@ void binary_backward(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor
                                     dy.shape(), which, d.data<float>(), accumulate);
       },
       [&](int device) {
-        const common::BroadcastIndex index = broadcast_index(a.shape(), b.shape(), dy.shape());
+        const common::BroadcastIndex index = common::broadcast_index(a.shape(), b.shape(), dy.shape());
         if (d.shape() == dy.shape())
           return ACCRUE_CUDA(binary_backward)(device, op, ptr<float>(a), ptr<float>(b), ptr<float>(dy), which, ptr<float>(d),
                                        dy.numel(), index, accumulate);

@@ -42,7 +42,5 @@ void fill_normal(const Tensor& t, float mean, float stddev, std::uint64_t seed, 
 
 /// The broadcast shape of a and b (NumPy rules), or ShapeError naming `op` and both shapes.
 Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op);
-/// Where each element of `out` (the broadcast of a and b) reads a and b.
-common::BroadcastIndex broadcast_index(const Shape& a, const Shape& b, const Shape& out);
 
 }  // namespace accrue::kernels

@@ -7,13 +7,11 @@
 #include <cstdint>
 
 #include "../framework/tensor.hpp"
+#include "common/norm.hpp"
 
 namespace accrue::kernels {
 
-struct NormShape {
-  std::int64_t N = 0, C = 0, L = 1;
-  std::int64_t groups = 1;  // group normalization only
-};
+using common::NormShape;
 
 /// y = normalized x; mean and rstd (N groups) receive each set's statistics for backward.
 void group_norm_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y, const Tensor& mean,

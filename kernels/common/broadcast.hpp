@@ -1,8 +1,8 @@
 #pragma once
 // Index arithmetic of NumPy broadcasting, written once for both backends: where element i of a
 // broadcast result reads its operands, and which elements of dy a broadcast operand's gradient
-// sums. The structs are plain data built on the host (kernels/elementwise.hpp makes them from
-// shapes) and passed by value to GPU kernels.
+// sums. The structs are plain data built on the host (broadcast_index.hpp makes them from shapes)
+// and passed by value to GPU kernels.
 
 #include <cstdint>
 
@@ -13,7 +13,7 @@ namespace accrue::kernels::common {
 inline constexpr int broadcast_max_rank = 8;
 
 /// out = f(a, b) with a and b broadcast to out's shape: an operand's stride is 0 along the
-/// dimensions it is broadcast over. kernels::broadcast_index merges neighbouring dimensions both
+/// dimensions it is broadcast over. broadcast_index (broadcast_index.hpp) merges neighbouring dimensions both
 /// operands step through alike (and drops those of extent 1), so that operands of one shape, or
 /// a bias over rows, take one or two dimensions here rather than a division per dimension per
 /// element on the GPU.

@@ -10,6 +10,12 @@
 
 namespace accrue::kernels::common {
 
+/// The shape a normalization sees: N samples of C channels of L values each.
+struct NormShape {
+  std::int64_t N = 0, C = 0, L = 1;
+  std::int64_t groups = 1;  // group normalization only
+};
+
 ACCRUE_HD float norm_rstd(float variance, float eps) { return 1.0f / sqrtf(variance + eps); }
 
 /// The gradient of one element of a set with respect to x, given dxhat = dy * gamma and the set's

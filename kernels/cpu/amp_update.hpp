@@ -5,7 +5,6 @@
 #include <span>
 
 #include "../../framework/tensor.hpp"
-#include "../amp_update.hpp"
 #include "variant.hpp"
 
 namespace accrue::kernels::cpu {

@@ -3,7 +3,6 @@
 // defined in kernels/cpu/cast.cpp.
 
 #include "../../framework/tensor.hpp"
-#include "../cast.hpp"
 #include "variant.hpp"
 
 namespace accrue::kernels::cpu {

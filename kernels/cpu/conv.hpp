@@ -7,7 +7,6 @@
 
 #include "../../framework/tensor.hpp"
 #include "../common/conv_geometry.hpp"
-#include "../conv.hpp"
 #include "gemm/bf16.hpp"
 
 namespace accrue::kernels::cpu {

@@ -5,7 +5,6 @@
 #include "../../framework/tensor.hpp"
 #include "../common/cross_entropy.hpp"
 #include "variant.hpp"
-#include "../cross_entropy.hpp"
 
 namespace accrue::kernels::cpu {
 

@@ -6,7 +6,6 @@
 
 #include "../../framework/tensor.hpp"
 #include "variant.hpp"
-#include "../dropout.hpp"
 
 namespace accrue::kernels::cpu {
 

@@ -5,6 +5,7 @@
 #include <array>
 
 #include "../common/binary.hpp"
+#include "../common/broadcast_index.hpp"
 #include "../common/half.hpp"
 #include "../common/philox.hpp"
 #include "parallel.hpp"
@@ -92,7 +93,7 @@ void with_float_type(DType dtype, F&& f) {
 // operand advances by its innermost stride (0 when broadcast).
 struct Broadcast {
   common::BroadcastIndex index;
-  Broadcast(const Shape& a, const Shape& b, const Shape& o) : index(broadcast_index(a, b, o)) {}
+  Broadcast(const Shape& a, const Shape& b, const Shape& o) : index(common::broadcast_index(a, b, o)) {}
   std::int64_t inner() const { return index.rank == 0 ? 1 : index.out[index.rank - 1]; }
   std::int64_t inner_a() const { return index.rank == 0 ? 0 : index.stride_a[index.rank - 1]; }
   std::int64_t inner_b() const { return index.rank == 0 ? 0 : index.stride_b[index.rank - 1]; }

@@ -10,7 +10,6 @@
 #include "../common/broadcast.hpp"
 #include "../common/unary.hpp"
 #include "variant.hpp"
-#include "../elementwise.hpp"
 
 namespace accrue::kernels::cpu {
 

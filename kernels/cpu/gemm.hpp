@@ -4,7 +4,6 @@
 
 #include "../../framework/tensor.hpp"
 #include "gemm/bf16.hpp"
-#include "../gemm.hpp"
 
 namespace accrue::kernels::cpu {
 

@@ -18,7 +18,7 @@ constexpr std::int64_t set_grain = 4;
 }  // namespace
 
 void group_norm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean, float* rstd,
-                        const NormShape& s, float eps) {
+                        const common::NormShape& s, float eps) {
   const std::int64_t Cg = s.C / s.groups, M = Cg * s.L;
   parallel_for(s.N * s.groups, set_grain, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t set = begin; set < end; ++set) {
@@ -43,7 +43,7 @@ void group_norm_forward(const float* x, const float* gamma, const float* beta, f
 }
 
 void group_norm_backward(const float* x, const float* gamma, const float* mean, const float* rstd, const float* dy,
-                         float* dx, float* dgamma, float* dbeta, const NormShape& s) {
+                         float* dx, float* dgamma, float* dbeta, const common::NormShape& s) {
   const std::int64_t Cg = s.C / s.groups, M = Cg * s.L;
   if (dgamma != nullptr || dbeta != nullptr) {
     parallel_for(s.C, 1, [&](std::int64_t begin, std::int64_t end) {
@@ -93,7 +93,7 @@ void group_norm_backward(const float* x, const float* gamma, const float* mean, 
 }
 
 void batch_norm_forward_training(const float* x, const float* gamma, const float* beta, float* y, float* mean,
-                                 float* rstd, float* running_mean, float* running_var, const NormShape& s,
+                                 float* rstd, float* running_mean, float* running_var, const common::NormShape& s,
                                  float momentum, float eps) {
   const std::int64_t M = s.N * s.L;
   parallel_for(s.C, 1, [&](std::int64_t begin, std::int64_t end) {
@@ -128,7 +128,7 @@ void batch_norm_forward_training(const float* x, const float* gamma, const float
 }
 
 void batch_norm_backward(const float* x, const float* gamma, const float* mean, const float* rstd, const float* dy,
-                         float* dx, float* dgamma, float* dbeta, const NormShape& s) {
+                         float* dx, float* dgamma, float* dbeta, const common::NormShape& s) {
   const std::int64_t M = s.N * s.L;
   parallel_for(s.C, 1, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t c = begin; c < end; ++c) {

@@ -6,20 +6,20 @@
 
 #include "../../framework/tensor.hpp"
 #include "variant.hpp"
-#include "../norm.hpp"
+#include "../common/norm.hpp"
 
 namespace accrue::kernels::cpu {
 
 ACCRUE_CPU_KERNEL(group_norm_forward, void(const float* x, const float* gamma, const float* beta, float* y, float* mean,
-                                           float* rstd, const NormShape& s, float eps));
+                                           float* rstd, const common::NormShape& s, float eps));
 ACCRUE_CPU_KERNEL(group_norm_backward,
                   void(const float* x, const float* gamma, const float* mean, const float* rstd, const float* dy,
-                       float* dx, float* dgamma, float* dbeta, const NormShape& s));
+                       float* dx, float* dgamma, float* dbeta, const common::NormShape& s));
 ACCRUE_CPU_KERNEL(batch_norm_forward_training,
                   void(const float* x, const float* gamma, const float* beta, float* y, float* mean, float* rstd,
-                       float* running_mean, float* running_var, const NormShape& s, float momentum, float eps));
+                       float* running_mean, float* running_var, const common::NormShape& s, float momentum, float eps));
 ACCRUE_CPU_KERNEL(batch_norm_backward,
                   void(const float* x, const float* gamma, const float* mean, const float* rstd, const float* dy,
-                       float* dx, float* dgamma, float* dbeta, const NormShape& s));
+                       float* dx, float* dgamma, float* dbeta, const common::NormShape& s));
 
 }  // namespace accrue::kernels::cpu

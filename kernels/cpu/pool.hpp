@@ -5,7 +5,6 @@
 #include "../../framework/tensor.hpp"
 #include "../common/pool.hpp"
 #include "variant.hpp"
-#include "../pool.hpp"
 
 namespace accrue::kernels::cpu {
 

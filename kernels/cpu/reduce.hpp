@@ -8,7 +8,6 @@
 #include "../../framework/tensor.hpp"
 #include "../common/broadcast.hpp"
 #include "variant.hpp"
-#include "../reduce.hpp"
 
 namespace accrue::kernels::cpu {
 

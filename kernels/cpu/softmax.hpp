@@ -6,7 +6,6 @@
 
 #include "../../framework/tensor.hpp"
 #include "variant.hpp"
-#include "../softmax.hpp"
 
 namespace accrue::kernels::cpu {
 
