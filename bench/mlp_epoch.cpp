@@ -27,8 +27,8 @@
 #include <accrue/kernels/cpu/gemm/openblas.hpp>
 #include <accrue/kernels/cpu/parallel.hpp>
 #include <accrue/kernels/gemm.hpp>
-#include <accrue/framework/device_runtime.hpp>
-#include <accrue/kernels/device_query.hpp>
+#include <accrue/framework/runtime/device_runtime.hpp>
+#include <accrue/framework/core/device_query.hpp>
 #include "python_worker.hpp"
 #include "timing.hpp"
 #include <algorithm>

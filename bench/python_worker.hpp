@@ -5,7 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <accrue/framework/error.hpp>
+#include <accrue/framework/core/error.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>

@@ -8,7 +8,7 @@
 
 #include <algorithm>
 
-#include "../framework/autograd.hpp"
+#include "../framework/autograd/autograd.hpp"
 #include "../kernels/cpu/parallel.hpp"
 
 namespace accrue {

@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "../framework/error.hpp"
-#include "../framework/files.hpp"
-#include "../framework/memory.hpp"
+#include "../framework/core/error.hpp"
+#include "../framework/core/files.hpp"
+#include "../framework/core/memory.hpp"
 
 namespace accrue::datasets {
 namespace {

@@ -9,10 +9,10 @@
 #include <map>
 #include <set>
 
-#include "../framework/files.hpp"
-#include "../framework/log.hpp"
-#include "../framework/memory.hpp"
-#include "../framework/utf8.hpp"
+#include "../framework/core/files.hpp"
+#include "../framework/core/log.hpp"
+#include "../framework/core/memory.hpp"
+#include "../framework/core/utf8.hpp"
 
 namespace accrue::datasets {
 namespace {

@@ -8,9 +8,9 @@
 #include <numeric>
 #include <vector>
 
-#include "../framework/autograd.hpp"
-#include "../framework/ops.hpp"
-#include "../framework/random.hpp"
+#include "../framework/autograd/autograd.hpp"
+#include "../framework/ops/ops.hpp"
+#include "../framework/core/random.hpp"
 #include "../kernels/cpu/parallel.hpp"
 
 namespace accrue {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "source.hpp"
-#include "../framework/tensor.hpp"
+#include "../framework/core/tensor.hpp"
 
 namespace accrue {
 

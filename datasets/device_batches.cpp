@@ -5,8 +5,8 @@
 #include <cstring>
 
 #include "prefetch.hpp"
-#include "../framework/device_runtime.hpp"
-#include "../framework/log.hpp"
+#include "../framework/runtime/device_runtime.hpp"
+#include "../framework/core/log.hpp"
 
 namespace accrue {
 

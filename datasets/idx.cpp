@@ -6,8 +6,8 @@
 #include <cstring>
 #include <memory>
 
-#include "../framework/error.hpp"
-#include "../framework/files.hpp"
+#include "../framework/core/error.hpp"
+#include "../framework/core/files.hpp"
 
 namespace accrue::datasets {
 namespace {

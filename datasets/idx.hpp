@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "../framework/shape.hpp"
-#include "../framework/tensor.hpp"
+#include "../framework/core/shape.hpp"
+#include "../framework/core/tensor.hpp"
 
 namespace accrue::datasets {
 

@@ -16,8 +16,8 @@
 #include <fstream>
 #include <optional>
 
-#include "../framework/error.hpp"
-#include "../framework/files.hpp"
+#include "../framework/core/error.hpp"
+#include "../framework/core/files.hpp"
 
 namespace accrue::datasets {
 namespace {

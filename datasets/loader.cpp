@@ -3,7 +3,7 @@
 #include <limits>
 #include <numeric>
 
-#include "../framework/random.hpp"
+#include "../framework/core/random.hpp"
 
 namespace accrue {
 

@@ -4,7 +4,7 @@
 #include <filesystem>
 
 #include "idx.hpp"
-#include "../framework/error.hpp"
+#include "../framework/core/error.hpp"
 
 namespace accrue::datasets {
 namespace {

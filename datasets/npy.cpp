@@ -10,11 +10,11 @@
 #include <numeric>
 #include <optional>
 
-#include "../framework/error.hpp"
-#include "../framework/files.hpp"
-#include "../framework/memory.hpp"
-#include "../framework/ops.hpp"
-#include "../framework/utf8.hpp"
+#include "../framework/core/error.hpp"
+#include "../framework/core/files.hpp"
+#include "../framework/core/memory.hpp"
+#include "../framework/ops/ops.hpp"
+#include "../framework/core/utf8.hpp"
 
 namespace accrue::datasets {
 namespace {

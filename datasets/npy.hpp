@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "../framework/tensor.hpp"
+#include "../framework/core/tensor.hpp"
 
 namespace accrue::datasets {
 

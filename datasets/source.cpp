@@ -5,8 +5,8 @@
 #include <cstring>
 #include <vector>
 
-#include "../framework/autograd.hpp"
-#include "../framework/ops.hpp"
+#include "../framework/autograd/autograd.hpp"
+#include "../framework/ops/ops.hpp"
 
 namespace accrue {
 

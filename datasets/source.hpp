@@ -14,7 +14,7 @@
 #include <memory>
 #include <string>
 
-#include "../framework/tensor.hpp"
+#include "../framework/core/tensor.hpp"
 
 namespace accrue {
 

@@ -7,9 +7,9 @@
 #include <set>
 #include <sstream>
 
-#include "../framework/error.hpp"
-#include "../framework/files.hpp"
-#include "../framework/utf8.hpp"
+#include "../framework/core/error.hpp"
+#include "../framework/core/files.hpp"
+#include "../framework/core/utf8.hpp"
 
 namespace accrue::datasets {
 namespace {

@@ -5,9 +5,9 @@
 #include <cmath>
 #include <cstring>
 
-#include "../framework/error.hpp"
-#include "../framework/random.hpp"
-#include "../kernels/common/philox.hpp"
+#include "../framework/core/error.hpp"
+#include "../framework/core/random.hpp"
+#include "../framework/core/philox.hpp"
 
 namespace accrue::transforms {
 namespace {

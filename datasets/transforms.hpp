@@ -26,7 +26,7 @@
 
 #include "dataset.hpp"
 #include "scratch.hpp"
-#include "../framework/shape.hpp"
+#include "../framework/core/shape.hpp"
 
 namespace accrue::transforms {
 

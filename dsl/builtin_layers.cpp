@@ -16,7 +16,7 @@
 #include "layers/recurrent.hpp"
 #include "layers/recompute.hpp"
 #include "layers/residual.hpp"
-#include "../framework/error.hpp"
+#include "../framework/core/error.hpp"
 
 namespace accrue {
 namespace {

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "../framework/amp/grad_scaler.hpp"
-#include "../framework/dtype.hpp"
-#include "../framework/memory.hpp"
-#include "../framework/tensor.hpp"
+#include "../framework/core/dtype.hpp"
+#include "../framework/core/memory.hpp"
+#include "../framework/core/tensor.hpp"
 #include "../framework/training/logs.hpp"
 #include "../framework/training/step_record.hpp"
 

@@ -12,8 +12,8 @@
 #include <regex>
 
 #include "training_checkpoint.hpp"
-#include "../framework/files.hpp"
-#include "../framework/log.hpp"
+#include "../framework/core/files.hpp"
+#include "../framework/core/log.hpp"
 
 namespace accrue::detail {
 

@@ -7,8 +7,8 @@
 
 #include "layer_registry.hpp"
 #include "metrics.hpp"
-#include "../framework/autograd.hpp"
-#include "../framework/ops.hpp"
+#include "../framework/autograd/autograd.hpp"
+#include "../framework/ops/ops.hpp"
 
 namespace accrue::metrics {
 namespace {

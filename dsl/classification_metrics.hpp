@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "layer.hpp"
-#include "../framework/tensor.hpp"
+#include "../framework/core/tensor.hpp"
 #include "../framework/training/logs.hpp"
 
 namespace accrue::metrics {

@@ -6,9 +6,9 @@
 #include "../datasets/loader.hpp"
 #include "layers/batch_norm.hpp"
 #include "sequential.hpp"
-#include "../framework/autograd.hpp"
+#include "../framework/autograd/autograd.hpp"
 #include "../framework/distributed/communicator.hpp"
-#include "../framework/ops.hpp"
+#include "../framework/ops/ops.hpp"
 #include "../framework/training/stop_signal.hpp"
 
 namespace accrue {

@@ -10,7 +10,7 @@
 #include "../datasets/dataset.hpp"
 #include "callbacks.hpp"
 #include "layers/recompute.hpp"
-#include "../framework/training/accumulation.hpp"
+#include "../framework/optim/accumulation.hpp"
 #include "../framework/training/lr_schedule.hpp"
 
 namespace accrue {

@@ -5,8 +5,8 @@
 #include <numeric>
 
 #include "sequential.hpp"
-#include "../framework/autograd.hpp"
-#include "../framework/random.hpp"
+#include "../framework/autograd/autograd.hpp"
+#include "../framework/core/random.hpp"
 
 namespace accrue {
 namespace {

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <utility>
 
-#include "../framework/error.hpp"
+#include "../framework/core/error.hpp"
 #include "../framework/serialization/json_text.hpp"
 
 namespace accrue::detail {

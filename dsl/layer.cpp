@@ -1,6 +1,6 @@
 #include "layer.hpp"
 
-#include "../framework/error.hpp"
+#include "../framework/core/error.hpp"
 
 namespace accrue {
 

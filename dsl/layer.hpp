@@ -14,7 +14,7 @@
 // forward() then runs on batches, with the batch dimension first.
 //
 // Writing a layer. Derive from Layer, implement type_name(), build() and forward() with ops from
-// <accrue/framework/ops.hpp>; autograd records the backward pass, so none is written. Register
+// <accrue/framework/ops/ops.hpp>; autograd records the backward pass, so none is written. Register
 // parameters with add_parameter() in build(). A layer made of layers (TransformerBlock, Residual)
 // registers them with add_child() and builds them with build_child(): their parameters appear in
 // its own under "child_name.", as PyTorch names a module's submodules' parameters.
@@ -29,8 +29,8 @@
 #include <variant>
 #include <vector>
 
-#include "../framework/random.hpp"
-#include "../framework/tensor.hpp"
+#include "../framework/core/random.hpp"
+#include "../framework/core/tensor.hpp"
 
 namespace accrue {
 

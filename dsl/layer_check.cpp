@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "../framework/autograd.hpp"
-#include "../framework/ops.hpp"
+#include "../framework/autograd/autograd.hpp"
+#include "../framework/ops/ops.hpp"
 #include "../framework/optim/sgd.hpp"
 
 namespace accrue {

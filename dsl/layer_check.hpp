@@ -6,7 +6,7 @@
 #include <string>
 
 #include "layer.hpp"
-#include "../framework/gradcheck.hpp"
+#include "../framework/ops/gradcheck.hpp"
 
 namespace accrue {
 

@@ -5,8 +5,8 @@
 #include <map>
 #include <mutex>
 
-#include "../framework/error.hpp"
-#include "../framework/utf8.hpp"
+#include "../framework/core/error.hpp"
+#include "../framework/core/utf8.hpp"
 
 namespace accrue {
 namespace {

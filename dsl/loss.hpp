@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "layer.hpp"
-#include "../framework/ops.hpp"
+#include "../framework/ops/ops.hpp"
 
 namespace accrue {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "../framework/memory.hpp"
+#include "../framework/core/memory.hpp"
 
 namespace accrue {
 

@@ -2,8 +2,8 @@
 
 #include "../framework/distributed/communicator.hpp"
 
-#include "../framework/autograd.hpp"
-#include "../framework/ops.hpp"
+#include "../framework/autograd/autograd.hpp"
+#include "../framework/ops/ops.hpp"
 
 namespace accrue::metrics {
 

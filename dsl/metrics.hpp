@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "layer.hpp"
-#include "../framework/error.hpp"
-#include "../framework/tensor.hpp"
+#include "../framework/core/error.hpp"
+#include "../framework/core/tensor.hpp"
 #include "../framework/training/logs.hpp"
 
 namespace accrue {

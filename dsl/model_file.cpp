@@ -5,11 +5,11 @@
 #include "layer_registry.hpp"
 #include "model_json.hpp"
 #include "sequential.hpp"
-#include "../framework/log.hpp"
-#include "../framework/memory.hpp"
+#include "../framework/core/log.hpp"
+#include "../framework/core/memory.hpp"
 #include "../framework/serialization/checkpoint.hpp"
 #include "../framework/serialization/json_text.hpp"
-#include "../framework/utf8.hpp"
+#include "../framework/core/utf8.hpp"
 
 namespace accrue {
 namespace {

@@ -9,7 +9,7 @@
 #include "layer_registry.hpp"
 #include "sequential.hpp"
 #include "../framework/serialization/json_text.hpp"
-#include "../framework/utf8.hpp"
+#include "../framework/core/utf8.hpp"
 
 namespace accrue::detail {
 namespace {

@@ -21,7 +21,7 @@
 #include <variant>
 #include <vector>
 
-#include "../framework/tensor.hpp"
+#include "../framework/core/tensor.hpp"
 
 namespace accrue {
 

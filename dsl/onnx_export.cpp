@@ -15,9 +15,9 @@
 #include "layers/normalization.hpp"
 #include "onnx_graph.hpp"
 #include "sequential.hpp"
-#include "../framework/autograd.hpp"
-#include "../framework/files.hpp"
-#include "../framework/ops.hpp"
+#include "../framework/autograd/autograd.hpp"
+#include "../framework/core/files.hpp"
+#include "../framework/ops/ops.hpp"
 
 namespace accrue {
 namespace {

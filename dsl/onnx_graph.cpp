@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "layer.hpp"
-#include "../framework/error.hpp"
+#include "../framework/core/error.hpp"
 
 namespace accrue::onnx {
 

@@ -19,8 +19,8 @@
 #include <sstream>
 
 #include "onnx.hpp"
-#include "../framework/error.hpp"
-#include "../framework/files.hpp"
+#include "../framework/core/error.hpp"
+#include "../framework/core/files.hpp"
 
 extern char** environ;
 

@@ -1,13 +1,13 @@
 #include "sequential.hpp"
-#include "../framework/utf8.hpp"
+#include "../framework/core/utf8.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <map>
 
-#include "../framework/autograd.hpp"
-#include "../framework/log.hpp"
-#include "../framework/ops.hpp"
+#include "../framework/autograd/autograd.hpp"
+#include "../framework/core/log.hpp"
+#include "../framework/ops/ops.hpp"
 
 namespace accrue {
 

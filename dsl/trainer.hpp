@@ -10,7 +10,7 @@
 //   }};
 //   trainer.fit(model, train, test);
 //
-// Each optimizer step closes a window of micro-batches (see framework/training/accumulation.hpp):
+// Each optimizer step closes a window of micro-batches (see framework/optim/accumulation.hpp):
 // every micro-batch's summed loss is weighted by 1 / (samples in the window) before backward, so
 // the gradients that add up in .grad() are those of the window's mean loss; then close_window
 // (framework/training/window_close.hpp) unscales, checks, clips, steps and zeroes, in the order it

@@ -13,14 +13,14 @@
 #include <typeinfo>
 
 #include "json_state.hpp"
-#include "../framework/autograd.hpp"
-#include "../framework/files.hpp"
-#include "../framework/log.hpp"
+#include "../framework/autograd/autograd.hpp"
+#include "../framework/core/files.hpp"
+#include "../framework/core/log.hpp"
 #include "../framework/optim/optimizer.hpp"
-#include "../framework/random.hpp"
+#include "../framework/core/random.hpp"
 #include "../framework/serialization/checkpoint.hpp"
 #include "../framework/serialization/json_text.hpp"
-#include "../framework/utf8.hpp"
+#include "../framework/core/utf8.hpp"
 
 namespace accrue::detail {
 namespace {

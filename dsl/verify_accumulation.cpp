@@ -7,9 +7,9 @@
 
 #include "layers/dropout.hpp"
 #include "../datasets/loader.hpp"
-#include "../framework/autograd.hpp"
+#include "../framework/autograd/autograd.hpp"
 #include "../framework/distributed/communicator.hpp"
-#include "../framework/ops.hpp"
+#include "../framework/ops/ops.hpp"
 
 namespace accrue {
 

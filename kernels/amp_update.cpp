@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "cpu/amp_update.hpp"
-#include "cuda/backend.hpp"
+#include "../framework/runtime/cuda_backend.hpp"
 #include "cuda/amp_update.hpp"
 #include "dispatch.hpp"
 

@@ -1,8 +1,8 @@
 #include "attention.hpp"
 
-#include "../framework/storage.hpp"
+#include "../framework/core/storage.hpp"
 #include "cpu/attention.hpp"
-#include "cuda/backend.hpp"
+#include "../framework/runtime/cuda_backend.hpp"
 #include "cuda/attention.hpp"
 #include "dispatch.hpp"
 

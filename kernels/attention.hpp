@@ -6,7 +6,7 @@
 
 #include <cstddef>
 
-#include "../framework/tensor.hpp"
+#include "../framework/core/tensor.hpp"
 #include "common/attention.hpp"
 
 namespace accrue::kernels {

@@ -1,7 +1,7 @@
 #include "cast.hpp"
 
 #include "cpu/cast.hpp"
-#include "cuda/backend.hpp"
+#include "../framework/runtime/cuda_backend.hpp"
 #include "cuda/cast.hpp"
 #include "dispatch.hpp"
 

@@ -1,8 +1,8 @@
 #pragma once
 // Conversion between floating-point dtypes: float32 to and from float16 and bfloat16, rounding to
-// nearest even (math in common/half.hpp).
+// nearest even (math in framework/core/half.hpp).
 
-#include "../framework/tensor.hpp"
+#include "../framework/core/tensor.hpp"
 
 namespace accrue::kernels {
 

@@ -1,7 +1,7 @@
 #include "concat.hpp"
 
 #include "cpu/concat.hpp"
-#include "cuda/backend.hpp"
+#include "../framework/runtime/cuda_backend.hpp"
 #include "cuda/concat.hpp"
 #include "dispatch.hpp"
 

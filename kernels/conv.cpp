@@ -1,7 +1,7 @@
 #include "conv.hpp"
 
 #include "cpu/conv.hpp"
-#include "cuda/backend.hpp"
+#include "../framework/runtime/cuda_backend.hpp"
 #include "cuda/conv.hpp"
 #include "dispatch.hpp"
 

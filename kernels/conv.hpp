@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "../framework/tensor.hpp"
+#include "../framework/core/tensor.hpp"
 #include "common/conv_geometry.hpp"
 
 namespace accrue::kernels {

@@ -1,7 +1,7 @@
 #include "cross_entropy.hpp"
 
 #include "cpu/cross_entropy.hpp"
-#include "cuda/backend.hpp"
+#include "../framework/runtime/cuda_backend.hpp"
 #include "cuda/cross_entropy.hpp"
 #include "dispatch.hpp"
 

@@ -1,7 +1,7 @@
 #pragma once
 // Fused softmax cross-entropy from logits with integer labels (math in common/cross_entropy.hpp).
 
-#include "../framework/tensor.hpp"
+#include "../framework/core/tensor.hpp"
 
 namespace accrue::kernels {
 

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include <accrue/config.hpp>
-#include "../framework/tensor.hpp"
+#include "../framework/core/tensor.hpp"
 
 namespace accrue::kernels {
 

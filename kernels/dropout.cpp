@@ -1,7 +1,7 @@
 #include "dropout.hpp"
 
 #include "cpu/dropout.hpp"
-#include "cuda/backend.hpp"
+#include "../framework/runtime/cuda_backend.hpp"
 #include "cuda/dropout.hpp"
 #include "dispatch.hpp"
 

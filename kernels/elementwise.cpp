@@ -5,8 +5,8 @@
 
 #include "common/broadcast_index.hpp"
 #include "cpu/elementwise.hpp"
-#include "../framework/device_runtime.hpp"
-#include "cuda/backend.hpp"
+#include "../framework/runtime/device_runtime.hpp"
+#include "../framework/runtime/cuda_backend.hpp"
 #include "cuda/elementwise.hpp"
 #include "cuda/reduce.hpp"
 #include "dispatch.hpp"

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <span>
 
-#include "../framework/tensor.hpp"
+#include "../framework/core/tensor.hpp"
 #include "common/binary.hpp"
 #include "common/broadcast.hpp"
 #include "common/unary.hpp"

@@ -2,10 +2,10 @@
 
 #include <limits>
 
-#include "../framework/storage.hpp"
+#include "../framework/core/storage.hpp"
 #include "cpu/cross_entropy.hpp"
 #include "cpu/gather.hpp"
-#include "cuda/backend.hpp"
+#include "../framework/runtime/cuda_backend.hpp"
 #include "cuda/cross_entropy.hpp"
 #include "cuda/gather.hpp"
 #include "dispatch.hpp"

@@ -3,7 +3,7 @@
 #include "cast.hpp"
 #include "cpu/gemm.hpp"
 #include "cpu/gemm/skinny.hpp"
-#include "cuda/backend.hpp"
+#include "../framework/runtime/cuda_backend.hpp"
 #include "cuda/gemm.hpp"
 #include "dispatch.hpp"
 #include "reduce.hpp"

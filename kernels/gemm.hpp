@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "../framework/tensor.hpp"
+#include "../framework/core/tensor.hpp"
 
 namespace accrue::kernels {
 

@@ -1,7 +1,7 @@
 #include "norm.hpp"
 
 #include "cpu/norm.hpp"
-#include "cuda/backend.hpp"
+#include "../framework/runtime/cuda_backend.hpp"
 #include "cuda/norm.hpp"
 #include "dispatch.hpp"
 

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "../framework/tensor.hpp"
+#include "../framework/core/tensor.hpp"
 #include "common/norm.hpp"
 
 namespace accrue::kernels {

@@ -7,7 +7,7 @@
 #include <array>
 #include <span>
 
-#include "../framework/tensor.hpp"
+#include "../framework/core/tensor.hpp"
 #include "common/optimizer_updates.hpp"
 
 namespace accrue::kernels {

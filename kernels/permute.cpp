@@ -1,7 +1,7 @@
 #include "permute.hpp"
 
 #include "cpu/permute.hpp"
-#include "cuda/backend.hpp"
+#include "../framework/runtime/cuda_backend.hpp"
 #include "cuda/permute.hpp"
 #include "dispatch.hpp"
 

@@ -4,7 +4,7 @@
 
 #include <span>
 
-#include "../framework/tensor.hpp"
+#include "../framework/core/tensor.hpp"
 
 namespace accrue::kernels {
 

@@ -1,7 +1,7 @@
 #include "pool.hpp"
 
 #include "cpu/pool.hpp"
-#include "cuda/backend.hpp"
+#include "../framework/runtime/cuda_backend.hpp"
 #include "cuda/pool.hpp"
 #include "dispatch.hpp"
 

@@ -3,7 +3,7 @@
 // (Window2d, without K and groups). Float32, or bfloat16 on the CPU (the support table's row). On
 // a GPU: cuDNN.
 
-#include "../framework/tensor.hpp"
+#include "../framework/core/tensor.hpp"
 #include "common/pool.hpp"
 
 namespace accrue::kernels {

@@ -7,7 +7,7 @@
 #include "cast.hpp"
 #include "cpu/cast.hpp"
 #include "cpu/reduce.hpp"
-#include "cuda/backend.hpp"
+#include "../framework/runtime/cuda_backend.hpp"
 #include "cuda/reduce.hpp"
 #include "dispatch.hpp"
 

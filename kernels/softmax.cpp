@@ -1,7 +1,7 @@
 #include "softmax.hpp"
 
 #include "cpu/softmax.hpp"
-#include "cuda/backend.hpp"
+#include "../framework/runtime/cuda_backend.hpp"
 #include "cuda/softmax.hpp"
 #include "dispatch.hpp"
 

@@ -8,7 +8,7 @@
 #include <numbers>
 
 #include "../transforms.hpp"
-#include "../../framework/error.hpp"
+#include "../../framework/core/error.hpp"
 
 namespace accrue::transforms::functional {
 namespace {

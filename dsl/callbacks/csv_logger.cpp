@@ -11,9 +11,9 @@
 #include <filesystem>
 
 #include "../json_state.hpp"
-#include "../../framework/utf8.hpp"
-#include "../../framework/error.hpp"
-#include "../../framework/log.hpp"
+#include "../../framework/core/utf8.hpp"
+#include "../../framework/core/error.hpp"
+#include "../../framework/core/log.hpp"
 
 namespace accrue::callbacks {
 

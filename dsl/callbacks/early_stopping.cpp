@@ -3,10 +3,10 @@
 #include <nlohmann/json.hpp>
 
 #include "../json_state.hpp"
-#include "../../framework/utf8.hpp"
+#include "../../framework/core/utf8.hpp"
 #include "../sequential.hpp"
-#include "../../framework/autograd.hpp"
-#include "../../framework/log.hpp"
+#include "../../framework/autograd/autograd.hpp"
+#include "../../framework/core/log.hpp"
 
 namespace accrue::callbacks {
 

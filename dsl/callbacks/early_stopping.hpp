@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "../callbacks.hpp"
-#include "../../framework/tensor.hpp"
+#include "../../framework/core/tensor.hpp"
 
 namespace accrue::callbacks {
 

@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "../json_state.hpp"
-#include "../../framework/utf8.hpp"
+#include "../../framework/core/utf8.hpp"
 #include "../sequential.hpp"
 #include "../../framework/optim/optimizer.hpp"
 #include "../../framework/optim/recipe.hpp"

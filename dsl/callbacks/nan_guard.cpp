@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-#include "../../framework/log.hpp"
+#include "../../framework/core/log.hpp"
 
 namespace accrue::callbacks {
 

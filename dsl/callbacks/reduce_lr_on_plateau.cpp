@@ -1,7 +1,7 @@
 #include "reduce_lr_on_plateau.hpp"
 
-#include "../../framework/error.hpp"
-#include "../../framework/log.hpp"
+#include "../../framework/core/error.hpp"
+#include "../../framework/core/log.hpp"
 
 namespace accrue::callbacks {
 

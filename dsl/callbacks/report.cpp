@@ -11,9 +11,9 @@
 #include "progress_bar.hpp"
 #include "../plan_choice.hpp"
 #include "../sequential.hpp"
-#include "../../framework/files.hpp"
-#include "../../framework/utf8.hpp"
-#include "../../framework/log.hpp"
+#include "../../framework/core/files.hpp"
+#include "../../framework/core/utf8.hpp"
+#include "../../framework/core/log.hpp"
 
 namespace accrue::detail {
 // The page's template and the vendored uPlot, compiled in (CMake generates them from

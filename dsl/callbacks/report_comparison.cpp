@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "report.hpp"
-#include "../../framework/error.hpp"
-#include "../../framework/files.hpp"
+#include "../../framework/core/error.hpp"
+#include "../../framework/core/files.hpp"
 #include "../../framework/serialization/json_text.hpp"
 
 namespace accrue::detail {

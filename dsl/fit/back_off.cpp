@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "training_run.hpp"
-#include "../../framework/log.hpp"
+#include "../../framework/core/log.hpp"
 
 namespace accrue::detail {
 

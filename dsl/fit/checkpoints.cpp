@@ -5,7 +5,7 @@
 #include <csignal>
 
 #include "training_run.hpp"
-#include "../../framework/log.hpp"
+#include "../../framework/core/log.hpp"
 
 namespace accrue::detail {
 

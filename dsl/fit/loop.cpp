@@ -5,9 +5,9 @@
 #include <deque>
 
 #include "training_run.hpp"
-#include "../../framework/autograd.hpp"
-#include "../../framework/log.hpp"
-#include "../../framework/ops.hpp"
+#include "../../framework/autograd/autograd.hpp"
+#include "../../framework/core/log.hpp"
+#include "../../framework/ops/ops.hpp"
 #include "../../framework/training/window_close.hpp"
 
 namespace accrue::detail {
@@ -101,7 +101,7 @@ TrainingRun::MicroBatchLoss TrainingRun::forward(const Batch& batch, StepRecord&
 bool TrainingRun::skips_backward() const { return state_.window_poisoned && !modes_->shares_statistics(); }
 
 // What the micro-batch's summed loss is multiplied by before backward: its loss weight by the rule
-// of accumulation (framework/training/accumulation.hpp; kept on the record), times the loss scale
+// of accumulation (framework/optim/accumulation.hpp; kept on the record), times the loss scale
 // of float16 loss scaling, which the window's close undoes.
 float TrainingRun::scaled_loss_weight(const MicroBatchSlot& slot, const MicroBatchLoss& loss, StepRecord& record) const {
   record.loss_weight = loss_weight(accumulation_.options.normalization,

@@ -5,8 +5,8 @@
 #include <numeric>
 
 #include "training_run.hpp"
-#include "../../framework/autograd.hpp"
-#include "../../framework/log.hpp"
+#include "../../framework/autograd/autograd.hpp"
+#include "../../framework/core/log.hpp"
 
 namespace accrue::detail {
 

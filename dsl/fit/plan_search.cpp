@@ -9,7 +9,7 @@
 #include <limits>
 
 #include "training_run.hpp"
-#include "../../framework/device_runtime.hpp"
+#include "../../framework/runtime/device_runtime.hpp"
 
 namespace accrue::detail {
 

@@ -3,7 +3,7 @@
 // weights. What the processes share while training is a RunProcesses (run_processes.hpp).
 
 #include "training_run.hpp"
-#include "../../framework/autograd.hpp"
+#include "../../framework/autograd/autograd.hpp"
 
 namespace accrue::detail {
 

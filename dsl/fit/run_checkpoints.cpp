@@ -2,8 +2,8 @@
 
 #include <filesystem>
 
-#include "../../framework/files.hpp"
-#include "../../framework/log.hpp"
+#include "../../framework/core/files.hpp"
+#include "../../framework/core/log.hpp"
 #include "../../framework/training/stop_signal.hpp"
 
 namespace accrue::detail {

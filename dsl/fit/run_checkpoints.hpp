@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "../../framework/distributed/communicator.hpp"
-#include "../../framework/error.hpp"
+#include "../../framework/core/error.hpp"
 #include "../fit_options.hpp"
 #include "../training_checkpoint.hpp"
 

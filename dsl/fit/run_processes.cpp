@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-#include "../../framework/autograd.hpp"
+#include "../../framework/autograd/autograd.hpp"
 #include "../../framework/serialization/checkpoint.hpp"
 
 namespace accrue::detail {

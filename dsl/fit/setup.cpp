@@ -6,7 +6,7 @@
 #include "../callbacks/progress_bar.hpp"
 #include "training_run.hpp"
 #include "../../kernels/gemm.hpp"
-#include "../../framework/log.hpp"
+#include "../../framework/core/log.hpp"
 
 namespace accrue::detail {
 

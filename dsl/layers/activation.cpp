@@ -1,6 +1,6 @@
 #include "activation.hpp"
 
-#include "../../framework/ops.hpp"
+#include "../../framework/ops/ops.hpp"
 #include "../onnx.hpp"
 
 namespace accrue::layers {

@@ -3,8 +3,8 @@
 
 #include "normalization_memory.hpp"
 #include "../../framework/distributed/sync_batch_norm.hpp"
-#include "../../framework/autograd.hpp"
-#include "../../framework/ops.hpp"
+#include "../../framework/autograd/autograd.hpp"
+#include "../../framework/ops/ops.hpp"
 #include "../onnx.hpp"
 
 namespace accrue::layers {

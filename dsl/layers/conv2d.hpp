@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "../layer.hpp"
-#include "../../framework/ops.hpp"
+#include "../../framework/ops/ops.hpp"
 
 namespace accrue::layers {
 

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "../../framework/deferred_gradients.hpp"
-#include "../../framework/ops.hpp"
+#include "../../framework/autograd/deferred_gradients.hpp"
+#include "../../framework/ops/ops.hpp"
 #include "../onnx.hpp"
 
 namespace accrue::layers {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "../../framework/ops.hpp"
+#include "../../framework/ops/ops.hpp"
 #include "../onnx.hpp"
 
 namespace accrue::layers {

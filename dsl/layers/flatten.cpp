@@ -1,6 +1,6 @@
 #include "flatten.hpp"
 
-#include "../../framework/ops.hpp"
+#include "../../framework/ops/ops.hpp"
 #include "../onnx.hpp"
 
 namespace accrue::layers {

@@ -2,7 +2,7 @@
 #include "../layer_registry.hpp"
 
 #include "normalization_memory.hpp"
-#include "../../framework/ops.hpp"
+#include "../../framework/ops/ops.hpp"
 #include "../onnx.hpp"
 
 namespace accrue::layers {

@@ -4,7 +4,7 @@
 
 #include <initializer_list>
 
-#include "../../framework/shape.hpp"
+#include "../../framework/core/shape.hpp"
 
 namespace accrue::layers {
 

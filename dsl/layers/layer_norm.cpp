@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "normalization_memory.hpp"
-#include "../../framework/ops.hpp"
+#include "../../framework/ops/ops.hpp"
 #include "../onnx.hpp"
 
 namespace accrue::layers {

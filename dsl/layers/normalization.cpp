@@ -4,8 +4,8 @@
 #include <cfloat>
 #include <cmath>
 
-#include "../../framework/autograd.hpp"
-#include "../../framework/ops.hpp"
+#include "../../framework/autograd/autograd.hpp"
+#include "../../framework/ops/ops.hpp"
 #include "../onnx.hpp"
 
 namespace accrue::layers {

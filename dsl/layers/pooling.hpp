@@ -3,7 +3,7 @@
 // mean of each channel as Keras's GlobalAveragePooling2D (output (C), ready for Dense).
 
 #include "../layer.hpp"
-#include "../../framework/ops.hpp"
+#include "../../framework/ops/ops.hpp"
 
 namespace accrue::layers {
 

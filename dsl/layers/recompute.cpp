@@ -2,10 +2,10 @@
 
 #include <algorithm>
 
-#include "../../framework/autocast.hpp"
-#include "../../framework/autograd.hpp"
-#include "../../framework/memory.hpp"
-#include "../../framework/random.hpp"
+#include "../../framework/ops/autocast.hpp"
+#include "../../framework/autograd/autograd.hpp"
+#include "../../framework/core/memory.hpp"
+#include "../../framework/core/random.hpp"
 
 namespace accrue {
 namespace {

@@ -1,6 +1,6 @@
 #include "residual.hpp"
 
-#include "../../framework/ops.hpp"
+#include "../../framework/ops/ops.hpp"
 
 namespace accrue::layers {
 

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include <accrue/framework/error.hpp>
+#include <accrue/framework/core/error.hpp>
 #include <algorithm>
 #include <array>
 #include <map>

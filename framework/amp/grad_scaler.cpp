@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "../training/gradients.hpp"
+#include "../autograd/gradients.hpp"
 #include "../../kernels/amp_update.hpp"
 
 namespace accrue {

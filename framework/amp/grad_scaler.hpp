@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "../tensor.hpp"
+#include "../core/tensor.hpp"
 
 namespace accrue {
 

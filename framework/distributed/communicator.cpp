@@ -8,8 +8,8 @@
 #include <map>
 
 #include <accrue/config.hpp>
-#include "../error.hpp"
-#include "../../kernels/cuda/backend.hpp"
+#include "../core/error.hpp"
+#include "../runtime/cuda_backend.hpp"
 
 namespace accrue::distributed {
 

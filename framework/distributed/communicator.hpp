@@ -16,8 +16,8 @@
 #include <string_view>
 #include <vector>
 
-#include "../device.hpp"
-#include "../tensor.hpp"
+#include "../core/device.hpp"
+#include "../core/tensor.hpp"
 
 namespace accrue::distributed {
 

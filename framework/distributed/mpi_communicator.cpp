@@ -20,7 +20,7 @@
 #include <thread>
 
 #include "communicator.hpp"
-#include "../error.hpp"
+#include "../core/error.hpp"
 
 namespace accrue::distributed::detail {
 

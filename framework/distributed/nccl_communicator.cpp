@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "communicator.hpp"
-#include "../error.hpp"
+#include "../core/error.hpp"
 #include "../../kernels/cuda/context.hpp"
 
 namespace accrue::distributed::detail {

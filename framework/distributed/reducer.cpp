@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "../error.hpp"
+#include "../core/error.hpp"
 #include "../../kernels/elementwise.hpp"
 
 namespace accrue::distributed {

@@ -16,7 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "../autograd.hpp"
+#include "../autograd/autograd.hpp"
 #include "communicator.hpp"
 
 namespace accrue::distributed {

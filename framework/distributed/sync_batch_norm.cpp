@@ -1,8 +1,8 @@
 #include "sync_batch_norm.hpp"
 
-#include "../autograd.hpp"
-#include "../error.hpp"
-#include "../ops.hpp"
+#include "../autograd/autograd.hpp"
+#include "../core/error.hpp"
+#include "../ops/ops.hpp"
 
 namespace accrue::distributed {
 namespace {

@@ -10,7 +10,7 @@
 // through the model for that reason.
 
 #include "communicator.hpp"
-#include "../tensor.hpp"
+#include "../core/tensor.hpp"
 
 namespace accrue::distributed {
 

@@ -1,7 +1,7 @@
 // The ops without a gradient that metrics and losses use on class scores and labels: argmax of
 // each row, and labels as one-hot rows.
 
-#include "../ops.hpp"
+#include "ops.hpp"
 #include "../../kernels/reduce.hpp"
 
 namespace accrue::ops {

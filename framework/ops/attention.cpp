@@ -3,9 +3,9 @@
 
 #include <cmath>
 
-#include "../autograd.hpp"
-#include "../ops.hpp"
-#include "../random.hpp"
+#include "../autograd/autograd.hpp"
+#include "ops.hpp"
+#include "../core/random.hpp"
 #include "../../kernels/attention.hpp"
 
 namespace accrue::ops {

@@ -1,8 +1,8 @@
 // Conversion between floating-point dtypes, the link between float32 master weights and
 // low-precision compute.
 
-#include "../autograd.hpp"
-#include "../ops.hpp"
+#include "../autograd/autograd.hpp"
+#include "ops.hpp"
 #include "../../kernels/cast.hpp"
 
 namespace accrue::ops {

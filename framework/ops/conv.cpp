@@ -3,9 +3,9 @@
 // output and its gradient are bfloat16, the weight's gradient float32. Otherwise it computes in
 // float32, converting a low-precision input (cuDNN's bfloat16 forms are not wired in).
 
-#include "../autocast.hpp"
-#include "../autograd.hpp"
-#include "../ops.hpp"
+#include "autocast.hpp"
+#include "../autograd/autograd.hpp"
+#include "ops.hpp"
 #include "../../kernels/conv.hpp"
 #include "../../kernels/gemm.hpp"
 

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "../shape.hpp"
+#include "../core/shape.hpp"
 
 namespace accrue::ops {
 

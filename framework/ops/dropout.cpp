@@ -1,9 +1,9 @@
 // Dropout: a mask drawn by Philox at the generator's seed and offset (the same on every backend),
 // which backward draws again instead of keeping it.
 
-#include "../autograd.hpp"
-#include "../ops.hpp"
-#include "../random.hpp"
+#include "../autograd/autograd.hpp"
+#include "ops.hpp"
+#include "../core/random.hpp"
 #include "../../kernels/dropout.hpp"
 
 namespace accrue::ops {

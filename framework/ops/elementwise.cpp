@@ -1,7 +1,7 @@
 // Element-wise ops: functions of one tensor and broadcast functions of two.
 
-#include "../autograd.hpp"
-#include "../ops.hpp"
+#include "../autograd/autograd.hpp"
+#include "ops.hpp"
 #include "../../kernels/elementwise.hpp"
 #include "../../kernels/reduce.hpp"
 

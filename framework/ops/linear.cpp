@@ -8,10 +8,10 @@
 
 #include <algorithm>
 
-#include "../autocast.hpp"
-#include "../autograd.hpp"
-#include "../deferred_gradients.hpp"
-#include "../ops.hpp"
+#include "autocast.hpp"
+#include "../autograd/autograd.hpp"
+#include "../autograd/deferred_gradients.hpp"
+#include "ops.hpp"
 #include "../../kernels/cast.hpp"
 #include "../../kernels/gemm.hpp"
 #include "../../kernels/reduce.hpp"

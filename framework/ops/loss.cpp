@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "../autograd.hpp"
-#include "../ops.hpp"
+#include "../autograd/autograd.hpp"
+#include "ops.hpp"
 #include "../../kernels/cross_entropy.hpp"
 
 namespace accrue::ops {

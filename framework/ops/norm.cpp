@@ -1,8 +1,8 @@
 // Batch, group and layer normalization. Each computes in float32 (a low-precision input is
 // converted, as autocast does) and keeps x with its per-set mean and 1/std for backward.
 
-#include "../autograd.hpp"
-#include "../ops.hpp"
+#include "../autograd/autograd.hpp"
+#include "ops.hpp"
 #include "../../kernels/norm.hpp"
 
 namespace accrue::ops {

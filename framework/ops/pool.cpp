@@ -1,8 +1,8 @@
 // 2-D max and average pooling, in the input's type where the kernels take it (bfloat16 on the CPU,
 // as PyTorch's autocast leaves pooling in the input's type); otherwise in float32.
 
-#include "../autograd.hpp"
-#include "../ops.hpp"
+#include "../autograd/autograd.hpp"
+#include "ops.hpp"
 #include "../../kernels/dispatch.hpp"
 #include "../../kernels/pool.hpp"
 

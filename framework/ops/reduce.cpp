@@ -1,7 +1,7 @@
 // Sums and means over all elements or one dimension.
 
-#include "../autograd.hpp"
-#include "../ops.hpp"
+#include "../autograd/autograd.hpp"
+#include "ops.hpp"
 #include "dim_split.hpp"
 #include "../../kernels/reduce.hpp"
 

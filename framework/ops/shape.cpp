@@ -1,8 +1,8 @@
 // Views and copies: reshape, flatten, narrow, clone, permute and transpose, slice, split and cat;
 // rows picked by index (embedding).
 
-#include "../autograd.hpp"
-#include "../ops.hpp"
+#include "../autograd/autograd.hpp"
+#include "ops.hpp"
 #include "dim_split.hpp"
 #include "../../kernels/concat.hpp"
 #include "../../kernels/elementwise.hpp"

@@ -1,7 +1,7 @@
 // Softmax and log-softmax along one dimension; attention's scaled, causal or masked softmax.
 
-#include "../autograd.hpp"
-#include "../ops.hpp"
+#include "../autograd/autograd.hpp"
+#include "ops.hpp"
 #include "dim_split.hpp"
 #include "../../kernels/softmax.hpp"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "../autograd.hpp"
+#include "../autograd/autograd.hpp"
 #include "../../kernels/optimizer_update.hpp"
 #include "../serialization/safetensors.hpp"
 

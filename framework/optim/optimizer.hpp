@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "../tensor.hpp"
+#include "../core/tensor.hpp"
 
 namespace accrue::optim {
 

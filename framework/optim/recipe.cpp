@@ -1,6 +1,6 @@
 #include "recipe.hpp"
 
-#include "../memory.hpp"
+#include "../core/memory.hpp"
 
 #include <cmath>
 

@@ -18,8 +18,8 @@
 #include "recipe_steps.hpp"
 #include "rmsprop.hpp"
 #include "sgd.hpp"
-#include "../printable.hpp"
-#include "../training/accumulation.hpp"
+#include "../core/printable.hpp"
+#include "accumulation.hpp"
 
 namespace accrue::optim {
 
@@ -47,7 +47,7 @@ class Recipe {
   Recipe clip(double max_norm, ClipOptions options = {}) const;
   /// Clamps each accumulated gradient element to [-value, value] before each step.
   Recipe clip_value(double value) const;
-  /// Mixed precision (see framework/autocast.hpp and amp/grad_scaler.hpp): `.amp()` is bfloat16
+  /// Mixed precision (see framework/ops/autocast.hpp and amp/grad_scaler.hpp): `.amp()` is bfloat16
   /// without loss scaling on the CPU and float16 with it on CUDA; `.amp(dtype::f16)` or
   /// `.amp(dtype::bf16)` chooses; `.amp(false)` is plain float32.
   Recipe amp(bool enabled = true) const;

@@ -11,9 +11,9 @@
 #include <optional>
 
 #include "../amp/grad_scaler.hpp"
-#include "../dtype.hpp"
+#include "../core/dtype.hpp"
 #include "optimizer.hpp"
-#include "../training/accumulation.hpp"
+#include "accumulation.hpp"
 
 namespace accrue::optim {
 

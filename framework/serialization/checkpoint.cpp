@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "../error.hpp"
-#include "../files.hpp"
+#include "../core/error.hpp"
+#include "../core/files.hpp"
 
 namespace accrue::serialization {
 namespace {

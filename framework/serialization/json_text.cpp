@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "../utf8.hpp"
+#include "../core/utf8.hpp"
 
 namespace accrue {
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <string_view>
 
-#include "../error.hpp"
-#include "../utf8.hpp"
+#include "../core/error.hpp"
+#include "../core/utf8.hpp"
 
 namespace accrue {
 

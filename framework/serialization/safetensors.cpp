@@ -10,12 +10,12 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "../autograd.hpp"
-#include "../error.hpp"
-#include "../files.hpp"
-#include "../memory.hpp"
+#include "../autograd/autograd.hpp"
+#include "../core/error.hpp"
+#include "../core/files.hpp"
+#include "../core/memory.hpp"
 #include "json_text.hpp"
-#include "../utf8.hpp"
+#include "../core/utf8.hpp"
 
 namespace accrue::serialization {
 namespace {

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "../tensor.hpp"
+#include "../core/tensor.hpp"
 
 namespace accrue::serialization {
 

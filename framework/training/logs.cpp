@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "../error.hpp"
+#include "../core/error.hpp"
 
 namespace accrue {
 

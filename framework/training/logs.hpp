@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "../memory.hpp"
-#include "../printable.hpp"
+#include "../core/memory.hpp"
+#include "../core/printable.hpp"
 
 namespace accrue {
 

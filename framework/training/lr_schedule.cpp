@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "logs.hpp"
-#include "../error.hpp"
+#include "../core/error.hpp"
 
 namespace accrue {
 namespace {

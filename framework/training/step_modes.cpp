@@ -1,6 +1,6 @@
 #include "step_modes.hpp"
 
-#include "../autograd.hpp"
+#include "../autograd/autograd.hpp"
 #include "../distributed/reducer.hpp"
 
 namespace accrue {

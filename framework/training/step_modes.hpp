@@ -15,10 +15,10 @@
 
 #include <optional>
 
-#include "../autocast.hpp"
-#include "../deferred_gradients.hpp"
+#include "../ops/autocast.hpp"
+#include "../autograd/deferred_gradients.hpp"
 #include "../distributed/sync_batch_norm.hpp"
-#include "../dtype.hpp"
+#include "../core/dtype.hpp"
 #include "../../kernels/gemm.hpp"
 
 namespace accrue {

@@ -6,8 +6,8 @@
 #include <map>
 #include <tuple>
 
-#include "../error.hpp"
-#include "../shape.hpp"
+#include "../core/error.hpp"
+#include "../core/shape.hpp"
 
 namespace accrue {
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "accumulation.hpp"
+#include "../optim/accumulation.hpp"
 
 namespace accrue {
 

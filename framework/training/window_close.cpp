@@ -3,13 +3,13 @@
 #include <cmath>
 
 #include "../amp/grad_scaler.hpp"
-#include "../autograd.hpp"
-#include "../deferred_gradients.hpp"
+#include "../autograd/autograd.hpp"
+#include "../autograd/deferred_gradients.hpp"
 #include "../distributed/reducer.hpp"
-#include "../error.hpp"
+#include "../core/error.hpp"
 #include "../optim/optimizer.hpp"
 #include "../optim/recipe.hpp"
-#include "gradients.hpp"
+#include "../autograd/gradients.hpp"
 #include "lr_schedule.hpp"
 
 namespace accrue {

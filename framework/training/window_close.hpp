@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "../distributed/reducer.hpp"
-#include "../tensor.hpp"
+#include "../core/tensor.hpp"
 #include "step_record.hpp"
 
 namespace accrue {

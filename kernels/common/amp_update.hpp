@@ -2,7 +2,7 @@
 // Unscaling a gradient and checking it for inf and NaN in one pass (GradScaler's
 // _amp_foreach_non_finite_check_and_unscale_).
 
-#include "macros.hpp"
+#include "../../framework/core/macros.hpp"
 
 namespace accrue::kernels::common {
 

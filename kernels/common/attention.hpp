@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "dropout.hpp"
-#include "macros.hpp"
+#include "../../framework/core/macros.hpp"
 #include "softmax.hpp"
 
 namespace accrue::kernels::common {

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "macros.hpp"
+#include "../../framework/core/macros.hpp"
 
 namespace accrue::kernels {
 

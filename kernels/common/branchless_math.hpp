@@ -9,7 +9,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "macros.hpp"
+#include "../../framework/core/macros.hpp"
 #if !defined(__CUDA_ARCH__)
 #include <bit>
 #endif

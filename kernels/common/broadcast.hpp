@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "macros.hpp"
+#include "../../framework/core/macros.hpp"
 
 namespace accrue::kernels::common {
 

@@ -2,7 +2,7 @@
 // The broadcast index of two shapes (common/broadcast.hpp), made on the host for both backends'
 // binary ops. Host code: it reads Shape, which device code does not see.
 
-#include "../../framework/tensor.hpp"
+#include "../../framework/core/tensor.hpp"
 #include "broadcast.hpp"
 
 namespace accrue::kernels::common {

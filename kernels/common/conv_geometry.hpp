@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "macros.hpp"
+#include "../../framework/core/macros.hpp"
 
 namespace accrue::kernels {
 

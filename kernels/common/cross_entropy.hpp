@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <climits>
 
-#include "macros.hpp"
+#include "../../framework/core/macros.hpp"
 
 namespace accrue::kernels::common {
 

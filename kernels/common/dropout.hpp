@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "philox.hpp"
+#include "../../framework/core/philox.hpp"
 
 namespace accrue::kernels::common {
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "macros.hpp"
+#include "../../framework/core/macros.hpp"
 
 namespace accrue::kernels::common {
 

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "macros.hpp"
+#include "../../framework/core/macros.hpp"
 
 namespace accrue::kernels::common {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "branchless_math.hpp"
-#include "macros.hpp"
+#include "../../framework/core/macros.hpp"
 
 namespace accrue::kernels::common {
 

@@ -9,7 +9,7 @@
 #include <type_traits>
 
 #include "branchless_math.hpp"
-#include "macros.hpp"
+#include "../../framework/core/macros.hpp"
 
 namespace accrue::kernels {
 

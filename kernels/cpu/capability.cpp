@@ -4,7 +4,7 @@
 #include <atomic>
 #include <cstdlib>
 
-#include "../../framework/error.hpp"
+#include "../../framework/core/error.hpp"
 
 #if defined(__x86_64__)
 #include <cpuid.h>

@@ -7,7 +7,7 @@
 
 #include "capability.hpp"
 #include "cast.hpp"
-#include "../common/half.hpp"
+#include "../../framework/core/half.hpp"
 #include "parallel.hpp"
 
 namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT {

@@ -2,7 +2,7 @@
 // The CPU backend's cast functions over raw host memory, called by kernels/cast.cpp;
 // defined in kernels/cpu/cast.cpp.
 
-#include "../../framework/tensor.hpp"
+#include "../../framework/core/tensor.hpp"
 #include "variant.hpp"
 
 namespace accrue::kernels::cpu {

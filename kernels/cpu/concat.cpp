@@ -3,7 +3,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "../common/half.hpp"
+#include "../../framework/core/half.hpp"
 #include "parallel.hpp"
 
 namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT {

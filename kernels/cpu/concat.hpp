@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "../../framework/dtype.hpp"
+#include "../../framework/core/dtype.hpp"
 #include "../common/concat.hpp"
 #include "variant.hpp"
 

@@ -5,8 +5,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "../../framework/tensor.hpp"
+#include "../../framework/core/tensor.hpp"
 #include "../common/conv_geometry.hpp"
+#include "conv/form.hpp"
 #include "gemm/bf16.hpp"
 
 namespace accrue::kernels::cpu {
@@ -20,16 +21,6 @@ struct ConvWorkspaceBytes {
   std::size_t kept_forward = 0, kept_backward_data = 0;
 };
 ConvWorkspaceBytes conv2d_workspace_bytes(const Window2d& g);
-/// The convolution's form: `automatic` runs the implicit GEMM over the padded image where the
-/// processor has AVX-512 or AVX2 with FMA (AVX-512 BF16 and no AMX, in bfloat16) and a pass fills
-/// 16 or more lanes (output channels per group), in float32 with AVX-512 only for products of depth
-/// 16 or more, and im2col with a GEMM otherwise; with AVX2 the three passes of a float32 3x3
-/// convolution of stride 1 with 16 or more channels and filters per group run as Winograd
-/// F(2x2, 3x3). Benchmarks and tests pin one form for every convolution to compare them
-/// (pinned `winograd`, the passes it cannot run choose as `automatic` would); pinning the implicit
-/// GEMM or Winograd without AVX-512 or AVX2 throws, and bfloat16 keeps im2col where its pairs cannot
-/// run.
-enum class Conv2dForm { automatic, implicit_gemm, im2col, winograd };
 bool implicit_gemm_available();
 void pin_conv2d_form(Conv2dForm form);
 void conv2d_forward(const float* x, const float* w, const float* bias, float* y, const Window2d& g,
@@ -51,10 +42,5 @@ void conv2d_backward_data_bf16(const std::uint16_t* dy, const float* w, const Pa
 void conv2d_backward_filter_bf16(const std::uint16_t* dy, const void* x, DType x_type, float* dw, const Window2d& g,
                                  bool accumulate, std::byte* workspace);
 void conv2d_backward_bias_bf16(const std::uint16_t* dy, float* db, const Window2d& g, bool accumulate);
-
-/// The im2col matrix of one sample and group: (patch_size(), P Q), zeros where taps fall in the padding.
-void im2col(const float* x, const Window2d& g, float* col);
-/// The inverse scatter: dx += col's entries at their taps' input positions.
-void col2im_add(const float* col, const Window2d& g, float* dx);
 
 }  // namespace accrue::kernels::cpu

@@ -2,7 +2,7 @@
 // The CPU backend's cross entropy functions over raw host memory, called by kernels/cross_entropy.cpp;
 // defined in kernels/cpu/cross_entropy.cpp.
 
-#include "../../framework/tensor.hpp"
+#include "../../framework/core/tensor.hpp"
 #include "../common/cross_entropy.hpp"
 #include "variant.hpp"
 

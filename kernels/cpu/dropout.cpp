@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "../common/half.hpp"
+#include "../../framework/core/half.hpp"
 
 #include "parallel.hpp"
 #include "dropout.hpp"

@@ -6,8 +6,8 @@
 
 #include "../common/binary.hpp"
 #include "../common/broadcast_index.hpp"
-#include "../common/half.hpp"
-#include "../common/philox.hpp"
+#include "../../framework/core/half.hpp"
+#include "../../framework/core/philox.hpp"
 #include "parallel.hpp"
 #include "elementwise.hpp"
 

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "../../framework/dtype.hpp"
+#include "../../framework/core/dtype.hpp"
 #include "variant.hpp"
 
 namespace accrue::kernels::cpu {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "cast.hpp"
-#include "../common/half.hpp"
+#include "../../framework/core/half.hpp"
 #include "gemm/bf16.hpp"
 #include "gemm/openblas.hpp"
 #include "parallel.hpp"

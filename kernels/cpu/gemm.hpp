@@ -2,7 +2,7 @@
 // The CPU backend's gemm functions over raw host memory, called by kernels/gemm.cpp;
 // defined in kernels/cpu/gemm.cpp.
 
-#include "../../framework/tensor.hpp"
+#include "../../framework/core/tensor.hpp"
 #include "gemm/bf16.hpp"
 
 namespace accrue::kernels::cpu {

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "../../framework/tensor.hpp"
+#include "../../framework/core/tensor.hpp"
 #include "variant.hpp"
 #include "../common/norm.hpp"
 

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "../../framework/error.hpp"
+#include "../../framework/core/error.hpp"
 
 #if defined(__x86_64__)
 #include <immintrin.h>

@@ -1,6 +1,6 @@
 #include "permute.hpp"
 
-#include "../common/half.hpp"
+#include "../../framework/core/half.hpp"
 #include "parallel.hpp"
 
 namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT {

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "../../framework/dtype.hpp"
+#include "../../framework/core/dtype.hpp"
 #include "../common/permute.hpp"
 #include "variant.hpp"
 

@@ -10,7 +10,7 @@
 #include "lane_masks.hpp"
 #endif
 
-#include "../common/half.hpp"
+#include "../../framework/core/half.hpp"
 #include "parallel.hpp"
 #include "pool.hpp"
 

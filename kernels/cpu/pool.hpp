@@ -2,7 +2,7 @@
 // The CPU backend's pool functions over raw host memory, called by kernels/pool.cpp;
 // defined in kernels/cpu/pool.cpp.
 
-#include "../../framework/tensor.hpp"
+#include "../../framework/core/tensor.hpp"
 #include "../common/pool.hpp"
 #include "variant.hpp"
 

@@ -1,4 +1,4 @@
-// Conversions between the floating-point types on the GPU, rounding as common/half.hpp does on
+// Conversions between the floating-point types on the GPU, rounding as framework/core/half.hpp does on
 // the CPU.
 
 #include <type_traits>

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "../../framework/error.hpp"
+#include "../../framework/core/error.hpp"
 
 namespace accrue::kernels::cuda {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "../../framework/dtype.hpp"
+#include "../../framework/core/dtype.hpp"
 #include "../common/concat.hpp"
 
 namespace accrue::kernels::cuda {

@@ -4,7 +4,7 @@
 // next allocation at once (as PyTorch's does); a side stream carries host-to-device copies of the
 // next batch while the current one trains, ordered against compute by events.
 //
-// fmt-free, so .cu files include it. Outside kernels/cuda, framework/device_runtime.hpp wraps runtime.hpp
+// fmt-free, so .cu files include it. Outside kernels/cuda, framework/runtime/device_runtime.hpp wraps runtime.hpp
 // through cuda::backend().
 
 #include <cublas_v2.h>
@@ -13,7 +13,7 @@
 
 #include <cstddef>
 
-#include "runtime.hpp"
+#include "../../framework/runtime/cuda_runtime.hpp"
 
 
 namespace accrue::kernels::cuda {
@@ -40,6 +40,6 @@ cudaStream_t compute_stream(int device);
 /// device a few times over, never more than the work needs.
 unsigned blocks_for(const DeviceContext& c, long long n, int threads);
 
-// Copies, device and pinned memory, events: kernels/cuda/runtime.hpp.
+// Copies, device and pinned memory, events: framework/runtime/cuda_runtime.hpp.
 
 }  // namespace accrue::kernels::cuda

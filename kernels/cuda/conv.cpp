@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "../common/algorithm_choice.hpp"
-#include "../../framework/tensor.hpp"
+#include "../../framework/core/tensor.hpp"
 #include "check.hpp"
 #include "context.hpp"
 #include "cudnn_descriptors.hpp"

@@ -8,7 +8,7 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
-#include "../device_query.hpp"
+#include "../../framework/core/device_query.hpp"
 
 namespace accrue::kernels::cuda {
 

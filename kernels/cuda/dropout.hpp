@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "../../framework/dtype.hpp"
+#include "../../framework/core/dtype.hpp"
 
 namespace accrue::kernels::cuda {
 

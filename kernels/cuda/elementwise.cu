@@ -2,7 +2,7 @@
 // broadcast.hpp, half.hpp, philox.hpp) in grid-stride loops.
 
 #include "../common/binary.hpp"
-#include "../common/philox.hpp"
+#include "../../framework/core/philox.hpp"
 #include "../common/unary.hpp"
 #include "launch.cuh"
 #include "elementwise.hpp"

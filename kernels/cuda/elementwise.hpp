@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <span>
 
-#include "../../framework/dtype.hpp"
+#include "../../framework/core/dtype.hpp"
 #include "../common/binary.hpp"
 #include "../common/broadcast.hpp"
 #include "../common/unary.hpp"

@@ -7,7 +7,7 @@
 #include <accrue/config.hpp>
 #include "amp_update.hpp"
 #include "attention.hpp"
-#include "backend.hpp"
+#include "../../framework/runtime/cuda_backend.hpp"
 #include "cast.hpp"
 #include "concat.hpp"
 #include "conv.hpp"
@@ -21,9 +21,9 @@
 #include "permute.hpp"
 #include "pool.hpp"
 #include "reduce.hpp"
-#include "runtime.hpp"
+#include "../../framework/runtime/cuda_runtime.hpp"
 #include "softmax.hpp"
-#include "../device_query.hpp"
+#include "../../framework/core/device_query.hpp"
 
 #if ACCRUE_WITH_NCCL
 #include <memory>

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "../../framework/dtype.hpp"
-#include "../common/half.hpp"
+#include "../../framework/core/dtype.hpp"
+#include "../../framework/core/half.hpp"
 #include "check.hpp"
 #include "context.hpp"
 

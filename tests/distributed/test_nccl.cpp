@@ -3,7 +3,7 @@
 // exits with 77, which ctest reports as skipped.
 
 #include <accrue/framework/distributed/communicator.hpp>
-#include <accrue/kernels/device_query.hpp>
+#include <accrue/framework/core/device_query.hpp>
 #include <cstdio>
 
 #include "../test_util.hpp"

@@ -1,5 +1,5 @@
 #include "../test_util.hpp"
-#include <accrue/framework/deferred_gradients.hpp>
+#include <accrue/framework/autograd/deferred_gradients.hpp>
 
 using namespace accrue;
 using accrue::test::check_close;

@@ -1,6 +1,6 @@
 #include "../test_util.hpp"
 
-#include <accrue/kernels/common/philox.hpp>
+#include <accrue/framework/core/philox.hpp>
 
 using namespace accrue;
 

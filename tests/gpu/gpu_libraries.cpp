@@ -4,7 +4,7 @@
 // this says first what was found. Exits 1 when a library cannot stand in for the one built
 // against; the driver is judged only where there is a GPU. Needs no device.
 
-#include <accrue/kernels/device_query.hpp>
+#include <accrue/framework/core/device_query.hpp>
 #include <cstdio>
 
 int main() {

@@ -2,7 +2,7 @@
 // The `gpu` suite: every test here runs on cuda:0 and compares with the CPU backend. Without a
 // device the program prints why and exits with 77, which ctest reports as skipped.
 
-#include <accrue/kernels/device_query.hpp>
+#include <accrue/framework/core/device_query.hpp>
 #include <accrue/kernels/dispatch.hpp>
 #include <algorithm>
 #include <cstdio>

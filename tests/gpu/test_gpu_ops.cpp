@@ -5,7 +5,7 @@
 
 #include <accrue/kernels/amp_update.hpp>
 #include <accrue/kernels/cast.hpp>
-#include <accrue/kernels/device_query.hpp>
+#include <accrue/framework/core/device_query.hpp>
 #include <accrue/kernels/dispatch.hpp>
 #include <accrue/kernels/elementwise.hpp>
 #include <accrue/kernels/gemm.hpp>

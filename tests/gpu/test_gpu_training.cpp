@@ -1,7 +1,7 @@
 // Layers, models, optimizers, the loss scaler and fit() on the GPU against the same on the CPU,
 // and a short FashionMNIST run.
 
-#include <accrue/framework/training/gradients.hpp>
+#include <accrue/framework/autograd/gradients.hpp>
 #include <limits>
 
 #include "gpu_test.hpp"

@@ -2,7 +2,7 @@
 // available without a device, so each check is exercised with statuses a failing call returns.
 // Built only with the CUDA backend.
 
-#include <accrue/framework/cuda_allocator.hpp>
+#include <accrue/framework/runtime/cuda_allocator.hpp>
 #include <accrue/kernels/cuda/check.hpp>
 
 #include "../test_util.hpp"

@@ -3,7 +3,7 @@
 
 #include "../test_util.hpp"
 
-#include <accrue/kernels/common/half.hpp>
+#include <accrue/framework/core/half.hpp>
 #include <accrue/kernels/cpu/gemm/bf16.hpp>
 #include <accrue/kernels/gemm.hpp>
 #include <cmath>
@@ -83,7 +83,7 @@ BOOST_AUTO_TEST_CASE(rounding_edge_cases) {
 
 BOOST_AUTO_TEST_CASE(tensor_conversions_agree_with_the_reference_bit_for_bit) {
   // Every float16 and bfloat16 pattern widened, plus values between them (ties, subnormals, NaN,
-  // inf), through the CPU kernels (F16C where present) against common/half.hpp.
+  // inf), through the CPU kernels (F16C where present) against framework/core/half.hpp.
   std::vector<float> values;
   for (std::uint32_t h = 0; h <= 0xffff; ++h) {
     values.push_back(float_from_f16_bits(static_cast<std::uint16_t>(h)));

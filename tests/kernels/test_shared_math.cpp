@@ -4,7 +4,7 @@
 // is covered by the `gpu` suite on a machine with a device.
 
 #include <accrue/kernels/amp_update.hpp>
-#include <accrue/kernels/common/broadcast.hpp>
+#include <accrue/kernels/common/broadcast_index.hpp>
 #include <accrue/kernels/common/row_sums.hpp>
 #include <accrue/kernels/common/cross_entropy.hpp>
 #include <accrue/kernels/common/dropout.hpp>
@@ -61,7 +61,7 @@ BOOST_AUTO_TEST_CASE(broadcast_index_reads_what_the_cpu_kernel_reads) {
     const Shape os = kernels::broadcast_shapes(as, bs, "test");
     const Tensor a = random_tensor(as, seed++), b = random_tensor(bs, seed++, 0.5f, 2.0f);
     const auto av = a.to_vector(), bv = b.to_vector();
-    const kernels::common::BroadcastIndex index = kernels::broadcast_index(as, bs, os);
+    const kernels::common::BroadcastIndex index = kernels::common::broadcast_index(as, bs, os);
     // Operands of one shape merge into one dimension, which the GPU kernel maps without a division.
     if (as == bs) BOOST_TEST(index.rank <= 1, as.str() << " with itself keeps " << index.rank << " dimensions");
     for (auto op : {kernels::BinaryOp::add, kernels::BinaryOp::sub, kernels::BinaryOp::mul, kernels::BinaryOp::div}) {

@@ -1,12 +1,14 @@
 // The layout's rules, checked on the source tree:
-//   - floors: framework's core (tensors, dtypes, devices, shapes, storage, memory accounting,
-//     errors, logging, and the device runtime under them) includes nothing above it; kernels stand
-//     on the core only, beside Tensor's members that run them (framework/tensor_values.cpp); the rest of framework (autograd, ops, optimizers, training, distributed,
-//     serialization) on both; dsl and datasets on everything below them. An include that goes up a
-//     floor fails here, naming the file and line.
-//   - no include cycle between units (a file's .hpp and .cpp; an op's facade kernels/<op>.* and its
-//     bodies kernels/cpu/<op>* and kernels/cuda/<op>* are one unit, as they are one op, and so are
-//     the files of dsl/fit/, which define one class);
+//   - floors, read from the folders, lowest first: framework/core (tensors, dtypes, devices,
+//     shapes, storage, memory accounting, errors, logging, files, random numbers), framework/runtime
+//     (the allocators, the device runtime, the CUDA backend's loader), kernels, the rest of
+//     framework (autograd, ops, amp, optimizers, training, distributed, serialization), then dsl and
+//     datasets. An include that goes up a floor fails here, naming the file and line;
+//   - no cycle between folders that sit side by side inside one folder (framework/ops and
+//     framework/optim, dsl/fit and dsl/callbacks): a folder's includes into a sibling folder, or
+//     into what lies below it, are the sibling's;
+//   - no include cycle between units (a file's .hpp and .cpp; the files of dsl/fit/, which define
+//     one class, are one unit);
 //   - every quoted include names a file relative to the including file (or the tree's root), so
 //     that it resolves on a clean checkout without the build's <accrue/...> links;
 //   - no file over 600 lines and no function over 60 in dsl/, framework/ and kernels/. Functions
@@ -22,6 +24,7 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -56,40 +59,29 @@ bool starts_with(const std::string& s, const std::string& prefix) { return s.rfi
 
 std::string stem(const std::string& path) { return path.substr(0, path.rfind('.')); }
 
-// 0: framework's core and the device runtime it uses; 1: kernels; 2: the rest of framework;
-// 3: dsl and datasets.
-int floor_of(const std::string& path) {
-  static const std::set<std::string> core = [] {
-    std::set<std::string> units;
-    std::ifstream in{source_dir / "tests/layout/core_units.txt"};
-    for (std::string line; std::getline(in, line);)
-      if (!line.empty() && line[0] != '#') units.insert(line);
-    return units;
-  }();
-  static const std::vector<std::string> runtime = {"kernels/common/",       "kernels/device_query", "kernels/cuda/device_query",
-                                                   "kernels/cuda/context",  "kernels/cuda/check",   "kernels/cuda/backend",
-                                                   "kernels/cuda/runtime"};
-  const std::string s = stem(path);
-  if (core.count(s) != 0) return 0;
-  for (const std::string& r : runtime)
-    if (starts_with(s, r)) return 0;
-  // Tensor's members that run kernels (fills, casts, copies): beside the kernels, which use them.
-  if (starts_with(s, "kernels/") || s == "framework/tensor_values") return 1;
-  if (starts_with(s, "framework/")) return 2;
-  return 3;
+// A file's floor is that of the first of these folders that holds it.
+struct Floor {
+  const char* folder;
+  int level;
+  const char* name;
+};
+constexpr Floor floors[] = {
+    {"framework/core/", 0, "framework/core"},        {"framework/runtime/", 1, "framework/runtime"},
+    {"kernels/", 2, "kernels"},                     {"framework/", 3, "framework above the kernels"},
+    {"dsl/", 4, "dsl and datasets"},                {"datasets/", 4, "dsl and datasets"},
+};
+
+const Floor& floor_of(const std::string& path) {
+  for (const Floor& f : floors)
+    if (starts_with(path, f.folder)) return f;
+  throw std::runtime_error(path + " is in no folder of the floors");
 }
 
-// The unit a file belongs to: its path without extension, an op's bodies joined to the op, and the
-// files of fit's TrainingRun (dsl/fit/) one unit.
+// The unit a file belongs to: its path without extension, and the files of fit's TrainingRun
+// (dsl/fit/) one unit.
 std::string unit_of(const std::string& path) {
-  std::string s = stem(path);
-  if (starts_with(s, "dsl/fit/")) return "dsl/fit";
-  for (const char* backend : {"kernels/cpu/", "kernels/cuda/"})
-    if (starts_with(s, backend)) {
-      const std::string rest = s.substr(std::string(backend).size());
-      return "kernels/" + rest.substr(0, rest.find('/'));
-    }
-  return s;
+  const std::string s = stem(path);
+  return starts_with(s, "dsl/fit/") ? "dsl/fit" : s;
 }
 
 // Every `#include "..."` of a file, as (line number, included path relative to the source tree):
@@ -113,17 +105,73 @@ const std::vector<Source>& tree() {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(no_include_goes_up_a_floor) {
-  static const char* floor_names[] = {"framework's core", "kernels", "framework above the kernels", "dsl and datasets"};
   std::size_t checked = 0;
   for (const Source& s : tree())
     for (const auto& [line, included] : includes(s)) {
       ++checked;
-      const int from = floor_of(s.path), to = floor_of(included);
-      BOOST_TEST(to <= from, s.path << ":" << line << " (" << floor_names[from] << ") includes " << included << " ("
-                                    << floor_names[to] << ")");
+      const Floor &from = floor_of(s.path), &to = floor_of(included);
+      BOOST_TEST(to.level <= from.level,
+                 s.path << ":" << line << " (" << from.name << ") includes " << included << " (" << to.name << ")");
     }
   BOOST_TEST(checked > 500u);  // the tree was found and read
-  BOOST_TEST(floor_of("framework/tensor.hpp") == 0);  // and so was the list of the core
+}
+
+// Depth-first search over `edges`; each cycle met is reported once, in order, with `what` it is of.
+void report_cycles(const std::map<std::string, std::set<std::string>>& edges, const std::string& what) {
+  std::map<std::string, int> state;  // 1 on the path, 2 done
+  std::vector<std::string> path;
+  std::set<std::string> reported;
+  const std::function<void(const std::string&)> visit = [&](const std::string& u) {
+    state[u] = 1;
+    path.push_back(u);
+    if (const auto out = edges.find(u); out != edges.end())
+      for (const std::string& v : out->second) {
+        if (state[v] == 1) {
+          std::string cycle;
+          for (auto it = std::find(path.begin(), path.end(), v); it != path.end(); ++it) cycle += *it + " -> ";
+          if (reported.insert(cycle + v).second) BOOST_ERROR(what << " cycle: " << cycle << v);
+        } else if (state[v] == 0) {
+          visit(v);
+        }
+      }
+    path.pop_back();
+    state[u] = 2;
+  };
+  for (const auto& [u, _] : edges)
+    if (state[u] == 0) visit(u);
+}
+
+// The folder of `path` and the one of `other` as siblings see each other: the children of their
+// nearest common folder that hold them ("framework/ops" and "framework/optim" for two files there;
+// "dsl/fit" and "dsl/callbacks" for dsl/fit/loop.cpp and dsl/callbacks/report/x.hpp). Empty when
+// one holds the other (a folder and its own subfolder) and for two top-level folders.
+std::pair<std::string, std::string> sibling_folders(const std::string& path, const std::string& other) {
+  const std::vector<std::string> a = [&] {
+    std::vector<std::string> parts;
+    for (const auto& p : fs::path(path).parent_path()) parts.push_back(p.string());
+    return parts;
+  }();
+  std::vector<std::string> b;
+  for (const auto& p : fs::path(other).parent_path()) b.push_back(p.string());
+  std::size_t common = 0;
+  while (common < a.size() && common < b.size() && a[common] == b[common]) ++common;
+  // The top-level folders are ordered by the floors instead (framework's core and runtime stand
+  // below kernels, the rest of framework above them).
+  if (common == 0 || common == a.size() || common == b.size()) return {};
+  std::string parent;
+  for (std::size_t i = 0; i < common; ++i) parent += a[i] + "/";
+  return {parent + a[common], parent + b[common]};
+}
+
+BOOST_AUTO_TEST_CASE(sibling_folders_include_each_other_without_cycles) {
+  std::map<std::string, std::set<std::string>> edges;
+  for (const Source& s : tree())
+    for (const auto& [line, included] : includes(s))
+      if (const auto [from, to] = sibling_folders(s.path, included); !from.empty()) edges[from].insert(to);
+  report_cycles(edges, "folder");
+  BOOST_TEST(edges.count("framework/ops") == 1u);  // the graph was built
+  BOOST_TEST((sibling_folders("dsl/fit/loop.cpp", "dsl/callbacks/report/x.hpp") ==
+              std::make_pair(std::string("dsl/fit"), std::string("dsl/callbacks"))));
 }
 
 BOOST_AUTO_TEST_CASE(units_include_each_other_without_cycles) {
@@ -131,27 +179,7 @@ BOOST_AUTO_TEST_CASE(units_include_each_other_without_cycles) {
   for (const Source& s : tree())
     for (const auto& [line, included] : includes(s))
       if (unit_of(included) != unit_of(s.path)) edges[unit_of(s.path)].insert(unit_of(included));
-  // Depth-first search; a unit met again on the current path closes a cycle, printed in order.
-  std::map<std::string, int> state;  // 1 on the path, 2 done
-  std::vector<std::string> path;
-  std::set<std::string> reported;
-  const std::function<void(const std::string&)> visit = [&](const std::string& u) {
-    state[u] = 1;
-    path.push_back(u);
-    for (const std::string& v : edges[u]) {
-      if (state[v] == 1) {
-        std::string cycle;
-        for (auto it = std::find(path.begin(), path.end(), v); it != path.end(); ++it) cycle += *it + " -> ";
-        if (reported.insert(cycle + v).second) BOOST_ERROR("include cycle: " << cycle << v);
-      } else if (state[v] == 0) {
-        visit(v);
-      }
-    }
-    path.pop_back();
-    state[u] = 2;
-  };
-  for (const auto& [u, _] : edges)
-    if (state[u] == 0) visit(u);
+  report_cycles(edges, "include");
   BOOST_TEST(edges.size() > 100u);
 }
 
@@ -205,4 +233,20 @@ BOOST_AUTO_TEST_CASE(every_quoted_include_names_a_file_of_the_tree) {
     }
   }
   BOOST_TEST(checked > 1000u);
+}
+
+// Every folder of the library says what it holds and what it may include, in a README.md.
+BOOST_AUTO_TEST_CASE(every_folder_says_what_it_is) {
+  std::size_t folders = 0;
+  for (const char* top : {"framework", "kernels", "dsl", "datasets"}) {
+    std::vector<fs::path> all{source_dir / top};
+    for (const auto& entry : fs::recursive_directory_iterator(source_dir / top))
+      if (entry.is_directory()) all.push_back(entry.path());
+    for (const fs::path& folder : all) {
+      ++folders;
+      BOOST_TEST(fs::is_regular_file(folder / "README.md"),
+                 fs::relative(folder, source_dir).generic_string() << " has no README.md");
+    }
+  }
+  BOOST_TEST(folders > 20u);
 }

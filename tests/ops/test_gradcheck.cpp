@@ -1,4 +1,4 @@
-// The finite-difference check every op's test relies on (framework/gradcheck.cpp) fails a wrong
+// The finite-difference check every op's test relies on (framework/ops/gradcheck.cpp) fails a wrong
 // gradient.
 
 #include "op_test.hpp"

@@ -1,6 +1,7 @@
 // The bfloat16 forms: im2col written straight into the bfloat16 kernels' pair layout, and the
 // implicit GEMM over channel pairs on AVX-512 BF16.
 
+#include "../conv.hpp"
 #include "forms.hpp"
 
 namespace accrue::kernels::cpu {

@@ -4,7 +4,7 @@
 
 #include <atomic>
 
-#include "../conv.hpp"
+#include "form.hpp"
 #include "gathered_tiles.hpp"
 
 namespace accrue::kernels::cpu::conv_detail {

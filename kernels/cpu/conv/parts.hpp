@@ -18,12 +18,12 @@
 #include <immintrin.h>
 #endif
 
-#include "../conv.hpp"
+#include "form.hpp"
 #include "../lane_masks.hpp"
 
-#include "../../../framework/error.hpp"
+#include "../../../framework/core/error.hpp"
 
-#include "../../common/half.hpp"
+#include "../../../framework/core/half.hpp"
 #include "../gemm/bf16.hpp"
 #include "../gemm/openblas.hpp"
 #include "../parallel.hpp"

@@ -24,8 +24,8 @@
 #include <tuple>
 #include <type_traits>
 
-#include "../../../framework/error.hpp"
-#include "../../common/half.hpp"
+#include "../../../framework/core/error.hpp"
+#include "../../../framework/core/half.hpp"
 #include "../capability.hpp"
 #include "../parallel.hpp"
 

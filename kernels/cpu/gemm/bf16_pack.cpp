@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <type_traits>
 
-#include "../../common/half.hpp"
+#include "../../../framework/core/half.hpp"
 #include "../parallel.hpp"
 
 namespace accrue::kernels::cpu::ACCRUE_CPU_VARIANT {

@@ -4,8 +4,8 @@
 
 #include <cstdint>
 
-#include "bf16.hpp"
 #include "../variant.hpp"
+#include "bf16_operands.hpp"
 
 namespace accrue::kernels::cpu {
 

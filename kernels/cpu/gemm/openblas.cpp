@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <vector>
 
-#include "../../../framework/error.hpp"
-#include "../../../framework/log.hpp"
+#include "../../../framework/core/error.hpp"
+#include "../../../framework/core/log.hpp"
 #include "../capability.hpp"
 
 #ifndef ACCRUE_OPENBLAS_LIBRARY

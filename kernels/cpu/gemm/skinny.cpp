@@ -19,7 +19,7 @@
 #include <array>
 #include <utility>
 
-#include "../../../framework/error.hpp"
+#include "../../../framework/core/error.hpp"
 #include "../capability.hpp"
 #include "../lane_masks.hpp"
 #include "../parallel.hpp"
