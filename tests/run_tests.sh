@@ -31,11 +31,12 @@ status=0
 # Soak tests (label soak: the classroom's load test for minutes) are run by hand: ctest -L soak.
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)" -LE 'long|soak' || status=$?
 phase_done "tests (ctest -LE 'long|soak')"
-# The slowest tests of the suite (seconds each, from ctest's record of its runs).
+# The slowest tests of the suite (seconds each, from ctest's record of its runs). awk takes the first
+# twelve and reads the rest: head would close the pipe under sort, which pipefail makes a failure.
 costs="$build/Testing/Temporary/CTestCostData.txt"
 if [[ -f "$costs" ]]; then
   echo "The slowest tests (seconds):"
-  sed '/^---/,$d' "$costs" | sort -k3 -g -r | head -12 | awk '{ printf "  %7.1f  %s\n", $3, $1 }'
+  sed '/^---/,$d' "$costs" | sort -k3 -g -r | awk 'NR <= 12 { printf "  %7.1f  %s\n", $3, $1 }'
 fi
 # Long training runs (label long) after the rest, one at a time with every core.
 ctest --test-dir "$build" --output-on-failure -L long || status=$?

@@ -1,9 +1,10 @@
 #pragma once
-// How many CUDA devices this process can use, and why none when there are none.
+// How many CUDA devices this process can use, and why none when there are none. Declared in the
+// core, which asks it (Device::cuda); defined by the runtime above it (framework/runtime/
+// device_query.cpp) and, for the query itself, by the CUDA backend (kernels/cuda/device_query.cpp).
 
 #include <string>
 #include <vector>
-
 
 namespace accrue::kernels {
 
