@@ -17,33 +17,28 @@ Op op_named(std::string_view name) {
   throw InternalError(fmt::format("internal error (a bug in Accrue): no Op is named {}", name));
 }
 
-// Checks every slot's parameter, gradient and the states the step uses (float32 on `device`, the
-// parameter's size), and marks what the rule writes as written.
+// The slots' tensors as pointers of the backend's memory, after checking each slot's parameter,
+// gradient and the states the step uses (float32 on `device`, the parameter's size) and marking
+// what the rule writes as written; a state the step does not use is null.
 template <class Rule>
-void expect_slots(Device device, std::span<const UpdateSlot<Rule::states>> slots, const typename Rule::Hyper& hyper) {
+std::vector<common::UpdateTensors<Rule::states>> checked_tensors(Device device,
+                                                                  std::span<const UpdateSlot<Rule::states>> slots,
+                                                                  const typename Rule::Hyper& hyper) {
   const auto needs = common::needed_states<Rule>(hyper);
+  std::vector<common::UpdateTensors<Rule::states>> tensors;
   for (const UpdateSlot<Rule::states>& s : slots) {
     expect_tensors(Rule::name, device, DType::f32, {&s.param, &s.grad});
     ACCRUE_ASSERT(s.grad.numel() == s.param.numel());
     if (common::writes_param<Rule>()) s.param.bump_version();
+    common::UpdateTensors<Rule::states> t{ptr<float>(s.param), ptr<float>(s.grad), {}, s.param.numel()};
     for (std::size_t k = 0; k < needs.size(); ++k) {
+      t.state[k] = nullptr;
       if (!needs[k]) continue;
       expect_tensors(Rule::name, device, DType::f32, {&s.state[k]});
       ACCRUE_ASSERT(s.state[k].numel() == s.param.numel());
       s.state[k].bump_version();
+      t.state[k] = ptr<float>(s.state[k]);
     }
-  }
-}
-
-// The slots' tensors as pointers of the backend's memory; a state the step does not use is null.
-template <class Rule>
-std::vector<common::UpdateTensors<Rule::states>> pointers_of(std::span<const UpdateSlot<Rule::states>> slots,
-                                                              const typename Rule::Hyper& hyper) {
-  const auto needs = common::needed_states<Rule>(hyper);
-  std::vector<common::UpdateTensors<Rule::states>> tensors;
-  for (const UpdateSlot<Rule::states>& s : slots) {
-    common::UpdateTensors<Rule::states> t{ptr<float>(s.param), ptr<float>(s.grad), {}, s.param.numel()};
-    for (std::size_t k = 0; k < needs.size(); ++k) t.state[k] = needs[k] ? ptr<float>(s.state[k]) : nullptr;
     tensors.push_back(t);
   }
   return tensors;
@@ -56,8 +51,7 @@ void optimizer_update(std::span<const UpdateSlot<Rule::states>> slots, const typ
   if (slots.empty()) return;
   static const Op op = op_named(Rule::name);
   const Device device = slots.front().param.device();
-  expect_slots<Rule>(device, slots, hyper);
-  const auto tensors = pointers_of<Rule>(slots, hyper);
+  const auto tensors = checked_tensors<Rule>(device, slots, hyper);
   return dispatch(
       op, device, DType::f32, [&] { cpu::optimizer_update<Rule>(tensors, hyper); },
       [&](int index) {
