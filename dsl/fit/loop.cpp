@@ -229,7 +229,9 @@ void TrainingRun::between_micro_batches(const MicroBatchSlot& slot) {
 void TrainingRun::end_epoch(int epoch) {
   Logs logs = metric_logs(state_.epoch_loss, model_.metrics_);
   processes_.aggregate_metrics(state_.epoch_loss, model_.metrics_, logs);
-  processes_.share_buffers(model_);
+  // Buffers each process updates from its own share of the samples (the running statistics of a
+  // BatchNorm without .sync): every process validates and checkpoints one model.
+  processes_.take_rank_0s(model_.named_buffers());
   processes_.check_replicas(model_, epoch);
   context_.epoch_memory = memory_stats(model_.device());
   if (validation_) try {

@@ -3,7 +3,6 @@
 // weights. What the processes share while training is a RunProcesses (run_processes.hpp).
 
 #include "training_run.hpp"
-#include "../../framework/autograd/autograd.hpp"
 
 namespace accrue::detail {
 
@@ -59,8 +58,7 @@ void TrainingRun::agree_to_start() {
   mine.emplace_back("device", model_.device().is_cpu() ? "cpu" : "a GPU");
   mine.emplace_back("processes", std::to_string(processes_.size()));
   processes_.agree_on(mine, configs_begin, configs_end);
-  const NoGradGuard no_grad;
-  for (const auto& [name, t] : model_.named_state()) distributed::for_device(t.device()).broadcast(t, 0);
+  processes_.take_rank_0s(model_.named_state());
   state_.loader_seed =
       static_cast<std::uint64_t>(processes_.all().allgather(static_cast<std::int64_t>(state_.loader_seed))[0]);
   make_loader();

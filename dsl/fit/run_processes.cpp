@@ -85,13 +85,10 @@ void RunProcesses::aggregate_metrics(metrics::MeanLoss loss, std::vector<Metric>
   logs.set_all(metric_logs(loss, metrics));
 }
 
-// Buffers that each process updates from its own share of the samples (the running statistics of a
-// BatchNorm without .sync) end each epoch as rank 0's, so that every process validates and
-// checkpoints one model.
-void RunProcesses::share_buffers(const Sequential& model) const {
+void RunProcesses::take_rank_0s(const std::vector<std::pair<std::string, Tensor>>& tensors) const {
   if (size() == 1) return;
   const NoGradGuard no_grad;
-  for (const auto& [name, t] : model.named_buffers()) distributed::for_device(t.device()).broadcast(t, 0);
+  for (const auto& [name, t] : tensors) distributed::for_device(t.device()).broadcast(t, 0);
 }
 
 // A difference means the ranks no longer train one model, and is reported rather than trained on.

@@ -41,8 +41,9 @@ class RunProcesses {
   void agree_on(const RunSignature& mine, std::size_t configs_begin, std::size_t configs_end) const;
   /// The epoch's logs over every process's samples: `loss` and `metrics` are this process's.
   void aggregate_metrics(metrics::MeanLoss loss, std::vector<Metric> metrics, Logs& logs) const;
-  /// `model`'s buffers become rank 0's on every process, as PyTorch's DDP broadcasts them.
-  void share_buffers(const Sequential& model) const;
+  /// `tensors` become rank 0's on every process (a model's state at the start, its buffers after
+  /// each epoch, as PyTorch's DDP broadcasts them).
+  void take_rank_0s(const std::vector<std::pair<std::string, Tensor>>& tensors) const;
   /// Throws CommunicationError when `model`'s parameters and buffers differ from rank 0's bits.
   void check_replicas(const Sequential& model, int epoch) const;
 

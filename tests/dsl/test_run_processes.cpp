@@ -97,7 +97,7 @@ BOOST_AUTO_TEST_CASE(buffers_become_rank_0s_and_replicas_that_drift_are_found) {
   if (n > 1)
     BOOST_CHECK_EXCEPTION(p.check_replicas(m, 0), CommunicationError,
                           message_has({"after epoch 1 the parameters on rank 1 differ from rank 0's"}));  // the first that differs
-  p.share_buffers(m);
+  p.take_rank_0s(m.named_buffers());
   for (auto& [name, t] : m.named_buffers())
     if (t.dtype() == DType::f32)
       for (float v : t.to_vector<float>()) BOOST_REQUIRE_EQUAL(v, 1.0f);
