@@ -29,6 +29,7 @@
 #include <variant>
 #include <vector>
 
+#include "../framework/core/non_copyable.hpp"
 #include "../framework/core/random.hpp"
 #include "../framework/core/tensor.hpp"
 
@@ -114,12 +115,10 @@ class ConfigReader;  // layer_registry.hpp: a configuration read back, for from_
 /// batch normalization on its running statistics) whatever their training flag. predict(),
 /// evaluate() and generate() run in one, so they change nothing in the model, and several threads
 /// may run them on one built model at once (a service answering requests).
-class EvaluationScope {
+class EvaluationScope : NonCopyable {
  public:
   EvaluationScope();
   ~EvaluationScope();
-  EvaluationScope(const EvaluationScope&) = delete;
-  EvaluationScope& operator=(const EvaluationScope&) = delete;
   /// Whether this thread is inside one.
   static bool active();
 };
@@ -127,12 +126,10 @@ class EvaluationScope {
 /// While one lives, the layers that run on this thread run a forward pass a second time
 /// (recomputation, inside backward): they leave their buffers (BatchNorm's running statistics) as
 /// the first pass left them, so that recomputing changes nothing.
-class ReplayScope {
+class ReplayScope : NonCopyable {
  public:
   ReplayScope();
   ~ReplayScope();
-  ReplayScope(const ReplayScope&) = delete;
-  ReplayScope& operator=(const ReplayScope&) = delete;
   /// Whether this thread is inside one.
   static bool active();
 };

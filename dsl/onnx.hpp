@@ -21,6 +21,7 @@
 #include <variant>
 #include <vector>
 
+#include "../framework/core/non_copyable.hpp"
 #include "../framework/core/tensor.hpp"
 
 namespace accrue {
@@ -40,12 +41,10 @@ using Attributes = std::vector<std::pair<std::string, Attribute>>;
 /// adds nodes reading its input's name and returns its output's name. Everything a layer adds is
 /// named under the layer's place in the model ("3.self_attn"), its weights as in the model's
 /// state_dict ("3.self_attn.in_proj_weight").
-class Graph {
+class Graph : NonCopyable {
  public:
   explicit Graph(int opset);
   ~Graph();
-  Graph(const Graph&) = delete;
-  Graph& operator=(const Graph&) = delete;
 
   int opset() const;
   /// Adds a node of type `op` (ONNX's default domain) reading `inputs` ("" leaves an optional

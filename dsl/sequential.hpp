@@ -22,6 +22,7 @@
 
 #include "../datasets/dataset.hpp"
 #include "../datasets/text.hpp"
+#include "../framework/core/non_copyable.hpp"
 #include "callbacks.hpp"
 #include "fit_options.hpp"
 #include "layer.hpp"
@@ -296,14 +297,12 @@ class Sequential {
 
 /// Puts a model in training or evaluation mode for a scope and restores the previous mode after,
 /// also when an exception leaves the scope.
-class TrainingModeGuard {
+class TrainingModeGuard : NonCopyable {
  public:
   TrainingModeGuard(Sequential& model, bool training) : model_(model), previous_(model.training()) {
     model.set_training(training);
   }
   ~TrainingModeGuard() { model_.set_training(previous_); }
-  TrainingModeGuard(const TrainingModeGuard&) = delete;
-  TrainingModeGuard& operator=(const TrainingModeGuard&) = delete;
 
  private:
   Sequential& model_;

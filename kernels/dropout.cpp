@@ -7,35 +7,34 @@
 
 namespace accrue::kernels {
 
-void dropout_forward(const Tensor& x, const Tensor& y, float p, std::uint64_t seed, std::uint64_t offset) {
-  expect_tensors("dropout_forward", y.device(), x.dtype(), {&x, &y});
-  ACCRUE_ASSERT(x.numel() == y.numel() && p >= 0.0f && p < 1.0f && is_floating(x.dtype()));
-  y.bump_version();
+namespace {
+
+// Forward and backward are one kernel: `out` (+)= `in` where the mask keeps, scaled by 1 / (1 - p).
+void dropout_apply(const char* name, const Tensor& in, const Tensor& out, float p, std::uint64_t seed,
+                   std::uint64_t offset, bool accumulate) {
+  expect_tensors(name, out.device(), out.dtype(), {&in, &out});
+  ACCRUE_ASSERT(in.numel() == out.numel() && p >= 0.0f && p < 1.0f && is_floating(out.dtype()));
+  out.bump_version();
   return dispatch(
-      Op::dropout, y.device(), y.dtype(),
+      Op::dropout, out.device(), out.dtype(),
       [&] {
-        return cpu::dropout_apply(x.dtype(), x.data_ptr(), y.data_ptr(), y.numel(), p, seed, offset, false);
+        return cpu::dropout_apply(out.dtype(), in.data_ptr(), out.data_ptr(), out.numel(), p, seed, offset, accumulate);
       },
       [&](int index) {
-        return ACCRUE_CUDA(dropout_apply)(index, x.dtype(), x.data_ptr(), y.data_ptr(), y.numel(), p, seed, offset,
-                                   false);
+        return ACCRUE_CUDA(dropout_apply)(index, out.dtype(), in.data_ptr(), out.data_ptr(), out.numel(), p, seed,
+                                          offset, accumulate);
       });
+}
+
+}  // namespace
+
+void dropout_forward(const Tensor& x, const Tensor& y, float p, std::uint64_t seed, std::uint64_t offset) {
+  dropout_apply("dropout_forward", x, y, p, seed, offset, false);
 }
 
 void dropout_backward(const Tensor& dy, const Tensor& dx, float p, std::uint64_t seed, std::uint64_t offset,
                       bool accumulate) {
-  expect_tensors("dropout_backward", dx.device(), dx.dtype(), {&dy, &dx});
-  ACCRUE_ASSERT(dy.numel() == dx.numel() && p >= 0.0f && p < 1.0f && is_floating(dx.dtype()));
-  dx.bump_version();
-  return dispatch(
-      Op::dropout, dx.device(), dx.dtype(),
-      [&] {
-        return cpu::dropout_apply(dx.dtype(), dy.data_ptr(), dx.data_ptr(), dx.numel(), p, seed, offset, accumulate);
-      },
-      [&](int index) {
-        return ACCRUE_CUDA(dropout_apply)(index, dx.dtype(), dy.data_ptr(), dx.data_ptr(), dx.numel(), p, seed,
-                                   offset, accumulate);
-      });
+  dropout_apply("dropout_backward", dy, dx, p, seed, offset, accumulate);
 }
 
 }  // namespace accrue::kernels

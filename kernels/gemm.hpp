@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "../framework/core/non_copyable.hpp"
 #include "../framework/core/tensor.hpp"
 
 namespace accrue::kernels {
@@ -37,12 +38,10 @@ void linear(const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& 
 /// holds one while it accumulates, so that the micro-batches of a window pack each weight once
 /// instead of once each. The packs count as parameters' memory (a bfloat16 copy of each weight
 /// per layout used: forward, and backward to the input). Nestable; elsewhere a no-op.
-class PackedParameters {
+class PackedParameters : NonCopyable {
  public:
   PackedParameters();
   ~PackedParameters();
-  PackedParameters(const PackedParameters&) = delete;
-  PackedParameters& operator=(const PackedParameters&) = delete;
 };
 
 /// Bytes a PackedParameters keeps on `device` for a parameter that gemm multiplies in `compute` as

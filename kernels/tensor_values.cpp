@@ -21,6 +21,18 @@ TensorOptions without_grad(TensorOptions o) {
 void finish_leaf(Tensor& t, const TensorOptions& o) {
   if (o.requires_grad) t.set_requires_grad(true);
 }
+// A tensor of `shape` that `fill(t, seed, offset)` fills from the next numbers of `gen` (the default
+// generator when null), a leaf as `options` say.
+template <class Fill>
+Tensor random_leaf(const Shape& shape, Generator* gen, const TensorOptions& options, const Fill& fill) {
+  Generator& g = gen != nullptr ? *gen : default_generator();
+  Tensor t = Tensor::empty(shape, without_grad(options));
+  const std::uint64_t offset = g.reserve(static_cast<std::uint64_t>(t.numel()));
+  fill(t, g.seed(), offset);
+  finish_leaf(t, options);
+  return t;
+}
+
 }  // namespace
 
 Tensor Tensor::zeros(const Shape& shape, const TensorOptions& options) { return full(shape, 0.0f, options); }
@@ -69,22 +81,16 @@ Tensor Tensor::from(std::initializer_list<float> values, const Shape& shape, con
 
 Tensor Tensor::uniform(const Shape& shape, float low, float high, Generator* gen, const TensorOptions& options) {
   ACCRUE_CHECK(low <= high, "Tensor::uniform needs low <= high, got [{}, {})", low, high);
-  Generator& g = gen != nullptr ? *gen : default_generator();
-  Tensor t = empty(shape, without_grad(options));
-  const std::uint64_t offset = g.reserve(static_cast<std::uint64_t>(t.numel()));
-  kernels::fill_uniform(t, low, high, g.seed(), offset);
-  finish_leaf(t, options);
-  return t;
+  return random_leaf(shape, gen, options, [&](const Tensor& t, std::uint64_t seed, std::uint64_t offset) {
+    kernels::fill_uniform(t, low, high, seed, offset);
+  });
 }
 
 Tensor Tensor::normal(const Shape& shape, float mean, float stddev, Generator* gen, const TensorOptions& options) {
   ACCRUE_CHECK(stddev >= 0.0f, "Tensor::normal needs a non-negative standard deviation, got {}", stddev);
-  Generator& g = gen != nullptr ? *gen : default_generator();
-  Tensor t = empty(shape, without_grad(options));
-  const std::uint64_t offset = g.reserve(static_cast<std::uint64_t>(t.numel()));
-  kernels::fill_normal(t, mean, stddev, g.seed(), offset);
-  finish_leaf(t, options);
-  return t;
+  return random_leaf(shape, gen, options, [&](const Tensor& t, std::uint64_t seed, std::uint64_t offset) {
+    kernels::fill_normal(t, mean, stddev, seed, offset);
+  });
 }
 
 float Tensor::item() const {

@@ -143,6 +143,12 @@ inline Dataset blobs(std::int64_t n, std::uint64_t seed) {
   return Dataset{Tensor::from(x, {n, 6}), Tensor::from(y, {n}), "blobs"};
 }
 
+/// A small network for blobs(): 6 features, 16 tanh units, 4 classes, its weights drawn from `seed`.
+inline Sequential blobs_mlp(std::uint64_t seed) {
+  manual_seed(seed);
+  return Sequential{layers::Input{6}, layers::Dense{16}, layers::Tanh{}, layers::Dense{4}};
+}
+
 /// Small colour images (3, 8, 8) of four classes (a bright quadrant per class, noise besides),
 /// through the augmentations of an image course: a padded random crop, flips and colour jitter.
 /// Read sample by sample, as a folder of images would be.

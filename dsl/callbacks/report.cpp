@@ -403,6 +403,15 @@ std::string fill_report_page(std::string_view page_template, std::string_view ti
     ACCRUE_CHECK(at != std::string::npos, "a report page's template lacks {}", marker);
     page.replace(at, marker.size(), with);
   };
+  // What every page's head and the end of its body hold, then what they name.
+  fill("<!--PAGE_HEAD-->",
+       "<meta charset=\"utf-8\">\n"
+       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+       "<style>/*UPLOT_CSS*/</style>\n"
+       "<style>/*PAGE_CSS*/</style>");
+  fill("<!--PAGE_DATA-->",
+       "<script>/*UPLOT_JS*/</script>\n"
+       "<script id=\"accrue-data\" type=\"application/json\">/*DATA*/</script>");
   fill("/*UPLOT_CSS*/", std::string{detail::uplot_css()});
   fill("/*PAGE_CSS*/", std::string{detail::page_css()});
   fill("/*PAGE_JS*/", script_safe(std::string{detail::page_js()}));

@@ -118,11 +118,14 @@ class Report final : public Callback {
   double data_wait_ = 0.0;
 };
 
-/// A self-contained page from `page_template` (HTML): its markers /*UPLOT_CSS*/ and /*UPLOT_JS*/
-/// become the vendored uPlot, /*PAGE_CSS*/ and /*PAGE_JS*/ what Accrue's pages share (fonts, and
-/// script errors counted in the body's data-errors, dsl/callbacks/report/page.*), /*TITLE*/ `title` as a JSON string and /*DATA*/ `data_json` (JSON),
-/// each made safe inside `<script>`. Report's page is made with it, and so can a program's own page
-/// (04_memory_comparison's, the playground's). Throws when a marker is missing.
+/// A self-contained page from `page_template` (HTML): its marker <!--PAGE_HEAD--> (first in the
+/// head) becomes the character set, the viewport, the vendored uPlot's styles and those Accrue's
+/// pages share (dsl/callbacks/report/page.css); /*PAGE_JS*/ (first in the body) the script they
+/// share (script errors counted in the body's data-errors, chart helpers: page.js);
+/// <!--PAGE_DATA--> uPlot's script and `data_json` (JSON), which the page's own script reads with
+/// accrue.data(); /*TITLE*/ `title` as a JSON string. Each is made safe inside `<script>`. Report's
+/// page is made with it, and so can a program's own page (04_memory_comparison's, the
+/// playground's). Throws when a marker is missing.
 std::string fill_report_page(std::string_view page_template, std::string_view title, std::string_view data_json);
 
 }  // namespace accrue::callbacks

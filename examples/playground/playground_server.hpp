@@ -36,6 +36,7 @@
 // of other sites) is in http_server.hpp.
 
 #include <accrue/accrue.hpp>
+#include <accrue/framework/core/non_copyable.hpp>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -117,13 +118,11 @@ struct PlaygroundOptions {
   std::string teacher_token;
 };
 
-class Playground {
+class Playground : accrue::NonCopyable {
  public:
   explicit Playground(PlaygroundOptions options);
   /// Stops every run and waits for their processes.
   ~Playground();
-  Playground(const Playground&) = delete;
-  Playground& operator=(const Playground&) = delete;
 
   /// Adds the pages and the API to `server`.
   void serve(http::Server& server, std::string page, std::string teacher_page = {});

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "../core/non_copyable.hpp"
 #include "../core/tensor.hpp"
 
 namespace accrue {
@@ -95,12 +96,10 @@ class GradMode {
 
 /// Sets recording on or off for its scope and restores it after. On: inside backward (which runs
 /// with it off), a recomputed forward pass records the graph its own backward then walks.
-class GradModeGuard {
+class GradModeGuard : NonCopyable {
  public:
   explicit GradModeGuard(bool enabled) : previous_(GradMode::enabled()) { GradMode::set_enabled(enabled); }
   ~GradModeGuard() { GradMode::set_enabled(previous_); }
-  GradModeGuard(const GradModeGuard&) = delete;
-  GradModeGuard& operator=(const GradModeGuard&) = delete;
 
  private:
   bool previous_;
@@ -138,24 +137,20 @@ class LeafGradientObserver {
 
 /// Hides this thread's observer while in scope: a backward pass run inside a node of another
 /// (recomputation) leaves its leaves to the outer pass, which reports each once.
-class PauseLeafObservation {
+class PauseLeafObservation : NonCopyable {
  public:
   PauseLeafObservation();
   ~PauseLeafObservation();
-  PauseLeafObservation(const PauseLeafObservation&) = delete;
-  PauseLeafObservation& operator=(const PauseLeafObservation&) = delete;
 
  private:
   LeafGradientObserver* previous_;
 };
 
 /// Makes `observer` watch this thread's backward passes while in scope.
-class ObserveLeafGradients {
+class ObserveLeafGradients : NonCopyable {
  public:
   explicit ObserveLeafGradients(LeafGradientObserver& observer);
   ~ObserveLeafGradients();
-  ObserveLeafGradients(const ObserveLeafGradients&) = delete;
-  ObserveLeafGradients& operator=(const ObserveLeafGradients&) = delete;
 
  private:
   LeafGradientObserver* previous_;

@@ -15,18 +15,17 @@
 #include <functional>
 #include <unordered_map>
 
+#include "../core/non_copyable.hpp"
 #include "autograd.hpp"
 
 namespace accrue {
 
-class DeferredWeightGradients {
+class DeferredWeightGradients : NonCopyable {
  public:
   /// Opens deferral on this thread (a fit inside a fit's callback opens its own for its time).
   DeferredWeightGradients();
   /// Closes it; rows still waiting are dropped (flush first to keep them).
   ~DeferredWeightGradients();
-  DeferredWeightGradients(const DeferredWeightGradients&) = delete;
-  DeferredWeightGradients& operator=(const DeferredWeightGradients&) = delete;
 
   /// Whether the next backward pass closes the window: there, waiting rows are multiplied.
   void set_closing(bool closing) { closing_ = closing; }

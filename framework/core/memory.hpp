@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "device.hpp"
+#include "non_copyable.hpp"
 
 namespace accrue {
 
@@ -58,12 +59,10 @@ std::string format_count(std::int64_t n);
 
 /// Hands out device memory and keeps the accounting. One allocator per device, shared by every
 /// tensor on it; thread-safe.
-class Allocator {
+class Allocator : NonCopyable {
  public:
   explicit Allocator(Device device) : device_(device) {}
   virtual ~Allocator() = default;
-  Allocator(const Allocator&) = delete;
-  Allocator& operator=(const Allocator&) = delete;
 
   Device device() const { return device_; }
   /// `bytes` of storage aligned to 64 bytes, counted under `category`. Throws OutOfMemory when a
@@ -129,12 +128,10 @@ std::optional<std::size_t> cgroup_room(std::string_view proc_self_cgroup, const 
 /// under the size of the file's largest tensor and a small multiple of all of them: a damaged
 /// description (2,000 layers of 4 MiB for 8 GiB) cannot make it take memory that the weights it
 /// must match never need.
-class AllocationCeiling {
+class AllocationCeiling : NonCopyable {
  public:
   AllocationCeiling(std::size_t bytes, std::size_t total, std::string why);
   ~AllocationCeiling();
-  AllocationCeiling(const AllocationCeiling&) = delete;
-  AllocationCeiling& operator=(const AllocationCeiling&) = delete;
 
  private:
   std::size_t previous_bytes_, previous_total_, previous_taken_;

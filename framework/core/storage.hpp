@@ -5,16 +5,15 @@
 #include <cstdint>
 
 #include "memory.hpp"
+#include "non_copyable.hpp"
 
 namespace accrue {
 
-class Storage {
+class Storage : NonCopyable {
  public:
   /// Allocates `bytes` on `device`, counted under `category`.
   Storage(std::size_t bytes, Device device, MemoryCategory category);
   ~Storage();
-  Storage(const Storage&) = delete;
-  Storage& operator=(const Storage&) = delete;
 
   void* data() const { return data_; }
   std::size_t bytes() const { return bytes_; }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "../autograd/autograd.hpp"
+#include "../core/non_copyable.hpp"
 #include "communicator.hpp"
 
 namespace accrue::distributed {
@@ -88,7 +89,7 @@ struct ReducerStats {
 /// Watch the backward pass of a window's last micro-batch with ObserveLeafGradients{reducer}: each
 /// parameter's gradient then goes into its bucket when backward completes it, and full buckets
 /// start. Then finish().
-class Reducer final : public LeafGradientObserver {
+class Reducer final : public LeafGradientObserver, NonCopyable {
  public:
   /// Buckets for `parameters` (float32, on one device), on `communicator`.
   /// Points each parameter's gradient place into its bucket (Tensor::set_grad_place): the first
@@ -97,8 +98,6 @@ class Reducer final : public LeafGradientObserver {
   Reducer(Communicator& communicator, std::vector<Tensor> parameters, ReducerOptions options = {});
   /// Gives the parameters their own gradient storage again.
   ~Reducer() override;
-  Reducer(const Reducer&) = delete;
-  Reducer& operator=(const Reducer&) = delete;
 
   /// At the window's end: starts the buckets not started yet (a parameter without a gradient adds
   /// zeros), waits for all, and leaves every rank's summed gradient in each .grad(). Also agrees on

@@ -9,6 +9,7 @@
 // micro-batch is empty (it contributes nothing to the sums): a distributed fit runs such a share
 // through the model for that reason.
 
+#include "../core/non_copyable.hpp"
 #include "communicator.hpp"
 #include "../core/tensor.hpp"
 
@@ -31,12 +32,10 @@ Tensor sync_batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor
 Communicator* statistics_group();
 
 /// Sets statistics_group() for its lifetime.
-class ShareBatchStatistics {
+class ShareBatchStatistics : NonCopyable {
  public:
   explicit ShareBatchStatistics(Communicator* group);
   ~ShareBatchStatistics();
-  ShareBatchStatistics(const ShareBatchStatistics&) = delete;
-  ShareBatchStatistics& operator=(const ShareBatchStatistics&) = delete;
 
  private:
   Communicator* previous_;

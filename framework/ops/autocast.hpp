@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "../core/dtype.hpp"
+#include "../core/non_copyable.hpp"
 
 namespace accrue {
 
@@ -20,12 +21,10 @@ class Autocast {
 };
 
 /// Turns autocast on (float16 or bfloat16) or off (std::nullopt) for its scope.
-class AutocastGuard {
+class AutocastGuard : NonCopyable {
  public:
   explicit AutocastGuard(std::optional<DType> dtype);
   ~AutocastGuard();
-  AutocastGuard(const AutocastGuard&) = delete;
-  AutocastGuard& operator=(const AutocastGuard&) = delete;
 
  private:
   std::optional<DType> previous_;

@@ -37,8 +37,7 @@ void LARS::validate() const {
 }
 
 std::unique_ptr<Optimizer> LARS::create(std::vector<Tensor> parameters) const {
-  validate();
-  return std::make_unique<LarsOptimizer>(std::move(parameters), *this);
+  return make_optimizer<LarsOptimizer>(*this, std::move(parameters));
 }
 
 std::string LARS::str() const {
@@ -60,8 +59,7 @@ void LAMB::validate() const {
 }
 
 std::unique_ptr<Optimizer> LAMB::create(std::vector<Tensor> parameters) const {
-  validate();
-  return std::make_unique<LambOptimizer>(std::move(parameters), *this);
+  return make_optimizer<LambOptimizer>(*this, std::move(parameters));
 }
 
 std::string LAMB::str() const {
@@ -80,16 +78,9 @@ LayerwiseOptimizer::LayerwiseOptimizer(std::vector<Tensor> parameters, double lr
 }
 
 LarsOptimizer::LarsOptimizer(std::vector<Tensor> parameters, const LARS& config)
-    : LayerwiseOptimizer(std::move(parameters), config.lr,
-                         config.momentum != 0.0 ? std::vector<std::string>{"momentum_buffer"} : std::vector<std::string>{},
-                         config.exclude),
-      config_(config) {}
-
-std::string LarsOptimizer::str() const {
-  LARS current = config_;
-  current.lr = lr_;
-  return current.str();
-}
+    : ConfiguredOptimizer(std::move(parameters), config,
+                          config.momentum != 0.0 ? std::vector<std::string>{"momentum_buffer"} : std::vector<std::string>{},
+                          config.exclude) {}
 
 void LarsOptimizer::update(std::size_t index, const Tensor& param, const Tensor& grad) {
   const Slot& s = begin_step(index);
@@ -109,13 +100,8 @@ void LarsOptimizer::update(std::size_t index, const Tensor& param, const Tensor&
 }
 
 LambOptimizer::LambOptimizer(std::vector<Tensor> parameters, const LAMB& config)
-    : LayerwiseOptimizer(std::move(parameters), config.lr, {"exp_avg", "exp_avg_sq"}, config.exclude), config_(config) {}
-
-std::string LambOptimizer::str() const {
-  LAMB current = config_;
-  current.lr = lr_;
-  return current.str();
-}
+    : ConfiguredOptimizer(std::move(parameters), config, std::vector<std::string>{"exp_avg", "exp_avg_sq"},
+                          config.exclude) {}
 
 void LambOptimizer::update(std::size_t index, const Tensor& param, const Tensor& grad) {
   const Slot& s = begin_step(index);

@@ -88,28 +88,20 @@ class LayerwiseOptimizer : public StatefulOptimizer {
   std::vector<double> trust_ratios_;
 };
 
-class LarsOptimizer final : public LayerwiseOptimizer {
+class LarsOptimizer final : public ConfiguredOptimizer<LARS, LayerwiseOptimizer> {
  public:
   LarsOptimizer(std::vector<Tensor> parameters, const LARS& config);
-  std::string str() const override;
 
  protected:
   void update(std::size_t index, const Tensor& param, const Tensor& grad) override;
-
- private:
-  LARS config_;
 };
 
-class LambOptimizer final : public LayerwiseOptimizer {
+class LambOptimizer final : public ConfiguredOptimizer<LAMB, LayerwiseOptimizer> {
  public:
   LambOptimizer(std::vector<Tensor> parameters, const LAMB& config);
-  std::string str() const override;
 
  protected:
   void update(std::size_t index, const Tensor& param, const Tensor& grad) override;
-
- private:
-  LAMB config_;
 };
 
 }  // namespace accrue::optim

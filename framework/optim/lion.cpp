@@ -14,8 +14,7 @@ void Lion::validate() const {
 }
 
 std::unique_ptr<Optimizer> Lion::create(std::vector<Tensor> parameters) const {
-  validate();
-  return std::make_unique<LionOptimizer>(std::move(parameters), *this);
+  return make_optimizer<LionOptimizer>(*this, std::move(parameters));
 }
 
 std::string Lion::str() const {
@@ -26,13 +25,7 @@ std::string Lion::str() const {
 }
 
 LionOptimizer::LionOptimizer(std::vector<Tensor> parameters, const Lion& config)
-    : StatefulOptimizer(std::move(parameters), config.lr, {"exp_avg"}), config_(config) {}
-
-std::string LionOptimizer::str() const {
-  Lion current = config_;
-  current.lr = lr_;
-  return current.str();
-}
+    : ConfiguredOptimizer(std::move(parameters), config, std::vector<std::string>{"exp_avg"}) {}
 
 void LionOptimizer::update(std::size_t index, const Tensor&, const Tensor&) { update_all({index}); }
 

@@ -26,17 +26,13 @@ struct Lion {
   friend bool operator==(const Lion&, const Lion&) = default;
 };
 
-class LionOptimizer final : public StatefulOptimizer {
+class LionOptimizer final : public ConfiguredOptimizer<Lion, StatefulOptimizer> {
  public:
   LionOptimizer(std::vector<Tensor> parameters, const Lion& config);
-  std::string str() const override;
 
  protected:
   void update(std::size_t index, const Tensor& param, const Tensor& grad) override;
   void update_all(const std::vector<std::size_t>& indices) override;
-
- private:
-  Lion config_;
 };
 
 }  // namespace accrue::optim

@@ -14,8 +14,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "../core/non_copyable.hpp"
 #include "../core/tensor.hpp"
 
 namespace accrue::optim {
@@ -52,12 +54,10 @@ struct WeightAverage {
   friend bool operator==(const WeightAverage&, const WeightAverage&) = default;
 };
 
-class Optimizer {
+class Optimizer : NonCopyable {
  public:
   explicit Optimizer(std::vector<Tensor> parameters, double lr);
   virtual ~Optimizer() = default;
-  Optimizer(const Optimizer&) = delete;
-  Optimizer& operator=(const Optimizer&) = delete;
 
   /// Updates every parameter that has a gradient (parameters without one are left alone, as in
   /// PyTorch). Runs without recording autograd.
@@ -152,7 +152,7 @@ class Optimizer {
 /// The weight average in the parameters for its scope, the training weights put back after (also
 /// when an exception leaves it): validating or saving the average. Nothing when `active` is false
 /// or the average has not started.
-class AverageInParameters {
+class AverageInParameters : NonCopyable {
  public:
   AverageInParameters(Optimizer& optimizer, bool active)
       : optimizer_(active && !optimizer.average().empty() ? &optimizer : nullptr) {
@@ -161,8 +161,6 @@ class AverageInParameters {
   ~AverageInParameters() {
     if (optimizer_ != nullptr) optimizer_->swap_average();
   }
-  AverageInParameters(const AverageInParameters&) = delete;
-  AverageInParameters& operator=(const AverageInParameters&) = delete;
 
  private:
   Optimizer* optimizer_;
@@ -228,6 +226,33 @@ class AnyOptimizer {
     T config;
   };
   std::shared_ptr<const Concept> impl_;
+};
+
+/// What an options struct's create() returns: the options checked (ValueError naming the one out
+/// of range), then the optimizer `O` made from them.
+template <class O, class Options>
+std::unique_ptr<Optimizer> make_optimizer(const Options& options, std::vector<Tensor> parameters) {
+  options.validate();
+  return std::make_unique<O>(std::move(parameters), options);
+}
+
+/// An optimizer made from the options struct `Options` (optim::SGD, optim::Lion) over `Base`: it
+/// keeps them, and str() writes them with the learning rate it has now.
+template <class Options, class Base = Optimizer>
+class ConfiguredOptimizer : public Base {
+ public:
+  std::string str() const override {
+    Options now = config_;
+    now.lr = this->lr_;
+    return now.str();
+  }
+
+ protected:
+  /// `base_arguments` follow the parameters and the learning rate in Base's constructor.
+  template <class... BaseArguments>
+  ConfiguredOptimizer(std::vector<Tensor> parameters, const Options& config, BaseArguments&&... base_arguments)
+      : Base(std::move(parameters), config.lr, std::forward<BaseArguments>(base_arguments)...), config_(config) {}
+  Options config_;
 };
 
 }  // namespace accrue::optim

@@ -26,8 +26,7 @@ void RMSprop::validate() const {
 }
 
 std::unique_ptr<Optimizer> RMSprop::create(std::vector<Tensor> parameters) const {
-  validate();
-  return std::make_unique<RmspropOptimizer>(std::move(parameters), *this);
+  return make_optimizer<RmspropOptimizer>(*this, std::move(parameters));
 }
 
 std::string RMSprop::str() const {
@@ -50,8 +49,7 @@ void Adagrad::validate() const {
 }
 
 std::unique_ptr<Optimizer> Adagrad::create(std::vector<Tensor> parameters) const {
-  validate();
-  return std::make_unique<AdagradOptimizer>(std::move(parameters), *this);
+  return make_optimizer<AdagradOptimizer>(*this, std::move(parameters));
 }
 
 std::string Adagrad::str() const {
@@ -64,13 +62,7 @@ std::string Adagrad::str() const {
 }
 
 RmspropOptimizer::RmspropOptimizer(std::vector<Tensor> parameters, const RMSprop& config)
-    : StatefulOptimizer(std::move(parameters), config.lr, rmsprop_state_names(config)), config_(config) {}
-
-std::string RmspropOptimizer::str() const {
-  RMSprop current = config_;
-  current.lr = lr_;
-  return current.str();
-}
+    : ConfiguredOptimizer(std::move(parameters), config, rmsprop_state_names(config)) {}
 
 void RmspropOptimizer::update(std::size_t index, const Tensor&, const Tensor&) { update_all({index}); }
 
@@ -92,14 +84,8 @@ void RmspropOptimizer::update_all(const std::vector<std::size_t>& indices) {
 }
 
 AdagradOptimizer::AdagradOptimizer(std::vector<Tensor> parameters, const Adagrad& config)
-    : StatefulOptimizer(std::move(parameters), config.lr, {"sum"}, static_cast<float>(config.initial_accumulator_value)),
-      config_(config) {}
-
-std::string AdagradOptimizer::str() const {
-  Adagrad current = config_;
-  current.lr = lr_;
-  return current.str();
-}
+    : ConfiguredOptimizer(std::move(parameters), config, std::vector<std::string>{"sum"},
+                          static_cast<float>(config.initial_accumulator_value)) {}
 
 void AdagradOptimizer::update(std::size_t index, const Tensor&, const Tensor&) { update_all({index}); }
 

@@ -47,30 +47,22 @@ struct Adagrad {
   friend bool operator==(const Adagrad&, const Adagrad&) = default;
 };
 
-class RmspropOptimizer final : public StatefulOptimizer {
+class RmspropOptimizer final : public ConfiguredOptimizer<RMSprop, StatefulOptimizer> {
  public:
   RmspropOptimizer(std::vector<Tensor> parameters, const RMSprop& config);
-  std::string str() const override;
 
  protected:
   void update(std::size_t index, const Tensor& param, const Tensor& grad) override;
   void update_all(const std::vector<std::size_t>& indices) override;
-
- private:
-  RMSprop config_;
 };
 
-class AdagradOptimizer final : public StatefulOptimizer {
+class AdagradOptimizer final : public ConfiguredOptimizer<Adagrad, StatefulOptimizer> {
  public:
   AdagradOptimizer(std::vector<Tensor> parameters, const Adagrad& config);
-  std::string str() const override;
 
  protected:
   void update(std::size_t index, const Tensor& param, const Tensor& grad) override;
   void update_all(const std::vector<std::size_t>& indices) override;
-
- private:
-  Adagrad config_;
 };
 
 }  // namespace accrue::optim

@@ -16,8 +16,7 @@ void SGD::validate() const {
 }
 
 std::unique_ptr<Optimizer> SGD::create(std::vector<Tensor> parameters) const {
-  validate();
-  return std::make_unique<SgdOptimizer>(std::move(parameters), *this);
+  return make_optimizer<SgdOptimizer>(*this, std::move(parameters));
 }
 
 std::string SGD::str() const {
@@ -31,15 +30,9 @@ std::string SGD::str() const {
 }
 
 SgdOptimizer::SgdOptimizer(std::vector<Tensor> parameters, const SGD& config)
-    : Optimizer(std::move(parameters), config.lr), config_(config) {
+    : ConfiguredOptimizer(std::move(parameters), config) {
   config_.validate();
   buffers_.resize(parameters_.size());
-}
-
-std::string SgdOptimizer::str() const {
-  SGD current = config_;
-  current.lr = lr_;
-  return current.str();
 }
 
 void SgdOptimizer::update(std::size_t index, const Tensor& param, const Tensor& grad) {

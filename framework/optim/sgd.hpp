@@ -28,10 +28,9 @@ struct SGD {
   friend bool operator==(const SGD&, const SGD&) = default;
 };
 
-class SgdOptimizer final : public Optimizer {
+class SgdOptimizer final : public ConfiguredOptimizer<SGD> {
  public:
   SgdOptimizer(std::vector<Tensor> parameters, const SGD& config);
-  std::string str() const override;
   void move_state_to(Device device) override;
   const SGD& config() const { return config_; }
   /// Momentum buffer of parameter i (undefined before its first step or without momentum).
@@ -47,7 +46,6 @@ class SgdOptimizer final : public Optimizer {
   /// Creates the momentum buffer on a parameter's first step; true on that step.
   bool begin_step(std::size_t index);
   kernels::common::SgdRule::Hyper hyper(bool first_step) const;
-  SGD config_;
   std::vector<Tensor> buffers_;
 };
 

@@ -10,16 +10,15 @@
 #include <memory>
 
 #include "../core/device.hpp"
+#include "../core/non_copyable.hpp"
 
 namespace accrue::runtime {
 
 /// Host memory pinned for copies to a GPU, grown to the largest size asked for.
-class PinnedBuffer {
+class PinnedBuffer : NonCopyable {
  public:
   PinnedBuffer() = default;
   ~PinnedBuffer();
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
   /// At least `bytes` of pinned memory; what it held before is gone when it grows.
   void* reserve(std::size_t bytes);
 
@@ -30,12 +29,10 @@ class PinnedBuffer {
 };
 
 /// A point in a GPU's work: recorded after some work, waited for by the compute stream or the host.
-class Event {
+class Event : NonCopyable {
  public:
   explicit Event(Device device);
   ~Event();
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
   /// Makes the device's compute stream wait (on the device, not the host) for the recorded work.
   void wait_on_compute() const;
   /// Blocks the host until the recorded work has finished.

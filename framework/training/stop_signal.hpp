@@ -5,17 +5,17 @@
 
 #include <csignal>
 
+#include "../core/non_copyable.hpp"
+
 namespace accrue {
 
 /// While an instance lives, SIGINT and SIGTERM are caught and remembered instead of ending the
 /// process (the first one; a second ends it). The handlers before it come back when the last
 /// instance goes. Instances nest; the signal is shared.
-class StopSignal {
+class StopSignal : NonCopyable {
  public:
   StopSignal();
   ~StopSignal();
-  StopSignal(const StopSignal&) = delete;
-  StopSignal& operator=(const StopSignal&) = delete;
 
   /// The signal received since the first instance was made (SIGINT, SIGTERM), or 0.
   int received() const;

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <utility>
 
+#include "../../framework/core/non_copyable.hpp"
+
 namespace accrue::kernels::cpu {
 
 /// Threads used by CPU kernels, the calling thread included: ACCRUE_NUM_THREADS when set, else
@@ -20,12 +22,10 @@ void set_num_threads(int threads);
 /// While one lives, the pool's threads sleep as soon as they finish a job instead of spinning for
 /// the next: the thread that made it is about to block, and other threads (the data workers) can
 /// have the cores.
-class RestingWorkers {
+class RestingWorkers : NonCopyable {
  public:
   RestingWorkers();
   ~RestingWorkers();
-  RestingWorkers(const RestingWorkers&) = delete;
-  RestingWorkers& operator=(const RestingWorkers&) = delete;
 };
 
 namespace detail {

@@ -8,17 +8,10 @@
 #include <fstream>
 
 using namespace accrue;
-using accrue::test::message_has;
+using namespace accrue::test;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() : path(fs::temp_directory_path() / fmt::format("accrue_idx_{}", ::getpid())) { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
 
 std::vector<std::uint8_t> idx_bytes(std::uint8_t type, const std::vector<std::uint32_t>& dims,
                                     const std::vector<std::uint8_t>& data) {
@@ -57,7 +50,7 @@ std::vector<std::uint8_t> labels(std::uint32_t n, std::uint8_t value = 3) {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(reads_raw_and_gzip) {
-  TempDir dir;
+  TempDir dir{"idx"};
   write_raw(dir.file("a.idx"), images(3));
   write_gz(dir.file("a.idx.gz"), images(3));
   for (const auto& name : {"a.idx", "a.idx.gz"}) {
@@ -76,7 +69,7 @@ BOOST_AUTO_TEST_CASE(reads_raw_and_gzip) {
 }
 
 BOOST_AUTO_TEST_CASE(bad_files_are_refused_with_the_reason) {
-  TempDir dir;
+  TempDir dir{"idx"};
   const auto check = [&](const std::string& name, const std::vector<std::uint8_t>& bytes,
                          std::initializer_list<std::string> parts) {
     write_raw(dir.file(name), bytes);
@@ -107,7 +100,7 @@ BOOST_AUTO_TEST_CASE(bad_files_are_refused_with_the_reason) {
 }
 
 BOOST_AUTO_TEST_CASE(dataset_folder_errors) {
-  TempDir dir;
+  TempDir dir{"idx"};
   BOOST_CHECK_EXCEPTION(datasets::fashion_mnist(dir.path.string()), IoError,
                         message_has({"train-images-idx3-ubyte", "dataset-fashion-mnist", "ACCRUE_FASHION_MNIST_DIR"}));
   write_gz(dir.file("train-images-idx3-ubyte.gz"), images(5));

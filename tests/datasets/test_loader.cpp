@@ -6,7 +6,7 @@
 #include <set>
 
 using namespace accrue;
-using accrue::test::message_has;
+using namespace accrue::test;
 
 namespace {
 Dataset numbered(std::int64_t n) {

@@ -12,7 +12,7 @@
 #include <accrue/datasets/transforms.hpp>
 
 using namespace accrue;
-using accrue::test::message_has;
+using namespace accrue::test;
 
 namespace {
 

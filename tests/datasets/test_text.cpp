@@ -8,7 +8,7 @@
 #include "../test_util.hpp"
 
 using namespace accrue;
-using accrue::test::message_has;
+using namespace accrue::test;
 
 BOOST_AUTO_TEST_CASE(vocabularies_encode_and_decode_characters_and_bytes) {
   const std::string s = "naïve café, 50 €";

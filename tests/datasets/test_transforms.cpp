@@ -13,7 +13,7 @@
 
 using namespace accrue;
 using namespace accrue::transforms;
-using accrue::test::message_has;
+using namespace accrue::test;
 using nlohmann::json;
 
 namespace {

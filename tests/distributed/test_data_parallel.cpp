@@ -75,8 +75,12 @@ History train(const Case& c, bool distributed, std::int64_t batch, Sequential& m
                              .bucket_bytes = c.bucket_bytes});
 }
 
-void check_same(const Case& c, const History& h_dp, const History& h_one, const Sequential& dp, const Sequential& one,
-                double tolerance) {
+// Trains case `c` over the processes, each with c.batch samples of a micro-batch, and alone with
+// all of them, and compares the parameters and the epochs' loss and metrics.
+void expect_as_one_process(const Case& c, double tolerance) {
+  Sequential dp, one;
+  const History h_dp = train(c, true, c.batch, dp);
+  const History h_one = train(c, false, c.batch * distributed::world().size(), one);
   const auto a = dp.named_parameters(), b = one.named_parameters();
   for (std::size_t i = 0; i < a.size(); ++i)
     test::check_close(a[i].second, b[i].second, tolerance, 10 * tolerance, c.name + ": " + a[i].first);
@@ -104,9 +108,7 @@ std::vector<std::int64_t> world_hashes(const History& h) {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(n_processes_train_as_one_process_with_n_times_the_batch) {
-  const distributed::Communicator& world = distributed::world();
-  const int n = world.size();
-  BOOST_TEST_MESSAGE(n << " processes");
+  BOOST_TEST_MESSAGE(distributed::world().size() << " processes");
   // 98 samples in global micro-batches of 8 x n: the last one is short and, for 3 processes,
   // leaves one of them no sample (98 = 4 x 24 + 2); accumulation 3 leaves a short last window.
   const std::vector<Case> cases{
@@ -119,16 +121,10 @@ BOOST_AUTO_TEST_CASE(n_processes_train_as_one_process_with_n_times_the_batch) {
       // Each window's weighted sum over its samples, whichever process holds them.
       {"adamw accumulate 3, class and sample weights", 98, 4, 3, true, false, false, std::nullopt, 25u << 20, {}, true},
   };
-  for (const Case& c : cases) {
-    Sequential dp, one;
-    const History h_dp = train(c, true, c.batch, dp);
-    const History h_one = train(c, false, c.batch * n, one);
-    check_same(c, h_dp, h_one, dp, one, 1e-5);
-  }
+  for (const Case& c : cases) expect_as_one_process(c, 1e-5);
 }
 
 BOOST_AUTO_TEST_CASE(every_optimizer_trains_as_one_process) {
-  const int n = distributed::world().size();
   const std::vector<optim::AnyOptimizer> optimizers{
       optim::RMSprop{.lr = 1e-2, .momentum = 0.9, .centered = true}, optim::Adagrad{.lr = 0.1},
       optim::LARS{.lr = 0.5, .weight_decay = 1e-4, .trust_coefficient = 0.02}, optim::LAMB{.lr = 1e-2},
@@ -136,10 +132,7 @@ BOOST_AUTO_TEST_CASE(every_optimizer_trains_as_one_process) {
   for (const optim::AnyOptimizer& o : optimizers) {
     Case c{o.str() + " accumulate 2", 98, 4, 2, false, false};
     c.optimizer = o;
-    Sequential dp, one;
-    const History h_dp = train(c, true, c.batch, dp);
-    const History h_one = train(c, false, c.batch * n, one);
-    check_same(c, h_dp, h_one, dp, one, 1e-5);
+    expect_as_one_process(c, 1e-5);
   }
 }
 
@@ -201,15 +194,10 @@ BOOST_AUTO_TEST_CASE(augmented_images_train_as_on_one_process) {
 }
 
 BOOST_AUTO_TEST_CASE(bfloat16_autocast_trains_as_one_process_too) {
-  const int n = distributed::world().size();
   // Each sample's bfloat16 products do not depend on the batch it is in; the sums of the batch's
   // gradients do, to bfloat16 rounding of the inputs of float32 GEMMs.
-  for (const Case& c : {Case{"amp accumulate 2", 98, 4, 2, true, true, true}, Case{"amp", 98, 8, 1, false, false, true}}) {
-    Sequential dp, one;
-    const History h_dp = train(c, true, c.batch, dp);
-    const History h_one = train(c, false, c.batch * n, one);
-    check_same(c, h_dp, h_one, dp, one, 1e-3);
-  }
+  for (const Case& c : {Case{"amp accumulate 2", 98, 4, 2, true, true, true}, Case{"amp", 98, 8, 1, false, false, true}})
+    expect_as_one_process(c, 1e-3);
 }
 
 BOOST_AUTO_TEST_CASE(one_reduction_per_optimizer_step) {

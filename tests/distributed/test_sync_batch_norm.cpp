@@ -9,8 +9,7 @@
 #include "../test_util.hpp"
 
 using namespace accrue;
-using accrue::test::leaf;
-using accrue::test::random_tensor;
+using namespace accrue::test;
 
 BOOST_AUTO_TEST_CASE(alone_it_is_batch_norm_with_its_gradients) {
   const auto alone = distributed::single_process();

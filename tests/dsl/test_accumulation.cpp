@@ -7,17 +7,11 @@
 #include "../test_util.hpp"
 
 using namespace accrue;
-using accrue::test::blobs;
-using accrue::test::check_close;
-using accrue::test::message_has;
+using namespace accrue::test;
 
 namespace {
 
-
-Sequential model(std::uint64_t seed) {
-  manual_seed(seed);
-  return Sequential{layers::Input{6}, layers::Dense{16}, layers::Tanh{}, layers::Dense{4}};
-}
+Sequential model(std::uint64_t seed) { return blobs_mlp(seed); }
 
 std::vector<std::vector<float>> params_of(const Sequential& m) {
   std::vector<std::vector<float>> out;
@@ -331,16 +325,24 @@ BOOST_AUTO_TEST_CASE(batch_statistics_layers_get_one_warning) {
   BOOST_TEST(warnings[0].find("GroupNorm or LayerNorm") != std::string::npos);
 }
 
-BOOST_AUTO_TEST_CASE(explain_mode_tells_what_happens) {
+namespace {
+
+// What Explain writes over the first `windows` windows of fitting `m` on 32 blobs in batches of 8.
+std::string explained_fit(Sequential& m, int windows) {
   std::FILE* out = std::tmpfile();
-  Sequential m = model(25);
-  m.compile(optim::SGD{.lr = 0.1}.accumulate(2).clip(0.5), losses::CrossEntropy{});
-  m.fit(blobs(32, 26), {.batch_size = 8, .callbacks = {callbacks::Explain{{.windows = 1, .stream = out}}}, .verbose = 0});
-  std::rewind(out);
-  std::string text(4096, '\0');
-  text.resize(std::fread(text.data(), 1, text.size(), out));
+  m.fit(blobs(32, 26), {.batch_size = 8, .callbacks = {callbacks::Explain{{.windows = windows, .stream = out}}}, .verbose = 0});
+  std::string text = read_file(out);
   std::fclose(out);
   BOOST_TEST_MESSAGE(text);
+  return text;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(explain_mode_tells_what_happens) {
+  Sequential m = model(25);
+  m.compile(optim::SGD{.lr = 0.1}.accumulate(2).clip(0.5), losses::CrossEntropy{});
+  const std::string text = explained_fit(m, 1);
   for (const char* part : {"window 1 (optimizer step 1): 2 micro-batches, 16 samples", "micro-batch 1/2: forward 8 samples",
                            "backward adds its gradient into .grad()", "weighted 0.0625 (1/16)", "micro-batch 2/2",
                            "step: gradient norm", "SGD(lr=0.1) steps with lr 0.1", ".grad() zeroed"})
@@ -349,15 +351,9 @@ BOOST_AUTO_TEST_CASE(explain_mode_tells_what_happens) {
 }
 
 BOOST_AUTO_TEST_CASE(explain_mode_shows_lamb_trust_ratios) {
-  std::FILE* out = std::tmpfile();
   Sequential m = model(25);
   m.compile(optim::LAMB{.lr = 1e-2}.accumulate(2), losses::CrossEntropy{});
-  m.fit(blobs(32, 26), {.batch_size = 8, .callbacks = {callbacks::Explain{{.windows = 2, .stream = out}}}, .verbose = 0});
-  std::rewind(out);
-  std::string text(4096, '\0');
-  text.resize(std::fread(text.data(), 1, text.size(), out));
-  std::fclose(out);
-  BOOST_TEST_MESSAGE(text);
+  const std::string text = explained_fit(m, 2);
   // Trust ratios of the weights (each ||w|| / ||r||; the last step's are the optimizer's now), not
   // of the biases, which LAMB leaves out.
   const auto& lamb = dynamic_cast<const optim::LayerwiseOptimizer&>(m.optimizer());

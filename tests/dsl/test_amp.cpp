@@ -8,8 +8,7 @@
 #include <accrue/kernels/gemm.hpp>
 
 using namespace accrue;
-using accrue::test::blobs;
-using accrue::test::message_has;
+using namespace accrue::test;
 
 namespace {
 

@@ -11,8 +11,7 @@
 #include <thread>
 
 using namespace accrue;
-using accrue::test::augmented_images;
-using accrue::test::check_close;
+using namespace accrue::test;
 
 namespace {
 

@@ -8,10 +8,7 @@
 #include <sstream>
 
 using namespace accrue;
-using accrue::test::read_file;
-using accrue::test::TempDir;
-using accrue::test::check_close;
-using accrue::test::message_has;
+using namespace accrue::test;
 namespace fs = std::filesystem;
 
 namespace {

@@ -21,10 +21,7 @@
 #include <accrue/framework/serialization/checkpoint.hpp>
 
 using namespace accrue;
-using accrue::test::read_file;
-using accrue::test::TempDir;
-using accrue::test::blobs;
-using accrue::test::message_has;
+using namespace accrue::test;
 namespace fs = std::filesystem;
 
 namespace {

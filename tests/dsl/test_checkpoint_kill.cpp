@@ -20,7 +20,7 @@
 #include <accrue/framework/serialization/safetensors.hpp>
 
 using namespace accrue;
-using accrue::test::read_file;
+using namespace accrue::test;
 namespace fs = std::filesystem;
 
 namespace {

@@ -12,8 +12,7 @@
 
 using namespace accrue;
 using json = nlohmann::json;
-using accrue::test::expect_close;
-using accrue::test::tensor_of;
+using namespace accrue::test;
 
 namespace {
 

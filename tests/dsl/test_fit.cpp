@@ -12,10 +12,7 @@
 #include <filesystem>
 
 using namespace accrue;
-using accrue::test::blobs;
-using accrue::test::check_close;
-using accrue::test::message_has;
-using accrue::test::read_file;
+using namespace accrue::test;
 
 namespace {
 

@@ -3,7 +3,7 @@
 #include <cmath>
 
 using namespace accrue;
-using accrue::test::message_has;
+using namespace accrue::test;
 
 namespace {
 void expect_contract(const Layer& layer, const Shape& sample, LayerCheckOptions options = {}) {

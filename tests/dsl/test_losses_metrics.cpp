@@ -1,8 +1,7 @@
 #include "../test_util.hpp"
 
 using namespace accrue;
-using accrue::test::message_has;
-using accrue::test::random_tensor;
+using namespace accrue::test;
 
 BOOST_AUTO_TEST_CASE(builtin_losses_reduce_as_pytorch) {
   const Tensor logits = random_tensor({4, 3}, 1, -2, 2);

@@ -8,7 +8,7 @@
 #include "../pytorch_reference.hpp"
 
 using namespace accrue;
-using accrue::test::message_has;
+using namespace accrue::test;
 using json = nlohmann::json;
 
 namespace {

@@ -16,7 +16,7 @@
 #include <accrue/framework/serialization/safetensors.hpp>
 
 using namespace accrue;
-using accrue::test::message_has;
+using namespace accrue::test;
 using accrue::test::zoo::images;
 using accrue::test::zoo::tokens;
 

@@ -15,7 +15,7 @@
 #include <accrue/dsl/onnx.hpp>
 
 using namespace accrue;
-using accrue::test::message_has;
+using namespace accrue::test;
 using accrue::test::zoo::images;
 using accrue::test::zoo::tokens;
 

@@ -10,7 +10,7 @@
 #include "../test_util.hpp"
 
 using namespace accrue;
-using accrue::test::message_has;
+using namespace accrue::test;
 
 namespace {
 

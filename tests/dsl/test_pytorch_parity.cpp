@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 using namespace accrue;
-using accrue::test::check_close;
+using namespace accrue::test;
 using json = nlohmann::json;
 
 namespace {

@@ -11,8 +11,7 @@
 
 using namespace accrue;
 using accrue::detail::RunCheckpoints;
-using accrue::test::message_has;
-using accrue::test::TempDir;
+using namespace accrue::test;
 
 BOOST_AUTO_TEST_CASE(every_micro_batches_owes_one_until_it_is_written) {
   TempDir dir{"run_checkpoints_owed"};

@@ -9,7 +9,7 @@
 using namespace accrue;
 using accrue::detail::RunProcesses;
 using accrue::detail::RunSignature;
-using accrue::test::message_has;
+using namespace accrue::test;
 
 namespace {
 

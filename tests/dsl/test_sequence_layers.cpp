@@ -6,8 +6,7 @@
 #include "../pytorch_reference.hpp"
 
 using namespace accrue;
-using accrue::test::expect_close;
-using accrue::test::tensor_of;
+using namespace accrue::test;
 using json = nlohmann::json;
 
 namespace {

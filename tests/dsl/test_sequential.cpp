@@ -3,8 +3,7 @@
 #include "../test_util.hpp"
 
 using namespace accrue;
-using accrue::test::check_close;
-using accrue::test::message_has;
+using namespace accrue::test;
 
 namespace {
 Sequential tutorial_model() {

@@ -7,16 +7,11 @@
 #include "../test_util.hpp"
 
 using namespace accrue;
-using accrue::test::blobs;
-using accrue::test::check_close;
-using accrue::test::message_has;
+using namespace accrue::test;
 
 namespace {
 
-Sequential mlp(std::uint64_t seed) {
-  manual_seed(seed);
-  return Sequential{layers::Input{6}, layers::Dense{16}, layers::Tanh{}, layers::Dense{4}};
-}
+Sequential mlp(std::uint64_t seed) { return blobs_mlp(seed); }
 
 std::vector<double> flat(const std::vector<Tensor>& tensors) {
   std::vector<double> out;

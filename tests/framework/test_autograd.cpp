@@ -2,9 +2,7 @@
 #include <accrue/framework/autograd/deferred_gradients.hpp>
 
 using namespace accrue;
-using accrue::test::check_close;
-using accrue::test::leaf;
-using accrue::test::message_has;
+using namespace accrue::test;
 
 BOOST_AUTO_TEST_CASE(backward_adds_into_grad) {
   Tensor x = leaf(Tensor::from({1, 2, 3}, {3}));

@@ -6,7 +6,7 @@
 #include <numbers>
 
 using namespace accrue;
-using accrue::test::message_has;
+using namespace accrue::test;
 
 namespace {
 // 1000 samples, micro-batch 10, accumulate 4, 2 epochs: 25 steps per epoch, 50 in all.

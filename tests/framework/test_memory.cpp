@@ -1,7 +1,7 @@
 #include "../test_util.hpp"
 
 using namespace accrue;
-using accrue::test::message_has;
+using namespace accrue::test;
 
 namespace {
 std::size_t live(MemoryCategory c) { return memory_stats().live_of(c); }

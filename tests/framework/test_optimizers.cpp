@@ -6,8 +6,7 @@
 #include <cmath>
 
 using namespace accrue;
-using accrue::test::check_close;
-using accrue::test::message_has;
+using namespace accrue::test;
 
 namespace {
 

@@ -6,9 +6,7 @@
 #include <fstream>
 
 using namespace accrue;
-using accrue::test::TempDir;
-using accrue::test::check_close;
-using accrue::test::message_has;
+using namespace accrue::test;
 namespace fs = std::filesystem;
 
 namespace {

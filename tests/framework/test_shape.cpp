@@ -1,7 +1,7 @@
 #include "../test_util.hpp"
 
 using namespace accrue;
-using accrue::test::message_has;
+using namespace accrue::test;
 
 BOOST_AUTO_TEST_CASE(shape_basics) {
   const Shape s{64, 1, 28, 28};

@@ -5,7 +5,7 @@
 #include <limits>
 
 using namespace accrue;
-using accrue::test::message_has;
+using namespace accrue::test;
 
 namespace {
 std::vector<Window> all_windows(const StepPlan& plan) {

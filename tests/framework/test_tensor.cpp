@@ -1,8 +1,7 @@
 #include "../test_util.hpp"
 
 using namespace accrue;
-using accrue::test::check_close;
-using accrue::test::message_has;
+using namespace accrue::test;
 
 BOOST_AUTO_TEST_CASE(factories_fill_and_copy) {
   BOOST_TEST(Tensor::zeros({2, 3}).to_vector() == std::vector<float>(6, 0.0f), boost::test_tools::per_element());

@@ -8,7 +8,7 @@
 #include <accrue/framework/training/window_close.hpp>
 
 using namespace accrue;
-using accrue::test::message_has;
+using namespace accrue::test;
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include "../test_util.hpp"
 
 using namespace accrue;
-using accrue::test::message_has;
+using namespace accrue::test;
 
 BOOST_AUTO_TEST_CASE(asking_for_a_missing_gpu_is_a_clear_error) {
   if (Device::cuda_device_count() > 0) {

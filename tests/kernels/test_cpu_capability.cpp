@@ -11,10 +11,7 @@
 
 using namespace accrue;
 using namespace accrue::kernels::cpu;
-using accrue::test::blobs;
-using accrue::test::check_close;
-using accrue::test::message_has;
-using accrue::test::random_tensor;
+using namespace accrue::test;
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include "../test_util.hpp"
 
 using namespace accrue;
-using accrue::test::message_has;
+using namespace accrue::test;
 
 BOOST_AUTO_TEST_CASE(cuda_runtime_errors_name_the_call_the_error_and_the_place) {
   try {

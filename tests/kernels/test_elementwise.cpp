@@ -10,9 +10,7 @@
 #include <limits>
 
 using namespace accrue;
-using accrue::test::check_close;
-using accrue::test::message_has;
-using accrue::test::random_tensor;
+using namespace accrue::test;
 
 BOOST_AUTO_TEST_CASE(unary_values) {
   const Tensor x = Tensor::from({-2.0f, -0.5f, 0.0f, 0.5f, 3.0f}, {5});

@@ -11,8 +11,7 @@
 #include <accrue/kernels/reduce.hpp>
 
 using namespace accrue;
-using accrue::test::check_close;
-using accrue::test::random_tensor;
+using namespace accrue::test;
 
 namespace {
 std::vector<float> naive(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,

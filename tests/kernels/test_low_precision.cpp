@@ -12,7 +12,7 @@
 
 using namespace accrue;
 using namespace accrue::kernels::common;
-using accrue::test::random_tensor;
+using namespace accrue::test;
 
 namespace {
 // The nearest representable value of a format given as a sorted list of its finite values, ties to

@@ -24,8 +24,7 @@
 #include "../test_util.hpp"
 
 using namespace accrue;
-using accrue::test::check_close;
-using accrue::test::random_tensor;
+using namespace accrue::test;
 
 namespace {
 

@@ -5,9 +5,7 @@
 #include <cmath>
 
 using namespace accrue;
-using accrue::test::check_close;
-using accrue::test::message_has;
-using accrue::test::random_tensor;
+using namespace accrue::test;
 
 namespace {
 std::vector<double> log_softmax_ref(const std::vector<float>& row) {

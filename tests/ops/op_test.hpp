@@ -46,11 +46,4 @@ inline Tensor distinct_values(const Shape& shape, std::uint64_t seed, float gap 
 
 // The names every op test uses, brought in once.
 using namespace accrue;
-using accrue::test::away_from_zero;
-using accrue::test::distinct_values;
-using accrue::test::expect_gradients;
-using accrue::test::expect_unary;
-using accrue::test::largest_difference;
-using accrue::test::leaf;
-using accrue::test::message_has;
-using accrue::test::random_tensor;
+using namespace accrue::test;

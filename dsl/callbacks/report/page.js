@@ -11,6 +11,10 @@
 })();
 // Chart helpers that the report and the playground share (uPlot is loaded after this script).
 window.accrue = {
+  // The page's data (fill_report_page's data_json), read once the page's own script runs.
+  data() {
+    return JSON.parse(document.getElementById("accrue-data").textContent);
+  },
   // A series' legend value: the one under the cursor, or the series' last when the cursor is
   // elsewhere (a projected chart is read without hovering).
   legend(format) {
