@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> configs = {"16x4", "16x4amp"};
   std::string python = "/usr/bin/python3";
   bool no_pytorch = false;
-  app.add_option("--reps", reps, "Rounds timed per configuration and framework")->check(CLI::PositiveNumber);
+  bench::add_comparison_options(app, reps, "Rounds timed per configuration and framework", python, no_pytorch);
   app.add_option("--configs", configs, "BxK[amp] configurations")->delimiter(',');
   app.add_option("--blocks", blocks, "Blocks trained per round")->check(CLI::PositiveNumber);
   app.add_option("--block-size", block_size, "Tokens per block")->check(CLI::PositiveNumber);
@@ -39,8 +39,6 @@ int main(int argc, char** argv) {
   app.add_option("--layers", layers_n, "Transformer blocks")->check(CLI::PositiveNumber);
   app.add_option("--heads", heads, "Attention heads")->check(CLI::PositiveNumber);
   app.add_option("--vocab", vocab, "Vocabulary (the fortunes have 113 characters)")->check(CLI::PositiveNumber);
-  app.add_option("--python", python, "Python with torch (Debian's python3-torch)");
-  app.add_flag("--no-pytorch", no_pytorch, "Time Accrue only");
   CLI11_PARSE(app, argc, argv);
 
   Generator gen{0};

@@ -117,9 +117,7 @@ int main(int argc, char** argv) {
   std::string python = "/usr/bin/python3";
   bool no_pytorch = false;
   app.add_option("--batch-sizes", batches, "Batch sizes")->delimiter(',');
-  app.add_option("--reps", reps, "Calls per timing round (best of 5 rounds)")->check(CLI::PositiveNumber);
-  app.add_option("--python", python, "Python with torch (Debian's python3-torch)");
-  app.add_flag("--no-pytorch", no_pytorch, "Time Accrue only");
+  bench::add_comparison_options(app, reps, "Calls per timing round (best of 5 rounds)", python, no_pytorch);
   CLI11_PARSE(app, argc, argv);
 
   const bool bf16 = kernels::conv2d_runs_bf16(Device::cpu());

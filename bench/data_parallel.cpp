@@ -228,16 +228,14 @@ int main(int argc, char** argv) {
   std::int64_t batch = 64, mlp_samples = 60000, cnn_samples = 12000;
   std::string data, python = "/usr/bin/python3", mpirun = "mpirun", worker_model;
   bool no_pytorch = false, distributed = false, per_window = false;
-  app.add_option("--reps", reps, "measurements of each run (medians)")->check(CLI::PositiveNumber);
+  bench::add_comparison_options(app, reps, "measurements of each run (medians)", python, no_pytorch);
   app.add_option("--models", models, "mlp, cnn")->delimiter(',');
   app.add_option("--accumulate", accumulations, "accumulation factors")->delimiter(',');
   app.add_option("--batch", batch, "effective batch (worker: the micro-batch)")->check(CLI::PositiveNumber);
   app.add_option("--mlp-samples", mlp_samples, "samples of the MLP's epoch")->check(CLI::PositiveNumber);
   app.add_option("--cnn-samples", cnn_samples, "samples of the CNN's epoch")->check(CLI::PositiveNumber);
   app.add_option("--data", data, "FashionMNIST folder");
-  app.add_option("--python", python, "Python with PyTorch");
   app.add_option("--mpirun", mpirun, "the MPI launcher");
-  app.add_flag("--no-pytorch", no_pytorch, "Accrue only");
   app.add_flag("--per-window", per_window,
                "Accrue's Dense weight gradients once per window (WeightGradients::per_window)");
   std::int64_t samples = 0;

@@ -214,10 +214,8 @@ int main(int argc, char** argv) {
   app.add_option("--jpeg", jpeg, "224x224 JPEG images");
   app.add_option("--batch", batch, "Batch size");
   app.add_option("--workers", workers, "Threads (Accrue) and worker processes (PyTorch) preparing batches");
-  app.add_option("--reps", reps, "Epochs of each pipeline, alternated");
+  bench::add_comparison_options(app, reps, "Epochs of each pipeline, alternated", python, no_pytorch);
   app.add_option("--cnn-reps", cnn_reps, "CNN epochs of each kind, alternated");
-  app.add_option("--python", python, "The Python with torch and torchvision");
-  app.add_flag("--no-pytorch", no_pytorch, "Measure Accrue alone");
   app.add_flag("--no-cnn", no_cnn, "Leave out the CNN epochs");
   app.add_flag("--no-decoders", no_decoders, "Leave out the PNG decoders' comparison");
   app.add_option("--busy", busy, "Also read the PNG folder with this many threads spinning beside it");

@@ -220,14 +220,12 @@ int main(int argc, char** argv) {
   app.add_option("--effective", effective, "The effective batch (the CNN's is 16 times it)")->check(CLI::PositiveNumber);
   app.add_option("--micro-batches", micro_batches, "GPT: micro-batches tried, largest first (default: every divisor)")
       ->delimiter(',');
-  app.add_option("--reps", reps, "Timed rounds")->check(CLI::PositiveNumber);
+  bench::add_comparison_options(app, reps, "Timed rounds", python, no_pytorch);
   app.add_option("--windows", windows, "Optimizer steps per timed round")->check(CLI::PositiveNumber);
   app.add_option("--blocks", blocks, "GPT: Transformer blocks")->check(CLI::PositiveNumber);
   app.add_option("--width", width, "GPT: width")->check(CLI::PositiveNumber);
   app.add_option("--context", context, "GPT: characters per sample")->check(CLI::PositiveNumber);
   app.add_option("--heads", heads, "GPT: attention heads")->check(CLI::PositiveNumber);
-  app.add_option("--python", python, "Python with torch (Debian's python3-torch)");
-  app.add_flag("--no-pytorch", no_pytorch, "Time Accrue only");
   CLI11_PARSE(app, argc, argv);
   // Far above every peak: the runs plan and train as under the planner's budget.
   set_memory_limit(Device::cpu(), std::size_t{1} << 40);

@@ -91,11 +91,9 @@ int main(int argc, char** argv) {
   std::string data, python = "/usr/bin/python3", device_name = "cpu";
   bool no_pytorch = false;
   std::vector<std::string> pytorch_env;
-  app.add_option("--reps", reps, "Epochs timed per configuration and framework")->check(CLI::PositiveNumber);
+  bench::add_comparison_options(app, reps, "Epochs timed per configuration and framework", python, no_pytorch);
   app.add_option("--configs", configs, "Batch sizes to time, BxK for micro-batches of B accumulated K")->delimiter(',');
   app.add_option("--data", data, "FashionMNIST folder (random data of the same shape when absent)");
-  app.add_option("--python", python, "Python with torch (Debian's python3-torch)");
-  app.add_flag("--no-pytorch", no_pytorch, "Time Accrue only");
   app.add_option("--pytorch-env", pytorch_env, "KEY=VALUE set for the PyTorch process (repeatable)");
   app.add_option("--device", device_name, "Where both train: cpu, cuda, cuda:N");
   CLI11_PARSE(app, argc, argv);

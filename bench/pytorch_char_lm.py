@@ -12,9 +12,9 @@ N random blocks in micro-batches of B, the gradients of K of them accumulated pe
 Run with Debian's python3-torch (/usr/bin/python3)."""
 import os
 import sys
-import time
 
 import torch
+from pytorch_worker import accumulate, serve
 
 
 class GPT(torch.nn.Module):
@@ -44,32 +44,26 @@ def main():
     model = GPT(vocab, block, width, layers, heads).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1)
     loss_fn = torch.nn.CrossEntropyLoss()
-    print("ready", torch.__version__, torch.get_num_threads(), flush=True)
-    for line in sys.stdin:
-        words = line.split()
-        if not words or words[0] == "quit":
-            break
-        batch, accumulate, amp, blocks = int(words[1]), int(words[2]), words[3] == "amp", int(words[4])
+
+    def prepare(words):
+        batch, every, amp, blocks = int(words[1]), int(words[2]), words[3] == "amp", int(words[4])
         x = torch.randint(0, vocab, (blocks, block + 1), device=device)
         autocast = torch.autocast(device.type, dtype=torch.bfloat16 if device.type == "cpu" else torch.float16,
                                   enabled=amp)
-        model.train()
-        start = time.perf_counter()
-        opt.zero_grad()
-        steps = (blocks + batch - 1) // batch
-        for b, i in enumerate(range(0, blocks, batch)):
+
+        def micro_batch(i):
             with autocast:
                 logits = model(x[i:i + batch, :-1])
                 loss = loss_fn(logits.reshape(-1, vocab).float(), x[i:i + batch, 1:].reshape(-1))
-            (loss / accumulate).backward()
+            (loss / every).backward()
             loss.item()
-            if (b + 1) % accumulate == 0 or b + 1 == steps:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                opt.step()
-                opt.zero_grad()
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        print(time.perf_counter() - start, flush=True)
+
+        def step():
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+        return lambda: accumulate(model, opt, blocks, batch, every, micro_batch, step)
+
+    serve(device, prepare)
 
 
 if __name__ == "__main__":

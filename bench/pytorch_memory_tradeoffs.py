@@ -18,13 +18,13 @@ saw since the last "train" on CUDA, 0 on the CPU (where PyTorch keeps no count);
 Run with Debian's python3-torch (/usr/bin/python3)."""
 import os
 import sys
-import time
 
 import torch
 from torch.utils.checkpoint import checkpoint
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pytorch_char_lm import GPT  # noqa: E402
+from pytorch_worker import accumulate, serve  # noqa: E402
 
 
 class CheckpointedGPT(GPT):
@@ -65,36 +65,22 @@ def main():
     model = model.to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     loss_fn = torch.nn.CrossEntropyLoss()
-    print("ready", torch.__version__, torch.get_num_threads(), flush=True)
-    for line in sys.stdin:
-        words = line.split()
-        if not words or words[0] == "quit":
-            break
-        if words[0] == "peak":
-            print(torch.cuda.max_memory_allocated(device) if device.type == "cuda" else 0, flush=True)
-            continue
-        batch, accumulate, recompute, n = int(words[1]), int(words[2]), words[3] == "ckpt", int(words[4])
+
+    def prepare(words):
+        batch, every, recompute, n = int(words[1]), int(words[2]), words[3] == "ckpt", int(words[4])
         if kind == "gpt":
             data = torch.randint(0, vocab, (n, context + 1), device=device)
             x, y = data[:, :-1], data[:, 1:]
         else:
             x, y = torch.rand(n, 1, 28, 28, device=device), torch.randint(0, 10, (n,), device=device)
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-            torch.cuda.reset_peak_memory_stats(device)
-        model.train()
-        start = time.perf_counter()
-        opt.zero_grad()
-        for b, i in enumerate(range(0, n, batch)):
+
+        def micro_batch(i):
             out = model(x[i:i + batch], recompute)
             loss = loss_fn(out.reshape(-1, out.shape[-1]), y[i:i + batch].reshape(-1))
-            (loss / accumulate).backward()
-            if (b + 1) % accumulate == 0:
-                opt.step()
-                opt.zero_grad()
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        print(time.perf_counter() - start, flush=True)
+            (loss / every).backward()
+        return lambda: accumulate(model, opt, n, batch, every, micro_batch)
+
+    serve(device, prepare)
 
 
 if __name__ == "__main__":

@@ -17,9 +17,9 @@ import gzip
 import os
 import struct
 import sys
-import time
 
 import torch
+from pytorch_worker import accumulate, serve
 
 
 def read_idx(path):
@@ -76,40 +76,36 @@ def main():
     setups = {"mlp": (mlp, torch.optim.SGD(mlp.parameters(), lr=1e-3)),
               "cnn": (cnn, torch.optim.Adam(cnn.parameters(), lr=1e-3))}
     loss_fn = torch.nn.CrossEntropyLoss()
-    print("ready", torch.__version__, torch.get_num_threads(), flush=True)
-    for line in sys.stdin:
-        words = line.split()
-        if not words or words[0] == "quit":
-            break
+
+    def prepare(words):
         batch = int(words[1])
-        accumulate = int(words[2]) if len(words) > 2 else 1
+        every = int(words[2]) if len(words) > 2 else 1
         amp = len(words) > 3 and words[3] == "amp"
         autocast = torch.autocast(device.type, dtype=torch.float16 if gpu else torch.bfloat16, enabled=amp)
         scaler = make_scaler() if gpu and amp else None
         model, opt = setups[words[4] if len(words) > 4 else "mlp"]
-        if gpu:
-            torch.cuda.synchronize(device)
-        start = time.perf_counter()
-        order = torch.randperm(len(x), device=device)
-        batches = (len(x) + batch - 1) // batch
-        opt.zero_grad()
-        for b, i in enumerate(range(0, len(x), batch)):
+
+        order = None
+
+        def micro_batch(i):
             idx = order[i:i + batch]
             with autocast:
                 loss = loss_fn(model(x[idx]), y[idx])
-            scaled = loss / accumulate if accumulate > 1 else loss
+            scaled = loss / every if every > 1 else loss
             (scaler.scale(scaled) if scaler else scaled).backward()
             loss.item()
-            if (b + 1) % accumulate == 0 or b + 1 == batches:
-                if scaler:
-                    scaler.step(opt)
-                    scaler.update()
-                else:
-                    opt.step()
-                opt.zero_grad()
-        if gpu:
-            torch.cuda.synchronize(device)
-        print(f"{time.perf_counter() - start:.6f}", flush=True)
+
+        def step():
+            scaler.step(opt)
+            scaler.update()
+
+        def epoch():
+            nonlocal order
+            order = torch.randperm(len(x), device=device)
+            accumulate(model, opt, len(x), batch, every, micro_batch, step if scaler else None)
+        return epoch
+
+    serve(device, prepare)
 
 
 if __name__ == "__main__":

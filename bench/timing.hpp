@@ -2,6 +2,8 @@
 // Timing for the micro-benchmarks: the best of five rounds, each the mean of `reps` calls after one
 // warm-up call, so that a slow moment of the machine does not count against the code.
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -10,6 +12,15 @@
 #include <vector>
 
 namespace accrue::bench {
+
+/// The options of a benchmark that times PyTorch beside Accrue: --reps (what a rep is, `reps_are`),
+/// --python (the Python with torch) and --no-pytorch.
+inline void add_comparison_options(CLI::App& app, int& reps, const std::string& reps_are, std::string& python,
+                                   bool& no_pytorch) {
+  app.add_option("--reps", reps, reps_are)->check(CLI::PositiveNumber);
+  app.add_option("--python", python, "Python with torch (Debian's python3-torch)");
+  app.add_flag("--no-pytorch", no_pytorch, "Time Accrue only");
+}
 
 inline double best_seconds(int reps, const std::function<void()>& f) {
   f();

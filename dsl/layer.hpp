@@ -25,6 +25,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -264,10 +266,36 @@ class Layer {
   bool trainable_ = true;
 };
 
-/// Layers whose copy is their copy constructor; saves writing clone() in every layer.
-template <class Derived>
-class LayerBase : public Layer {
+/// A layer's type name as a template argument: `LayerBase<Dense, "Dense">`.
+template <std::size_t N>
+struct LayerTypeName {
+  // NOLINTNEXTLINE: implicit, so that a string literal is the argument
+  constexpr LayerTypeName(const char (&text)[N]) { std::copy_n(text, N, chars); }
+  constexpr std::string_view view() const { return {chars, N - 1}; }
+  char chars[N] = {};
+};
+
+namespace detail {
+// type_name() from the name given to LayerBase; a layer given none writes its own.
+template <LayerTypeName Name, class Base>
+class NamedLayer : public Base {
  public:
+  using Base::Base;
+  std::string type_name() const override { return std::string(Name.view()); }
+};
+template <LayerTypeName Name, class Base>
+using NamedOrNot = std::conditional_t<Name.view().empty(), Base, NamedLayer<Name, Base>>;
+}  // namespace detail
+
+/// Layers whose copy is their copy constructor: clone() written once, and type_name() too when the
+/// name is given (`class Scale final : public LayerBase<Scale, "Scale">`). `Base` is the layer class
+/// to derive from when it is not Layer itself (LSTM from Recurrent), its constructors inherited.
+template <class Derived, LayerTypeName Name = "", class Base = Layer>
+class LayerBase : public detail::NamedOrNot<Name, Base> {
+  using Parent = detail::NamedOrNot<Name, Base>;
+
+ public:
+  using Parent::Parent;
   std::unique_ptr<Layer> clone() const override { return std::make_unique<Derived>(static_cast<const Derived&>(*this)); }
 };
 

@@ -4,12 +4,11 @@
 // registry of serializable classes. Every built-in layer is registered; a layer of your own
 // registers itself with one line beside its definition:
 //
-//   class Scale final : public LayerBase<Scale> {
+//   class Scale final : public LayerBase<Scale, "Scale"> {
 //    public:
 //     explicit Scale(double factor) : factor_(factor) {}
 //     static Scale from_config(const ConfigReader& c) { return Scale{c.number("factor")}; }
 //     LayerConfig config() const override { return {{"factor", factor_}}; }
-//     std::string type_name() const override { return "Scale"; }
 //     ...
 //   };
 //   ACCRUE_REGISTER_LAYER(Scale);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "layer.hpp"
+#include "../framework/core/cloned_ptr.hpp"
 #include "../framework/core/error.hpp"
 #include "../framework/core/tensor.hpp"
 #include "../framework/training/logs.hpp"
@@ -93,14 +94,7 @@ class Metric {
  public:
   template <MetricType T>
   Metric(T metric)  // NOLINT: implicit on purpose, so compile() takes {metrics::Accuracy{}}
-      : impl_(std::make_shared<Model<T>>(std::move(metric))) {}
-  Metric(const Metric& other) : impl_(other.impl_->clone()) {}
-  Metric& operator=(const Metric& other) {
-    impl_ = other.impl_->clone();
-    return *this;
-  }
-  Metric(Metric&&) = default;
-  Metric& operator=(Metric&&) = default;
+      : impl_(std::make_unique<Model<T>>(std::move(metric))) {}
 
   void reset() { impl_->reset(); }
   /// `prediction` is the model's output, `target` the batch's targets, `loss_sum` the sum of the
@@ -133,7 +127,7 @@ class Metric {
  private:
   struct Concept {
     virtual ~Concept() = default;
-    virtual std::shared_ptr<Concept> clone() const = 0;
+    virtual std::unique_ptr<Concept> clone() const = 0;
     virtual void reset() = 0;
     virtual void update(const Tensor& p, const Tensor& t, double loss_sum) = 0;
     virtual double result() const = 0;
@@ -148,7 +142,7 @@ class Metric {
   template <class T>
   struct Model final : Concept {
     explicit Model(T m) : metric(std::move(m)) {}
-    std::shared_ptr<Concept> clone() const override { return std::make_shared<Model<T>>(metric); }
+    std::unique_ptr<Concept> clone() const override { return std::make_unique<Model<T>>(metric); }
     void reset() override { metric.reset(); }
     void update(const Tensor& p, const Tensor& t, double loss_sum) override { metric.update(p, t, loss_sum); }
     double result() const override {
@@ -182,7 +176,7 @@ class Metric {
     }
     T metric;
   };
-  std::shared_ptr<Concept> impl_;
+  ClonedPtr<Concept> impl_;
 };
 
 /// The directions of the values fit() logs with these metrics: "loss" and each metric that declares

@@ -30,7 +30,7 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib"
 for p in "${programs[@]}"; do cp "$(find "$build" -type f -name "$p" -perm -u+x | head -n 1)" "$stage/bin/"; done
-cp "$root/bench/pytorch_mlp.py" "$stage/bin/"
+cp "$root/bench/pytorch_mlp.py" "$root/bench/pytorch_worker.py" "$stage/bin/"
 strip --strip-unneeded "$stage"/bin/* 2>/dev/null || true
 
 # The libraries the programs need, but not the C and C++ runtimes (every Linux has newer ones) nor

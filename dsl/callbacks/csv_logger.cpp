@@ -11,7 +11,6 @@
 #include <filesystem>
 
 #include "../json_state.hpp"
-#include "../../framework/core/utf8.hpp"
 #include "../../framework/core/error.hpp"
 #include "../../framework/core/log.hpp"
 
@@ -75,16 +74,10 @@ std::optional<CallbackState> CSVLogger::state() const {
 void CSVLogger::load_state(const CallbackState& state) {
   std::uint64_t length = 0;
   std::vector<std::string> columns;
-  try {
-    const nlohmann::json j = parse_json(state.text, "CSVLogger: the saved state");
+  detail::read_json_state("CSVLogger", state.text, [&](const nlohmann::json& j) {
     length = detail::json_integer<std::uint64_t>(j.at("length"), "CSVLogger: length");
     columns = j.at("columns").get<std::vector<std::string>>();
-  } catch (const JsonError& e) {
-    throw ValueError(e.what());
-  } catch (const nlohmann::json::exception& e) {
-    throw ValueError(fmt::format("CSVLogger: the saved state {} does not fit ({})", printable_excerpt(state.text),
-                                 detail::json_reason(e)));
-  }
+  });
   if (!writes_) return;
   ACCRUE_CHECK(file_ != nullptr, "CSVLogger: load_state before on_train_begin");
   std::fflush(file_);

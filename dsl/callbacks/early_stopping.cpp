@@ -3,7 +3,6 @@
 #include <nlohmann/json.hpp>
 
 #include "../json_state.hpp"
-#include "../../framework/core/utf8.hpp"
 #include "../sequential.hpp"
 #include "../../framework/autograd/autograd.hpp"
 #include "../../framework/core/log.hpp"
@@ -68,8 +67,7 @@ std::optional<CallbackState> EarlyStopping::state() const {
 }
 
 void EarlyStopping::load_state(const CallbackState& state) {
-  try {
-    const nlohmann::json j = parse_json(state.text, "EarlyStopping: the saved state");
+  detail::read_json_state("EarlyStopping", state.text, [&](const nlohmann::json& j) {
     const int wait = detail::json_integer<int>(j.at("wait"), "EarlyStopping: wait");
     const auto best = j.contains("best") ? std::optional{j["best"].get<double>()} : std::nullopt;
     const auto best_epoch = j.contains("best_epoch") ? std::optional{detail::json_integer<int>(j["best_epoch"], "EarlyStopping: best_epoch")} : std::nullopt;
@@ -91,12 +89,7 @@ void EarlyStopping::load_state(const CallbackState& state) {
     best_epoch_ = best_epoch;
     stopped_epoch_ = stopped;
     best_weights_ = std::move(weights);
-  } catch (const JsonError& e) {
-    throw ValueError(e.what());
-  } catch (const nlohmann::json::exception& e) {
-    throw ValueError(fmt::format("EarlyStopping: the saved state {} does not fit ({})", printable_excerpt(state.text),
-                                 detail::json_reason(e)));
-  }
+  });
 }
 
 }  // namespace accrue::callbacks

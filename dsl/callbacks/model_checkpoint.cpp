@@ -5,7 +5,6 @@
 #include <filesystem>
 
 #include "../json_state.hpp"
-#include "../../framework/core/utf8.hpp"
 #include "../sequential.hpp"
 #include "../../framework/optim/optimizer.hpp"
 #include "../../framework/optim/recipe.hpp"
@@ -68,18 +67,12 @@ std::optional<CallbackState> ModelCheckpoint::state() const {
 }
 
 void ModelCheckpoint::load_state(const CallbackState& state) {
-  try {
-    const nlohmann::json j = parse_json(state.text, "ModelCheckpoint: the saved state");
+  detail::read_json_state("ModelCheckpoint", state.text, [&](const nlohmann::json& j) {
     const auto best = j.contains("best") ? std::optional{j["best"].get<double>()} : std::nullopt;
     const auto best_epoch = j.contains("best_epoch") ? std::optional{detail::json_integer<int>(j["best_epoch"], "ModelCheckpoint: best_epoch")} : std::nullopt;
     best_.set_best(best);
     best_epoch_ = best_epoch;
-  } catch (const JsonError& e) {
-    throw ValueError(e.what());
-  } catch (const nlohmann::json::exception& e) {
-    throw ValueError(fmt::format("ModelCheckpoint: the saved state {} does not fit ({})", printable_excerpt(state.text),
-                                 detail::json_reason(e)));
-  }
+  });
 }
 
 }  // namespace accrue::callbacks

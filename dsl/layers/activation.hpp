@@ -5,9 +5,8 @@
 
 namespace accrue::layers {
 
-class ReLU final : public LayerBase<ReLU> {
+class ReLU final : public LayerBase<ReLU, "ReLU"> {
  public:
-  std::string type_name() const override { return "ReLU"; }
   Tensor forward(const Tensor& x) override;
   std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
@@ -18,10 +17,9 @@ struct GELUOptions {
   bool tanh_approximation = false;
 };
 
-class GELU final : public LayerBase<GELU> {
+class GELU final : public LayerBase<GELU, "GELU"> {
  public:
   explicit(false) GELU(GELUOptions options = {}) : options_(options) {}
-  std::string type_name() const override { return "GELU"; }
   LayerConfig config() const override;
   Tensor forward(const Tensor& x) override;
   std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;
@@ -31,17 +29,15 @@ class GELU final : public LayerBase<GELU> {
   GELUOptions options_;
 };
 
-class Sigmoid final : public LayerBase<Sigmoid> {
+class Sigmoid final : public LayerBase<Sigmoid, "Sigmoid"> {
  public:
-  std::string type_name() const override { return "Sigmoid"; }
   Tensor forward(const Tensor& x) override;
   std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
 };
 
-class Tanh final : public LayerBase<Tanh> {
+class Tanh final : public LayerBase<Tanh, "Tanh"> {
  public:
-  std::string type_name() const override { return "Tanh"; }
   Tensor forward(const Tensor& x) override;
   std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
@@ -49,10 +45,9 @@ class Tanh final : public LayerBase<Tanh> {
 
 /// Softmax over one dimension of the sample (the last by default). Put it after the last Dense
 /// for probabilities at prediction time; losses::CrossEntropy wants the logits before it.
-class Softmax final : public LayerBase<Softmax> {
+class Softmax final : public LayerBase<Softmax, "Softmax"> {
  public:
   explicit(false) Softmax(int dim = -1) : dim_(dim) {}
-  std::string type_name() const override { return "Softmax"; }
   LayerConfig config() const override;
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;

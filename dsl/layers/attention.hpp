@@ -20,13 +20,16 @@ struct MultiHeadAttentionOptions {
 /// value: parameters in_proj_weight (3 dim, dim), Xavier-uniform; in_proj_bias (3 dim), zero;
 /// out_proj.weight (dim, dim), nn.Linear's uniform; out_proj.bias (dim), zero. The heads run in one
 /// fused ops::scaled_dot_product_attention, which keeps no scores for backward.
-class MultiHeadAttention final : public LayerBase<MultiHeadAttention> {
+class MultiHeadAttention final : public LayerBase<MultiHeadAttention, "MultiHeadAttention"> {
  public:
   MultiHeadAttention(std::int64_t heads, std::int64_t dim, MultiHeadAttentionOptions options = {});
-  std::string type_name() const override { return "MultiHeadAttention"; }
   LayerConfig config() const override;
   /// The layer config() describes (layer_registry.hpp).
   static MultiHeadAttention from_config(const ConfigReader& c);
+  std::int64_t heads() const { return heads_; }
+  std::int64_t dim() const { return dim_; }
+  const MultiHeadAttentionOptions& options() const { return options_; }
+
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
   std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;
@@ -34,10 +37,6 @@ class MultiHeadAttention final : public LayerBase<MultiHeadAttention> {
   /// attends to (nn.MultiheadAttention's key_padding_mask).
   Tensor forward(const Tensor& x, const Tensor& key_padding);
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
-
-  std::int64_t heads() const { return heads_; }
-  std::int64_t dim() const { return dim_; }
-  const MultiHeadAttentionOptions& options() const { return options_; }
 
  private:
   std::int64_t heads_, dim_;
@@ -63,13 +62,15 @@ struct TransformerBlockOptions {
 /// batch_first=True, norm_first=True), with the same parameter names (self_attn.*, linear1.*,
 /// linear2.*, norm1.*, norm2.*). mlp_dim is 4 x dim unless given; PyTorch's dim_feedforward is
 /// 2048 unless given, so pass it there.
-class TransformerBlock final : public LayerBase<TransformerBlock> {
+class TransformerBlock final : public LayerBase<TransformerBlock, "TransformerBlock"> {
  public:
   TransformerBlock(std::int64_t heads, std::int64_t dim, TransformerBlockOptions options = {});
-  std::string type_name() const override { return "TransformerBlock"; }
   LayerConfig config() const override;
   /// The layer config() describes (layer_registry.hpp).
   static TransformerBlock from_config(const ConfigReader& c);
+  std::int64_t dim() const { return dim_; }
+  const TransformerBlockOptions& options() const { return options_; }
+
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
   std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;

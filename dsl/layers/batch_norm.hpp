@@ -62,23 +62,19 @@ class BatchNorm : public Layer {
   bool recomputing_ = false;
 };
 
-class BatchNorm1d final : public BatchNorm {
+class BatchNorm1d final : public LayerBase<BatchNorm1d, "BatchNorm1d", BatchNorm> {
  public:
   /// Over features (C) or sequences (C, L): `BatchNorm1d{}`, `BatchNorm1d{{.momentum = 0.01f}}`.
-  explicit BatchNorm1d(BatchNormOptions options = {}) : BatchNorm(std::move(options)) {}
-  std::string type_name() const override { return "BatchNorm1d"; }
-  std::unique_ptr<Layer> clone() const override { return std::make_unique<BatchNorm1d>(*this); }
+  explicit BatchNorm1d(BatchNormOptions options = {}) : LayerBase(std::move(options)) {}
 
  protected:
   void check_sample_shape(const Shape& input_shape) const override;
 };
 
-class BatchNorm2d final : public BatchNorm {
+class BatchNorm2d final : public LayerBase<BatchNorm2d, "BatchNorm2d", BatchNorm> {
  public:
   /// Over images (C, H, W).
-  explicit BatchNorm2d(BatchNormOptions options = {}) : BatchNorm(std::move(options)) {}
-  std::string type_name() const override { return "BatchNorm2d"; }
-  std::unique_ptr<Layer> clone() const override { return std::make_unique<BatchNorm2d>(*this); }
+  explicit BatchNorm2d(BatchNormOptions options = {}) : LayerBase(std::move(options)) {}
 
  protected:
   void check_sample_shape(const Shape& input_shape) const override;

@@ -3,6 +3,7 @@
 // named "0", "1", ... as the children of a PyTorch module holding an nn.Sequential, so that their
 // parameters are "0.weight", "1.in_proj_weight", ...
 
+#include <concepts>
 #include <memory>
 #include <string>
 #include <utility>
@@ -30,17 +31,12 @@ struct ChainMemory {
 };
 ChainMemory chain_memory(const std::vector<const Layer*>& layers, const LayerMemoryQuery& q);
 
-template <class Derived>
-class Chain : public LayerBase<Derived> {
+/// A layer holding `inner` layers one after another; Residual and Recompute take its constructors.
+template <class Derived, LayerTypeName Name>
+class Chain : public LayerBase<Derived, Name> {
  public:
-  std::vector<const Layer*> given_layers() const override {
-    std::vector<const Layer*> inner;
-    for (std::size_t i = 0; i < this->child_count(); ++i) inner.push_back(&this->child(i));
-    return inner;
-  }
-
- protected:
   template <class... Ls>
+    requires(sizeof...(Ls) > 0 && (std::derived_from<std::decay_t<Ls>, Layer> && ...))
   explicit Chain(Ls&&... inner) {
     std::size_t i = 0;
     (this->add_child(std::to_string(i++), std::forward<Ls>(inner)), ...);
@@ -49,6 +45,14 @@ class Chain : public LayerBase<Derived> {
   explicit Chain(std::vector<std::unique_ptr<Layer>> inner) {
     for (std::size_t i = 0; i < inner.size(); ++i) this->add_child(std::to_string(i), std::move(inner[i]));
   }
+
+  std::vector<const Layer*> given_layers() const override {
+    std::vector<const Layer*> inner;
+    for (std::size_t i = 0; i < this->child_count(); ++i) inner.push_back(&this->child(i));
+    return inner;
+  }
+
+ protected:
   std::vector<Layer*> inner_layers() {
     std::vector<Layer*> inner;
     for (std::size_t i = 0; i < this->child_count(); ++i) inner.push_back(&this->child(i));

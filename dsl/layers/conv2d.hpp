@@ -37,29 +37,28 @@ struct Conv2dOptions {
   std::string name = {};
 };
 
-class Conv2d final : public LayerBase<Conv2d> {
+class Conv2d final : public LayerBase<Conv2d, "Conv2d"> {
  public:
   /// `filters` output channels with a `kernel_size` window: `Conv2d{32, 3}`,
   /// `Conv2d{64, {3, 5}, {.stride = 2, .padding = 1}}`.
   Conv2d(std::int64_t filters, Size2 kernel_size, Conv2dOptions options = {});
 
-  std::string type_name() const override { return "Conv2d"; }
   LayerConfig config() const override;
   /// The layer config() describes (layer_registry.hpp).
   static Conv2d from_config(const ConfigReader& c);
-  /// weight (filters, C / groups, kh, kw) and bias (filters), uniform in +-1/sqrt(fan_in) with
-  /// fan_in = C / groups * kh * kw: PyTorch's default initialisation.
-  Shape build(const Shape& input_shape, Generator& generator) override;
-  Tensor forward(const Tensor& x) override;
-  std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;
-  LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
-
   std::int64_t filters() const { return filters_; }
   Size2 kernel_size() const { return kernel_; }
   /// The padding applied (what `same` resolved to once built).
   Size2 padding() const { return padding_; }
   const Tensor& weight() const { return named_parameters().at(0).second; }
   Tensor bias() const { return options_.bias ? named_parameters().at(1).second : Tensor(); }
+
+  /// weight (filters, C / groups, kh, kw) and bias (filters), uniform in +-1/sqrt(fan_in) with
+  /// fan_in = C / groups * kh * kw: PyTorch's default initialisation.
+  Shape build(const Shape& input_shape, Generator& generator) override;
+  Tensor forward(const Tensor& x) override;
+  std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;
+  LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
 
  private:
   ops::Conv2dOptions op_options() const;

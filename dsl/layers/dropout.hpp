@@ -6,11 +6,10 @@
 
 namespace accrue::layers {
 
-class Dropout final : public LayerBase<Dropout> {
+class Dropout final : public LayerBase<Dropout, "Dropout"> {
  public:
   /// Drop probability in [0, 1): `Dropout{0.5}`.
   explicit(false) Dropout(float rate);
-  std::string type_name() const override { return "Dropout"; }
   LayerConfig config() const override;
   Tensor forward(const Tensor& x) override;
   std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;

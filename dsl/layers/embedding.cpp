@@ -8,28 +8,6 @@
 #include "../onnx.hpp"
 
 namespace accrue::layers {
-namespace {
-
-// Samples (T, dim) of a model `width` wide, positions at most max_length: the positions' checks.
-void expect_positions(const char* layer, const Shape& input_shape, std::int64_t max_length) {
-  ACCRUE_CHECK_SHAPE(input_shape.rank() == 2,
-                     "{} adds positions to samples (T, dim), got {}; put an Embedding before it", layer, input_shape);
-  ACCRUE_CHECK_SHAPE(input_shape[0] <= max_length, "{} holds {} positions, and samples have {}", layer, max_length,
-                     input_shape[0]);
-}
-
-// x (batch, T, dim) plus rows [0, T) of `table`.
-Tensor add_positions(const Tensor& x, const Tensor& table) {
-  const std::int64_t T = x.size(1);
-  return ops::add(x, T == table.size(0) ? table : ops::slice(table, 0, 0, T));
-}
-
-// Adding positions keeps nothing for backward: the gradient passes through (and sums over the
-// batch for a learned table).
-LayerMemoryUse position_memory_use() { return {.output_dtype = DType::f32, .keeps_input = false, .keeps_output = false}; }
-
-}  // namespace
-
 Embedding::Embedding(std::int64_t vocab, std::int64_t dim, EmbeddingOptions options)
     : vocab_(vocab), dim_(dim), options_(std::move(options)) {
   ACCRUE_CHECK(vocab > 0 && dim > 0, "Embedding needs a positive vocabulary and width, got {} and {}", vocab, dim);
@@ -60,43 +38,66 @@ LayerMemoryUse Embedding::memory_use(const LayerMemoryQuery&) const {
   return {.output_dtype = DType::f32, .keeps_input = true, .keeps_output = false};
 }
 
-PositionalEmbedding::PositionalEmbedding(std::int64_t max_length, std::string name) : max_length_(max_length) {
-  ACCRUE_CHECK(max_length > 0, "PositionalEmbedding needs a positive max_length, got {}", max_length);
-  if (!name.empty()) set_name(std::move(name));
+template <PositionKind Kind>
+PositionTable<Kind>::PositionTable(std::int64_t max_length, std::string name) : max_length_(max_length) {
+  ACCRUE_CHECK(max_length > 0, "{} needs a positive max_length, got {}", this->type_name(), max_length);
+  if (!name.empty()) this->set_name(std::move(name));
 }
 
-Shape PositionalEmbedding::build(const Shape& input_shape, Generator& generator) {
-  expect_positions("PositionalEmbedding", input_shape, max_length_);
-  add_parameter("weight", Tensor::normal({max_length_, input_shape[1]}, 0.0f, 1.0f, &generator,
-                                         {.category = MemoryCategory::parameters}));
-  return input_shape;
-}
-
-Tensor PositionalEmbedding::forward(const Tensor& x) { return add_positions(x, named_parameters().at(0).second); }
-
-LayerMemoryUse PositionalEmbedding::memory_use(const LayerMemoryQuery&) const { return position_memory_use(); }
-
-SinusoidalEncoding::SinusoidalEncoding(std::int64_t max_length, std::string name) : max_length_(max_length) {
-  ACCRUE_CHECK(max_length > 0, "SinusoidalEncoding needs a positive max_length, got {}", max_length);
-  if (!name.empty()) set_name(std::move(name));
-}
-
-Shape SinusoidalEncoding::build(const Shape& input_shape, Generator&) {
-  expect_positions("SinusoidalEncoding", input_shape, max_length_);
+template <PositionKind Kind>
+Shape PositionTable<Kind>::build(const Shape& input_shape, Generator& generator) {
+  ACCRUE_CHECK_SHAPE(input_shape.rank() == 2, "{} adds positions to samples (T, dim), got {}; put an Embedding before it",
+                     this->type_name(), input_shape);
+  ACCRUE_CHECK_SHAPE(input_shape[0] <= max_length_, "{} holds {} positions, and samples have {}", this->type_name(),
+                     max_length_, input_shape[0]);
   const std::int64_t dim = input_shape[1];
-  std::vector<float> pe(static_cast<std::size_t>(max_length_ * dim));
-  for (std::int64_t t = 0; t < max_length_; ++t)
-    for (std::int64_t i = 0; i < dim; ++i) {
-      const double angle = static_cast<double>(t) / std::pow(10000.0, static_cast<double>(i - i % 2) / dim);
-      pe[static_cast<std::size_t>(t * dim + i)] = static_cast<float>(i % 2 == 0 ? std::sin(angle) : std::cos(angle));
-    }
-  add_buffer("pe", Tensor::from(pe, {max_length_, dim}, {.category = MemoryCategory::parameters}));
+  if constexpr (Kind == PositionKind::learned) {
+    this->add_parameter("weight", Tensor::normal({max_length_, dim}, 0.0f, 1.0f, &generator,
+                                                 {.category = MemoryCategory::parameters}));
+  } else {
+    std::vector<float> pe(static_cast<std::size_t>(max_length_ * dim));
+    for (std::int64_t t = 0; t < max_length_; ++t)
+      for (std::int64_t i = 0; i < dim; ++i) {
+        const double angle = static_cast<double>(t) / std::pow(10000.0, static_cast<double>(i - i % 2) / dim);
+        pe[static_cast<std::size_t>(t * dim + i)] = static_cast<float>(i % 2 == 0 ? std::sin(angle) : std::cos(angle));
+      }
+    this->add_buffer("pe", Tensor::from(pe, {max_length_, dim}, {.category = MemoryCategory::parameters}));
+  }
   return input_shape;
 }
 
-Tensor SinusoidalEncoding::forward(const Tensor& x) { return add_positions(x, named_buffers().at(0).second); }
+template <PositionKind Kind>
+const Tensor& PositionTable<Kind>::table() const {
+  return Kind == PositionKind::learned ? this->named_parameters().at(0).second : this->named_buffers().at(0).second;
+}
 
-LayerMemoryUse SinusoidalEncoding::memory_use(const LayerMemoryQuery&) const { return position_memory_use(); }
+template <PositionKind Kind>
+Tensor PositionTable<Kind>::forward(const Tensor& x) {
+  const std::int64_t T = x.size(1);
+  return ops::add(x, T == table().size(0) ? table() : ops::slice(table(), 0, 0, T));
+}
+
+// Adding positions keeps nothing for backward: the gradient passes through (and sums over the
+// batch for a learned table).
+template <PositionKind Kind>
+LayerMemoryUse PositionTable<Kind>::memory_use(const LayerMemoryQuery&) const {
+  return {.output_dtype = DType::f32, .keeps_input = false, .keeps_output = false};
+}
+
+template <PositionKind Kind>
+LayerConfig PositionTable<Kind>::config() const {
+  return {{"max_length", max_length_}};
+}
+
+// The samples' length is fixed when the model is built: the table's first T rows, added.
+template <PositionKind Kind>
+std::string PositionTable<Kind>::to_onnx(onnx::Graph& g, const std::string& x) const {
+  const std::int64_t T = this->input_shape()[0];
+  return g.node("Add", {x, g.weight(Kind == PositionKind::learned ? "weight" : "pe", ops::slice(table(), 0, 0, T))});
+}
+
+template class PositionTable<PositionKind::learned>;
+template class PositionTable<PositionKind::sinusoidal>;
 
 LayerConfig Embedding::config() const {
   return {{"num_embeddings", vocab_}, {"embedding_dim", dim_}, {"padding_idx", options_.padding_idx}};
@@ -106,23 +107,8 @@ Embedding Embedding::from_config(const ConfigReader& c) {
   return Embedding{c.integer("num_embeddings"), c.integer("embedding_dim"), {.padding_idx = c.integer("padding_idx")}};
 }
 
-LayerConfig PositionalEmbedding::config() const { return {{"max_length", max_length_}}; }
-
-LayerConfig SinusoidalEncoding::config() const { return {{"max_length", max_length_}}; }
-
 std::string Embedding::to_onnx(onnx::Graph& g, const std::string& x) const {
   return g.node("Gather", {g.weight("weight", weight()), x}, {{"axis", std::int64_t{0}}});
-}
-
-// The samples' length is fixed when the model is built: the table's first T rows, added.
-std::string PositionalEmbedding::to_onnx(onnx::Graph& g, const std::string& x) const {
-  const std::int64_t T = input_shape()[0];
-  return g.node("Add", {x, g.weight("weight", ops::slice(named_parameters().at(0).second, 0, 0, T))});
-}
-
-std::string SinusoidalEncoding::to_onnx(onnx::Graph& g, const std::string& x) const {
-  const std::int64_t T = input_shape()[0];
-  return g.node("Add", {x, g.weight("pe", ops::slice(named_buffers().at(0).second, 0, 0, T))});
 }
 
 }  // namespace accrue::layers

@@ -5,9 +5,8 @@
 
 namespace accrue::layers {
 
-class Flatten final : public LayerBase<Flatten> {
+class Flatten final : public LayerBase<Flatten, "Flatten"> {
  public:
-  std::string type_name() const override { return "Flatten"; }
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
   std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;

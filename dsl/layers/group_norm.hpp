@@ -14,19 +14,19 @@ struct GroupNormOptions {
   std::string name = {};
 };
 
-class GroupNorm final : public LayerBase<GroupNorm> {
+class GroupNorm final : public LayerBase<GroupNorm, "GroupNorm"> {
  public:
   /// `groups` groups of channels (the channels are inferred and must divide evenly): `GroupNorm{8}`.
   explicit GroupNorm(std::int64_t groups, GroupNormOptions options = {});
-  std::string type_name() const override { return "GroupNorm"; }
   LayerConfig config() const override;
   /// The layer config() describes (layer_registry.hpp).
   static GroupNorm from_config(const ConfigReader& c);
+  std::int64_t groups() const { return groups_; }
+
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
   std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
-  std::int64_t groups() const { return groups_; }
 
  private:
   std::int64_t groups_;

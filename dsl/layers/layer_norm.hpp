@@ -16,19 +16,19 @@ struct LayerNormOptions {
   std::string name = {};
 };
 
-class LayerNorm final : public LayerBase<LayerNorm> {
+class LayerNorm final : public LayerBase<LayerNorm, "LayerNorm"> {
  public:
   explicit LayerNorm(LayerNormOptions options = {});
-  std::string type_name() const override { return "LayerNorm"; }
   LayerConfig config() const override;
   /// The layer config() describes (layer_registry.hpp).
   static LayerNorm from_config(const ConfigReader& c);
+  /// The trailing shape normalized over (valid once built).
+  const Shape& normalized_shape() const { return normalized_; }
+
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
   std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
-  /// The trailing shape normalized over (valid once built).
-  const Shape& normalized_shape() const { return normalized_; }
 
  private:
   LayerNormOptions options_;

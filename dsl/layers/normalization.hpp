@@ -23,10 +23,9 @@ struct NormalizationOptions {
   std::string name = {};
 };
 
-class Normalization final : public LayerBase<Normalization> {
+class Normalization final : public LayerBase<Normalization, "Normalization"> {
  public:
   explicit Normalization(NormalizationOptions options = {});
-  std::string type_name() const override { return "Normalization"; }
   LayerConfig config() const override;
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;

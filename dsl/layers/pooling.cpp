@@ -13,7 +13,7 @@ Pool2d<Kind>::Pool2d(Size2 kernel_size, Pool2dOptions options)
 
 template <PoolKind Kind>
 Shape Pool2d<Kind>::build(const Shape& in, Generator&) {
-  const std::string layer = type_name();
+  const std::string layer = this->type_name();
   const ops::Pool2dOptions& o = options_;
   ACCRUE_CHECK_SHAPE(in.rank() == 3, "{} needs image samples (channels, height, width), got {}", layer, in);
   const Size2 stride = o.stride.value_or(o.kernel);

@@ -21,13 +21,15 @@ enum class PoolKind { max, average };
 
 /// MaxPool2d and AvgPool2d: one layer over two window functions.
 template <PoolKind Kind>
-class Pool2d final : public LayerBase<Pool2d<Kind>> {
+class Pool2d final : public LayerBase<Pool2d<Kind>, Kind == PoolKind::max ? "MaxPool2d" : "AvgPool2d"> {
  public:
   explicit(false) Pool2d(Size2 kernel_size, Pool2dOptions options = {});
-  std::string type_name() const override { return Kind == PoolKind::max ? "MaxPool2d" : "AvgPool2d"; }
   LayerConfig config() const override;
   /// The layer config() describes (layer_registry.hpp).
   static Pool2d from_config(const ConfigReader& c);
+  /// The window, its stride (the window's when unset) and padding, as the pooling op takes them.
+  const ops::Pool2dOptions& window() const { return options_; }
+
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
   std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;
@@ -43,10 +45,9 @@ using AvgPool2d = Pool2d<PoolKind::average>;
 extern template class Pool2d<PoolKind::max>;
 extern template class Pool2d<PoolKind::average>;
 
-class GlobalAvgPool2d final : public LayerBase<GlobalAvgPool2d> {
+class GlobalAvgPool2d final : public LayerBase<GlobalAvgPool2d, "GlobalAvgPool2d"> {
  public:
   GlobalAvgPool2d() = default;
-  std::string type_name() const override { return "GlobalAvgPool2d"; }
   /// (C, H, W) -> (C).
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;

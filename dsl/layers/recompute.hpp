@@ -56,14 +56,9 @@ Tensor forward_recomputed(std::span<Layer* const> layers, const Tensor& x);
 
 namespace layers {
 
-class Recompute final : public Chain<Recompute> {
+class Recompute final : public Chain<Recompute, "Recompute"> {
  public:
-  template <class... Ls>
-    requires(sizeof...(Ls) > 0 && (std::derived_from<std::decay_t<Ls>, Layer> && ...))
-  explicit Recompute(Ls&&... inner) : Chain<Recompute>(std::forward<Ls>(inner)...) {}
-  /// The inner layers as made elsewhere (load_model).
-  explicit Recompute(std::vector<std::unique_ptr<Layer>> inner) : Chain<Recompute>(std::move(inner)) {}
-  std::string type_name() const override { return "Recompute"; }
+  using Chain::Chain;
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
   std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;

@@ -51,11 +51,9 @@ class Recurrent : public Layer {
 };
 
 /// Long short-term memory, nn.LSTM: gates input, forget, cell and output in PyTorch's order.
-class LSTM final : public Recurrent {
+class LSTM final : public LayerBase<LSTM, "LSTM", Recurrent> {
  public:
-  explicit LSTM(std::int64_t hidden, RecurrentOptions options = {}) : Recurrent(hidden, std::move(options), 4) {}
-  std::string type_name() const override { return "LSTM"; }
-  std::unique_ptr<Layer> clone() const override { return std::make_unique<LSTM>(*this); }
+  explicit LSTM(std::int64_t hidden, RecurrentOptions options = {}) : LayerBase(hidden, std::move(options), 4) {}
 
  private:
   State step(const Tensor& projected_input, const State& state, int k) override;
@@ -63,11 +61,9 @@ class LSTM final : public Recurrent {
 
 /// Gated recurrent unit, nn.GRU: gates reset, update and new in PyTorch's order, the reset gate
 /// applied to the hidden product with its bias (PyTorch's formulation).
-class GRU final : public Recurrent {
+class GRU final : public LayerBase<GRU, "GRU", Recurrent> {
  public:
-  explicit GRU(std::int64_t hidden, RecurrentOptions options = {}) : Recurrent(hidden, std::move(options), 3) {}
-  std::string type_name() const override { return "GRU"; }
-  std::unique_ptr<Layer> clone() const override { return std::make_unique<GRU>(*this); }
+  explicit GRU(std::int64_t hidden, RecurrentOptions options = {}) : LayerBase(hidden, std::move(options), 3) {}
 
  private:
   State step(const Tensor& projected_input, const State& state, int k) override;

@@ -14,14 +14,9 @@
 
 namespace accrue::layers {
 
-class Residual final : public Chain<Residual> {
+class Residual final : public Chain<Residual, "Residual"> {
  public:
-  template <class... Ls>
-    requires(sizeof...(Ls) > 0 && (std::derived_from<std::decay_t<Ls>, Layer> && ...))
-  explicit Residual(Ls&&... inner) : Chain<Residual>(std::forward<Ls>(inner)...) {}
-  /// The inner layers as made elsewhere (load_model).
-  explicit Residual(std::vector<std::unique_ptr<Layer>> inner) : Chain<Residual>(std::move(inner)) {}
-  std::string type_name() const override { return "Residual"; }
+  using Chain::Chain;
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
   std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;

@@ -21,21 +21,21 @@ void write(Level level, std::string_view message);
 using Sink = std::function<void(Level, std::string_view)>;
 void set_sink(Sink sink);
 
-template <class... Args>
-void debug(fmt::format_string<Args...> f, Args&&... args) {
-  if (level() <= Level::debug) write(Level::debug, fmt::format(f, std::forward<Args>(args)...));
-}
-template <class... Args>
-void info(fmt::format_string<Args...> f, Args&&... args) {
-  if (level() <= Level::info) write(Level::info, fmt::format(f, std::forward<Args>(args)...));
-}
-template <class... Args>
-void warning(fmt::format_string<Args...> f, Args&&... args) {
-  if (level() <= Level::warning) write(Level::warning, fmt::format(f, std::forward<Args>(args)...));
-}
-template <class... Args>
-void error(fmt::format_string<Args...> f, Args&&... args) {
-  if (level() <= Level::error) write(Level::error, fmt::format(f, std::forward<Args>(args)...));
-}
+namespace detail {
+// What log::info and the others are: a message at `At`, formatted only when that level is shown.
+template <Level At>
+struct LevelWriter {
+  template <class... Args>
+  void operator()(fmt::format_string<Args...> f, Args&&... args) const {
+    if (level() <= At) write(At, fmt::format(f, std::forward<Args>(args)...));
+  }
+};
+}  // namespace detail
+
+/// log::info("{} steps", n): a message at that level, formatted as fmt::format does.
+inline constexpr detail::LevelWriter<Level::debug> debug{};
+inline constexpr detail::LevelWriter<Level::info> info{};
+inline constexpr detail::LevelWriter<Level::warning> warning{};
+inline constexpr detail::LevelWriter<Level::error> error{};
 
 }  // namespace accrue::log

@@ -4,31 +4,16 @@
 #include <map>
 
 #include "../../kernels/optimizer_update.hpp"
+#include "options_struct.hpp"
 
 namespace accrue::optim {
-namespace {
-
-std::string adam_str(std::string_view name, double lr, const std::array<double, 2>& betas, double eps,
-                     double weight_decay, double default_decay, bool amsgrad, bool maximize) {
-  std::string s = fmt::format("{}(lr={:g}", name, lr);
-  if (betas[0] != 0.9 || betas[1] != 0.999) s += fmt::format(", betas=({:g}, {:g})", betas[0], betas[1]);
-  if (eps != 1e-8) s += fmt::format(", eps={:g}", eps);
-  if (weight_decay != default_decay) s += fmt::format(", weight_decay={:g}", weight_decay);
-  if (amsgrad) s += ", amsgrad=True";
-  if (maximize) s += ", maximize=True";
-  return s + ")";
-}
-
-}  // namespace
-
 template <bool Decoupled>
 void AdamConfig<Decoupled>::validate() const {
-  const std::string_view name = Decoupled ? "AdamW" : "Adam";
-  ACCRUE_CHECK(std::isfinite(lr) && lr >= 0.0, "{}: lr must be >= 0, got {}", name, lr);
-  ACCRUE_CHECK(betas[0] >= 0.0 && betas[0] < 1.0, "{}: betas[0] must be in [0, 1), got {}", name, betas[0]);
-  ACCRUE_CHECK(betas[1] >= 0.0 && betas[1] < 1.0, "{}: betas[1] must be in [0, 1), got {}", name, betas[1]);
-  ACCRUE_CHECK(eps >= 0.0, "{}: eps must be >= 0, got {}", name, eps);
-  ACCRUE_CHECK(weight_decay >= 0.0, "{}: weight_decay must be >= 0, got {}", name, weight_decay);
+  check_options(Decoupled ? "AdamW" : "Adam", {{"lr", lr, OptionRange::learning_rate},
+                                               {"betas[0]", betas[0], OptionRange::below_one},
+                                               {"betas[1]", betas[1], OptionRange::below_one},
+                                               {"eps", eps, OptionRange::at_least_zero},
+                                               {"weight_decay", weight_decay, OptionRange::at_least_zero}});
 }
 
 template <bool Decoupled>
@@ -40,8 +25,10 @@ std::unique_ptr<Optimizer> AdamConfig<Decoupled>::create(std::vector<Tensor> par
 
 template <bool Decoupled>
 std::string AdamConfig<Decoupled>::str() const {
-  return adam_str(Decoupled ? "AdamW" : "Adam", lr, betas, eps, weight_decay, AdamConfig{}.weight_decay, amsgrad,
-                  maximize);
+  const AdamConfig d;
+  return options_str(Decoupled ? "AdamW" : "Adam", lr,
+                     {{"betas", betas, d.betas}, {"eps", eps, d.eps}, {"weight_decay", weight_decay, d.weight_decay},
+                      {"amsgrad", amsgrad, d.amsgrad}, {"maximize", maximize, d.maximize}});
 }
 
 template struct AdamConfig<false>;

@@ -6,6 +6,7 @@
 #include "../../kernels/elementwise.hpp"
 #include "../../kernels/optimizer_update.hpp"
 #include "../../kernels/reduce.hpp"
+#include "options_struct.hpp"
 
 namespace accrue::optim {
 namespace {
@@ -29,11 +30,10 @@ bool Exclude::excludes(const std::string& name, const Tensor& parameter) const {
 }
 
 void LARS::validate() const {
-  ACCRUE_CHECK(std::isfinite(lr) && lr >= 0.0, "LARS: lr must be >= 0, got {}", lr);
-  ACCRUE_CHECK(momentum >= 0.0 && momentum < 1.0, "LARS: momentum must be in [0, 1), got {}", momentum);
-  ACCRUE_CHECK(weight_decay >= 0.0, "LARS: weight_decay must be >= 0, got {}", weight_decay);
-  ACCRUE_CHECK(trust_coefficient > 0.0, "LARS: trust_coefficient must be > 0, got {}", trust_coefficient);
-  ACCRUE_CHECK(eps >= 0.0, "LARS: eps must be >= 0, got {}", eps);
+  check_options("LARS", {{"lr", lr, OptionRange::learning_rate}, {"momentum", momentum, OptionRange::below_one},
+                         {"weight_decay", weight_decay, OptionRange::at_least_zero},
+                         {"trust_coefficient", trust_coefficient, OptionRange::above_zero},
+                         {"eps", eps, OptionRange::at_least_zero}});
 }
 
 std::unique_ptr<Optimizer> LARS::create(std::vector<Tensor> parameters) const {
@@ -41,21 +41,18 @@ std::unique_ptr<Optimizer> LARS::create(std::vector<Tensor> parameters) const {
 }
 
 std::string LARS::str() const {
-  std::string s = fmt::format("LARS(lr={:g}", lr);
-  if (momentum != 0.9) s += fmt::format(", momentum={:g}", momentum);
-  if (weight_decay != 0.0) s += fmt::format(", weight_decay={:g}", weight_decay);
-  if (trust_coefficient != 1e-3) s += fmt::format(", trust_coefficient={:g}", trust_coefficient);
-  if (eps != 0.0) s += fmt::format(", eps={:g}", eps);
-  if (larc_clip) s += ", larc_clip=True";
-  return s + exclude_str(exclude) + ")";
+  const LARS d;
+  return options_str("LARS", lr,
+                     {{"momentum", momentum, d.momentum}, {"weight_decay", weight_decay, d.weight_decay},
+                      {"trust_coefficient", trust_coefficient, d.trust_coefficient}, {"eps", eps, d.eps},
+                      {"larc_clip", larc_clip, d.larc_clip}},
+                     exclude_str(exclude));
 }
 
 void LAMB::validate() const {
-  ACCRUE_CHECK(std::isfinite(lr) && lr >= 0.0, "LAMB: lr must be >= 0, got {}", lr);
-  ACCRUE_CHECK(betas[0] >= 0.0 && betas[0] < 1.0, "LAMB: betas[0] must be in [0, 1), got {}", betas[0]);
-  ACCRUE_CHECK(betas[1] >= 0.0 && betas[1] < 1.0, "LAMB: betas[1] must be in [0, 1), got {}", betas[1]);
-  ACCRUE_CHECK(eps >= 0.0, "LAMB: eps must be >= 0, got {}", eps);
-  ACCRUE_CHECK(weight_decay >= 0.0, "LAMB: weight_decay must be >= 0, got {}", weight_decay);
+  check_options("LAMB", {{"lr", lr, OptionRange::learning_rate}, {"betas[0]", betas[0], OptionRange::below_one},
+                         {"betas[1]", betas[1], OptionRange::below_one}, {"eps", eps, OptionRange::at_least_zero},
+                         {"weight_decay", weight_decay, OptionRange::at_least_zero}});
 }
 
 std::unique_ptr<Optimizer> LAMB::create(std::vector<Tensor> parameters) const {
@@ -63,12 +60,11 @@ std::unique_ptr<Optimizer> LAMB::create(std::vector<Tensor> parameters) const {
 }
 
 std::string LAMB::str() const {
-  std::string s = fmt::format("LAMB(lr={:g}", lr);
-  if (betas[0] != 0.9 || betas[1] != 0.999) s += fmt::format(", betas=({:g}, {:g})", betas[0], betas[1]);
-  if (eps != 1e-6) s += fmt::format(", eps={:g}", eps);
-  if (weight_decay != 0.01) s += fmt::format(", weight_decay={:g}", weight_decay);
-  if (!bias_correction) s += ", bias_correction=False";
-  return s + exclude_str(exclude) + ")";
+  const LAMB d;
+  return options_str("LAMB", lr,
+                     {{"betas", betas, d.betas}, {"eps", eps, d.eps}, {"weight_decay", weight_decay, d.weight_decay},
+                      {"bias_correction", bias_correction, d.bias_correction}},
+                     exclude_str(exclude));
 }
 
 LayerwiseOptimizer::LayerwiseOptimizer(std::vector<Tensor> parameters, double lr, std::vector<std::string> names,

@@ -3,14 +3,14 @@
 #include <cmath>
 
 #include "../../kernels/optimizer_update.hpp"
+#include "options_struct.hpp"
 
 namespace accrue::optim {
 
 void Lion::validate() const {
-  ACCRUE_CHECK(std::isfinite(lr) && lr >= 0.0, "Lion: lr must be >= 0, got {}", lr);
-  ACCRUE_CHECK(betas[0] >= 0.0 && betas[0] < 1.0, "Lion: betas[0] must be in [0, 1), got {}", betas[0]);
-  ACCRUE_CHECK(betas[1] >= 0.0 && betas[1] < 1.0, "Lion: betas[1] must be in [0, 1), got {}", betas[1]);
-  ACCRUE_CHECK(weight_decay >= 0.0, "Lion: weight_decay must be >= 0, got {}", weight_decay);
+  check_options("Lion", {{"lr", lr, OptionRange::learning_rate}, {"betas[0]", betas[0], OptionRange::below_one},
+                         {"betas[1]", betas[1], OptionRange::below_one},
+                         {"weight_decay", weight_decay, OptionRange::at_least_zero}});
 }
 
 std::unique_ptr<Optimizer> Lion::create(std::vector<Tensor> parameters) const {
@@ -18,10 +18,8 @@ std::unique_ptr<Optimizer> Lion::create(std::vector<Tensor> parameters) const {
 }
 
 std::string Lion::str() const {
-  std::string s = fmt::format("Lion(lr={:g}", lr);
-  if (betas[0] != 0.9 || betas[1] != 0.99) s += fmt::format(", betas=({:g}, {:g})", betas[0], betas[1]);
-  if (weight_decay != 0.0) s += fmt::format(", weight_decay={:g}", weight_decay);
-  return s + ")";
+  const Lion d;
+  return options_str("Lion", lr, {{"betas", betas, d.betas}, {"weight_decay", weight_decay, d.weight_decay}});
 }
 
 LionOptimizer::LionOptimizer(std::vector<Tensor> parameters, const Lion& config)

@@ -7,10 +7,10 @@
 namespace accrue::optim {
 
 Recipe Recipe::accumulate(AccumulationSchedule schedule, AccumulateOptions options) const {
-  Recipe r = *this;
-  r.accumulation_ = std::move(schedule);
-  r.accumulate_options_ = options;
-  return r;
+  return with([&](Recipe& r) {
+    r.accumulation_ = std::move(schedule);
+    r.accumulate_options_ = options;
+  });
 }
 
 Recipe Recipe::effective_batch(std::int64_t samples) const {
@@ -18,64 +18,58 @@ Recipe Recipe::effective_batch(std::int64_t samples) const {
 }
 
 Recipe Recipe::memory_budget(std::size_t bytes) const {
-  Recipe r = *this;
-  r.memory_budget_ = bytes;
-  return r;
+  return with([&](Recipe& r) { r.memory_budget_ = bytes; });
 }
 
 Recipe Recipe::clip(double max_norm, ClipOptions options) const {
-  Recipe r = *this;
-  r.clip_norm_ = max_norm;
-  r.clip_options_ = options;
-  return r;
+  return with([&](Recipe& r) {
+    r.clip_norm_ = max_norm;
+    r.clip_options_ = options;
+  });
 }
 
 Recipe Recipe::clip_value(double value) const {
-  Recipe r = *this;
-  r.clip_value_ = value;
-  return r;
+  return with([&](Recipe& r) { r.clip_value_ = value; });
 }
 
 Recipe Recipe::amp(bool enabled) const {
-  Recipe r = *this;
-  if (enabled) r.amp_ = AmpOptions{};
-  else r.amp_.reset();
-  return r;
+  return with([&](Recipe& r) {
+    if (enabled) r.amp_ = AmpOptions{};
+    else r.amp_.reset();
+  });
 }
 
 Recipe Recipe::amp(DType dtype) const { return amp(AmpOptions{.dtype = dtype}); }
 
 Recipe Recipe::amp(AmpOptions options) const {
-  Recipe r = *this;
-  r.amp_ = options;
-  return r;
+  return with([&](Recipe& r) { r.amp_ = options; });
 }
 
 Recipe Recipe::ema(EmaOptions options) const {
-  Recipe r = *this;
-  r.average_ = WeightAverage{.kind = WeightAverage::Kind::ema,
-                             .decay = options.decay,
-                             .warmup = options.warmup,
-                             .validate = options.validate,
-                             .overwrite_at_end = options.overwrite_at_end,
-                             .overwrite_every = options.overwrite_every};
-  return r;
+  return with([&](Recipe& r) {
+    r.average_ = WeightAverage{.kind = WeightAverage::Kind::ema,
+                               .decay = options.decay,
+                               .warmup = options.warmup,
+                               .validate = options.validate,
+                               .overwrite_at_end = options.overwrite_at_end,
+                               .overwrite_every = options.overwrite_every};
+  });
 }
 
 Recipe Recipe::swa(SwaOptions options) const {
-  Recipe r = *this;
-  r.average_ = WeightAverage{.kind = WeightAverage::Kind::swa,
-                             .start = options.start,
-                             .validate = options.validate,
-                             .overwrite_at_end = options.overwrite_at_end};
-  return r;
+  return with([&](Recipe& r) {
+    r.average_ = WeightAverage{.kind = WeightAverage::Kind::swa,
+                               .start = options.start,
+                               .validate = options.validate,
+                               .overwrite_at_end = options.overwrite_at_end};
+  });
 }
 
 Recipe Recipe::reference_batch(std::int64_t samples, ReferenceBatchOptions options) const {
-  Recipe r = *this;
-  r.reference_samples_ = samples;
-  r.reference_options_ = options;
-  return r;
+  return with([&](Recipe& r) {
+    r.reference_samples_ = samples;
+    r.reference_options_ = options;
+  });
 }
 
 std::string_view scaling_rule_name(ScalingRule rule) {

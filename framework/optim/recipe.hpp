@@ -101,6 +101,14 @@ class Recipe {
   friend bool operator==(const Recipe&, const Recipe&);
 
  private:
+  // A Recipe is a value: each option returns a copy with `change` made to it.
+  template <class Change>
+  Recipe with(Change&& change) const {
+    Recipe r = *this;
+    std::forward<Change>(change)(r);
+    return r;
+  }
+
   AnyOptimizer optimizer_;
   AccumulationSchedule accumulation_;
   AccumulateOptions accumulate_options_;

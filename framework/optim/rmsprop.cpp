@@ -4,6 +4,7 @@
 #include <map>
 
 #include "../../kernels/optimizer_update.hpp"
+#include "options_struct.hpp"
 
 namespace accrue::optim {
 namespace {
@@ -18,11 +19,10 @@ std::vector<std::string> rmsprop_state_names(const RMSprop& c) {
 }  // namespace
 
 void RMSprop::validate() const {
-  ACCRUE_CHECK(std::isfinite(lr) && lr >= 0.0, "RMSprop: lr must be >= 0, got {}", lr);
-  ACCRUE_CHECK(alpha >= 0.0 && alpha <= 1.0, "RMSprop: alpha must be in [0, 1], got {}", alpha);
-  ACCRUE_CHECK(eps >= 0.0, "RMSprop: eps must be >= 0, got {}", eps);
-  ACCRUE_CHECK(weight_decay >= 0.0, "RMSprop: weight_decay must be >= 0, got {}", weight_decay);
-  ACCRUE_CHECK(momentum >= 0.0, "RMSprop: momentum must be >= 0, got {}", momentum);
+  check_options("RMSprop", {{"lr", lr, OptionRange::learning_rate}, {"alpha", alpha, OptionRange::up_to_one},
+                            {"eps", eps, OptionRange::at_least_zero},
+                            {"weight_decay", weight_decay, OptionRange::at_least_zero},
+                            {"momentum", momentum, OptionRange::at_least_zero}});
 }
 
 std::unique_ptr<Optimizer> RMSprop::create(std::vector<Tensor> parameters) const {
@@ -30,22 +30,17 @@ std::unique_ptr<Optimizer> RMSprop::create(std::vector<Tensor> parameters) const
 }
 
 std::string RMSprop::str() const {
-  std::string s = fmt::format("RMSprop(lr={:g}", lr);
-  if (alpha != 0.99) s += fmt::format(", alpha={:g}", alpha);
-  if (eps != 1e-8) s += fmt::format(", eps={:g}", eps);
-  if (weight_decay != 0.0) s += fmt::format(", weight_decay={:g}", weight_decay);
-  if (momentum != 0.0) s += fmt::format(", momentum={:g}", momentum);
-  if (centered) s += ", centered=True";
-  return s + ")";
+  const RMSprop d;
+  return options_str("RMSprop", lr,
+                     {{"alpha", alpha, d.alpha}, {"eps", eps, d.eps}, {"weight_decay", weight_decay, d.weight_decay},
+                      {"momentum", momentum, d.momentum}, {"centered", centered, d.centered}});
 }
 
 void Adagrad::validate() const {
-  ACCRUE_CHECK(std::isfinite(lr) && lr >= 0.0, "Adagrad: lr must be >= 0, got {}", lr);
-  ACCRUE_CHECK(lr_decay >= 0.0, "Adagrad: lr_decay must be >= 0, got {}", lr_decay);
-  ACCRUE_CHECK(weight_decay >= 0.0, "Adagrad: weight_decay must be >= 0, got {}", weight_decay);
-  ACCRUE_CHECK(initial_accumulator_value >= 0.0, "Adagrad: initial_accumulator_value must be >= 0, got {}",
-               initial_accumulator_value);
-  ACCRUE_CHECK(eps >= 0.0, "Adagrad: eps must be >= 0, got {}", eps);
+  check_options("Adagrad", {{"lr", lr, OptionRange::learning_rate}, {"lr_decay", lr_decay, OptionRange::at_least_zero},
+                            {"weight_decay", weight_decay, OptionRange::at_least_zero},
+                            {"initial_accumulator_value", initial_accumulator_value, OptionRange::at_least_zero},
+                            {"eps", eps, OptionRange::at_least_zero}});
 }
 
 std::unique_ptr<Optimizer> Adagrad::create(std::vector<Tensor> parameters) const {
@@ -53,12 +48,11 @@ std::unique_ptr<Optimizer> Adagrad::create(std::vector<Tensor> parameters) const
 }
 
 std::string Adagrad::str() const {
-  std::string s = fmt::format("Adagrad(lr={:g}", lr);
-  if (lr_decay != 0.0) s += fmt::format(", lr_decay={:g}", lr_decay);
-  if (weight_decay != 0.0) s += fmt::format(", weight_decay={:g}", weight_decay);
-  if (initial_accumulator_value != 0.0) s += fmt::format(", initial_accumulator_value={:g}", initial_accumulator_value);
-  if (eps != 1e-10) s += fmt::format(", eps={:g}", eps);
-  return s + ")";
+  const Adagrad d;
+  return options_str("Adagrad", lr,
+                     {{"lr_decay", lr_decay, d.lr_decay}, {"weight_decay", weight_decay, d.weight_decay},
+                      {"initial_accumulator_value", initial_accumulator_value, d.initial_accumulator_value},
+                      {"eps", eps, d.eps}});
 }
 
 RmspropOptimizer::RmspropOptimizer(std::vector<Tensor> parameters, const RMSprop& config)

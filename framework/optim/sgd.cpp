@@ -3,13 +3,13 @@
 #include <cmath>
 
 #include "../../kernels/optimizer_update.hpp"
+#include "options_struct.hpp"
 
 namespace accrue::optim {
 
 void SGD::validate() const {
-  ACCRUE_CHECK(std::isfinite(lr) && lr >= 0.0, "SGD: lr must be >= 0, got {}", lr);
-  ACCRUE_CHECK(momentum >= 0.0, "SGD: momentum must be >= 0, got {}", momentum);
-  ACCRUE_CHECK(weight_decay >= 0.0, "SGD: weight_decay must be >= 0, got {}", weight_decay);
+  check_options("SGD", {{"lr", lr, OptionRange::learning_rate}, {"momentum", momentum, OptionRange::at_least_zero},
+                        {"weight_decay", weight_decay, OptionRange::at_least_zero}});
   ACCRUE_CHECK(!nesterov || (momentum > 0.0 && dampening == 0.0),
                "SGD: nesterov momentum needs momentum > 0 and dampening = 0 (got momentum={}, dampening={})", momentum,
                dampening);
@@ -20,13 +20,10 @@ std::unique_ptr<Optimizer> SGD::create(std::vector<Tensor> parameters) const {
 }
 
 std::string SGD::str() const {
-  std::string s = fmt::format("SGD(lr={:g}", lr);
-  if (momentum != 0.0) s += fmt::format(", momentum={:g}", momentum);
-  if (dampening != 0.0) s += fmt::format(", dampening={:g}", dampening);
-  if (weight_decay != 0.0) s += fmt::format(", weight_decay={:g}", weight_decay);
-  if (nesterov) s += ", nesterov=True";
-  if (maximize) s += ", maximize=True";
-  return s + ")";
+  const SGD d;
+  return options_str("SGD", lr, {{"momentum", momentum, d.momentum}, {"dampening", dampening, d.dampening},
+                                 {"weight_decay", weight_decay, d.weight_decay}, {"nesterov", nesterov, d.nesterov},
+                                 {"maximize", maximize, d.maximize}});
 }
 
 SgdOptimizer::SgdOptimizer(std::vector<Tensor> parameters, const SGD& config)

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "../core/cloned_ptr.hpp"
 #include "logs.hpp"
 #include "step_plan.hpp"
 
@@ -72,13 +73,6 @@ class LrSchedule {
   /// The constant schedule.
   LrSchedule();
   explicit LrSchedule(std::unique_ptr<ScheduleImpl> impl) : impl_(std::move(impl)) {}
-  LrSchedule(const LrSchedule& other) : impl_(other.impl_->clone()) {}
-  LrSchedule& operator=(const LrSchedule& other) {
-    impl_ = other.impl_->clone();
-    return *this;
-  }
-  LrSchedule(LrSchedule&&) = default;
-  LrSchedule& operator=(LrSchedule&&) = default;
 
   void prepare(const StepPlan& plan) { impl_->prepare(plan); }
   double factor(std::int64_t step) const { return impl_->factor(step); }
@@ -90,7 +84,7 @@ class LrSchedule {
   void load_state(const std::string& state) { impl_->load_state(state); }
 
  private:
-  std::unique_ptr<ScheduleImpl> impl_;
+  ClonedPtr<ScheduleImpl> impl_;
 };
 
 namespace schedules {

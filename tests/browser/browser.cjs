@@ -1,5 +1,5 @@
 // What the browser tests share: headless chromium (Debian's) through puppeteer-core, checks printed
-// as "ok: ..." or "FAILED: ...", and a page's text.
+// as "ok: ..." or "FAILED: ...", a test's run with the pages' errors watched, and a page's text.
 "use strict";
 const path = require("path");
 const puppeteer = require(path.join(process.env.PUPPETEER_DIR, "node_modules", "puppeteer-core"));
@@ -22,4 +22,29 @@ function launch() {
 
 const text = (page, id) => page.$eval("#" + id, (el) => el.textContent);
 
-module.exports = { check, launch, text, failed: () => failed };
+// Runs `test(browser, watch)` in a new browser, where watch(page) collects the page's console and
+// script errors. Then checks that there were none but the refusals the test asked for (the
+// browser logs the server's 400 and 409 answers), or that the test ran to its end when it threw;
+// closes the browser and ends the process, 1 when a check failed.
+function browserTest(test) {
+  (async () => {
+    const browser = await launch();
+    const errors = [];
+    const watch = (page) => {
+      page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
+      page.on("pageerror", (e) => errors.push(String(e)));
+    };
+    try {
+      await test(browser, watch);
+      const unexpected = errors.filter((e) => !/the server responded with a status of (400|409)/.test(e));
+      check("no console errors besides the refusals asked for", unexpected.length === 0, unexpected.join(" | "));
+    } catch (e) {
+      check("the browser test ran to its end", false, String(e));
+    } finally {
+      await browser.close();
+    }
+    process.exit(failed ? 1 : 0);
+  })();
+}
+
+module.exports = { browserTest, check, text };

@@ -10,35 +10,23 @@ import os
 
 import torch
 
+import layer_reference
+
 torch.manual_seed(20261122)
 F = torch.nn.functional
 
 
 def flat(t):
-    return {"shape": list(t.shape), "values": [round(v, 7) for v in t.detach().flatten().tolist()]}
+    return layer_reference.flat(t, 7)
 
 
 def run(name, config, module, x):
-    x = x.clone().requires_grad_(True)
-    # Non-default parameters, so that scale and shift matter.
+    # Non-default parameters, so that scale and shift matter (drawn before x is copied: the same
+    # draws as when this file ran them itself).
     with torch.no_grad():
         for p in module.parameters():
             p.copy_(torch.randn_like(p) * 0.5)
-    params = {k: v.detach().clone() for k, v in module.named_parameters()}
-    module.train()
-    y = module(x)
-    g = torch.randn_like(y)
-    (y * g).sum().backward()
-    case = {
-        "name": name,
-        "config": config,
-        "x": flat(x),
-        "params": {k: flat(v) for k, v in params.items()},
-        "g": flat(g),
-        "y": flat(y),
-        "grad_x": flat(x.grad),
-        "grad_params": {k: flat(v.grad) for k, v in module.named_parameters()},
-    }
+    case, x = layer_reference.forward_backward(name, config, module, x, lambda m, v: m(v), 7)
     buffers = {k: v for k, v in module.named_buffers() if k != "num_batches_tracked"}
     if buffers:
         case["buffers_after"] = {k: flat(v) for k, v in buffers.items()}

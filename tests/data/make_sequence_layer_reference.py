@@ -11,33 +11,17 @@ import os
 
 import torch
 
+import layer_reference
+
 torch.manual_seed(20261123)
 
 
 def flat(t):
-    return {"shape": list(t.shape), "values": [round(v, 8) for v in t.detach().flatten().tolist()]}
+    return layer_reference.flat(t, 8)
 
 
 def run(name, config, module, x, call):
-    if x.dtype.is_floating_point:
-        x = x.clone().requires_grad_(True)
-    params = {k: v.detach().clone() for k, v in module.named_parameters()}
-    module.train()
-    y = call(module, x)
-    g = torch.randn_like(y)
-    (y * g).sum().backward()
-    case = {
-        "name": name,
-        "config": config,
-        "x": flat(x),
-        "params": {k: flat(v) for k, v in params.items()},
-        "g": flat(g),
-        "y": flat(y),
-        "grad_params": {k: flat(v.grad) for k, v in module.named_parameters()},
-    }
-    if x.dtype.is_floating_point:
-        case["grad_x"] = flat(x.grad)
-    return case
+    return layer_reference.forward_backward(name, config, module, x, call, 8)[0]
 
 
 B, T, E, H = 3, 6, 8, 2

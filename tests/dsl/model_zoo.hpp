@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <accrue/accrue.hpp>
+#include <accrue/dsl/layer_registry.hpp>
 
 namespace accrue::test::zoo {
 
@@ -112,5 +113,18 @@ inline void train_one_step(Sequential& model, const Example& e) {
   model.compile(optim::Adam{.lr = 1e-2}, losses::CrossEntropy{});
   model.fit(Dataset{e.x, e.y}, {.epochs = 1, .batch_size = e.x.shape()[0], .verbose = 0});
 }
+
+/// A layer of a user's own as layer_registry.hpp shows one: y = factor * x, with a configuration
+/// (test_model_file registers it) and no ONNX form.
+class Scale final : public LayerBase<Scale, "Scale"> {
+ public:
+  explicit Scale(double factor) : factor_(factor) {}
+  static Scale from_config(const ConfigReader& c) { return Scale{c.number("factor")}; }
+  LayerConfig config() const override { return {{"factor", factor_}}; }
+  Tensor forward(const Tensor& x) override { return x * static_cast<float>(factor_); }
+
+ private:
+  double factor_;
+};
 
 }  // namespace accrue::test::zoo

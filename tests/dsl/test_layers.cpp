@@ -27,6 +27,28 @@ BOOST_AUTO_TEST_CASE(every_layer_keeps_its_contract) {
   expect_contract(layers::Dropout{0.4f}, {10});
 }
 
+// The name given to LayerBase is type_name(), the copy's too, and the name load_model makes the
+// layer by; the layers derived from a shared base (LSTM from Recurrent) and the templates
+// (MaxPool2d, SinusoidalEncoding) as well.
+BOOST_AUTO_TEST_CASE(a_layer_is_named_once) {
+  std::vector<std::pair<std::string, std::unique_ptr<Layer>>> named;
+  named.emplace_back("Dense", std::make_unique<layers::Dense>(2));
+  named.emplace_back("LSTM", std::make_unique<layers::LSTM>(3));
+  named.emplace_back("GRU", std::make_unique<layers::GRU>(3));
+  named.emplace_back("BatchNorm2d", std::make_unique<layers::BatchNorm2d>());
+  named.emplace_back("MaxPool2d", std::make_unique<layers::MaxPool2d>(2));
+  named.emplace_back("AvgPool2d", std::make_unique<layers::AvgPool2d>(2));
+  named.emplace_back("PositionalEmbedding", std::make_unique<layers::PositionalEmbedding>(4));
+  named.emplace_back("SinusoidalEncoding", std::make_unique<layers::SinusoidalEncoding>(4));
+  named.emplace_back("Residual", std::make_unique<layers::Residual>(layers::ReLU{}));
+  for (const auto& [name, layer] : named) {
+    BOOST_TEST(layer->type_name() == name);
+    BOOST_TEST(layer->clone()->type_name() == name);
+    BOOST_TEST(layer_type_registered(name));
+  }
+  BOOST_CHECK_EXCEPTION(layers::SinusoidalEncoding{0}, ValueError, message_has({"SinusoidalEncoding", "max_length"}));
+}
+
 BOOST_AUTO_TEST_CASE(convolutional_and_normalization_layers_keep_their_contract) {
   expect_contract(layers::Conv2d{4, 3}, {2, 6, 5});
   expect_contract(layers::Conv2d{4, 3, {.padding = layers::same, .bias = false}}, {3, 5, 5});

@@ -18,24 +18,12 @@
 using namespace accrue;
 using namespace accrue::test;
 using accrue::test::zoo::images;
+using accrue::test::zoo::Scale;
 using accrue::test::zoo::tokens;
 
 namespace {
 
-// A layer of a user's own, registered with the one line the header shows.
-class Scale final : public LayerBase<Scale> {
- public:
-  explicit Scale(double factor) : factor_(factor) {}
-  static Scale from_config(const ConfigReader& c) { return Scale{c.number("factor")}; }
-  LayerConfig config() const override { return {{"factor", factor_}}; }
-  std::string type_name() const override { return "Scale"; }
-  Tensor forward(const Tensor& x) override { return x * static_cast<float>(factor_); }
-
- private:
-  double factor_;
-};
-
-// The same, never registered.
+// A layer of a user's own that names itself (type_name() by hand) and is never registered.
 class Unregistered final : public LayerBase<Unregistered> {
  public:
   std::string type_name() const override { return "Unregistered"; }
@@ -44,6 +32,7 @@ class Unregistered final : public LayerBase<Unregistered> {
 
 }  // namespace
 
+// Registered with the one line the header shows.
 ACCRUE_REGISTER_LAYER(Scale);
 
 namespace {

@@ -17,26 +17,15 @@
 using namespace accrue;
 using namespace accrue::test;
 using accrue::test::zoo::images;
+using accrue::test::zoo::Scale;
 using accrue::test::zoo::tokens;
 
 namespace {
 
-// A layer of the user's own without an ONNX form.
-class Scale final : public LayerBase<Scale> {
- public:
-  explicit Scale(float factor) : factor_(factor) {}
-  std::string type_name() const override { return "Scale"; }
-  Tensor forward(const Tensor& x) override { return x * factor_; }
-
- protected:
-  float factor_;
-};
-
-// The same with one.
-class ExportableScale final : public LayerBase<ExportableScale> {
+// zoo::Scale with an ONNX form.
+class ExportableScale final : public LayerBase<ExportableScale, "ExportableScale"> {
  public:
   explicit ExportableScale(float factor) : factor_(factor) {}
-  std::string type_name() const override { return "ExportableScale"; }
   Tensor forward(const Tensor& x) override { return x * factor_; }
   std::string to_onnx(onnx::Graph& graph, const std::string& x) const override {
     return graph.node("Mul", {x, graph.scalar(factor_)});

@@ -12,9 +12,8 @@ Sequential tutorial_model() {
 }
 
 // A user's layer, written from ops only: y = x * scale, with `scale` learned per feature.
-class Scale final : public LayerBase<Scale> {
+class Scale final : public LayerBase<Scale, "Scale"> {
  public:
-  std::string type_name() const override { return "Scale"; }
   Shape build(const Shape& input, Generator&) override {
     add_parameter("scale", Tensor::full({input[-1]}, 2.0f, {.category = MemoryCategory::parameters}));
     return input;

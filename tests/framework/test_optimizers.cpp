@@ -178,5 +178,21 @@ BOOST_AUTO_TEST_CASE(bad_options_are_refused) {
   BOOST_CHECK_EXCEPTION(optim::SGD{.lr = -1}.create({p}), ValueError, message_has({"lr", "-1"}));
   BOOST_CHECK_EXCEPTION((optim::SGD{.lr = 0.1, .nesterov = true}.create({p})), ValueError, message_has({"nesterov"}));
   BOOST_CHECK_EXCEPTION((optim::Adam{.betas = {1.0, 0.999}}.create({p})), ValueError, message_has({"betas[0]"}));
+  // Each range, its bound and the message that names the optimizer, the option and the value.
+  const auto refused = [&](const auto& options, const std::string& message) {
+    BOOST_CHECK_EXCEPTION(options.create({p}), ValueError, [&](const ValueError& e) {
+      BOOST_TEST_INFO(e.what());
+      return std::string(e.what()).find(message) != std::string::npos;
+    });
+  };
+  refused(optim::AdamW{.lr = std::nan("")}, "AdamW: lr must be >= 0, got nan");
+  refused(optim::LARS{.trust_coefficient = 0.0}, "LARS: trust_coefficient must be > 0, got 0");
+  refused(optim::LARS{.momentum = 1.0}, "LARS: momentum must be in [0, 1), got 1");
+  refused(optim::RMSprop{.alpha = 1.5}, "RMSprop: alpha must be in [0, 1], got 1.5");
+  refused(optim::Lion{.betas = {0.9, -0.5}}, "Lion: betas[1] must be in [0, 1), got -0.5");
+  refused(optim::Adagrad{.eps = -1e-3}, "Adagrad: eps must be >= 0, got -0.001");
+  refused(optim::LAMB{.weight_decay = -0.1}, "LAMB: weight_decay must be >= 0, got -0.1");
+  BOOST_CHECK_NO_THROW(optim::RMSprop{.alpha = 1.0}.create({p}));
+  BOOST_CHECK_NO_THROW((optim::LARS{.momentum = 0.0, .trust_coefficient = 1e-9}.create({p})));
   BOOST_CHECK_EXCEPTION(optim::SGD{}.create({Tensor::ones({2})}), ValueError, message_has({"requires grad"}));
 }
