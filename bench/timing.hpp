@@ -1,6 +1,7 @@
 #pragma once
 // Timing for the micro-benchmarks: the best of five rounds, each the mean of `reps` calls after one
-// warm-up call, so that a slow moment of the machine does not count against the code.
+// warm-up call, so that a slow moment of the machine does not count against the code; and the flags
+// of the benchmarks that time PyTorch beside Accrue.
 
 #include <CLI/CLI.hpp>
 

@@ -40,20 +40,20 @@ LayerMemoryUse Embedding::memory_use(const LayerMemoryQuery&) const {
 
 template <PositionKind Kind>
 PositionTable<Kind>::PositionTable(std::int64_t max_length, std::string name) : max_length_(max_length) {
-  ACCRUE_CHECK(max_length > 0, "{} needs a positive max_length, got {}", this->type_name(), max_length);
+  ACCRUE_CHECK(max_length > 0, "{} needs a positive max_length, got {}", type_, max_length);
   if (!name.empty()) this->set_name(std::move(name));
 }
 
 template <PositionKind Kind>
 Shape PositionTable<Kind>::build(const Shape& input_shape, Generator& generator) {
   ACCRUE_CHECK_SHAPE(input_shape.rank() == 2, "{} adds positions to samples (T, dim), got {}; put an Embedding before it",
-                     this->type_name(), input_shape);
-  ACCRUE_CHECK_SHAPE(input_shape[0] <= max_length_, "{} holds {} positions, and samples have {}", this->type_name(),
+                     type_, input_shape);
+  ACCRUE_CHECK_SHAPE(input_shape[0] <= max_length_, "{} holds {} positions, and samples have {}", type_,
                      max_length_, input_shape[0]);
   const std::int64_t dim = input_shape[1];
   if constexpr (Kind == PositionKind::learned) {
-    this->add_parameter("weight", Tensor::normal({max_length_, dim}, 0.0f, 1.0f, &generator,
-                                                 {.category = MemoryCategory::parameters}));
+    this->add_parameter(table_name_, Tensor::normal({max_length_, dim}, 0.0f, 1.0f, &generator,
+                                                    {.category = MemoryCategory::parameters}));
   } else {
     std::vector<float> pe(static_cast<std::size_t>(max_length_ * dim));
     for (std::int64_t t = 0; t < max_length_; ++t)
@@ -61,7 +61,7 @@ Shape PositionTable<Kind>::build(const Shape& input_shape, Generator& generator)
         const double angle = static_cast<double>(t) / std::pow(10000.0, static_cast<double>(i - i % 2) / dim);
         pe[static_cast<std::size_t>(t * dim + i)] = static_cast<float>(i % 2 == 0 ? std::sin(angle) : std::cos(angle));
       }
-    this->add_buffer("pe", Tensor::from(pe, {max_length_, dim}, {.category = MemoryCategory::parameters}));
+    this->add_buffer(table_name_, Tensor::from(pe, {max_length_, dim}, {.category = MemoryCategory::parameters}));
   }
   return input_shape;
 }
@@ -93,7 +93,7 @@ LayerConfig PositionTable<Kind>::config() const {
 template <PositionKind Kind>
 std::string PositionTable<Kind>::to_onnx(onnx::Graph& g, const std::string& x) const {
   const std::int64_t T = this->input_shape()[0];
-  return g.node("Add", {x, g.weight(Kind == PositionKind::learned ? "weight" : "pe", ops::slice(table(), 0, 0, T))});
+  return g.node("Add", {x, g.weight(table_name_, ops::slice(table(), 0, 0, T))});
 }
 
 template class PositionTable<PositionKind::learned>;

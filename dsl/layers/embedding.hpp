@@ -58,6 +58,10 @@ class PositionTable final : public LayerBase<PositionTable<Kind>, position_table
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
 
  private:
+  // The type name, known before the object is (its constructor's error names it).
+  static constexpr std::string_view type_ = position_table_name<Kind>.view();
+  // What the table is saved and exported as: a parameter, or a buffer.
+  static constexpr const char* table_name_ = Kind == PositionKind::learned ? "weight" : "pe";
   const Tensor& table() const;
   std::int64_t max_length_;
 };
