@@ -35,6 +35,7 @@
 #include <chrono>
 #include <filesystem>
 #include <cstdio>
+#include <functional>
 #include <map>
 
 using namespace accrue;
@@ -82,6 +83,111 @@ constexpr double conv1_flop = 2.0 * 28 * 28 * 32 * 9, conv2_flop = 2.0 * 14 * 14
                  dense_flop = 2.0 * (3136 * 128 + 128 * 10);
 constexpr double cnn_flop_per_sample = 2 * conv1_flop + 3 * conv2_flop + 3 * dense_flop;
 
+// The FashionMNIST training split in `folder`, or random data of its shape when it is not there;
+// `note` says which.
+Dataset training_data(const std::string& folder, std::string& note) {
+  try {
+    Dataset train = datasets::fashion_mnist(folder).train;
+    note = "FashionMNIST";
+    return train;
+  } catch (const IoError&) {
+    Generator gen{0};
+    std::vector<std::int32_t> labels(60000);
+    for (auto& l : labels) l = static_cast<std::int32_t>(gen.below(10));
+    note = "random data (FashionMNIST not found)";
+    return Dataset{Tensor::uniform({60000, 1, 28, 28}, 0, 1, &gen), Tensor::from(labels, {60000})};
+  }
+}
+
+// The PyTorch worker (`script`) on `device`, with the environment it is measured in and the
+// user's KEY=VALUE additions; null, after saying why, when it does not start.
+std::unique_ptr<bench::PythonWorker> start_pytorch(const std::string& python, const std::string& script,
+                                                   const std::string& data, Device device,
+                                                   const std::vector<std::string>& pytorch_env) {
+  // PyTorch's OpenMP threads spin while OpenBLAS's own threads run its GEMMs; on two cores that
+  // oversubscription made it 2 to 4 times slower here. OMP_WAIT_POLICY=PASSIVE was its fastest
+  // 2-thread setting in our measurements, so it is the reference (override with --pytorch-env).
+  std::vector<std::pair<std::string, std::string>> env = {{"BENCH_THREADS", "2"}, {"OMP_WAIT_POLICY", "PASSIVE"}};
+  for (const std::string& kv : pytorch_env) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos) throw ValueError("--pytorch-env takes KEY=VALUE, got " + kv);
+    env.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  const char* preset = std::getenv("OPENBLAS_CORETYPE");
+  const std::string core = preset != nullptr ? preset : kernels::cpu::openblas_core_for_this_cpu();
+  if (!core.empty() && device.is_cpu()) env.emplace_back("OPENBLAS_CORETYPE", core);
+  try {
+    auto torch = std::make_unique<bench::PythonWorker>(
+        python, std::vector<std::string>{script, data.empty() ? "/usr/share/datasets/fashion-mnist" : data, device.str()},
+        env);
+    std::string settings;
+    for (const auto& [k, v] : env) settings += fmt::format(" {}={}", k, v);
+    fmt::print("PyTorch: torch {} with{}\n", torch->banner().substr(6), settings);
+    return torch;
+  } catch (const Error& e) {
+    fmt::print("PyTorch: not run ({})\n", e.what());
+    return nullptr;
+  }
+}
+
+// "cnn" before a BxK[amp] configuration trains the CNN; "pw" after it multiplies the weight
+// gradients once per window (WeightGradients::per_window).
+struct Config : bench::BatchConfig {
+  bool cnn = false, per_window = false;
+};
+
+std::vector<Config> parse_configs(const std::vector<std::string>& configs) {
+  std::vector<Config> runs;
+  for (const std::string& c : configs) {
+    const bool cnn = c.rfind("cnn", 0) == 0;
+    const bool per_window = c.size() > 2 && c.compare(c.size() - 2, 2, "pw") == 0;
+    const std::string shape = c.substr(cnn ? 3 : 0, c.size() - (cnn ? 3 : 0) - (per_window ? 2 : 0));
+    Config config{bench::parse_batch_config(shape), cnn, per_window};
+    config.name = c;
+    runs.push_back(config);
+  }
+  return runs;
+}
+
+// The table of epoch times (ours, and theirs `with_torch`) against the GEMM floor, then what
+// accumulation and mixed precision cost against their plain runs.
+void print_results(const std::vector<Config>& runs, std::map<std::string, std::vector<double>>& ours,
+                   std::map<std::string, std::vector<double>>& theirs, bool with_torch,
+                   const std::function<double(bool)>& floor_s) {
+  fmt::print("\n| batch | Accrue s/epoch (min / median) | samples/s | PyTorch s/epoch (min / median) | PyTorch / Accrue "
+             "(min / median) | Accrue / floor (median) |\n");
+  fmt::print("|---|---|---|---|---|---|\n");
+  for (const Config& c : runs) {
+    const double a_min = min_of(ours[c.name]), a_med = bench::median(ours[c.name]);
+    std::string torch_cols = "not run | - ";
+    if (with_torch) {
+      const double p_min = min_of(theirs[c.name]), p_med = bench::median(theirs[c.name]);
+      torch_cols = fmt::format("{:.2f} / {:.2f} | {:.2f}x / {:.2f}x", p_min, p_med, p_min / a_min, p_med / a_med);
+    }
+    fmt::print("| {} | {:.2f} / {:.2f} | {:.0f} | {} | {:.2f} |\n", c.name, a_min, a_med, 60000 / a_med, torch_cols,
+               a_med / floor_s(c.cnn));
+  }
+  // What accumulation costs: time per sample against the plain batch of the same effective size;
+  // and what mixed precision gains against float32.
+  const auto find = [&](const std::string& n) { return ours.count(n) ? bench::median(ours[n]) : 0.0; };
+  for (const Config& c : runs) {
+    if (c.amp) {
+      const std::string plain = c.name.substr(0, c.name.size() - 3 - (c.per_window ? 2 : 0));
+      if (find(plain) > 0.0)
+        fmt::print("Accrue {} takes {:.2f}x the time of {} in float32{}\n", c.name, find(c.name) / find(plain), plain,
+                   with_torch && theirs.count(plain) ? fmt::format(" (PyTorch: {:.2f}x)", bench::median(theirs[c.name]) / bench::median(theirs[plain]))
+                                                : "");
+      continue;
+    }
+    if (c.accumulate == 1) continue;
+    const std::string plain = (c.cnn ? "cnn" : "") + std::to_string(c.batch * c.accumulate);
+    if (find(plain) > 0.0)
+      fmt::print("Accrue {} costs {:.2f}x the time of batch {} per sample{}\n", c.name, find(c.name) / find(plain), plain,
+                 with_torch && theirs.count(plain) ? fmt::format(" (PyTorch: {:.2f}x)", bench::median(theirs[c.name]) / bench::median(theirs[plain]))
+                                              : "");
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -99,18 +205,8 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   const Device device = Device::parse(device_name);
 
-  Dataset train;
   std::string data_note;
-  try {
-    train = datasets::fashion_mnist(data).train;
-    data_note = "FashionMNIST";
-  } catch (const IoError& e) {
-    Generator gen{0};
-    std::vector<std::int32_t> labels(60000);
-    for (auto& l : labels) l = static_cast<std::int32_t>(gen.below(10));
-    train = Dataset{Tensor::uniform({60000, 1, 28, 28}, 0, 1, &gen), Tensor::from(labels, {60000})};
-    data_note = "random data (FashionMNIST not found)";
-  }
+  const Dataset train = training_data(data, data_note);
 
   const auto& blas = kernels::cpu::openblas();
   const double gemm_rate = large_gemm_rate(device);
@@ -125,47 +221,10 @@ int main(int argc, char** argv) {
   fmt::print("GEMM floor: {}^3 sgemm at {:.0f} GFLOP/s -> MLP {:.2f} s, CNN {:.2f} s per epoch\n",
              device.is_cpu() ? 2048 : 4096, gemm_rate, floor_s(false), floor_s(true));
 
-  std::unique_ptr<bench::PythonWorker> torch;
-  if (!no_pytorch) {
-    // PyTorch's OpenMP threads spin while OpenBLAS's own threads run its GEMMs; on two cores that
-    // oversubscription made it 2 to 4 times slower here. OMP_WAIT_POLICY=PASSIVE was its fastest
-    // 2-thread setting in our measurements, so it is the reference (override with --pytorch-env).
-    std::vector<std::pair<std::string, std::string>> env = {{"BENCH_THREADS", "2"}, {"OMP_WAIT_POLICY", "PASSIVE"}};
-    for (const std::string& kv : pytorch_env) {
-      const auto eq = kv.find('=');
-      if (eq == std::string::npos) throw ValueError("--pytorch-env takes KEY=VALUE, got " + kv);
-      env.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
-    }
-    const char* preset = std::getenv("OPENBLAS_CORETYPE");
-    const std::string core = preset != nullptr ? preset : kernels::cpu::openblas_core_for_this_cpu();
-    if (!core.empty() && device.is_cpu()) env.emplace_back("OPENBLAS_CORETYPE", core);
-    const std::string script = bench::script_beside(argv[0], "pytorch_mlp.py", ACCRUE_BENCH_DIR);
-    try {
-      torch = std::make_unique<bench::PythonWorker>(
-          python, std::vector<std::string>{script, data.empty() ? "/usr/share/datasets/fashion-mnist" : data, device.str()},
-          env);
-      std::string settings;
-      for (const auto& [k, v] : env) settings += fmt::format(" {}={}", k, v);
-      fmt::print("PyTorch: torch {} with{}\n", torch->banner().substr(6), settings);
-    } catch (const Error& e) {
-      fmt::print("PyTorch: not run ({})\n", e.what());
-    }
-  }
-
-  // "cnn" before a BxK[amp] configuration trains the CNN; "pw" after it multiplies the weight
-  // gradients once per window (WeightGradients::per_window).
-  struct Config : bench::BatchConfig {
-    bool cnn = false, per_window = false;
-  };
-  std::vector<Config> runs;
-  for (const std::string& c : configs) {
-    const bool cnn = c.rfind("cnn", 0) == 0;
-    const bool per_window = c.size() > 2 && c.compare(c.size() - 2, 2, "pw") == 0;
-    const std::string shape = c.substr(cnn ? 3 : 0, c.size() - (cnn ? 3 : 0) - (per_window ? 2 : 0));
-    Config config{bench::parse_batch_config(shape), cnn, per_window};
-    config.name = c;
-    runs.push_back(config);
-  }
+  const std::unique_ptr<bench::PythonWorker> torch =
+      no_pytorch ? nullptr : start_pytorch(python, bench::script_beside(argv[0], "pytorch_mlp.py", ACCRUE_BENCH_DIR),
+                                           data, device, pytorch_env);
+  const std::vector<Config> runs = parse_configs(configs);
   const auto torch_epoch = [&](const Config& c) {
     return torch->ask(fmt::format("epoch {} {} {} {}", c.batch, c.accumulate, c.amp ? "amp" : "f32", c.cnn ? "cnn" : "mlp"));
   };
@@ -197,37 +256,6 @@ int main(int argc, char** argv) {
     }
   }
 
-  fmt::print("\n| batch | Accrue s/epoch (min / median) | samples/s | PyTorch s/epoch (min / median) | PyTorch / Accrue "
-             "(min / median) | Accrue / floor (median) |\n");
-  fmt::print("|---|---|---|---|---|---|\n");
-  for (const Config& c : runs) {
-    const double a_min = min_of(ours[c.name]), a_med = bench::median(ours[c.name]);
-    std::string torch_cols = "not run | - ";
-    if (torch) {
-      const double p_min = min_of(theirs[c.name]), p_med = bench::median(theirs[c.name]);
-      torch_cols = fmt::format("{:.2f} / {:.2f} | {:.2f}x / {:.2f}x", p_min, p_med, p_min / a_min, p_med / a_med);
-    }
-    fmt::print("| {} | {:.2f} / {:.2f} | {:.0f} | {} | {:.2f} |\n", c.name, a_min, a_med, 60000 / a_med, torch_cols,
-               a_med / floor_s(c.cnn));
-  }
-  // What accumulation costs: time per sample against the plain batch of the same effective size;
-  // and what mixed precision gains against float32.
-  const auto find = [&](const std::string& n) { return ours.count(n) ? bench::median(ours[n]) : 0.0; };
-  for (const Config& c : runs) {
-    if (c.amp) {
-      const std::string plain = c.name.substr(0, c.name.size() - 3 - (c.per_window ? 2 : 0));
-      if (find(plain) > 0.0)
-        fmt::print("Accrue {} takes {:.2f}x the time of {} in float32{}\n", c.name, find(c.name) / find(plain), plain,
-                   torch && theirs.count(plain) ? fmt::format(" (PyTorch: {:.2f}x)", bench::median(theirs[c.name]) / bench::median(theirs[plain]))
-                                                : "");
-      continue;
-    }
-    if (c.accumulate == 1) continue;
-    const std::string plain = (c.cnn ? "cnn" : "") + std::to_string(c.batch * c.accumulate);
-    if (find(plain) > 0.0)
-      fmt::print("Accrue {} costs {:.2f}x the time of batch {} per sample{}\n", c.name, find(c.name) / find(plain), plain,
-                 torch && theirs.count(plain) ? fmt::format(" (PyTorch: {:.2f}x)", bench::median(theirs[c.name]) / bench::median(theirs[plain]))
-                                              : "");
-  }
+  print_results(runs, ours, theirs, torch != nullptr, floor_s);
   return 0;
 }
