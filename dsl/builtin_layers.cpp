@@ -11,6 +11,7 @@
 #include "layers/flatten.hpp"
 #include "layers/group_norm.hpp"
 #include "layers/layer_norm.hpp"
+#include "layers/merge.hpp"
 #include "layers/normalization.hpp"
 #include "layers/pooling.hpp"
 #include "layers/recurrent.hpp"
@@ -24,6 +25,19 @@ namespace {
 template <class L, class... A>
 std::unique_ptr<Layer> made(A&&... args) {
   return std::make_unique<L>(std::forward<A>(args)...);
+}
+
+// Keras's merge layers (layers/merge.hpp).
+void add_merge_layers(std::map<std::string, LayerFactory>& table) {
+  table["Add"] = [](const ConfigReader&, auto) { return made<layers::Add>(); };
+  table["Subtract"] = [](const ConfigReader&, auto) { return made<layers::Subtract>(); };
+  table["Multiply"] = [](const ConfigReader&, auto) { return made<layers::Multiply>(); };
+  table["Average"] = [](const ConfigReader&, auto) { return made<layers::Average>(); };
+  table["Maximum"] = [](const ConfigReader&, auto) { return made<layers::Maximum>(); };
+  table["Minimum"] = [](const ConfigReader&, auto) { return made<layers::Minimum>(); };
+  table["Concatenate"] = [](const ConfigReader& c, auto) {
+    return made<layers::Concatenate>(layers::Concatenate::from_config(c));
+  };
 }
 
 }  // namespace
@@ -76,6 +90,7 @@ std::map<std::string, LayerFactory> builtin_layers() {
   table["TransformerBlock"] = [](const ConfigReader& c, auto) {
     return made<layers::TransformerBlock>(layers::TransformerBlock::from_config(c));
   };
+  add_merge_layers(table);
   table["Residual"] = [](const ConfigReader&, std::vector<std::unique_ptr<Layer>> inner) {
     ACCRUE_CHECK(!inner.empty(), "a saved Residual holds no layers");
     return made<layers::Residual>(std::move(inner));

@@ -23,7 +23,7 @@
 
 namespace accrue {
 
-class Sequential;
+class Model;
 class StepPlan;
 struct PlanChoice;
 namespace distributed {
@@ -37,7 +37,7 @@ class Recipe;
 
 /// What a callback sees of the run, from on_train_begin on.
 struct TrainingContext {
-  Sequential* model = nullptr;
+  Model* model = nullptr;
   optim::Optimizer* optimizer = nullptr;
   const optim::Recipe* recipe = nullptr;
   const StepPlan* plan = nullptr;

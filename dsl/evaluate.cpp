@@ -5,7 +5,7 @@
 #include "../datasets/device_batches.hpp"
 #include "../datasets/loader.hpp"
 #include "layers/batch_norm.hpp"
-#include "sequential.hpp"
+#include "model.hpp"
 #include "../framework/autograd/autograd.hpp"
 #include "../framework/distributed/communicator.hpp"
 #include "../framework/ops/ops.hpp"
@@ -25,7 +25,7 @@ Tensor batch_loss(const Loss& loss, const Dataset& data, const Batch& batch, con
 
 }  // namespace
 
-void Sequential::update_batch_norm(const Dataset& data, std::int64_t batch_size) {
+void Model::update_batch_norm(const Dataset& data, std::int64_t batch_size) {
   ACCRUE_CHECK(batch_size >= 1, "update_batch_norm: batch_size must be at least 1, got {}", batch_size);
   ACCRUE_CHECK(!data.empty(), "update_batch_norm: the dataset '{}' is empty", data.name());
   if (!built_) build(data.sample_shape());
@@ -50,7 +50,7 @@ void Sequential::update_batch_norm(const Dataset& data, std::int64_t batch_size)
   for (layers::BatchNorm* bn : norms) bn->recompute_statistics(false);
 }
 
-Evaluation Sequential::evaluate(const Dataset& data, const EvaluateOptions& options) {
+Evaluation Model::evaluate(const Dataset& data, const EvaluateOptions& options) {
   check_compiled("evaluate()");
   ACCRUE_CHECK(options.batch_size >= 1, "evaluate: batch_size must be at least 1, got {}", options.batch_size);
   ACCRUE_CHECK(!data.empty(), "evaluate: the dataset '{}' is empty", data.name());

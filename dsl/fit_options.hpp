@@ -68,7 +68,7 @@ struct FitOptions {
   /// samples' weighted sum divided by their number, as one batch of them would have it, also over
   /// processes. The metrics stay unweighted, as Keras's `metrics=`.
   std::map<std::int64_t, float> class_weight = {};
-  /// Recompute the layers this policy picks (Sequential::recompute; the model keeps it after fit);
+  /// Recompute the layers this policy picks (Model::recompute; the model keeps it after fit);
   /// none: as the model is.
   std::optional<RecomputePolicy> recompute = {};
   /// The memory planner's search (PlannerOptions): only under a memory budget or limit.

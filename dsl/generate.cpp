@@ -1,10 +1,10 @@
-// Sequential::generate: sampling from a causal language model, one token at a time.
+// Model::generate: sampling from a causal language model, one token at a time.
 
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 
-#include "sequential.hpp"
+#include "model.hpp"
 #include "../framework/autograd/autograd.hpp"
 #include "../framework/core/random.hpp"
 
@@ -36,12 +36,12 @@ std::int32_t pick(std::vector<float> logits, const GenerateOptions& options, Gen
 
 }  // namespace
 
-std::vector<std::int32_t> Sequential::generate(const std::vector<std::int32_t>& prompt, const GenerateOptions& options) {
-  ACCRUE_CHECK(built_ && input_shape_->rank() == 1,
+std::vector<std::int32_t> Model::generate(const std::vector<std::int32_t>& prompt, const GenerateOptions& options) {
+  ACCRUE_CHECK(built_ && input_shape()->rank() == 1,
                "generate: model '{}' must be built for samples of T tokens (layers::Input{{T}}), got {}", name_,
-               built_ ? input_shape_->str() : std::string("an unbuilt model"));
+               built_ ? input_shape()->str() : std::string("an unbuilt model"));
   const Shape out = output_shape();
-  const std::int64_t T = (*input_shape_)[0];
+  const std::int64_t T = (*input_shape())[0];
   ACCRUE_CHECK_SHAPE(out.rank() == 2 && out[0] == T,
                      "generate: model '{}' gives samples of shape {}; a language model gives (T, vocabulary) = ({}, V)",
                      name_, out, T);

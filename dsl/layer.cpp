@@ -1,12 +1,15 @@
 #include "layer.hpp"
 
+#include <limits>
+
 #include "../framework/core/error.hpp"
+#include "../framework/core/random.hpp"
 
 namespace accrue {
 
 Layer::Layer(const Layer& other)
     : name_(other.name_),
-      input_shape_(other.input_shape_),
+      input_shapes_(other.input_shapes_),
       output_shape_(other.output_shape_),
       built_(other.built_),
       training_(other.training_),
@@ -124,21 +127,87 @@ std::int64_t Layer::parameter_count() const {
   return n;
 }
 
+namespace {
+std::string shapes_str(const std::vector<Shape>& shapes) {
+  if (shapes.size() == 1) return shapes[0].str();
+  std::vector<std::string> each;
+  for (const Shape& s : shapes) each.push_back(s.str());
+  return fmt::format("{}", fmt::join(each, " and "));
+}
+}  // namespace
+
+std::string InputCount::str() const {
+  if (min == max) return std::to_string(min);
+  if (max == std::numeric_limits<std::size_t>::max()) return fmt::format("{} or more", min);
+  return fmt::format("{} to {}", min, max);
+}
+
+const Shape& Layer::input_shape() const {
+  static const Shape none;
+  return input_shapes_.empty() ? none : input_shapes_.front();
+}
+
 void Layer::ensure_built(const Shape& input_shape, Generator& generator) {
+  ensure_built_inputs({input_shape}, generator);
+}
+
+void Layer::ensure_built_inputs(const std::vector<Shape>& input_shapes, Generator& generator) {
+  const std::string samples = input_shapes.size() == 1 ? "input samples" : "inputs' samples";
   if (built_) {
-    if (!(input_shape == input_shape_))
-      throw ShapeError(fmt::format("{} was built for input samples of shape {} and now gets {}", describe(),
-                                   input_shape_, input_shape));
+    if (input_shapes != input_shapes_)
+      throw ShapeError(fmt::format("{} was built for {} of shape {} and now gets {}", describe(), samples,
+                                   shapes_str(input_shapes_), shapes_str(input_shapes)));
     return;
   }
+  ACCRUE_CHECK_SHAPE(input_count().admits(input_shapes.size()), "{} takes {} input{}, not {}", describe(),
+                     input_count().str(), input_count().max == 1 ? "" : "s", input_shapes.size());
   try {
-    output_shape_ = build(input_shape, generator);
+    output_shape_ = build_inputs(input_shapes, generator);
   } catch (Error& e) {
-    e.prepend(fmt::format("building {} for input samples of shape {}: ", describe(), input_shape));
+    e.prepend(fmt::format("building {} for {} of shape {}: ", describe(), samples, shapes_str(input_shapes)));
     throw;
   }
-  input_shape_ = input_shape;
+  input_shapes_ = input_shapes;
   built_ = true;
+}
+
+Shape Layer::build_inputs(const std::vector<Shape>& input_shapes, Generator& generator) {
+  return build(input_shapes.at(0), generator);
+}
+
+Tensor Layer::forward_inputs(const std::vector<Tensor>& xs) {
+  ACCRUE_CHECK(xs.size() == 1, "{} takes one input, not {}", describe(), xs.size());
+  return forward(xs[0]);
+}
+
+std::string Layer::to_onnx_inputs(onnx::Graph& graph, const std::vector<std::string>& xs) const {
+  ACCRUE_CHECK(xs.size() == 1, "{} takes one input, not {}", describe(), xs.size());
+  return to_onnx(graph, xs[0]);
+}
+
+Symbol Layer::operator()(const Symbol& x) { return (*this)(std::vector<Symbol>{x}); }
+
+Symbol Layer::operator()(const std::vector<Symbol>& xs) {
+  if (!called_) called_ = std::shared_ptr<Layer>(clone());
+  return detail::call_layer(called_, xs);
+}
+
+// Put in a Sequential: one input, which ensure_built and forward_inputs refuse with the count.
+Shape MultiInputLayer::build(const Shape& input_shape, Generator& generator) {
+  return build_inputs({input_shape}, generator);
+}
+
+Tensor MultiInputLayer::forward(const Tensor& x) { return forward_inputs({x}); }
+
+Shape MultiInputLayer::build_inputs(const std::vector<Shape>& input_shapes, Generator& generator) {
+  ACCRUE_CHECK_SHAPE(input_count().admits(input_shapes.size()), "{} takes {} inputs, not {}", describe(),
+                     input_count().str(), input_shapes.size());
+  return build(input_shapes, generator);
+}
+
+Tensor MultiInputLayer::forward_inputs(const std::vector<Tensor>& xs) {
+  ACCRUE_CHECK(input_count().admits(xs.size()), "{} takes {} inputs, not {}", describe(), input_count().str(), xs.size());
+  return forward(xs);
 }
 
 std::string Layer::describe() const {
@@ -180,5 +249,33 @@ Tensor& Layer::add_buffer(std::string name, Tensor value) {
   buffer_origins_.push_back({});
   return buffers_.back().second;
 }
+
+namespace detail {
+
+Symbol call_layer(const std::shared_ptr<Layer>& layer, const std::vector<Symbol>& inputs, std::string key) {
+  std::vector<Shape> shapes;
+  std::vector<std::string> described;
+  for (const Symbol& s : inputs) {
+    ACCRUE_CHECK(s.node() != nullptr, "{} called on a symbol that was moved from", layer->describe());
+    shapes.push_back(s.shape());
+    described.push_back(s.describe());
+  }
+  try {
+    ACCRUE_CHECK_SHAPE(!inputs.empty(), "called on no inputs");
+    layer->ensure_built_inputs(shapes, default_generator());
+  } catch (Error& e) {
+    e.prepend(fmt::format("{} called on {}: ", layer->describe(), fmt::join(described, " and ")));
+    throw;
+  }
+  auto node = std::make_shared<SymbolNode>();
+  node->layer = layer;
+  node->inputs = inputs;
+  node->shape = layer->output_shape();
+  node->key = std::move(key);
+  node->made_by = layer->describe();
+  return Symbol(std::move(node));
+}
+
+}  // namespace detail
 
 }  // namespace accrue

@@ -3,21 +3,25 @@
 //
 // Ownership. A layer is a value until it is put into a model: `Sequential{layers::Dense{512}, ...}`
 // moves (or copies) each layer into the model, which owns it from then on and for its whole life.
-// Reach a model's layers through `model.layer(i)` or `model.layer<layers::Dense>(i)`: references
-// that stay valid as long as the model. A layer belongs to one model; copying a built layer copies
-// its configuration and shares nothing.
+// A layer called on symbols (`layers::Dense{64}(x)`, Keras's functional API, model.hpp) puts a copy
+// of itself in the graph, which every later call of the same object uses: a layer object called
+// twice shares its weights, and the models made of that graph share it. Reach a model's layers
+// through `model.layer(i)`, `model.layer("dense_1")` or `model.layer<layers::Dense>(i)`: references
+// that stay valid as long as the model. Copying a built layer copies its configuration and weights
+// and shares nothing.
 //
 // Lifecycle. A layer is created with its configuration only (`Dense{512}` knows its output size,
 // not its input size). The model calls build() once with the shape of one input sample (no batch
-// dimension), when that shape becomes known (layers::Input, Sequential::build, or the first batch
-// of fit), as Keras does; build() creates the parameters and returns the output sample shape.
+// dimension), when that shape becomes known (layers::Input, a call on a symbol, Sequential::build,
+// or the first batch of fit), as Keras does; build() creates the parameters and returns the output sample shape.
 // forward() then runs on batches, with the batch dimension first.
 //
 // Writing a layer. Derive from Layer, implement type_name(), build() and forward() with ops from
 // <accrue/framework/ops/ops.hpp>; autograd records the backward pass, so none is written. Register
 // parameters with add_parameter() in build(). A layer made of layers (TransformerBlock, Residual)
 // registers them with add_child() and builds them with build_child(): their parameters appear in
-// its own under "child_name.", as PyTorch names a module's submodules' parameters.
+// its own under "child_name.", as PyTorch names a module's submodules' parameters. A layer that
+// takes several inputs (merges, a gate of your own) derives from MultiInputLayer.
 
 #include <algorithm>
 #include <concepts>
@@ -34,11 +38,12 @@
 #include "../framework/core/non_copyable.hpp"
 #include "../framework/core/random.hpp"
 #include "../framework/core/tensor.hpp"
+#include "symbol.hpp"
 
 namespace accrue {
 
 /// What one layer holds while a batch goes forward and backward in training, for memory plans
-/// (Sequential::memory_plan): which tensors it keeps for backward and what it allocates on the way.
+/// (Model::memory_plan): which tensors it keeps for backward and what it allocates on the way.
 struct LayerMemoryUse {
   /// The output's dtype.
   DType output_dtype = DType::f32;
@@ -136,6 +141,14 @@ class ReplayScope : NonCopyable {
   static bool active();
 };
 
+/// How many inputs a layer takes: one for most, at least two for a merge.
+struct InputCount {
+  std::size_t min = 1, max = 1;
+  bool admits(std::size_t n) const { return n >= min && n <= max; }
+  /// "1", "2", "2 or more", "2 to 3".
+  std::string str() const;
+};
+
 class Layer {
  public:
   virtual ~Layer() = default;
@@ -151,6 +164,23 @@ class Layer {
   virtual Shape build(const Shape& input_shape, Generator& generator);
   /// The output for a batch x (batch dimension first).
   virtual Tensor forward(const Tensor& x) = 0;
+
+  /// The layer called on symbols of a model being written (model.hpp): builds it for their shapes
+  /// and returns its output's symbol. The first call puts a copy of this layer in the graph and
+  /// every later call of this object uses that copy, so that its weights are shared. Throws
+  /// ShapeError naming the layer and its inputs' shapes when they do not fit.
+  Symbol operator()(const Symbol& x);
+  /// The same for a layer that takes several inputs (`layers::Add{}({a, b})`).
+  Symbol operator()(const std::vector<Symbol>& xs);
+  /// The copy in the graph that calls of this object use (null before the first call).
+  const std::shared_ptr<Layer>& called() const { return called_; }
+
+  /// How many inputs it takes: one, except a MultiInputLayer's.
+  virtual InputCount input_count() const { return {}; }
+  /// build() and forward() for a list of inputs, as a model's graph calls every layer: one input's
+  /// for a one-input layer; MultiInputLayer's own.
+  virtual Shape build_inputs(const std::vector<Shape>& input_shapes, Generator& generator);
+  virtual Tensor forward_inputs(const std::vector<Tensor>& xs);
 
   /// Parameters with their names inside the layer ("weight", "bias"), in PyTorch's order.
   const std::vector<std::pair<std::string, Tensor>>& named_parameters() const { return parameters_; }
@@ -180,6 +210,8 @@ class Layer {
   /// (batch first), and returns its output's name (onnx.hpp). Built-in layers have one; the default
   /// throws ValueError naming the layer, so a layer of your own is exported once it overrides this.
   virtual std::string to_onnx(onnx::Graph& graph, const std::string& x) const;
+  /// The same for a list of inputs: to_onnx's for a one-input layer; MultiInputLayer's own.
+  virtual std::string to_onnx_inputs(onnx::Graph& graph, const std::vector<std::string>& xs) const;
 
   /// True for layers whose output depends on statistics of the batch (batch normalization): under
   /// gradient accumulation they see each micro-batch, not the effective batch, and training warns.
@@ -207,8 +239,8 @@ class Layer {
   void for_each_layer(const std::function<void(Layer&)>& f);
 
   bool built() const { return built_; }
-  /// Sample shapes seen at build (valid once built).
-  const Shape& input_shape() const { return input_shape_; }
+  /// Sample shapes seen at build (valid once built; the first input's for a MultiInputLayer).
+  const Shape& input_shape() const;
   const Shape& output_shape() const { return output_shape_; }
 
   /// Random numbers for this layer's forward (dropout masks): the owning model's generator, or
@@ -219,6 +251,9 @@ class Layer {
 
   /// Builds once; a second call with another shape throws ShapeError naming both shapes. Used by models.
   void ensure_built(const Shape& input_shape, Generator& generator);
+  void ensure_built_inputs(const std::vector<Shape>& input_shapes, Generator& generator);
+  /// The sample shape of each input seen at build (one for most layers).
+  const std::vector<Shape>& input_shapes() const { return input_shapes_; }
   /// "layer 2 'dense_1' (Dense)"-style identity for messages.
   std::string describe() const;
 
@@ -259,11 +294,40 @@ class Layer {
   std::vector<Origin> parameter_origins_, buffer_origins_;
   std::vector<std::pair<std::string, std::unique_ptr<Layer>>> children_;
   std::string name_;
-  Shape input_shape_, output_shape_;
+  std::vector<Shape> input_shapes_;
+  Shape output_shape_;
   Generator* generator_ = nullptr;
+  // The copy that calls on symbols use; a copy of this layer is a new layer and does not share it.
+  std::shared_ptr<Layer> called_;
   bool built_ = false;
   bool training_ = true;
   bool trainable_ = true;
+};
+
+namespace detail {
+/// `layer` called on `inputs`: checks how many it takes, builds it for their shapes (with the
+/// default generator: accrue::manual_seed first for repeatable weights), and returns its output's
+/// symbol. `key` as in SymbolNode. Throws ShapeError naming the layer and its inputs' shapes.
+Symbol call_layer(const std::shared_ptr<Layer>& layer, const std::vector<Symbol>& inputs, std::string key = {});
+}  // namespace detail
+
+/// A layer that takes several inputs: the merges (layers/merge.hpp), or a layer of your own that
+/// combines tensors (`class Gate final : public LayerBase<Gate, "Gate", MultiInputLayer>`): it says
+/// how many it takes and implements build() and forward() for a list of them. It is called on
+/// symbols of a functional model (`Gate{}({x, y})`), not put in a Sequential.
+class MultiInputLayer : public Layer {
+ public:
+  /// Creates the parameters for inputs of these sample shapes (as many as input_count() admits)
+  /// and returns the output sample shape; throws ShapeError naming the shapes that do not fit.
+  virtual Shape build(const std::vector<Shape>& input_shapes, Generator& generator) = 0;
+  /// The output for a batch of each input (batch dimension first).
+  virtual Tensor forward(const std::vector<Tensor>& xs) = 0;
+  InputCount input_count() const override { return {2, 2}; }
+
+  Shape build(const Shape& input_shape, Generator& generator) final;
+  Tensor forward(const Tensor& x) final;
+  Shape build_inputs(const std::vector<Shape>& input_shapes, Generator& generator) final;
+  Tensor forward_inputs(const std::vector<Tensor>& xs) final;
 };
 
 /// A layer's type name as a template argument: `LayerBase<Dense, "Dense">`.

@@ -38,7 +38,7 @@ struct CrossEntropy {
   /// The reduced loss, as nn.CrossEntropyLoss(...)(logits, labels).
   Tensor operator()(const Tensor& logits, const Tensor& labels) const;
   std::string name() const { return "CrossEntropy"; }
-  /// Its options, which a saved model keeps (Sequential::save).
+  /// Its options, which a saved model keeps (Model::save).
   LayerConfig config() const;
   static CrossEntropy from_config(const ConfigReader& c);
 };

@@ -1,6 +1,6 @@
 #pragma once
 // A model's memory for one training step, predicted from shapes, dtypes and the optimizer before
-// anything runs: Sequential::memory_plan(micro_batch), the walk in dsl/memory_planner.cpp.
+// anything runs: Model::memory_plan(micro_batch), the walk in dsl/memory_planner.cpp.
 
 #include <array>
 #include <cstdint>
@@ -26,7 +26,8 @@ struct MemoryPlan {
   /// The predicted peak of everything at once (not the sum of the category peaks, which fall at
   /// different moments).
   std::size_t peak_total = 0;
-  /// What each layer keeps for backward at this micro-batch (bytes), in model order.
+  /// What each node of the graph keeps for backward at this micro-batch (bytes), in the graph's
+  /// order: a Sequential's layers in order.
   std::vector<std::size_t> kept_by_layer;
 
   std::size_t peak_of(MemoryCategory c) const { return peak[static_cast<int>(c)]; }
@@ -35,7 +36,7 @@ struct MemoryPlan {
 };
 
 /// What mixed precision changes in a plan: the plan as compiled (`mixed`) and the same step in
-/// float32 (Sequential::precision_effect).
+/// float32 (Model::precision_effect).
 struct PrecisionEffect {
   MemoryPlan mixed, float32;
   /// One sentence on why the planned peak went up or down against float32, by category: "bfloat16

@@ -1,8 +1,9 @@
-// Sequential::memory_plan: a walk through one training step over sizes only. Each layer says what
-// it keeps for backward and what it allocates on the way (Layer::memory_use); the walk tracks the
-// storage of every tensor between layers (a view shares its input's), frees what nobody keeps, and
-// records the peak of each category and of the total at every point where memory is allocated:
-// each layer's forward, the loss, each layer's backward, and the optimizer step.
+// Model::memory_plan: a walk through one training step over sizes only, node by node of the
+// model's graph. Each layer says what it keeps for backward and what it allocates on the way
+// (Layer::memory_use); the walk tracks the storage of every value of the graph (a view shares its
+// input's), frees what nobody keeps once its last reader is done (a skip connection's tensor lives
+// until its merge), and records the peak of each category and of the total at every point where
+// memory is allocated: each node's forward, the loss, each node's backward, and the optimizer step.
 
 #include <algorithm>
 #include <array>
@@ -11,7 +12,7 @@
 #include <vector>
 
 #include "memory_plan.hpp"
-#include "sequential.hpp"
+#include "model.hpp"
 
 namespace accrue {
 
@@ -26,6 +27,7 @@ constexpr int kData = static_cast<int>(MemoryCategory::data);
 
 struct PlannedStorage {
   std::size_t bytes = 0;
+  bool data = false;   // a batch's input: data, never freed by the step
   bool kept = false;   // saved for backward: an activation until its last user's backward
   bool alive = true;
 };
@@ -37,7 +39,7 @@ struct ParameterBytes {
   std::vector<std::size_t> of_layer;
 };
 
-ParameterBytes parameter_bytes(const std::vector<std::unique_ptr<Layer>>& layers) {
+ParameterBytes parameter_bytes(const std::vector<std::shared_ptr<Layer>>& layers) {
   ParameterBytes bytes;
   bytes.of_layer.assign(layers.size() + 1, 0);
   for (std::size_t i = 1; i <= layers.size(); ++i) {
@@ -51,49 +53,61 @@ ParameterBytes parameter_bytes(const std::vector<std::unique_ptr<Layer>>& layers
   return bytes;
 }
 
-// The tensors between layers (0 is the batch, i the output of layer i) and what each layer does
-// with them at one micro-batch.
-struct LayerChain {
+// The graph's values (0..inputs-1 the batch's inputs, inputs+k the output of node k) and what each
+// node's layer does with them at one micro-batch. A Sequential is the chain where node k reads
+// value k.
+struct PlannedGraph {
   std::int64_t micro_batch = 0;
-  std::vector<LayerMemoryUse> uses;  // uses[i] of layer i
-  std::vector<Shape> shapes;
+  std::size_t inputs = 1;
+  std::vector<std::vector<std::size_t>> reads;  // per node: the values it reads
+  std::vector<std::size_t> layer_of;            // per node: its layer (1-based, as ParameterBytes)
+  std::vector<LayerMemoryUse> uses;             // per node
+  std::vector<Shape> shapes;                    // per value
   std::vector<DType> dtypes;
   std::vector<bool> needs_grad;
+  std::vector<std::size_t> outputs;  // values
 
-  std::size_t layers() const { return uses.size() - 1; }
-  std::size_t bytes(std::size_t i) const {
-    return static_cast<std::size_t>(micro_batch * shapes[i].numel()) * dtype_size(dtypes[i]);
+  std::size_t nodes() const { return uses.size(); }
+  std::size_t value(std::size_t node) const { return inputs + node; }
+  std::size_t bytes(std::size_t v) const {
+    return static_cast<std::size_t>(micro_batch * shapes[v].numel()) * dtype_size(dtypes[v]);
+  }
+  // A node's output and its (first) input.
+  std::size_t out_bytes(std::size_t node) const { return bytes(value(node)); }
+  std::size_t in_bytes(std::size_t node) const { return bytes(reads[node][0]); }
+  bool input_needs_grad(std::size_t node) const {
+    return std::any_of(reads[node].begin(), reads[node].end(), [&](std::size_t v) { return needs_grad[v]; });
   }
 };
 
-// A recomputed segment, layers first..last of the chain (Sequential::recompute): forward keeps only
-// its input; inside its backward its layers' forward runs again, layer j's scratch and output
-// beside the activations of layers first..j-1 made again so far (the segment's last layer records
-// that forward's largest moment), then those of layers first..j are alive while layer j's backward
+// A recomputed segment, nodes first..last of a chain in the graph (Model::recompute): forward keeps
+// only its input; inside its backward its layers' forward runs again, node j's scratch and output
+// beside the activations of nodes first..j-1 made again so far (the segment's last node records
+// that forward's largest moment), then those of nodes first..j are alive while node j's backward
 // runs; the recomputed output lives through the whole segment's backward.
-void recompute_segment(LayerChain& chain, std::size_t first, std::size_t last) {
-  const std::vector<LayerMemoryUse> original(chain.uses.begin() + static_cast<std::ptrdiff_t>(first),
-                                             chain.uses.begin() + static_cast<std::ptrdiff_t>(last + 1));
+void recompute_segment(PlannedGraph& g, std::size_t first, std::size_t last) {
+  const std::vector<LayerMemoryUse> original(g.uses.begin() + static_cast<std::ptrdiff_t>(first),
+                                             g.uses.begin() + static_cast<std::ptrdiff_t>(last + 1));
   const auto before = [&](std::size_t j) -> const LayerMemoryUse& { return original[j - first]; };
   std::size_t alive = 0, forward_kept = 0, forward_scratch = 0, largest_forward = 0;
   bool input_kept = true;  // the segment's input is the node's
   for (std::size_t j = first; j <= last; ++j) {
     const LayerMemoryUse& o = before(j);
-    // Layer j's forward: its scratch and output, and its input while it runs when nothing keeps it.
-    const std::size_t scratch = o.forward_scratch + chain.bytes(j) + (input_kept || o.output_is_view ? 0 : chain.bytes(j - 1));
+    // Node j's forward: its scratch and output, and its input while it runs when nothing keeps it.
+    const std::size_t scratch = o.forward_scratch + g.out_bytes(j) + (input_kept || o.output_is_view ? 0 : g.in_bytes(j));
     if (alive + scratch > forward_kept + forward_scratch) forward_kept = alive, forward_scratch = scratch;
-    largest_forward = std::max(largest_forward, o.forward_scratch + chain.bytes(j));
+    largest_forward = std::max(largest_forward, o.forward_scratch + g.out_bytes(j));
     const bool output_kept = !o.output_is_view && (o.keeps_output || (j < last && before(j + 1).keeps_input));
     input_kept = output_kept || o.output_is_view;
-    alive += o.kept_other + (output_kept ? chain.bytes(j) : 0);
-    LayerMemoryUse& u = chain.uses[j];
-    u.recomputed = chain.needs_grad[j] ? alive : 0;
+    alive += o.kept_other + (output_kept ? g.out_bytes(j) : 0);
+    LayerMemoryUse& u = g.uses[j];
+    u.recomputed = g.needs_grad[g.value(j)] ? alive : 0;
     u.kept_other = u.kept_released_early = 0;
     u.keeps_output = false;
     u.keeps_input = j == first;  // the node keeps the segment's input, whatever its first layer keeps
   }
-  LayerMemoryUse& end = chain.uses[last];
-  if (chain.needs_grad[last]) end.recompute_forward_kept = forward_kept, end.recompute_forward_scratch = forward_scratch;
+  LayerMemoryUse& end = g.uses[last];
+  if (g.needs_grad[g.value(last)]) end.recompute_forward_kept = forward_kept, end.recompute_forward_scratch = forward_scratch;
   if (before(last).keeps_output || before(last).output_is_view) return;
   // Measured (test_memory_plan, the MLP's and the CNN's segments ending in Dense or Conv2d): when the
   // last layer does not keep its output, the last layer's backward runs beside as much again as the
@@ -102,85 +116,62 @@ void recompute_segment(LayerChain& chain, std::size_t first, std::size_t last) {
   end.backward_scratch = std::max(end.backward_scratch, largest_forward);
   end.input_gradient_scratch = std::max(end.input_gradient_scratch, largest_forward);
   for (std::size_t j = first; j <= last; ++j) {
-    chain.uses[j].backward_scratch += chain.bytes(last);
-    if (chain.uses[j].input_gradient_scratch > 0) chain.uses[j].input_gradient_scratch += chain.bytes(last);
+    g.uses[j].backward_scratch += g.out_bytes(last);
+    if (g.uses[j].input_gradient_scratch > 0) g.uses[j].input_gradient_scratch += g.out_bytes(last);
   }
 }
 
-LayerChain layer_chain(const std::vector<std::unique_ptr<Layer>>& layers, const Shape& input, std::int64_t micro_batch,
-                       const std::optional<DType>& autocast, const Device& device, const ParameterBytes& parameters,
-                       bool keeps_packs, const std::vector<std::pair<std::size_t, std::size_t>>& recomputed) {
-  const std::size_t L = layers.size();
-  LayerChain chain{.micro_batch = micro_batch,
-                   .uses = std::vector<LayerMemoryUse>(L + 1),
-                   .shapes = std::vector<Shape>(L + 1),
-                   .dtypes = std::vector<DType>(L + 1, DType::f32),
-                   .needs_grad = std::vector<bool>(L + 1, false)};
-  chain.shapes[0] = input;
-  for (std::size_t i = 1; i <= L; ++i) {
-    const Layer& layer = *layers[i - 1];
-    LayerMemoryUse& use = chain.uses[i];
-    use = layer.memory_use({.input_shape = chain.shapes[i - 1],
-                            .batch = micro_batch,
-                            .input_dtype = chain.dtypes[i - 1],
-                            .autocast = autocast,
-                            .device = device,
-                            .keeps_packs = keeps_packs});
-    chain.shapes[i] = layer.output_shape();
-    chain.dtypes[i] = use.output_dtype;
-    // A layer records its backward (and keeps anything) only when its input needs a gradient or it
-    // has parameters that do; the batch needs none.
-    chain.needs_grad[i] = chain.needs_grad[i - 1] || parameters.of_layer[i] > 0;
-    if (!chain.needs_grad[i]) {
-      use.keeps_input = use.keeps_output = false;
-      use.kept_other = use.recomputed = 0;
-      use.backward_scratch = 0;
-    }
-  }
-  for (const auto& [begin, end] : recomputed) recompute_segment(chain, begin + 1, end);
-  return chain;
-}
-
-// The walk: the bytes of each category now, the storage of every tensor between layers, and the
-// peaks recorded into the plan.
+// The walk: the bytes of each category now, the storage of every value, the gradients waiting for
+// their values' nodes, and the peaks recorded into the plan.
 class StepWalk {
  public:
-  StepWalk(MemoryPlan& plan, const LayerChain& chain, std::array<std::size_t, memory_category_count> at_start)
-      : now_(at_start), plan_(plan), chain_(chain), boundary_(chain.layers() + 1, 0), storages_(1) {
-    // Who keeps which storage: a layer its output or input, the loss the logits (a converted copy
-    // when they are not float32).
-    const std::size_t L = chain.layers();
-    for (std::size_t i = 1; i <= L; ++i) {
-      if (chain.uses[i].output_is_view) {
-        boundary_[i] = boundary_[i - 1];
+  StepWalk(MemoryPlan& plan, const PlannedGraph& graph, std::array<std::size_t, memory_category_count> at_start)
+      : now_(at_start), plan_(plan), g_(graph), storage_of_(graph.inputs + graph.nodes()), grad_(storage_of_.size(), 0) {
+    // The batch's inputs are data, whoever keeps them; a view shares its input's storage.
+    for (std::size_t v = 0; v < g_.inputs; ++v) {
+      storages_.push_back({.bytes = g_.bytes(v), .data = true});
+      storage_of_[v] = v;
+    }
+    for (std::size_t k = 0; k < g_.nodes(); ++k) {
+      if (g_.uses[k].output_is_view) {
+        storage_of_[g_.value(k)] = storage_of_[g_.reads[k][0]];
       } else {
-        storages_.push_back({.bytes = chain.bytes(i)});
-        boundary_[i] = storages_.size() - 1;
+        storages_.push_back({.bytes = g_.out_bytes(k)});
+        storage_of_[g_.value(k)] = storages_.size() - 1;
       }
     }
-    for (std::size_t i = 1; i <= L; ++i) {
-      if (chain.uses[i].keeps_output) storages_[boundary_[i]].kept = true;
-      if (chain.uses[i].keeps_input) storages_[boundary_[i - 1]].kept = true;
+    // Who keeps which storage: a node its output or inputs, the loss the outputs (a converted copy
+    // when they are not float32); when its last reader is done (the loss for an output).
+    last_reader_.assign(storages_.size(), 0);
+    for (std::size_t k = 0; k < g_.nodes(); ++k) {
+      if (g_.uses[k].keeps_output) storages_[storage_of_[g_.value(k)]].kept = true;
+      for (const std::size_t v : g_.reads[k]) {
+        if (g_.uses[k].keeps_input) storages_[storage_of_[v]].kept = true;
+        last_reader_[storage_of_[v]] = std::max(last_reader_[storage_of_[v]], k);
+      }
     }
-    if (!loss_converts()) storages_[boundary_[L]].kept = true;
-    storages_[0].kept = false;  // the batch is data, whoever keeps it
+    for (const std::size_t v : g_.outputs) {
+      if (!converts(v)) storages_[storage_of_[v]].kept = true;
+      last_reader_[storage_of_[v]] = g_.nodes();
+    }
+    for (PlannedStorage& s : storages_)
+      if (s.data) s.kept = false;
   }
 
-  // Each layer's forward: its scratch and output are temporaries while it runs; what it keeps
-  // besides is an activation.
+  // Each node's forward: its scratch and output are temporaries while it runs; what it keeps
+  // besides is an activation. An input's storage goes after its last reader when nothing keeps it.
   void forward() {
-    const std::size_t L = chain_.layers();
-    plan_.kept_by_layer.assign(L, 0);
-    for (std::size_t i = 1; i <= L; ++i) {
-      const LayerMemoryUse& u = chain_.uses[i];
-      const PlannedStorage& out = storages_[boundary_[i]];
+    plan_.kept_by_layer.assign(g_.nodes(), 0);
+    for (std::size_t k = 0; k < g_.nodes(); ++k) {
+      const LayerMemoryUse& u = g_.uses[k];
+      const PlannedStorage& out = storages_[storage_of_[g_.value(k)]];
       const bool new_storage = !u.output_is_view;
       now_[kActivations] += u.kept_other;
       record(u.forward_scratch + (new_storage ? out.bytes : 0));
       if (new_storage) now_[out.kept ? kActivations : kTemporaries] += out.bytes;
-      plan_.kept_by_layer[i - 1] = u.kept_other + (new_storage && out.kept ? out.bytes : 0);
-      // The input's storage goes when nothing keeps it and no later tensor is a view of it.
-      if (boundary_[i - 1] != boundary_[i]) free_if_unkept(boundary_[i - 1]);
+      plan_.kept_by_layer[k] = u.kept_other + (new_storage && out.kept ? out.bytes : 0);
+      for (const std::size_t v : g_.reads[k])
+        if (last_reader_[storage_of_[v]] == k) free_if_unkept(storage_of_[v]);
     }
   }
 
@@ -189,39 +180,60 @@ class StepWalk {
     loss_kept_ = kept;
     now_[kActivations] += kept;
     record();
-    free_if_unkept(boundary_[chain_.layers()]);
+    for (const std::size_t v : g_.outputs) free_if_unkept(storage_of_[v]);
   }
 
-  // Backward, from the loss: the gradient of the logits (`logits_f32` bytes), then each layer's;
-  // layer i's float32 gradients appear with its backward unless `accumulating` already has them.
-  void backward(std::size_t logits_f32, const ParameterBytes& parameters, bool accumulating) {
-    std::size_t grad_out = logits_f32;
-    record(grad_out);
+  // Backward, from the loss: the gradient of each output's logits in float32 (`logits_f32` bytes
+  // each), then each node's, in reverse; a value read by several nodes gathers their gradients in
+  // one buffer, which lives until its own node's backward. A layer's float32 gradients appear with
+  // its (first) backward unless `accumulating` already has them.
+  void backward(const std::vector<std::size_t>& logits_f32, const ParameterBytes& parameters, bool accumulating) {
+    std::size_t logits = 0;
+    for (const std::size_t b : logits_f32) logits += b;
+    record(logits);
     now_[kActivations] -= loss_kept_;
-    if (loss_converts()) grad_out = storages_[boundary_[chain_.layers()]].bytes;  // cast back to the logits' dtype
-    for (std::size_t i = chain_.layers(); i >= 1; --i) {
-      const LayerMemoryUse& u = chain_.uses[i];
-      if (!accumulating) now_[kGradients] += parameters.of_layer[i];
-      // The gradient of the input: none for the batch, a view for a view.
-      const bool input_gradient = chain_.needs_grad[i - 1];
-      const std::size_t grad_in = !input_gradient || u.output_is_view ? 0 : chain_.bytes(i - 1);
+    for (std::size_t o = 0; o < g_.outputs.size(); ++o) {
+      const std::size_t v = g_.outputs[o];
+      grad_[v] = converts(v) ? storages_[storage_of_[v]].bytes : logits_f32[o];  // cast back to the logits' dtype
+    }
+    std::vector<bool> has_gradients(parameters.of_layer.size(), false);
+    for (std::size_t k = g_.nodes(); k-- > 0;) {
+      const LayerMemoryUse& u = g_.uses[k];
+      const std::size_t v = g_.value(k);
+      const std::size_t layer = g_.layer_of[k];
+      if (!accumulating && !has_gradients[layer]) now_[kGradients] += parameters.of_layer[layer];
+      has_gradients[layer] = true;
+      const std::size_t grad_out = grad_[v];
+      std::size_t others = 0;
+      for (const std::size_t w : grad_) others += w;
+      others -= grad_out;
+      // The gradients of the inputs: none for the batch, a view for a view.
+      const bool input_gradient = g_.input_needs_grad(k);
+      std::size_t grad_in = 0;
+      if (!u.output_is_view)
+        for (const std::size_t r : distinct(g_.reads[k]))
+          if (g_.needs_grad[r]) grad_in += g_.bytes(r);
       now_[kActivations] -= u.kept_released_early;
-      // An output the layer does not keep went with the backward of the layer after it, which kept it.
-      if (!u.output_is_view && !u.keeps_output) release(storages_[boundary_[i]]);
+      // An output the node does not keep went with the backward of its readers, which kept it.
+      if (!u.output_is_view && !u.keeps_output) release(storages_[storage_of_[v]]);
       const std::size_t scratch = input_gradient ? u.scratch_with_input_gradient() : u.backward_scratch;
       if (u.recompute_forward_scratch > 0) {  // a segment's forward made again, beside the output's gradient
         now_[kActivations] += u.recompute_forward_kept;
-        record(grad_out + u.recompute_forward_scratch);
+        record(others + grad_out + u.recompute_forward_scratch);
         now_[kActivations] -= u.recompute_forward_kept;
       }
       now_[kActivations] += u.recomputed;
-      if (chain_.needs_grad[i]) record(grad_out + grad_in + scratch);
+      if (g_.needs_grad[v]) record(others + grad_out + grad_in + scratch);
       now_[kActivations] -= u.recomputed;
       // Its saved tensors are released; its output's last user is done.
       now_[kActivations] -= u.kept_other - u.kept_released_early;
+      grad_[v] = 0;
       if (!u.output_is_view) {
-        release(storages_[boundary_[i]]);
-        grad_out = grad_in;
+        release(storages_[storage_of_[v]]);
+        for (const std::size_t r : g_.reads[k])
+          if (g_.needs_grad[r]) grad_[r] = g_.bytes(r);
+      } else if (grad_[g_.reads[k][0]] == 0) {
+        grad_[g_.reads[k][0]] = grad_out;
       }
     }
   }
@@ -236,10 +248,16 @@ class StepWalk {
   }
 
  private:
-  bool loss_converts() const { return chain_.dtypes[chain_.layers()] != DType::f32; }
+  bool converts(std::size_t v) const { return g_.dtypes[v] != DType::f32; }
+
+  static std::vector<std::size_t> distinct(std::vector<std::size_t> values) {
+    std::sort(values.begin(), values.end());
+    values.erase(std::unique(values.begin(), values.end()), values.end());
+    return values;
+  }
 
   void release(PlannedStorage& s) {
-    if (!s.alive) return;
+    if (!s.alive || s.data) return;
     now_[s.kept ? kActivations : kTemporaries] -= s.bytes;
     s.alive = false;
   }
@@ -247,7 +265,7 @@ class StepWalk {
   // A storage no one keeps goes once its last reader is done (never the batch's: it is data).
   void free_if_unkept(std::size_t storage) {
     PlannedStorage& s = storages_[storage];
-    if (storage == 0 || s.kept || !s.alive) return;
+    if (s.data || s.kept || !s.alive) return;
     now_[kTemporaries] -= s.bytes;
     s.alive = false;
   }
@@ -265,19 +283,98 @@ class StepWalk {
 
   std::array<std::size_t, memory_category_count> now_;
   MemoryPlan& plan_;
-  const LayerChain& chain_;
-  std::vector<std::size_t> boundary_;  // boundary_[i]: the storage of tensor i
+  const PlannedGraph& g_;
   std::vector<PlannedStorage> storages_;
+  std::vector<std::size_t> storage_of_;   // per value
+  std::vector<std::size_t> last_reader_;  // per storage: the last node reading it (nodes(): the loss)
+  std::vector<std::size_t> grad_;         // per value: the bytes of its gradient waiting for its node
   std::size_t loss_kept_ = 0;
 };
 
+// The graph of `nodes` over `inputs` (Model's), each node's memory use asked with `query` for its
+// (first) input. A layer records its backward (and keeps anything) only when an input needs a
+// gradient or it has parameters that do; the batch needs none.
+PlannedGraph planned_graph(const std::vector<std::shared_ptr<Layer>>& layers, const std::vector<detail::GraphInput>& inputs,
+                           const std::vector<detail::GraphNode>& nodes,
+                           const std::vector<std::size_t>& outputs, const ParameterBytes& parameters,
+                           LayerMemoryQuery query) {
+  PlannedGraph graph{.micro_batch = query.batch, .inputs = inputs.size(), .outputs = outputs};
+  for (const auto& in : inputs) {
+    graph.shapes.push_back(*in.shape);
+    graph.dtypes.push_back(DType::f32);  // as the batch arrives; an int32 input is 4 bytes too
+    graph.needs_grad.push_back(false);
+  }
+  for (const auto& node : nodes) {
+    const Layer& layer = *layers[node.layer];
+    query.input_shape = graph.shapes[node.inputs[0]];
+    query.input_dtype = graph.dtypes[node.inputs[0]];
+    LayerMemoryUse use = layer.memory_use(query);
+    bool needs_grad = parameters.of_layer[node.layer + 1] > 0;
+    for (const std::size_t v : node.inputs) needs_grad = needs_grad || graph.needs_grad[v];
+    if (!needs_grad) {
+      use.keeps_input = use.keeps_output = false;
+      use.kept_other = use.recomputed = 0;
+      use.backward_scratch = 0;
+    }
+    graph.reads.push_back(node.inputs);
+    graph.layer_of.push_back(node.layer + 1);
+    graph.uses.push_back(use);
+    graph.shapes.push_back(layer.output_shape());
+    graph.dtypes.push_back(use.output_dtype);
+    graph.needs_grad.push_back(needs_grad);
+  }
+  return graph;
+}
+
+// What accumulating keeps through each window: the weights' low-precision packs, and the rows
+// their float32 gradients wait for when `defers`; once per layer, however often the graph calls it.
+struct WindowKept {
+  std::size_t packs = 0, waiting_rows = 0;
+};
+
+WindowKept window_kept(const PlannedGraph& graph, const ParameterBytes& parameters, bool defers) {
+  WindowKept kept;
+  std::vector<bool> counted(parameters.of_layer.size(), false);
+  for (std::size_t k = 0; k < graph.nodes(); ++k) {
+    const std::size_t l = graph.layer_of[k];
+    if (counted[l]) continue;
+    counted[l] = true;
+    const LayerMemoryUse& u = graph.uses[k];
+    kept.packs += u.kept_packs + (graph.input_needs_grad(k) ? u.kept_packs_for_input_gradient : 0);
+    if (parameters.of_layer[l] > 0 && defers) kept.waiting_rows += u.deferred_gradient_rows;
+  }
+  return kept;
+}
+
+// The loss's share, over the outputs: their targets (data), what it keeps until backward, and
+// each output's gradient of float32 logits.
+struct LossBytes {
+  std::size_t targets = 0, kept = 0;
+  std::vector<std::size_t> logits_f32;
+};
+
+LossBytes loss_bytes(const PlannedGraph& graph, bool cross_entropy) {
+  LossBytes bytes;
+  const auto batch = static_cast<std::size_t>(graph.micro_batch);
+  for (const std::size_t v : graph.outputs) {
+    const Shape& output = graph.shapes[v];
+    // Cross-entropy has a label and a log-sum-exp per row of logits: one per sample, or per token.
+    const std::int64_t rows_per_sample = output.rank() == 0 || output[-1] == 0 ? 1 : output.numel() / output[-1];
+    bytes.targets += batch * (cross_entropy ? 4 * static_cast<std::size_t>(rows_per_sample) : static_cast<std::size_t>(output.numel()) * 4);
+    bytes.logits_f32.push_back(batch * static_cast<std::size_t>(output.numel()) * 4);
+    // The loss keeps float32 logits (converting them when needed) and each row's log-sum-exp.
+    bytes.kept += batch * static_cast<std::size_t>(rows_per_sample) * 4 + (graph.dtypes[v] != DType::f32 ? bytes.logits_f32.back() : 0);
+  }
+  return bytes;
+}
+
 }  // namespace
 
-MemoryPlan Sequential::memory_plan(std::int64_t micro_batch) const {
+MemoryPlan Model::memory_plan(std::int64_t micro_batch) const {
   return memory_plan(micro_batch, compiled() && recipe_.accumulates());
 }
 
-std::optional<std::int64_t> Sequential::fitting_micro_batch(std::int64_t micro_batch, std::size_t limit,
+std::optional<std::int64_t> Model::fitting_micro_batch(std::int64_t micro_batch, std::size_t limit,
                                                             std::size_t live_besides, std::int64_t read_ahead) const {
   for (std::int64_t m = micro_batch / 2; m >= 1; m /= 2)
     if (memory_plan(m, /*accumulating=*/true, /*under_limit=*/true, read_ahead).peak_total + live_besides <= limit)
@@ -285,23 +382,23 @@ std::optional<std::int64_t> Sequential::fitting_micro_batch(std::int64_t micro_b
   return std::nullopt;
 }
 
-bool Sequential::defers_weight_gradients(bool accumulating, const AccumulateOptions& options) const {
+bool Model::defers_weight_gradients(bool accumulating, const AccumulateOptions& options) const {
   const bool capped = (compiled() && recipe_.memory_budget()) || memory_stats(device_).limit != 0;
   return accumulating && options.weight_gradients == WeightGradients::per_window && !capped;
 }
 
-MemoryPlan Sequential::memory_plan(std::int64_t micro_batch, bool accumulates, bool under_limit,
+MemoryPlan Model::memory_plan(std::int64_t micro_batch, bool accumulates, bool under_limit,
                                    std::int64_t read_ahead) const {
   return plan_memory(micro_batch, accumulates, under_limit, read_ahead,
                      compiled() ? recipe_.amp_dtype(device_) : std::nullopt);
 }
 
-PrecisionEffect Sequential::precision_effect(std::int64_t micro_batch, bool accumulating, bool under_limit) const {
+PrecisionEffect Model::precision_effect(std::int64_t micro_batch, bool accumulating, bool under_limit) const {
   return {memory_plan(micro_batch, accumulating, under_limit), plan_memory(micro_batch, accumulating, under_limit, 0, {})};
 }
 
 // The plan with `autocast` (the compiled recipe's, or none for float32).
-MemoryPlan Sequential::plan_memory(std::int64_t micro_batch, bool accumulates, bool under_limit,
+MemoryPlan Model::plan_memory(std::int64_t micro_batch, bool accumulates, bool under_limit,
                                    std::int64_t read_ahead, std::optional<DType> autocast) const {
   ACCRUE_CHECK(micro_batch > 0, "memory_plan: the micro-batch must be positive, got {}", micro_batch);
   ACCRUE_CHECK(read_ahead >= 0, "memory_plan: read_ahead must not be negative, got {}", read_ahead);
@@ -314,49 +411,33 @@ MemoryPlan Sequential::plan_memory(std::int64_t micro_batch, bool accumulates, b
   plan.precision = autocast ? fmt::format("{} autocast", dtype_name(*autocast)) : "float32";
 
   const ParameterBytes parameters = parameter_bytes(layers_);
-  const LayerChain chain =
-      layer_chain(layers_, *input_shape_, micro_batch, autocast, device_, parameters, accumulates, segments_);
-  // Accumulating, fit keeps the weights' low-precision packs through each window, and the rows
-  // their float32 gradients wait for.
+  PlannedGraph graph = planned_graph(layers_, inputs_, nodes_, outputs_, parameters,
+                                     {.batch = micro_batch, .autocast = autocast, .device = device_, .keeps_packs = accumulates});
+  for (const auto& [begin, end] : segments_) recompute_segment(graph, begin, end - 1);
   const AccumulateOptions options = compiled() ? recipe_.accumulate_options() : AccumulateOptions{};
-  const bool defers = !under_limit && defers_weight_gradients(accumulates, options);
-  std::size_t packs = 0, waiting_rows = 0;
-  if (accumulates)
-    for (std::size_t i = 1; i <= layers_.size(); ++i) {
-      packs += chain.uses[i].kept_packs + (chain.needs_grad[i - 1] ? chain.uses[i].kept_packs_for_input_gradient : 0);
-      if (parameters.of_layer[i] > 0 && defers) waiting_rows += chain.uses[i].deferred_gradient_rows;
-    }
-
-  const Shape output = layers_.back()->output_shape();
-  const bool cross_entropy = compiled() && loss_.name() == "CrossEntropy";
-  // Cross-entropy has a label and a log-sum-exp per row of logits: one per sample, or per token.
-  const std::int64_t rows_per_sample = output.rank() == 0 || output[-1] == 0 ? 1 : output.numel() / output[-1];
-  const std::size_t target_bytes = static_cast<std::size_t>(micro_batch) *
-                                   (cross_entropy ? 4 * static_cast<std::size_t>(rows_per_sample)
-                                                  : static_cast<std::size_t>(output.numel()) * 4);
-  const std::size_t logits_f32 = static_cast<std::size_t>(micro_batch * output.numel()) * 4;
-  // The loss keeps float32 logits (converting them when needed) and each row's log-sum-exp.
-  const std::size_t loss_kept = static_cast<std::size_t>(micro_batch * rows_per_sample) * 4 +
-                                (chain.dtypes.back() != DType::f32 ? logits_f32 : 0);
+  const WindowKept window =
+      accumulates ? window_kept(graph, parameters, !under_limit && defers_weight_gradients(accumulates, options)) : WindowKept{};
+  const LossBytes loss = loss_bytes(graph, compiled() && loss_.name() == "CrossEntropy");
+  std::size_t input_bytes = 0;
+  for (const GraphInput& in : inputs_) input_bytes += static_cast<std::size_t>(micro_batch * in.shape->numel()) * 4;
 
   // The optimizer's state per parameter, and the weights' moving average (.ema(), .swa()).
   const int state_tensors =
       compiled() ? recipe_.optimizer().state_tensors().value_or(0) + (recipe_.weight_average() ? 1 : 0) : 0;
   std::array<std::size_t, memory_category_count> at_start{};
-  at_start[kParameters] = parameters.parameters + packs;
+  at_start[kParameters] = parameters.parameters + window.packs;
   at_start[kOptimizer] = static_cast<std::size_t>(state_tensors) * parameters.gradients;
   // The micro-batch training, and those a background queue holds ready.
-  at_start[kData] = static_cast<std::size_t>(1 + read_ahead) *
-                    (static_cast<std::size_t>(micro_batch * input_shape_->numel()) * 4 + target_bytes);
+  at_start[kData] = static_cast<std::size_t>(1 + read_ahead) * (input_bytes + loss.targets);
   // Accumulating, the gradients of earlier micro-batches are there from the start; otherwise each
   // layer's appear with its backward.
-  at_start[kGradients] = (accumulates ? parameters.gradients : 0) + waiting_rows;
+  at_start[kGradients] = (accumulates ? parameters.gradients : 0) + window.waiting_rows;
 
-  StepWalk walk(plan, chain, at_start);
+  StepWalk walk(plan, graph, at_start);
   walk.forward();
-  walk.loss(loss_kept);
-  walk.backward(logits_f32, parameters, accumulates);
-  walk.step(parameters.gradients + waiting_rows);
+  walk.loss(loss.kept);
+  walk.backward(loss.logits_f32, parameters, accumulates);
+  walk.step(parameters.gradients + window.waiting_rows);
   return plan;
 }
 

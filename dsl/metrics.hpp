@@ -94,7 +94,7 @@ class Metric {
  public:
   template <MetricType T>
   Metric(T metric)  // NOLINT: implicit on purpose, so compile() takes {metrics::Accuracy{}}
-      : impl_(std::make_unique<Model<T>>(std::move(metric))) {}
+      : impl_(std::make_unique<Held<T>>(std::move(metric))) {}
 
   void reset() { impl_->reset(); }
   /// `prediction` is the model's output, `target` the batch's targets, `loss_sum` the sum of the
@@ -140,9 +140,9 @@ class Metric {
     virtual void load_state(const std::vector<double>& state) = 0;
   };
   template <class T>
-  struct Model final : Concept {
-    explicit Model(T m) : metric(std::move(m)) {}
-    std::unique_ptr<Concept> clone() const override { return std::make_unique<Model<T>>(metric); }
+  struct Held final : Concept {
+    explicit Held(T m) : metric(std::move(m)) {}
+    std::unique_ptr<Concept> clone() const override { return std::make_unique<Held<T>>(metric); }
     void reset() override { metric.reset(); }
     void update(const Tensor& p, const Tensor& t, double loss_sum) override { metric.update(p, t, loss_sum); }
     double result() const override {

@@ -7,7 +7,7 @@
 
 #include "classification_metrics.hpp"
 #include "layer_registry.hpp"
-#include "sequential.hpp"
+#include "model.hpp"
 #include "../framework/serialization/json_text.hpp"
 #include "../framework/core/utf8.hpp"
 
@@ -343,7 +343,7 @@ ordered_json compile_json(const optim::Recipe& recipe, const Loss& loss, const s
   return j;
 }
 
-std::string compile_from_json(Sequential& model, const ordered_json& j, const Reading& outer) {
+std::string compile_from_json(Model& model, const ordered_json& j, const Reading& outer) {
   const Reading r = outer.at("compile settings");
   if (!j.is_object() || !j.contains("not_saved") || !j["not_saved"].is_array()) r.fail("not an object with \"not_saved\"");
   if (!j["not_saved"].empty()) {

@@ -1,5 +1,5 @@
 #pragma once
-// Inside Sequential::save and load_model (model_file.cpp): configurations as JSON, the errors of a
+// Inside Model::save and load_model (model_file.cpp): configurations as JSON, the errors of a
 // file being read, and the compile settings (optimizer, accumulation, clipping, precision, loss,
 // metrics) written and read back. Not installed: it includes nlohmann's JSON.
 
@@ -14,7 +14,7 @@
 #include "../framework/optim/recipe.hpp"
 
 namespace accrue {
-class Sequential;
+class Model;
 }
 
 namespace accrue::detail {
@@ -43,6 +43,6 @@ LayerConfig config_of(const ordered_json& j, const Reading& r);
 ordered_json compile_json(const optim::Recipe& recipe, const Loss& loss, const std::vector<Metric>& metrics);
 /// Compiles `model` as compile_json described, when every part was saved; otherwise leaves it
 /// uncompiled and returns why (empty once compiled). Fails naming the option that is damaged.
-std::string compile_from_json(Sequential& model, const ordered_json& j, const Reading& r);
+std::string compile_from_json(Model& model, const ordered_json& j, const Reading& r);
 
 }  // namespace accrue::detail

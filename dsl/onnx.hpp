@@ -1,5 +1,5 @@
 #pragma once
-// ONNX export: a built Sequential as an ONNX file (opset 17, IR 8) that ONNX Runtime, TensorRT or
+// ONNX export: a built Model as an ONNX file (opset 17, IR 8) that ONNX Runtime, TensorRT or
 // a browser runs without Accrue, as Keras's model.export(format="onnx") and torch.onnx.export:
 //
 //   OnnxExport e = model.export_onnx("m.onnx", {.verify = true});
@@ -68,7 +68,7 @@ class Graph : NonCopyable {
   /// A line shown beside this layer's nodes in summary() ("gates i,f,g,o -> i,o,f,c").
   void note(std::string text);
 
-  /// Used by Sequential::export_onnx.
+  /// Used by Model::export_onnx.
   struct Impl;
   Impl& impl() { return *impl_; }
 
@@ -81,6 +81,8 @@ class Graph : NonCopyable {
 /// when every element is within `atol` absolutely or within `rtol` relatively.
 struct Difference {
   std::int64_t batch = 0;
+  /// The output compared, in a model of several ("" for one).
+  std::string output = {};
   double max_abs = 0.0, max_rel = 0.0;
   double atol = 1e-5, rtol = 1e-4;
   bool within = true;
@@ -107,7 +109,7 @@ std::vector<Tensor> run_onnxruntime(const std::string& path, const std::vector<T
 
 }  // namespace onnx
 
-/// How Sequential::export_onnx writes a model.
+/// How Model::export_onnx writes a model.
 struct OnnxExportOptions {
   /// The operator set: 17 (IR 8), the newest the onnx 1.12 checker knows.
   int opset = 17;

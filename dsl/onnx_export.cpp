@@ -1,4 +1,4 @@
-// Sequential::export_onnx: the layers' nodes (Layer::to_onnx) in one ONNX graph, checked by the
+// Model::export_onnx: the layers' nodes (Layer::to_onnx) in one ONNX graph, checked by the
 // onnx library's checker and strict shape inference, written atomically, and on request run in
 // ONNX Runtime beside predict.
 
@@ -14,7 +14,7 @@
 #include "layers/embedding.hpp"
 #include "layers/normalization.hpp"
 #include "onnx_graph.hpp"
-#include "sequential.hpp"
+#include "model.hpp"
 #include "../framework/autograd/autograd.hpp"
 #include "../framework/core/files.hpp"
 #include "../framework/ops/ops.hpp"
@@ -37,11 +37,21 @@ void describe_value(::onnx::ValueInfoProto* v, const std::string& name, ::onnx::
 }
 
 // The exported layers start after the leading Normalization layers when preprocessing is left out.
-std::size_t first_exported(const Sequential& model, bool include_preprocessing) {
+std::size_t first_exported(const Model& model, bool include_preprocessing) {
   std::size_t first = 0;
   if (!include_preprocessing)
     while (first < model.size() && dynamic_cast<const layers::Normalization*>(&model.layer(first)) != nullptr) ++first;
   return first;
+}
+
+// An Identity node from `value` to `name`: a graph output that is an input, or that other nodes
+// read under its own name.
+void add_identity(::onnx::GraphProto& graph, const std::string& value, const std::string& name) {
+  ::onnx::NodeProto* n = graph.add_node();
+  n->set_op_type("Identity");
+  n->set_name(name + "/Identity");
+  n->add_input(value);
+  n->add_output(name);
 }
 
 // Renames the output of the node that makes `value` to `name` (the graph's output), or adds an
@@ -53,11 +63,33 @@ void name_output(::onnx::GraphProto& graph, const std::string& value, const std:
         out = name;
         return;
       }
-  ::onnx::NodeProto* n = graph.add_node();
-  n->set_op_type("Identity");
-  n->set_name("output/Identity");
-  n->add_input(value);
-  n->add_output(name);
+  add_identity(graph, value, name);
+}
+
+// The model's header: IR, producer, the operator set, the graph's name.
+void start_model(onnx::Graph::Impl& g, int opset_version, const std::string& name) {
+  g.model.set_ir_version(ir_version);
+  g.model.set_producer_name("accrue");
+  g.model.set_producer_version(ACCRUE_VERSION);
+  ::onnx::OperatorSetIdProto* opset = g.model.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(opset_version);
+  g.graph->set_name(name);
+}
+
+// The vocabulary of the Embedding that first reads input `i` (a chain's node `chain_first`), or 0
+// when an Embedding does not read it.
+std::int64_t first_reader_vocabulary(const std::vector<std::shared_ptr<Layer>>& layers,
+                                     const std::vector<detail::GraphNode>& nodes, std::optional<std::size_t> chain_first,
+                                     std::size_t i) {
+  for (std::size_t k = chain_first.value_or(0); k < nodes.size(); ++k) {
+    const detail::GraphNode& node = nodes[k];
+    if (chain_first ? k == *chain_first : std::find(node.inputs.begin(), node.inputs.end(), i) != node.inputs.end()) {
+      const auto* embedding = dynamic_cast<const layers::Embedding*>(layers[node.layer].get());
+      return embedding != nullptr ? embedding->vocab() : 0;
+    }
+  }
+  return 0;
 }
 
 void check_model(::onnx::ModelProto& model, const std::string& path) {
@@ -73,42 +105,55 @@ void check_model(::onnx::ModelProto& model, const std::string& path) {
   }
 }
 
-// Verification inputs: `given`, or 7 samples of standard normal numbers, or of tokens drawn from
-// the first Embedding's vocabulary.
-Tensor verification_inputs(const Sequential& model, const Tensor& given) {
-  if (given.defined()) return given;
+// Verification inputs, one per graph input: `given` (a model of one input), or 7 samples of
+// standard normal numbers, or of tokens drawn from the vocabulary of the Embedding that reads the
+// input.
+std::vector<Tensor> verification_inputs(const Model& model, const std::vector<std::pair<Shape, std::int64_t>>& inputs,
+                                        const Tensor& given) {
+  if (given.defined()) return {given};
   Generator generator(20261126);
-  const Shape shape = model.input_shape()->prepend(7);
-  if (const auto* embedding = dynamic_cast<const layers::Embedding*>(&model.layer(0))) {
-    const std::vector<float> u =
-        Tensor::uniform(shape, 0.0f, static_cast<float>(embedding->vocab()), &generator).to_vector<float>();
-    std::vector<std::int32_t> tokens(u.size());
-    for (std::size_t k = 0; k < u.size(); ++k)
-      tokens[k] = std::min(static_cast<std::int32_t>(u[k]), static_cast<std::int32_t>(embedding->vocab() - 1));
-    return Tensor::from(tokens, shape);
+  std::vector<Tensor> out;
+  for (const auto& [sample, vocab] : inputs) {
+    const Shape shape = sample.prepend(7);
+    if (vocab > 0) {
+      const std::vector<float> u = Tensor::uniform(shape, 0.0f, static_cast<float>(vocab), &generator).to_vector<float>();
+      std::vector<std::int32_t> tokens(u.size());
+      for (std::size_t k = 0; k < u.size(); ++k)
+        tokens[k] = std::min(static_cast<std::int32_t>(u[k]), static_cast<std::int32_t>(vocab - 1));
+      out.push_back(Tensor::from(tokens, shape));
+    } else {
+      out.push_back(Tensor::normal(shape, 0.0f, 1.0f, &generator));
+    }
   }
-  return Tensor::normal(shape, 0.0f, 1.0f, &generator);
+  return out;
 }
 
 // The differences between ONNX Runtime's outputs and predict's for `inputs`, at batch 1 (the first
-// sample) and at the whole batch; the file starts after layer first - 1.
-std::vector<onnx::Difference> verify(Sequential& model, const std::string& path, const Tensor& inputs, std::size_t first) {
+// sample) and at the whole batch; the file of a chain starts after layer first - 1.
+std::vector<onnx::Difference> verify(Model& model, const std::string& path, const std::vector<Tensor>& inputs,
+                                     std::size_t first) {
   std::vector<onnx::Difference> out;
-  const std::int64_t n = inputs.size(0);
+  const std::int64_t n = inputs[0].size(0);
   std::vector<std::int64_t> batches{1};
   if (n > 1) batches.push_back(n);
   for (const std::int64_t batch : batches) {
-    const Tensor x = batch == n ? inputs : ops::slice(inputs, 0, 0, 1);
-    const Tensor expected = model.predict(x, batch);
-    Tensor fed = x.to(model.device());
+    std::vector<Tensor> xs;
+    for (const Tensor& x : inputs) xs.push_back(batch == n ? x : ops::slice(x, 0, 0, 1));
+    const std::vector<Tensor> expected = model.predict(xs, batch);
+    std::vector<Tensor> fed;
+    for (const Tensor& x : xs) fed.push_back(x.to(model.device()));
     {
       const EvaluationScope evaluating;
       const NoGradGuard no_grad;
-      for (std::size_t i = 0; i < first; ++i) fed = model.layer(i).forward(fed);
+      for (std::size_t i = 0; i < first; ++i) fed[0] = model.layer(i).forward(fed[0]);
     }
-    const std::vector<Tensor> got = onnx::run_onnxruntime(path, {fed.to(Device::cpu())});
-    out.push_back(onnx::compare(got.at(0), expected));
-    out.back().batch = batch;
+    for (Tensor& x : fed) x = x.to(Device::cpu());
+    const std::vector<Tensor> got = onnx::run_onnxruntime(path, fed);
+    for (std::size_t o = 0; o < expected.size(); ++o) {
+      out.push_back(onnx::compare(got.at(o), expected[o]));
+      out.back().batch = batch;
+      if (expected.size() > 1) out.back().output = model.output_name(o);
+    }
   }
   return out;
 }
@@ -161,10 +206,11 @@ Shape sample_shape(const std::string& path) {
 }
 
 std::string Difference::str() const {
-  if (max_abs <= atol) return fmt::format("batch {}: largest difference {:.3g} (within {:g} absolute)", batch, max_abs, atol);
-  return fmt::format("batch {}: largest difference {:.3g} absolute, {:.3g} relative where beyond {:g} ({} {:g} "
+  const std::string which = output.empty() ? fmt::format("batch {}", batch) : fmt::format("output '{}', batch {}", output, batch);
+  if (max_abs <= atol) return fmt::format("{}: largest difference {:.3g} (within {:g} absolute)", which, max_abs, atol);
+  return fmt::format("{}: largest difference {:.3g} absolute, {:.3g} relative where beyond {:g} ({} {:g} "
                      "absolute or {:g} relative)",
-                     batch, max_abs, max_rel, atol, within ? "within" : "NOT within", atol, rtol);
+                     which, max_abs, max_rel, atol, within ? "within" : "NOT within", atol, rtol);
 }
 
 }  // namespace onnx
@@ -193,47 +239,67 @@ std::string OnnxExport::str() const {
   return out;
 }
 
-OnnxExport Sequential::export_onnx(const std::string& path, const OnnxExportOptions& options) {
+OnnxExport Model::export_onnx(const std::string& path, const OnnxExportOptions& options) {
   ACCRUE_CHECK(built_, "export_onnx: model '{}' is not built yet (layers::Input, build(shape) or fit)", name_);
   ACCRUE_CHECK(options.opset == supported_opset, "export_onnx: opset {} asked for; Accrue writes opset {} (IR {})",
                options.opset, supported_opset, ir_version);
   ACCRUE_CHECK(options.batch >= 0, "export_onnx: batch {} is neither onnx::dynamic nor a batch size", options.batch);
-  const std::size_t first = first_exported(*this, options.include_preprocessing);
+  // A chain may leave its leading Normalization out; a graph exports every node.
+  const bool chain = is_chain();
+  const std::size_t first = chain ? first_exported(*this, options.include_preprocessing) : 0;
   ACCRUE_CHECK(first < layers_.size(), "export_onnx: model '{}' is only preprocessing, and include_preprocessing is off",
                name_);
   onnx::Graph graph(options.opset);
   onnx::Graph::Impl& g = graph.impl();
-  g.model.set_ir_version(ir_version);
-  g.model.set_producer_name("accrue");
-  g.model.set_producer_version(ACCRUE_VERSION);
-  ::onnx::OperatorSetIdProto* opset = g.model.add_opset_import();
-  opset->set_domain("");
-  opset->set_version(options.opset);
-  g.graph->set_name(name_);
-  const bool tokens = dynamic_cast<const layers::Embedding*>(layers_[first].get()) != nullptr;
-  describe_value(g.graph->add_input(), "input", tokens ? ::onnx::TensorProto::INT32 : ::onnx::TensorProto::FLOAT,
-                 options.batch, layers_[first]->input_shape());
+  start_model(g, options.opset, name_);
+  // Each value's name in the file: a chain's "input" and "output", a graph's inputs and outputs
+  // by their names. An input is int32 where it is declared so or an Embedding reads it (its
+  // vocabulary then draws the verification's tokens).
+  std::vector<std::string> names(inputs_.size() + nodes_.size());
+  std::vector<std::pair<Shape, std::int64_t>> verified_inputs;
+  for (std::size_t i = 0; i < inputs_.size(); ++i) {
+    const std::int64_t vocab = first_reader_vocabulary(layers_, nodes_, chain ? std::optional(first) : std::nullopt, i);
+    const bool tokens = vocab > 0 || inputs_[i].dtype == DType::i32;
+    names[i] = chain ? "input" : inputs_[i].name;
+    const Shape sample = chain ? layers_[nodes_[first].layer]->input_shape() : *inputs_[i].shape;
+    describe_value(g.graph->add_input(), names[i], tokens ? ::onnx::TensorProto::INT32 : ::onnx::TensorProto::FLOAT,
+                   options.batch, sample);
+    verified_inputs.emplace_back(sample, vocab);
+  }
+  if (chain && first > 0) names[node_value(first - 1)] = "input";
   OnnxExport result{.path = path};
-  std::string x = "input";
-  for (std::size_t i = first; i < layers_.size(); ++i) {
-    const Layer& layer = *layers_[i];
-    result.layers.push_back({.layer = layer.name(), .type = layer.type_name()});
+  for (std::size_t k = first; k < nodes_.size(); ++k) {
+    const Layer& layer = *layers_[nodes_[k].layer];
+    result.layers.push_back({.layer = layer_id(layer, keys_[nodes_[k].layer]), .type = layer.type_name()});
+    std::vector<std::string> xs;
+    for (const std::size_t v : nodes_[k].inputs) xs.push_back(names[v]);
     try {
-      x = g.top_layer(i, layer, x, result.layers.back());
+      names[node_value(k)] = g.top_layer(k, layer, xs, result.layers.back());
     } catch (Error& e) {
-      e.prepend(fmt::format("export_onnx to {}: layer {}: ", path, i));
+      e.prepend(fmt::format("export_onnx to {}: layer {}: ", path, k));
       throw;
     }
   }
-  name_output(*g.graph, x, "output");
-  describe_value(g.graph->add_output(), "output", ::onnx::TensorProto::FLOAT, options.batch, output_shape());
+  // An output read by other nodes too keeps its name for them, and the graph's output is an
+  // Identity of it.
+  std::vector<bool> read(names.size(), false);
+  for (const GraphNode& node : nodes_)
+    for (const std::size_t v : node.inputs) read[v] = true;
+  for (std::size_t o = 0; o < outputs_.size(); ++o) {
+    const std::string name = chain ? "output" : output_name(o);
+    const std::size_t v = outputs_[o];
+    if (read[v] || v < inputs_.size()) add_identity(*g.graph, names[v], name);
+    else name_output(*g.graph, names[v], name);
+    describe_value(g.graph->add_output(), name, ::onnx::TensorProto::FLOAT, options.batch, value_shape(v));
+  }
   check_model(g.model, path);
   std::string bytes;
   if (!g.model.SerializeToString(&bytes)) throw Error(fmt::format("export_onnx to {}: the model does not serialize", path));
   write_atomically(path, [&](std::FILE* f) { return std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size(); });
   onnx_layers_ = result.layers;
   onnx_path_ = path;
-  if (options.verify) result.verification = verify(*this, path, verification_inputs(*this, options.verify_inputs), first);
+  if (options.verify)
+    result.verification = verify(*this, path, verification_inputs(*this, verified_inputs, options.verify_inputs), first);
   return result;
 }
 

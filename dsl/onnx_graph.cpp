@@ -1,5 +1,5 @@
 // onnx::Graph: the graph a model's layers write their nodes into, held as the onnx library's
-// protobuf classes (onnx_graph.hpp is the part Sequential::export_onnx uses besides).
+// protobuf classes (onnx_graph.hpp is the part Model::export_onnx uses besides).
 
 #include "onnx_graph.hpp"
 
@@ -31,10 +31,11 @@ void Graph::Impl::add_float_initializer(const std::string& name, const std::vect
   t->set_raw_data(values.data(), values.size() * sizeof(float));
 }
 
-std::string Graph::Impl::top_layer(std::size_t index, const Layer& layer, const std::string& x, LayerRecord& record) {
+std::string Graph::Impl::top_layer(std::size_t index, const Layer& layer, const std::vector<std::string>& xs,
+                                   LayerRecord& record) {
   scope = {std::to_string(index)};
   recording = &record;
-  const std::string y = layer.to_onnx(owner, x);
+  const std::string y = layer.to_onnx_inputs(owner, xs);
   recording = nullptr;
   scope.clear();
   return y;

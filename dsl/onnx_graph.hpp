@@ -35,7 +35,7 @@ struct Graph::Impl {
   void add_float_initializer(const std::string& name, const std::vector<float>& values,
                              const std::vector<std::int64_t>& dims);
   /// Model layer `index`'s nodes, recorded in `record`; returns its output's name.
-  std::string top_layer(std::size_t index, const Layer& layer, const std::string& x, LayerRecord& record);
+  std::string top_layer(std::size_t index, const Layer& layer, const std::vector<std::string>& xs, LayerRecord& record);
 };
 
 }  // namespace accrue::onnx

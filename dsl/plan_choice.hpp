@@ -18,7 +18,7 @@ struct PlanCandidate {
   /// Micro-batches per optimizer step: micro_batch x accumulation (x processes) is the effective batch.
   std::int64_t accumulation = 0;
   RecomputePolicy recompute;
-  /// Sequential::memory_plan's peak for this micro-batch and recomputation.
+  /// Model::memory_plan's peak for this micro-batch and recomputation.
   std::size_t planned_peak = 0;
   bool fits = false;
   /// One forward and backward pass on the real model, per sample (the fastest of the rounds, summed

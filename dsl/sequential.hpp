@@ -1,5 +1,6 @@
 #pragma once
-// Sequential: a model that is a list of layers, each feeding the next, with Keras's workflow:
+// Sequential: a model that is a list of layers, each feeding the next (Model, model.hpp, with a
+// chain for its graph):
 //
 //   Sequential model{layers::Input{1, 28, 28}, layers::Flatten{}, layers::Dense{512}, layers::ReLU{},
 //                    layers::Dense{10}};
@@ -8,87 +9,19 @@
 //   History h = model.fit(train, {.epochs = 5, .batch_size = 64, .validation = test});
 //   auto [loss, accuracy] = model.evaluate(test);
 //
-// The model owns its layers (see layer.hpp) and its random generator, which is seeded from the
-// default generator when the model is made: call accrue::manual_seed(s) first for repeatable runs.
+// Its parameters are named as PyTorch's nn.Sequential names them ("0.weight", "2.bias"). Without a
+// layers::Input it is built by the first batch it sees (or build(shape)).
 
 #include <concepts>
-#include <iosfwd>
-#include <limits>
 #include <memory>
-#include <optional>
-#include <string>
-#include <unordered_map>
-#include <vector>
+#include <type_traits>
+#include <utility>
 
-#include "../datasets/dataset.hpp"
-#include "../datasets/text.hpp"
-#include "../framework/core/non_copyable.hpp"
-#include "callbacks.hpp"
-#include "fit_options.hpp"
-#include "layer.hpp"
-#include "memory_plan.hpp"
-#include "layers/input.hpp"
-#include "layers/recompute.hpp"
-#include "../framework/training/logs.hpp"
-#include "loss.hpp"
-#include "metrics.hpp"
-#include "onnx.hpp"
-#include "../framework/optim/recipe.hpp"
-#include "../framework/training/lr_schedule.hpp"
+#include "model.hpp"
 
 namespace accrue {
 
-namespace detail {
-class TrainingRun;
-}
-
-class Sequential;
-/// The model Sequential::save wrote to `path`: its layers made from their registered types
-/// (layer_registry.hpp) and built, and its weights and buffers loaded, so that it gives the same
-/// outputs bit for bit. Throws naming the file, and the layer, for anything missing or unknown.
-Sequential load_model(const std::string& path);
-
-/// How Sequential::generate picks each next token.
-struct GenerateOptions {
-  /// Tokens to add after the prompt.
-  std::int64_t max_tokens = 100;
-  /// Logits are divided by it before sampling; 0 takes the most likely token (greedy).
-  float temperature = 1.0f;
-  /// Sample among the k most likely tokens only; 0: all of them.
-  std::int64_t top_k = 0;
-  /// The same seed, prompt and weights give the same tokens.
-  std::uint64_t seed = 0;
-};
-
-struct EvaluateOptions {
-  std::int64_t batch_size = 32;
-  /// Under mpirun: each process evaluates its share of the data (every sample once, none
-  /// repeated or padded) and every process returns the results over all of it.
-  bool distributed = false;
-};
-
-/// The result of evaluate(): the mean loss and every metric. `auto [loss, accuracy] =
-/// model.evaluate(test)` binds the loss and the first metric compile() was given; for a model
-/// compiled without metrics the second is NaN (`model.evaluate(test).loss` reads the loss alone).
-struct Evaluation {
-  double loss = 0.0;
-  Logs logs;
-  /// The value of "loss" or of a metric by name.
-  double operator[](const std::string& name) const { return logs.at(name); }
-  template <std::size_t I>
-  double get() const {
-    static_assert(I < 2, "an Evaluation binds to (loss, first metric)");
-    if constexpr (I == 0) return loss;
-    else return first_metric().value_or(std::numeric_limits<double>::quiet_NaN());
-  }
-  /// The first metric compile() was given; none without metrics.
-  std::optional<double> first_metric() const;
-  /// The table of a metric that reports one ("confusion_matrix"); throws ValueError naming the
-  /// tables there are.
-  const CountTable& table(const std::string& name) const;
-};
-
-class Sequential {
+class Sequential : public Model {
  public:
   Sequential();
   /// Layers in order, moved or copied in; a layers::Input first declares the sample shape.
@@ -98,9 +31,6 @@ class Sequential {
   explicit(false) Sequential(Ls&&... layers) : Sequential() {
     (add(std::forward<Ls>(layers)), ...);
   }
-  Sequential(Sequential&&) noexcept;
-  Sequential& operator=(Sequential&&) noexcept;
-  ~Sequential();
 
   /// Appends a layer (the model takes ownership) and returns the model. On a built model the new
   /// layer is built at once, and a compiled model's optimizer is created anew to include it.
@@ -112,208 +42,6 @@ class Sequential {
   Sequential& add(std::unique_ptr<Layer> layer);
   /// Declares the input sample shape (only before other layers and before building).
   Sequential& add(const layers::Input& input);
-
-  std::size_t size() const { return layers_.size(); }
-  Layer& layer(std::size_t i);
-  const Layer& layer(std::size_t i) const;
-  template <class T>
-  T& layer(std::size_t i) {
-    auto* p = dynamic_cast<T*>(&layer(i));
-    if (p == nullptr) throw_wrong_layer_type(i);
-    return *p;
-  }
-
-  /// Builds every layer for input samples of `sample_shape` (no batch dimension); throws
-  /// ShapeError naming the first layer that cannot take its input.
-  void build(const Shape& sample_shape);
-  bool built() const { return built_; }
-  /// The sample shape the model was built for (or declared with layers::Input).
-  const std::optional<Shape>& input_shape() const { return input_shape_; }
-  /// Output sample shape (built models only).
-  Shape output_shape() const;
-
-  /// The output for a batch; builds on first use. Throws ShapeError naming the layer and shapes
-  /// when x does not fit.
-  Tensor forward(const Tensor& x);
-  Tensor operator()(const Tensor& x) { return forward(x); }
-
-  void set_training(bool training);
-  bool training() const { return training_; }
-
-  /// Moves the parameters, their gradients and the optimizer state to `device` (layers built
-  /// later are created there too) and returns the model. fit(), evaluate() and predict() then run
-  /// there, moving each batch; forward() expects its input there already.
-  Sequential& to(Device device);
-  /// Where the model's parameters live and its computations run (the CPU until to()).
-  Device device() const { return device_; }
-
-  /// Trainable tensors in order, and with PyTorch's names ("0.weight", "0.bias", "2.weight"...).
-  std::vector<Tensor> parameters() const;
-  std::vector<std::pair<std::string, Tensor>> named_parameters() const;
-  /// The parameters that train: those of trainable layers (Layer::trainable), by name.
-  std::vector<std::pair<std::string, Tensor>> trainable_parameters() const;
-  /// Recomputes every BatchNorm's running statistics as their average over one pass of `data` in
-  /// training mode, changing nothing else (torch.optim.swa_utils.update_bn): for weights that were
-  /// not trained with those statistics, such as an SWA or EMA average (Recipe::swa).
-  void update_batch_norm(const Dataset& data, std::int64_t batch_size = 64);
-  /// Sets layers [first, end) not trainable (Keras's `layer.trainable = False` for each): their
-  /// parameters stay as they are while the rest trains. The optimizer is made again over the
-  /// trainable parameters, its state starting afresh (Keras asks for compile() again).
-  void freeze(std::size_t first, std::size_t end);
-  /// Makes layers [first, end) trainable again (the optimizer is made again, too).
-  void unfreeze(std::size_t first, std::size_t end);
-  /// Recomputes in training the layers `policy` picks (RecomputePolicy, layers/recompute.hpp):
-  /// each segment keeps only its input for backward and runs its forward again there, its dropout
-  /// masks replayed, so training gives the same bits as without. The layers and their names stay
-  /// as they are; the memory plan, summary() and explain follow. RecomputePolicy{} turns it off.
-  /// Throws ValueError for a model not built, or a policy that picks nothing (naming it).
-  void recompute(const RecomputePolicy& policy);
-  /// The recomputed segments, as [begin, end) layer indices.
-  const std::vector<std::pair<std::size_t, std::size_t>>& recomputed_segments() const { return segments_; }
-  const RecomputePolicy& recompute_policy() const { return recompute_policy_; }
-  /// Buffers under PyTorch's names ("1.running_mean").
-  std::vector<std::pair<std::string, Tensor>> named_buffers() const;
-  /// Parameters and buffers in the order of PyTorch's state_dict(): what save_weights writes.
-  std::vector<std::pair<std::string, Tensor>> named_state() const;
-  std::int64_t parameter_count() const;
-
-  /// Sets the optimizer (with accumulation and clipping when the recipe has them), the loss and
-  /// the metrics. Throws ValueError for a bad recipe. The optimizer's state starts (again) empty.
-  void compile(optim::Recipe recipe, Loss loss, std::vector<Metric> metrics = {});
-  bool compiled() const { return loss_.defined(); }
-  /// The optimizer (compiled and built models only).
-  optim::Optimizer& optimizer();
-  const optim::Recipe& recipe() const { return recipe_; }
-  /// The loss scaler of float16 mixed precision (null without loss scaling). It lives with the
-  /// model, so its scale carries over from one fit() to the next, and a checkpoint can save it.
-  GradScaler* scaler() { return scaler_.get(); }
-  const Loss& loss() const { return loss_; }
-  const std::vector<Metric>& metrics() const { return metrics_; }
-
-  /// Writes the parameters to a safetensors file under PyTorch's names ("1.weight", ...), through
-  /// a temporary file renamed into place.
-  void save_weights(const std::string& path) const;
-  /// Reads parameters saved by save_weights (or by PyTorch's safetensors), or the weights of a
-  /// training checkpoint; throws naming every missing, unexpected or mismatched tensor at once,
-  /// and changes nothing then.
-  void load_weights(const std::string& path);
-  /// Writes the whole model to a safetensors file: the weights as save_weights writes them (PyTorch
-  /// loads them as they are), and the architecture (each layer's type, name and configuration,
-  /// the layers inside a Residual, the input shape) as JSON under "accrue.model" in the file's
-  /// metadata. load_model() makes the same model from it, with no code of the model's own.
-  void save(const std::string& path) const;
-  /// Writes the model as an ONNX file (onnx.hpp) in inference form: dropout left out, batch
-  /// normalization on its running statistics. Throws naming a layer that has no ONNX form. The
-  /// nodes each layer became are returned, and summary() shows them from then on.
-  OnnxExport export_onnx(const std::string& path, const OnnxExportOptions& options = {});
-
-  /// The vocabulary of a text model, which save() writes with it and load_model() gives back, so
-  /// that a loaded model encodes prompts and decodes what it generates as the trained one did.
-  void set_vocabulary(datasets::Vocabulary vocabulary) { vocabulary_ = std::move(vocabulary); }
-  /// The vocabulary set or loaded; null when none was.
-  const datasets::Vocabulary* vocabulary() const { return vocabulary_ ? &*vocabulary_ : nullptr; }
-
-  /// The memory of one training step at `micro_batch`, predicted from the layers' shapes and
-  /// dtypes, the precision and the optimizer, before anything runs (see MemoryPlan).
-  MemoryPlan memory_plan(std::int64_t micro_batch) const;
-  /// The same, saying whether windows hold more than one micro-batch (the gradients then live
-  /// through the whole window) instead of taking it from the compiled recipe, and whether the run
-  /// will have a memory limit or budget not set yet (which WeightGradients::per_window gives way to),
-  /// and how many micro-batches a background queue holds ready besides the one training
-  /// (BatchQueue, for data not in memory).
-  MemoryPlan memory_plan(std::int64_t micro_batch, bool accumulating, bool under_limit = false,
-                         std::int64_t read_ahead = 0) const;
-  /// What mixed precision does to that plan: the plan as compiled beside the same step in float32,
-  /// and a sentence saying why the peak went up or down (PrecisionEffect::str).
-  PrecisionEffect precision_effect(std::int64_t micro_batch, bool accumulating, bool under_limit = false) const;
-  /// Whether fit multiplies float32 weight gradients once per window (DeferredWeightGradients):
-  /// accumulating with `options` asking for WeightGradients::per_window, and memory not capped (no
-  /// limit on the model's device, no memory_budget), where accumulation keeps to its least memory.
-  bool defers_weight_gradients(bool accumulating, const AccumulateOptions& options) const;
-  /// The micro-batch an out-of-memory error advises: the largest of micro_batch / 2, / 4, ... down
-  /// to 1 whose plan (accumulating) fits in `limit` beside `live_besides` bytes that are not the
-  /// model's (and `read_ahead` micro-batches of data); none when even 1 does not.
-  std::optional<std::int64_t> fitting_micro_batch(std::int64_t micro_batch, std::size_t limit,
-                                                  std::size_t live_besides, std::int64_t read_ahead = 0) const;
-
-  /// Prints the layers with output shapes, parameter counts and parameter memory; with a batch
-  /// size, also what each layer keeps for backward at that micro-batch and the memory plan.
-  void summary(std::ostream& out, std::optional<std::int64_t> batch = std::nullopt) const;
-  void summary() const;
-  void summary(std::int64_t batch) const;
-  std::string summary_str(std::optional<std::int64_t> batch = std::nullopt) const;
-
-  /// Trains on `train` (see FitOptions) and returns the per-epoch logs: Trainer{options}.fit.
-  History fit(const Dataset& train, const FitOptions& options = {});
-  /// Mean loss and metrics over `data`, in evaluation mode and without recording autograd.
-  Evaluation evaluate(const Dataset& data, const EvaluateOptions& options = {});
-  /// The model's outputs for `inputs` (N, ...) computed batch by batch, in evaluation mode
-  /// (EvaluationScope): nothing in the model changes, so threads may predict on one built model
-  /// at once.
-  Tensor predict(const Tensor& inputs, std::int64_t batch_size = 32);
-  /// Continues `prompt` (int32 tokens) token by token with a causal language model: one built for
-  /// samples of T tokens that gives (T, vocabulary) logits, each position seeing only the tokens up
-  /// to it. Without a key/value cache: each new token runs the model over the last T tokens (the
-  /// window right-padded, which a causal model cannot see). Returns the new tokens.
-  std::vector<std::int32_t> generate(const std::vector<std::int32_t>& prompt, const GenerateOptions& options = {});
-
-  Generator& generator() { return *generator_; }
-  const std::string& name() const { return name_; }
-
- private:
-  [[noreturn]] void throw_wrong_layer_type(std::size_t i) const;
-  friend class Trainer;
-  friend class detail::TrainingRun;
-  void ensure_optimizer();
-  /// Moves the parameters of a freshly built layer to the model's device.
-  void place(Layer& layer);
-  void check_compiled(const char* what) const;
-  MemoryPlan plan_memory(std::int64_t micro_batch, bool accumulates, bool under_limit, std::int64_t read_ahead,
-                         std::optional<DType> autocast) const;
-
-  std::string name_ = "sequential";
-  std::vector<std::unique_ptr<Layer>> layers_;
-  // The layers' names as add() gave or checked them, and how many of each type were added, so that
-  // adding stays constant time (a file of 100,000 layers loaded in 26 s when each add scanned them).
-  std::unordered_map<std::string, std::size_t> names_;
-  std::unordered_map<std::string, int> added_of_type_;
-  std::optional<Shape> input_shape_;
-  std::unique_ptr<Generator> generator_;
-  bool built_ = false;
-  bool training_ = true;
-  Device device_ = Device::cpu();
-  optim::Recipe recipe_;
-  std::unique_ptr<optim::Optimizer> optimizer_;
-  std::unique_ptr<GradScaler> scaler_;
-  Loss loss_;
-  std::vector<Metric> metrics_;
-  std::optional<datasets::Vocabulary> vocabulary_;
-  RecomputePolicy recompute_policy_;
-  std::vector<std::pair<std::size_t, std::size_t>> segments_;  // recomputed, [begin, end)
-  // What the last export_onnx wrote, for summary().
-  std::string onnx_path_;
-  std::vector<OnnxExport::LayerNodes> onnx_layers_;
-};
-
-/// Puts a model in training or evaluation mode for a scope and restores the previous mode after,
-/// also when an exception leaves the scope.
-class TrainingModeGuard : NonCopyable {
- public:
-  TrainingModeGuard(Sequential& model, bool training) : model_(model), previous_(model.training()) {
-    model.set_training(training);
-  }
-  ~TrainingModeGuard() { model_.set_training(previous_); }
-
- private:
-  Sequential& model_;
-  bool previous_;
 };
 
 }  // namespace accrue
-
-template <>
-struct std::tuple_size<accrue::Evaluation> : std::integral_constant<std::size_t, 2> {};
-template <std::size_t I>
-struct std::tuple_element<I, accrue::Evaluation> {
-  using type = double;
-};

@@ -4,7 +4,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "sequential.hpp"
+#include "model.hpp"
 
 namespace accrue {
 
@@ -31,7 +31,7 @@ std::pair<std::int64_t, std::size_t> parameters_of(const Layer& l) {
 }
 
 // Keras's three totals: all, trainable and non-trainable parameters (of `bytes` in all).
-std::string parameter_totals(const Sequential& model, std::size_t bytes) {
+std::string parameter_totals(const Model& model, std::size_t bytes) {
   std::int64_t trainable = 0, frozen = 0;
   std::size_t trainable_bytes = 0;
   for (const auto& [name, p] : model.named_parameters()) {
@@ -50,45 +50,101 @@ std::string parameter_totals(const Sequential& model, std::size_t bytes) {
 
 }  // namespace
 
-std::string Sequential::summary_str(std::optional<std::int64_t> batch) const {
+namespace detail {
+// A row of summary()'s table.
+struct SummaryRow {
+  std::string name, shape, params, memory, connected;
+  std::size_t kept = 0;
+  bool input = false;
+};
+}  // namespace detail
+
+namespace {
+// The table of `rows` with Keras's widths, or wider where a name or a shape needs it, so that the
+// columns stay aligned; with `kept_title` a column of what each layer keeps, with `graph` what
+// each is connected to.
+std::string summary_table(const std::vector<detail::SummaryRow>& rows, const std::string& kept_title, bool graph) {
   constexpr int w_params = 12, w_memory = 12, w_kept = 14;
-  // Keras's widths, or wider where a name or a shape needs it, so that the columns stay aligned.
-  std::vector<std::string> names, shapes;
-  std::size_t w_layer = 30, w_shape = 20;
-  std::vector<bool> recomputed(layers_.size(), false);
-  for (const auto& [begin, end] : segments_)
-    for (std::size_t i = begin; i < end; ++i) recomputed[i] = true;
-  for (std::size_t i = 0; i < layers_.size(); ++i) {
-    const auto& l = layers_[i];
-    // "dense_1 (Dense) *": recomputed in training (Sequential::recompute).
-    names.push_back(fmt::format("{} ({}){}", l->name(), l->type_name(), recomputed[i] ? " *" : ""));
-    shapes.push_back(l->built() ? batch_shape(l->output_shape()) : "?");
-    w_layer = std::max(w_layer, names.back().size());
-    w_shape = std::max(w_shape, shapes.back().size());
+  const bool kept = !kept_title.empty();
+  std::size_t w_layer = 30, w_shape = 20, w_connected = 20;
+  for (const detail::SummaryRow& r : rows) {
+    w_layer = std::max(w_layer, r.name.size());
+    w_shape = std::max(w_shape, r.shape.size());
+    w_connected = std::max(w_connected, r.connected.size());
   }
+  const std::string rule(w_layer + w_shape + w_params + w_memory + 9 + (kept ? w_kept + 1 : 0) + (graph ? w_connected + 1 : 0),
+                         '-');
+  std::string out = rule + "\n";
+  out += fmt::format(" {:<{}} {:<{}} {:>{}} {:>{}}", "Layer (type)", w_layer, "Output Shape", w_shape, "Param #",
+                     w_params, "Param memory", w_memory);
+  if (kept) out += fmt::format(" {:>{}}", kept_title, w_kept);
+  if (graph) out += fmt::format(" {:<{}}", "Connected to", w_connected);
+  while (out.back() == ' ') out.pop_back();
+  out += "\n" + rule + "\n";
+  for (const detail::SummaryRow& r : rows) {
+    out += fmt::format(" {:<{}} {:<{}} {:>{}} {:>{}}", r.name, w_layer, r.shape, w_shape, r.params, w_params, r.memory,
+                       w_memory);
+    if (kept) out += fmt::format(" {:>{}}", r.input ? std::string("-") : format_bytes(r.kept), w_kept);
+    if (graph) out += fmt::format(" {:<{}}", r.connected.empty() ? "-" : r.connected, w_connected);
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    out += "\n";
+  }
+  return out + rule + "\n";
+}
+}  // namespace
+
+// A row per layer; a graph that is not a chain gets Keras's functional table: its inputs' rows
+// first, and what each layer is connected to ("dense[1][0]": the second call of layer dense).
+std::vector<detail::SummaryRow> Model::summary_rows(const MemoryPlan* plan, bool graph) const {
+  std::vector<std::size_t> calls(layers_.size(), 0), call_of(nodes_.size());
+  std::vector<std::vector<std::size_t>> nodes_of(layers_.size());
+  for (std::size_t k = 0; k < nodes_.size(); ++k) {
+    call_of[k] = calls[nodes_[k].layer]++;
+    nodes_of[nodes_[k].layer].push_back(k);
+  }
+  const auto connection = [&](std::size_t v) {
+    if (v < inputs_.size()) return fmt::format("{}[0][0]", inputs_[v].name);
+    const std::size_t k = v - inputs_.size();
+    return fmt::format("{}[{}][0]", layer_id(*layers_[nodes_[k].layer], keys_[nodes_[k].layer]), call_of[k]);
+  };
+  std::vector<detail::SummaryRow> rows;
+  if (graph)
+    for (const GraphInput& in : inputs_)
+      rows.push_back({.name = fmt::format("{} (Input)", in.name), .shape = in.shape ? batch_shape(*in.shape) : "?",
+                      .params = "0", .memory = format_bytes(0), .input = true});
+  std::vector<bool> recomputed(nodes_.size(), false);
+  for (const auto& [begin, end] : segments_)
+    for (std::size_t k = begin; k < end; ++k) recomputed[k] = true;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& l = *layers_[i];
+    const auto [layer_count, layer_bytes] = parameters_of(l);
+    const bool is_recomputed = std::any_of(nodes_of[i].begin(), nodes_of[i].end(), [&](std::size_t k) { return recomputed[k]; });
+    // "dense_1 (Dense) *": recomputed in training (Model::recompute).
+    detail::SummaryRow row{.name = fmt::format("{} ({}){}", graph ? layer_id(l, keys_[i]) : l.name(), l.type_name(),
+                                               is_recomputed ? " *" : ""),
+                           .shape = l.built() ? batch_shape(l.output_shape()) : "?",
+                           .params = l.built() ? format_count(layer_count) : "?",
+                           .memory = l.built() ? format_bytes(layer_bytes) : "?"};
+    std::vector<std::string> from;
+    for (const std::size_t k : nodes_of[i]) {
+      if (plan) row.kept += plan->kept_by_layer[k];
+      for (const std::size_t v : nodes_[k].inputs) from.push_back(connection(v));
+    }
+    row.connected = fmt::format("{}", fmt::join(from, ", "));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::string Model::summary_str(std::optional<std::int64_t> batch) const {
   // With a batch size, a column of what each layer keeps for backward at that micro-batch.
   std::optional<MemoryPlan> plan;
   if (batch && built_) plan = memory_plan(*batch);
-  const std::string kept_title = plan ? fmt::format("Kept @{}", *batch) : "";
-  std::string out = fmt::format("Model: \"{}\"\n", name_);
-  const std::string rule(w_layer + w_shape + w_params + w_memory + 9 + (plan ? w_kept + 1 : 0), '-');
-  out += rule + "\n";
-  out += fmt::format(" {:<{}} {:<{}} {:>{}} {:>{}}", "Layer (type)", w_layer, "Output Shape", w_shape, "Param #",
-                     w_params, "Param memory", w_memory);
-  if (plan) out += fmt::format(" {:>{}}", kept_title, w_kept);
-  out += "\n" + rule + "\n";
   std::size_t bytes = 0;
-  for (std::size_t index = 0; index < layers_.size(); ++index) {
-    const auto& l = layers_[index];
-    const auto [layer_count, layer_bytes] = parameters_of(*l);
-    bytes += layer_bytes;
-    const std::string params = l->built() ? format_count(layer_count) : "?";
-    out += fmt::format(" {:<{}} {:<{}} {:>{}} {:>{}}", names[index], w_layer, shapes[index], w_shape, params, w_params,
-                       l->built() ? format_bytes(layer_bytes) : "?", w_memory);
-    if (plan) out += fmt::format(" {:>{}}", format_bytes(plan->kept_by_layer[index]), w_kept);
-    out += "\n";
-  }
-  out += rule + "\n";
+  for (const auto& l : layers_) bytes += parameters_of(*l).second;
+  std::string out = fmt::format("Model: \"{}\"\n", name_);
+  out += summary_table(summary_rows(plan ? &*plan : nullptr, !is_chain()), plan ? fmt::format("Kept @{}", *batch) : "",
+                       !is_chain());
   if (!built_) {
     out += " Not built yet: shapes and parameters appear once the model knows its input sample shape\n"
            " (layers::Input first, model.build(shape), or the first batch of fit).\n";
@@ -104,10 +160,10 @@ std::string Sequential::summary_str(std::optional<std::int64_t> batch) const {
   return out;
 }
 
-void Sequential::summary(std::ostream& out, std::optional<std::int64_t> batch) const {
+void Model::summary(std::ostream& out, std::optional<std::int64_t> batch) const {
   out << summary_str(batch) << std::flush;
 }
-void Sequential::summary() const { summary(std::cout); }
-void Sequential::summary(std::int64_t batch) const { summary(std::cout, batch); }
+void Model::summary() const { summary(std::cout); }
+void Model::summary(std::int64_t batch) const { summary(std::cout, batch); }
 
 }  // namespace accrue

@@ -1,4 +1,4 @@
-// Trainer and Sequential::fit: the options' checks and the plan; the loop is TrainingRun's.
+// Trainer and Model::fit: the options' checks and the plan; the loop is TrainingRun's.
 
 #include "trainer.hpp"
 
@@ -23,15 +23,15 @@ Trainer::Trainer(TrainerOptions options) : options_(std::move(options)) {
                "checkpoint: every_micro_batches or every_seconds is set but dir is empty; name a folder");
 }
 
-StepPlan Trainer::plan(const Sequential& model, std::int64_t train_size) const {
+StepPlan Trainer::plan(const Model& model, std::int64_t train_size) const {
   return detail::plan_run(model, options_, train_size, options_.batch_size, 1);
 }
 
-History Trainer::fit(Sequential& model, const Dataset& train, std::optional<Dataset> validation) {
+History Trainer::fit(Model& model, const Dataset& train, std::optional<Dataset> validation) {
   return fit(model, train, Run{.validation = std::move(validation)});
 }
 
-History Trainer::fit(Sequential& model, const Dataset& train, Run run) {
+History Trainer::fit(Model& model, const Dataset& train, Run run) {
   detail::TrainingRun training{model, train, run.validation ? run.validation : options_.validation, options_,
                                run.resume_from.empty() ? options_.resume_from : run.resume_from};
   distributed::Communicator& processes = training.communicator();
@@ -47,7 +47,7 @@ History Trainer::fit(Sequential& model, const Dataset& train, Run run) {
   }
 }
 
-History Sequential::fit(const Dataset& train, const FitOptions& options) {
+History Model::fit(const Dataset& train, const FitOptions& options) {
   return Trainer{options}.fit(*this, train, options.validation);
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// Trainer: the training loop, for longer runs (Sequential::fit runs the same loop):
+// Trainer: the training loop, for longer runs (Model::fit runs the same loop):
 //
 //   Trainer trainer{{
 //       .epochs = 10,
@@ -19,7 +19,7 @@
 #include <optional>
 
 #include "fit_options.hpp"
-#include "sequential.hpp"
+#include "model.hpp"
 #include "../framework/training/step_plan.hpp"
 
 namespace accrue {
@@ -32,7 +32,7 @@ class Trainer {
 
   /// Trains the compiled `model` on `train`, evaluating `validation` after each epoch when given
   /// (else options.validation), and returns the per-epoch logs.
-  History fit(Sequential& model, const Dataset& train, std::optional<Dataset> validation = {});
+  History fit(Model& model, const Dataset& train, std::optional<Dataset> validation = {});
 
   /// What one fit call adds to the Trainer's options.
   struct Run {
@@ -41,13 +41,13 @@ class Trainer {
     std::string resume_from = {};
   };
   /// `trainer.fit(model, train, {.validation = test, .resume_from = "ckpt"})`.
-  History fit(Sequential& model, const Dataset& train, Run run);
+  History fit(Model& model, const Dataset& train, Run run);
 
   /// The run's plan for `model` (compiled) and a training set of `train_size` samples, before any
   /// training: windows, total optimizer steps. Throws for conflicting or invalid settings. (A
   /// memory budget, or an out-of-memory back-off, gives the run itself other micro-batches.)
-  StepPlan plan(const Sequential& model, std::int64_t train_size) const;
-  std::int64_t total_optimizer_steps(const Sequential& model, std::int64_t train_size) const {
+  StepPlan plan(const Model& model, std::int64_t train_size) const;
+  std::int64_t total_optimizer_steps(const Model& model, std::int64_t train_size) const {
     return plan(model, train_size).total_optimizer_steps();
   }
 

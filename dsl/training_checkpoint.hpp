@@ -18,7 +18,7 @@
 
 #include "callbacks.hpp"
 #include "metrics.hpp"
-#include "sequential.hpp"
+#include "model.hpp"
 
 namespace accrue::detail {
 
@@ -50,7 +50,7 @@ using RunSignature = std::vector<std::pair<std::string, std::string>>;
 
 /// The parts of a run a checkpoint reads and writes.
 struct RunParts {
-  Sequential& model;
+  Model& model;
   optim::Optimizer& optimizer;
   GradScaler* scaler;
   LrSchedule& schedule;

@@ -59,7 +59,7 @@ std::vector<std::int64_t> window_sizes(const Dataset& data, const AccumulationCh
 // its summed loss weighted by loss_weight against the window's `window_units`, backward (the
 // gradients are summed over the processes afterwards). Returns the units of each micro-batch (all
 // processes').
-std::vector<std::int64_t> accumulate_window(Sequential& model, const Dataset& data, const std::vector<std::int64_t>& sizes,
+std::vector<std::int64_t> accumulate_window(Model& model, const Dataset& data, const std::vector<std::int64_t>& sizes,
                                             std::int64_t window_units, const AccumulationCheckOptions& options) {
   distributed::Communicator* processes = options.distributed ? &distributed::world() : nullptr;
   const int n = processes ? processes->size() : 1, rank = processes ? processes->rank() : 0;
@@ -111,7 +111,7 @@ void compare(const std::vector<std::pair<std::string, Tensor>>& names, const std
 }
 
 // What makes the accumulated gradient differ from the large batch's beyond rounding.
-std::vector<std::string> likely_causes(const Sequential& model, const Dataset& data, const std::vector<std::int64_t>& sizes,
+std::vector<std::string> likely_causes(const Model& model, const Dataset& data, const std::vector<std::int64_t>& sizes,
                                        const std::vector<std::int64_t>& units, const AccumulationCheckOptions& options) {
   std::vector<std::string> causes;
   for (std::size_t i = 0; i < model.size(); ++i) {
@@ -149,7 +149,7 @@ std::vector<std::string> likely_causes(const Sequential& model, const Dataset& d
 
 }  // namespace
 
-AccumulationCheck verify_accumulation(Sequential& model, const Dataset& data, const AccumulationCheckOptions& options) {
+AccumulationCheck verify_accumulation(Model& model, const Dataset& data, const AccumulationCheckOptions& options) {
   ACCRUE_CHECK(model.compiled(), "verify_accumulation needs a compiled model (for its loss)");
   const std::vector<std::int64_t> sizes = window_sizes(data, options);
   model.build(data.sample_shape());

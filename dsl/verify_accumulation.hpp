@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "sequential.hpp"
+#include "model.hpp"
 
 namespace accrue {
 
@@ -47,6 +47,6 @@ struct AccumulationCheck {
 };
 
 /// Runs the check on the first samples of `data` with `model` (compiled, for its loss).
-AccumulationCheck verify_accumulation(Sequential& model, const Dataset& data, const AccumulationCheckOptions& options = {});
+AccumulationCheck verify_accumulation(Model& model, const Dataset& data, const AccumulationCheckOptions& options = {});
 
 }  // namespace accrue

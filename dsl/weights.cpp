@@ -2,17 +2,17 @@
 // state_dict names.
 
 #include <accrue/config.hpp>
-#include "sequential.hpp"
+#include "model.hpp"
 #include "../framework/serialization/checkpoint.hpp"
 
 namespace accrue {
 
-void Sequential::save_weights(const std::string& path) const {
+void Model::save_weights(const std::string& path) const {
   ACCRUE_CHECK(built_, "save_weights: model '{}' is not built yet, so it has no weights", name_);
   serialization::save_safetensors(path, named_state(), {{"format", "pt"}, {"producer", "accrue " ACCRUE_VERSION}});
 }
 
-void Sequential::load_weights(const std::string& path) {
+void Model::load_weights(const std::string& path) {
   ACCRUE_CHECK(built_, "load_weights: build model '{}' first (layers::Input, build(shape)) so its weights exist", name_);
   serialization::SafetensorsFile file = serialization::load_safetensors(path);
   if (serialization::is_training_checkpoint(file)) {

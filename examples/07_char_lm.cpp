@@ -53,7 +53,7 @@ std::vector<std::int32_t> prompt_tokens(const datasets::Vocabulary& vocabulary, 
 
 // --generate-from: a sample from a model saved with its vocabulary, without the training text.
 void generate_with_saved_model(const std::string& path, const std::string& prompt, std::int64_t tokens, std::uint64_t seed) {
-  Sequential saved = load_model(path);
+  Model saved = load_model(path);
   ACCRUE_CHECK(saved.vocabulary() != nullptr, "--generate-from {}: the model holds no vocabulary to encode --prompt", path);
   const std::vector<std::int32_t> start = prompt_tokens(*saved.vocabulary(), prompt);
   fmt::print("{}{}\n", prompt,

@@ -91,14 +91,14 @@ int main(int argc, char** argv) {
   std::vector<std::string> files;
   std::int64_t top = 3, first = 5;
   bool use_onnx = false;
-  app.add_option("model", model_path, "A model written by Sequential::save (--save-model), or with --onnx an ONNX file")->required();
+  app.add_option("model", model_path, "A model written by Model::save (--save-model), or with --onnx an ONNX file")->required();
   app.add_option("files", files, "PNG or JPEG images, or IDX files of images")->required();
   app.add_flag("--onnx", use_onnx, "MODEL is an ONNX file (export_onnx, --export-onnx), run in ONNX Runtime");
   app.add_option("--top", top, "Classes printed per image")->check(examples::whole_number(1, 1000));
   app.add_option("--first", first, "Images taken from each IDX file")->check(examples::whole_number(1, 1000000));
   app.add_option("--classes", classes, "fashion_mnist, or the class names in order, separated by commas");
   return examples::run_example(app, argc, argv, [&] {
-    std::optional<Sequential> model;
+    std::optional<Model> model;
     if (!use_onnx) model = load_model(model_path);
     const Shape sample = use_onnx ? onnx::sample_shape(model_path) : *model->input_shape();
     const std::vector<std::string> names = class_names(classes);

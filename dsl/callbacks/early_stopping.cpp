@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../json_state.hpp"
-#include "../sequential.hpp"
+#include "../model.hpp"
 #include "../../framework/autograd/autograd.hpp"
 #include "../../framework/core/log.hpp"
 

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "../sequential.hpp"
+#include "../model.hpp"
 #include "../../framework/optim/layerwise.hpp"
 #include "../../framework/optim/optimizer.hpp"
 #include "../../framework/optim/recipe.hpp"
@@ -28,7 +28,7 @@ std::string trust_ratios(const optim::Optimizer* optimizer) {
 void Explain::on_train_begin(TrainingContext& context) {
   context_ = &context;
   out_ = options_.stream != nullptr ? options_.stream : stdout;
-  const Sequential& model = *context.model;
+  const Model& model = *context.model;
   if (model.recomputed_segments().empty()) return;
   std::string segments;
   for (const auto& [begin, end] : model.recomputed_segments()) {

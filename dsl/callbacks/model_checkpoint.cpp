@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "../json_state.hpp"
-#include "../sequential.hpp"
+#include "../model.hpp"
 #include "../../framework/optim/optimizer.hpp"
 #include "../../framework/optim/recipe.hpp"
 

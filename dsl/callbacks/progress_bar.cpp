@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "../plan_choice.hpp"
-#include "../sequential.hpp"
+#include "../model.hpp"
 #include "../../framework/optim/recipe.hpp"
 #include "../../framework/training/lr_schedule.hpp"
 #include "../../kernels/cpu/capability.hpp"

@@ -10,7 +10,7 @@
 
 #include "progress_bar.hpp"
 #include "../plan_choice.hpp"
-#include "../sequential.hpp"
+#include "../model.hpp"
 #include "../../framework/core/files.hpp"
 #include "../../framework/core/utf8.hpp"
 #include "../../framework/core/log.hpp"
@@ -150,7 +150,7 @@ void Report::on_train_begin(TrainingContext& context) {
   require_writable_file(path_, "report");
   require_writable_file(json_lines_, "report's JSON lines");
   start_ = last_step_ = Clock::now();
-  const Sequential& model = *context.model;
+  const Model& model = *context.model;
   if (title_.empty()) title_ = model.name();
   banner_ = training_banner(context);
   summary_ = model.summary_str();

@@ -25,7 +25,7 @@ MemoryBudget limit_budget(std::size_t limit) {
 // For a run that does not fit in `budget`: the largest micro-batch below the current one that the
 // memory plan fits in it beside what else is live, with the accumulation that keeps the effective
 // batch.
-std::string fitting_advice(const Sequential& model, std::int64_t micro_batch, std::int64_t effective_batch,
+std::string fitting_advice(const Model& model, std::int64_t micro_batch, std::int64_t effective_batch,
                            std::size_t live_besides_model, std::int64_t read_ahead, const MemoryBudget& budget) {
   if (const std::optional<std::int64_t> m =
           model.fitting_micro_batch(micro_batch, budget.bytes, live_besides_model, read_ahead)) {

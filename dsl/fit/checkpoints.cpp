@@ -10,7 +10,7 @@
 namespace accrue::detail {
 
 // What must be the same for a run to continue from a checkpoint and repeat the run that wrote it.
-RunSignature run_signature(const Sequential& model, const Dataset& train, const TrainerOptions& options,
+RunSignature run_signature(const Model& model, const Dataset& train, const TrainerOptions& options,
                            const RunAccumulation& accumulation, const LrSchedule& schedule) {
   std::string metric_names;
   for (const Metric& m : model.metrics()) metric_names += (metric_names.empty() ? "" : ", ") + m.name();

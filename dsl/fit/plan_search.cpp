@@ -17,7 +17,7 @@ namespace {
 
 // The recomputations to try: the one the options fix, else none, every block of a type that holds
 // layers (TransformerBlock, Residual) when the model has some, and sqrt(n) segments.
-std::vector<RecomputePolicy> candidate_policies(const Sequential& model, const TrainerOptions& options) {
+std::vector<RecomputePolicy> candidate_policies(const Model& model, const TrainerOptions& options) {
   if (options.recompute) return {*options.recompute};
   if (!options.planner.recompute) return {model.recompute_policy()};
   std::vector<RecomputePolicy> out{RecomputePolicy{}};
@@ -34,7 +34,7 @@ std::vector<RecomputePolicy> candidate_policies(const Sequential& model, const T
 
 // Every micro-batch per process dividing the effective batch, under each policy, with its plan's
 // peak; for each policy those that fit and the next larger one that does not.
-std::vector<PlanCandidate> planned_candidates(Sequential& model, const std::vector<RecomputePolicy>& policies,
+std::vector<PlanCandidate> planned_candidates(Model& model, const std::vector<RecomputePolicy>& policies,
                                               std::int64_t effective, int processes, std::size_t budget,
                                               std::int64_t read_ahead) {
   std::vector<PlanCandidate> out;
@@ -100,7 +100,7 @@ std::vector<std::size_t> promising(const std::vector<PlanCandidate>& candidates,
 // the gradients it left.
 class TrialState {
  public:
-  explicit TrialState(Sequential& model) : model_(model), seed_(model.generator().seed()), offset_(model.generator().offset()) {
+  explicit TrialState(Model& model) : model_(model), seed_(model.generator().seed()), offset_(model.generator().offset()) {
     for (auto& [name, b] : model.named_buffers()) buffers_.emplace_back(b, b.clone());
     for (auto& [name, p] : model.trainable_parameters()) {
       const Tensor g = p.grad();
@@ -121,13 +121,13 @@ class TrialState {
   }
 
  private:
-  Sequential& model_;
+  Model& model_;
   std::uint64_t seed_, offset_;
   std::vector<std::pair<Tensor, Tensor>> buffers_, grads_;
 };
 
 // Seconds of one forward and backward pass of `batch` through the model as `c` has it.
-double time_pass(Sequential& model, const PlanCandidate& c, const Batch& batch) {
+double time_pass(Model& model, const PlanCandidate& c, const Batch& batch) {
   model.recompute(c.recompute);
   const std::optional<DType> amp = model.recipe().amp_dtype(model.device());
   StepModes modes{{.autocast = amp, .keep_packs = amp && c.accumulation > 1}};
@@ -147,7 +147,7 @@ double time_pass(Sequential& model, const PlanCandidate& c, const Batch& batch) 
 
 // Times the candidates `which` over the rounds, alternating, on the first samples of `train`; a
 // distributed run sums each candidate's time over its processes, so that all choose alike.
-void time_candidates(Sequential& model, const Dataset& train, std::vector<PlanCandidate>& candidates,
+void time_candidates(Model& model, const Dataset& train, std::vector<PlanCandidate>& candidates,
                      const std::vector<std::size_t>& which, const PlannerOptions& options,
                      distributed::Communicator& processes) {
   const TrainingModeGuard training{model, true};
@@ -177,7 +177,7 @@ void time_candidates(Sequential& model, const Dataset& train, std::vector<PlanCa
 }
 
 // The refusal when nothing fits: the smallest plan of all, and what it would need.
-[[noreturn]] void refuse(Sequential& model, const PlanChoice& choice, const RecomputePolicy& original,
+[[noreturn]] void refuse(Model& model, const PlanChoice& choice, const RecomputePolicy& original,
                          std::int64_t read_ahead) {
   const auto smallest = std::min_element(choice.candidates.begin(), choice.candidates.end(),
                                          [](const PlanCandidate& a, const PlanCandidate& b) { return a.planned_peak < b.planned_peak; });
@@ -192,7 +192,7 @@ void time_candidates(Sequential& model, const Dataset& train, std::vector<PlanCa
 
 }  // namespace
 
-PlanChoice choose_plan(Sequential& model, const Dataset& train, std::size_t budget, std::string budget_name,
+PlanChoice choose_plan(Model& model, const Dataset& train, std::size_t budget, std::string budget_name,
                        const TrainerOptions& options, distributed::Communicator& processes, std::int64_t read_ahead) {
   PlanChoice choice;
   choice.budget = budget;

@@ -40,7 +40,7 @@ void TrainingRun::share_checkpoint() {
 }
 
 // A distributed run starts only when every rank prepared the same run (its signature, each layer's
-// type and options, which shapes and names cannot tell apart, the model's layout, the device and
+// type and options, which shapes and names cannot tell apart, the model's layout and graph, the device and
 // the number of processes). Then the ranks take rank 0's parameters and buffers (a broadcast: the
 // replicas start equal whatever each initialised) and shuffling seed.
 void TrainingRun::agree_to_start() {
@@ -55,6 +55,7 @@ void TrainingRun::agree_to_start() {
   std::string layout;
   for (const auto& [name, t] : model_.named_state()) layout += fmt::format("{} {} {}; ", name, t.shape(), dtype_name(t.dtype()));
   mine.emplace_back("model", layout);
+  mine.emplace_back("graph", model_.wiring());
   mine.emplace_back("device", model_.device().is_cpu() ? "cpu" : "a GPU");
   mine.emplace_back("processes", std::to_string(processes_.size()));
   processes_.agree_on(mine, configs_begin, configs_end);

@@ -5,7 +5,7 @@
 
 namespace accrue::detail {
 
-RunAccumulation resolve_accumulation(const Sequential& model, const TrainerOptions& options) {
+RunAccumulation resolve_accumulation(const Model& model, const TrainerOptions& options) {
   const optim::Recipe& recipe = model.recipe();
   if (options.accumulate.is_set() && recipe.accumulates())
     throw ValueError(fmt::format("accumulation is set twice: in compile() ({}) and in the fit/Trainer options ({}); "
@@ -19,7 +19,7 @@ RunAccumulation resolve_accumulation(const Sequential& model, const TrainerOptio
   return {recipe.accumulation(), recipe.accumulate_options()};
 }
 
-StepPlan plan_run(const Sequential& model, const TrainerOptions& options, std::int64_t train_size,
+StepPlan plan_run(const Model& model, const TrainerOptions& options, std::int64_t train_size,
                   std::int64_t micro_batch, int accumulation_factor) {
   ACCRUE_CHECK(model.compiled(), "the model is not compiled: call model.compile(optimizer, loss, metrics) first");
   const auto [schedule, accumulate] = resolve_accumulation(model, options);
@@ -36,7 +36,7 @@ RunData::RunData(const Dataset& train, const TrainerOptions& options) : train_(t
   if (!train.in_memory()) read_ahead_ = batches_read_ahead({.workers = options.data_workers});
 }
 
-void RunData::plan(const Sequential& model, std::int64_t micro_batch, int accumulation_factor) {
+void RunData::plan(const Model& model, std::int64_t micro_batch, int accumulation_factor) {
   plan_ = plan_run(model, options_, train_.size(), micro_batch, accumulation_factor);
   micro_batch_ = micro_batch;
 }

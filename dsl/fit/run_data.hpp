@@ -13,7 +13,7 @@
 #include "../../datasets/loader.hpp"
 #include "../../framework/training/step_plan.hpp"
 #include "../fit_options.hpp"
-#include "../sequential.hpp"
+#include "../model.hpp"
 
 namespace accrue::detail {
 
@@ -25,13 +25,13 @@ struct RunAccumulation {
 
 /// The accumulation that applies to `model` under `options`: the fit/Trainer options', else the
 /// compiled recipe's. Throws ValueError when both set one.
-RunAccumulation resolve_accumulation(const Sequential& model, const TrainerOptions& options);
+RunAccumulation resolve_accumulation(const Model& model, const TrainerOptions& options);
 
 /// The plan of a run of `model` (compiled) on `train_size` samples under `options`, with
 /// micro-batches of `micro_batch` on each process and the accumulation schedule multiplied by
 /// `accumulation_factor` (both differ from the options' after an out-of-memory back-off). A
 /// distributed run plans global micro-batches of micro_batch x processes.
-StepPlan plan_run(const Sequential& model, const TrainerOptions& options, std::int64_t train_size,
+StepPlan plan_run(const Model& model, const TrainerOptions& options, std::int64_t train_size,
                   std::int64_t micro_batch, int accumulation_factor);
 
 class RunData {
@@ -45,7 +45,7 @@ class RunData {
 
   /// Plans the run of `model` for micro-batches of `micro_batch` per process and the accumulation
   /// multiplied by `accumulation_factor` (see plan_run).
-  void plan(const Sequential& model, std::int64_t micro_batch, int accumulation_factor);
+  void plan(const Model& model, std::int64_t micro_batch, int accumulation_factor);
   /// A new loader of the plan's micro-batches (this process's share: shard `rank` of `processes`),
   /// shuffled with `seed`, and the batches it hands to `device`.
   void load(std::uint64_t seed, int rank, int processes, Device device);

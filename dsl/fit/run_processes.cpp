@@ -28,7 +28,7 @@ RunProcesses::RunProcesses(bool distributed) {
   }
 }
 
-void RunProcesses::share_gradients(const Sequential& model, const std::vector<Tensor>& parameters,
+void RunProcesses::share_gradients(const Model& model, const std::vector<Tensor>& parameters,
                                    std::size_t bucket_bytes) {
   if (size() == 1) return;
   distributed::Communicator& on_device = distributed::for_device(model.device());
@@ -92,7 +92,7 @@ void RunProcesses::take_rank_0s(const std::vector<std::pair<std::string, Tensor>
 }
 
 // A difference means the ranks no longer train one model, and is reported rather than trained on.
-void RunProcesses::check_replicas(const Sequential& model, int epoch) const {
+void RunProcesses::check_replicas(const Model& model, int epoch) const {
   if (size() == 1) return;
   const std::uint32_t checksum = serialization::checkpoint_checksum(model.named_state(), {});
   const std::vector<std::int64_t> all = all_->allgather(checksum);

@@ -12,7 +12,7 @@
 #include "../../framework/distributed/communicator.hpp"
 #include "../../framework/distributed/reducer.hpp"
 #include "../metrics.hpp"
-#include "../sequential.hpp"
+#include "../model.hpp"
 #include "../training_checkpoint.hpp"
 
 namespace accrue::detail {
@@ -28,7 +28,7 @@ class RunProcesses {
 
   /// With several processes: a reducer of `parameters`' gradients in buckets of `bucket_bytes`, and
   /// the statistics group when a layer of `model` shares batch statistics. Alone: neither.
-  void share_gradients(const Sequential& model, const std::vector<Tensor>& parameters, std::size_t bucket_bytes);
+  void share_gradients(const Model& model, const std::vector<Tensor>& parameters, std::size_t bucket_bytes);
   distributed::Reducer* reducer() const { return reducer_.get(); }
   /// The processes layers with .sync = true share batch statistics with (null: none do, or alone).
   distributed::Communicator* statistics_group() const { return statistics_group_; }
@@ -45,7 +45,7 @@ class RunProcesses {
   /// each epoch, as PyTorch's DDP broadcasts them).
   void take_rank_0s(const std::vector<std::pair<std::string, Tensor>>& tensors) const;
   /// Throws CommunicationError when `model`'s parameters and buffers differ from rank 0's bits.
-  void check_replicas(const Sequential& model, int epoch) const;
+  void check_replicas(const Model& model, int epoch) const;
 
  private:
   std::unique_ptr<distributed::Communicator> own_;  // alone

@@ -15,7 +15,7 @@ namespace {
 // Warns once per run for each layer that normalizes with batch statistics over fewer samples than
 // a window's: with accumulation the statistics are the micro-batch's, not the effective batch's, and
 // in a distributed run this process's share of it unless the layer shares them (.sync = true).
-void warn_batch_statistics(const Sequential& model, const StepPlan& plan, std::int64_t micro_batch, int processes) {
+void warn_batch_statistics(const Model& model, const StepPlan& plan, std::int64_t micro_batch, int processes) {
   const std::int64_t effective = plan.max_effective_batch();
   for (std::size_t i = 0; i < model.size(); ++i) {
     const Layer& l = model.layer(i);
@@ -39,7 +39,7 @@ void warn_batch_statistics(const Sequential& model, const StepPlan& plan, std::i
 
 }  // namespace
 
-TrainingRun::TrainingRun(Sequential& model, const Dataset& train, std::optional<Dataset> validation,
+TrainingRun::TrainingRun(Model& model, const Dataset& train, std::optional<Dataset> validation,
                          const TrainerOptions& options, const std::string& resume_from)
     : model_(model),
       train_(train),
@@ -66,7 +66,7 @@ TrainingRun::TrainingRun(Sequential& model, const Dataset& train, std::optional<
 // The model, the micro-batch, the optimizer and accumulation, the checkpoint folder and the
 // checkpoint to continue from (process 0's choice in a distributed run).
 void TrainingRun::prepare_model() {
-  Sequential& model = model_;
+  Model& model = model_;
   const Dataset& train = train_;
   const TrainerOptions& options = options_;
   const bool first = processes_.rank() == 0;

@@ -26,7 +26,7 @@
 
 #include "../fit_options.hpp"
 #include "../plan_choice.hpp"
-#include "../sequential.hpp"
+#include "../model.hpp"
 #include "../training_checkpoint.hpp"
 #include "loss_units.hpp"
 #include "run_callbacks.hpp"
@@ -44,7 +44,7 @@ class TrainingRun {
   /// Prepares the run: builds the model, plans it (memory budget, accumulation, schedule), takes
   /// the checkpoint folder, and restores the checkpoint to continue from when there is one.
   /// `options` must outlive the run and is never changed.
-  TrainingRun(Sequential& model, const Dataset& train, std::optional<Dataset> validation,
+  TrainingRun(Model& model, const Dataset& train, std::optional<Dataset> validation,
               const TrainerOptions& options, const std::string& resume_from);
   TrainingRun(const TrainingRun&) = delete;  // the callbacks' context points into it
   TrainingRun& operator=(const TrainingRun&) = delete;
@@ -115,7 +115,7 @@ class TrainingRun {
   void share_checkpoint();
   void agree_to_start();
 
-  Sequential& model_;
+  Model& model_;
   const Dataset& train_;
   std::optional<Dataset> validation_;
   const TrainerOptions& options_;
@@ -145,11 +145,11 @@ class TrainingRun {
 
 // plan_search.cpp: the memory planner's choice for `budget` (named so in messages): the micro-batch
 // per process and the recomputation, which it sets on the model. Throws ValueError when nothing fits.
-PlanChoice choose_plan(Sequential& model, const Dataset& train, std::size_t budget, std::string budget_name,
+PlanChoice choose_plan(Model& model, const Dataset& train, std::size_t budget, std::string budget_name,
                        const TrainerOptions& options, distributed::Communicator& processes, std::int64_t read_ahead);
 // checkpoints.cpp
 std::int64_t resumed_micro_batch(const TrainingCheckpoint& checkpoint, const distributed::Communicator& processes);
-RunSignature run_signature(const Sequential& model, const Dataset& train, const TrainerOptions& options,
+RunSignature run_signature(const Model& model, const Dataset& train, const TrainerOptions& options,
                            const RunAccumulation& accumulation, const LrSchedule& schedule);
 
 }  // namespace accrue::detail

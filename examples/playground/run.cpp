@@ -66,7 +66,7 @@ class Stream final : public Callback {
     total_steps_ = settings_.max_steps > 0 ? std::min(settings_.max_steps, context.plan->total_optimizer_steps())
                                            : context.plan->total_optimizer_steps();
     validate_every_ = std::max<std::int64_t>(1, total_steps_ / 20);
-    const Sequential& model = *context.model;
+    const Model& model = *context.model;
     const MemoryPlan plan = model.memory_plan(context.batch_size);
     const PrecisionEffect precision = model.precision_effect(context.batch_size, settings_.accumulate > 1, cap_ > 0);
     host_.publish({{"type", "run"},

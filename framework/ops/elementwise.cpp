@@ -81,10 +81,11 @@ class AddSubNode final : public Node {
   Shape out_;
 };
 
-class MulDivNode final : public Node {
+// A function of two tensors whose gradient reads both: mul, div, maximum, minimum.
+class BinaryNode final : public Node {
  public:
-  MulDivNode(BinaryOp op, const Tensor& a, const Tensor& b) : op_(op), a_(a), b_(b) {}
-  std::string_view name() const override { return op_ == BinaryOp::mul ? "mul" : "div"; }
+  BinaryNode(BinaryOp op, std::string_view name, const Tensor& a, const Tensor& b) : op_(op), name_(name), a_(a), b_(b) {}
+  std::string_view name() const override { return name_; }
   void backward(Tensor grad, GradSink& sink) override {
     const Tensor& a = a_.get(name());
     const Tensor& b = b_.get(name());
@@ -101,6 +102,7 @@ class MulDivNode final : public Node {
 
  private:
   BinaryOp op_;
+  std::string_view name_;
   SavedTensor a_, b_;
 };
 
@@ -119,7 +121,7 @@ Tensor binary(BinaryOp op, std::string_view name, const Tensor& a_in, const Tens
     if (op == BinaryOp::add || op == BinaryOp::sub)
       node = std::make_shared<AddSubNode>(op == BinaryOp::sub, shape);
     else
-      node = std::make_shared<MulDivNode>(op, a, b);
+      node = std::make_shared<BinaryNode>(op, name, a, b);
     record(node, out, {&a, &b});
   }
   return out;
@@ -150,6 +152,8 @@ Tensor add(const Tensor& a, const Tensor& b) { return binary(BinaryOp::add, "add
 Tensor sub(const Tensor& a, const Tensor& b) { return binary(BinaryOp::sub, "sub", a, b); }
 Tensor mul(const Tensor& a, const Tensor& b) { return binary(BinaryOp::mul, "mul", a, b); }
 Tensor div(const Tensor& a, const Tensor& b) { return binary(BinaryOp::div, "div", a, b); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::maximum, "maximum", a, b); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::minimum, "minimum", a, b); }
 
 }  // namespace ops
 

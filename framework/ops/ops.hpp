@@ -43,6 +43,10 @@ Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
 Tensor div(const Tensor& a, const Tensor& b);
+/// The larger (smaller) of a and b at each element, as torch.maximum (torch.minimum): NaN where
+/// either is NaN; where they are equal each gets half the gradient.
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
 
 // ---- reductions ----------------------------------------------------------------------------
 /// Sum of all elements, shape ().

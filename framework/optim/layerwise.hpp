@@ -19,7 +19,7 @@ struct Exclude {
   /// Parameters of one dimension (biases, normalization weights and shifts).
   bool vectors = true;
   /// Parameters whose name is one of these or ends with "." and one of these: "bias" leaves out
-  /// every bias, "3.weight" one parameter (names as Sequential::named_parameters gives them).
+  /// every bias, "3.weight" one parameter (names as Model::named_parameters gives them).
   std::vector<std::string> names = {};
 
   /// Whether the parameter named `name` (empty when unnamed) is left out.

@@ -180,7 +180,7 @@ class AnyOptimizer {
   AnyOptimizer() = default;
   template <OptimizerConfig T>
   AnyOptimizer(T config)  // NOLINT: implicit on purpose, so compile() takes any configuration
-      : impl_(std::make_shared<Model<T>>(std::move(config))) {}
+      : impl_(std::make_shared<Held<T>>(std::move(config))) {}
 
   bool defined() const { return impl_ != nullptr; }
   std::unique_ptr<Optimizer> create(std::vector<Tensor> parameters) const { return impl_->create(std::move(parameters)); }
@@ -188,7 +188,7 @@ class AnyOptimizer {
   /// The configuration held when it is a T (optim::SGD, optim::Adam), else null.
   template <class T>
   const T* get() const {
-    const auto* model = dynamic_cast<const Model<T>*>(impl_.get());
+    const auto* model = dynamic_cast<const Held<T>*>(impl_.get());
     return model != nullptr ? &model->config : nullptr;
   }
   /// State tensors the optimizer keeps per parameter, each of the parameter's size (SGD with
@@ -209,8 +209,8 @@ class AnyOptimizer {
     virtual bool equals(const Concept& other) const = 0;
   };
   template <class T>
-  struct Model final : Concept {
-    explicit Model(T c) : config(std::move(c)) {}
+  struct Held final : Concept {
+    explicit Held(T c) : config(std::move(c)) {}
     std::unique_ptr<Optimizer> create(std::vector<Tensor> p) const override { return config.create(std::move(p)); }
     std::string str() const override { return config.str(); }
     std::optional<int> state_tensors() const override {
@@ -218,7 +218,7 @@ class AnyOptimizer {
       else return std::nullopt;
     }
     bool equals(const Concept& other) const override {
-      const auto* o = dynamic_cast<const Model<T>*>(&other);
+      const auto* o = dynamic_cast<const Held<T>*>(&other);
       if (o == nullptr) return false;
       if constexpr (std::equality_comparable<T>) return config == o->config;
       else return config.str() == o->config.str();

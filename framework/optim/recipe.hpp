@@ -39,7 +39,7 @@ class Recipe {
   /// Micro-batches per optimizer step until `samples`: accumulate(AccumulationSchedule::effective_batch(samples)).
   Recipe effective_batch(std::int64_t samples) const;
   /// The memory planner: fit chooses the micro-batch (its batch_size is ignored) among the divisors
-  /// of the effective batch, and the recomputation, whose Sequential::memory_plan peaks within
+  /// of the effective batch, and the recomputation, whose Model::memory_plan peaks within
   /// `bytes`, timing the promising ones and training with the fastest (FitOptions::planner); the
   /// banner shows the candidates. It refuses when nothing fits. Needs effective_batch(n).
   Recipe memory_budget(std::size_t bytes) const;
@@ -59,7 +59,7 @@ class Recipe {
   Recipe ema(EmaOptions options = {}) const;
   /// Stochastic weight averaging: the equal average of the weights after each step from
   /// `options.start` on, used as ema's is. BatchNorm's statistics for the averaged weights come from
-  /// Sequential::update_batch_norm(train) after fit (torch.optim.swa_utils.update_bn).
+  /// Model::update_batch_norm(train) after fit (torch.optim.swa_utils.update_bn).
   Recipe swa(SwaOptions options = {}) const;
   /// The optimizer's learning rate is the one for `samples` samples per step: each window steps
   /// with it scaled by the rule (linear for SGD and LARS, square root for the adaptive optimizers)

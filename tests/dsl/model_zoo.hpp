@@ -7,8 +7,10 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
 #include <accrue/accrue.hpp>
 #include <accrue/dsl/layer_registry.hpp>
+#include <accrue/framework/serialization/safetensors.hpp>
 
 namespace accrue::test::zoo {
 
@@ -126,5 +128,36 @@ class Scale final : public LayerBase<Scale, "Scale"> {
  private:
   double factor_;
 };
+
+/// The start of the graph tests' models (test_functional, test_onnx_export): two named inputs of
+/// 5 features, a nested Sequential "encoder" (Dense, Tanh) called on both (a, b), a Dense shared by
+/// both (c, d), and every merge of them concatenated.
+struct TwoInputGraph {
+  layers::Input left, right;
+  Symbol a, b, c, d, merged;
+};
+
+inline TwoInputGraph two_input_graph() {
+  layers::Input left{{5}, {.name = "left"}}, right{{5}, {.name = "right"}};
+  Sequential encoder{layers::Dense{6}, layers::Tanh{}};
+  encoder.set_name("encoder");
+  layers::Dense shared{6};
+  const Symbol a = encoder(left), b = encoder(right), c = shared(left), d = shared(right);
+  const Symbol merged = layers::Concatenate{}({layers::Add{}({a, b}), layers::Subtract{}({a, b}), layers::Multiply{}({c, d}),
+                                               layers::Average{}({a, b, c}), layers::Maximum{}({a, d}), layers::Minimum{}({b, c})});
+  return {left, right, a, b, c, d, merged};
+}
+
+/// A copy of the model file `path` at `damaged` with its description (the JSON of "accrue.model")
+/// changed by `change`; returns `damaged`.
+inline std::string with_description(const std::string& path, const std::string& damaged,
+                                    const std::function<void(nlohmann::json&)>& change) {
+  serialization::SafetensorsFile file = serialization::load_safetensors(path);
+  nlohmann::json j = nlohmann::json::parse(file.metadata.at("accrue.model"));
+  change(j);
+  file.metadata["accrue.model"] = j.dump();
+  serialization::save_safetensors(damaged, file.tensors, file.metadata);
+  return damaged;
+}
 
 }  // namespace accrue::test::zoo

@@ -85,7 +85,7 @@ BOOST_AUTO_TEST_CASE(the_losses_come_back_with_a_saved_model) {
     Sequential m{layers::Input{3}, layers::Dense{2}};
     m.compile(optim::SGD{}, loss);
     m.save(path);
-    const Sequential loaded = load_model(path);
+    const Model loaded = load_model(path);
     BOOST_REQUIRE(loaded.compiled());
     BOOST_TEST(loaded.loss().name() == loss.name());
     BOOST_TEST((loaded.loss().config() == loss.config()), loss.name());

@@ -231,7 +231,7 @@ BOOST_AUTO_TEST_CASE(two_metrics_of_one_kind_log_under_their_names) {
   test::TempDir dir{"named_metrics"};
   const std::string path = (dir.path / "m.safetensors").string();
   m.save(path);
-  const Sequential loaded = load_model(path);
+  const Model loaded = load_model(path);
   BOOST_REQUIRE(loaded.metrics().size() == 2u);
   BOOST_TEST(loaded.metrics()[1].name() == "precision_1");
   BOOST_TEST(loaded.metrics()[1].type() == "precision");
@@ -252,7 +252,7 @@ BOOST_AUTO_TEST_CASE(shapes_are_checked_and_metrics_saved) {
              metrics::AUC{{.curve = metrics::AucCurve::pr, .class_id = 0, .from_logits = true}}, metrics::BinaryAccuracy{{.name = "bin"}},
              metrics::SparseTopKCategoricalAccuracy{2}, metrics::ConfusionMatrix{{.num_classes = 4, .labels = {"w", "x", "y", "z"}}}});
   m.save(path);
-  const Sequential loaded = load_model(path);
+  const Model loaded = load_model(path);
   BOOST_REQUIRE(loaded.metrics().size() == 5u);
   for (std::size_t i = 0; i < 5; ++i) {
     BOOST_TEST(loaded.metrics()[i].name() == m.metrics()[i].name());

@@ -44,7 +44,7 @@ void round_trip(Sequential& model, const Tensor& x, const Tensor& y, const std::
   test::TempDir dir{"model_file"};
   const std::string path = (dir.path / "m.safetensors").string();
   model.save(path);
-  Sequential loaded = load_model(path);
+  Model loaded = load_model(path);
   BOOST_TEST_INFO(what);
   BOOST_REQUIRE(loaded.size() == model.size());
   for (std::size_t i = 0; i < model.size(); ++i) {
@@ -54,7 +54,7 @@ void round_trip(Sequential& model, const Tensor& x, const Tensor& y, const std::
   const auto a = model.predict(x, 3).to_vector<float>(), b = loaded.predict(x, 3).to_vector<float>();
   BOOST_TEST((a == b), what << ": predictions differ");
   // The weights are still the PyTorch state_dict a weights-only model loads.
-  Sequential same = load_model(path);
+  Model same = load_model(path);
   BOOST_TEST(same.named_state().size() == model.named_state().size());
 }
 
@@ -113,7 +113,7 @@ BOOST_AUTO_TEST_CASE(a_model_of_many_layers_loads) {
   BOOST_TEST(many.layer(19999).name() == "re_lu_19999");
   many.save(path);
   const auto t0 = std::chrono::steady_clock::now();
-  const Sequential loaded = load_model(path);
+  const Model loaded = load_model(path);
   BOOST_TEST_MESSAGE("20,000 layers loaded in " << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s");
   BOOST_TEST(loaded.size() == 20001u);
   auto same_name = std::make_unique<layers::ReLU>();
@@ -135,13 +135,7 @@ BOOST_AUTO_TEST_CASE(unknown_layer_types_and_damaged_descriptions_are_named) {
   Sequential plain{layers::Input{3}, layers::Dense{4}, layers::ReLU{}, layers::Dense{2}};
   plain.save(path);
   const auto rewrite = [&](const std::function<void(nlohmann::json&)>& change) {
-    serialization::SafetensorsFile file = serialization::load_safetensors(path);
-    nlohmann::json j = nlohmann::json::parse(file.metadata.at("accrue.model"));
-    change(j);
-    file.metadata["accrue.model"] = j.dump();
-    const std::string damaged = (dir.path / "damaged.safetensors").string();
-    serialization::save_safetensors(damaged, file.tensors, file.metadata);
-    return damaged;
+    return zoo::with_description(path, (dir.path / "damaged.safetensors").string(), change);
   };
   BOOST_CHECK_EXCEPTION(load_model(rewrite([](auto& j) { j["layers"][2]["config"]["units"] = "two"; })), ValueError,
                         message_has({"layer 2 (Dense)", "'units'", "whole number", "a text"}));
@@ -188,7 +182,7 @@ BOOST_AUTO_TEST_CASE(unknown_layer_types_and_damaged_descriptions_are_named) {
 void expect_same_compile(Sequential& model, const std::string& path, const std::string& what) {
   BOOST_TEST_CONTEXT(what) {
     model.save(path);
-    Sequential loaded = load_model(path);
+    Model loaded = load_model(path);
     BOOST_REQUIRE(loaded.compiled());
     BOOST_TEST((loaded.recipe() == model.recipe()), loaded.recipe().str() << " against " << model.recipe().str());
     BOOST_TEST(loaded.loss().name() == model.loss().name());
@@ -270,7 +264,7 @@ BOOST_AUTO_TEST_CASE(a_text_models_vocabulary_comes_back_with_it) {
     BOOST_TEST(gpt.vocabulary() == nullptr);
     gpt.set_vocabulary(vocabulary);
     gpt.save(path);
-    Sequential loaded = load_model(path);
+    Model loaded = load_model(path);
     BOOST_REQUIRE(loaded.vocabulary() != nullptr);
     BOOST_TEST((*loaded.vocabulary() == vocabulary));
     const std::vector<std::int32_t> prompt = loaded.vocabulary()->encode("h\u00e9llo");
@@ -286,7 +280,7 @@ BOOST_AUTO_TEST_CASE(a_loaded_model_predicts_on_four_threads_at_once_as_on_one) 
   test::TempDir dir{"model_file_threads"};
   const std::string path = (dir.path / "m.safetensors").string();
   model.save(path);
-  Sequential loaded = load_model(path);
+  Model loaded = load_model(path);
   std::vector<Tensor> inputs;
   std::vector<std::vector<float>> alone;
   for (std::uint64_t k = 0; k < 4; ++k) {

@@ -152,7 +152,7 @@ BOOST_AUTO_TEST_CASE(evaluation_and_saving_see_plain_layers) {
   test::TempDir dir{"recompute"};
   const std::string path = dir.file("m.safetensors");
   m.save(path);
-  Sequential loaded = load_model(path);
+  Model loaded = load_model(path);
   BOOST_TEST(loaded.layer(0).type_name() == "Recompute");
   const Tensor x = blobs(16, 4).inputs();
   BOOST_TEST((loaded.predict(x).to_vector<float>() == m.predict(x).to_vector<float>()));

@@ -22,7 +22,7 @@ std::vector<double> flat(const std::vector<Tensor>& tensors) {
 
 // Records the weights after every applied optimizer step, and after each micro-batch.
 struct WeightLog final : Callback {
-  Sequential* model = nullptr;
+  Model* model = nullptr;
   std::vector<std::vector<double>> after_step, after_micro_batch;
   void on_train_begin(TrainingContext& c) override { model = c.model; }
   void on_micro_batch_end(const StepRecord&, const Logs&) override { after_micro_batch.push_back(flat(model->parameters())); }

@@ -1,11 +1,8 @@
-// A whole model's description (the JSON Sequential::save writes in a safetensors file's metadata):
+// A whole model's description (the JSON Model::save writes in a safetensors file's metadata):
 // layer types, options, nesting, the compile settings and the vocabulary, beside the weights of a
 // small MLP. load_model must return or throw accrue::Error, never crash, hang or take memory the
 // weights do not need.
-#include <accrue/accrue.hpp>
-#include <accrue/framework/serialization/safetensors.hpp>
-
-#include "fuzz_input.hpp"
+#include "described_model.hpp"
 
 namespace {
 
@@ -22,12 +19,6 @@ const std::vector<std::pair<std::string, accrue::Tensor>>& weights() {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  const std::string& path = accrue::fuzz::input_path("model_file");
-  try {
-    accrue::serialization::save_safetensors(
-        path, weights(), {{"format", "pt"}, {"accrue.model", std::string(reinterpret_cast<const char*>(data), size)}});
-    (void)accrue::load_model(path);
-  } catch (const accrue::Error&) {
-  }
+  accrue::fuzz::load_described_model("model_file", weights(), data, size);
   return 0;
 }

@@ -40,4 +40,47 @@ BOOST_AUTO_TEST_CASE(binary_ops_with_broadcasting) {
   }
 }
 
+// torch.maximum and torch.minimum: away from ties the gradient goes to the side kept (finite
+// differences see it); at a tie each side gets half, and a NaN on either side is the result. The
+// values at ties and NaNs are PyTorch 1.13's.
+BOOST_AUTO_TEST_CASE(maximum_and_minimum) {
+  const std::vector<std::pair<Shape, Shape>> shapes = {{{4, 5}, {4, 5}}, {{4, 5}, {5}}, {{4, 1}, {1, 5}}};
+  // Shuffled multiples of 0.1 plus `offset` (distinct_values centres an odd count on 0.05).
+  const auto spaced = [](const Shape& s, std::uint64_t seed, float offset) {
+    return ops::affine(distinct_values(s, seed, 0.1f), 1.0f, offset + (s.numel() % 2 == 1 ? 0.05f : 0.0f));
+  };
+  std::uint64_t seed = 60;
+  for (const auto& [sa, sb] : shapes) {
+    // a's values and b's fall between each other: no two within 0.05.
+    Tensor a = leaf(spaced(sa, ++seed, -1.0f));
+    Tensor b = leaf(spaced(sb, ++seed, -0.95f));
+    expect_gradients("maximum " + sa.str() + " " + sb.str(), [](const auto& in) { return ops::maximum(in[0], in[1]); }, {a, b});
+    expect_gradients("minimum " + sa.str() + " " + sb.str(), [](const auto& in) { return ops::minimum(in[0], in[1]); }, {a, b});
+  }
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor x = leaf(Tensor::from({1.0f, 2.0f, 3.0f, nan, 5.0f}, {5}));
+  Tensor y = leaf(Tensor::from({0.0f, 2.0f, 4.0f, 1.0f, nan}, {5}));
+  for (const bool larger : {true, false}) {
+    const Tensor out = larger ? ops::maximum(x, y) : ops::minimum(x, y);
+    const std::vector<float> v = out.to_vector<float>();
+    BOOST_TEST(v[0] == (larger ? 1.0f : 0.0f));
+    BOOST_TEST(v[1] == 2.0f);
+    BOOST_TEST(v[2] == (larger ? 4.0f : 3.0f));
+    BOOST_TEST((std::isnan(v[3]) && std::isnan(v[4])));
+    x.set_grad(Tensor());
+    y.set_grad(Tensor());
+    ops::sum(out).backward();
+    const std::vector<float> gx = x.grad().to_vector<float>(), gy = y.grad().to_vector<float>();
+    // Element 1 ties: half each.
+    BOOST_TEST(gx[1] == 0.5f);
+    BOOST_TEST(gy[1] == 0.5f);
+    BOOST_TEST(gx[0] == (larger ? 1.0f : 0.0f));
+    BOOST_TEST(gy[0] == (larger ? 0.0f : 1.0f));
+    BOOST_TEST(gx[2] == (larger ? 0.0f : 1.0f));
+    BOOST_TEST(gy[2] == (larger ? 1.0f : 0.0f));
+    // Beside a NaN, both sides get the whole gradient.
+    BOOST_TEST((gx[3] == 1.0f && gy[3] == 1.0f && gx[4] == 1.0f && gy[4] == 1.0f));
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
