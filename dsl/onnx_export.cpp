@@ -105,11 +105,18 @@ void check_model(::onnx::ModelProto& model, const std::string& path) {
   }
 }
 
+// The model checked, then written atomically to `path`.
+void write_checked(::onnx::ModelProto& model, const std::string& path) {
+  check_model(model, path);
+  std::string bytes;
+  if (!model.SerializeToString(&bytes)) throw Error(fmt::format("export_onnx to {}: the model does not serialize", path));
+  write_atomically(path, [&](std::FILE* f) { return std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size(); });
+}
+
 // Verification inputs, one per graph input: `given` (a model of one input), or 7 samples of
 // standard normal numbers, or of tokens drawn from the vocabulary of the Embedding that reads the
 // input.
-std::vector<Tensor> verification_inputs(const Model& model, const std::vector<std::pair<Shape, std::int64_t>>& inputs,
-                                        const Tensor& given) {
+std::vector<Tensor> verification_inputs(const std::vector<std::pair<Shape, std::int64_t>>& inputs, const Tensor& given) {
   if (given.defined()) return {given};
   Generator generator(20261126);
   std::vector<Tensor> out;
@@ -282,24 +289,20 @@ OnnxExport Model::export_onnx(const std::string& path, const OnnxExportOptions& 
   }
   // An output read by other nodes too keeps its name for them, and the graph's output is an
   // Identity of it.
-  std::vector<bool> read(names.size(), false);
-  for (const GraphNode& node : nodes_)
-    for (const std::size_t v : node.inputs) read[v] = true;
   for (std::size_t o = 0; o < outputs_.size(); ++o) {
     const std::string name = chain ? "output" : output_name(o);
     const std::size_t v = outputs_[o];
-    if (read[v] || v < inputs_.size()) add_identity(*g.graph, names[v], name);
+    const bool read = std::any_of(nodes_.begin(), nodes_.end(),
+                                  [&](const GraphNode& n) { return std::find(n.inputs.begin(), n.inputs.end(), v) != n.inputs.end(); });
+    if (read || v < inputs_.size()) add_identity(*g.graph, names[v], name);
     else name_output(*g.graph, names[v], name);
     describe_value(g.graph->add_output(), name, ::onnx::TensorProto::FLOAT, options.batch, value_shape(v));
   }
-  check_model(g.model, path);
-  std::string bytes;
-  if (!g.model.SerializeToString(&bytes)) throw Error(fmt::format("export_onnx to {}: the model does not serialize", path));
-  write_atomically(path, [&](std::FILE* f) { return std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size(); });
+  write_checked(g.model, path);
   onnx_layers_ = result.layers;
   onnx_path_ = path;
   if (options.verify)
-    result.verification = verify(*this, path, verification_inputs(*this, verified_inputs, options.verify_inputs), first);
+    result.verification = verify(*this, path, verification_inputs(verified_inputs, options.verify_inputs), first);
   return result;
 }
 
