@@ -240,24 +240,20 @@ std::string Model::output_name(std::size_t i) const {
   return layer_id(*layers_[l], keys_[l]);
 }
 
-namespace {
-const Symbol& symbol_at(const std::vector<Symbol>& symbols, std::size_t value) { return symbols.at(value); }
-}  // namespace
-
 Symbol Model::input(std::size_t i) const {
   ACCRUE_CHECK(i < inputs_.size(), "model '{}' has {} inputs, not {}", name_, inputs_.size(), i + 1);
-  return symbol_at(symbols(), i);
+  return symbols().at(i);
 }
 
 Symbol Model::output(std::size_t i) const {
   ACCRUE_CHECK(i < outputs_.size(), "model '{}' has {} outputs, not {}", name_, outputs_.size(), i + 1);
-  return symbol_at(symbols(), outputs_[i]);
+  return symbols().at(outputs_[i]);
 }
 
 Symbol Model::output_of(const std::string& name) const {
   const Layer& wanted = layer(name);
   for (std::size_t k = 0; k < nodes_.size(); ++k)
-    if (layers_[nodes_[k].layer].get() == &wanted) return symbol_at(symbols(), node_value(k));
+    if (layers_[nodes_[k].layer].get() == &wanted) return symbols().at(node_value(k));
   throw ValueError(fmt::format("model '{}': layer '{}' is not called in its graph", name_, name));
 }
 
