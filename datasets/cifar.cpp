@@ -23,15 +23,15 @@ class CifarSource final : public SampleSource {
   std::string name() const override { return name_; }
   std::int64_t size() const override { return static_cast<std::int64_t>(bytes_.size() / record()); }
   SampleLayout layout() const override { return {{{3, 32, 32}, DType::f32}, {Shape{}, DType::i32}}; }
-  void read(std::int64_t i, const ReadContext&, void* input, void* target) const override {
+  void read(std::int64_t i, const ReadContext&, const SampleBuffers& out) const override {
     const auto* r = reinterpret_cast<const unsigned char*>(bytes_.data()) + static_cast<std::size_t>(i) * record();
-    auto* out = static_cast<float*>(input);
-    for (std::size_t k = 0; k < image_bytes; ++k) out[k] = static_cast<float>(r[label_bytes_ + k]) / 255.0f;
-    read_target(i, target);
+    auto* pixels = static_cast<float*>(out.inputs[0]);
+    for (std::size_t k = 0; k < image_bytes; ++k) pixels[k] = static_cast<float>(r[label_bytes_ + k]) / 255.0f;
+    read_targets(i, out.targets);
   }
-  void read_target(std::int64_t i, void* target) const override {
+  void read_targets(std::int64_t i, std::span<void* const> targets) const override {
     const std::int32_t label = static_cast<unsigned char>(bytes_[static_cast<std::size_t>(i) * record() + label_at_]);
-    std::memcpy(target, &label, sizeof label);
+    std::memcpy(targets[0], &label, sizeof label);
   }
   std::string fingerprint() const override {
     const uLong crc = crc32_z(crc32(0, nullptr, 0), reinterpret_cast<const Bytef*>(bytes_.data()), bytes_.size());

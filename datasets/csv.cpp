@@ -13,6 +13,7 @@
 #include "../framework/core/log.hpp"
 #include "../framework/core/memory.hpp"
 #include "../framework/core/utf8.hpp"
+#include "../framework/ops/ops.hpp"
 
 namespace accrue::datasets {
 namespace {
@@ -364,6 +365,17 @@ ClassPlan plan_classes(const Table& t, std::size_t c, const CsvOptions& options)
   return p;
 }
 
+// Whether `field` stands for a missing value: empty, or one of options.missing_values.
+bool is_missing(std::string_view field, const CsvOptions& options) {
+  return field.empty() ||
+         std::find(options.missing_values.begin(), options.missing_values.end(), field) != options.missing_values.end();
+}
+
+// "the value is missing", or "the value "NA" is missing" for a marker.
+std::string missing_str(const char* what, std::string_view field) {
+  return field.empty() ? fmt::format("the {} is missing", what) : fmt::format("the {} {} is missing", what, printable_excerpt(field));
+}
+
 // The bytes the tensors will take; IoError before any is allocated when this process cannot hold
 // them, naming a one-hot column of many categories when that is why.
 void check_memory(const Table& t, const FeaturePlan& p, std::size_t width, const CsvOptions& options) {
@@ -383,9 +395,52 @@ void check_memory(const Table& t, const FeaturePlan& p, std::size_t width, const
   }
 }
 
+// The features of `options.groups` as their inputs: the columns of each (one-hot ones as wide as
+// their categories) cut out of `features`, in int32 where the group asks, checked whole.
+std::vector<Tensor> group_inputs(const Table& t, const FeaturePlan& p, const Tensor& features, const CsvOptions& options) {
+  std::vector<std::int64_t> widths;
+  std::size_t k = 0;
+  for (const ColumnGroup& g : options.groups) {
+    std::int64_t width = 0;
+    for (std::size_t end = k + g.columns.size(); k < end; ++k)
+      width += p.categories[k] && options.one_hot ? static_cast<std::int64_t>(p.categories[k]->size()) : 1;
+    widths.push_back(width);
+  }
+  std::vector<Tensor> parts = ops::split(features, widths, 1);
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (options.groups[i].dtype == DType::f32) continue;
+    ACCRUE_CHECK(options.groups[i].dtype == DType::i32, "{}: group '{}' asks for {}; groups are float32 or int32", t.path,
+                 options.groups[i].name, dtype_name(options.groups[i].dtype));
+    const std::vector<float> values = parts[i].to_vector();
+    std::vector<std::int32_t> whole(values.size());
+    for (std::size_t v = 0; v < values.size(); ++v) {
+      if (values[v] != std::trunc(values[v]) || std::abs(values[v]) > 16777216.0f)
+        throw IoError(fmt::format("{}: group '{}' is read as int32 but row {} holds {} (int32 groups take categories "
+                                  "with .one_hot = false, or whole numbers)",
+                                  t.path, options.groups[i].name, v / static_cast<std::size_t>(widths[i]) + 1, values[v]));
+      whole[v] = static_cast<std::int32_t>(values[v]);
+    }
+    parts[i] = Tensor::from(whole, parts[i].shape(), {.dtype = DType::i32, .category = MemoryCategory::data});
+  }
+  return parts;
+}
+
+// The options with the columns of every group as the features, in order.
+CsvOptions with_group_columns(const std::string& path, const CsvOptions& options) {
+  if (options.groups.empty()) return options;
+  ACCRUE_CHECK(options.columns.empty(), "csv {}: give .columns or .groups, not both (the groups name the features)", path);
+  CsvOptions out = options;
+  for (const ColumnGroup& g : options.groups) {
+    ACCRUE_CHECK(!g.columns.empty(), "csv {}: group '{}' has no columns", path, g.name);
+    out.columns.insert(out.columns.end(), g.columns.begin(), g.columns.end());
+  }
+  return out;
+}
+
 }  // namespace
 
-Dataset csv(const std::string& path, const CsvOptions& options) {
+Dataset csv(const std::string& path, const CsvOptions& given) {
+  const CsvOptions options = with_group_columns(path, given);
   const Table t = read_table(path, options);
   const NonFeatures other = non_features(t, options);
   const FeaturePlan p = plan_features(t, options, other);
@@ -419,8 +474,9 @@ Dataset csv(const std::string& path, const CsvOptions& options) {
         continue;
       }
       const std::string_view field = trimmed(r[c]);
-      if (field.empty()) {
-        if (!options.missing) t.fail(r, c, "the value is missing (give CsvOptions::missing a value to fill it with)");
+      if (is_missing(field, options)) {
+        if (!options.missing)
+          t.fail(r, c, fmt::format("{} (give CsvOptions::missing a value to fill it with)", missing_str("value", field)));
         *out++ = *options.missing;
         continue;
       }
@@ -433,7 +489,7 @@ Dataset csv(const std::string& path, const CsvOptions& options) {
     if (classes) labels.push_back(classes->index(trimmed(r[*other.target])));
     if (other.target && !options.classes) {
       const std::string_view field = trimmed(r[*other.target]);
-      if (field.empty()) t.fail(r, *other.target, "the target is missing");
+      if (is_missing(field, options)) t.fail(r, *other.target, missing_str("target", field));
       const std::optional<float> v = float32_of(t, r, *other.target, field, "the target");
       if (!v)
         t.fail(r, *other.target, fmt::format("the target {} is not a number (set .classes for class names)", printable_excerpt(field)));
@@ -449,11 +505,19 @@ Dataset csv(const std::string& path, const CsvOptions& options) {
   const Tensor y = classes            ? Tensor::from(labels, {n})
                    : other.target     ? Tensor::from(values, {n, 1})
                                       : Tensor::zeros({n}, {.dtype = DType::i32});
-  const Dataset data{std::move(inputs), y, std::filesystem::path(path).filename().string()};
+  const std::string name = std::filesystem::path(path).filename().string();
+  Dataset data{std::move(inputs), y, name};
+  if (!options.groups.empty()) {
+    std::vector<std::string> names;
+    for (const ColumnGroup& g : options.groups) names.push_back(g.name);
+    data = Dataset{std::make_shared<const TensorSource>(group_inputs(t, p, data.inputs(), options), std::vector<Tensor>{y},
+                                                        name, std::move(names))};
+  }
   return other.weight ? data.with_sample_weights(std::move(weights)) : data;
 }
 
-std::vector<std::string> csv_features(const std::string& path, const CsvOptions& options) {
+std::vector<std::string> csv_features(const std::string& path, const CsvOptions& given) {
+  const CsvOptions options = with_group_columns(path, given);
   const Table t = read_table(path, options);
   const FeaturePlan p = plan_features(t, options, non_features(t, options));
   std::vector<std::string> out;
@@ -467,7 +531,8 @@ std::vector<std::string> csv_features(const std::string& path, const CsvOptions&
   return out;
 }
 
-std::vector<std::string> csv_classes(const std::string& path, const CsvOptions& options) {
+std::vector<std::string> csv_classes(const std::string& path, const CsvOptions& given) {
+  const CsvOptions options = with_group_columns(path, given);
   const Table t = read_table(path, options);
   const NonFeatures other = non_features(t, options);
   ACCRUE_CHECK(other.target && options.classes, "csv_classes: {} is read without class targets (.target, .classes)", path);

@@ -27,6 +27,17 @@ struct Column {
   Column(std::string name) : ref(std::move(name)) {}    // NOLINT
 };
 
+/// Feature columns that make one input of their own, named: a wide-and-deep model's numbers and
+/// its categories, from one table (Keras's dict of inputs).
+struct ColumnGroup {
+  /// The model input it goes to.
+  std::string name;
+  std::vector<Column> columns;
+  /// int32 for categories an Embedding looks up (listed in .categorical, with .one_hot = false) or
+  /// other whole numbers; float32 otherwise.
+  DType dtype = DType::f32;
+};
+
 struct CsvOptions {
   /// The column the model predicts; none: every target is 0.
   std::optional<Column> target = Column{-1};
@@ -37,6 +48,9 @@ struct CsvOptions {
   int skip_rows = 0;
   /// The feature columns, in this order; empty: every column but the target.
   std::vector<Column> columns = {};
+  /// The features as several inputs, one per group in this order, named after the groups (fit
+  /// gives each to the model's input of its name). Instead of `columns`.
+  std::vector<ColumnGroup> groups = {};
   /// Feature columns whose values are categories (any text): each becomes one-hot columns, one per
   /// distinct value in sorted order, or with one_hot = false a single column of the value's index.
   std::vector<Column> categorical = {};
@@ -55,12 +69,15 @@ struct CsvOptions {
   std::optional<Column> sample_weight = {};
   /// The value an empty numeric field takes; none: an empty field is an error naming its place.
   std::optional<float> missing = {};
+  /// Fields that stand for a missing value as an empty one does ("NA" as R writes it, "?"): in a
+  /// numeric column they take `missing`; in a categorical column they are a category as any text.
+  std::vector<std::string> missing_values = {};
   /// Files larger than this are refused before they are read.
   std::uint64_t max_bytes = std::uint64_t{1} << 30;
 };
 
-/// The table in `path` as a dataset in memory: inputs (rows, features) float32, targets (rows,)
-/// int32 classes or (rows, 1) float32 values. Throws IoError naming the file, the line and the
+/// The table in `path` as a dataset in memory: inputs (rows, features) float32 (or one input per
+/// group), targets (rows,) int32 classes or (rows, 1) float32 values. Throws IoError naming the file, the line and the
 /// column (by name when there is a header) for a malformed record, a field that is not a number
 /// or is beyond float32's range (1e39), a missing value without a fill, labels that mix numbers
 /// and names, or a column that does not exist; and before allocating, when the tensors would not

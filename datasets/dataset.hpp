@@ -1,8 +1,9 @@
 #pragma once
-// A dataset: N samples, each an input and a target, read from a SampleSource (source.hpp). Two
-// tensors in memory are one kind; a folder of images decoded on demand, a transformed dataset and
-// a user's own type (Dataset::from) are others. Copies are cheap (they share the source); subsets
-// of tensors are views.
+// A dataset: N samples, each an input and a target (or several of each, for a model of several
+// inputs or outputs), read from a SampleSource (source.hpp). Tensors in memory are one kind; a
+// folder of images decoded on demand, a transformed dataset, datasets zipped and a user's own type
+// (Dataset::from) are others. Copies are cheap (they share the source); subsets of tensors are
+// views.
 
 #include <concepts>
 #include <cstdint>
@@ -18,18 +19,34 @@
 
 namespace accrue {
 
-/// One sample, or one batch of samples.
+/// One sample, or one batch of samples: its inputs and its targets, one of each for a model of one
+/// input and one output, else one per model input (output), in the model's order.
 struct Example {
-  Tensor inputs;
-  Tensor targets;
+  std::vector<Tensor> inputs;
+  std::vector<Tensor> targets;
+
+  Example() = default;
+  /// One input and one target; an undefined target (`{}`) makes a sample of its input alone.
+  Example(Tensor input, Tensor target) : inputs{std::move(input)} {
+    if (target.defined()) targets.push_back(std::move(target));
+  }
+  Example(std::vector<Tensor> inputs, std::vector<Tensor> targets)
+      : inputs(std::move(inputs)), targets(std::move(targets)) {}
+  /// The one input (target); throws ValueError when there are several or none.
+  const Tensor& input() const;
+  const Tensor& target() const;
 };
+
+/// Tensors by name, as a dataset's inputs or targets: `{{"numeric", x}, {"category", c}}`.
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
 namespace transforms {
 class Compose;
 }
 
 /// A type of the user's own that Dataset::from reads: size() and get(i), the sample's input and
-/// target without a batch dimension (every sample of the same shape and type).
+/// target (or inputs and targets) without a batch dimension (every sample of the same shapes and
+/// types).
 template <class T>
 concept SampleGetter = requires(const T& t, std::int64_t i) {
   { t.size() } -> std::convertible_to<std::int64_t>;
@@ -40,8 +57,21 @@ class Dataset {
  public:
   Dataset() = default;
   /// Samples as rows of two tensors. Throws ShapeError when they have different numbers of rows.
+  /// Undefined targets (`Dataset{x, {}}`) make a dataset of inputs alone (to zip with another).
   Dataset(Tensor inputs, Tensor targets, std::string name = "dataset");
+  /// Samples of several inputs or targets, in the model's order (Keras's `fit([x1, x2], [y1, y2])`):
+  /// `Dataset{{numeric, category}, {label}}`. No targets make a dataset to predict on.
+  Dataset(std::vector<Tensor> inputs, std::vector<Tensor> targets, std::string name = "dataset");
+  /// The same by the model's input and output names (Keras's dicts): fit gives each model input
+  /// the tensor of its name, whatever the order here.
+  Dataset(NamedTensors inputs, NamedTensors targets, std::string name = "dataset");
   explicit Dataset(std::shared_ptr<const SampleSource> source);
+
+  /// The samples of datasets of one size side by side (tf.data's zip): the inputs of the first,
+  /// then the second's..., and their targets in the same order. A dataset of inputs only adds
+  /// none: `Dataset::zip({images, Dataset{metadata, {}}})`. Throws ValueError for sizes that
+  /// differ, naming them; sample weights are not zipped (give them to the result).
+  static Dataset zip(const std::vector<Dataset>& parts, std::string name = "");
 
   /// A dataset of the user's own: `get(i)` returns sample i's input and target (no batch
   /// dimension). get() is called from the loader's background threads, several at once.
@@ -56,18 +86,21 @@ class Dataset {
   std::int64_t size() const { return source_ ? source_->size() : 0; }
   bool empty() const { return size() == 0; }
   std::string name() const { return source_ ? source_->name() : std::string{"dataset"}; }
-  /// Shape of one input sample (without the batch dimension).
-  Shape sample_shape() const { return source_ ? source_->layout().input.shape : Shape{}; }
+  /// Shape of one input sample (without the batch dimension); throws for several inputs.
+  Shape sample_shape() const { return source_ ? source_->layout().input().shape : Shape{}; }
   SampleLayout layout() const { return source_ ? source_->layout() : SampleLayout{}; }
   const SampleSource& source() const;
-  /// Whether the samples are two tensors in memory (inputs() is then available).
+  /// Whether the samples are tensors in memory (inputs() is then available).
   bool in_memory() const { return source_ && source_->tensors() != nullptr; }
 
-  /// All inputs as one tensor; only for a dataset in memory (throws ValueError otherwise, saying
-  /// to read it through a DataLoader or to call to_memory()).
+  /// All inputs as one tensor; only for a dataset in memory of one input (throws ValueError
+  /// otherwise, saying to read it through a DataLoader or to call to_memory()).
   const Tensor& inputs() const;
   /// All targets as one tensor: the tensor itself in memory, else every sample's target read.
+  /// Throws for several targets; target(k) reads one.
   Tensor targets() const;
+  /// Every sample's target k (in the layout's order).
+  Tensor target(std::size_t k) const;
 
   /// Sample i as a batch of one (views when in memory).
   Example operator[](std::int64_t i) const;
@@ -75,6 +108,11 @@ class Dataset {
   Example slice(std::int64_t begin, std::int64_t end, const ReadContext& context = {}) const;
   /// Samples at `indices`, copied into a new batch, in that order.
   Example gather(std::span<const std::int64_t> indices, const ReadContext& context = {}) const;
+
+  /// The same samples with their inputs and targets in another order: input k of the result is
+  /// input `inputs[k]` here, target k target `targets[k]` (each index once; parts left out are
+  /// dropped). Model::arrange uses it to match a dataset to a model's inputs and outputs.
+  Dataset reordered(const std::vector<std::size_t>& inputs, const std::vector<std::size_t>& targets) const;
 
   /// The first n samples (or all when there are fewer).
   Dataset take(std::int64_t n) const;
@@ -91,7 +129,7 @@ class Dataset {
   /// Every sample passed through `pipeline`, its randomness drawn from (seed, epoch, sample index,
   /// transform) as transforms.hpp explains.
   Dataset map(const transforms::Compose& pipeline) const;
-  /// Every sample read once (transforms with context {seed 0, epoch 0}) into two tensors.
+  /// Every sample read once (transforms with context {seed 0, epoch 0}) into tensors.
   Dataset to_memory() const;
 
   /// The same samples, sample i weighing `weights[i]` in the loss (Keras's sample_weight): fit and
@@ -104,6 +142,8 @@ class Dataset {
   const std::vector<float>* sample_weights() const { return weights_.get(); }
 
  private:
+  // `samples` held as tensors, named as this dataset's.
+  Dataset in_memory_as(Example samples) const;
   // `to` with this dataset's weights of the samples at `indices` (to's samples, in order).
   Dataset weighted_like(Dataset to, std::span<const std::int64_t> indices) const;
 
@@ -116,6 +156,9 @@ namespace detail {
 /// kernels' threads.
 Example read_samples(const SampleSource& source, std::span<const std::int64_t> indices, const ReadContext& context,
                      bool parallel);
+/// The one tensor of `tensors` (a sample's inputs or targets, `what` says which); throws
+/// ValueError when there are several or none.
+const Tensor& only_tensor(const std::vector<Tensor>& tensors, const char* what);
 }  // namespace detail
 
 }  // namespace accrue

@@ -23,8 +23,8 @@ class CudaCopier {
     Batch staged;
     staged.index = host.index;
     staged.samples = host.samples;
-    staged.inputs = stage(host.inputs, s.inputs.reserve(host.inputs.nbytes()), s.done);
-    staged.targets = stage(host.targets, s.targets.reserve(host.targets.nbytes()), s.done);
+    staged.inputs = stage(host.inputs, s.inputs, s.done);
+    staged.targets = stage(host.targets, s.targets, s.done);
     return staged;
   }
   void before_compute(int slot) noexcept {
@@ -42,11 +42,18 @@ class CudaCopier {
     runtime::Event done;  // recorded after the slot's last copy
   };
 
-  // Starts copying host tensor `host` into a new device tensor through `buffer`.
-  Tensor stage(const Tensor& host, void* buffer, runtime::Event& done) const {
-    std::memcpy(buffer, host.data_ptr(), host.nbytes());
-    Tensor out = Tensor::empty(host.shape(), {.dtype = host.dtype(), .device = device_, .category = MemoryCategory::data});
-    runtime::copy_to_device_async(device_, out.data_ptr(), buffer, host.nbytes(), done);
+  // Starts copying host tensors `host` into new device tensors through `buffer`, one after another.
+  std::vector<Tensor> stage(const std::vector<Tensor>& host, runtime::PinnedBuffer& buffer, runtime::Event& done) const {
+    std::size_t total = 0;
+    for (const Tensor& t : host) total += t.nbytes();
+    auto* at = static_cast<char*>(buffer.reserve(total));
+    std::vector<Tensor> out;
+    for (const Tensor& t : host) {
+      std::memcpy(at, t.data_ptr(), t.nbytes());
+      out.push_back(Tensor::empty(t.shape(), {.dtype = t.dtype(), .device = device_, .category = MemoryCategory::data}));
+      runtime::copy_to_device_async(device_, out.back().data_ptr(), at, t.nbytes(), done);
+      at += t.nbytes();
+    }
     return out;
   }
   // A CUDA error here leaves the device unusable; it is said, since these run in destructors too.
@@ -75,7 +82,7 @@ DeviceBatches::DeviceBatches(const DataLoader& loader, Device device, BatchQueue
   const bool in_memory = loader.dataset().in_memory();
   if (!in_memory && resolve_workers(queue.workers) > 0) queue_ = std::make_unique<BatchQueue>(loader, queue);
   // Data already on a device is handed over as it is (moved when on another); only host data is staged.
-  if (device.is_cuda() && (!in_memory || loader.dataset().inputs().device().is_cpu()))
+  if (device.is_cuda() && (!in_memory || loader.dataset().source().tensors()->inputs()[0].device().is_cpu()))
     staging_ = std::make_unique<Staging>(device);
 }
 
@@ -90,7 +97,9 @@ Batch DeviceBatches::host(std::int64_t index) { return queue_ ? queue_->get(inde
 
 Batch DeviceBatches::load(std::int64_t index) {
   Batch b = host(index);
-  return Batch{b.inputs.to(device_), b.targets.to(device_), b.index, std::move(b.samples)};  // to() keeps what is there already
+  for (std::vector<Tensor>* part : {&b.inputs, &b.targets})
+    for (Tensor& t : *part) t = t.to(device_);  // to() keeps what is there already
+  return b;
 }
 
 Batch DeviceBatches::get(std::int64_t index, std::optional<std::int64_t> next) {

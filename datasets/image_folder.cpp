@@ -184,15 +184,15 @@ class ImageFolderSource final : public SampleSource {
   SampleLayout layout() const override {
     return {{{options_.channels, options_.image_size.h, options_.image_size.w}, DType::f32}, {Shape{}, DType::i32}};
   }
-  void read(std::int64_t i, const ReadContext&, void* input, void* target) const override {
+  void read(std::int64_t i, const ReadContext&, const SampleBuffers& out) const override {
     const ImageFile& f = files_[static_cast<std::size_t>(i)];
     const std::string path = (fs::path(dir_) / f.path).string();
     const transforms::Image image = image_as_read(path, options_);
-    std::memcpy(input, image.pixels.data(), image.pixels.size() * sizeof(float));
-    std::memcpy(target, &f.label, sizeof f.label);
+    std::memcpy(out.inputs[0], image.pixels.data(), image.pixels.size() * sizeof(float));
+    std::memcpy(out.targets[0], &f.label, sizeof f.label);
   }
-  void read_target(std::int64_t i, void* target) const override {
-    std::memcpy(target, &files_[static_cast<std::size_t>(i)].label, sizeof(std::int32_t));
+  void read_targets(std::int64_t i, std::span<void* const> targets) const override {
+    std::memcpy(targets[0], &files_[static_cast<std::size_t>(i)].label, sizeof(std::int32_t));
   }
   std::string fingerprint() const override {
     // The files' names, labels and sizes, and how they are read: not their bytes.

@@ -56,8 +56,11 @@ std::vector<std::int64_t> DataLoader::sample_indices(std::int64_t i, bool all_sh
 Batch DataLoader::operator[](std::int64_t i) const {
   const auto [begin, end] = positions(i, false);
   std::vector<std::int64_t> samples = sample_indices(i);
-  const Example e = options_.shuffle ? dataset_.gather(samples, context()) : dataset_.slice(begin, end, context());
-  return Batch{e.inputs, e.targets, i, std::move(samples)};
+  Example e = options_.shuffle ? dataset_.gather(samples, context()) : dataset_.slice(begin, end, context());
+  return Batch{std::move(e.inputs), std::move(e.targets), i, std::move(samples)};
 }
+
+const Tensor& Batch::input() const { return detail::only_tensor(inputs, "input"); }
+const Tensor& Batch::target() const { return detail::only_tensor(targets, "target"); }
 
 }  // namespace accrue

@@ -33,14 +33,19 @@ struct LoaderOptions {
 /// contiguous and as even as possible, the larger parts last.
 std::pair<std::int64_t, std::int64_t> shard_of_batch(std::int64_t count, int shard, int shards);
 
+/// A batch of samples: its inputs and targets (one of each, or several as the dataset's layout
+/// has them), where it stands in its epoch and which samples it holds.
 struct Batch {
-  Tensor inputs;
-  Tensor targets;
+  std::vector<Tensor> inputs;
+  std::vector<Tensor> targets;
   /// Position of the batch in its epoch.
   std::int64_t index = 0;
   /// The dataset indices of its samples, in its order (this process's share).
   std::vector<std::int64_t> samples;
-  std::int64_t size() const { return inputs.size(0); }
+  std::int64_t size() const { return inputs.empty() ? 0 : inputs[0].size(0); }
+  /// The one input (target); throws ValueError when there are several or none.
+  const Tensor& input() const;
+  const Tensor& target() const;
 };
 
 class DataLoader {

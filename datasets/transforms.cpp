@@ -45,10 +45,13 @@ class TransformSource final : public SampleSource {
  public:
   TransformSource(Dataset inner, Compose pipeline) : inner_(std::move(inner)), pipeline_(std::move(pipeline)) {
     const SampleLayout l = inner_.layout();
-    ACCRUE_CHECK(l.input.dtype == DType::f32, "dataset '{}': transforms need float32 images, the samples are {}",
-                 inner_.name(), dtype_name(l.input.dtype));
+    ACCRUE_CHECK(l.inputs.size() == 1, "dataset '{}': transforms need samples of one input (an image), these have {}",
+                 inner_.name(), l.inputs.size());
+    ACCRUE_CHECK(l.input().dtype == DType::f32, "dataset '{}': transforms need float32 images, the samples are {}",
+                 inner_.name(), dtype_name(l.input().dtype));
     try {
-      layout_ = {{pipeline_.output_shape(l.input.shape), DType::f32}, l.target};
+      layout_ = l;
+      layout_.inputs = {{pipeline_.output_shape(l.input().shape), DType::f32}};
     } catch (Error& e) {
       e.prepend(fmt::format("dataset '{}'", inner_.name()));
       throw;
@@ -57,18 +60,21 @@ class TransformSource final : public SampleSource {
   std::string name() const override { return inner_.name(); }
   std::int64_t size() const override { return inner_.size(); }
   SampleLayout layout() const override { return layout_; }
-  void read(std::int64_t i, const ReadContext& context, void* input, void* target) const override {
+  void read(std::int64_t i, const ReadContext& context, const SampleBuffers& out) const override {
     const Shape in = inner_.sample_shape();
     Image image(in[0], in[1], in[2]);
-    inner_.source().read(i, context, image.pixels.data(), target);
+    void* const pixels = image.pixels.data();
+    inner_.source().read(i, context, {{&pixels, 1}, out.targets});
     pipeline_.apply(image, context.seed, context.epoch, i);
-    ACCRUE_CHECK_SHAPE(image.shape() == layout_.input.shape,
+    ACCRUE_CHECK_SHAPE(image.shape() == layout_.input().shape,
                        "dataset '{}': sample {} came out of {} with shape {}, but the pipeline's output_shape said {} "
                        "(give a Lambda that changes the shape its output_shape)",
-                       inner_.name(), i, pipeline_.describe(), image.shape(), layout_.input.shape);
-    std::memcpy(input, image.pixels.data(), image.pixels.size() * sizeof(float));
+                       inner_.name(), i, pipeline_.describe(), image.shape(), layout_.input().shape);
+    std::memcpy(out.inputs[0], image.pixels.data(), image.pixels.size() * sizeof(float));
   }
-  void read_target(std::int64_t i, void* target) const override { inner_.source().read_target(i, target); }
+  void read_targets(std::int64_t i, std::span<void* const> targets) const override {
+    inner_.source().read_targets(i, targets);
+  }
   std::string fingerprint() const override {
     const std::string steps = pipeline_.describe();
     const uLong crc = crc32_z(crc32(0, nullptr, 0), reinterpret_cast<const Bytef*>(steps.data()), steps.size());

@@ -14,13 +14,13 @@
 namespace accrue {
 namespace {
 
-// The batch's summed loss, each sample's times its weight when the dataset has weights.
-Tensor batch_loss(const Loss& loss, const Dataset& data, const Batch& batch, const Tensor& prediction) {
+// The weights of the batch's samples when the dataset has weights; none otherwise.
+std::vector<float> batch_weights(const Dataset& data, const Batch& batch) {
   const std::vector<float>* all = data.sample_weights();
-  if (all == nullptr) return loss.batch_sum(prediction, batch.targets);
   std::vector<float> weights;
-  for (const std::int64_t i : batch.samples) weights.push_back((*all)[static_cast<std::size_t>(i)]);
-  return loss.weighted_sum(prediction, batch.targets, weights);
+  if (all != nullptr)
+    for (const std::int64_t i : batch.samples) weights.push_back((*all)[static_cast<std::size_t>(i)]);
+  return weights;
 }
 
 }  // namespace
@@ -50,8 +50,9 @@ void Model::update_batch_norm(const Dataset& data, std::int64_t batch_size) {
   for (layers::BatchNorm* bn : norms) bn->recompute_statistics(false);
 }
 
-Evaluation Model::evaluate(const Dataset& data, const EvaluateOptions& options) {
+Evaluation Model::evaluate(const Dataset& given, const EvaluateOptions& options) {
   check_compiled("evaluate()");
+  const Dataset data = arrange(given, "evaluate");
   ACCRUE_CHECK(options.batch_size >= 1, "evaluate: batch_size must be at least 1, got {}", options.batch_size);
   ACCRUE_CHECK(!data.empty(), "evaluate: the dataset '{}' is empty", data.name());
   const NoGradGuard no_grad;
@@ -75,10 +76,14 @@ Evaluation Model::evaluate(const Dataset& data, const EvaluateOptions& options) 
     const Batch batch = batches.get(b, b + 1 < loader.size() ? std::optional{b + 1} : std::nullopt);
     if (batch.size() == 0) continue;  // this process's share of a short last batch
     try {
-      const Tensor prediction = forward(batch.inputs);
-      const double loss_value = batch_loss(loss_, loader.dataset(), batch, prediction).item();
-      loss.add(loss_value, loss_.units(batch.targets));
-      for (Metric& m : metrics) m.update(prediction, batch.targets, loss_value);
+      const std::vector<Tensor> predictions = forward(batch.inputs);
+      std::vector<double> sums;
+      std::vector<std::int64_t> units;
+      for (const Tensor& sum : loss_sums(predictions, batch.targets, batch_weights(loader.dataset(), batch))) sums.push_back(sum.item());
+      for (std::size_t o = 0; o < losses_.size(); ++o) units.push_back(losses_[o].loss.units(batch.targets[o]));
+      const auto [logged, logged_units] = logged_loss(sums, units, batch.size());
+      loss.add(logged, logged_units);
+      update_metrics(metrics, predictions, batch.targets, sums);
     } catch (Error& e) {
       e.prepend(fmt::format("evaluating '{}', batch {}/{}: ", data.name(), b + 1, loader.size()));
       throw;

@@ -353,10 +353,12 @@ struct LossBytes {
   std::vector<std::size_t> logits_f32;
 };
 
-LossBytes loss_bytes(const PlannedGraph& graph, bool cross_entropy) {
+LossBytes loss_bytes(const PlannedGraph& graph, const std::vector<bool>& cross_entropy_of) {
   LossBytes bytes;
   const auto batch = static_cast<std::size_t>(graph.micro_batch);
-  for (const std::size_t v : graph.outputs) {
+  for (std::size_t o = 0; o < graph.outputs.size(); ++o) {
+    const std::size_t v = graph.outputs[o];
+    const bool cross_entropy = o < cross_entropy_of.size() && cross_entropy_of[o];
     const Shape& output = graph.shapes[v];
     // Cross-entropy has a label and a log-sum-exp per row of logits: one per sample, or per token.
     const std::int64_t rows_per_sample = output.rank() == 0 || output[-1] == 0 ? 1 : output.numel() / output[-1];
@@ -417,7 +419,9 @@ MemoryPlan Model::plan_memory(std::int64_t micro_batch, bool accumulates, bool u
   const AccumulateOptions options = compiled() ? recipe_.accumulate_options() : AccumulateOptions{};
   const WindowKept window =
       accumulates ? window_kept(graph, parameters, !under_limit && defers_weight_gradients(accumulates, options)) : WindowKept{};
-  const LossBytes loss = loss_bytes(graph, compiled() && loss_.name() == "CrossEntropy");
+  std::vector<bool> cross_entropy;
+  for (const CompiledLoss& l : losses_) cross_entropy.push_back(l.loss.name() == "CrossEntropy");
+  const LossBytes loss = loss_bytes(graph, cross_entropy);
   std::size_t input_bytes = 0;
   for (const GraphInput& in : inputs_) input_bytes += static_cast<std::size_t>(micro_batch * in.shape->numel()) * 4;
 

@@ -106,8 +106,16 @@ class Metric {
   double result() const { return impl_->result(); }
   /// The table of a metric that reports one (table()), else nullopt.
   std::optional<CountTable> table() const { return impl_->table(); }
-  /// The name of its value in the logs ("auc", "val_auc" in validation).
-  std::string name() const { return impl_->name(); }
+  /// The name of its value in the logs ("auc", "val_auc" in validation; "label_auc" for output
+  /// "label" of a model of several).
+  std::string name() const { return output_prefix_ + impl_->name(); }
+  /// The same metric measuring output `output` of a model of several: named as Keras names it
+  /// there ("label_accuracy"), its type unchanged.
+  Metric for_output(const std::string& output) const {
+    Metric m = *this;
+    m.output_prefix_ = output + "_";
+    return m;
+  }
   /// The kind a saved model records ("precision" for Precision{{.name = "precision_cat"}}); name()
   /// for a metric without type().
   std::string type() const { return impl_->type(); }
@@ -177,6 +185,7 @@ class Metric {
     T metric;
   };
   ClonedPtr<Concept> impl_;
+  std::string output_prefix_;
 };
 
 /// The directions of the values fit() logs with these metrics: "loss" and each metric that declares

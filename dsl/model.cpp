@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <map>
 
 #include "../framework/autograd/autograd.hpp"
@@ -288,28 +289,130 @@ std::int64_t Model::parameter_count() const {
   return n;
 }
 
+namespace {
+
+// An output's loss among the metrics of a model of several outputs ("label_loss"): its summed
+// loss over the units it counts (samples, or tokens).
+class OutputMeanLoss {
+ public:
+  OutputMeanLoss(std::string output, Loss loss) : output_(std::move(output)), loss_(std::move(loss)) {}
+  void reset() { mean_.reset(); }
+  void update(const Tensor&, const Tensor& target, double loss_sum) { mean_.add(loss_sum, loss_.units(target)); }
+  double result() const { return mean_.result(); }
+  std::string name() const { return output_ + "_loss"; }
+  std::string type() const { return "output_loss"; }
+  Direction direction() const { return Direction::lower; }
+  std::vector<double> state() const { return mean_.state(); }
+  void load_state(const std::vector<double>& state) { mean_.load_state(state); }
+
+ private:
+  std::string output_;
+  Loss loss_;
+  metrics::MeanLoss mean_;
+};
+
+}  // namespace
+
 void Model::compile(optim::Recipe recipe, Loss loss, std::vector<Metric> metrics) {
+  ACCRUE_CHECK(loss.defined(), "compile: no loss given");
+  std::vector<OutputCompile> each;
+  for (std::size_t o = 0; o < std::max<std::size_t>(outputs_.size(), 1); ++o)
+    each.push_back({{outputs_.empty() ? std::string{} : output_name(o), loss, 1.0}, metrics});
+  compile_outputs(std::move(recipe), std::move(each));
+}
+
+void Model::compile(optim::Recipe recipe, std::map<std::string, OutputLoss> losses) {
+  std::vector<std::string> outputs;
+  for (std::size_t o = 0; o < outputs_.size(); ++o) outputs.push_back(output_name(o));
+  for (const auto& [name, l] : losses)
+    ACCRUE_CHECK(std::find(outputs.begin(), outputs.end(), name) != outputs.end(),
+                 "compile: model '{}' has no output '{}' (its outputs: {})", name_, name, fmt::join(outputs, ", "));
+  std::vector<OutputCompile> each;
+  for (const std::string& output : outputs) {
+    const auto it = losses.find(output);
+    ACCRUE_CHECK(it != losses.end() && it->second.loss.defined(), "compile: no loss given for output '{}' of model '{}'",
+                 output, name_);
+    each.push_back({{output, it->second.loss, it->second.weight}, it->second.metrics});
+  }
+  compile_outputs(std::move(recipe), std::move(each));
+}
+
+void Model::compile_outputs(optim::Recipe recipe, std::vector<OutputCompile> outputs) {
   try {
     recipe.validate();
   } catch (Error& e) {
     e.prepend("compile: ");
     throw;
   }
-  ACCRUE_CHECK(loss.defined(), "compile: no loss given");
-  std::map<std::string, int> seen{{"loss", 1}};
+  const bool several = outputs.size() > 1;
+  std::vector<CompiledLoss> compiled;
   std::vector<Metric> kept;
-  for (Metric& m : metrics) {
-    // The loss is always reported; a MeanLoss metric would only repeat it.
-    if (m.name() == "loss") continue;
-    ACCRUE_CHECK(seen[m.name()]++ == 0, "compile: two metrics named '{}': give each its own name (.name = \"...\")", m.name());
-    kept.push_back(std::move(m));
+  std::vector<std::size_t> measured;
+  std::map<std::string, int> seen{{"loss", 1}};
+  for (std::size_t o = 0; o < outputs.size(); ++o) {
+    const CompiledLoss& c = outputs[o].first;
+    ACCRUE_CHECK(std::isfinite(c.weight) && c.weight >= 0.0, "compile: output '{}' has loss weight {} (weights are "
+                 "finite and >= 0)", c.output, c.weight);
+    std::vector<Metric> of_output;
+    if (several) of_output.emplace_back(OutputMeanLoss{c.output, c.loss});
+    for (const Metric& m : outputs[o].second)
+      if (m.name() != "loss") of_output.push_back(several ? m.for_output(c.output) : m);  // the loss is always logged
+    for (Metric& m : of_output) {
+      ACCRUE_CHECK(seen[m.name()]++ == 0, "compile: two metrics named '{}': give each its own name (.name = \"...\")", m.name());
+      kept.push_back(std::move(m));
+      measured.push_back(o);
+    }
+    compiled.push_back(c);
   }
   recipe_ = std::move(recipe);
-  loss_ = std::move(loss);
+  losses_ = std::move(compiled);
   metrics_ = std::move(kept);
+  metric_output_ = std::move(measured);
   optimizer_.reset();
   scaler_.reset();
   if (built_) ensure_optimizer();
+}
+
+const Loss& Model::loss() const {
+  check_compiled("loss()");
+  ACCRUE_CHECK(losses_.size() == 1, "model '{}' has {} outputs, each with its loss: read losses()", name_, losses_.size());
+  return losses_[0].loss;
+}
+
+std::string Model::losses_str() const {
+  if (losses_.size() == 1) return losses_[0].loss.name();
+  std::string out;
+  for (const CompiledLoss& l : losses_)
+    out += fmt::format("{}{}: {}{}", out.empty() ? "" : ", ", l.output, l.loss.name(),
+                       l.weight == 1.0 ? std::string{} : fmt::format(" x {}", l.weight));
+  return out;
+}
+
+std::vector<Tensor> Model::loss_sums(const std::vector<Tensor>& predictions, const std::vector<Tensor>& targets,
+                                     std::span<const float> weights) const {
+  std::vector<Tensor> sums;
+  for (std::size_t o = 0; o < losses_.size(); ++o) {
+    const Loss& l = losses_[o].loss;
+    sums.push_back(weights.empty() ? l.batch_sum(predictions[o], targets[o]) : l.weighted_sum(predictions[o], targets[o], weights));
+  }
+  return sums;
+}
+
+std::pair<double, std::int64_t> Model::logged_loss(const std::vector<double>& sums, const std::vector<std::int64_t>& units,
+                                                   std::int64_t samples) const {
+  if (sums.size() == 1) return {sums[0], units[0]};
+  double total = 0.0;
+  for (std::size_t o = 0; o < sums.size(); ++o)
+    if (units[o] > 0) total += losses_[o].weight * sums[o] / static_cast<double>(units[o]);
+  return {total * static_cast<double>(samples), samples};
+}
+
+void Model::update_metrics(std::vector<Metric>& metrics, const std::vector<Tensor>& predictions,
+                           const std::vector<Tensor>& targets, const std::vector<double>& sums) const {
+  for (std::size_t i = 0; i < metrics.size(); ++i) {
+    const std::size_t o = metric_output_[i];
+    metrics[i].update(predictions[o], targets[o], sums[o]);
+  }
 }
 
 void Model::ensure_optimizer() {

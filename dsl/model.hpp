@@ -22,10 +22,13 @@
 #include <concepts>
 #include <iosfwd>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "../datasets/dataset.hpp"
@@ -95,6 +98,24 @@ struct Evaluation {
   /// The table of a metric that reports one ("confusion_matrix"); throws ValueError naming the
   /// tables there are.
   const CountTable& table(const std::string& name) const;
+};
+
+/// The loss of one output of a model of several, as compile() takes it (Keras's `loss`,
+/// `loss_weights` and `metrics` given per output).
+struct OutputLoss {
+  Loss loss;
+  /// Its part in the loss that trains, which is the sum over the outputs of weight x the output's
+  /// mean loss (Keras's loss_weights).
+  double weight = 1.0;
+  /// Logged as "<output>_<metric>" ("label_accuracy", and "val_label_accuracy" in validation).
+  std::vector<Metric> metrics = {};
+};
+
+/// A compiled model's loss of one output: the output's name, its loss and its weight.
+struct CompiledLoss {
+  std::string output;
+  Loss loss;
+  double weight = 1.0;
 };
 
 /// One symbol or a list of them: `Model{image, logits}`, `Model{{image, meta}, {label, box}}`.
@@ -242,15 +263,39 @@ class Model {
   /// Sets the optimizer (with accumulation and clipping when the recipe has them), the loss and
   /// the metrics. Throws ValueError for a bad recipe. The optimizer's state starts (again) empty.
   void compile(optim::Recipe recipe, Loss loss, std::vector<Metric> metrics = {});
-  bool compiled() const { return loss_.defined(); }
+  /// A model of several outputs: a loss for each, by output name (Keras's dicts):
+  ///   model.compile(optim::AdamW{}, {{"label", {.loss = losses::CrossEntropy{}, .metrics = {metrics::Accuracy{}}}},
+  ///                                  {"price", {.loss = losses::MSE{}, .weight = 0.5}}});
+  /// The step's gradient is that of the sum over outputs of weight x the output's mean loss, each
+  /// mean over the samples (or counted tokens) of that output in the whole window. fit logs
+  /// "<output>_loss" for each output and "loss", the batches' weighted sums averaged over the
+  /// samples, as Keras does. Throws ValueError for an output left without a loss or a name that is
+  /// no output (naming the outputs). (compile(recipe, loss, metrics) gives every output the same
+  /// loss and metrics.)
+  void compile(optim::Recipe recipe, std::map<std::string, OutputLoss> losses);
+  bool compiled() const { return !losses_.empty(); }
   /// The optimizer (compiled and built models only).
   optim::Optimizer& optimizer();
   const optim::Recipe& recipe() const { return recipe_; }
   /// The loss scaler of float16 mixed precision (null without loss scaling). It lives with the
   /// model, so its scale carries over from one fit() to the next, and a checkpoint can save it.
   GradScaler* scaler() { return scaler_.get(); }
-  const Loss& loss() const { return loss_; }
+  /// The loss of a model of one output; throws ValueError for several (losses() has each).
+  const Loss& loss() const;
+  /// The loss of each output, in the order of the outputs.
+  const std::vector<CompiledLoss>& losses() const { return losses_; }
+  /// The losses in words: "CrossEntropy", or for several outputs "label: CrossEntropy, price: MSE
+  /// x 0.5".
+  std::string losses_str() const;
+  /// The summed loss of each output for a batch's `predictions` and `targets` (each sample's
+  /// times `weights[b]` when given), differentiable: what fit weighs and adds up for backward.
+  std::vector<Tensor> loss_sums(const std::vector<Tensor>& predictions, const std::vector<Tensor>& targets,
+                                std::span<const float> weights = {}) const;
+  /// Every metric, named as logged: for several outputs each output's loss ("label_loss") and
+  /// metrics ("label_accuracy"), output by output.
   const std::vector<Metric>& metrics() const { return metrics_; }
+  /// The output metric `i` of metrics() measures (0 for a model of one output).
+  std::size_t metric_output(std::size_t i) const { return metric_output_.at(i); }
 
   /// Writes the parameters to a safetensors file under PyTorch's names ("1.weight", ...), through
   /// a temporary file renamed into place.
@@ -306,7 +351,15 @@ class Model {
   std::string summary_str(std::optional<std::int64_t> batch = std::nullopt) const;
 
   /// Trains on `train` (see FitOptions) and returns the per-epoch logs: Trainer{options}.fit.
+  /// A model of several inputs trains on a dataset of as many (Dataset{{x1, x2}, {y}}, or named
+  /// as the model's inputs, or Dataset::zip), matched as arrange() says.
   History fit(const Dataset& train, const FitOptions& options = {});
+  /// `data` as this model reads it: its inputs in the order of the model's inputs and its targets
+  /// in the order of its outputs, matched by name where the dataset names them (Keras's dicts of
+  /// inputs), else by position. Throws ValueError naming what does not match (how many, a name
+  /// missing or left over) and ShapeError for an input of another shape; `what` ("fit",
+  /// "evaluate") begins the messages. fit and evaluate call it.
+  Dataset arrange(const Dataset& data, std::string_view what) const;
   /// Mean loss and metrics over `data`, in evaluation mode and without recording autograd.
   Evaluation evaluate(const Dataset& data, const EvaluateOptions& options = {});
   /// The model's outputs for `inputs` (N, ...) computed batch by batch, in evaluation mode
@@ -374,6 +427,17 @@ class Model {
   /// Moves the parameters of a freshly built layer to the model's device.
   void place(Layer& layer);
   void check_compiled(const char* what) const;
+  // compile()'s work: each output's loss and metrics, in the order of the outputs.
+  using OutputCompile = std::pair<CompiledLoss, std::vector<Metric>>;
+  void compile_outputs(optim::Recipe recipe, std::vector<OutputCompile> outputs);
+  // What a batch adds to the logged "loss": for one output its summed loss over its units; for
+  // several the weighted sum of the outputs' mean losses times the batch's `samples`, over them.
+  std::pair<double, std::int64_t> logged_loss(const std::vector<double>& sums, const std::vector<std::int64_t>& units,
+                                              std::int64_t samples) const;
+  // Each of `metrics` (this model's, or copies) updated with its output's prediction and target and
+  // that output's summed loss.
+  void update_metrics(std::vector<Metric>& metrics, const std::vector<Tensor>& predictions,
+                      const std::vector<Tensor>& targets, const std::vector<double>& sums) const;
   MemoryPlan plan_memory(std::int64_t micro_batch, bool accumulates, bool under_limit, std::int64_t read_ahead,
                          std::optional<DType> autocast) const;
 
@@ -396,8 +460,9 @@ class Model {
   optim::Recipe recipe_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::unique_ptr<GradScaler> scaler_;
-  Loss loss_;
-  std::vector<Metric> metrics_;
+  std::vector<CompiledLoss> losses_;       // per output
+  std::vector<Metric> metrics_;            // metrics() says which
+  std::vector<std::size_t> metric_output_;  // per metric: the output it measures
   std::optional<datasets::Vocabulary> vocabulary_;
   RecomputePolicy recompute_policy_;
   std::vector<std::pair<std::size_t, std::size_t>> segments_;  // recomputed, [begin, end)

@@ -224,7 +224,7 @@ void Model::save(const std::string& path) const {
     model["nodes"] = std::move(nodes);
     model["outputs"] = outputs_;
   }
-  if (compiled()) model["compile"] = detail::compile_json(recipe_, loss_, metrics_);
+  if (compiled()) model["compile"] = detail::compile_json(*this);
   if (vocabulary_)
     model["vocabulary"] = {{"tokenizer", vocabulary_->tokenizer() == datasets::Tokenizer::byte ? "byte" : "character"},
                            {"characters", vocabulary_->characters()}};

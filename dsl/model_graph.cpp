@@ -1,6 +1,8 @@
 // A model's graph: made from symbols (the functional API), run batch by batch, called as a layer
 // inside another model, and the symbols it hands out for taking parts of it out.
 
+#include <algorithm>
+#include <numeric>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -54,7 +56,55 @@ std::vector<std::shared_ptr<const SymbolNode>> layer_nodes_in_order(
   }
   return order;
 }
+// For each of the model's `wanted` names, the index of the dataset's part of that name; throws
+// naming a name missing or left over. `part` is "input" or "target", `side` the model's "input" or
+// "output".
+std::vector<std::size_t> match_names(const std::vector<std::string>& wanted, const std::vector<std::string>& given,
+                                     const std::string& where, const char* part, const char* side) {
+  std::vector<std::size_t> order;
+  for (const std::string& name : wanted) {
+    const auto at = std::find(given.begin(), given.end(), name);
+    ACCRUE_CHECK(at != given.end(), "{}: the samples have no {} named '{}' for the model's {} of that name (they have {})",
+                 where, part, name, side, fmt::join(given, ", "));
+    order.push_back(static_cast<std::size_t>(at - given.begin()));
+  }
+  for (const std::string& name : given)
+    ACCRUE_CHECK(std::find(wanted.begin(), wanted.end(), name) != wanted.end(),
+                 "{}: the samples' {} '{}' is no {} of the model (its {}s: {})", where, part, name, side, side,
+                 fmt::join(wanted, ", "));
+  return order;
+}
+
 }  // namespace
+
+Dataset Model::arrange(const Dataset& data, std::string_view what) const {
+  if (data.empty()) return data;  // fit and evaluate say so, naming it
+  const SampleLayout l = data.layout();
+  const std::string where = fmt::format("{}: model '{}' on dataset '{}'", what, name_, data.name());
+  std::vector<std::string> input_names, output_names;
+  for (const GraphInput& in : inputs_) input_names.push_back(in.name);
+  for (std::size_t o = 0; o < outputs_.size(); ++o) output_names.push_back(output_name(o));
+  const auto order = [&](const std::vector<std::string>& wanted, const std::vector<std::string>& names,
+                         std::size_t count, const char* part, const char* side) {
+    if (!names.empty()) return match_names(wanted, names, where, part, side);
+    ACCRUE_CHECK(count == wanted.size(), "{}: the samples have {} {}{}, the model {} {}{} ({})", where, count, part,
+                 count == 1 ? "" : "s", wanted.size(), side, wanted.size() == 1 ? "" : "s", fmt::join(wanted, ", "));
+    std::vector<std::size_t> in_order(count);
+    std::iota(in_order.begin(), in_order.end(), std::size_t{0});
+    return in_order;
+  };
+  const std::vector<std::size_t> inputs = order(input_names, l.input_names, l.inputs.size(), "input", "input");
+  const std::vector<std::size_t> targets = order(output_names, l.target_names, l.targets.size(), "target", "output");
+  const bool same = std::is_sorted(inputs.begin(), inputs.end()) && std::is_sorted(targets.begin(), targets.end());
+  Dataset arranged = same ? data : data.reordered(inputs, targets);
+  for (std::size_t k = 0; k < inputs_.size(); ++k) {
+    const TensorSpec& spec = l.inputs[inputs[k]];
+    if (const std::optional<Shape>& shape = inputs_[k].shape)
+      ACCRUE_CHECK_SHAPE(*shape == spec.shape, "{}: the model's input '{}' takes samples of shape {}, the dataset's are {}",
+                         where, inputs_[k].name, *shape, spec.shape);
+  }
+  return arranged;
+}
 
 Model::Model(const Symbols& inputs, const Symbols& outputs, ModelOptions options) : Model(std::move(options.name)) {
   set_name(name_);

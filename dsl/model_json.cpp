@@ -3,6 +3,7 @@
 #include "model_json.hpp"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 
 #include "classification_metrics.hpp"
@@ -303,7 +304,8 @@ LayerConfig config_of(const ordered_json& j, const Reading& r) {
   return config;
 }
 
-ordered_json compile_json(const optim::Recipe& recipe, const Loss& loss, const std::vector<Metric>& metrics) {
+ordered_json compile_json(const Model& model) {
+  const optim::Recipe& recipe = model.recipe();
   ordered_json not_saved = ordered_json::array();
   ordered_json j{{"recipe", recipe.str()}, {"optimizer", optimizer_json(recipe.optimizer())}};
   if (j["optimizer"].is_null()) not_saved.push_back(fmt::format("the optimizer {} (not a built-in one)", recipe.optimizer().str()));
@@ -332,12 +334,27 @@ ordered_json compile_json(const optim::Recipe& recipe, const Loss& loss, const s
     j["reference_batch"] = {{"samples", *samples},
                             {"rule", optim::scaling_rule_name(recipe.reference_options().rule)},
                             {"warmup_epochs", recipe.reference_options().warmup_epochs}};
-  if (loss.config()) j["loss"] = typed(loss.name(), *loss.config());
-  else not_saved.push_back(fmt::format("the loss '{}' (a function of your own)", loss.name()));
+  const std::vector<CompiledLoss>& losses = model.losses();
+  const bool several = losses.size() > 1;
+  for (const CompiledLoss& l : losses) {
+    if (!l.loss.config()) {
+      not_saved.push_back(fmt::format("the loss '{}' (a function of your own)", l.loss.name()));
+      continue;
+    }
+    if (!several) j["loss"] = typed(l.loss.name(), *l.loss.config());
+    else j["losses"].push_back({{"output", l.output}, {"weight", l.weight}, {"loss", typed(l.loss.name(), *l.loss.config())}});
+  }
   j["metrics"] = ordered_json::array();
-  for (const Metric& m : metrics) {
-    if (const auto config = m.config()) j["metrics"].push_back(typed(m.type(), *config));
-    else not_saved.push_back(fmt::format("the metric '{}' (one of your own)", m.name()));
+  for (std::size_t i = 0; i < model.metrics().size(); ++i) {
+    const Metric& m = model.metrics()[i];
+    if (m.type() == "output_loss") continue;  // compile makes each output's loss tracker
+    const auto config = m.config();
+    if (!config) {
+      not_saved.push_back(fmt::format("the metric '{}' (one of your own)", m.name()));
+      continue;
+    }
+    j["metrics"].push_back(typed(m.type(), *config));
+    if (several) j["metrics"].back()["output"] = losses[model.metric_output(i)].output;
   }
   j["not_saved"] = std::move(not_saved);
   return j;
@@ -351,8 +368,9 @@ std::string compile_from_json(Model& model, const ordered_json& j, const Reading
     for (const auto& part : j["not_saved"]) parts += (parts.empty() ? "" : ", ") + part.get<std::string>();
     return fmt::format("compiled with {} ({}), which the file cannot hold", j.value("recipe", "?"), parts);
   }
-  for (const char* key : {"optimizer", "accumulate", "accumulate_options", "clip", "clip_value", "amp", "memory_budget", "loss", "metrics"})
+  for (const char* key : {"optimizer", "accumulate", "accumulate_options", "clip", "clip_value", "amp", "memory_budget", "metrics"})
     if (!j.contains(key)) r.fail(fmt::format("\"{}\" is missing", key));
+  if (!j.contains("loss") && !j.contains("losses")) r.fail("\"loss\" is missing");
   const auto reader = [&](const ordered_json& part, const LayerConfig& config) {
     if (!part.is_object() || !part.contains("type") || !part["type"].is_string()) r.fail("a part needs a \"type\"");
     return ConfigReader(part["type"].get<std::string>(), config);
@@ -360,14 +378,22 @@ std::string compile_from_json(Model& model, const ordered_json& j, const Reading
   try {
     const LayerConfig optimizer_config = config_of(j["optimizer"].value("config", ordered_json::object()), r);
     optim::Recipe recipe = with_steps(optimizer_of(reader(j["optimizer"], optimizer_config)), j, r);
-    const LayerConfig loss_config = config_of(j["loss"].value("config", ordered_json::object()), r);
-    const Loss loss = loss_of(reader(j["loss"], loss_config));
-    std::vector<Metric> metrics;
-    for (const ordered_json& m : j["metrics"]) {
-      const LayerConfig config = config_of(m.value("config", ordered_json::object()), r);
-      metrics.push_back(metric_of(reader(m, config)));
+    const auto loss_in = [&](const ordered_json& part) { return loss_of(reader(part, config_of(part.value("config", ordered_json::object()), r))); };
+    if (!j.contains("losses")) {
+      std::vector<Metric> metrics;
+      for (const ordered_json& m : j["metrics"]) metrics.push_back(metric_of(reader(m, config_of(m.value("config", ordered_json::object()), r))));
+      model.compile(std::move(recipe), loss_in(j["loss"]), std::move(metrics));
+      return {};
     }
-    model.compile(std::move(recipe), loss, std::move(metrics));
+    std::map<std::string, OutputLoss> losses;
+    for (const ordered_json& l : j["losses"])
+      losses[l.at("output").get<std::string>()] = {.loss = loss_in(l.at("loss")), .weight = l.at("weight").get<double>()};
+    for (const ordered_json& m : j["metrics"]) {
+      const auto output = losses.find(m.at("output").get<std::string>());
+      if (output == losses.end()) r.fail(fmt::format("a metric measures output '{}', which has no loss", m["output"].get<std::string>()));
+      output->second.metrics.push_back(metric_of(reader(m, config_of(m.value("config", ordered_json::object()), r))));
+    }
+    model.compile(std::move(recipe), std::move(losses));
   } catch (const ValueError& e) {
     if (std::string_view(e.what()).starts_with(outer.path)) throw;
     r.fail(e.what());

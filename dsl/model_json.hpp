@@ -39,8 +39,10 @@ LayerConfig config_of(const ordered_json& j, const Reading& r);
 
 /// The compile settings as JSON: "recipe" (its str(), for people), then each part as a type and a
 /// configuration; the parts a file cannot hold (a loss or metric of your own, an optimizer not
-/// built in, a schedule given as a function) are listed under "not_saved" instead.
-ordered_json compile_json(const optim::Recipe& recipe, const Loss& loss, const std::vector<Metric>& metrics);
+/// built in, a schedule given as a function) are listed under "not_saved" instead. A model of
+/// several outputs has "losses" (each output's loss and weight) instead of "loss", and each metric
+/// names its output.
+ordered_json compile_json(const Model& model);
 /// Compiles `model` as compile_json described, when every part was saved; otherwise leaves it
 /// uncompiled and returns why (empty once compiled). Fails naming the option that is damaged.
 std::string compile_from_json(Model& model, const ordered_json& j, const Reading& r);

@@ -154,7 +154,7 @@ std::string Model::summary_str(std::optional<std::int64_t> batch) const {
   if (!segments_.empty())
     out += fmt::format(" * recomputed in backward ({}): {} segment{}\n", recompute_policy_.str(), segments_.size(),
                        segments_.size() == 1 ? "" : "s");
-  if (compiled()) out += fmt::format(" Optimizer: {}, loss: {}\n", recipe_.str(), loss_.name());
+  if (compiled()) out += fmt::format(" Optimizer: {}, loss: {}\n", recipe_.str(), losses_str());
   if (plan) out += plan->str() + "\n";
   if (!onnx_layers_.empty()) out += OnnxExport{.path = onnx_path_, .layers = onnx_layers_}.str();
   return out;

@@ -203,6 +203,12 @@ json callbacks_json(const std::vector<Callback*>& callbacks, serialization::Name
   return out;
 }
 
+// A held-back update's tensor: "pending.3.prediction" for a model of one output, else
+// "pending.3.prediction.1" for output 1.
+std::string pending_name(std::size_t update, std::size_t output, std::size_t outputs, const char* what) {
+  return outputs == 1 ? fmt::format("pending.{}.{}", update, what) : fmt::format("pending.{}.{}.{}", update, what, output);
+}
+
 }  // namespace
 
 std::string rank_state(const RunParts& parts) { return own_state(parts).dump(); }
@@ -234,15 +240,24 @@ void write_training_checkpoint(const std::string& path, const RunParts& parts, c
     for (const std::string& text : rank_states) ranks.push_back(json::parse(text));
     state["ranks"] = ranks;
   }
-  json pending = json::array(), pending_units = json::array();
+  json pending = json::array(), pending_units = json::array(), pending_samples = json::array();
   for (std::size_t i = 0; i < r.pending.size(); ++i) {
-    tensors.emplace_back(fmt::format("pending.{}.prediction", i), r.pending[i].prediction);
-    tensors.emplace_back(fmt::format("pending.{}.targets", i), r.pending[i].targets);
-    pending.push_back(number(r.pending[i].loss));
-    pending_units.push_back(r.pending[i].units);
+    const PendingUpdate& u = r.pending[i];
+    const std::size_t outputs = u.predictions.size();
+    json losses = json::array();
+    for (std::size_t o = 0; o < outputs; ++o) {
+      tensors.emplace_back(pending_name(i, o, outputs, "prediction"), u.predictions[o]);
+      tensors.emplace_back(pending_name(i, o, outputs, "targets"), u.targets[o]);
+      losses.push_back(number(u.losses[o]));
+    }
+    // One output's as they always were: a number each; several outputs' a list each.
+    pending.push_back(outputs == 1 ? losses[0] : losses);
+    pending_units.push_back(outputs == 1 ? json(u.units[0]) : json(u.units));
+    pending_samples.push_back(u.samples);
   }
   state["pending_losses"] = pending;
   state["pending_units"] = pending_units;
+  state["pending_samples"] = pending_samples;
   state["history"] = history_json(r.history);
   state["callbacks"] = callbacks_json(callbacks, tensors);
   serialization::save_checkpoint(path, tensors, state.dump());
@@ -442,14 +457,25 @@ void parse_tensors(const json& s, const serialization::NamedTensors& tensors, De
     }
   const json& losses = s.at("pending_losses");
   for (std::size_t i = 0; i < losses.size(); ++i) {
-    const Tensor* p = serialization::find_tensor(tensors, fmt::format("pending.{}.prediction", i));
-    const Tensor* t = serialization::find_tensor(tensors, fmt::format("pending.{}.targets", i));
-    ACCRUE_CHECK(p != nullptr && t != nullptr, "pending metric update {} has no prediction or targets", i);
-    // Checkpoints from before losses per token count each held-back sample once.
-    const std::int64_t units = s.contains("pending_units") ? s.at("pending_units").at(i).get<std::int64_t>() : t->size(0);
-    v.pending.push_back({p->to(device), t->to(device), to_double(losses[i]), units});
-    found.claimed.push_back(fmt::format("pending.{}.prediction", i));
-    found.claimed.push_back(fmt::format("pending.{}.targets", i));
+    const bool several = losses[i].is_array();
+    const std::size_t outputs = several ? losses[i].size() : 1;
+    PendingUpdate u;
+    for (std::size_t o = 0; o < outputs; ++o) {
+      const std::string p_name = pending_name(i, o, outputs, "prediction"), t_name = pending_name(i, o, outputs, "targets");
+      const Tensor* p = serialization::find_tensor(tensors, p_name);
+      const Tensor* t = serialization::find_tensor(tensors, t_name);
+      ACCRUE_CHECK(p != nullptr && t != nullptr, "pending metric update {} has no prediction or targets", i);
+      u.predictions.push_back(p->to(device));
+      u.targets.push_back(t->to(device));
+      u.losses.push_back(to_double(several ? losses[i][o] : losses[i]));
+      // Checkpoints from before losses per token count each held-back sample once.
+      const json* units = s.contains("pending_units") ? &s.at("pending_units").at(i) : nullptr;
+      u.units.push_back(units == nullptr ? t->size(0) : (several ? units->at(o) : *units).get<std::int64_t>());
+      found.claimed.push_back(p_name);
+      found.claimed.push_back(t_name);
+    }
+    u.samples = s.contains("pending_samples") ? s.at("pending_samples").at(i).get<std::int64_t>() : u.targets[0].size(0);
+    v.pending.push_back(std::move(u));
   }
   const json& cbs = s.at("callbacks");
   for (std::size_t i = 0; i < cbs.size(); ++i)

@@ -22,11 +22,13 @@
 
 namespace accrue::detail {
 
-/// A window's metric update held back until the window closes (backoff_on_oom).
+/// A window's metric update held back until the window closes (backoff_on_oom): the outputs'
+/// predictions and targets, each output's summed loss and units, and the batch's samples.
 struct PendingUpdate {
-  Tensor prediction, targets;
-  double loss = 0.0;
-  std::int64_t units = 0;
+  std::vector<Tensor> predictions, targets;
+  std::vector<double> losses;
+  std::vector<std::int64_t> units;
+  std::int64_t samples = 0;
 };
 
 /// The loop's own state between two micro-batches.

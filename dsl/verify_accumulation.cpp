@@ -55,28 +55,49 @@ std::vector<std::int64_t> window_sizes(const Dataset& data, const AccumulationCh
   return sizes;
 }
 
+// The units each output's loss counts in a batch of `targets`.
+std::vector<std::int64_t> output_units(const Model& model, const std::vector<Tensor>& targets) {
+  std::vector<std::int64_t> units;
+  for (std::size_t o = 0; o < model.losses().size(); ++o) units.push_back(model.losses()[o].loss.units(targets[o]));
+  return units;
+}
+
+// The outputs' summed losses for `batch`, each times its weight in compile() and `factor(o)`, added.
+template <class Factor>
+Tensor weighted_total(Model& model, const Example& batch, Factor factor) {
+  const std::vector<Tensor> sums = model.loss_sums(model.forward(batch.inputs), batch.targets);
+  Tensor total;
+  for (std::size_t o = 0; o < sums.size(); ++o) {
+    const Tensor part = sums[o] * static_cast<float>(factor(o) * model.losses()[o].weight);
+    total = o == 0 ? part : ops::add(total, part);
+  }
+  return total;
+}
+
 // The window accumulated as fit accumulates it: each process's part of each micro-batch forward,
-// its summed loss weighted by loss_weight against the window's `window_units`, backward (the
-// gradients are summed over the processes afterwards). Returns the units of each micro-batch (all
-// processes').
+// each output's summed loss weighted by loss_weight against that output's `window_units`, backward
+// (the gradients are summed over the processes afterwards). Returns the units of each micro-batch
+// (all processes', the first output's).
 std::vector<std::int64_t> accumulate_window(Model& model, const Dataset& data, const std::vector<std::int64_t>& sizes,
-                                            std::int64_t window_units, const AccumulationCheckOptions& options) {
+                                            const std::vector<std::int64_t>& window_units,
+                                            const AccumulationCheckOptions& options) {
   distributed::Communicator* processes = options.distributed ? &distributed::world() : nullptr;
   const int n = processes ? processes->size() : 1, rank = processes ? processes->rank() : 0;
   std::vector<std::int64_t> units;
   std::int64_t begin = 0;
   for (std::int64_t size : sizes) {
-    units.push_back(model.loss().units(data.slice(begin, begin + size).targets));
+    units.push_back(output_units(model, data.slice(begin, begin + size).targets)[0]);
     const auto [first, end] = shard_of_batch(size, rank, n);
     if (first < end) {
       const Example mine = data.slice(begin + first, begin + end);
-      const double weight = loss_weight(options.normalization,
-                                        {.units = model.loss().units(mine.targets),
-                                         .window_units = window_units,
-                                         .window_micro_batches = static_cast<int>(sizes.size()),
-                                         .processes = n,
-                                         .summed_loss = model.loss().reduction() == Reduction::sum});
-      (model.loss().batch_sum(model.forward(mine.inputs), mine.targets) * static_cast<float>(weight)).backward();
+      const std::vector<std::int64_t> mine_units = output_units(model, mine.targets);
+      weighted_total(model, mine, [&](std::size_t o) {
+        return loss_weight(options.normalization, {.units = mine_units[o],
+                                                   .window_units = window_units[o],
+                                                   .window_micro_batches = static_cast<int>(sizes.size()),
+                                                   .processes = n,
+                                                   .summed_loss = model.losses()[o].loss.reduction() == Reduction::sum});
+      }).backward();
     }
     begin += size;
   }
@@ -126,7 +147,7 @@ std::vector<std::string> likely_causes(const Model& model, const Dataset& data, 
                                    l.name(), l.type_name()));
   }
   const bool uneven_units = std::adjacent_find(units.begin(), units.end(), std::not_equal_to<>()) != units.end();
-  const bool tokens = data.layout().target.shape.rank() >= 1;  // from the layout: no target is read
+  const bool tokens = data.layout().targets[0].shape.rank() >= 1;  // from the layout (the first output's): no target is read
   const int processes = options.distributed ? distributed::world().size() : 1;
   const bool uneven_parts = std::any_of(sizes.begin(), sizes.end(), [&](std::int64_t s) { return s % processes != 0; });
   if (options.normalization == Normalization::per_micro_batch && uneven_parts)
@@ -149,24 +170,25 @@ std::vector<std::string> likely_causes(const Model& model, const Dataset& data, 
 
 }  // namespace
 
-AccumulationCheck verify_accumulation(Model& model, const Dataset& data, const AccumulationCheckOptions& options) {
+AccumulationCheck verify_accumulation(Model& model, const Dataset& given, const AccumulationCheckOptions& options) {
   ACCRUE_CHECK(model.compiled(), "verify_accumulation needs a compiled model (for its loss)");
+  const Dataset data = model.arrange(given, "verify_accumulation");
   const std::vector<std::int64_t> sizes = window_sizes(data, options);
-  model.build(data.sample_shape());
+  if (model.input_count() == 1) model.build(data.sample_shape());  // a model of several inputs is built already
   const TrainingModeGuard mode{model, options.training};
   const std::vector<Tensor> params = model.parameters();
   const std::vector<std::vector<float>> before = take_gradients(params);  // kept aside, restored at the end
 
   const Example all = data.slice(0, std::accumulate(sizes.begin(), sizes.end(), std::int64_t{0}));
-  const std::int64_t total_units = model.loss().units(all.targets);
+  const std::vector<std::int64_t> total_units = output_units(model, all.targets);
   const std::vector<std::int64_t> units = accumulate_window(model, data, sizes, total_units, options);
   std::vector<std::vector<float>> accumulated = take_gradients(params);
   sum_over_processes(accumulated, options.distributed);
   // One batch of all of them, on every process.
-  const bool mean = model.loss().reduction() == Reduction::mean;
-  (model.loss().batch_sum(model.forward(all.inputs), all.targets) *
-   static_cast<float>(mean ? 1.0 / static_cast<double>(total_units) : 1.0))
-      .backward();
+  weighted_total(model, all, [&](std::size_t o) {
+    const bool mean = model.losses()[o].loss.reduction() == Reduction::mean;
+    return mean ? 1.0 / static_cast<double>(total_units[o]) : 1.0;
+  }).backward();
   const std::vector<std::vector<float>> large = take_gradients(params);
 
   AccumulationCheck check;

@@ -43,7 +43,7 @@ std::vector<double> train_by_hand(Sequential& model, const Dataset& train, const
     for (const Window& window : plan.epoch_windows(epoch)) {
       for (std::int64_t i = window.first; i < window.first + window.micro_batches; ++i) {
         const Batch batch = loader[i];
-        const Tensor loss_sum = model.loss().batch_sum(model.forward(batch.inputs), batch.targets);
+        const Tensor loss_sum = model.loss().batch_sum(model.forward(batch.input()), batch.target());
         losses.push_back(loss_sum.item() / static_cast<double>(batch.size()));
         const double weight = loss_weight(Normalization::per_window, {.units = batch.size(), .window_units = window.samples});
         (loss_sum * static_cast<float>(weight)).backward();
@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
   return examples::run_example(app, argc, argv, [&] {
     auto [all, test] = datasets::fashion_mnist(data);
     const Example first = all.slice(0, samples > 0 ? std::min(samples, all.size()) : all.size());
-    const Dataset train{first.inputs, first.targets, all.name()};
+    const Dataset train{first.input(), first.target(), all.name()};
     manual_seed(run.seed);
     Sequential model = examples::tutorial_mlp();
     const std::vector<double> losses = train_by_hand(model, train, run);

@@ -17,13 +17,14 @@
 #   libpng-dev libjpeg62-turbo-dev  decoding PNG and JPEG files (datasets::image_folder)
 #   python3-sklearn           scikit-learn's CSV tables (examples/tabular_csv, tests/datasets/test_csv)
 #   tuxpaint-stamps-default   PNG images sorted in category folders (examples/image_folder)
+#   r-cran-palmerpenguins     the Palmer penguins table (examples/14_two_inputs); it brings R, whose library holds the CSV
 #   libonnx-dev libprotobuf-dev  ONNX export: the onnx library's protobuf classes and checker
 #   python3-onnx              onnx.checker on every exported file (tests/dsl/test_onnx_export)
 set -euo pipefail
 
 packages=(cmake ninja-build g++ libopenblas-dev librange-v3-dev libfmt-dev zlib1g-dev libcli11-dev
           libboost-test-dev nlohmann-json3-dev dataset-fashion-mnist fortunes libopenmpi-dev openmpi-bin
-          libboost-dev libpng-dev libjpeg62-turbo-dev python3-sklearn tuxpaint-stamps-default libonnx-dev libprotobuf-dev python3-onnx
+          libboost-dev libpng-dev libjpeg62-turbo-dev python3-sklearn tuxpaint-stamps-default r-cran-palmerpenguins libonnx-dev libprotobuf-dev python3-onnx
           "$@")
 missing=()
 for p in "${packages[@]}"; do

@@ -15,7 +15,7 @@ RunSignature run_signature(const Model& model, const Dataset& train, const Train
   std::string metric_names;
   for (const Metric& m : model.metrics()) metric_names += (metric_names.empty() ? "" : ", ") + m.name();
   return {{"training samples", std::to_string(train.size())},
-          {"sample shape", train.sample_shape().str()},
+          {"sample shape", train.layout().inputs.size() == 1 ? train.sample_shape().str() : train.layout().str()},
           {"training data", train.fingerprint()},
           {"epochs", std::to_string(options.epochs)},
           {"micro-batch", std::to_string(options.batch_size)},
@@ -23,8 +23,8 @@ RunSignature run_signature(const Model& model, const Dataset& train, const Train
                                        last_window_name(accumulation.options.last_window),
                                        normalization_name(accumulation.options.normalization))},
           {"recipe", model.recipe().str()},
-          {"loss", options.class_weight.empty() ? model.loss().name()
-                                                : model.loss().name() + ", class_weight " + class_weight_str(options.class_weight)},
+          {"loss", options.class_weight.empty() ? model.losses_str()
+                                                : model.losses_str() + ", class_weight " + class_weight_str(options.class_weight)},
           {"metrics", metric_names.empty() ? "(none)" : metric_names},
           {"schedule", schedule.str()},
           {"shuffle", options.shuffle ? "true" : "false"},

@@ -29,7 +29,7 @@ History TrainingRun::fit() {
         try {
           if (batch) {
             const MicroBatchLoss loss = forward(*batch, record);  // the model, the summed loss, an inf or NaN guard
-            if (!skips_backward()) backward(slot, loss.sum * scaled_loss_weight(slot, loss, record));
+            if (!skips_backward()) backward(slot, weighted_loss(slot, loss, record));
             update_metrics(loss, *batch);
           }
         } catch (OutOfMemory& e) {
@@ -72,26 +72,29 @@ std::optional<Batch> TrainingRun::next_batch(const MicroBatchSlot& slot, StepRec
   record.data_wait = data_.waited_seconds() - waited;
   record.micro_batch_samples = batch.size();
   // Every micro-batch's weight needs its whole window's units, over all processes.
-  const std::int64_t window_units = units_->of_window(slot, data_.loader());
-  if (units_->counts_tokens()) record.window_tokens = window_units;
+  for (LossUnits& units : units_) units.of_window(slot, data_.loader());
+  if (units_[0].counts_tokens()) record.window_tokens = units_[0].window();
   if (const GradScaler* scaler = context_.scaler) record.loss_scale = scaler->scale();
   if (batch.size() == 0 && !every_micro_batch) return std::nullopt;
   return batch;
 }
 
-// The micro-batch's forward pass and summed loss (under autocast with mixed precision); its mean
-// loss goes on the record, and an inf or NaN loss to handle_nonfinite_loss.
+// The micro-batch's forward pass and summed losses (under autocast with mixed precision); its mean
+// loss goes on the record (for several outputs the weighted sum of theirs), and an inf or NaN loss
+// to handle_nonfinite_loss.
 TrainingRun::MicroBatchLoss TrainingRun::forward(const Batch& batch, StepRecord& record) {
   MicroBatchLoss loss;
-  loss.units = units_->of(batch);
-  if (units_->counts_tokens()) record.micro_batch_tokens = loss.units;
+  for (const LossUnits& units : units_) loss.units.push_back(units.of(batch));
+  if (units_[0].counts_tokens()) record.micro_batch_tokens = loss.units[0];
   {
     const StepModes::Pass pass = modes_->forward();
-    loss.prediction = model_.forward(batch.inputs);
-    loss.sum = micro_batch_loss(batch, loss.prediction, record);
+    loss.predictions = model_.forward(batch.inputs);
+    loss.sums = micro_batch_losses(batch, loss.predictions, record);
   }
-  loss.value = loss.sum.item();
-  if (loss.units > 0) record.loss = loss.value / static_cast<double>(loss.units);
+  for (const Tensor& sum : loss.sums) loss.values.push_back(sum.item());
+  for (const double v : loss.values) loss.value += v;
+  const auto [logged, units] = model_.logged_loss(loss.values, loss.units, batch.size());
+  if (units > 0) record.loss = logged / static_cast<double>(units);
   if (!std::isfinite(loss.value) && !state_.window_poisoned) handle_nonfinite_loss(loss.value, record);
   return loss;
 }
@@ -100,18 +103,26 @@ TrainingRun::MicroBatchLoss TrainingRun::forward(const Batch& batch, StepRecord&
 // process must make the same collective calls (next_batch).
 bool TrainingRun::skips_backward() const { return state_.window_poisoned && !modes_->shares_statistics(); }
 
-// What the micro-batch's summed loss is multiplied by before backward: its loss weight by the rule
-// of accumulation (framework/optim/accumulation.hpp; kept on the record), times the loss scale
-// of float16 loss scaling, which the window's close undoes.
-float TrainingRun::scaled_loss_weight(const MicroBatchSlot& slot, const MicroBatchLoss& loss, StepRecord& record) const {
-  record.loss_weight = loss_weight(accumulation_.options.normalization,
-                                   {.units = loss.units,
-                                    .window_units = units_->window(),
-                                    .window_micro_batches = slot.window_micro_batches,
-                                    .processes = processes_.size(),
-                                    .summed_loss = model_.loss().reduction() == Reduction::sum});
+// What backward starts from: each output's summed loss times its loss weight by the rule of
+// accumulation over that output's units (framework/optim/accumulation.hpp; the first output's
+// kept on the record), its weight in compile(), and the loss scale of float16 loss scaling, which
+// the window's close undoes; added over the outputs.
+Tensor TrainingRun::weighted_loss(const MicroBatchSlot& slot, const MicroBatchLoss& loss, StepRecord& record) const {
   const double scale = context_.scaler ? context_.scaler->scale() : 1.0;
-  return static_cast<float>(record.loss_weight * scale);
+  Tensor total;
+  for (std::size_t o = 0; o < loss.sums.size(); ++o) {
+    const CompiledLoss& compiled = model_.losses()[o];
+    const double weight = loss_weight(accumulation_.options.normalization,
+                                      {.units = loss.units[o],
+                                       .window_units = units_[o].window(),
+                                       .window_micro_batches = slot.window_micro_batches,
+                                       .processes = processes_.size(),
+                                       .summed_loss = compiled.loss.reduction() == Reduction::sum});
+    if (o == 0) record.loss_weight = weight;
+    const Tensor part = loss.sums[o] * static_cast<float>(weight * compiled.weight * scale);
+    total = o == 0 ? part : ops::add(total, part);
+  }
+  return total;
 }
 
 // Backward of the weighted loss, under the step's modes (the window's last backward hands the

@@ -5,8 +5,9 @@
 
 namespace accrue::detail {
 
-LossUnits::LossUnits(const Loss& loss, const Dataset& train, const std::map<std::int64_t, float>& class_weight) {
-  const Tensor targets = train.targets();
+LossUnits::LossUnits(const Loss& loss, const Dataset& train, std::size_t target,
+                     const std::map<std::int64_t, float>& class_weight) {
+  const Tensor targets = train.target(target);
   per_sample_ = loss.counts(targets);
   counts_tokens_ = targets.rank() >= 2;
   if (std::all_of(per_sample_.begin(), per_sample_.end(), [&](std::int64_t u) { return u == per_sample_[0]; }))

@@ -17,8 +17,9 @@ namespace accrue::detail {
 
 class LossUnits {
  public:
-  /// Reads the targets of `train` (from each sample when they are not in memory).
-  LossUnits(const Loss& loss, const Dataset& train, const std::map<std::int64_t, float>& class_weight);
+  /// Reads target `target` of `train` (from each sample when they are not in memory), which
+  /// `loss` is the loss of.
+  LossUnits(const Loss& loss, const Dataset& train, std::size_t target, const std::map<std::int64_t, float>& class_weight);
 
   /// Whether the targets are sequences, whose units are the tokens the loss counts.
   bool counts_tokens() const { return counts_tokens_; }

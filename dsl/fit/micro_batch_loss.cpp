@@ -10,11 +10,12 @@
 
 namespace accrue::detail {
 
-Tensor TrainingRun::micro_batch_loss(const Batch& batch, const Tensor& prediction, StepRecord& record) const {
-  if (units_->sample_weights().empty()) return model_.loss().batch_sum(prediction, batch.targets);
-  const std::vector<float> weights = units_->weights_of(batch);
-  record.sample_weight_sum = std::accumulate(weights.begin(), weights.end(), 0.0);
-  return model_.loss().weighted_sum(prediction, batch.targets, weights);
+std::vector<Tensor> TrainingRun::micro_batch_losses(const Batch& batch, const std::vector<Tensor>& predictions,
+                                                    StepRecord& record) const {
+  // Every output's units weigh the samples alike (class_weight is for models of one output).
+  const std::vector<float> weights = units_[0].weights_of(batch);
+  if (!weights.empty()) record.sample_weight_sum = std::accumulate(weights.begin(), weights.end(), 0.0);
+  return model_.loss_sums(predictions, batch.targets, weights);
 }
 
 // An inf or NaN loss: with float16 loss scaling the scaler's business (the window is dropped, as
@@ -43,22 +44,21 @@ void TrainingRun::handle_nonfinite_loss(double loss, const StepRecord& record) {
 // back-off, a window's updates wait for its end, so that a redone window counts once.
 void TrainingRun::update_metrics(const MicroBatchLoss& loss, const Batch& batch) {
   if (!std::isfinite(loss.value) || state_.window_poisoned || batch.size() == 0) return;
-  if (options_.backoff_on_oom) {
-    state_.pending.push_back({loss.prediction.detach(), batch.targets, loss.value, loss.units});
-    return;
-  }
+  PendingUpdate update{{}, batch.targets, loss.values, loss.units, batch.size()};
+  for (const Tensor& p : loss.predictions) update.predictions.push_back(p.detach());
+  if (options_.backoff_on_oom) state_.pending.push_back(std::move(update));
+  else apply_update(update);
+}
+
+void TrainingRun::apply_update(const PendingUpdate& update) {
   const NoGradGuard no_grad;
-  state_.epoch_loss.add(loss.value, loss.units);
-  for (Metric& m : model_.metrics_) m.update(loss.prediction, batch.targets, loss.value);
+  const auto [logged, units] = model_.logged_loss(update.losses, update.units, update.samples);
+  state_.epoch_loss.add(logged, units);
+  model_.update_metrics(model_.metrics_, update.predictions, update.targets, update.losses);
 }
 
 void TrainingRun::apply_held_back_updates() {
-  if (state_.pending.empty()) return;
-  const NoGradGuard no_grad;
-  for (const PendingUpdate& u : state_.pending) {
-    state_.epoch_loss.add(u.loss, u.units);
-    for (Metric& m : model_.metrics_) m.update(u.prediction, u.targets, u.loss);
-  }
+  for (const PendingUpdate& u : state_.pending) apply_update(u);
   state_.pending.clear();
 }
 

@@ -135,7 +135,8 @@ double time_pass(Model& model, const PlanCandidate& c, const Batch& batch) {
   Tensor loss;
   {
     const StepModes::Pass pass = modes.forward();
-    loss = model.loss().batch_sum(model.forward(batch.inputs), batch.targets);
+    for (const Tensor& sum : model.loss_sums(model.forward(batch.inputs), batch.targets))
+      loss = loss.defined() ? ops::add(loss, sum) : sum;
   }
   {
     const StepModes::Pass pass = modes.backward(true);

@@ -48,7 +48,7 @@ TrainingRun::TrainingRun(Model& model, const Dataset& train, std::optional<Datas
       processes_(options.distributed),
       schedule_(options.schedule),
       checkpoints_(options.checkpoint, resume_from),
-      data_(train, options) {
+      data_(train_, options) {
   model.check_compiled("fit()");
   ACCRUE_CHECK(!train.empty(), "fit: the training set '{}' is empty", train.name());
   // Backing off changes one process's micro-batch when that process runs out of memory.
@@ -67,17 +67,21 @@ TrainingRun::TrainingRun(Model& model, const Dataset& train, std::optional<Datas
 // checkpoint to continue from (process 0's choice in a distributed run).
 void TrainingRun::prepare_model() {
   Model& model = model_;
+  // Each dataset's inputs and targets as the model takes them (by name where the dataset names
+  // them); in a distributed run a rank whose data does not fit is named by every rank.
+  train_ = model.arrange(train_, "fit");
+  if (validation_) validation_ = model.arrange(*validation_, "fit's validation");
   const Dataset& train = train_;
   const TrainerOptions& options = options_;
   const bool first = processes_.rank() == 0;
-  model.build(train.sample_shape());
+  if (model.input_count() == 1) model.build(train.sample_shape());  // a model of several inputs is built already
   if (options.recompute) model.recompute(*options.recompute);  // before the budget plans the micro-batch
   state_.batch_size = options.batch_size;
   plan_memory();
   if (validation_)
-    ACCRUE_CHECK_SHAPE(validation_->sample_shape() == train.sample_shape(),
-                       "fit: validation samples '{}' have shape {}, training samples {}", validation_->name(),
-                       validation_->sample_shape(), train.sample_shape());
+    ACCRUE_CHECK_SHAPE(validation_->layout().inputs == train.layout().inputs,
+                       "fit: validation samples '{}' are {}, training samples {}", validation_->name(),
+                       validation_->layout().str(), train.layout().str());
   model.ensure_optimizer();
   optimizer_ = model.optimizer_.get();
   accumulation_ = resolve_accumulation(model, options);
@@ -127,7 +131,13 @@ void TrainingRun::prepare_run() {
   data_.plan(model_, state_.batch_size, state_.accumulation_factor);
   check_machine_memory();
   schedule_.prepare(data_.plan());
-  units_.emplace(model_.loss(), train_, options_.class_weight);
+  ACCRUE_CHECK(options_.class_weight.empty() || model_.losses().size() == 1,
+               "fit: class_weight weighs the classes of one output, and model '{}' has {}: give the samples weights "
+               "instead (Dataset::with_sample_weights)",
+               model_.name(), model_.losses().size());
+  units_.clear();
+  for (std::size_t o = 0; o < model_.losses().size(); ++o)
+    units_.emplace_back(model_.losses()[o].loss, train_, o, options_.class_weight);
   if (processes_.rank() == 0) warn_batch_statistics(model_, data_.plan(), state_.batch_size, processes_.size());
   state_.loader_seed = checkpoint        ? checkpoint->loader_seed()
                        : options_.seed ? *options_.seed
@@ -144,7 +154,7 @@ void TrainingRun::make_loader() { data_.load(state_.loader_seed, processes_.rank
 
 // "class_weight {0: 1, 1: 5} times the dataset's sample weights: ...", or nothing unweighted.
 std::string TrainingRun::sample_weighting() const {
-  const std::vector<float>& weights = units_->sample_weights();
+  const std::vector<float>& weights = units_[0].sample_weights();
   if (weights.empty()) return {};
   std::string what;
   if (!options_.class_weight.empty()) what = "class_weight " + class_weight_str(options_.class_weight);
@@ -168,7 +178,7 @@ void TrainingRun::make_context() {
   context_.samples_per_epoch = data_.plan().samples_per_epoch();
   context_.steps_per_epoch = data_.plan().micro_batches_per_epoch();
   context_.reads_data_ahead = data_.reads_ahead();
-  if (units_->counts_tokens()) context_.tokens_per_epoch = units_->total();
+  if (units_[0].counts_tokens()) context_.tokens_per_epoch = units_[0].total();
   context_.base_lr = optimizer_->lr();
   context_.sample_weighting = sample_weighting();
   context_.memory_choice = plan_choice_ ? &*plan_choice_ : nullptr;

@@ -55,13 +55,14 @@ class TrainingRun {
   distributed::Communicator& communicator() { return processes_.all(); }
 
  private:
-  // A micro-batch's forward: the model's output and its summed loss, with the units (samples or
-  // tokens) the loss counts.
+  // A micro-batch's forward: the model's outputs and each one's summed loss, with the units
+  // (samples or tokens) it counts.
   struct MicroBatchLoss {
-    Tensor prediction;
-    Tensor sum;
-    double value = 0.0;
-    std::int64_t units = 0;
+    std::vector<Tensor> predictions;
+    std::vector<Tensor> sums;
+    std::vector<double> values;
+    std::vector<std::int64_t> units;
+    double value = 0.0;  // the outputs' summed losses added: inf or NaN when one of them is
   };
 
   // loop.cpp: fit's loop and the steps it names, in the order it calls them.
@@ -71,7 +72,7 @@ class TrainingRun {
   std::optional<Batch> next_batch(const MicroBatchSlot& slot, StepRecord& record);
   MicroBatchLoss forward(const Batch& batch, StepRecord& record);
   bool skips_backward() const;
-  float scaled_loss_weight(const MicroBatchSlot& slot, const MicroBatchLoss& loss, StepRecord& record) const;
+  Tensor weighted_loss(const MicroBatchSlot& slot, const MicroBatchLoss& loss, StepRecord& record) const;
   void backward(const MicroBatchSlot& slot, const Tensor& weighted_loss);
   void step(const MicroBatchSlot& slot, StepRecord& record);
   double batch_factor(const MicroBatchSlot& slot) const;
@@ -84,9 +85,12 @@ class TrainingRun {
   // micro_batch_loss.cpp
   void handle_nonfinite_loss(double loss, const StepRecord& record);
   void update_metrics(const MicroBatchLoss& loss, const Batch& batch);
+  void apply_update(const PendingUpdate& update);
   void apply_held_back_updates();
-  // The micro-batch's summed loss, each sample's weighed by its weight when the run has weights.
-  Tensor micro_batch_loss(const Batch& batch, const Tensor& prediction, StepRecord& record) const;
+  // The micro-batch's summed loss of each output, each sample's weighed by its weight when the run
+  // has weights.
+  std::vector<Tensor> micro_batch_losses(const Batch& batch, const std::vector<Tensor>& predictions,
+                                         StepRecord& record) const;
 
   // setup.cpp
   void prepare_model();
@@ -116,7 +120,7 @@ class TrainingRun {
   void agree_to_start();
 
   Model& model_;
-  const Dataset& train_;
+  Dataset train_;  // the inputs and targets in the model's order from prepare_model on (Model::arrange)
   std::optional<Dataset> validation_;
   const TrainerOptions& options_;
   RunProcesses processes_;
@@ -139,8 +143,8 @@ class TrainingRun {
   // an allocation passes a limit.
   std::size_t live_besides_model_ = 0;
   std::optional<PlanChoice> plan_choice_;  // the memory planner's, under a budget
-  // What the loss counts and weighs: samples or tokens, each sample's weight.
-  std::optional<LossUnits> units_;
+  // What each output's loss counts and weighs: samples or tokens, each sample's weight.
+  std::vector<LossUnits> units_;
 };
 
 // plan_search.cpp: the memory planner's choice for `budget` (named so in messages): the micro-batch

@@ -107,7 +107,7 @@ void Normalization::adapt(const Dataset& data) {
   std::int64_t count = 0;
   constexpr std::int64_t batch = 1024;
   for (std::int64_t begin = 0; begin < data.size(); begin += batch)
-    accumulate(data.slice(begin, std::min(data.size(), begin + batch)).inputs, sum, squares, count);
+    accumulate(data.slice(begin, std::min(data.size(), begin + batch)).input(), sum, squares, count);
   set_statistics(sum, squares, count);
 }
 

@@ -278,7 +278,7 @@ json accumulation_check(Sequential& model, const Dataset& data, const Settings& 
   }
   std::vector<std::int64_t> units;
   for (std::int64_t k = 0; k < s.accumulate; ++k)
-    units.push_back(model.loss().units(data.slice(k * s.micro_batch, (k + 1) * s.micro_batch).targets));
+    units.push_back(model.loss().units(data.slice(k * s.micro_batch, (k + 1) * s.micro_batch).target()));
   out["units"] = units;
   return out;
 }

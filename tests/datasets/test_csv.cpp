@@ -56,6 +56,50 @@ BOOST_AUTO_TEST_CASE(quoted_fields_categories_and_line_endings) {
   BOOST_TEST(datasets::csv_features(weighted, {.sample_weight = 1}) == std::vector<std::string>({"a", "b"}));
 }
 
+// Column groups become inputs of their own, named after the groups: a wide-and-deep model's numbers
+// and its categories (int32, for an Embedding), which fit gives to the model's inputs of those names
+// whatever their order.
+BOOST_AUTO_TEST_CASE(column_groups_become_named_inputs) {
+  test::TempDir dir{"csv_groups"};
+  const std::string path = write(dir, "houses.csv",
+                                 "rooms,area,city,kind,sold\n"
+                                 "3,70.5,paris,flat,1\n"
+                                 "5,120,lyon,house,0\n"
+                                 "2,40,paris,flat,1\n"
+                                 "4,95,lyon,flat,0\n");
+  const datasets::CsvOptions options{.target = "sold",
+                                     .groups = {{"numbers", {"rooms", "area"}}, {"place", {"city", "kind"}, DType::i32}},
+                                     .categorical = {"city", "kind"},
+                                     .one_hot = false};
+  const Dataset d = datasets::csv(path, options);
+  const SampleLayout l = d.layout();
+  BOOST_TEST(l.input_names == std::vector<std::string>({"numbers", "place"}), boost::test_tools::per_element());
+  BOOST_TEST(l.str() == "'numbers' float32 (2,), 'place' int32 (2,) -> int32 ()");
+  const Example all = d.slice(0, 4);
+  BOOST_TEST(all.inputs[0].to_vector() == std::vector<float>({3, 70.5f, 5, 120, 2, 40, 4, 95}), boost::test_tools::per_element());
+  // lyon 0, paris 1; flat 0, house 1
+  BOOST_TEST(all.inputs[1].to_vector<std::int32_t>() == std::vector<std::int32_t>({1, 0, 0, 1, 1, 0, 0, 0}),
+             boost::test_tools::per_element());
+  BOOST_TEST(all.target().to_vector<std::int32_t>() == std::vector<std::int32_t>({1, 0, 1, 0}), boost::test_tools::per_element());
+  BOOST_TEST(datasets::csv_features(path, options) == std::vector<std::string>({"rooms", "area", "city", "kind"}),
+             boost::test_tools::per_element());
+
+  manual_seed(5);
+  layers::Input place{{2}, {.name = "place", .dtype = DType::i32}}, numbers{{2}, {.name = "numbers"}};
+  const Symbol deep = layers::Flatten{}(layers::Embedding{2, 3}(place));
+  Model wide_and_deep{{place, numbers}, layers::Dense{2}(layers::Concatenate{}({deep, layers::Dense{4}(numbers)}))};
+  wide_and_deep.compile(optim::SGD{.lr = 0.01}, losses::CrossEntropy{});
+  const double before = wide_and_deep.evaluate(d).loss;
+  wide_and_deep.fit(d, {.epochs = 20, .batch_size = 2, .verbose = 0});
+  BOOST_TEST(wide_and_deep.evaluate(d).loss < before);
+
+  datasets::CsvOptions both = options;
+  both.columns = {"rooms"};
+  BOOST_CHECK_EXCEPTION(datasets::csv(path, both), ValueError, message_has({"give .columns or .groups, not both"}));
+  BOOST_CHECK_EXCEPTION(datasets::csv(path, {.target = "sold", .groups = {{"bad", {"area"}, DType::i32}}}), IoError,
+                        message_has({"houses.csv", "group 'bad' is read as int32 but row 1 holds 70.5"}));
+}
+
 BOOST_AUTO_TEST_CASE(every_malformed_case_names_the_line_and_column) {
   test::TempDir dir{"csv_bad"};
   struct Case {

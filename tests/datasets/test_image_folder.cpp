@@ -156,22 +156,22 @@ BOOST_AUTO_TEST_CASE(labels_come_from_sorted_folders_and_images_decode_on_demand
   BOOST_TEST(d.targets().to_vector<std::int32_t>() == std::vector<std::int32_t>({0, 0, 0, 1, 1, 3}));
   // cat/a.png is 8x6 already: its pixels / 255, as planes.
   const datasets::DecodedImage a = pattern(8, 6, 3, 1);
-  const auto x = d[0].inputs.to_vector();
+  const auto x = d[0].input().to_vector();
   for (int c = 0; c < 3; ++c)
     for (int p = 0; p < 48; ++p) BOOST_TEST(x[static_cast<std::size_t>(c * 48 + p)] == a.pixels[static_cast<std::size_t>(p * 3 + c)] / 255.0f);
   // RGBA drops alpha; grey repeats into every channel.
   const datasets::DecodedImage b = pattern(8, 6, 4, 2), g = pattern(8, 6, 1, 3);
-  const auto xb = d[1].inputs.to_vector(), xg = d[2].inputs.to_vector();
+  const auto xb = d[1].input().to_vector(), xg = d[2].input().to_vector();
   BOOST_TEST(xb[47 + 48] == b.pixels[47 * 4 + 1] / 255.0f);
   BOOST_TEST(xg[5] == g.pixels[5] / 255.0f);
   BOOST_TEST(xg[5 + 48] == g.pixels[5] / 255.0f);
   // A JPEG of another size is decoded (lossily) and resized to the asked size.
   const Example dog = d[3];
-  BOOST_TEST(dog.inputs.shape() == Shape({1, 3, 6, 8}));
+  BOOST_TEST(dog.input().shape() == Shape({1, 3, 6, 8}));
   // Grey output: PIL's luma of the colour images.
   const Dataset grey = datasets::image_folder(zoo.path(), {.image_size = {6, 8}, .channels = 1});
   const float luma = (a.pixels[0] * 19595u + a.pixels[1] * 38470u + a.pixels[2] * 7471u + 0x8000u) / 65536 / 255.0f;
-  BOOST_TEST(grey[0].inputs.to_vector()[0] == luma);
+  BOOST_TEST(grey[0].input().to_vector()[0] == luma);
   // The fingerprint follows the files: one more image changes it.
   const std::string before = d.fingerprint();
   datasets::write_png(zoo.file("fish/g.png"), pattern(5, 5, 3, 7));
@@ -187,7 +187,7 @@ BOOST_AUTO_TEST_CASE(a_validation_split_is_reproducible_and_disjoint) {
   BOOST_TEST(train.size() == 4);
   BOOST_TEST(val.size() == 2);  // int(0.34 x 6)
   const auto [again, val_again] = datasets::image_folder_split(zoo.path(), {.image_size = 4, .validation_split = 0.34, .seed = 7});
-  BOOST_TEST(val.slice(0, 2).inputs.to_vector() == val_again.slice(0, 2).inputs.to_vector());
+  BOOST_TEST(val.slice(0, 2).input().to_vector() == val_again.slice(0, 2).input().to_vector());
   const Dataset only = datasets::image_folder(zoo.path(), {.image_size = 4, .validation_split = 0.34, .subset = datasets::Subset::validation, .seed = 7});
   BOOST_TEST(only.fingerprint() == val.fingerprint());
   BOOST_TEST(train.fingerprint() != val.fingerprint());
@@ -296,6 +296,6 @@ BOOST_AUTO_TEST_CASE(crop_to_aspect_ratio_keeps_the_central_window) {
   // dog/d.jpg is 16x12; a square crop takes its central 12x12, then shrinks it to 6x6.
   const Dataset cropped = datasets::image_folder(zoo.path(), {.image_size = 6, .crop_to_aspect_ratio = true, .class_names = {"dog"}});
   const Dataset stretched = datasets::image_folder(zoo.path(), {.image_size = 6, .class_names = {"dog"}});
-  BOOST_TEST(cropped[0].inputs.shape() == Shape({1, 3, 6, 6}));
-  BOOST_TEST(cropped[0].inputs.to_vector() != stretched[0].inputs.to_vector());
+  BOOST_TEST(cropped[0].input().shape() == Shape({1, 3, 6, 6}));
+  BOOST_TEST(cropped[0].input().to_vector() != stretched[0].input().to_vector());
 }

@@ -25,7 +25,7 @@ BOOST_AUTO_TEST_CASE(batches_in_order_keep_or_drop_the_last) {
   DataLoader keep{d, {.batch_size = 4}};
   BOOST_TEST(keep.size() == 3);
   BOOST_TEST(keep[2].size() == 2);
-  BOOST_TEST(keep[1].targets.to_vector<std::int32_t>()[0] == 4);
+  BOOST_TEST(keep[1].target().to_vector<std::int32_t>()[0] == 4);
   DataLoader drop{d, {.batch_size = 4, .drop_last = true}};
   BOOST_TEST(drop.size() == 2);
   BOOST_CHECK_EXCEPTION(DataLoader(d, {.batch_size = 0}), ValueError, message_has({"batch_size", "0"}));
@@ -38,19 +38,19 @@ BOOST_AUTO_TEST_CASE(shuffling_is_a_seeded_permutation_per_epoch) {
   DataLoader b{d, {.batch_size = 7, .shuffle = true, .seed = 5}};
   std::vector<std::int32_t> first, again, other;
   for (const Batch& batch : a)
-    for (auto v : batch.targets.to_vector<std::int32_t>()) first.push_back(v);
+    for (auto v : batch.target().to_vector<std::int32_t>()) first.push_back(v);
   for (const Batch& batch : b)
-    for (auto v : batch.targets.to_vector<std::int32_t>()) again.push_back(v);
+    for (auto v : batch.target().to_vector<std::int32_t>()) again.push_back(v);
   a.set_epoch(1);
   for (const Batch& batch : a)
-    for (auto v : batch.targets.to_vector<std::int32_t>()) other.push_back(v);
+    for (auto v : batch.target().to_vector<std::int32_t>()) other.push_back(v);
   BOOST_TEST(first == again, boost::test_tools::per_element());
   BOOST_TEST(first != other);
   BOOST_TEST(std::set<std::int32_t>(first.begin(), first.end()).size() == 100u);  // every sample once
   // Inputs travel with their targets.
   const Batch batch = a[3];
-  const auto x = batch.inputs.to_vector();
-  const auto y = batch.targets.to_vector<std::int32_t>();
+  const auto x = batch.input().to_vector();
+  const auto y = batch.target().to_vector<std::int32_t>();
   for (std::size_t i = 0; i < y.size(); ++i) BOOST_TEST(x[i] == static_cast<float>(y[i]));
 }
 
@@ -69,7 +69,7 @@ BOOST_AUTO_TEST_CASE(composes_with_range_v3) {
 
 BOOST_AUTO_TEST_CASE(dataset_checks_and_views) {
   BOOST_CHECK_EXCEPTION(Dataset(Tensor::zeros({5, 2}), Tensor::zeros({4}), "bad"), ShapeError,
-                        message_has({"'bad'", "5 input samples", "4 targets"}));
+                        message_has({"'bad'", "5 samples in input 0", "4 in target 0"}));
   const Dataset d = numbered(10);
   BOOST_TEST(d.take(3).size() == 3);
   BOOST_TEST(d.subset(2, 5).targets().to_vector<std::int32_t>()[0] == 2);

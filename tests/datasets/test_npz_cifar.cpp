@@ -141,7 +141,7 @@ BOOST_AUTO_TEST_CASE(cifar_records_read_as_torchvision_gives_them) {
   BOOST_TEST(c.classes.at(9) == "truck");
   BOOST_TEST(c.train.sample_shape() == Shape({3, 32, 32}));
   BOOST_TEST(c.test.targets().to_vector<std::int32_t>() == std::vector<std::int32_t>({0, 7, 4}));
-  const auto x = c.test[2].inputs.to_vector();  // record 2: red plane first, row-major
+  const auto x = c.test[2].input().to_vector();  // record 2: red plane first, row-major
   BOOST_TEST(x[0] == 2 / 255.0f);
   BOOST_TEST(x[1024 + 5] == ((2 + 1024 + 5) % 256) / 255.0f);
   // CIFAR-100: fine or coarse labels.

@@ -44,7 +44,7 @@ struct RecordingCopier {
   void finish(int slot) noexcept { log->push_back(fmt::format("finish {}", slot)); }
 };
 
-Batch host(std::int64_t index) { return Batch{Tensor::zeros({1}), Tensor::zeros({1}), index}; }
+Batch host(std::int64_t index) { return Batch{{Tensor::zeros({1})}, {Tensor::zeros({1})}, index}; }
 
 std::vector<std::string> run(const std::function<void(Prefetch<RecordingCopier>&)>& steps) {
   Log log = std::make_shared<std::vector<std::string>>();

@@ -86,7 +86,7 @@ BOOST_AUTO_TEST_CASE(numpy_arrays_and_cifar) {
   auto train = cifar.train.map({transforms::RandomCrop{32, {.padding = {4}}}, transforms::RandomHorizontalFlip{},
                                 transforms::Normalize{{0.4914f, 0.4822f, 0.4465f}, {0.2470f, 0.2435f, 0.2616f}}});
   BOOST_TEST(train.size() == 50);
-  BOOST_TEST(train.slice(0, 4).inputs.shape() == Shape({4, 3, 32, 32}));
+  BOOST_TEST(train.slice(0, 4).input().shape() == Shape({4, 3, 32, 32}));
 }
 
 namespace {
@@ -103,7 +103,7 @@ BOOST_AUTO_TEST_CASE(types_of_ones_own) {
   Dataset sines = Dataset::from(Sines{}, "sines");
   Dataset squares = Dataset::from(100, [](std::int64_t i) { return Example{Tensor::from({float(i)}, {1}), Tensor::from({float(i * i)}, {1})}; });
   BOOST_TEST(sines.size() == 1000);
-  BOOST_TEST(squares.slice(3, 4).targets.to_vector() == std::vector<float>({9.0f}));
+  BOOST_TEST(squares.slice(3, 4).target().to_vector() == std::vector<float>({9.0f}));
   manual_seed(1);
   Sequential model{layers::Input{1}, layers::Dense{16}, layers::Tanh{}, layers::Dense{1}};
   model.compile(optim::Adam{.lr = 1e-2}, losses::MSE{});

@@ -42,8 +42,8 @@ Dataset in_memory(std::int64_t n) {
 void check_same_batches(const DataLoader& a, const DataLoader& b) {
   BOOST_REQUIRE(a.size() == b.size());
   for (std::int64_t i = 0; i < a.size(); ++i) {
-    BOOST_TEST(a[i].inputs.to_vector<float>() == b[i].inputs.to_vector<float>());
-    BOOST_TEST(a[i].targets.to_vector<std::int32_t>() == b[i].targets.to_vector<std::int32_t>());
+    BOOST_TEST(a[i].input().to_vector<float>() == b[i].input().to_vector<float>());
+    BOOST_TEST(a[i].target().to_vector<std::int32_t>() == b[i].target().to_vector<std::int32_t>());
   }
 }
 
@@ -54,7 +54,7 @@ BOOST_AUTO_TEST_CASE(a_users_type_gives_the_batches_of_the_same_data_in_memory) 
   BOOST_TEST(!mine.in_memory());
   BOOST_TEST(mine.size() == 23);
   BOOST_TEST(mine.sample_shape() == Shape({2}));
-  BOOST_TEST(mine.layout().target.dtype == DType::i32);
+  BOOST_TEST(mine.layout().target().dtype == DType::i32);
   for (const bool shuffle : {false, true})
     check_same_batches(DataLoader{mine, {.batch_size = 5, .shuffle = shuffle, .seed = 3, .shard = 1, .shards = 2}},
                        DataLoader{in_memory(23), {.batch_size = 5, .shuffle = shuffle, .seed = 3, .shard = 1, .shards = 2}});
@@ -62,13 +62,13 @@ BOOST_AUTO_TEST_CASE(a_users_type_gives_the_batches_of_the_same_data_in_memory) 
   const auto [a, b] = mine.split(0.3, 8);
   const auto [c, d] = in_memory(23).split(0.3, 8);
   BOOST_TEST(a.targets().to_vector<std::int32_t>() == c.targets().to_vector<std::int32_t>());
-  BOOST_TEST(b.slice(0, b.size()).inputs.to_vector<float>() == d.inputs().to_vector<float>());
+  BOOST_TEST(b.slice(0, b.size()).input().to_vector<float>() == d.inputs().to_vector<float>());
   BOOST_TEST(mine.take(4).to_memory().inputs().to_vector<float>() == in_memory(4).inputs().to_vector<float>());
   BOOST_TEST(mine.fingerprint() == Dataset::from(Numbers{23}).fingerprint());
   BOOST_TEST(mine.fingerprint() != Dataset::from(Numbers{22}).fingerprint());
   // Two lambdas are a dataset too.
   const Dataset lambdas = Dataset::from(5, [](std::int64_t i) { return Numbers{5}.get(i); }, "lambdas");
-  BOOST_TEST(lambdas.slice(1, 3).targets.to_vector<std::int32_t>() == std::vector<std::int32_t>({1, 2}));
+  BOOST_TEST(lambdas.slice(1, 3).target().to_vector<std::int32_t>() == std::vector<std::int32_t>({1, 2}));
 }
 
 BOOST_AUTO_TEST_CASE(a_users_type_with_inconsistent_samples_is_named) {
@@ -88,12 +88,12 @@ BOOST_AUTO_TEST_CASE(the_queue_gives_what_the_loader_gives_with_any_number_of_wo
       for (std::int64_t i = 0; i < loader.size(); ++i) {
         const Batch b = queue.get(i);
         BOOST_TEST(b.index == i);
-        BOOST_TEST(b.targets.to_vector<std::int32_t>() == loader[i].targets.to_vector<std::int32_t>());
+        BOOST_TEST(b.target().to_vector<std::int32_t>() == loader[i].target().to_vector<std::int32_t>());
       }
     }
     // Asking out of order starts again there.
-    BOOST_TEST(queue.get(5).targets.to_vector<std::int32_t>() == loader[5].targets.to_vector<std::int32_t>());
-    BOOST_TEST(queue.get(2).targets.to_vector<std::int32_t>() == loader[2].targets.to_vector<std::int32_t>());
+    BOOST_TEST(queue.get(5).target().to_vector<std::int32_t>() == loader[5].target().to_vector<std::int32_t>());
+    BOOST_TEST(queue.get(2).target().to_vector<std::int32_t>() == loader[2].target().to_vector<std::int32_t>());
   }
 }
 
@@ -156,7 +156,7 @@ BOOST_AUTO_TEST_CASE(batches_the_workers_do_not_deliver_are_read_by_the_trainer)
     BatchQueue queue{loader, {.workers = 2, .depth = 2}};
     const auto start = std::chrono::steady_clock::now();
     for (std::int64_t i = 0; i < loader.size(); ++i)
-      BOOST_TEST(queue.get(i).targets.to_vector<std::int32_t>() == expected[i].targets.to_vector<std::int32_t>());
+      BOOST_TEST(queue.get(i).target().to_vector<std::int32_t>() == expected[i].target().to_vector<std::int32_t>());
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     BOOST_TEST(seconds < 2.0);  // at most the two stuck batches' grace, 20 ms each before any estimate
     BOOST_TEST(queue.waited_seconds() > 0.0);

@@ -218,9 +218,9 @@ BOOST_AUTO_TEST_CASE(a_mapped_dataset_transforms_each_sample_by_its_index_seed_a
   BOOST_TEST(!augmented.in_memory());
   BOOST_TEST(augmented.sample_shape() == Shape({3, 6, 6}));
   const std::vector<std::int64_t> all{0, 1, 2, 3, 4, 5}, reversed{5, 4, 3, 2, 1, 0};
-  const Tensor a = augmented.gather(all, {.seed = 9, .epoch = 2}).inputs;
-  const Tensor b = augmented.gather(reversed, {.seed = 9, .epoch = 2}).inputs;
-  const Tensor other_epoch = augmented.gather(all, {.seed = 9, .epoch = 3}).inputs;
+  const Tensor a = augmented.gather(all, {.seed = 9, .epoch = 2}).input();
+  const Tensor b = augmented.gather(reversed, {.seed = 9, .epoch = 2}).input();
+  const Tensor other_epoch = augmented.gather(all, {.seed = 9, .epoch = 3}).input();
   const auto av = a.to_vector<float>(), bv = b.to_vector<float>(), ov = other_epoch.to_vector<float>();
   const std::size_t per = 3 * 6 * 6;
   for (std::size_t i = 0; i < 6; ++i)
@@ -239,5 +239,5 @@ BOOST_AUTO_TEST_CASE(a_lambda_that_changes_the_shape_must_say_so) {
   BOOST_CHECK_EXCEPTION(wrong.slice(0, 1), ShapeError, message_has({"small", "sample 0", "drop a row", "output_shape"}));
   const Lambda said{"drop a row", [](Image& image, Draws&) { image = functional::crop(image, 0, 0, 3, 4); },
                     [](const Shape& s) { return Shape{s[0], 3, s[2]}; }};
-  BOOST_TEST(data.map({said}).slice(0, 2).inputs.shape() == Shape({2, 1, 3, 4}));
+  BOOST_TEST(data.map({said}).slice(0, 2).input().shape() == Shape({2, 1, 3, 4}));
 }

@@ -148,6 +148,96 @@ inline TwoInputGraph two_input_graph() {
   return {left, right, a, b, c, d, merged};
 }
 
+/// Two inputs of 5 values and their class (of 3): the largest of the first three sums left + right.
+struct TwoInputs {
+  Tensor left, right, labels;
+};
+
+inline TwoInputs two_inputs(std::int64_t n, std::uint64_t seed) {
+  Generator gen{seed};
+  const Tensor left = Tensor::normal({n, 5}, 0.0f, 1.0f, &gen), right = Tensor::normal({n, 5}, 0.0f, 1.0f, &gen);
+  const std::vector<float> l = left.to_vector(), r = right.to_vector();
+  std::vector<std::int32_t> y(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < y.size(); ++i)
+    for (std::int32_t c = 1; c < 3; ++c)
+      if (l[i * 5 + c] + r[i * 5 + c] > l[i * 5 + y[i]] + r[i * 5 + y[i]]) y[i] = c;
+  return {left, right, Tensor::from(y, {n})};
+}
+
+/// The rows of `x` (and of `y`, when given, as targets) read one by one, not held as tensors: what
+/// loaders read on background threads.
+inline Dataset read_one_by_one(const Tensor& x, const std::string& name, const Tensor& y = {}) {
+  const auto row = [](const Tensor& t, std::int64_t i) { return ops::narrow(t, i, i + 1).reshape(t.shape().drop_front()); };
+  return Dataset::from(
+      x.size(0),
+      [=](std::int64_t i) {
+        return accrue::Example{std::vector<Tensor>{row(x, i)}, y.defined() ? std::vector<Tensor>{row(y, i)} : std::vector<Tensor>{}};
+      },
+      name);
+}
+
+/// Every parameter's values, in order, in one list.
+inline std::vector<float> flat_parameters(const Model& m) {
+  std::vector<float> all;
+  for (const Tensor& p : m.parameters()) {
+    const std::vector<float> v = p.to_vector();
+    all.insert(all.end(), v.begin(), v.end());
+  }
+  return all;
+}
+
+/// Two inputs and two outputs: a class of 3 ("label") off every merge of the zoo's graph, and a
+/// score ("score") off the nested encoder's first call.
+inline Model two_headed() {
+  manual_seed(31);
+  const zoo::TwoInputGraph g = zoo::two_input_graph();
+  return Model{{g.left, g.right}, {layers::Dense{3, {.name = "label"}}(g.merged), layers::Dense{1, {.name = "score"}}(g.a)}};
+}
+
+/// Cross-entropy and accuracy for "label", MSE weighing 0.5 for "score".
+inline void compile_two_headed(Model& m, optim::Recipe recipe) {
+  m.compile(std::move(recipe), {{"label", {.loss = losses::CrossEntropy{}, .metrics = {metrics::Accuracy{}}}},
+                                {"score", {.loss = losses::MSE{}, .weight = 0.5}}});
+}
+
+/// Each sample's score: the sum of its left input's values, (n, 1).
+inline Tensor scores_of(const TwoInputs& t) { return ops::sum(t.left, 1, true); }
+
+/// Sequences of 4 steps of 6 values, and two heads per step: "tags" (5 classes) and "moods" (3).
+inline Model token_heads() {
+  manual_seed(41);
+  layers::Input x{{4, 6}, {.name = "x"}};
+  const Symbol h = layers::Tanh{}(layers::Dense{8}(x));
+  return Model{x, {layers::Dense{5, {.name = "tags"}}(h), layers::Dense{3, {.name = "moods"}}(h)}};
+}
+
+/// `n` sequences for token_heads whose two label sets leave out (ignore_index) different, uneven
+/// parts: tags the last i % 4 steps of sample i, moods the first 3i % 4.
+inline Dataset uneven_tokens(std::int64_t n, std::uint64_t seed) {
+  Generator gen{seed};
+  const Tensor x = Tensor::normal({n, 4, 6}, 0.0f, 1.0f, &gen);
+  std::vector<std::int32_t> tags(static_cast<std::size_t>(n * 4)), moods(tags.size());
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t t = 0; t < 4; ++t) {
+      const auto at = static_cast<std::size_t>(i * 4 + t);
+      tags[at] = t >= 4 - i % 4 ? -100 : static_cast<std::int32_t>(gen.below(5));
+      moods[at] = t < (3 * i) % 4 ? -100 : static_cast<std::int32_t>(gen.below(3));
+    }
+  return Dataset{{x}, {Tensor::from(tags, {n, 4}), Tensor::from(moods, {n, 4})}, "uneven tokens"};
+}
+
+/// tests/data/make_graph_reference.py's model in Accrue: a Dense shared by both inputs, their
+/// concatenation, a Dense whose output adds the concatenation back (a skip connection), a class head
+/// on that and a score head on the shared Dense's outputs added.
+inline Model pytorch_twin() {
+  layers::Input left{{6}, {.name = "left"}}, right{{6}, {.name = "right"}};
+  layers::Dense shared{8, {.name = "shared"}};
+  const Symbol a = shared(left), b = shared(right);
+  const Symbol h = layers::ReLU{}(layers::Concatenate{}({a, b}));
+  const Symbol s = layers::ReLU{}(layers::Add{}({layers::Dense{16, {.name = "mix"}}(h), h}));
+  return Model{{left, right}, {layers::Dense{3, {.name = "label"}}(s), layers::Dense{1, {.name = "score"}}(layers::Add{}({a, b}))}};
+}
+
 /// A copy of the model file `path` at `damaged` with its description (the JSON of "accrue.model")
 /// changed by `change`; returns `damaged`.
 inline std::string with_description(const std::string& path, const std::string& damaged,

@@ -36,7 +36,7 @@ std::int64_t tokens_of(const Dataset& data, const std::vector<std::int64_t>& ind
 
 BOOST_AUTO_TEST_CASE(class_labels_count_one_each) {
   const Dataset data{Tensor::zeros({samples, 2}), Tensor::from({0.f, 1.f, 2.f, 0.f, 1.f, 2.f, 0.f, 1.f, 2.f, 0.f, 1.f}, {samples}), "classes"};
-  LossUnits units{losses::CrossEntropy{}, data, {}};
+  LossUnits units{losses::CrossEntropy{}, data, 0, {}};
   BOOST_TEST(!units.counts_tokens());
   BOOST_TEST(units.total() == samples);
   const DataLoader loader{data, {.batch_size = 4, .shuffle = true, .seed = 3}};
@@ -51,7 +51,7 @@ BOOST_AUTO_TEST_CASE(class_labels_count_one_each) {
 // epochs' ends: each window's tokens are those of its micro-batches in each epoch's own order.
 BOOST_AUTO_TEST_CASE(tokens_of_micro_batches_and_of_windows_carried_over_epochs) {
   const Dataset data = padded_sequences();
-  LossUnits units{losses::CrossEntropy{}, data, {}};
+  LossUnits units{losses::CrossEntropy{}, data, 0, {}};
   BOOST_TEST(units.counts_tokens());
   std::vector<std::int64_t> all(samples);
   std::iota(all.begin(), all.end(), 0);
@@ -97,7 +97,7 @@ BOOST_AUTO_TEST_CASE(class_weights_times_the_datasets_own) {
       Dataset{Tensor::zeros({samples, 2}), Tensor::from({0.f, 1.f, 2.f, 0.f, 1.f, 2.f, 0.f, 1.f, 2.f, 0.f, 1.f}, {samples}), "classes"}
           .with_sample_weights(own);
   const std::map<std::int64_t, float> class_weight{{1, 4.0f}};
-  LossUnits units{losses::CrossEntropy{}, data, class_weight};
+  LossUnits units{losses::CrossEntropy{}, data, 0, class_weight};
   const DataLoader loader{data, {.batch_size = 4, .shuffle = true, .seed = 5}};
   const Batch batch = loader[1];
   const std::vector<float> w = units.weights_of(batch);

@@ -35,7 +35,7 @@ std::vector<std::vector<std::int64_t>> epoch_samples(RunData& data, int epoch, s
   for (const EpochWindow& w : data.begin_epoch(epoch, from))
     for (const MicroBatchSlot& slot : w.micro_batches) {
       const Batch b = data.get(slot.index);
-      const std::vector<float> x = b.inputs.to_vector<float>();
+      const std::vector<float> x = b.input().to_vector<float>();
       for (std::size_t i = 0; i < b.samples.size(); ++i) BOOST_REQUIRE_EQUAL(x[i], static_cast<float>(b.samples[i]));
       out.push_back(b.samples);
     }

@@ -7,7 +7,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     try {
       const accrue::Dataset d = hundred ? accrue::datasets::cifar100_records(bytes, "fuzz", (size & 1) != 0)
                                         : accrue::datasets::cifar10_records(bytes, "fuzz");
-      (void)d.slice(0, d.size()).targets.to_vector<std::int32_t>();
+      (void)d.slice(0, d.size()).target().to_vector<std::int32_t>();
     } catch (const accrue::Error&) {
     }
   }
