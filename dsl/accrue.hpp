@@ -44,6 +44,7 @@
 #include "layers/pooling.hpp"
 #include "layers/recurrent.hpp"
 #include "layers/recompute.hpp"
+#include "layers/reshape.hpp"
 #include "layers/residual.hpp"
 #include "../kernels/build_info.hpp"
 #include "../framework/training/logs.hpp"

@@ -12,6 +12,7 @@
 #include "layers/group_norm.hpp"
 #include "layers/layer_norm.hpp"
 #include "layers/merge.hpp"
+#include "layers/reshape.hpp"
 #include "layers/normalization.hpp"
 #include "layers/pooling.hpp"
 #include "layers/recurrent.hpp"
@@ -72,6 +73,8 @@ std::map<std::string, LayerFactory> builtin_layers() {
   };
   table["Softmax"] = [](const ConfigReader& c, auto) { return made<layers::Softmax>(static_cast<int>(c.integer("dim"))); };
   table["Flatten"] = [](const ConfigReader&, auto) { return made<layers::Flatten>(); };
+  table["Reshape"] = [](const ConfigReader& c, auto) { return made<layers::Reshape>(layers::Reshape::from_config(c)); };
+  table["Slice"] = [](const ConfigReader& c, auto) { return made<layers::Slice>(layers::Slice::from_config(c)); };
   table["MaxPool2d"] = [](const ConfigReader& c, auto) { return made<layers::MaxPool2d>(layers::MaxPool2d::from_config(c)); };
   table["AvgPool2d"] = [](const ConfigReader& c, auto) { return made<layers::AvgPool2d>(layers::AvgPool2d::from_config(c)); };
   table["GlobalAvgPool2d"] = [](const ConfigReader&, auto) { return made<layers::GlobalAvgPool2d>(); };

@@ -65,6 +65,8 @@ class Graph : NonCopyable {
   std::string scalar(float value);
   /// `inner`'s nodes reading `x`, named under its name inside this layer; returns its output.
   std::string layer(const Layer& inner, const std::string& x);
+  /// The same for a sub-layer of several inputs (an attention and its key-padding mask).
+  std::string layer(const Layer& inner, const std::vector<std::string>& xs);
   /// A line shown beside this layer's nodes in summary() ("gates i,f,g,o -> i,o,f,c").
   void note(std::string text);
 

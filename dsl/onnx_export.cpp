@@ -113,16 +113,26 @@ void write_checked(::onnx::ModelProto& model, const std::string& path) {
   write_atomically(path, [&](std::FILE* f) { return std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size(); });
 }
 
+// An input of the file as verification draws it: its sample shape, and the vocabulary of the
+// Embedding that reads it (0: none), or int32 read by another layer (a key-padding mask).
+struct VerifiedInput {
+  Shape sample;
+  std::int64_t vocabulary = 0;
+  DType dtype = DType::f32;
+};
+
 // Verification inputs, one per graph input: `given` (a model of one input), or 7 samples of
-// standard normal numbers, or of tokens drawn from the vocabulary of the Embedding that reads the
-// input.
-std::vector<Tensor> verification_inputs(const std::vector<std::pair<Shape, std::int64_t>>& inputs, const Tensor& given) {
+// standard normal numbers, of tokens drawn from the vocabulary of the Embedding that reads the
+// input, or of int32 zeros (a mask that leaves nothing out).
+std::vector<Tensor> verification_inputs(const std::vector<VerifiedInput>& inputs, const Tensor& given) {
   if (given.defined()) return {given};
   Generator generator(20261126);
   std::vector<Tensor> out;
-  for (const auto& [sample, vocab] : inputs) {
+  for (const auto& [sample, vocab, dtype] : inputs) {
     const Shape shape = sample.prepend(7);
-    if (vocab > 0) {
+    if (vocab == 0 && dtype == DType::i32) {
+      out.push_back(Tensor::zeros(shape, {.dtype = DType::i32}));
+    } else if (vocab > 0) {
       const std::vector<float> u = Tensor::uniform(shape, 0.0f, static_cast<float>(vocab), &generator).to_vector<float>();
       std::vector<std::int32_t> tokens(u.size());
       for (std::size_t k = 0; k < u.size(); ++k)
@@ -263,7 +273,7 @@ OnnxExport Model::export_onnx(const std::string& path, const OnnxExportOptions& 
   // by their names. An input is int32 where it is declared so or an Embedding reads it (its
   // vocabulary then draws the verification's tokens).
   std::vector<std::string> names(inputs_.size() + nodes_.size());
-  std::vector<std::pair<Shape, std::int64_t>> verified_inputs;
+  std::vector<VerifiedInput> verified_inputs;
   for (std::size_t i = 0; i < inputs_.size(); ++i) {
     const std::int64_t vocab = first_reader_vocabulary(layers_, nodes_, chain ? std::optional(first) : std::nullopt, i);
     const bool tokens = vocab > 0 || inputs_[i].dtype == DType::i32;
@@ -271,7 +281,7 @@ OnnxExport Model::export_onnx(const std::string& path, const OnnxExportOptions& 
     const Shape sample = chain ? layers_[nodes_[first].layer]->input_shape() : *inputs_[i].shape;
     describe_value(g.graph->add_input(), names[i], tokens ? ::onnx::TensorProto::INT32 : ::onnx::TensorProto::FLOAT,
                    options.batch, sample);
-    verified_inputs.emplace_back(sample, vocab);
+    verified_inputs.push_back({sample, vocab, tokens ? DType::i32 : DType::f32});
   }
   if (chain && first > 0) names[node_value(first - 1)] = "input";
   OnnxExport result{.path = path};

@@ -151,6 +151,13 @@ std::string Graph::layer(const Layer& inner, const std::string& x) {
   return y;
 }
 
+std::string Graph::layer(const Layer& inner, const std::vector<std::string>& xs) {
+  impl_->scope.push_back(inner.name());
+  const std::string y = inner.to_onnx_inputs(*this, xs);
+  impl_->scope.pop_back();
+  return y;
+}
+
 void Graph::note(std::string text) {
   if (impl_->recording != nullptr) impl_->recording->notes.push_back(std::move(text));
 }

@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
 
     // Two inputs: the measures normalized with the training split's statistics, the island embedded.
     layers::Normalization normalize;
-    normalize.adapt(Dataset{train.slice(0, train.size()).inputs[0], {}});
+    normalize.adapt(train.slice(0, train.size()).inputs[0]);
     layers::Input numbers{{4}, {.name = "measures"}}, island{{1}, {.name = "island", .dtype = DType::i32}};
     const Symbol deep = layers::ReLU{}(layers::Dense{16}(normalize(numbers)));
     const Symbol place = layers::Flatten{}(layers::Embedding{islands, 2}(island));

@@ -21,6 +21,16 @@ void expect_sequence(const Layer& layer, const Shape& input_shape, std::int64_t 
                      "{} of width {} takes samples (T, {}), got {}", layer.type_name(), dim, dim, input_shape);
 }
 
+// The sequence's sample shape of a graph's inputs, checking the key-padding mask's (T,) when given.
+const Shape& sequence_of(const Layer& layer, const std::vector<Shape>& input_shapes) {
+  const Shape& x = input_shapes.at(0);
+  if (input_shapes.size() == 2)
+    ACCRUE_CHECK_SHAPE(x.rank() >= 1 && input_shapes[1] == Shape{x[0]},
+                       "{}: the key-padding mask has samples of shape {}, not (T,) for sequences of shape {}",
+                       layer.describe(), input_shapes[1], x);
+  return x;
+}
+
 }  // namespace
 
 MultiHeadAttention::MultiHeadAttention(std::int64_t heads, std::int64_t dim, MultiHeadAttentionOptions options)
@@ -120,10 +130,13 @@ Shape TransformerBlock::build(const Shape& input_shape, Generator& generator) {
   return input_shape;
 }
 
-Tensor TransformerBlock::forward(const Tensor& x) {
+Tensor TransformerBlock::forward(const Tensor& x) { return forward(x, Tensor()); }
+
+Tensor TransformerBlock::forward(const Tensor& x, const Tensor& key_padding) {
   const float p = training() ? options_.dropout : 0.0f;
   Generator* gen = &generator();
-  const Tensor attended = ops::dropout(child(self_attn).forward(child(norm1).forward(x)), p, true, gen);
+  auto& attention = static_cast<MultiHeadAttention&>(child(self_attn));
+  const Tensor attended = ops::dropout(attention.forward(child(norm1).forward(x), key_padding), p, true, gen);
   const Tensor x1 = ops::add(x, attended);
   const Tensor hidden = ops::dropout(ops::gelu(child(linear1).forward(child(norm2).forward(x1))), p, true, gen);
   return ops::add(x1, ops::dropout(child(linear2).forward(hidden), p, true, gen));
@@ -207,10 +220,22 @@ TransformerBlock TransformerBlock::from_config(const ConfigReader& c) {
                            .eps = c.real("eps")}};
 }
 
+Shape MultiHeadAttention::build_inputs(const std::vector<Shape>& input_shapes, Generator& generator) {
+  return build(sequence_of(*this, input_shapes), generator);
+}
+
+Tensor MultiHeadAttention::forward_inputs(const std::vector<Tensor>& xs) {
+  return xs.size() == 2 ? forward(xs[0], xs[1]) : forward(xs.at(0));
+}
+
+std::string MultiHeadAttention::to_onnx(onnx::Graph& g, const std::string& x) const { return to_onnx_inputs(g, {x}); }
+
 // The projections as MatMuls, the heads by Reshape and Transpose, attention as MatMul, Softmax and
 // MatMul, the causal mask added to the scores (-inf above the diagonal), as torch.onnx writes
-// nn.MultiheadAttention. Inside a Sequential nothing passes a key-padding mask.
-std::string MultiHeadAttention::to_onnx(onnx::Graph& g, const std::string& x) const {
+// nn.MultiheadAttention; a key-padding mask, when the graph passes one, adds -inf to the scores of
+// its padded keys.
+std::string MultiHeadAttention::to_onnx_inputs(onnx::Graph& g, const std::vector<std::string>& xs) const {
+  const std::string& x = xs.at(0);
   const std::int64_t T = input_shape()[0], d = dim_ / heads_;
   std::string qkv = g.node("MatMul", {x, g.weight_transposed("in_proj_weight", named_parameters().at(0).second)});
   if (options_.bias) qkv = g.node("Add", {qkv, g.weight("in_proj_bias", named_parameters().at(1).second)});
@@ -226,15 +251,34 @@ std::string MultiHeadAttention::to_onnx(onnx::Graph& g, const std::string& x) co
       for (std::int64_t j = i + 1; j < T; ++j) mask[static_cast<std::size_t>(i * T + j)] = -INFINITY;
     scores = g.node("Add", {scores, g.weight("causal_mask", std::move(mask), {T, T})});
   }
+  if (xs.size() == 2) {  // (batch, T) non-zero at padding -> -inf on (batch, 1, 1, T) of the scores
+    const std::string padded = g.node("Cast", {xs[1]}, {{"to", std::int64_t{9}}});  // BOOL
+    const std::string additive = g.node("Where", {padded, g.scalar(-INFINITY), g.scalar(0.0f)});
+    scores = g.node("Add", {scores, g.node("Unsqueeze", {additive, g.ints({1, 2})})});
+  }
   const std::string attended = g.node("MatMul", {g.node("Softmax", {scores}, {{"axis", std::int64_t{-1}}}), v});
   const std::string merged = g.node("Reshape", {g.node("Transpose", {attended}, {{"perm", std::vector<std::int64_t>{0, 2, 1, 3}}}),
                                                 g.ints({0, 0, dim_})});
   return g.layer(child(out_proj_), merged);
 }
 
-// Pre-norm, as forward: x + attention(norm1(x)), then + linear2(GELU(linear1(norm2(.)))).
-std::string TransformerBlock::to_onnx(onnx::Graph& g, const std::string& x) const {
-  const std::string x1 = g.node("Add", {x, g.layer(child(self_attn), g.layer(child(norm1), x))});
+Shape TransformerBlock::build_inputs(const std::vector<Shape>& input_shapes, Generator& generator) {
+  return build(sequence_of(*this, input_shapes), generator);
+}
+
+Tensor TransformerBlock::forward_inputs(const std::vector<Tensor>& xs) {
+  return xs.size() == 2 ? forward(xs[0], xs[1]) : forward(xs.at(0));
+}
+
+std::string TransformerBlock::to_onnx(onnx::Graph& g, const std::string& x) const { return to_onnx_inputs(g, {x}); }
+
+// Pre-norm, as forward: x + attention(norm1(x)) (with the key-padding mask when given), then +
+// linear2(GELU(linear1(norm2(.)))).
+std::string TransformerBlock::to_onnx_inputs(onnx::Graph& g, const std::vector<std::string>& xs) const {
+  const std::string& x = xs.at(0);
+  std::vector<std::string> attention_inputs{g.layer(child(norm1), x)};
+  if (xs.size() == 2) attention_inputs.push_back(xs[1]);
+  const std::string x1 = g.node("Add", {x, g.layer(child(self_attn), attention_inputs)});
   const std::string hidden = gelu_to_onnx(g, g.layer(child(linear1), g.layer(child(norm2), x1)), false);
   return g.node("Add", {x1, g.layer(child(linear2), hidden)});
 }

@@ -36,6 +36,12 @@ class MultiHeadAttention final : public LayerBase<MultiHeadAttention, "MultiHead
   /// With padded keys: key_padding int32 (batch, T), non-zero at a padding position that no query
   /// attends to (nn.MultiheadAttention's key_padding_mask).
   Tensor forward(const Tensor& x, const Tensor& key_padding);
+  /// In a graph, one input or two: the sequence and its key-padding mask, int32 samples (T,), as
+  /// `MultiHeadAttention{4, 64}({x, padding})`; the ONNX file then takes the mask as an input.
+  InputCount input_count() const override { return {1, 2}; }
+  Shape build_inputs(const std::vector<Shape>& input_shapes, Generator& generator) override;
+  Tensor forward_inputs(const std::vector<Tensor>& xs) override;
+  std::string to_onnx_inputs(onnx::Graph& graph, const std::vector<std::string>& xs) const override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
 
  private:
@@ -74,6 +80,13 @@ class TransformerBlock final : public LayerBase<TransformerBlock, "TransformerBl
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
   std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;
+  /// With padded keys, as MultiHeadAttention's: the mask goes to self_attn.
+  Tensor forward(const Tensor& x, const Tensor& key_padding);
+  /// In a graph, one input or two: the sequence and its key-padding mask, as MultiHeadAttention.
+  InputCount input_count() const override { return {1, 2}; }
+  Shape build_inputs(const std::vector<Shape>& input_shapes, Generator& generator) override;
+  Tensor forward_inputs(const std::vector<Tensor>& xs) override;
+  std::string to_onnx_inputs(onnx::Graph& graph, const std::vector<std::string>& xs) const override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
 
  private:

@@ -238,6 +238,23 @@ inline Model pytorch_twin() {
   return Model{{left, right}, {layers::Dense{3, {.name = "label"}}(s), layers::Dense{1, {.name = "score"}}(layers::Add{}({a, b}))}};
 }
 
+/// A Transformer whose key-padding mask is an input of its own: tokens (5,) and padding (5,), both
+/// int32, an Embedding of 11 tokens, a TransformerBlock given both, and 3 classes.
+inline Model masked_transformer() {
+  layers::Input tokens{{5}, {.name = "tokens", .dtype = DType::i32}}, padding{{5}, {.name = "padding", .dtype = DType::i32}};
+  const Symbol h = layers::Embedding{11, 8}(tokens);
+  const Symbol encoded = layers::TransformerBlock{2, 8, {.mlp_dim = 16, .dropout = 0.0f}}({h, padding});
+  return Model{{tokens, padding}, layers::Dense{3}(layers::Flatten{}(encoded))};
+}
+
+/// Tokens for masked_transformer and their padding: none in sample 0, the last 2 in sample 1, the
+/// last 4 in sample 2, the first in sample 3.
+inline std::vector<Tensor> masked_tokens() {
+  const std::vector<std::int32_t> tokens{1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 9, 10, 0, 0, 0, 0, 3, 5, 7, 9};
+  const std::vector<std::int32_t> padding{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+  return {Tensor::from(tokens, {4, 5}), Tensor::from(padding, {4, 5})};
+}
+
 /// A copy of the model file `path` at `damaged` with its description (the JSON of "accrue.model")
 /// changed by `change`; returns `damaged`.
 inline std::string with_description(const std::string& path, const std::string& damaged,

@@ -254,6 +254,68 @@ BOOST_AUTO_TEST_CASE(a_graph_model_trains_with_fit) {
   BOOST_TEST(check.likely_causes.empty(), check.str());
 }
 
+// Reshape and Slice cut a symbol as Keras's Reshape and x[:, a:b] do; a graph of them saves and
+// loads bit for bit, and a shape they cannot take is refused where the graph is written.
+BOOST_AUTO_TEST_CASE(reshape_and_slice_cut_symbols) {
+  manual_seed(9);
+  layers::Input x{{12}, {.name = "x"}};
+  const Symbol grid = layers::Reshape{{3, 4}}(x);
+  const Symbol rows = layers::Slice{{.axis = 1, .begin = 1, .end = 3}}(grid);
+  const Symbol head = layers::Slice{{.axis = -1, .begin = 0, .end = 2}}(grid);
+  BOOST_TEST(rows.shape() == Shape({2, 4}));
+  BOOST_TEST(head.shape() == Shape({3, 2}));
+  Model model{x, layers::Dense{2}(layers::Concatenate{}({layers::Flatten{}(rows), layers::Reshape{{-1}}(head)}))};
+  const Tensor input = random_tensor({5, 12}, 3);
+  const Tensor as_grid = input.reshape({5, 3, 4});
+  const Tensor by_hand = model.layer("dense").forward(
+      ops::cat(std::vector<Tensor>{ops::flatten(ops::slice(as_grid, 1, 1, 3), 1), ops::flatten(ops::slice(as_grid, 2, 0, 2), 1)}, 1));
+  check_close(model.predict(input), by_hand, 0.0, 0.0, "reshaped and sliced");
+
+  test::TempDir dir{"reshape_slice"};
+  model.save(dir.file("cut.safetensors"));
+  check_close(load_model(dir.file("cut.safetensors")).predict(input), model.predict(input), 0.0, 0.0, "loaded");
+
+  BOOST_CHECK_EXCEPTION((layers::Reshape{{5, -1}}(x)), ShapeError, message_has({"Reshape(5, -1) cannot hold samples of shape (12,)"}));
+  BOOST_CHECK_EXCEPTION((layers::Slice{{.axis = -1, .begin = 2, .end = 6}}(grid)), ShapeError,
+                        message_has({"reaches past samples of shape (3, 4)"}));
+  BOOST_CHECK_EXCEPTION((layers::Slice{{.axis = 0, .end = 1}}(grid)), ShapeError, message_has({"0 is the batch"}));
+  BOOST_CHECK_EXCEPTION(layers::Reshape({-1, -1}), ValueError, message_has({"at most one entry may be -1"}));
+}
+
+// A Transformer whose key-padding mask is an input of its own (nn.MultiheadAttention's
+// key_padding_mask): the graph gives it to the block, which computes what it computes called by
+// hand with the mask; the attention's gradient through the mask matches finite differences; the
+// model saves and loads bit for bit; a mask of another length is refused naming both shapes.
+BOOST_AUTO_TEST_CASE(a_key_padding_mask_is_an_input_of_its_own) {
+  manual_seed(14);
+  Model model = zoo::masked_transformer();
+  const std::vector<Tensor> x = zoo::masked_tokens();
+  auto& block = dynamic_cast<layers::TransformerBlock&>(model.layer("transformer_block"));
+  const Tensor encoded = block.forward(model.layer("embedding").forward(x[0]), x[1]);
+  const Tensor by_hand = model.layer("dense").forward(ops::flatten(encoded, 1));
+  check_close(model.predict(x).front(), by_hand, 0.0, 0.0, "the graph against the layers by hand");
+  const std::vector<float> unmasked = block.forward(model.layer("embedding").forward(x[0])).to_vector(), masked = encoded.to_vector();
+  float largest = 0.0f;
+  for (std::size_t i = 0; i < masked.size(); ++i) largest = std::max(largest, std::abs(masked[i] - unmasked[i]));
+  BOOST_TEST(largest > 1e-3f);  // the mask changes what the padded samples' keys give
+
+  layers::MultiHeadAttention attention{2, 4};
+  Generator g{3};
+  attention.ensure_built_inputs({{3, 4}, {3}}, g);
+  const Tensor mask = Tensor::from(std::vector<std::int32_t>{0, 0, 1, 0, 1, 1}, {2, 3});
+  const GradcheckResult r = gradcheck([&](const std::vector<Tensor>& in) { return attention.forward_inputs({in[0], mask}); },
+                                      {random_tensor({2, 3, 4}, 5)});
+  BOOST_CHECK_MESSAGE(r.ok, "attention with a key-padding mask: gradients differ from finite differences\n" << r.report);
+
+  test::TempDir dir{"masked_transformer"};
+  model.save(dir.file("masked.safetensors"));
+  check_close(load_model(dir.file("masked.safetensors")).predict(x).front(), model.predict(x).front(), 0.0, 0.0, "loaded");
+
+  layers::Input seq{{5, 8}}, short_mask{{4}, {.dtype = DType::i32}};
+  BOOST_CHECK_EXCEPTION(layers::MultiHeadAttention(2, 8)({seq, short_mask}), ShapeError,
+                        message_has({"key-padding mask has samples of shape (4,), not (T,) for sequences of shape (5, 8)"}));
+}
+
 // save then load_model then predict gives the same bits; the file names each node's layer and
 // inputs, so that parameters keep their names ("encoder.0.weight").
 BOOST_AUTO_TEST_CASE(a_graph_model_saves_and_loads_bit_for_bit) {

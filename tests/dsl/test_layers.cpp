@@ -24,6 +24,9 @@ BOOST_AUTO_TEST_CASE(every_layer_keeps_its_contract) {
   expect_contract(layers::Softmax{}, {6});
   expect_contract(layers::Softmax{0}, {4, 3});
   expect_contract(layers::Flatten{}, {2, 3, 2});
+  expect_contract(layers::Reshape{{3, -1}}, {2, 3, 2});
+  expect_contract(layers::Slice{{.axis = -1, .begin = 1, .end = 3}}, {2, 4});
+  expect_contract(layers::Slice{{.axis = 1, .begin = 0, .end = 2}}, {3, 4});
   expect_contract(layers::Dropout{0.4f}, {10});
 }
 

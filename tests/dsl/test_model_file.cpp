@@ -64,7 +64,7 @@ BOOST_AUTO_TEST_CASE(every_built_in_layer_type_is_registered) {
   for (const char* type : {"Dense", "Conv2d", "BatchNorm1d", "BatchNorm2d", "GroupNorm", "LayerNorm", "Dropout", "Embedding",
                            "PositionalEmbedding", "SinusoidalEncoding", "ReLU", "GELU", "Sigmoid", "Tanh", "Softmax", "Flatten",
                            "MaxPool2d", "AvgPool2d", "GlobalAvgPool2d", "Normalization", "LSTM", "GRU",
-                           "MultiHeadAttention", "TransformerBlock", "Residual", "Scale"})
+                           "MultiHeadAttention", "TransformerBlock", "Residual", "Scale", "Reshape", "Slice"})
     BOOST_TEST(layer_type_registered(type), type);
   BOOST_TEST(!layer_type_registered("Unregistered"));
 }
