@@ -5,6 +5,7 @@
 #include "../../framework/ops/ops.hpp"
 #include "../layer_registry.hpp"
 #include "../onnx.hpp"
+#include "batch_axis.hpp"
 
 namespace accrue::layers {
 
@@ -94,12 +95,8 @@ InputCount Concatenate::input_count() const { return {2, std::numeric_limits<std
 
 Shape Concatenate::build(const std::vector<Shape>& input_shapes, Generator& /*generator*/) {
   const Shape& first = input_shapes.front();
-  const int rank = first.rank() + 1;  // with the batch
-  const int axis = options_.axis < 0 ? options_.axis + rank : options_.axis;
-  ACCRUE_CHECK_SHAPE(axis >= 1 && axis < rank,
-                     "Concatenate{{.axis = {}}} joins along an axis of its inputs' batches (batch, {}): 1 to {} or -1 to "
-                     "-{} (0 is the batch)",
-                     options_.axis, fmt::join(first.dims(), ", "), rank - 1, rank - 1);
+  const int axis =
+      detail::batch_axis(options_.axis, first, fmt::format("Concatenate{{.axis = {}}}", options_.axis), "joins along");
   std::vector<std::int64_t> dims(first.dims().begin(), first.dims().end());
   const auto at = static_cast<std::size_t>(axis - 1);
   for (std::size_t i = 1; i < input_shapes.size(); ++i) {

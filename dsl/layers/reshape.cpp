@@ -7,6 +7,7 @@
 #include "../../framework/ops/ops.hpp"
 #include "../layer_registry.hpp"
 #include "../onnx.hpp"
+#include "batch_axis.hpp"
 
 namespace accrue::layers {
 
@@ -74,12 +75,8 @@ Slice Slice::from_config(const ConfigReader& c) {
 }
 
 Shape Slice::build(const Shape& input_shape, Generator& /*generator*/) {
-  const int rank = input_shape.rank() + 1;  // with the batch
-  const int axis = options_.axis < 0 ? options_.axis + rank : options_.axis;
-  ACCRUE_CHECK_SHAPE(axis >= 1 && axis < rank,
-                     "Slice{{.axis = {}}} cuts an axis of its input's batches (batch, {}): 1 to {} or -1 to -{} (0 is the "
-                     "batch)",
-                     options_.axis, fmt::join(input_shape.dims(), ", "), rank - 1, rank - 1);
+  const int axis =
+      detail::batch_axis(options_.axis, input_shape, fmt::format("Slice{{.axis = {}}}", options_.axis), "cuts");
   const std::int64_t size = input_shape[axis - 1];
   ACCRUE_CHECK_SHAPE(options_.end <= size, "Slice{{.axis = {}, .begin = {}, .end = {}}} reaches past samples of shape {}",
                      options_.axis, options_.begin, options_.end, input_shape);
