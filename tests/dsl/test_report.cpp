@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "../test_util.hpp"
+#include "model_zoo.hpp"
 
 using namespace accrue;
 
@@ -77,6 +78,27 @@ BOOST_AUTO_TEST_CASE(a_short_run_writes_the_page_and_its_json_lines) {
     for (const auto& c : row) validation += c.get<std::int64_t>();
   BOOST_TEST(training == 100);
   BOOST_TEST(validation == 30);
+}
+
+// A graph of two inputs and two outputs: each epoch's line holds every output's loss and metric and
+// their validation values, which the page charts by name, and the page's summary shows how the
+// graph is connected.
+BOOST_AUTO_TEST_CASE(a_graph_of_two_outputs_reports_each_output) {
+  test::TempDir dir{"report_graph"};
+  const test::zoo::TwoInputs t = test::zoo::two_inputs(40, 3), v = test::zoo::two_inputs(12, 4);
+  Model model = test::zoo::two_headed();
+  test::zoo::compile_two_headed(model, optim::SGD{.lr = 0.05});
+  model.fit(Dataset{{t.left, t.right}, {t.labels, test::zoo::scores_of(t)}},
+            {.epochs = 2, .batch_size = 8, .validation = Dataset{{v.left, v.right}, {v.labels, test::zoo::scores_of(v)}},
+             .callbacks = {callbacks::Report{dir.file("run.html")}}, .verbose = 0});
+  const std::string html = read(dir.file("run.html")), lines = read(dir.file("run.jsonl"));
+  const std::size_t last = lines.rfind("{\"type\":\"epoch\"");
+  const nlohmann::json epoch = nlohmann::json::parse(lines.substr(last, lines.find('\n', last) - last));
+  for (const char* log : {"loss", "label_loss", "label_accuracy", "score_loss", "val_loss", "val_label_loss",
+                          "val_label_accuracy", "val_score_loss"})
+    BOOST_TEST(epoch.dump().find(fmt::format("\"{}\":", log)) != std::string::npos, log);
+  BOOST_TEST(html.find("Connected to") != std::string::npos);
+  BOOST_TEST(html.find("val_label_accuracy") != std::string::npos);
 }
 
 // A file made after training (an exported model) is linked from the page, relative to its folder,

@@ -169,3 +169,35 @@ BOOST_AUTO_TEST_CASE(a_run_of_two_inputs_and_outputs_resumes_bit_for_bit) {
     BOOST_TEST(resumed.second == whole.second, "resumed from " << files[f]);
   }
 }
+
+// The rest of what fit does, on a graph of two inputs and two outputs: bfloat16 autocast with
+// accumulation and clipping, a warmup-cosine schedule, EarlyStopping and ModelCheckpoint watching
+// one output's validation accuracy (its direction known from the metric), a frozen layer that keeps
+// its weights, and the memory planner choosing the micro-batch under a budget.
+BOOST_AUTO_TEST_CASE(the_rest_of_fit_works_on_two_outputs) {
+  const TwoInputs t = two_inputs(64, 7), v = two_inputs(24, 8);
+  const Dataset train{{t.left, t.right}, {t.labels, scores_of(t)}}, validation{{v.left, v.right}, {v.labels, scores_of(v)}};
+  TempDir dir{"several_outputs_options"};
+  Model m = two_headed();
+  compile_two_headed(m, optim::AdamW{.lr = 1e-2}.accumulate(2).amp(DType::bf16).clip(1.0));
+  m.freeze(0, 1);
+  const std::vector<float> frozen = m.layer(std::size_t{0}).named_parameters()[0].second.to_vector();
+  const History h = m.fit(train, {.epochs = 8,
+                                  .batch_size = 8,
+                                  .validation = validation,
+                                  .schedule = schedules::warmup_cosine({.warmup_ratio = 0.2}),
+                                  .callbacks = {callbacks::EarlyStopping{{.monitor = "val_label_accuracy", .patience = 1}},
+                                                callbacks::ModelCheckpoint{dir.file("weights"),
+                                                                           {.keep_best = true, .monitor = "val_label_accuracy"}}},
+                                  .verbose = 0});
+  BOOST_TEST(h.epochs() >= 2u);
+  for (const Logs& logs : h.logs())
+    for (const char* log : {"loss", "label_loss", "score_loss", "val_label_accuracy"}) BOOST_TEST(std::isfinite(logs.at(log)), log);
+  BOOST_TEST(m.layer(std::size_t{0}).named_parameters()[0].second.to_vector() == frozen, boost::test_tools::per_element());
+  BOOST_TEST(std::filesystem::exists(dir.file("weights/best.safetensors")));
+
+  Model planned = two_headed();
+  compile_two_headed(planned, optim::AdamW{.lr = 1e-2}.effective_batch(32).memory_budget(std::size_t{8} << 20));
+  const History p = planned.fit(train, {.epochs = 1, .batch_size = 16, .verbose = 0});
+  BOOST_TEST(std::isfinite(p.logs().back().at("loss")));
+}
