@@ -82,6 +82,7 @@ class ZipSource final : public SampleSource {
   ZipSource(std::vector<Dataset> parts, std::string name) : parts_(std::move(parts)), name_(std::move(name)) {
     for (const Dataset& d : parts_) {
       const SampleLayout l = d.layout();
+      counts_.emplace_back(l.inputs.size(), l.targets.size());
       append(layout_.inputs, layout_.input_names, l.inputs, l.input_names);
       append(layout_.targets, layout_.target_names, l.targets, l.target_names);
     }
@@ -91,11 +92,11 @@ class ZipSource final : public SampleSource {
   SampleLayout layout() const override { return layout_; }
   void read(std::int64_t i, const ReadContext& context, const SampleBuffers& out) const override {
     std::size_t input = 0, target = 0;
-    for (const Dataset& d : parts_) {
-      const SampleLayout l = d.layout();
-      d.source().read(i, context, {out.inputs.subspan(input, l.inputs.size()), out.targets.subspan(target, l.targets.size())});
-      input += l.inputs.size();
-      target += l.targets.size();
+    for (std::size_t p = 0; p < parts_.size(); ++p) {
+      const auto [inputs, targets] = counts_[p];
+      parts_[p].source().read(i, context, {out.inputs.subspan(input, inputs), out.targets.subspan(target, targets)});
+      input += inputs;
+      target += targets;
     }
   }
   std::string fingerprint() const override {
@@ -114,6 +115,7 @@ class ZipSource final : public SampleSource {
     else names.clear();
   }
   std::vector<Dataset> parts_;
+  std::vector<std::pair<std::size_t, std::size_t>> counts_;  // per part: its inputs and targets
   std::string name_;
   SampleLayout layout_;
 };
@@ -164,8 +166,8 @@ Tensor gather_rows(const Tensor& t, std::span<const std::int64_t> indices) {
 class ReorderedSource final : public SampleSource {
  public:
   ReorderedSource(std::shared_ptr<const SampleSource> inner, std::vector<std::size_t> inputs, std::vector<std::size_t> targets)
-      : inner_(std::move(inner)), inputs_(std::move(inputs)), targets_(std::move(targets)) {
-    const SampleLayout l = inner_->layout();
+      : inner_(std::move(inner)), inner_layout_(inner_->layout()), inputs_(std::move(inputs)), targets_(std::move(targets)) {
+    const SampleLayout& l = inner_layout_;
     layout_.inputs = pick(l.inputs, inputs_);
     layout_.targets = pick(l.targets, targets_);
     layout_.input_names = pick(l.input_names, inputs_);
@@ -175,11 +177,9 @@ class ReorderedSource final : public SampleSource {
   std::int64_t size() const override { return inner_->size(); }
   SampleLayout layout() const override { return layout_; }
   void read(std::int64_t i, const ReadContext& context, const SampleBuffers& out) const override {
-    const SampleLayout l = inner_->layout();
-    detail::PartBuffers spare_inputs{l.inputs}, spare_targets{l.targets};  // for the parts left out
-    for (std::size_t k = 0; k < inputs_.size(); ++k) spare_inputs.pointers[inputs_[k]] = out.inputs[k];
-    for (std::size_t k = 0; k < targets_.size(); ++k) spare_targets.pointers[targets_[k]] = out.targets[k];
-    inner_->read(i, context, {spare_inputs.pointers, spare_targets.pointers});
+    const Buffers inputs = buffers(inner_layout_.inputs, inputs_, out.inputs);
+    const Buffers targets = buffers(inner_layout_.targets, targets_, out.targets);
+    inner_->read(i, context, {inputs.pointers, targets.pointers});
   }
   std::string fingerprint() const override {
     return fmt::format("{} as inputs {} targets {}", inner_->fingerprint(), fmt::join(inputs_, ","), fmt::join(targets_, ","));
@@ -193,7 +193,22 @@ class ReorderedSource final : public SampleSource {
     for (const std::size_t k : order) out.push_back(all.at(k));
     return out;
   }
+  // The inner source's buffers: `out`'s for the parts kept, memory of their own for those left out.
+  struct Buffers {
+    std::vector<std::vector<std::byte>> spare;
+    std::vector<void*> pointers;
+  };
+  static Buffers buffers(const std::vector<TensorSpec>& specs, const std::vector<std::size_t>& kept,
+                         std::span<void* const> out) {
+    Buffers b;
+    b.pointers.assign(specs.size(), nullptr);
+    for (std::size_t k = 0; k < kept.size(); ++k) b.pointers[kept[k]] = out[k];
+    for (std::size_t p = 0; p < specs.size(); ++p)
+      if (b.pointers[p] == nullptr) b.pointers[p] = b.spare.emplace_back(specs[p].nbytes()).data();
+    return b;
+  }
   std::shared_ptr<const SampleSource> inner_;
+  SampleLayout inner_layout_;
   std::vector<std::size_t> inputs_, targets_;
   SampleLayout layout_;
 };

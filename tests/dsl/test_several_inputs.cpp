@@ -70,6 +70,11 @@ BOOST_AUTO_TEST_CASE(samples_of_several_inputs_as_lists_names_and_zips) {
   BOOST_TEST(swapped.slice(0, 3).inputs[0].to_vector() == ops::narrow(t.left, 0, 3).to_vector(), boost::test_tools::per_element());
   const Dataset lazy_swapped = Dataset::zip({read_one_by_one(t.right, "r"), read_one_by_one(t.left, "l")}).reordered({1, 0}, {});
   BOOST_TEST(lazy_swapped.slice(4, 6).inputs[1].to_vector() == ops::narrow(t.right, 4, 6).to_vector(), boost::test_tools::per_element());
+  // Parts left out are read into memory of their own and dropped.
+  const Example kept = Dataset::zip({read_one_by_one(t.right, "r", t.labels), read_one_by_one(t.left, "l")}).reordered({1}, {}).slice(2, 5);
+  BOOST_TEST(kept.inputs.size() == 1u);
+  BOOST_TEST(kept.targets.empty());
+  BOOST_TEST(kept.inputs[0].to_vector() == ops::narrow(t.left, 2, 5).to_vector(), boost::test_tools::per_element());
 
   BOOST_CHECK_EXCEPTION(Dataset({t.left, ops::narrow(t.right, 0, 9)}, {t.labels}, "short"), ShapeError,
                         message_has({"'short'", "10 samples in input 0", "9 in input 1"}));
