@@ -29,7 +29,24 @@ done
 
 work=$(mktemp -d /tmp/accrue_hostile.XXXXXX)
 chmod 755 "$work"
-trap 'chmod -R u+rwx "$work" 2>/dev/null; rm -rf "$work"' EXIT
+passed=0 failed=0 skipped=0
+# The table goes to a file and is printed at the end, its failures first: a log that keeps only
+# the start of a long output still shows which cases failed and what they printed.
+exec 3>&1 > "$work/table.txt" 2>&1
+finish() {
+  local status=$?
+  exec 1>&3 2>&3
+  echo "hostile inputs: $passed passed, $failed failed, $skipped skipped"
+  if [[ $failed -gt 0 ]]; then
+    echo "the failed cases:"
+    awk '/^FAIL / {keep = 1; print; next} keep && /^         \|/ {print; next} {keep = 0}' "$work/table.txt"
+    echo "the whole table:"
+  fi
+  cat "$work/table.txt"
+  chmod -R u+rwx "$work" 2>/dev/null; rm -rf "$work"
+  exit "$status"
+}
+trap finish EXIT
 export ACCRUE_LOG_LEVEL=warning
 unset ACCRUE_MEMORY_LIMIT ACCRUE_FASHION_MNIST_DIR
 
@@ -56,7 +73,6 @@ cp "$data"/t10k-* "$big/"
 chmod -R a+rX "$work"
 
 # ---- running cases ---------------------------------------------------------------------------------
-passed=0 failed=0 skipped=0
 nobody=()
 if [[ $(id -u) -ne 0 ]]; then nobody=(env)
 elif command -v setpriv >/dev/null; then nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
@@ -89,13 +105,17 @@ as_nobody() {  # case_ with COMMAND run as a user that permissions apply to
   case_ "$name" "$want" "$text" "${nobody[@]}" "$@"
 }
 fresh() { rm -rf "$1"; mkdir -p "$1"; chmod 777 "$1"; echo "$1"; }
+# wait_for FILE TEXT: waits until FILE holds TEXT, for a minute at most.
+wait_for() {
+  for _ in $(seq 1200); do grep -qF -- "$2" "$1" && return; sleep 0.05; done
+}
 # in_background FILE COMMAND...: starts COMMAND with line-buffered output to FILE, sets $pid, and
 # waits for its first epoch's line.
 in_background() {
   local file=$1; shift
   stdbuf -oL "$@" > "$file" 2>&1 &
   pid=$!
-  for _ in $(seq 400); do grep -q "Test Results" "$file" && break; sleep 0.05; done
+  wait_for "$file" "Test Results"
 }
 # signalled NAME FILE STATUS PATTERN [ABSENT]: waits for $pid and records whether it exited with
 # STATUS, its output FILE matching PATTERN (grep -E) and not ABSENT.
@@ -214,15 +234,17 @@ case_ "a second run in a checkpoint folder in use" 1 "is in use by another train
 kill -INT "$pid"
 signalled "Ctrl-C: a checkpoint, where to resume, exit 130" "$work/first.txt" 130 \
   "training stopped by SIGINT .*checkpoint $d/checkpoint-[0-9]+.safetensors holds it: run the same training again"
-case_ "  ... and the same command continues" 130 "resuming from $d/checkpoint-" \
-  env ACCRUE_LOG_LEVEL=info timeout --preserve-status -s INT 3 "$mlp" --epochs 1000 --verbose 2 --data "$data" --checkpoint-dir "$d"
+in_background "$work/resumed.txt" env ACCRUE_LOG_LEVEL=info "$mlp" --epochs 1000 --verbose 2 --data "$data" --checkpoint-dir "$d"
+kill -INT "$pid"
+signalled "  ... and the same command continues" "$work/resumed.txt" 130 "resuming from $d/checkpoint-[0-9]+.safetensors"
 in_background "$work/term.txt" "$mlp" --epochs 1000 --verbose 2 --data "$data"
 kill -TERM "$pid"
 signalled "SIGTERM without a checkpoint folder" "$work/term.txt" 143 "stopped by SIGTERM .*cannot be continued"
 # One micro-batch of 20,000 samples an epoch: the first signal's stop is most of a second away
-# when the second comes (sent apart, as two signals that are both pending count as one).
+# when the second comes. The second is sent once the first has been handled, as two signals both
+# pending count as one (on a loaded machine a process may wait longer than any fixed pause).
 in_background "$work/twice.txt" "$mlp" --epochs 1000 --verbose 2 --batch-size 20000 --data "$big"
-kill -INT "$pid"; sleep 0.1; kill -INT "$pid"
+kill -INT "$pid"; wait_for "$work/twice.txt" "stopping after this micro-batch"; kill -INT "$pid"
 signalled "a second Ctrl-C stops at once" "$work/twice.txt" 130 "stopping after this micro-batch" "^stopped:"
 
 # ---- output that cannot be written -----------------------------------------------------------------
@@ -503,7 +525,9 @@ first_epoch() {  # EPOCHS: prints "seconds peak_kib" (the peak read last before 
 read -r one_s one_kib < <(first_epoch 1)
 read -r many_s many_kib < <(first_epoch 2147483647)
 verdict=FAIL
-if [[ $many_kib -gt 0 && $many_kib -le $((one_kib + one_kib / 10 + 8192)) ]] && awk -v a="$many_s" -v b="$one_s" 'BEGIN {exit !(a <= b + 1.0)}'; then
+# The time's bound is loose, as the two runs may fall in a machine's fast and slow minutes: work
+# done once per epoch before the first (2^31 times a few nanoseconds) still exceeds it.
+if [[ $many_kib -gt 0 && $many_kib -le $((one_kib + one_kib / 10 + 8192)) ]] && awk -v a="$many_s" -v b="$one_s" 'BEGIN {exit !(a <= 2 * b + 3)}'; then
   verdict=PASS
 fi
 [[ $verdict == PASS ]] && passed=$((passed + 1)) || failed=$((failed + 1))
