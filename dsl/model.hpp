@@ -37,6 +37,7 @@
 #include "callbacks.hpp"
 #include "fit_options.hpp"
 #include "layer.hpp"
+#include "load_weights.hpp"
 #include "memory_plan.hpp"
 #include "layers/input.hpp"
 #include "layers/recompute.hpp"
@@ -300,10 +301,15 @@ class Model {
   /// Writes the parameters to a safetensors file under PyTorch's names ("1.weight", ...), through
   /// a temporary file renamed into place.
   void save_weights(const std::string& path) const;
-  /// Reads parameters saved by save_weights (or by PyTorch's safetensors), or the weights of a
-  /// training checkpoint; throws naming every missing, unexpected or mismatched tensor at once,
-  /// and changes nothing then.
-  void load_weights(const std::string& path);
+  /// Reads the weights in `path` into the model under PyTorch's names: a safetensors file (of
+  /// save_weights, or PyTorch's), the weights of a training checkpoint, or a file torch.save wrote
+  /// (a state_dict as torchvision downloads it, "resnet18-f37072fd.pth"; or a dict holding one,
+  /// `.entry = "state_dict"`), read without running anything in it (serialization/pytorch_file.hpp).
+  /// float16 and bfloat16 tensors are converted to the model's dtype, as PyTorch's copy does;
+  /// BatchNorm's num_batches_tracked goes into its counter. Strict (the default), it throws naming
+  /// every missing, unexpected or mismatched tensor at once and changes nothing then; with
+  /// `.strict = false` it loads what matches and the report says what it left.
+  LoadReport load_weights(const std::string& path, const LoadWeightsOptions& options = {});
   /// Writes the whole model to a safetensors file: the weights as save_weights writes them (PyTorch
   /// loads them as they are), and the architecture (each layer's type, name and configuration,
   /// the layers inside a Residual, the input shape) as JSON under "accrue.model" in the file's

@@ -20,12 +20,14 @@
 #   r-cran-palmerpenguins     the Palmer penguins table (examples/14_two_inputs); it brings R, whose library holds the CSV
 #   libonnx-dev libprotobuf-dev  ONNX export: the onnx library's protobuf classes and checker
 #   python3-onnx              onnx.checker on every exported file (tests/dsl/test_onnx_export)
+#   python3-torch python3-torchvision  the PyTorch side of the tests that compare with it (test_interop,
+#                             test_resnet: torchvision's ResNets and the .pth files torch.save writes)
 set -euo pipefail
 
 packages=(cmake ninja-build g++ libopenblas-dev librange-v3-dev libfmt-dev zlib1g-dev libcli11-dev
           libboost-test-dev nlohmann-json3-dev dataset-fashion-mnist fortunes libopenmpi-dev openmpi-bin
           libboost-dev libpng-dev libjpeg62-turbo-dev python3-sklearn tuxpaint-stamps-default r-cran-palmerpenguins libonnx-dev libprotobuf-dev python3-onnx
-          "$@")
+          python3-torch python3-torchvision "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -188,6 +188,19 @@ cp "$work/w.safetensors" "$work/trailing.safetensors"; printf 'garbage' >> "$wor
 case_ "--load with bytes after the data" 1 "7 bytes after the last tensor's data belong to no tensor" "$mlp" --load "$work/trailing.safetensors" "${fast[@]}"
 head -c 100000 "$work/w.safetensors" > "$work/cut.safetensors"
 case_ "--load a file cut short" 1 "cut.safetensors" "$mlp" --load "$work/cut.safetensors" "${fast[@]}"
+# A .pth whose pickle calls os.system (what pickle.dumps writes for an object whose __reduce__ returns
+# it): refused naming the global, and the command never runs.
+python3 - "$work/evil.pth" "$work/pwned" <<'PY'
+import os, pickle, sys, zipfile
+class Evil:
+    def __reduce__(self):
+        return (os.system, ("touch " + sys.argv[2],))
+with zipfile.ZipFile(sys.argv[1], "w") as z:
+    z.writestr("evil/data.pkl", pickle.dumps(Evil(), protocol=2))
+    z.writestr("evil/version", "3\n")
+PY
+case_ "--load a .pth whose pickle calls os.system" 1 "global 'posix.system' is refused" "$mlp" --load "$work/evil.pth" "${fast[@]}"
+if [[ -e $work/pwned ]]; then failed=$((failed + 1)); row FAIL "  ... and nothing ran" "$work/pwned was made"; fi
 case_ "--save into a folder that does not exist: before training" 1 "cannot be written: no new file can be made in /nonexistent" \
   "$mlp" --save /nonexistent/w.safetensors "${fast[@]}"
 if grep -q "Test Results" "$out"; then failed=$((failed + 1)); row FAIL "  ... without training first" "it trained"; fi

@@ -53,16 +53,17 @@ Tensor BatchNorm::forward(const Tensor& x) {
   const Tensor bias = options_.affine ? named_parameters().at(1).second : Tensor();
   float momentum = 0.0f;
   // A recomputed forward (ReplayScope) normalizes as the first did and leaves the statistics alone.
-  const bool replay = ReplayScope::active();
+  const bool batch_statistics = training() && trainable();
+  const bool replay = ReplayScope::active() && batch_statistics;
   const Tensor mean = replay ? Tensor() : running_mean(), var = replay ? Tensor() : running_var();
-  if (training() && options_.track_running_stats && !replay) {
+  if (batch_statistics && options_.track_running_stats && !replay) {
     ++batches_tracked_;
     momentum = options_.momentum && !recomputing_ ? *options_.momentum : 1.0f / static_cast<float>(batches_tracked_);
   }
-  if (options_.sync && training())
+  if (options_.sync && batch_statistics)
     if (distributed::Communicator* group = distributed::statistics_group(); group != nullptr && group->size() > 1)
       return distributed::sync_batch_norm(x, mean, var, weight, bias, momentum, options_.eps, *group);
-  return ops::batch_norm(x, mean, var, weight, bias, training(), momentum, options_.eps);
+  return ops::batch_norm(x, mean, var, weight, bias, batch_statistics, momentum, options_.eps);
 }
 
 void BatchNorm1d::check_sample_shape(const Shape& input_shape) const {

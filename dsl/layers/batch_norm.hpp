@@ -4,6 +4,9 @@
 // sees, which under gradient accumulation is the micro-batch, not the effective batch, and in a
 // distributed run this process's share of it unless `.sync = true`: training says so once
 // (Layer::uses_batch_statistics). GroupNorm and LayerNorm do not depend on the batch.
+// A BatchNorm set not trainable (Layer::trainable(false), Model::freeze) normalizes with its
+// running statistics and leaves them as they are, also in training (Keras's rule for fine-tuning:
+// a frozen backbone's statistics are those it was trained with, not the new data's).
 
 #include <optional>
 
@@ -35,7 +38,7 @@ class BatchNorm : public Layer {
   Tensor forward(const Tensor& x) override;
   std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
-  bool uses_batch_statistics() const override { return true; }
+  bool uses_batch_statistics() const override { return trainable(); }
   bool shares_batch_statistics() const override { return options_.sync; }
   LayerConfig config() const override;
   /// The options config() describes (layer_registry.hpp).
@@ -47,6 +50,8 @@ class BatchNorm : public Layer {
   Tensor running_var() const;
   /// Batches seen in training (PyTorch's num_batches_tracked).
   std::int64_t batches_tracked() const { return batches_tracked_; }
+  /// Sets that count (load_weights, from PyTorch's num_batches_tracked).
+  void set_batches_tracked(std::int64_t count) { batches_tracked_ = count; }
   /// With `on`, starts the running statistics afresh (mean 0, variance 1, no batch tracked) as the
   /// cumulative average of the training batches that follow, whatever the momentum; with `off`,
   /// goes back to the momentum. Sequential::update_batch_norm uses it.

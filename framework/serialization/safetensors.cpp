@@ -131,6 +131,8 @@ namespace {
 struct Entry {
   std::string name;
   DType dtype;
+  // I64 (PyTorch's BatchNorm num_batches_tracked) is read into int32.
+  bool int64 = false;
   Shape shape;
   std::uint64_t begin, end;
 };
@@ -162,11 +164,13 @@ Entry read_entry(const std::string& path, const std::string& name, const nlohman
     throw where("needs dtype, shape and data_offsets");
   Entry e;
   e.name = name;
-  if (!v["dtype"].is_string() || !from_safetensors_dtype(v["dtype"].get<std::string>(), &e.dtype))
-    throw where(fmt::format("dtype {} is not one Accrue reads (F32, F16, BF16, I32)", json_excerpt(v["dtype"])));
+  e.int64 = v["dtype"] == "I64";
+  if (e.int64) e.dtype = DType::i32;
+  else if (!v["dtype"].is_string() || !from_safetensors_dtype(v["dtype"].get<std::string>(), &e.dtype))
+    throw where(fmt::format("dtype {} is not one Accrue reads (F32, F16, BF16, I32, I64)", json_excerpt(v["dtype"])));
   if (!v["shape"].is_array() || v["shape"].size() > static_cast<std::size_t>(Shape::max_rank))
     throw where("shape is not an array of at most 8 dimensions");
-  std::uint64_t bytes = dtype_size(e.dtype);
+  std::uint64_t bytes = e.int64 ? 8 : dtype_size(e.dtype);
   for (const auto& d : v["shape"]) {
     if (!d.is_number_unsigned()) throw where("a dimension is not a non-negative integer");
     const std::uint64_t dim = d.get<std::uint64_t>();
@@ -242,9 +246,17 @@ SafetensorsFile load_safetensors(const std::string& path, const SafetensorsLimit
   const std::streamoff data_start = static_cast<std::streamoff>(8 + header_size);
   for (const Entry& e : entries) {
     Tensor t = Tensor::empty(e.shape, {.dtype = e.dtype, .category = MemoryCategory::data});
+    std::vector<std::int64_t> wide(e.int64 ? static_cast<std::size_t>(t.numel()) : 0);
     in.seekg(data_start + static_cast<std::streamoff>(e.begin));
-    if (!in.read(static_cast<char*>(t.data_ptr()), static_cast<std::streamsize>(e.end - e.begin)))
+    if (!in.read(e.int64 ? reinterpret_cast<char*>(wide.data()) : static_cast<char*>(t.data_ptr()),
+                 static_cast<std::streamsize>(e.end - e.begin)))
       throw IoError(fmt::format("{}: truncated in the data of {}", path, printable_excerpt(e.name)));
+    for (std::size_t i = 0; i < wide.size(); ++i) {
+      if (wide[i] < INT32_MIN || wide[i] > INT32_MAX)
+        throw IoError(fmt::format("{}: tensor {}: I64 value {} is past the int32 range Accrue keeps it in", path,
+                                  printable_excerpt(e.name), wide[i]));
+      static_cast<std::int32_t*>(t.data_ptr())[i] = static_cast<std::int32_t>(wide[i]);
+    }
     result.tensors.emplace_back(e.name, std::move(t));
   }
   return result;

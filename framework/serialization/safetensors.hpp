@@ -57,7 +57,8 @@ struct SafetensorsLimits {
   std::uint64_t max_file_bytes = std::uint64_t{64} << 30;
 };
 
-/// Reads a safetensors file into CPU tensors. Throws IoError naming the file and what is wrong: a
+/// Reads a safetensors file into CPU tensors (I64 ones, as PyTorch's num_batches_tracked, into
+/// int32, refusing values past its range). Throws IoError naming the file and what is wrong: a
 /// header length past the limit or the file, JSON that does not parse, an unknown dtype, a shape
 /// whose size overflows or disagrees with its byte range, ranges outside the data or overlapping.
 SafetensorsFile load_safetensors(const std::string& path, const SafetensorsLimits& limits = {});

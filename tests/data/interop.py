@@ -12,7 +12,7 @@ import sys
 
 import torch
 
-DTYPES = {"F32": torch.float32, "I32": torch.int32, "F16": torch.float16, "BF16": torch.bfloat16}
+DTYPES = {"F32": torch.float32, "I32": torch.int32, "I64": torch.int64, "F16": torch.float16, "BF16": torch.bfloat16}
 NAMES = {v: k for k, v in DTYPES.items()}
 
 

@@ -83,3 +83,41 @@ BOOST_AUTO_TEST_CASE(trainable_set_before_build_and_unfreezing) {
   BOOST_TEST(m.optimizer().parameters().size() == 2u);
   BOOST_CHECK_EXCEPTION(m.freeze(2, 9), ValueError, message_has({"freeze(2, 9)", "layers 0 to 3"}));
 }
+
+// Keras's rule for fine-tuning: a frozen BatchNorm normalizes with its running statistics and keeps
+// them, also in training, so a frozen backbone computes what it was trained to compute. Unfrozen,
+// it goes back to the batch's statistics and updates them.
+BOOST_AUTO_TEST_CASE(a_frozen_batch_norm_runs_in_inference_mode) {
+  manual_seed(7);
+  Sequential m{layers::Input{3, 4, 4}, layers::Conv2d{4, 3, {.padding = 1}}, layers::BatchNorm2d{}, layers::ReLU{},
+               layers::Flatten{}, layers::Dense{2}};
+  const Tensor x = random_tensor({8, 3, 4, 4}, 2);
+  {
+    const TrainingModeGuard training{m, true};
+    for (int i = 0; i < 3; ++i) (void)m.forward(x * 1.5f + 0.5f);  // running statistics away from (0, 1)
+  }
+  auto& bn = m.layer<layers::BatchNorm2d>(1);
+  BOOST_TEST(m.layer(1).uses_batch_statistics());
+  m.freeze(1, 2);
+  BOOST_TEST(!bn.uses_batch_statistics());
+  const auto statistics = values({bn.running_mean(), bn.running_var()});
+  const std::int64_t counted = bn.batches_tracked();
+  Tensor in_training, in_evaluation;
+  {
+    const TrainingModeGuard training{m, true};
+    in_training = m.forward(x);
+  }
+  {
+    const TrainingModeGuard evaluation{m, false};
+    in_evaluation = m.forward(x);
+  }
+  check_close(in_training, in_evaluation, 0.0, 0.0, "a frozen BatchNorm in training");
+  m.compile(optim::SGD{.lr = 0.1}, losses::CrossEntropy{});
+  m.fit(Dataset{x, Tensor::from(std::vector<std::int32_t>{0, 1, 0, 1, 0, 1, 0, 1}, {8})}, {.epochs = 2, .batch_size = 4, .verbose = 0});
+  BOOST_TEST(values({bn.running_mean(), bn.running_var()}) == statistics);
+  BOOST_TEST(bn.batches_tracked() == counted);
+  m.unfreeze(1, 2);
+  BOOST_TEST(bn.uses_batch_statistics());
+  m.fit(Dataset{x, Tensor::from(std::vector<std::int32_t>{0, 1, 0, 1, 0, 1, 0, 1}, {8})}, {.epochs = 1, .batch_size = 4, .verbose = 0});
+  BOOST_TEST(bn.batches_tracked() == counted + 2);
+}

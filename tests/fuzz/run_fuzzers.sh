@@ -7,14 +7,14 @@
 #
 #   tests/fuzz/run_fuzzers.sh [SECONDS] [TARGET...]     targets: fuzz_idx fuzz_safetensors fuzz_checkpoint fuzz_npy
 #                                                      fuzz_npz fuzz_csv fuzz_image fuzz_cifar fuzz_model_file
-#                                                      fuzz_model_graph
+#                                                      fuzz_model_graph fuzz_pytorch_file
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 seconds=${1:-600}
 shift || true
 targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] || targets=(fuzz_idx fuzz_safetensors fuzz_checkpoint fuzz_npy fuzz_npz fuzz_csv fuzz_image fuzz_cifar fuzz_model_file
-  fuzz_model_graph)
+  fuzz_model_graph fuzz_pytorch_file)
 "$root/examples/install_deps.sh" clang-14 libclang-rt-14-dev
 build=${ACCRUE_FUZZ_BUILD_DIR:-$root/build-fuzz}
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang-14 \
