@@ -11,8 +11,7 @@ torch.utils.checkpoint(use_reentrant=False) on the segments Accrue recomputes.
 Protocol on stdin/stdout, one line each: the worker prints "ready ..."; "train B K plain|ckpt N" trains
 N random samples in micro-batches of B, K accumulated per AdamW step (loss / K, as the tutorials
 write it), and prints the seconds it took; "peak" prints the bytes torch.cuda.max_memory_allocated
-saw since the last "train" on CUDA, on the CPU the growth of the peak resident memory
-(pytorch_worker.py); "quit" ends.
+saw since the last "train" on CUDA, 0 on the CPU (where PyTorch keeps no count); "quit" ends.
 
   pytorch_memory_tradeoffs.py gpt VOCAB CONTEXT WIDTH LAYERS HEADS DEVICE
   pytorch_memory_tradeoffs.py cnn DEVICE

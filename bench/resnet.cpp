@@ -8,8 +8,11 @@
 //
 // Accrue and PyTorch alternate (A B A B ...), each rep training --images images, so that both see the
 // machine's fast and slow minutes; the table gives the median images per second of each, the ratio
-// Accrue / PyTorch, and each one's peak resident memory above what the process held before the
-// rep (its own VmHWM, reset through /proc/self/clear_refs). PyTorch runs with 2 threads.
+// Accrue / PyTorch, and each one's peak resident memory above what its process held before the
+// model was made (VmHWM, reset through /proc/self/clear_refs): weights, gradients, momentum and
+// activations with what the allocators keep besides. Each configuration has a fresh PyTorch process
+// and a fresh model on Accrue's side, its allocator's cache emptied first. PyTorch runs with 2
+// threads.
 
 #include <CLI/CLI.hpp>
 #include <accrue/accrue.hpp>
@@ -73,17 +76,22 @@ int main(int argc, char** argv) {
       rows.push_back({bench::parse_batch_config(configs.substr(at, comma - at))});
       at = comma + 1;
     }
-    std::unique_ptr<bench::PythonWorker> torch;
-    if (!no_pytorch)
-      torch = std::make_unique<bench::PythonWorker>(
-          python, std::vector<std::string>{bench::script_beside(argv[0], "pytorch_resnet.py", ACCRUE_BENCH_DIR), arch, std::to_string(size)},
-          std::vector<std::pair<std::string, std::string>>{{"OMP_WAIT_POLICY", "PASSIVE"}, {"BENCH_THREADS", "2"}});
+    log::set_level(log::Level::error);  // fit's note on BatchNorm under accumulation, once per fit
     manual_seed(0);
     Generator gen{1};
     std::vector<std::int32_t> labels(static_cast<std::size_t>(images));
     for (auto& l : labels) l = static_cast<std::int32_t>(gen.below(1000));
     const Dataset data{Tensor::uniform({images, 3, size, size}, 0, 1, &gen), Tensor::from(labels, {images}), "random images"};
+    std::string version;
     for (Row& row : rows) {
+      std::unique_ptr<bench::PythonWorker> torch;
+      if (!no_pytorch)
+        torch = std::make_unique<bench::PythonWorker>(
+            python, std::vector<std::string>{bench::script_beside(argv[0], "pytorch_resnet.py", ACCRUE_BENCH_DIR), arch, std::to_string(size)},
+            std::vector<std::pair<std::string, std::string>>{{"OMP_WAIT_POLICY", "PASSIVE"}, {"BENCH_THREADS", "2"}});
+      if (torch) version = torch->banner().substr(6);
+      allocator(Device::cpu()).empty_cache();
+      const std::int64_t before = reset_peak_resident();
       Model model = make(arch, size);
       optim::Recipe recipe = optim::SGD{.lr = 0.01, .momentum = 0.9};
       if (row.config.accumulate > 1) recipe = recipe.accumulate(row.config.accumulate);
@@ -93,25 +101,24 @@ int main(int argc, char** argv) {
       model.fit(data, fit);  // warm-up: allocations, the planner
       if (torch) torch->ask(request);
       for (int r = 0; r < reps; ++r) {
-        const std::int64_t before = reset_peak_resident();
         const auto start = std::chrono::steady_clock::now();
         model.fit(data, fit);
         row.accrue.push_back(static_cast<double>(images) / std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-        row.accrue_peak = std::max(row.accrue_peak, static_cast<double>(status_kib("VmHWM") - before) / 1024.0);
-        if (!torch) continue;
-        row.torch.push_back(static_cast<double>(images) / torch->ask(request));
-        row.torch_peak = std::max(row.torch_peak, torch->ask("peak") / 1048576.0);
+        if (torch) row.torch.push_back(static_cast<double>(images) / torch->ask(request));
       }
+      row.accrue_peak = static_cast<double>(status_kib("VmHWM") - before) / 1024.0;
+      if (torch) row.torch_peak = torch->ask("peak") / 1048576.0;
     }
+    const bool compared = !no_pytorch;
     fmt::print("{} training steps on 3x{}x{} images, SGD with momentum, {} images per rep, median of {} reps{}\n", arch, size,
-               size, images, reps, torch ? fmt::format(" (PyTorch {})", torch->banner().substr(6)) : std::string());
+               size, images, reps, compared ? fmt::format(" (PyTorch {})", version) : std::string());
     fmt::print("| micro-batch x accumulation | Accrue images/s | PyTorch images/s | Accrue / PyTorch | Accrue peak MiB | PyTorch peak MiB |\n");
     fmt::print("|---|---|---|---|---|---|\n");
     for (const Row& row : rows) {
       const double a = bench::median(row.accrue), t = bench::median(row.torch);
       fmt::print("| {} x {} | {:.1f} | {} | {} | {:.0f} | {} |\n", row.config.batch, row.config.accumulate, a,
-                 torch ? fmt::format("{:.1f}", t) : "-", torch ? fmt::format("{:.2f}", a / t) : "-", row.accrue_peak,
-                 torch ? fmt::format("{:.0f}", row.torch_peak) : "-");
+                 compared ? fmt::format("{:.1f}", t) : "-", compared ? fmt::format("{:.2f}", a / t) : "-", row.accrue_peak,
+                 compared ? fmt::format("{:.0f}", row.torch_peak) : "-");
     }
   } catch (const Error& e) {
     fmt::print(stderr, "error: {}\n", e.what());
