@@ -21,9 +21,10 @@ tabular=$build/examples/09_tabular_csv
 image_folder=$build/examples/10_image_folder
 cifar=$build/examples/11_cifar10
 predict=$build/examples/12_predict
+transfer=$build/examples/16_transfer_learning
 for program in "$mlp" "$cnn" "$memory" "$char_lm" "$classify" "$playground" "$data_parallel" "$tabular" "$image_folder" \
   "$build/examples/accrue-report" \
-  "$cifar" "$predict"; do
+  "$cifar" "$predict" "$transfer"; do
   [[ -x $program ]] || { echo "$program is not built"; exit 1; }
 done
 
@@ -201,6 +202,11 @@ with zipfile.ZipFile(sys.argv[1], "w") as z:
 PY
 case_ "--load a .pth whose pickle calls os.system" 1 "global 'posix.system' is refused" "$mlp" --load "$work/evil.pth" "${fast[@]}"
 if [[ -e $work/pwned ]]; then failed=$((failed + 1)); row FAIL "  ... and nothing ran" "$work/pwned was made"; fi
+case_ "16_transfer_learning --weights of another model" 1 "is not a ResNet-18's state_dict: loaded 0 tensors; missing:" \
+  "$transfer" --weights "$work/w.safetensors" --epochs 1 --head-epochs 0
+case_ "16_transfer_learning --weights a .pth that calls os.system" 1 "global 'posix.system' is refused" \
+  "$transfer" --weights "$work/evil.pth" --epochs 1
+case_ "16_transfer_learning --crop larger than --image-size" 1 "--crop 80 is larger than --image-size 72" "$transfer" --crop 80
 case_ "--save into a folder that does not exist: before training" 1 "cannot be written: no new file can be made in /nonexistent" \
   "$mlp" --save /nonexistent/w.safetensors "${fast[@]}"
 if grep -q "Test Results" "$out"; then failed=$((failed + 1)); row FAIL "  ... without training first" "it trained"; fi

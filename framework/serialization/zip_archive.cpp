@@ -76,6 +76,7 @@ void ZipArchive::fail(std::uint64_t offset, const std::string& what) const {
 
 void ZipArchive::read_at(std::uint64_t offset, void* into, std::uint64_t bytes, const char* what) const {
   if (offset > size_ || size_ - offset < bytes) fail(offset, fmt::format("{} passes the end of the archive (truncated?)", what));
+  if (bytes == 0) return;  // `into` may be null then (an empty vector's data())
   if (!file_) {
     std::memcpy(into, memory_.data() + offset, bytes);
     return;

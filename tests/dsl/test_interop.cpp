@@ -11,25 +11,14 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "../python_side.hpp"
 #include "../test_util.hpp"
 
 using namespace accrue;
 
 namespace {
 
-const char* python = "/usr/bin/python3";
-
-std::string run_python(const std::string& args) {
-  const std::string cmd = std::string(python) + " " + ACCRUE_TEST_DATA_DIR + "/interop.py " + args + " 2>&1";
-  std::FILE* p = popen(cmd.c_str(), "r");
-  BOOST_REQUIRE(p != nullptr);
-  std::string out;
-  char buf[512];
-  while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
-  const int status = pclose(p);
-  BOOST_REQUIRE_MESSAGE(status == 0, "interop.py " << args << " failed:\n" << out);
-  return out;
-}
+std::string run_python(const std::string& args) { return test::run_python_script("interop.py", args); }
 
 // The layers of interop.py's model, in the same order.
 Sequential interop_model() {
@@ -93,10 +82,5 @@ BOOST_AUTO_TEST_CASE(pytorch_weights_give_accrue_the_same_logits) {
 }
 
 int main(int argc, char* argv[]) {
-  if (std::system((std::string(python) + " -c 'import torch' >/dev/null 2>&1").c_str()) != 0) {
-    std::printf("SKIPPED: test_interop needs PyTorch on the Python side: %s cannot import torch (Debian's python3-torch)\n",
-                python);
-    return 77;
-  }
-  return boost::unit_test::unit_test_main(&init_unit_test, argc, argv);
+  return test::main_with_python(argc, argv, "test_interop", "torch", "python3-torch");
 }

@@ -11,9 +11,8 @@
 #include <accrue/accrue.hpp>
 #include <accrue/framework/serialization/pytorch_file.hpp>
 #include <accrue/models.hpp>
-#include <cstdio>
-#include <cstdlib>
 
+#include "../python_side.hpp"
 #include "../test_util.hpp"
 
 using namespace accrue;
@@ -21,17 +20,7 @@ namespace bdata = boost::unit_test::data;
 
 namespace {
 
-const char* python = "/usr/bin/python3";
-
-void run_python(const std::string& args) {
-  const std::string cmd = std::string(python) + " " + ACCRUE_TEST_DATA_DIR + "/pytorch_resnet.py " + args + " 2>&1";
-  std::FILE* p = popen(cmd.c_str(), "r");
-  BOOST_REQUIRE(p != nullptr);
-  std::string out;
-  char buf[512];
-  while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
-  BOOST_REQUIRE_MESSAGE(pclose(p) == 0, "pytorch_resnet.py " << args << " failed:\n" << out);
-}
+void run_python(const std::string& args) { test::run_python_script("pytorch_resnet.py", args); }
 
 Model made(const std::string& arch, const models::ResNetOptions& options) {
   if (arch == "resnet18") return models::resnet18(options);
@@ -119,10 +108,5 @@ BOOST_AUTO_TEST_CASE(a_backbone_loads_into_a_model_of_another_head_when_not_stri
 }
 
 int main(int argc, char* argv[]) {
-  if (std::system((std::string(python) + " -c 'import torch, torchvision' >/dev/null 2>&1").c_str()) != 0) {
-    std::printf("SKIPPED: test_resnet needs torchvision on the Python side: %s cannot import torch and torchvision "
-                "(Debian's python3-torch and python3-torchvision)\n", python);
-    return 77;
-  }
-  return boost::unit_test::unit_test_main(&init_unit_test, argc, argv);
+  return test::main_with_python(argc, argv, "test_resnet", "torch, torchvision", "python3-torch and python3-torchvision");
 }
