@@ -1,6 +1,8 @@
 // Convolution on the CPU. Each pool thread takes whole samples, so every product is single-threaded
-// and one sample's operands stay in that core's cache; the weight gradient is summed in one buffer
-// per thread and added up at the end. Two forms in each type (bench/conv_shapes times them):
+// and one sample's operands stay in that core's cache (images of few positions, a ResNet's last
+// stage, go a block of samples to a product, so that the weight is streamed once per block); the
+// weight gradient is summed in one buffer per thread and added up at the end. Two forms in each
+// type (bench/conv_shapes times them):
 // - the implicit GEMM (AVX-512, or AVX2 with FMA in float32): products read the zero-padded image
 //   where it lies, so the im2col matrix is never written; in bfloat16 (AVX-512 BF16) over pairs of
 //   channels or positions;

@@ -148,14 +148,17 @@ BOOST_AUTO_TEST_CASE(conv2d_matches_its_definition) {
 // and multiplies in two bands of tile rows (odd Q). The float32 forms were off by 6e-6 to 3e-5 on
 // the first (Winograd, summing 32 or 64 terms per element, the least on y and dx; the implicit
 // GEMM's 576-term input gradient the most); a wrong transform, tile or band is off by about the
-// values, about 10.
+// values, about 10. Images of a few positions are read several samples to a product (the
+// implicit GEMM's blocks): whole and partial blocks, in each thread's share of the batch.
 BOOST_AUTO_TEST_CASE(larger_conv2d_matches_its_definition) {
   struct Case {
     std::string name;
     Shape x, w;
   };
   const std::vector<Case> cases = {{"the CNN's second convolution", {2, 32, 14, 14}, {64, 32, 3, 3}},
-                                   {"30x31, 16 channels", {1, 16, 30, 31}, {16, 16, 3, 3}}};
+                                   {"30x31, 16 channels", {1, 16, 30, 31}, {16, 16, 3, 3}},
+                                   {"2x2 images, five samples read in blocks", {5, 32, 2, 2}, {32, 32, 3, 3}},
+                                   {"4x4 images, blocks of four and three", {7, 16, 4, 4}, {32, 16, 3, 3}}};
   std::uint64_t seed = 30;
   for (const Case& c : cases) {
     const Tensor x = random_tensor(c.x, ++seed), w = random_tensor(c.w, ++seed), b = random_tensor({c.w[0]}, ++seed),
