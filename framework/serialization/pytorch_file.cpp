@@ -71,6 +71,9 @@ NamedTensors FileReader::read(const std::string& entry) {
   const Pickle p = pickle::unpickle(zip_.read_bytes(*data, std::uint64_t{32} << 20), path_ + ": " + data->name);
   const Object& dict = state_dict(p, entry);
 
+  // Views of one storage are each made a tensor of their own: bounded, so that a few bytes of
+  // pickle cannot ask for terabytes of copies (checked as they add up, which then cannot overflow).
+  const std::uint64_t most = 4 * zip_.size() + (std::uint64_t{64} << 20);
   std::vector<TensorPlan> plans;
   std::uint64_t bytes = 0;
   for (std::size_t i = 0; i + 1 < dict.items.size(); i += 2) {
@@ -78,11 +81,8 @@ NamedTensors FileReader::read(const std::string& entry) {
     if (key.kind != Kind::text) fail(fmt::format("the state_dict has a key that is {}, not a string", kind_name(key.kind)));
     plans.push_back(plan(p, key.text, p.at(dict.items[i + 1])));
     bytes += static_cast<std::uint64_t>(plans.back().shape.numel()) * dtype_size(plans.back().type.dtype);
+    if (bytes > most) fail(fmt::format("its tensors would take more than {} bytes, four times the file's size", most));
   }
-  // Views of one storage are each made a tensor of their own: bounded, so that a few bytes of
-  // pickle cannot ask for terabytes of copies.
-  const std::uint64_t most = 4 * zip_.size() + (std::uint64_t{64} << 20);
-  if (bytes > most) fail(fmt::format("its tensors would take {} bytes, more than four times the file's size", bytes));
   require_memory_for_file(bytes, fmt::format("{}: its tensors", path_));
 
   // Each storage is read once, for every tensor that views it.

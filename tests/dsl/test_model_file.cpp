@@ -13,6 +13,7 @@
 #include <thread>
 
 #include <accrue/dsl/layer_registry.hpp>
+#include <accrue/models.hpp>
 #include <accrue/framework/serialization/safetensors.hpp>
 
 using namespace accrue;
@@ -295,4 +296,19 @@ BOOST_AUTO_TEST_CASE(a_loaded_model_predicts_on_four_threads_at_once_as_on_one) 
     });
   for (auto& t : threads) t.join();
   for (std::size_t k = 0; k < 4; ++k) BOOST_TEST((together[k] == alone[k]), "thread " << k);
+}
+
+// A ResNet (models::resnet18: a graph of projection shortcuts, its layers named as torchvision's
+// modules) comes back from its file with the same names and the same outputs, bit for bit.
+BOOST_AUTO_TEST_CASE(a_resnet_comes_back_with_torchvisions_names) {
+  TempDir dir{"model_file_resnet"};
+  manual_seed(3);
+  Model net = models::resnet18({.num_classes = 7, .input_shape = {3, 32, 32}});
+  const Tensor x = random_tensor({2, 3, 32, 32}, 9);
+  net.save(dir.file("resnet18.safetensors"));
+  Model loaded = load_model(dir.file("resnet18.safetensors"));
+  BOOST_TEST(loaded.name() == "resnet18");
+  BOOST_TEST(loaded.layer("layer2.0.downsample.1").type_name() == "BatchNorm2d");
+  BOOST_TEST(loaded.named_state().size() == net.named_state().size());
+  BOOST_TEST(loaded.predict(x).to_vector<float>() == net.predict(x).to_vector<float>());
 }

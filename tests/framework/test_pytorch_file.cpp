@@ -126,7 +126,7 @@ BOOST_AUTO_TEST_CASE(views_past_their_storage_are_refused) {
   for (int i = 0; i < 3000; ++i) p.text(fmt::format("v{}", i)).tensor("FloatStorage", "0", 65536, 0, {65536}, {1});
   p.op('u');
   const std::string many = pth(dir, p.done(), {{"0", std::string(262144, '\0')}});
-  BOOST_CHECK_EXCEPTION(serialization::load_pytorch(many), IoError, message_has({"more than four times the file's size"}));
+  BOOST_CHECK_EXCEPTION(serialization::load_pytorch(many), IoError, message_has({"its tensors would take more than", "four times the file's size"}));
 }
 
 BOOST_AUTO_TEST_CASE(damaged_and_deep_files_are_refused_naming_the_file) {
