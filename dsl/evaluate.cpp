@@ -78,10 +78,8 @@ Evaluation Model::evaluate(const Dataset& given, const EvaluateOptions& options)
     try {
       const std::vector<Tensor> predictions = forward(batch.inputs);
       std::vector<double> sums;
-      std::vector<std::int64_t> units;
       for (const Tensor& sum : loss_sums(predictions, batch.targets, batch_weights(loader.dataset(), batch))) sums.push_back(sum.item());
-      for (std::size_t o = 0; o < losses_.size(); ++o) units.push_back(losses_[o].loss.units(batch.targets[o]));
-      const auto [logged, logged_units] = logged_loss(sums, units, batch.size());
+      const auto [logged, logged_units] = logged_loss(sums, loss_units(batch.targets), batch.size());
       loss.add(logged, logged_units);
       update_metrics(metrics, predictions, batch.targets, sums);
     } catch (Error& e) {

@@ -398,6 +398,22 @@ std::vector<Tensor> Model::loss_sums(const std::vector<Tensor>& predictions, con
   return sums;
 }
 
+std::vector<std::int64_t> Model::loss_units(const std::vector<Tensor>& targets) const {
+  std::vector<std::int64_t> units;
+  for (std::size_t o = 0; o < losses_.size(); ++o) units.push_back(losses_[o].loss.units(targets[o]));
+  return units;
+}
+
+Tensor Model::weighted_loss(const std::vector<Tensor>& sums, const std::function<double(std::size_t)>& factor,
+                           double scale) const {
+  Tensor total;
+  for (std::size_t o = 0; o < sums.size(); ++o) {
+    const Tensor part = sums[o] * static_cast<float>(factor(o) * losses_[o].weight * scale);
+    total = o == 0 ? part : ops::add(total, part);
+  }
+  return total;
+}
+
 std::pair<double, std::int64_t> Model::logged_loss(const std::vector<double>& sums, const std::vector<std::int64_t>& units,
                                                    std::int64_t samples) const {
   if (sums.size() == 1) return {sums[0], units[0]};

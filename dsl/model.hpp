@@ -20,6 +20,7 @@
 // repeatable runs.
 
 #include <concepts>
+#include <functional>
 #include <iosfwd>
 #include <limits>
 #include <map>
@@ -292,6 +293,15 @@ class Model {
   /// times `weights[b]` when given), differentiable: what fit weighs and adds up for backward.
   std::vector<Tensor> loss_sums(const std::vector<Tensor>& predictions, const std::vector<Tensor>& targets,
                                 std::span<const float> weights = {}) const;
+  /// What each output's loss counts in a batch of `targets`: its samples, or the tokens counted of
+  /// a sequence loss (Loss::units), output by output.
+  std::vector<std::int64_t> loss_units(const std::vector<Tensor>& targets) const;
+  /// The outputs' summed losses `sums` (loss_sums), each times `factor(o)`, its weight in compile()
+  /// and `scale`, added: what backward starts from (fit's factor is the rule of accumulation's loss
+  /// weight and its scale float16's loss scale; verify_accumulation's factor the same rule, or one
+  /// over the batch's units).
+  Tensor weighted_loss(const std::vector<Tensor>& sums, const std::function<double(std::size_t)>& factor,
+                       double scale = 1.0) const;
   /// Every metric, named as logged: for several outputs each output's loss ("label_loss") and
   /// metrics ("label_accuracy"), output by output.
   const std::vector<Metric>& metrics() const { return metrics_; }

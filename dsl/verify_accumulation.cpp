@@ -55,23 +55,9 @@ std::vector<std::int64_t> window_sizes(const Dataset& data, const AccumulationCh
   return sizes;
 }
 
-// The units each output's loss counts in a batch of `targets`.
-std::vector<std::int64_t> output_units(const Model& model, const std::vector<Tensor>& targets) {
-  std::vector<std::int64_t> units;
-  for (std::size_t o = 0; o < model.losses().size(); ++o) units.push_back(model.losses()[o].loss.units(targets[o]));
-  return units;
-}
-
-// The outputs' summed losses for `batch`, each times its weight in compile() and `factor(o)`, added.
-template <class Factor>
-Tensor weighted_total(Model& model, const Example& batch, Factor factor) {
-  const std::vector<Tensor> sums = model.loss_sums(model.forward(batch.inputs), batch.targets);
-  Tensor total;
-  for (std::size_t o = 0; o < sums.size(); ++o) {
-    const Tensor part = sums[o] * static_cast<float>(factor(o) * model.losses()[o].weight);
-    total = o == 0 ? part : ops::add(total, part);
-  }
-  return total;
+// The outputs' summed losses for `batch`, weighted and added as Model::weighted_loss does.
+Tensor weighted_total(Model& model, const Example& batch, const std::function<double(std::size_t)>& factor) {
+  return model.weighted_loss(model.loss_sums(model.forward(batch.inputs), batch.targets), factor);
 }
 
 // The window accumulated as fit accumulates it: each process's part of each micro-batch forward,
@@ -86,11 +72,11 @@ std::vector<std::int64_t> accumulate_window(Model& model, const Dataset& data, c
   std::vector<std::int64_t> units;
   std::int64_t begin = 0;
   for (std::int64_t size : sizes) {
-    units.push_back(output_units(model, data.slice(begin, begin + size).targets)[0]);
+    units.push_back(model.loss_units(data.slice(begin, begin + size).targets)[0]);
     const auto [first, end] = shard_of_batch(size, rank, n);
     if (first < end) {
       const Example mine = data.slice(begin + first, begin + end);
-      const std::vector<std::int64_t> mine_units = output_units(model, mine.targets);
+      const std::vector<std::int64_t> mine_units = model.loss_units(mine.targets);
       weighted_total(model, mine, [&](std::size_t o) {
         return loss_weight(options.normalization, {.units = mine_units[o],
                                                    .window_units = window_units[o],
@@ -180,7 +166,7 @@ AccumulationCheck verify_accumulation(Model& model, const Dataset& given, const 
   const std::vector<std::vector<float>> before = take_gradients(params);  // kept aside, restored at the end
 
   const Example all = data.slice(0, std::accumulate(sizes.begin(), sizes.end(), std::int64_t{0}));
-  const std::vector<std::int64_t> total_units = output_units(model, all.targets);
+  const std::vector<std::int64_t> total_units = model.loss_units(all.targets);
   const std::vector<std::int64_t> units = accumulate_window(model, data, sizes, total_units, options);
   std::vector<std::vector<float>> accumulated = take_gradients(params);
   sum_over_processes(accumulated, options.distributed);

@@ -109,20 +109,16 @@ bool TrainingRun::skips_backward() const { return state_.window_poisoned && !mod
 // the window's close undoes; added over the outputs.
 Tensor TrainingRun::weighted_loss(const MicroBatchSlot& slot, const MicroBatchLoss& loss, StepRecord& record) const {
   const double scale = context_.scaler ? context_.scaler->scale() : 1.0;
-  Tensor total;
-  for (std::size_t o = 0; o < loss.sums.size(); ++o) {
-    const CompiledLoss& compiled = model_.losses()[o];
+  return model_.weighted_loss(loss.sums, [&](std::size_t o) {
     const double weight = loss_weight(accumulation_.options.normalization,
                                       {.units = loss.units[o],
                                        .window_units = units_[o].window(),
                                        .window_micro_batches = slot.window_micro_batches,
                                        .processes = processes_.size(),
-                                       .summed_loss = compiled.loss.reduction() == Reduction::sum});
+                                       .summed_loss = model_.losses()[o].loss.reduction() == Reduction::sum});
     if (o == 0) record.loss_weight = weight;
-    const Tensor part = loss.sums[o] * static_cast<float>(weight * compiled.weight * scale);
-    total = o == 0 ? part : ops::add(total, part);
-  }
-  return total;
+    return weight;
+  }, scale);
 }
 
 // Backward of the weighted loss, under the step's modes (the window's last backward hands the
