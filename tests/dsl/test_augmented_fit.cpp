@@ -163,5 +163,8 @@ BOOST_AUTO_TEST_CASE(the_batches_read_ahead_are_counted_as_data_and_planned) {
   const std::size_t peak = memory_stats().peak_of(MemoryCategory::data) - before;
   BOOST_TEST_MESSAGE("data peak during fit " << peak << " bytes, plan " << plan.peak_of(MemoryCategory::data));
   BOOST_TEST(peak > 3 * batch_bytes);
-  BOOST_TEST(peak <= plan.peak_of(MemoryCategory::data) + 96 * 4);  // + every target, read once before training
+  // + every target, read once before training; + one batch where the machine is so busy that the
+  // trainer reads a batch itself while the idle-priority worker that began it still holds its copy
+  // (BatchQueue::get), seen with two test runs at once on two cores.
+  BOOST_TEST(peak <= plan.peak_of(MemoryCategory::data) + 96 * 4 + batch_bytes);
 }
