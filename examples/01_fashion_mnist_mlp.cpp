@@ -26,19 +26,6 @@
 
 using namespace accrue;
 
-namespace {
-
-// --export-onnx: the file, checked in ONNX Runtime on `inputs` where it is installed.
-void export_to_onnx(Sequential& model, const std::string& path, const Tensor& inputs) {
-  std::string why;
-  const bool runtime = !onnx::onnxruntime_folder(&why).empty();
-  const OnnxExport exported = model.export_onnx(path, {.verify = runtime, .verify_inputs = inputs});
-  fmt::print("Exported the model to {}\n{}", path, exported.str());
-  if (!runtime) fmt::print("Not run in ONNX Runtime: {}\n", why);
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   CLI::App app{"Train the FashionMNIST tutorial MLP"};
   examples::ExampleOptions common{.epochs = 20};
@@ -131,7 +118,7 @@ int main(int argc, char** argv) {
       common.link_in_report("the whole model", save_model);
     }
     if (!export_onnx.empty()) {
-      export_to_onnx(model, export_onnx, test.inputs().narrow(0, 7));
+      examples::export_to_onnx(model, export_onnx, test.inputs().narrow(0, 7));
       common.link_in_report("ONNX model", export_onnx);
     }
     common.print_accuracy(accuracy);

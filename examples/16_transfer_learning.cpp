@@ -35,6 +35,22 @@ std::size_t first_layer(const Model& model, const std::string& prefix) {
   throw ValueError(fmt::format("model '{}' has no layer named {}...", model.name(), prefix));
 }
 
+// A ResNet-18 for images of crop x crop whose head (fc) gives `classes` outputs, its backbone from
+// `weights` when given: everything but ImageNet's classifier (fc, 1000 classes), which the new
+// head replaces, and refused when anything else is left over.
+Model resnet18_for(std::size_t classes, std::int64_t crop, const std::string& weights, bool speaks) {
+  Model backbone = models::resnet18({.include_top = false, .input_shape = {3, crop, crop}});
+  if (!weights.empty()) {
+    const LoadReport loaded = backbone.load_weights(weights, {.strict = false});
+    const bool only_the_head = loaded.missing.empty() && loaded.mismatched.empty() && loaded.unexpected.size() == 2 &&
+                               loaded.unexpected[0].starts_with("'fc.");
+    if (!only_the_head) throw ValueError(fmt::format("--weights {} is not a ResNet-18's state_dict: {}", weights, loaded.str()));
+    if (speaks) fmt::print("{}: {}\n", weights, loaded.str());
+  }
+  return Model{backbone.input(0), layers::Dense{static_cast<std::int64_t>(classes), {.name = "fc"}}(backbone.output(0)),
+               {.name = "resnet18"}};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -74,18 +90,7 @@ int main(int argc, char** argv) {
                               .map({transforms::RandomCrop{crop}, transforms::RandomHorizontalFlip{}, imagenet});
     const Dataset validation = validation_images.map({transforms::CenterCrop{crop}, imagenet});
 
-    Model backbone = models::resnet18({.include_top = false, .input_shape = {3, crop, crop}});
-    if (!weights.empty()) {
-      // Everything but ImageNet's classifier (fc, 1000 classes), which the new head replaces.
-      const LoadReport loaded = backbone.load_weights(weights, {.strict = false});
-      const bool only_the_head = loaded.missing.empty() && loaded.mismatched.empty() && loaded.unexpected.size() == 2 &&
-                                 loaded.unexpected[0].starts_with("'fc.");
-      if (!only_the_head) throw ValueError(fmt::format("--weights {} is not a ResNet-18's state_dict: {}", weights, loaded.str()));
-      if (common.speaks()) fmt::print("{}: {}\n", weights, loaded.str());
-    }
-    // The new head: the backbone's 512 features to this folder's classes.
-    Model net{backbone.input(0), layers::Dense{static_cast<std::int64_t>(classes.size()), {.name = "fc"}}(backbone.output(0)),
-              {.name = "resnet18"}};
+    Model net = resnet18_for(classes.size(), crop, weights, common.speaks());
     net.to(common.target());
     if (common.speaks())
       fmt::print("{}: {} classes; {} training and {} validation images at {}x{}; {}\n", common.data, classes.size(), train.size(),
@@ -119,13 +124,7 @@ int main(int argc, char** argv) {
     if (!common.speaks()) return;
     fmt::print("Trained in {:.1f} s\n", seconds);
     if (!save_model.empty()) net.save(save_model), fmt::print("Saved the model to {}\n", save_model);
-    if (!export_onnx.empty()) {
-      std::string why;
-      const bool runtime = !onnx::onnxruntime_folder(&why).empty();
-      const OnnxExport exported = net.export_onnx(export_onnx, {.verify = runtime});
-      fmt::print("Exported the model to {}: {} layers{}\n", export_onnx, exported.layers.size(),
-                 runtime ? ", checked in ONNX Runtime" : fmt::format(" (not run in ONNX Runtime: {})", why));
-    }
+    if (!export_onnx.empty()) examples::export_to_onnx(net, export_onnx);
     common.print_accuracy(result["accuracy"]);
   });
 }

@@ -82,6 +82,16 @@ inline Sequential tutorial_cnn() {
                     layers::Flatten{}, layers::Dense{128}, layers::ReLU{}, layers::Dense{10}};
 }
 
+/// --export-onnx: writes `model` to `path` and, where ONNX Runtime is installed, checks it there on
+/// `inputs` (none: OnnxExportOptions' own samples); prints what each layer became.
+inline void export_to_onnx(Model& model, const std::string& path, const Tensor& inputs = {}) {
+  std::string why;
+  const bool runtime = !onnx::onnxruntime_folder(&why).empty();
+  const OnnxExport exported = model.export_onnx(path, {.verify = runtime, .verify_inputs = inputs});
+  fmt::print("Exported the model to {}\n{}", path, exported.str());
+  if (!runtime) fmt::print("Not run in ONNX Runtime: {}\n", why);
+}
+
 /// The flags every example takes.
 struct ExampleOptions {
   int epochs = 1;
