@@ -144,6 +144,13 @@ std::vector<std::string> names(const std::string& dir, const std::string& file, 
   return out;
 }
 
+// Both sets with the class names (Dataset::class_names).
+Cifar named(Cifar cifar) {
+  cifar.train = cifar.train.with_class_names(cifar.classes);
+  cifar.test = cifar.test.with_class_names(cifar.classes);
+  return cifar;
+}
+
 }  // namespace
 
 Dataset cifar10_records(std::string bytes, const std::string& name) { return records(std::move(bytes), name, cifar10_layout); }
@@ -156,16 +163,16 @@ Cifar cifar10(const std::string& dir) {
   const std::vector<std::string> train = {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin",
                                           "data_batch_5.bin"};
   check_files(dir, {train[0], train[1], train[2], train[3], train[4], "test_batch.bin"}, cifar10_layout, "CIFAR-10");
-  return {dataset_of(dir, train, cifar10_layout, dir + " (CIFAR-10 training)"),
-          dataset_of(dir, {"test_batch.bin"}, cifar10_layout, dir + " (CIFAR-10 test)"), names(dir, "batches.meta.txt", 10)};
+  return named({dataset_of(dir, train, cifar10_layout, dir + " (CIFAR-10 training)"),
+                dataset_of(dir, {"test_batch.bin"}, cifar10_layout, dir + " (CIFAR-10 test)"), names(dir, "batches.meta.txt", 10)});
 }
 
 Cifar cifar100(const std::string& dir, bool fine_labels) {
   const Layout layout = cifar100_layout(fine_labels);
   check_files(dir, {"train.bin", "test.bin"}, layout, "CIFAR-100");
-  return {dataset_of(dir, {"train.bin"}, layout, dir + " (CIFAR-100 training)"),
-          dataset_of(dir, {"test.bin"}, layout, dir + " (CIFAR-100 test)"),
-          fine_labels ? names(dir, "fine_label_names.txt", 100) : names(dir, "coarse_label_names.txt", 20)};
+  return named({dataset_of(dir, {"train.bin"}, layout, dir + " (CIFAR-100 training)"),
+                dataset_of(dir, {"test.bin"}, layout, dir + " (CIFAR-100 test)"),
+                fine_labels ? names(dir, "fine_label_names.txt", 100) : names(dir, "coarse_label_names.txt", 20)});
 }
 
 }  // namespace accrue::datasets

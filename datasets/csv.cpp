@@ -513,6 +513,7 @@ Dataset csv(const std::string& path, const CsvOptions& given) {
     data = Dataset{std::make_shared<const TensorSource>(group_inputs(t, p, data.inputs(), options), std::vector<Tensor>{y},
                                                         name, std::move(names))};
   }
+  if (classes) data = data.with_class_names(classes->names);
   return other.weight ? data.with_sample_weights(std::move(weights)) : data;
 }
 

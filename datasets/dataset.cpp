@@ -387,6 +387,7 @@ Dataset Dataset::reordered(const std::vector<std::size_t>& inputs, const std::ve
     out = out.in_memory_as(std::move(tensors));
   }
   out.weights_ = weights_;
+  if (!targets.empty() && targets[0] == 0) out.class_names_ = class_names_;  // the first target stays first
   return out;
 }
 
@@ -406,16 +407,16 @@ Dataset Dataset::subset(std::int64_t begin, std::int64_t end) const {
                name(), begin, end, size());
   std::vector<std::int64_t> indices(static_cast<std::size_t>(end - begin));
   std::iota(indices.begin(), indices.end(), begin);
-  if (source().tensors()) return weighted_like(in_memory_as(slice(begin, end)), indices);
+  if (source().tensors()) return carried_over(in_memory_as(slice(begin, end)), indices);
   return select(std::move(indices));
 }
 
 Dataset Dataset::select(std::vector<std::int64_t> indices) const {
   for (std::int64_t i : indices)
     ACCRUE_CHECK(i >= 0 && i < size(), "dataset '{}': sample {} is outside [0, {})", name(), i, size());
-  if (source().tensors()) return weighted_like(in_memory_as(gather(indices)), indices);
+  if (source().tensors()) return carried_over(in_memory_as(gather(indices)), indices);
   Dataset selected{std::make_shared<const SelectedSource>(source_, indices)};
-  return weighted_like(std::move(selected), indices);
+  return carried_over(std::move(selected), indices);
 }
 
 Dataset Dataset::with_sample_weights(std::vector<float> weights) const {
@@ -429,7 +430,19 @@ Dataset Dataset::with_sample_weights(std::vector<float> weights) const {
   return out;
 }
 
-Dataset Dataset::weighted_like(Dataset to, std::span<const std::int64_t> indices) const {
+const std::vector<std::string>& Dataset::class_names() const {
+  static const std::vector<std::string> none;
+  return class_names_ ? *class_names_ : none;
+}
+
+Dataset Dataset::with_class_names(std::vector<std::string> names) const {
+  Dataset out = *this;
+  out.class_names_ = std::make_shared<const std::vector<std::string>>(std::move(names));
+  return out;
+}
+
+Dataset Dataset::carried_over(Dataset to, std::span<const std::int64_t> indices) const {
+  to.class_names_ = class_names_;
   if (!weights_) return to;
   std::vector<float> w(indices.size());
   for (std::size_t k = 0; k < indices.size(); ++k) w[k] = (*weights_)[static_cast<std::size_t>(indices[k])];
@@ -459,6 +472,7 @@ Dataset Dataset::to_memory() const {
   if (source().tensors()) return *this;
   Dataset out = in_memory_as(slice(0, size()));
   out.weights_ = weights_;
+  out.class_names_ = class_names_;
   return out;
 }
 

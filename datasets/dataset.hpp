@@ -141,14 +141,24 @@ class Dataset {
   /// The weight of every sample, or null when none were given.
   const std::vector<float>* sample_weights() const { return weights_.get(); }
 
+  /// What the first target's classes 0, 1, ... stand for, where the data knows it (an image
+  /// folder's sub-folders, a CSV file's class labels); empty otherwise. Subsets, splits, map() and
+  /// to_memory() keep them, and fit gives them to a model that has none (Model::class_names), so
+  /// that its file names what it predicts.
+  const std::vector<std::string>& class_names() const;
+  /// The same samples with these class names.
+  Dataset with_class_names(std::vector<std::string> names) const;
+
  private:
   // `samples` held as tensors, named as this dataset's.
   Dataset in_memory_as(Example samples) const;
-  // `to` with this dataset's weights of the samples at `indices` (to's samples, in order).
-  Dataset weighted_like(Dataset to, std::span<const std::int64_t> indices) const;
+  // `to` with what this dataset says of its samples: the weights of those at `indices` (to's
+  // samples, in order) and the class names.
+  Dataset carried_over(Dataset to, std::span<const std::int64_t> indices) const;
 
   std::shared_ptr<const SampleSource> source_;
   std::shared_ptr<const std::vector<float>> weights_;
+  std::shared_ptr<const std::vector<std::string>> class_names_;
 };
 
 namespace detail {

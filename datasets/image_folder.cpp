@@ -140,27 +140,25 @@ std::vector<ImageFile> index_files(const std::string& dir, const std::vector<std
 
 // Keras's smart_resize: the largest centred window with the target's aspect ratio.
 transforms::Image central_window(const transforms::Image& image, Size2 size) {
-  const double target = static_cast<double>(size.w) / static_cast<double>(size.h);
-  std::int64_t h = image.height, w = static_cast<std::int64_t>(static_cast<double>(h) * target);
-  if (w > image.width) {
-    w = image.width;
-    h = static_cast<std::int64_t>(static_cast<double>(w) / target);
-  }
-  h = std::max<std::int64_t>(h, 1), w = std::max<std::int64_t>(w, 1);
-  return transforms::functional::crop(image, (image.height - h) / 2, (image.width - w) / 2, h, w);
+  const transforms::functional::Window w = transforms::functional::aspect_ratio_window(image.height, image.width, size);
+  return transforms::functional::crop(image, w.top, w.left, w.height, w.width);
 }
 
-transforms::Image image_as_read(const std::string& path, const ImageFolderOptions& options) {
-  const DecodedImage decoded = read_image(path, options.channels, options.limits);
+// Interleaved bytes to planes of floats, in [0, 1] as ToTensor divides them, or as they are.
+transforms::Image planes_of(const DecodedImage& decoded, bool raw) {
   transforms::Image image(decoded.channels, decoded.height, decoded.width);
-  // Interleaved bytes to planes of floats in [0, 1], as ToTensor divides them.
   const auto plane = static_cast<std::size_t>(decoded.width * decoded.height);
   const auto channels = static_cast<std::size_t>(decoded.channels);
   for (std::size_t c = 0; c < channels; ++c) {
     float* out = image.pixels.data() + c * plane;
     const std::uint8_t* in = decoded.pixels.data() + c;
-    for (std::size_t p = 0; p < plane; ++p) out[p] = static_cast<float>(in[p * channels]) / 255.0f;
+    for (std::size_t p = 0; p < plane; ++p) out[p] = raw ? static_cast<float>(in[p * channels]) : static_cast<float>(in[p * channels]) / 255.0f;
   }
+  return image;
+}
+
+transforms::Image image_as_read(const std::string& path, const ImageFolderOptions& options) {
+  transforms::Image image = planes_of(read_image(path, options.channels, options.limits), options.raw_pixels);
   if (options.crop_to_aspect_ratio) image = central_window(image, options.image_size);
   // A resize as large as a model file's input shape may ask for (3 x 20000 x 20000 is 4.5 GiB).
   const auto resized_bytes = static_cast<std::size_t>(image.channels) * static_cast<std::size_t>(options.image_size.h) *
@@ -197,8 +195,9 @@ class ImageFolderSource final : public SampleSource {
   std::string fingerprint() const override {
     // The files' names, labels and sizes, and how they are read: not their bytes.
     uLong crc = crc32(0, nullptr, 0);
-    const std::string how = fmt::format("{} {} {} {};", options_.image_size.str(), options_.channels,
-                                        static_cast<int>(options_.interpolation), options_.crop_to_aspect_ratio);
+    const std::string how = fmt::format("{} {} {} {}{};", options_.image_size.str(), options_.channels,
+                                        static_cast<int>(options_.interpolation), options_.crop_to_aspect_ratio,
+                                        options_.raw_pixels ? " raw" : "");
     crc = crc32_z(crc, reinterpret_cast<const Bytef*>(how.data()), how.size());
     for (const ImageFile& f : files_) {
       const std::string line = fmt::format("{} {} {}\n", f.path, f.label, f.bytes);
@@ -248,13 +247,19 @@ Dataset make(const std::string& dir, const ImageFolderOptions& options, Subset s
                               options.validation_split, total, subset == Subset::training ? "training" : "validation"));
   const std::string name = fmt::format("{}{}", fs::path(dir).filename().string(),
                                        subset == Subset::training ? " (training)" : subset == Subset::validation ? " (validation)" : "");
-  return Dataset{std::make_shared<const ImageFolderSource>(dir, std::move(files), options, name)};
+  return Dataset{std::make_shared<const ImageFolderSource>(dir, std::move(files), options, name)}.with_class_names(classes);
 }
 
 }  // namespace
 
 Tensor read_image_sample(const std::string& path, const ImageFolderOptions& options) {
   const transforms::Image image = image_as_read(path, options);
+  return Tensor::from(std::vector<float>(image.pixels.begin(), image.pixels.end()), image.shape());
+}
+
+Tensor read_image_pixels(const std::string& path, int channels, const ImageLimits& limits) {
+  ACCRUE_CHECK(channels == 1 || channels == 3 || channels == 4, "read_image_pixels: channels must be 1, 3 or 4, got {}", channels);
+  const transforms::Image image = planes_of(read_image(path, channels, limits), true);
   return Tensor::from(std::vector<float>(image.pixels.begin(), image.pixels.end()), image.shape());
 }
 

@@ -10,7 +10,9 @@
 // case) are skipped, as Keras skips what is not an image; a .bmp or .gif is skipped with a
 // warning, since Accrue decodes PNG and JPEG only. Images are decoded on demand, sample by sample
 // (image_files.hpp), converted to `channels`, resized with an antialiasing filter, and given as
-// float32 (C, H, W) in [0, 1], torchvision's ToTensor layout, which its Normalize values assume.
+// float32 (C, H, W) in [0, 1], torchvision's ToTensor layout, which its Normalize values assume
+// (or in [0, 255] with .raw_pixels, for a model that rescales them itself). Dataset::class_names()
+// names the labels.
 
 #include <cstdint>
 #include <optional>
@@ -40,6 +42,10 @@ struct ImageFolderOptions {
   /// Crop the largest central window of the target's aspect ratio before resizing, rather than
   /// stretching the image (Keras's crop_to_aspect_ratio).
   bool crop_to_aspect_ratio = false;
+  /// Values as the file holds them, in [0, 255] (as Keras's image_dataset_from_directory gives
+  /// them), for a model that scales them itself (layers::Rescaling) and so serves raw files;
+  /// false: in [0, 1], as torchvision's ToTensor gives them.
+  bool raw_pixels = false;
   /// The class folders to use, in label order; empty: every sub-folder, sorted.
   std::vector<std::string> class_names = {};
   bool follow_links = false;
@@ -55,6 +61,9 @@ std::pair<Dataset, Dataset> image_folder_split(const std::string& dir, ImageFold
 /// One image file as image_folder reads each sample: decoded, converted to options.channels, in
 /// [0, 1], cropped and resized to options.image_size; a (C, H, W) float32 tensor (for predicting).
 Tensor read_image_sample(const std::string& path, const ImageFolderOptions& options = {});
+/// One image file as a model that takes images of any size reads it (Model::takes_any_image_size):
+/// decoded, converted to `channels`, at its own size, values in [0, 255]; a (C, H, W) float32 tensor.
+Tensor read_image_pixels(const std::string& path, int channels = 3, const ImageLimits& limits = {});
 /// The class names image_folder gives labels 0, 1, ... to.
 std::vector<std::string> image_folder_classes(const std::string& dir, const ImageFolderOptions& options = {});
 

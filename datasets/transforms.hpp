@@ -290,6 +290,17 @@ void vflip(Image& image);
 Image resize(const Image& image, Size2 size, Interpolation interpolation = Interpolation::bilinear,
              bool antialias = true);
 Image center_crop(const Image& image, Size2 size);
+/// resize's weights along one axis as a dense (out x in) row-major matrix: output pixel i is row
+/// i's weighted sum of the input's pixels, the taps resize uses (layers::Resizing multiplies by it).
+std::vector<float> resize_matrix(std::int64_t in, std::int64_t out, Interpolation interpolation = Interpolation::bilinear,
+                                 bool antialias = true);
+/// A window of an image: rows [top, top + height), columns [left, left + width).
+struct Window {
+  std::int64_t top = 0, left = 0, height = 0, width = 0;
+};
+/// Keras's smart_resize window: the largest centred window of an image of (height, width) with the
+/// aspect ratio of `target` (at least one pixel each way).
+Window aspect_ratio_window(std::int64_t height, std::int64_t width, Size2 target);
 void adjust_brightness(Image& image, double factor);
 void adjust_contrast(Image& image, double factor);
 void adjust_saturation(Image& image, double factor);

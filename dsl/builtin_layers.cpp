@@ -3,6 +3,7 @@
 #include "layer_registry.hpp"
 #include "layers/activation.hpp"
 #include "layers/attention.hpp"
+#include "layers/augmentation.hpp"
 #include "layers/batch_norm.hpp"
 #include "layers/conv2d.hpp"
 #include "layers/dense.hpp"
@@ -15,6 +16,7 @@
 #include "layers/reshape.hpp"
 #include "layers/normalization.hpp"
 #include "layers/pooling.hpp"
+#include "layers/preprocessing.hpp"
 #include "layers/recurrent.hpp"
 #include "layers/recompute.hpp"
 #include "layers/residual.hpp"
@@ -39,6 +41,22 @@ void add_merge_layers(std::map<std::string, LayerFactory>& table) {
   table["Concatenate"] = [](const ConfigReader& c, auto) {
     return made<layers::Concatenate>(layers::Concatenate::from_config(c));
   };
+}
+
+// Keras's preprocessing layers (layers/preprocessing.hpp, layers/augmentation.hpp).
+void add_preprocessing_layers(std::map<std::string, LayerFactory>& table) {
+  const auto add = [&]<class L>(const char* type, std::type_identity<L>) {
+    table[type] = [](const ConfigReader& c, auto) { return made<L>(L::from_config(c)); };
+  };
+  add("Rescaling", std::type_identity<layers::Rescaling>{});
+  add("Resizing", std::type_identity<layers::Resizing>{});
+  add("CenterCrop", std::type_identity<layers::CenterCrop>{});
+  add("RandomFlip", std::type_identity<layers::RandomFlip>{});
+  add("RandomCrop", std::type_identity<layers::RandomCrop>{});
+  add("RandomRotation", std::type_identity<layers::RandomRotation>{});
+  add("RandomZoom", std::type_identity<layers::RandomZoom>{});
+  add("RandomContrast", std::type_identity<layers::RandomContrast>{});
+  add("RandomBrightness", std::type_identity<layers::RandomBrightness>{});
 }
 
 }  // namespace
@@ -94,6 +112,7 @@ std::map<std::string, LayerFactory> builtin_layers() {
     return made<layers::TransformerBlock>(layers::TransformerBlock::from_config(c));
   };
   add_merge_layers(table);
+  add_preprocessing_layers(table);
   table["Residual"] = [](const ConfigReader&, std::vector<std::unique_ptr<Layer>> inner) {
     ACCRUE_CHECK(!inner.empty(), "a saved Residual holds no layers");
     return made<layers::Residual>(std::move(inner));

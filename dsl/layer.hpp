@@ -213,6 +213,16 @@ class Layer {
   /// The same for a list of inputs: to_onnx's for a one-input layer; MultiInputLayer's own.
   virtual std::string to_onnx_inputs(onnx::Graph& graph, const std::vector<std::string>& xs) const;
 
+  /// How the layer takes images (C, H, W) of another height and width than it was built for.
+  /// A model whose input reaches a `resizes` layer through `follows` layers alone takes images of
+  /// any size there (Model::takes_any_image_size): a saved model serves files as they are.
+  enum class ImageSizes {
+    fixed,    ///< only the shape it was built for (most layers)
+    follows,  ///< any, with its channels, giving the same height and width (Rescaling, RandomFlip)
+    resizes,  ///< any, with its channels, giving the output shape it was built for (Resizing, CenterCrop)
+  };
+  virtual ImageSizes image_sizes() const { return ImageSizes::fixed; }
+
   /// True for layers whose output depends on statistics of the batch (batch normalization): under
   /// gradient accumulation they see each micro-batch, not the effective batch, and training warns.
   virtual bool uses_batch_statistics() const { return false; }

@@ -47,6 +47,7 @@
 #include "loss.hpp"
 #include "metrics.hpp"
 #include "onnx.hpp"
+#include "signature.hpp"
 #include "../framework/optim/recipe.hpp"
 #include "../framework/training/lr_schedule.hpp"
 
@@ -336,6 +337,25 @@ class Model {
   /// The vocabulary set or loaded; null when none was.
   const datasets::Vocabulary* vocabulary() const { return vocabulary_ ? &*vocabulary_ : nullptr; }
 
+  /// What the model takes and gives (signature.hpp): each input's name, shape, dtype, layout and
+  /// range, each output's meaning and class names. save() keeps it, summary() shows it, and
+  /// export_onnx() writes it into the ONNX file's metadata.
+  ModelSignature signature() const;
+  /// Names what each entry of output `output`'s last axis stands for (as many names as entries).
+  /// fit takes them from the training data when the model has none (Dataset::class_names: image
+  /// folders, CSV classes).
+  Model& set_class_names(std::vector<std::string> names, std::size_t output = 0);
+  /// The class names of `output`; empty when none were set.
+  const std::vector<std::string>& class_names(std::size_t output = 0) const;
+  /// States the range of the values input `input` expects: (0, 255) for raw pixels that a
+  /// Rescaling layer inside the model scales.
+  Model& set_input_range(float low, float high, std::size_t input = 0);
+  /// Whether input `input` takes images of any height and width: it reaches a layer that resizes
+  /// or crops (Resizing, CenterCrop, RandomCrop) only through layers that follow any size
+  /// (Rescaling, Normalization per channel, the random augmentation layers). predict() then takes
+  /// images as they were read, each batch of one size.
+  bool takes_any_image_size(std::size_t input = 0) const;
+
   /// The memory of one training step at `micro_batch`, predicted from the layers' shapes and
   /// dtypes, the precision and the optimizer, before anything runs (see MemoryPlan).
   MemoryPlan memory_plan(std::int64_t micro_batch) const;
@@ -480,6 +500,8 @@ class Model {
   std::vector<Metric> metrics_;            // metrics() says which
   std::vector<std::size_t> metric_output_;  // per metric: the output it measures
   std::optional<datasets::Vocabulary> vocabulary_;
+  std::vector<std::vector<std::string>> class_names_;                // per output, set_class_names
+  std::vector<std::optional<std::pair<float, float>>> input_ranges_;  // per input, set_input_range
   RecomputePolicy recompute_policy_;
   std::vector<std::pair<std::size_t, std::size_t>> segments_;  // recomputed, [begin, end)
   // What the last export_onnx wrote, for summary().

@@ -92,6 +92,7 @@ AllocationCeiling building_ceiling(const serialization::SafetensorsFile& file, c
 // its weights.
 Model finished(Model model, const ordered_json& j, const serialization::SafetensorsFile& file, const Reading& top) {
   if (j.contains("vocabulary")) model.set_vocabulary(vocabulary_of(j["vocabulary"], top));
+  if (j.contains("signature")) detail::apply_signature_json(model, j["signature"], top.at("signature"));
   if (j.contains("compile"))
     if (const std::string why = detail::compile_from_json(model, j["compile"], top); !why.empty())
       log::info("{}: the model is not compiled: it was {}; compile it before training it further", top.path, why);
@@ -225,6 +226,7 @@ void Model::save(const std::string& path) const {
     model["outputs"] = outputs_;
   }
   if (compiled()) model["compile"] = detail::compile_json(*this);
+  model["signature"] = detail::signature_json(signature());
   if (vocabulary_)
     model["vocabulary"] = {{"tokenizer", vocabulary_->tokenizer() == datasets::Tokenizer::byte ? "byte" : "character"},
                            {"characters", vocabulary_->characters()}};

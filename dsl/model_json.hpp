@@ -11,6 +11,7 @@
 #include "layer.hpp"
 #include "loss.hpp"
 #include "metrics.hpp"
+#include "signature.hpp"
 #include "../framework/optim/recipe.hpp"
 
 namespace accrue {
@@ -46,5 +47,15 @@ ordered_json compile_json(const Model& model);
 /// Compiles `model` as compile_json described, when every part was saved; otherwise leaves it
 /// uncompiled and returns why (empty once compiled). Fails naming the option that is damaged.
 std::string compile_from_json(Model& model, const ordered_json& j, const Reading& r);
+
+/// InputSignature::layout for samples of `sample`: "NCHW", "NC", "NT" or "N...".
+std::string sample_layout(const Shape& sample, DType dtype);
+/// The signature as a model file keeps it (signature.cpp): every part, for readers of the file.
+ordered_json signature_json(const ModelSignature& signature);
+/// A signature as signature_json wrote it; fails naming the part that is damaged.
+ModelSignature signature_of_json(const ordered_json& j, const Reading& r);
+/// Gives `model` what a user stated in a saved signature: input ranges and class names. Fails
+/// naming the part that is damaged or does not fit the model.
+void apply_signature_json(Model& model, const ordered_json& j, const Reading& r);
 
 }  // namespace accrue::detail

@@ -23,6 +23,7 @@
 
 #include "../framework/core/non_copyable.hpp"
 #include "../framework/core/tensor.hpp"
+#include "signature.hpp"
 
 namespace accrue {
 
@@ -69,6 +70,12 @@ class Graph : NonCopyable {
   std::string layer(const Layer& inner, const std::vector<std::string>& xs);
   /// A line shown beside this layer's nodes in summary() ("gates i,f,g,o -> i,o,f,c").
   void note(std::string text);
+  /// Whether the images (N, C, H, W) of value `x` may be of any height and width: an input the
+  /// model resizes itself (Model::takes_any_image_size), and what layers that follow sizes make of
+  /// it. A layer that resizes reads the size from the value then (ONNX's Shape) instead of writing
+  /// constants for the size it was built for.
+  bool any_image_size(const std::string& x) const;
+  void set_any_image_size(const std::string& x);
 
   /// Used by Model::export_onnx.
   struct Impl;
@@ -97,6 +104,11 @@ Difference compare(const Tensor& onnx, const Tensor& accrue, double atol = 1e-5,
 /// naming the file when it is not an ONNX model or its input is not a tensor of fixed sample shape.
 Shape sample_shape(const std::string& path);
 
+/// What the ONNX file takes and gives: the signature export_onnx wrote into its metadata (input
+/// range, any image size, output meaning, class names), or for a file written elsewhere what its
+/// graph says. Throws naming the file when it is not an ONNX model or its metadata is damaged.
+ModelSignature signature(const std::string& path);
+
 /// Where onnxruntime-node is: $ACCRUE_ONNXRUNTIME_NODE, else default_onnxruntime_folder(). Empty
 /// with the reason in `why` when node or the package is not there.
 std::string onnxruntime_folder(std::string* why = nullptr);
@@ -120,6 +132,13 @@ struct OnnxExportOptions {
   /// With the model's leading Normalization layers (the file takes raw inputs); without, the file
   /// takes inputs already normalized, for a runtime that normalizes on its own.
   bool include_preprocessing = true;
+  /// Where the model takes images of any size (Model::takes_any_image_size), the file does too:
+  /// its input's height and width are free ("height", "width") and the resizing layers compute
+  /// their taps from them. false: the file takes the size the model was built for.
+  bool any_image_size = true;
+  /// A Softmax after each output whose values are logits for a softmax (Model::signature), so that
+  /// the file gives probabilities.
+  bool softmax = false;
   /// Runs the file in ONNX Runtime beside predict at batch 1 and at verify_inputs' batch and
   /// reports the differences (OnnxExport::verification); throws if it cannot run.
   bool verify = false;

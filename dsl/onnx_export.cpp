@@ -15,8 +15,10 @@
 #include "layers/normalization.hpp"
 #include "onnx_graph.hpp"
 #include "model.hpp"
+#include "model_json.hpp"
 #include "../framework/autograd/autograd.hpp"
 #include "../framework/core/files.hpp"
+#include "../framework/serialization/json_text.hpp"
 #include "../framework/ops/ops.hpp"
 
 namespace accrue {
@@ -25,15 +27,46 @@ namespace {
 constexpr int supported_opset = 17;
 constexpr std::int64_t ir_version = 8;  // the IR of opset 17 (ONNX 1.12)
 
+// A value's type and shape; images of any size have a free "height" and "width".
 void describe_value(::onnx::ValueInfoProto* v, const std::string& name, ::onnx::TensorProto::DataType type,
-                    std::int64_t batch, const Shape& sample) {
+                    std::int64_t batch, const Shape& sample, bool any_image_size = false) {
   v->set_name(name);
   ::onnx::TypeProto_Tensor* t = v->mutable_type()->mutable_tensor_type();
   t->set_elem_type(type);
   ::onnx::TensorShapeProto* shape = t->mutable_shape();
   if (batch == onnx::dynamic) shape->add_dim()->set_dim_param("batch");
   else shape->add_dim()->set_dim_value(batch);
-  for (std::int64_t d : sample) shape->add_dim()->set_dim_value(d);
+  for (int d = 0; d < sample.rank(); ++d) {
+    if (any_image_size && d >= 1) shape->add_dim()->set_dim_param(d == 1 ? "height" : "width");
+    else shape->add_dim()->set_dim_value(sample[d]);
+  }
+}
+
+// A Softmax over the last axis of `value`, for an output that gives logits.
+std::string add_softmax(::onnx::GraphProto& graph, const std::string& value) {
+  ::onnx::NodeProto* n = graph.add_node();
+  n->set_op_type("Softmax");
+  n->set_name(value + "/Softmax");
+  n->add_input(value);
+  n->add_output(value + "/probabilities");
+  ::onnx::AttributeProto* axis = n->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(::onnx::AttributeProto::INT);
+  axis->set_i(-1);
+  return n->output(0);
+}
+
+// The signature in the file's metadata, for a program that serves it: all of it as JSON under
+// "accrue.signature", and the first output's class names as a JSON list under "class_names".
+void add_signature(::onnx::ModelProto& model, const ModelSignature& signature) {
+  ::onnx::StringStringEntryProto* entry = model.add_metadata_props();
+  entry->set_key("accrue.signature");
+  entry->set_value(detail::signature_json(signature).dump());
+  if (!signature.outputs.empty() && !signature.outputs[0].class_names.empty()) {
+    entry = model.add_metadata_props();
+    entry->set_key("class_names");
+    entry->set_value(nlohmann::json(signature.outputs[0].class_names).dump());
+  }
 }
 
 // The exported layers start after the leading Normalization layers when preprocessing is left out.
@@ -64,6 +97,34 @@ void name_output(::onnx::GraphProto& graph, const std::string& value, const std:
         return;
       }
   add_identity(graph, value, name);
+}
+
+// A model's output as the graph's output is made of it: the value, whether other nodes read it or it
+// is an input (its name stays for them: the output is an Identity of it), its sample shape.
+struct GraphOutput {
+  std::string value;
+  bool read_elsewhere = false;
+  Shape shape;
+};
+
+// The graph's outputs under the signature's names, a Softmax after those that give logits when
+// options.softmax asks (their signature then says probabilities); returns which got one.
+std::vector<bool> write_outputs(::onnx::GraphProto& graph, const std::vector<GraphOutput>& outputs, ModelSignature& signature,
+                                const OnnxExportOptions& options) {
+  std::vector<bool> softmaxed;
+  for (std::size_t o = 0; o < outputs.size(); ++o) {
+    OutputSignature& out = signature.outputs[o];
+    std::string value = outputs[o].value;
+    softmaxed.push_back(options.softmax && out.softmax_makes_probabilities);
+    if (softmaxed.back()) {
+      value = add_softmax(graph, value);
+      out.meaning = "probabilities", out.softmax_makes_probabilities = false;
+    }
+    if (outputs[o].read_elsewhere && !softmaxed.back()) add_identity(graph, value, out.name);
+    else name_output(graph, value, out.name);
+    describe_value(graph.add_output(), out.name, ::onnx::TensorProto::FLOAT, options.batch, outputs[o].shape);
+  }
+  return softmaxed;
 }
 
 // The model's header: IR, producer, the operator set, the graph's name.
@@ -147,8 +208,9 @@ std::vector<Tensor> verification_inputs(const std::vector<VerifiedInput>& inputs
 
 // The differences between ONNX Runtime's outputs and predict's for `inputs`, at batch 1 (the first
 // sample) and at the whole batch; the file of a chain starts after layer first - 1.
+// `softmaxed`: per output, whether the file applies a softmax to it (OnnxExportOptions::softmax).
 std::vector<onnx::Difference> verify(Model& model, const std::string& path, const std::vector<Tensor>& inputs,
-                                     std::size_t first) {
+                                     std::size_t first, const std::vector<bool>& softmaxed) {
   std::vector<onnx::Difference> out;
   const std::int64_t n = inputs[0].size(0);
   std::vector<std::int64_t> batches{1};
@@ -167,7 +229,7 @@ std::vector<onnx::Difference> verify(Model& model, const std::string& path, cons
     for (Tensor& x : fed) x = x.to(Device::cpu());
     const std::vector<Tensor> got = onnx::run_onnxruntime(path, fed);
     for (std::size_t o = 0; o < expected.size(); ++o) {
-      out.push_back(onnx::compare(got.at(o), expected[o]));
+      out.push_back(onnx::compare(got.at(o), softmaxed[o] ? ops::softmax(expected[o], -1) : expected[o]));
       out.back().batch = batch;
       if (expected.size() > 1) out.back().output = model.output_name(o);
     }
@@ -201,25 +263,80 @@ Difference compare(const Tensor& onnx, const Tensor& accrue, double atol, double
   return d;
 }
 
-Shape sample_shape(const std::string& path) {
+namespace {
+
+::onnx::ModelProto read_model(const std::string& path) {
   require_readable_file(path, "ONNX model");
   std::ifstream in(path, std::ios::binary);
   ::onnx::ModelProto model;
   if (!model.ParseFromIstream(&in) || !model.has_graph())
     throw ValueError(fmt::format("{}: not an ONNX model (it does not parse as one)", path));
   if (model.graph().input_size() == 0) throw ValueError(fmt::format("{}: the ONNX model takes no input", path));
-  const ::onnx::ValueInfoProto& input = model.graph().input(0);
-  if (!input.type().has_tensor_type() || !input.type().tensor_type().has_shape() ||
-      input.type().tensor_type().shape().dim_size() < 1)
-    throw ValueError(fmt::format("{}: input '{}' is not a tensor with a batch dimension", path, input.name()));
+  return model;
+}
+
+// A value's dimensions after the batch: -1 where free.
+std::vector<std::int64_t> sample_dims(const ::onnx::ValueInfoProto& v, const std::string& path) {
+  if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape() || v.type().tensor_type().shape().dim_size() < 1)
+    throw ValueError(fmt::format("{}: '{}' is not a tensor with a batch dimension", path, v.name()));
   std::vector<std::int64_t> dims;
-  const ::onnx::TensorShapeProto& shape = input.type().tensor_type().shape();
-  for (int d = 1; d < shape.dim_size(); ++d) {
-    if (!shape.dim(d).has_dim_value())
-      throw ValueError(fmt::format("{}: input '{}' has a free dimension {} besides the batch", path, input.name(), d));
-    dims.push_back(shape.dim(d).dim_value());
+  const ::onnx::TensorShapeProto& shape = v.type().tensor_type().shape();
+  for (int d = 1; d < shape.dim_size(); ++d) dims.push_back(shape.dim(d).has_dim_value() ? shape.dim(d).dim_value() : -1);
+  return dims;
+}
+
+// What a file written elsewhere says of itself: its graph's inputs and outputs. Images (N, C, H, W)
+// with a free height and width are taken at any size; their values' meaning is unknown.
+ModelSignature signature_of_graph(const ::onnx::GraphProto& graph, const std::string& path) {
+  ModelSignature s;
+  for (const ::onnx::ValueInfoProto& v : graph.input()) {
+    std::vector<std::int64_t> dims = sample_dims(v, path);
+    const bool any = dims.size() == 3 && dims[0] > 0 && dims[1] < 0 && dims[2] < 0;
+    if (any) dims[1] = dims[2] = 1;
+    for (const std::int64_t d : dims)
+      if (d < 1) throw ValueError(fmt::format("{}: input '{}' has a free dimension besides the batch", path, v.name()));
+    const bool ints = v.type().tensor_type().elem_type() == ::onnx::TensorProto::INT32;
+    const Shape shape{std::span<const std::int64_t>(dims)};
+    InputSignature in{.name = v.name(), .shape = shape, .any_image_size = any, .dtype = ints ? DType::i32 : DType::f32};
+    in.layout = accrue::detail::sample_layout(shape, in.dtype);
+    s.inputs.push_back(std::move(in));
   }
+  for (const ::onnx::ValueInfoProto& v : graph.output()) {
+    std::vector<std::int64_t> dims = sample_dims(v, path);
+    for (std::int64_t& d : dims) d = std::max<std::int64_t>(d, 1);
+    OutputSignature out{.name = v.name(), .shape = Shape(std::span<const std::int64_t>(dims))};
+    out.meaning = "values";
+    s.outputs.push_back(std::move(out));
+  }
+  return s;
+}
+
+}  // namespace
+
+Shape sample_shape(const std::string& path) {
+  const ::onnx::ModelProto model = read_model(path);
+  const std::vector<std::int64_t> dims = sample_dims(model.graph().input(0), path);
+  for (std::size_t d = 0; d < dims.size(); ++d)
+    if (dims[d] < 0)
+      throw ValueError(fmt::format("{}: input '{}' has a free dimension {} besides the batch", path,
+                                   model.graph().input(0).name(), d + 1));
   return Shape(std::span<const std::int64_t>(dims));
+}
+
+ModelSignature signature(const std::string& path) {
+  const ::onnx::ModelProto model = read_model(path);
+  for (const ::onnx::StringStringEntryProto& entry : model.metadata_props()) {
+    if (entry.key() != "accrue.signature") continue;
+    const accrue::detail::Reading r{path, "its accrue.signature metadata"};
+    try {
+      return accrue::detail::signature_of_json(parse_json<accrue::detail::ordered_json>(entry.value(), "the signature"), r);
+    } catch (const JsonError& e) {
+      r.fail(e.what());
+    } catch (const nlohmann::json::exception& e) {
+      r.fail(fmt::format("damaged ({})", accrue::detail::json_reason(e)));
+    }
+  }
+  return signature_of_graph(model.graph(), path);
 }
 
 std::string Difference::str() const {
@@ -269,9 +386,8 @@ OnnxExport Model::export_onnx(const std::string& path, const OnnxExportOptions& 
   onnx::Graph graph(options.opset);
   onnx::Graph::Impl& g = graph.impl();
   start_model(g, options.opset, name_);
-  // Each value's name in the file: a chain's "input" and "output", a graph's inputs and outputs
-  // by their names. An input is int32 where it is declared so or an Embedding reads it (its
-  // vocabulary then draws the verification's tokens).
+  // Each value's name in the file: the signature's. An input is int32 where it is declared so or an
+  // Embedding reads it (its vocabulary then draws the verification's tokens).
   std::vector<std::string> names(inputs_.size() + nodes_.size());
   std::vector<VerifiedInput> verified_inputs;
   for (std::size_t i = 0; i < inputs_.size(); ++i) {
@@ -279,8 +395,10 @@ OnnxExport Model::export_onnx(const std::string& path, const OnnxExportOptions& 
     const bool tokens = vocab > 0 || inputs_[i].dtype == DType::i32;
     names[i] = chain ? "input" : inputs_[i].name;
     const Shape sample = chain ? layers_[nodes_[first].layer]->input_shape() : *inputs_[i].shape;
+    const bool any_size = options.any_image_size && takes_any_image_size(i);
     describe_value(g.graph->add_input(), names[i], tokens ? ::onnx::TensorProto::INT32 : ::onnx::TensorProto::FLOAT,
-                   options.batch, sample);
+                   options.batch, sample, any_size);
+    if (any_size) graph.set_any_image_size(names[i]);
     verified_inputs.push_back({sample, vocab, tokens ? DType::i32 : DType::f32});
   }
   if (chain && first > 0) names[node_value(first - 1)] = "input";
@@ -292,27 +410,27 @@ OnnxExport Model::export_onnx(const std::string& path, const OnnxExportOptions& 
     for (const std::size_t v : nodes_[k].inputs) xs.push_back(names[v]);
     try {
       names[node_value(k)] = g.top_layer(k, layer, xs, result.layers.back());
+      if (layer.image_sizes() == Layer::ImageSizes::follows && xs.size() == 1 && graph.any_image_size(xs[0]))
+        graph.set_any_image_size(names[node_value(k)]);
     } catch (Error& e) {
       e.prepend(fmt::format("export_onnx to {}: layer {}: ", path, k));
       throw;
     }
   }
-  // An output read by other nodes too keeps its name for them, and the graph's output is an
-  // Identity of it.
-  for (std::size_t o = 0; o < outputs_.size(); ++o) {
-    const std::string name = chain ? "output" : output_name(o);
-    const std::size_t v = outputs_[o];
+  ModelSignature signature = this->signature();
+  std::vector<GraphOutput> outputs;
+  for (const std::size_t v : outputs_) {
     const bool read = std::any_of(nodes_.begin(), nodes_.end(),
                                   [&](const GraphNode& n) { return std::find(n.inputs.begin(), n.inputs.end(), v) != n.inputs.end(); });
-    if (read || v < inputs_.size()) add_identity(*g.graph, names[v], name);
-    else name_output(*g.graph, names[v], name);
-    describe_value(g.graph->add_output(), name, ::onnx::TensorProto::FLOAT, options.batch, value_shape(v));
+    outputs.push_back({names[v], read || v < inputs_.size(), value_shape(v)});
   }
+  const std::vector<bool> softmaxed = write_outputs(*g.graph, outputs, signature, options);
+  add_signature(g.model, signature);
   write_checked(g.model, path);
   onnx_layers_ = result.layers;
   onnx_path_ = path;
   if (options.verify)
-    result.verification = verify(*this, path, verification_inputs(verified_inputs, options.verify_inputs), first);
+    result.verification = verify(*this, path, verification_inputs(verified_inputs, options.verify_inputs), first, softmaxed);
   return result;
 }
 

@@ -144,6 +144,10 @@ std::string Graph::scalar(float value) {
   return name;
 }
 
+bool Graph::any_image_size(const std::string& x) const { return impl_->any_image_size.contains(x); }
+
+void Graph::set_any_image_size(const std::string& x) { impl_->any_image_size.insert(x); }
+
 std::string Graph::layer(const Layer& inner, const std::string& x) {
   impl_->scope.push_back(inner.name());
   const std::string y = inner.to_onnx(*this, x);

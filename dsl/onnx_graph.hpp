@@ -4,6 +4,7 @@
 // onnx headers.
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,8 @@ struct Graph::Impl {
   std::map<std::string, std::string> constants;
   // Where the top-level layer being written records its nodes.
   LayerRecord* recording = nullptr;
+  // The values whose images may be of any height and width.
+  std::set<std::string> any_image_size;
 
   std::string prefix() const;
   std::string fresh(const std::string& base);

@@ -155,6 +155,9 @@ std::string Model::summary_str(std::optional<std::int64_t> batch) const {
     out += fmt::format(" * recomputed in backward ({}): {} segment{}\n", recompute_policy_.str(), segments_.size(),
                        segments_.size() == 1 ? "" : "s");
   if (compiled()) out += fmt::format(" Optimizer: {}, loss: {}\n", recipe_.str(), losses_str());
+  const std::string lines = signature().str();
+  for (std::size_t at = 0, end; (end = lines.find('\n', at)) != std::string::npos; at = end + 1)
+    out += " " + lines.substr(at, end - at + 1);
   if (plan) out += plan->str() + "\n";
   if (!onnx_layers_.empty()) out += OnnxExport{.path = onnx_path_, .layers = onnx_layers_}.str();
   return out;

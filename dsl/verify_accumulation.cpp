@@ -5,6 +5,7 @@
 
 #include <fmt/ranges.h>
 
+#include "layers/augmentation.hpp"
 #include "layers/dropout.hpp"
 #include "../datasets/loader.hpp"
 #include "../framework/autograd/autograd.hpp"
@@ -55,9 +56,14 @@ std::vector<std::int64_t> window_sizes(const Dataset& data, const AccumulationCh
   return sizes;
 }
 
-// The outputs' summed losses for `batch`, weighted and added as Model::weighted_loss does.
-Tensor weighted_total(Model& model, const Example& batch, const std::function<double(std::size_t)>& factor) {
-  return model.weighted_loss(model.loss_sums(model.forward(batch.inputs), batch.targets), factor);
+// Backward of the outputs' summed losses for `batch`, samples [first, first + its size) of the
+// data, weighted and added as Model::weighted_loss does. The random augmentation layers draw for
+// those samples as fit would in epoch 0 of seed 0, which is how data.slice reads them.
+void backward_of(Model& model, const Example& batch, std::int64_t first, const std::function<double(std::size_t)>& factor) {
+  std::vector<std::int64_t> samples(static_cast<std::size_t>(batch.inputs.at(0).size(0)));
+  std::iota(samples.begin(), samples.end(), first);
+  const layers::AugmentationKeys keys{0, 0, samples};
+  model.weighted_loss(model.loss_sums(model.forward(batch.inputs), batch.targets), factor).backward();
 }
 
 // The window accumulated as fit accumulates it: each process's part of each micro-batch forward,
@@ -77,13 +83,13 @@ std::vector<std::int64_t> accumulate_window(Model& model, const Dataset& data, c
     if (first < end) {
       const Example mine = data.slice(begin + first, begin + end);
       const std::vector<std::int64_t> mine_units = model.loss_units(mine.targets);
-      weighted_total(model, mine, [&](std::size_t o) {
+      backward_of(model, mine, begin + first, [&](std::size_t o) {
         return loss_weight(options.normalization, {.units = mine_units[o],
                                                    .window_units = window_units[o],
                                                    .window_micro_batches = static_cast<int>(sizes.size()),
                                                    .processes = n,
                                                    .summed_loss = model.losses()[o].loss.reduction() == Reduction::sum});
-      }).backward();
+      });
     }
     begin += size;
   }
@@ -171,10 +177,10 @@ AccumulationCheck verify_accumulation(Model& model, const Dataset& given, const 
   std::vector<std::vector<float>> accumulated = take_gradients(params);
   sum_over_processes(accumulated, options.distributed);
   // One batch of all of them, on every process.
-  weighted_total(model, all, [&](std::size_t o) {
+  backward_of(model, all, 0, [&](std::size_t o) {
     const bool mean = model.losses()[o].loss.reduction() == Reduction::mean;
     return mean ? 1.0 / static_cast<double>(total_units[o]) : 1.0;
-  }).backward();
+  });
   const std::vector<std::vector<float>> large = take_gradients(params);
 
   AccumulationCheck check;

@@ -4,9 +4,11 @@
 // as Keras's), then a small MLP with Adam.
 //
 //   09_tabular_csv [--data FILE] [--epochs 40] [--batch-size 32] [--lr 1e-3] [--seed 0] [--verbose 0|1|2]
+//                  [--save-model PATH] [--export-onnx PATH]
 //
 // Any CSV whose last column is the class works with --data; --header says its first row names the
 // columns, --skip-rows skips lines before it (scikit-learn's first line of counts and class names).
+// --save-model and --export-onnx write the model with its Normalization and the table's class names.
 // Ends with the test split's "Accuracy: X%".
 
 #include <limits>
@@ -25,6 +27,8 @@ int main(int argc, char** argv) {
   common.data = "/usr/lib/python3/dist-packages/sklearn/datasets/data/breast_cancer.csv";
   common.add_to(app, "The CSV file (default: scikit-learn's breast_cancer.csv, from Debian's python3-sklearn)");
   common.add_report_flag(app);
+  examples::ModelOutputs outputs;
+  outputs.add_to(app);
   app.add_option("--batch-size", batch_size, "Samples per batch")->check(examples::whole_number(1, 1 << 20));
   app.add_option("--lr", lr, "Adam's learning rate")->check(examples::finite_number(0));
   app.add_option("--verbose", verbose, "0 silent, 1 progress bar on a terminal, 2 one line per epoch")
@@ -35,6 +39,7 @@ int main(int argc, char** argv) {
 
   return examples::run_example(app, argc, argv, [&] {
     common.check_report({{common.data, "the table"}});
+    outputs.check({{common.data, "the table"}});
     manual_seed(common.seed);
     const datasets::CsvOptions read{.header = header, .skip_rows = skip_rows};
     const Dataset table = datasets::csv(common.data, read);
@@ -58,6 +63,8 @@ int main(int argc, char** argv) {
                       .verbose = common.speaks() ? verbose : 0,
                       .distributed = common.distributed});
     const Evaluation result = model.evaluate(test);
-    if (common.speaks()) common.print_accuracy(result["accuracy"]);
+    if (!common.speaks()) return;
+    outputs.write(model, common, test.take(7).inputs());
+    common.print_accuracy(result["accuracy"]);
   });
 }

@@ -2,13 +2,16 @@
 // (https://www.cs.toronto.edu/~kriz/cifar.html, "CIFAR-10 binary version (suitable for C
 // programs)", 162 MB): unpack it and pass the folder cifar-10-batches-bin with --data.
 // Augmentation as the ResNet papers train CIFAR: random 32x32 crops of the image padded by 4 and
-// horizontal flips, then normalization with CIFAR-10's channel means and deviations. SGD with
-// Nesterov momentum and weight decay, a cosine schedule.
+// horizontal flips; the model's first layer normalizes with CIFAR-10's channel means and deviations,
+// so that a saved model takes images as they are read. SGD with Nesterov momentum and weight decay,
+// a cosine schedule.
 //
 //   11_cifar10 --data DIR [--epochs 30] [--batch-size 128] [--accumulate 1] [--lr 0.1] [--width 32]
 //              [--limit N] [--workers -1] [--seed 0] [--verbose 0|1|2] [--device best|cpu|cuda] [--amp]
+//              [--save-model PATH] [--export-onnx PATH]
 //
-// --limit trains on the first N training images only (a quick look on a CPU).
+// --limit trains on the first N training images only (a quick look on a CPU). The saved model
+// names CIFAR-10's classes (from batches.meta.txt).
 // Ends with the test set's "Accuracy: X%".
 
 #include <limits>
@@ -44,6 +47,8 @@ int main(int argc, char** argv) {
   double lr = 0.1;
   common.add_to(app, "CIFAR-10's binary folder (cifar-10-batches-bin)");
   common.add_report_flag(app);
+  examples::ModelOutputs outputs;
+  outputs.add_to(app);
   app.add_option("--batch-size", batch_size, "Samples per micro-batch")->check(examples::whole_number(1, 1 << 20));
   app.add_option("--accumulate", accumulate, "Micro-batches per optimizer step")->check(examples::whole_number(1, 1 << 20));
   app.add_option("--lr", lr, "SGD's peak learning rate")->check(examples::finite_number(0));
@@ -60,19 +65,23 @@ int main(int argc, char** argv) {
       throw ValueError("--data: name the folder of CIFAR-10's binary version (cifar-10-batches-bin, from "
                        "https://www.cs.toronto.edu/~kriz/cifar.html)");
     common.check_report({{common.data, "CIFAR-10"}});
+    outputs.check({{common.data, "CIFAR-10"}});
     manual_seed(common.seed);
     datasets::Cifar cifar = datasets::cifar10(common.data);
-    const transforms::Normalize normalize{{0.4914f, 0.4822f, 0.4465f}, {0.2470f, 0.2435f, 0.2616f}};
     const Dataset train_images = limit > 0 ? cifar.train.take(limit) : cifar.train;
-    const Dataset train = train_images.map({transforms::RandomCrop{32, {.padding = 4}}, transforms::RandomHorizontalFlip{}, normalize});
-    const Dataset test = cifar.test.map({normalize});
+    const Dataset train = train_images.map({transforms::RandomCrop{32, {.padding = 4}}, transforms::RandomHorizontalFlip{}});
+    const Dataset& test = cifar.test;
     if (common.speaks()) {
       std::string classes;  // from the folder's batches.meta.txt: escaped, a name may hold anything
       for (const std::string& name : cifar.classes) classes += (classes.empty() ? "" : ", ") + printable_name(name);
       fmt::print("CIFAR-10 from {}: {} training and {} test images of {}\n", common.data, train.size(), test.size(), classes);
     }
 
-    Sequential model{layers::Input{3, 32, 32}};
+    // The normalization is in the model, so that a saved model takes images in [0, 1] as they are read.
+    const std::vector<float> mean{0.4914f, 0.4822f, 0.4465f}, std{0.2470f, 0.2435f, 0.2616f};
+    Sequential model{layers::Input{3, 32, 32},
+                     layers::Normalization{{.axis = 0, .mean = mean, .variance = {std[0] * std[0], std[1] * std[1], std[2] * std[2]}}}};
+    model.set_input_range(0, 1);
     add_conv(model, width);
     add_residual(model, width);
     add_conv(model, 2 * width, 2);
@@ -94,6 +103,8 @@ int main(int argc, char** argv) {
                       .verbose = common.speaks() ? verbose : 0,
                       .distributed = common.distributed});
     const Evaluation result = model.evaluate(test);
-    if (common.speaks()) common.print_accuracy(result["accuracy"]);
+    if (!common.speaks()) return;
+    outputs.write(model, common, test.take(7).to_memory().inputs());
+    common.print_accuracy(result["accuracy"]);
   });
 }

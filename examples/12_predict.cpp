@@ -1,21 +1,29 @@
-// Classifies images with a model saved by Sequential::save, with none of the model's code: the
-// inference half of a program that trains elsewhere. With --onnx, MODEL is an ONNX file written by
-// export_onnx, run by ONNX Runtime (onnx::run_onnxruntime) instead of Accrue: the same classes.
+// Classifies images with a saved model, with none of the model's code: the serving half of a
+// program that trains elsewhere. The model says what it takes and gives (Model::signature; an ONNX
+// file's metadata, onnx::signature), and each image is given to it as it says:
+//   - a model that takes images of any size (its preprocessing inside it: Resizing, CenterCrop,
+//     Rescaling, as 10_image_folder trains them) gets each file's pixels as
+//     decoded, in [0, 255], and does to them exactly what training did;
+//   - a model of one input size gets the file resized to it as datasets::image_folder reads
+//     samples, in [0, 255] where the model states that range, else in [0, 1].
+// It prints the --top most probable classes of each image by the model's class names (or
+// --classes), with probabilities (the softmax of logits; the values of a model that ends in one).
+// With --onnx, MODEL is an ONNX file written by export_onnx, run by ONNX Runtime: the same classes.
 //
 //   12_predict [--onnx] MODEL FILE... [--top 3] [--classes fashion_mnist|NAME,NAME,...] [--first 5]
 //
-// Each FILE is a PNG or JPEG image (decoded, converted and resized to the model's input shape as
-// datasets::image_folder reads samples) or an IDX file of images such as FashionMNIST's
-// t10k-images-idx3-ubyte (its first --first images, in [0, 1]). For each image it prints the --top
-// most probable classes (the softmax of the model's outputs), by name with --classes.
+// A FILE is a PNG or JPEG image, or an IDX file of images such as FashionMNIST's
+// t10k-images-idx3-ubyte (its first --first images).
 //
+//   10_image_folder --epochs 3 --save-model stamps.safetensors --export-onnx stamps.onnx
+//   12_predict stamps.safetensors /usr/share/tuxpaint/stamps/animals/birds/*.png
+//   12_predict --onnx stamps.onnx /usr/share/tuxpaint/stamps/animals/birds/*.png
 //   01_fashion_mnist_mlp --epochs 2 --save-model mlp.safetensors
 //   12_predict mlp.safetensors /usr/share/dataset-fashion-mnist/t10k-images-idx3-ubyte.gz --classes fashion_mnist
-//   01_fashion_mnist_mlp --epochs 2 --export-onnx mlp.onnx
-//   12_predict --onnx mlp.onnx /usr/share/dataset-fashion-mnist/t10k-images-idx3-ubyte.gz --classes fashion_mnist
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <numeric>
 
 #include "example_options.hpp"
@@ -24,17 +32,18 @@ using namespace accrue;
 
 namespace {
 
-// --classes: FashionMNIST's ten names, or those given; none gives "class K".
-std::vector<std::string> class_names(const std::string& classes) {
+// --classes: FashionMNIST's ten names, or those given; none: the model's own.
+std::vector<std::string> class_names(const std::string& classes, const std::vector<std::string>& own) {
+  if (classes.empty()) return own;
   std::vector<std::string> names;
   if (classes == "fashion_mnist") {
     for (int k = 0; k < 10; ++k) names.emplace_back(datasets::fashion_mnist_class_name(k));
-  } else if (!classes.empty()) {
-    std::size_t at = 0;
-    for (std::size_t comma; (comma = classes.find(',', at)) != std::string::npos; at = comma + 1)
-      names.push_back(classes.substr(at, comma - at));
-    names.push_back(classes.substr(at));
+    return names;
   }
+  std::size_t at = 0;
+  for (std::size_t comma; (comma = classes.find(',', at)) != std::string::npos; at = comma + 1)
+    names.push_back(classes.substr(at, comma - at));
+  names.push_back(classes.substr(at));
   return names;
 }
 
@@ -42,15 +51,18 @@ std::string class_name(std::int64_t k, const std::vector<std::string>& names) {
   return k < static_cast<std::int64_t>(names.size()) ? names[static_cast<std::size_t>(k)] : fmt::format("class {}", k);
 }
 
-// (label, batch of samples) for one FILE argument.
-std::vector<std::pair<std::string, Tensor>> inputs_of(const std::string& file, const Shape& sample, std::int64_t first) {
+// Whether the input takes values in [0, 255] rather than [0, 1].
+bool takes_raw_pixels(const InputSignature& in) { return in.any_image_size || (in.range && in.range->second > 1.0f); }
+
+// (label, batch of one sample) for one FILE argument, as the model's input takes it.
+std::vector<std::pair<std::string, Tensor>> inputs_of(const std::string& file, const InputSignature& in, std::int64_t first) {
   // By the file's first bytes, not its name: PNG and JPEG have signatures, anything else is read as IDX.
   require_readable_file(file, "image or IDX file");
   std::string head(8, '\0');
   std::ifstream(file, std::ios::binary).read(head.data(), static_cast<std::streamsize>(head.size()));
+  const Shape& sample = in.shape;
   if (!datasets::looks_like_image(head)) {
-    const datasets::IdxArray images = datasets::read_idx(file);
-    Tensor all = datasets::idx_to_float(images, 1.0f / 255.0f);
+    const Tensor all = datasets::idx_to_float(datasets::read_idx(file), takes_raw_pixels(in) ? 1.0f : 1.0f / 255.0f);
     if (all.rank() < 1 || all.shape()[0] == 0) throw IoError(fmt::format("{}: holds no images", file));
     const std::int64_t n = std::min(first, all.shape()[0]);
     ACCRUE_CHECK_SHAPE(all.shape().numel() / all.shape()[0] == sample.numel(),
@@ -62,14 +74,17 @@ std::vector<std::pair<std::string, Tensor>> inputs_of(const std::string& file, c
     return out;
   }
   ACCRUE_CHECK_SHAPE(sample.rank() == 3, "{}: an image, but the model takes samples of {}, not (channels, height, width)", file, sample);
-  Tensor image = datasets::read_image_sample(
-      file, {.image_size = Size2{sample[1], sample[2]}, .channels = static_cast<int>(sample[0])});
-  return {{file, image.reshape(sample.prepend(1))}};
+  const auto channels = static_cast<int>(sample[0]);
+  const Tensor image = in.any_image_size
+                           ? datasets::read_image_pixels(file, channels)
+                           : datasets::read_image_sample(file, {.image_size = Size2{sample[1], sample[2]}, .channels = channels,
+                                                                .raw_pixels = takes_raw_pixels(in)});
+  return {{file, image.reshape(image.shape().prepend(1))}};
 }
 
-// "label: Name (p%), Name (p%)": the `top` most probable classes of `logits`.
-std::string top_classes(const std::string& label, const Tensor& logits, std::int64_t top, const std::vector<std::string>& names) {
-  const std::vector<float> p = ops::softmax(logits, -1).to_vector<float>();
+// "label: Name (p%), Name (p%)": the `top` most probable classes of one sample's `p`.
+std::string top_classes(const std::string& label, const std::vector<float>& p, std::int64_t top,
+                        const std::vector<std::string>& names) {
   std::vector<std::int64_t> order(p.size());
   std::iota(order.begin(), order.end(), 0);
   const auto shown = static_cast<std::ptrdiff_t>(std::min<std::size_t>(static_cast<std::size_t>(top), p.size()));
@@ -81,6 +96,25 @@ std::string top_classes(const std::string& label, const Tensor& logits, std::int
     line += fmt::format("{} {} ({:.1f}%)", r == 0 ? "" : ",", class_name(k, names), 100.0 * at(k));
   }
   return line;
+}
+
+// Each sample's output, running the samples of one shape together (images of any size come in
+// their own sizes): one run of ONNX Runtime's process per shape.
+std::vector<Tensor> outputs_of(const std::vector<Tensor>& samples, const std::function<Tensor(const Tensor&)>& run) {
+  std::map<std::vector<std::int64_t>, std::vector<std::size_t>> by_shape;
+  for (std::size_t i = 0; i < samples.size(); ++i)
+    by_shape[{samples[i].shape().begin(), samples[i].shape().end()}].push_back(i);
+  std::vector<Tensor> out(samples.size());
+  for (const auto& [shape, indices] : by_shape) {
+    std::vector<Tensor> batch;
+    for (const std::size_t i : indices) batch.push_back(samples[i]);
+    const Tensor y = run(ops::cat(batch, 0));
+    for (std::size_t k = 0; k < indices.size(); ++k) {
+      const auto row = static_cast<std::int64_t>(k);
+      out[indices[k]] = y.narrow(row, row + 1);
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -96,26 +130,31 @@ int main(int argc, char** argv) {
   app.add_flag("--onnx", use_onnx, "MODEL is an ONNX file (export_onnx, --export-onnx), run in ONNX Runtime");
   app.add_option("--top", top, "Classes printed per image")->check(examples::whole_number(1, 1000));
   app.add_option("--first", first, "Images taken from each IDX file")->check(examples::whole_number(1, 1000000));
-  app.add_option("--classes", classes, "fashion_mnist, or the class names in order, separated by commas");
+  app.add_option("--classes", classes, "fashion_mnist, or the class names in order, separated by commas (default: the model's)");
   return examples::run_example(app, argc, argv, [&] {
     std::optional<Model> model;
     if (!use_onnx) model = load_model(model_path);
-    const Shape sample = use_onnx ? onnx::sample_shape(model_path) : *model->input_shape();
-    const std::vector<std::string> names = class_names(classes);
+    const ModelSignature signature = use_onnx ? onnx::signature(model_path) : model->signature();
+    ACCRUE_CHECK(signature.inputs.size() == 1 && signature.outputs.size() == 1,
+                 "{}: the model takes {} inputs and gives {} outputs; 12_predict serves models of one of each", model_path,
+                 signature.inputs.size(), signature.outputs.size());
+    const OutputSignature& output = signature.outputs[0];
+    const std::vector<std::string> names = class_names(classes, output.class_names);
     std::vector<std::string> labels;
-    std::vector<Tensor> batch;
+    std::vector<Tensor> samples;
     for (const std::string& file : files)
-      for (auto& [label, x] : inputs_of(file, sample, first)) {
+      for (auto& [label, x] : inputs_of(file, signature.inputs[0], first)) {
         labels.push_back(label);
-        batch.push_back(x);
+        samples.push_back(x);
       }
-    // Every image in one batch: one run of ONNX Runtime's process for them all.
-    const Tensor x = ops::cat(batch, 0);
-    const Tensor logits = use_onnx ? onnx::run_onnxruntime(model_path, {x}).at(0) : model->predict(x, 32);
-    const std::int64_t classes_out = logits.shape().numel() / logits.size(0);
+    const std::vector<Tensor> logits = outputs_of(samples, [&](const Tensor& x) {
+      return use_onnx ? onnx::run_onnxruntime(model_path, {x}).at(0) : model->predict(x, 32);
+    });
+    // Probabilities as they are where the model gives them, else the softmax of what it gives.
+    const bool given = output.meaning.starts_with("probabilities");
     for (std::size_t i = 0; i < labels.size(); ++i) {
-      const auto row = static_cast<std::int64_t>(i);
-      fmt::print("{}\n", top_classes(labels[i], logits.narrow(row, row + 1).reshape(Shape{classes_out}), top, names));
+      const Tensor row = logits[i].reshape(Shape{logits[i].numel()});
+      fmt::print("{}\n", top_classes(labels[i], (given ? row : ops::softmax(row, -1)).to_vector<float>(), top, names));
     }
   });
 }

@@ -57,7 +57,8 @@ int main(int argc, char** argv) {
   CLI::App app{"Fine-tune an ImageNet ResNet-18 on a folder of images sorted into class folders"};
   examples::ExampleOptions common{.epochs = 6};
   common.data = "/usr/share/tuxpaint/stamps";
-  std::string weights, save_model, export_onnx;
+  std::string weights;
+  examples::ModelOutputs outputs;
   std::int64_t batch_size = 8, image_size = 72, crop = 64, train_images = 0;
   int accumulate = 4, head_epochs = 3, verbose = 1;
   double lr = 1e-3;
@@ -71,16 +72,13 @@ int main(int argc, char** argv) {
   app.add_option("--accumulate", accumulate, "Micro-batches per optimizer step")->check(examples::whole_number(1, 1 << 20));
   app.add_option("--lr", lr, "AdamW's learning rate for the head (a tenth of it once layer4 is unfrozen)")->check(examples::finite_number(0));
   app.add_option("--train-images", train_images, "Train on the first N training images only (0: all)")->check(examples::whole_number(0, 1 << 30));
-  app.add_option("--save-model", save_model, "Write the fine-tuned model to this safetensors file (load_model, 12_predict)");
-  app.add_option("--export-onnx", export_onnx, "Write the fine-tuned model to this ONNX file");
+  outputs.add_to(app);
   app.add_option("--verbose", verbose, "0 silent, 1 progress bar on a terminal, 2 one line per epoch")->check(examples::whole_number(0, 2));
 
   return examples::run_example(app, argc, argv, [&] {
     if (crop > image_size) throw ValueError(fmt::format("--crop {} is larger than --image-size {}", crop, image_size));
     const examples::ExampleOptions::Inputs inputs{{common.data, "the images"}, {weights, "the --weights file"}};
-    if (!save_model.empty()) require_output_file(save_model, "--save-model", inputs);
-    if (!export_onnx.empty()) require_output_file(export_onnx, "--export-onnx", inputs);
-    require_distinct_outputs({{save_model, "--save-model"}, {export_onnx, "--export-onnx"}});
+    outputs.check(inputs);
     manual_seed(common.seed);
     const auto [train_images_all, validation_images] =
         datasets::image_folder_split(common.data, {.image_size = image_size, .validation_split = 0.2, .seed = common.seed});
@@ -123,8 +121,7 @@ int main(int argc, char** argv) {
     const Evaluation result = net.evaluate(validation);
     if (!common.speaks()) return;
     fmt::print("Trained in {:.1f} s\n", seconds);
-    if (!save_model.empty()) net.save(save_model), fmt::print("Saved the model to {}\n", save_model);
-    if (!export_onnx.empty()) examples::export_to_onnx(net, export_onnx);
+    outputs.write(net, common);
     common.print_accuracy(result["accuracy"]);
   });
 }

@@ -205,6 +205,35 @@ struct ExampleOptions {
   }
 };
 
+/// --save-model and --export-onnx, as the training examples take them: checked before training
+/// (each can be written, they differ, neither is an input), written after it.
+struct ModelOutputs {
+  std::string save_model, export_onnx;
+
+  void add_to(CLI::App& app) {
+    app.add_option("--save-model", save_model, "Write the trained model to this safetensors file (load_model, 12_predict)");
+    app.add_option("--export-onnx", export_onnx, "Write the trained model to this ONNX file, checked in ONNX Runtime where installed");
+  }
+  /// Before any work: refuses outputs that would replace one of `inputs` or each other.
+  void check(const ExampleOptions::Inputs& inputs) const {
+    if (!save_model.empty()) require_output_file(save_model, "--save-model", inputs);
+    if (!export_onnx.empty()) require_output_file(export_onnx, "--export-onnx", inputs);
+    require_distinct_outputs({{save_model, "--save-model"}, {export_onnx, "--export-onnx"}});
+  }
+  /// After training: what was asked for, the export checked on `samples` (export_to_onnx), each
+  /// linked in the --report page of `common`.
+  void write(Model& model, const ExampleOptions& common, const Tensor& samples = {}) const {
+    if (!save_model.empty()) {
+      model.save(save_model);
+      fmt::print("Saved the model to {}\n", save_model);
+      common.link_in_report("the whole model", save_model);
+    }
+    if (!export_onnx.empty()) {
+      export_to_onnx(model, export_onnx, samples);
+      common.link_in_report("ONNX model", export_onnx);
+    }
+  }
+};
 
 namespace detail {
 // Under mpirun, a process's standard output is a pipe to mpirun, which writes it on and exits 0

@@ -224,6 +224,39 @@ Image resize(const Image& image, Size2 size, Interpolation interpolation, bool a
              : resample_columns(wide, size.h, filter_taps(image.height, size.h, interpolation, antialias));
 }
 
+std::vector<float> resize_matrix(std::int64_t in, std::int64_t out, Interpolation interpolation, bool antialias) {
+  ACCRUE_CHECK_SHAPE(in >= 1 && out >= 1, "transforms: resizing {} pixels to {}", in, out);
+  std::vector<float> m(static_cast<std::size_t>(out * in), 0.0f);
+  if (interpolation == Interpolation::nearest) {
+    // resize_nearest's source pixel, computed as it computes it.
+    const float s = static_cast<float>(in) / static_cast<float>(out);
+    for (std::int64_t i = 0; i < out; ++i)
+      m[static_cast<std::size_t>(i * in + std::min(static_cast<std::int64_t>(std::floor(static_cast<float>(i) * s)), in - 1))] = 1.0f;
+    return m;
+  }
+  if (in == out) {
+    for (std::int64_t i = 0; i < out; ++i) m[static_cast<std::size_t>(i * in + i)] = 1.0f;
+    return m;
+  }
+  const Taps taps = filter_taps(in, out, interpolation, antialias);
+  for (std::int64_t i = 0; i < out; ++i)
+    for (std::int64_t j = 0; j < taps.count[static_cast<std::size_t>(i)]; ++j)
+      m[static_cast<std::size_t>(i * in + taps.first[static_cast<std::size_t>(i)] + j)] =
+          taps.weights[static_cast<std::size_t>(i * taps.stride + j)];
+  return m;
+}
+
+// In whole numbers (Keras divides in float32), so that an ONNX graph computes the same window.
+Window aspect_ratio_window(std::int64_t height, std::int64_t width, Size2 target) {
+  std::int64_t h = height, w = height * target.w / target.h;
+  if (w > width) {
+    w = width;
+    h = width * target.h / target.w;
+  }
+  h = std::max<std::int64_t>(h, 1), w = std::max<std::int64_t>(w, 1);
+  return {(height - h) / 2, (width - w) / 2, h, w};
+}
+
 Image center_crop(const Image& image, Size2 size) {
   Image source = image;
   if (size.w > image.width || size.h > image.height) {

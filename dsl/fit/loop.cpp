@@ -5,6 +5,7 @@
 #include <deque>
 
 #include "training_run.hpp"
+#include "../layers/augmentation.hpp"
 #include "../../framework/autograd/autograd.hpp"
 #include "../../framework/core/log.hpp"
 #include "../../framework/ops/ops.hpp"
@@ -28,6 +29,7 @@ History TrainingRun::fit() {
         const std::optional<Batch> batch = next_batch(slot, record);  // none for the rest of a dropped window
         try {
           if (batch) {
+            const layers::AugmentationKeys keys{data_.loader().options().seed, epoch, batch->samples};  // random layers' draws
             const MicroBatchLoss loss = forward(*batch, record);  // the model, the summed loss, an inf or NaN guard
             if (!skips_backward()) backward(slot, weighted_loss(slot, loss, record));
             update_metrics(loss, *batch);

@@ -37,6 +37,16 @@ void warn_batch_statistics(const Model& model, const StepPlan& plan, std::int64_
   }
 }
 
+// The training data's class names (an image folder's, a CSV file's) for a model of one output that
+// has none and gives one entry per class (or one for two classes), so that its file names them.
+void take_class_names(Model& model, const Dataset& train) {
+  const std::vector<std::string>& names = train.class_names();
+  if (names.empty() || model.output_count() != 1 || !model.class_names().empty()) return;
+  const Shape out = model.output_shape();
+  const auto count = static_cast<std::int64_t>(names.size());
+  if (out.rank() == 1 && (out[0] == count || (out[0] == 1 && count == 2))) model.set_class_names(names);
+}
+
 }  // namespace
 
 TrainingRun::TrainingRun(Model& model, const Dataset& train, std::optional<Dataset> validation,
@@ -75,6 +85,7 @@ void TrainingRun::prepare_model() {
   const TrainerOptions& options = options_;
   const bool first = processes_.rank() == 0;
   if (model.input_count() == 1) model.build(train.sample_shape());  // a model of several inputs is built already
+  take_class_names(model, train);
   if (options.recompute) model.recompute(*options.recompute);  // before the budget plans the micro-batch
   state_.batch_size = options.batch_size;
   plan_memory();

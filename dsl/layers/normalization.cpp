@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <utility>
 
 #include "../../framework/autograd/autograd.hpp"
 #include "../../framework/ops/ops.hpp"
@@ -12,6 +13,13 @@ namespace accrue::layers {
 
 Normalization::Normalization(NormalizationOptions options) : options_(std::move(options)) {
   if (!options_.name.empty()) set_name(options_.name);
+  ACCRUE_CHECK(options_.mean.size() == options_.variance.size(),
+               "Normalization: {} means and {} variances; give one of each per feature, or neither", options_.mean.size(),
+               options_.variance.size());
+  for (const float v : options_.variance)
+    ACCRUE_CHECK(v >= 0.0f && std::isfinite(v), "Normalization: a variance of {} (variances are finite, not negative)", v);
+  mean_ = std::exchange(options_.mean, {});
+  variance_ = std::exchange(options_.variance, {});
 }
 
 int Normalization::resolved_axis(int rank) const {
@@ -117,6 +125,11 @@ std::vector<float> Normalization::mean() const {
 
 std::vector<float> Normalization::variance() const {
   return built() ? named_buffers().at(1).second.to(Device::cpu()).to_vector<float>() : variance_;
+}
+
+Layer::ImageSizes Normalization::image_sizes() const {
+  const bool per_channel = built() && input_shape().rank() == 3 && resolved_axis(3) == 0;
+  return per_channel ? ImageSizes::follows : ImageSizes::fixed;
 }
 
 LayerConfig Normalization::config() const { return {{"axis", std::int64_t{options_.axis}}}; }

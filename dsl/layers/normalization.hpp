@@ -7,6 +7,8 @@
 //   layers::Normalization norm;
 //   norm.adapt(train);                       // the training split only
 //   Sequential model{layers::Input{30}, norm, layers::Dense{16}, ...};
+//
+// On images (C, H, W), `.axis = 0` gives each channel its own.
 
 #include <optional>
 #include <vector>
@@ -20,6 +22,9 @@ struct NormalizationOptions {
   /// The sample dimension whose entries get their own mean and variance (-1: the last, as Keras's
   /// default; 0 for the channels of (C, H, W) images).
   int axis = -1;
+  /// Statistics known beforehand (Keras's mean= and variance=), one per feature, in place of
+  /// adapt(): `{.axis = 0, .mean = {123.7f, 116.3f, 103.5f}, .variance = {3409.f, 3262.f, 3291.f}}`.
+  std::vector<float> mean = {}, variance = {};
   std::string name = {};
 };
 
@@ -30,6 +35,8 @@ class Normalization final : public LayerBase<Normalization, "Normalization"> {
   Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
   std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;
+  /// Per channel of images (axis 0 of (C, H, W)), any height and width.
+  ImageSizes image_sizes() const override;
 
   /// Computes mean and variance from every input sample of `data` (read once, batch by batch).
   void adapt(const Dataset& data);

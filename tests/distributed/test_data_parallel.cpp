@@ -193,6 +193,29 @@ BOOST_AUTO_TEST_CASE(augmented_images_train_as_on_one_process) {
   for (std::size_t i = 0; i < a.size(); ++i) test::check_close(a[i].second, b[i].second, 1e-5, 1e-4, "augmented: " + a[i].first);
 }
 
+BOOST_AUTO_TEST_CASE(augmentation_layers_train_as_on_one_process) {
+  // The random layers inside the model draw for a sample what they draw on one process: each
+  // process's share of a micro-batch keeps the samples' dataset indices.
+  const int n = distributed::world().size();
+  Generator g{8};
+  std::vector<float> pixels(static_cast<std::size_t>(90 * 3 * 10 * 10));
+  for (float& p : pixels) p = static_cast<float>(g.below(256));
+  std::vector<std::int32_t> labels(90);
+  for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<std::int32_t>(i % 4);
+  const Dataset images{Tensor::from(pixels, {90, 3, 10, 10}), Tensor::from(labels, {90}), "raw images"};
+  const auto train_images = [&](bool distributed, std::int64_t batch) {
+    manual_seed(4);
+    Sequential m{layers::Input{3, 10, 10}, layers::RandomFlip{},    layers::RandomRotation{0.1}, layers::RandomCrop{8},
+                 layers::RandomBrightness{0.2}, layers::Rescaling{1.0f / 255}, layers::Flatten{}, layers::Dense{4}};
+    m.compile(optim::SGD{.lr = 0.1, .momentum = 0.9}.accumulate(2), losses::CrossEntropy{});
+    m.fit(images, {.epochs = 2, .batch_size = batch, .seed = 17, .verbose = 0, .distributed = distributed});
+    return m;
+  };
+  const Sequential dp = train_images(true, 5), one = train_images(false, 5 * n);
+  const auto a = dp.named_parameters(), b = one.named_parameters();
+  for (std::size_t i = 0; i < a.size(); ++i) test::check_close(a[i].second, b[i].second, 1e-5, 1e-4, "augmentation layers: " + a[i].first);
+}
+
 BOOST_AUTO_TEST_CASE(bfloat16_autocast_trains_as_one_process_too) {
   // Each sample's bfloat16 products do not depend on the batch it is in; the sums of the batch's
   // gradients do, to bfloat16 rounding of the inputs of float32 GEMMs.

@@ -1,0 +1,59 @@
+#pragma once
+// What a model takes and gives, as Model::signature() reports it, summary() shows it, a model file
+// keeps it and an ONNX export states it in its metadata: so that a program that serves the model
+// knows what to feed it and what comes back without the code that trained it.
+//
+//   Model model = load_model("flowers.safetensors");
+//   fmt::print("{}\n", model.signature().str());
+//   // input 'input': float32 (3, any, any), NCHW, values in [0, 255], resized inside the model to (3, 64, 64)
+//   // output 'dense_1': (5,) logits (softmax gives probabilities) of daisy, dandelion, roses, sunflowers, tulips
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../framework/core/dtype.hpp"
+#include "../framework/core/shape.hpp"
+
+namespace accrue {
+
+struct InputSignature {
+  std::string name = {};
+  /// The sample shape the model was built for.
+  Shape shape = {};
+  /// Images of any height and width are taken: the model resizes or crops them itself
+  /// (Model::takes_any_image_size); `shape` is then what its first resizing layer takes in training.
+  bool any_image_size = false;
+  DType dtype = DType::f32;
+  /// The batch's layout, batch first: "NCHW" for images, "NC" for features, "NT" for token ids,
+  /// "N..." otherwise.
+  std::string layout = {};
+  /// The values it expects, where stated (Model::set_input_range): [0, 255] for raw pixels.
+  std::optional<std::pair<float, float>> range = {};
+  /// The shape the model's own resizing makes of any image (when any_image_size).
+  std::optional<Shape> resized_to = {};
+};
+
+struct OutputSignature {
+  std::string name = {};
+  Shape shape = {};
+  /// "logits", "probabilities" or "values": from the output's last layer (Softmax, Sigmoid) or,
+  /// after it, from the loss it was compiled with (CrossEntropy: logits).
+  std::string meaning = {};
+  /// The values are logits that a softmax over the last axis makes probabilities of (a model
+  /// trained with CrossEntropy): what OnnxExportOptions::softmax and 12_predict apply.
+  bool softmax_makes_probabilities = false;
+  /// What each entry of the last axis stands for (Model::set_class_names, or the training data's
+  /// Dataset::class_names taken by fit); empty when unknown.
+  std::vector<std::string> class_names = {};
+};
+
+struct ModelSignature {
+  std::vector<InputSignature> inputs = {};
+  std::vector<OutputSignature> outputs = {};
+  /// One line per input and output, as in the comment above.
+  std::string str() const;
+};
+
+}  // namespace accrue
