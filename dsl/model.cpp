@@ -240,8 +240,8 @@ std::vector<Tensor> Model::forward(const std::vector<Tensor>& xs) {
     const Shape sample = x.shape().drop_front();
     if (!built_) build(sample);
     // Images of another size where the model resizes them itself (Resizing, CenterCrop first).
-    const bool other_size = sample.rank() == 3 && sample[0] == (*inputs_[i].shape)[0] && takes_any_image_size(i);
-    ACCRUE_CHECK_SHAPE(sample == *inputs_[i].shape || other_size,
+    const auto other_size = [&] { return sample.rank() == 3 && sample[0] == (*inputs_[i].shape)[0] && takes_any_image_size(i); };
+    ACCRUE_CHECK_SHAPE(sample == *inputs_[i].shape || other_size(),
                        "model '{}' was built for {} samples of shape {}, but the batch {} has samples of shape {}", name_,
                        inputs_.size() == 1 ? "input" : "'" + inputs_[i].name + "'", *inputs_[i].shape, x.shape(), sample);
   }

@@ -48,7 +48,8 @@ std::vector<std::string> class_names(const std::string& classes, const std::vect
 }
 
 std::string class_name(std::int64_t k, const std::vector<std::string>& names) {
-  return k < static_cast<std::int64_t>(names.size()) ? names[static_cast<std::size_t>(k)] : fmt::format("class {}", k);
+  // A folder's or a file's name, escaped: it must not move the terminal's cursor.
+  return k < static_cast<std::int64_t>(names.size()) ? printable_name(names[static_cast<std::size_t>(k)]) : fmt::format("class {}", k);
 }
 
 // Whether the input takes values in [0, 255] rather than [0, 1].

@@ -36,7 +36,8 @@ Answer answer(Model& model, const std::string& file) {
   const std::vector<float> p = ops::softmax(logits, -1).to_vector();
   const auto best = static_cast<std::size_t>(std::max_element(p.begin(), p.end()) - p.begin());
   const std::vector<std::string>& names = model.class_names();
-  return {best < names.size() ? names[best] : fmt::format("class {}", best), p[best]};
+  // A folder's name, escaped: it must not move the terminal's cursor.
+  return {best < names.size() ? printable_name(names[best]) : fmt::format("class {}", best), p[best]};
 }
 
 double median_ms(std::vector<double> times) {
@@ -81,6 +82,10 @@ int main(int argc, char** argv) {
     }
     if (files.size() < 2) throw ValueError("usage: 17_serve MODEL [--threads 4] [--latency N] FILE...");
     Model model = load_model(files.front());
+    if (!model.takes_any_image_size())
+      throw ValueError(fmt::format("{} takes samples of {}, not images of any size: 17_serve serves models that resize "
+                                   "images themselves (Resizing, CenterCrop); 12_predict resizes files for the others",
+                                   files.front(), model.input_shape()->str()));
     files.erase(files.begin());
     fmt::print("{}", model.signature().str());
 

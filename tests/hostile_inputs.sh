@@ -21,10 +21,11 @@ tabular=$build/examples/09_tabular_csv
 image_folder=$build/examples/10_image_folder
 cifar=$build/examples/11_cifar10
 predict=$build/examples/12_predict
+serve=$build/examples/17_serve
 transfer=$build/examples/16_transfer_learning
 for program in "$mlp" "$cnn" "$memory" "$char_lm" "$classify" "$playground" "$data_parallel" "$tabular" "$image_folder" \
   "$build/examples/accrue-report" \
-  "$cifar" "$predict" "$transfer"; do
+  "$cifar" "$predict" "$serve" "$transfer"; do
   [[ -x $program ]] || { echo "$program is not built"; exit 1; }
 done
 
@@ -426,6 +427,10 @@ case_ "an image that is not there" 1 "image or IDX file /nonexistent.png does no
 printf 'not an image' > "$work/notes.txt"
 case_ "a text file to classify" 1 "notes.txt: not an IDX file" "$predict" "$work/model.safetensors" "$work/notes.txt"
 
+case_ "17_serve of a model file that is not there" 1 "file /nonexistent.safetensors does not exist" "$serve" /nonexistent.safetensors x.png
+case_ "17_serve --threads 0" 1 "--threads 0: give a number from 1 to 1024" "$serve" "$work/model.safetensors" --threads 0 x.png
+case_ "17_serve of a model of one input size" 1 "12_predict resizes" "$serve" "$work/model.safetensors" x.png
+
 # ---- ONNX: --export-onnx and 12_predict --onnx; a text model's --generate-from -----------------------
 case_ "--export-onnx into a folder that is not there" 1 "--export-onnx /nonexistent/m.onnx cannot be written" \
   "$mlp" "${fast[@]}" --export-onnx /nonexistent/m.onnx
@@ -488,12 +493,20 @@ done
 mkfifo "$d/batches.meta.txt"
 case_ "a FIFO named batches.meta.txt" 0 "Accuracy" "$cifar" --data "$d" --epochs 1 --verbose 0
 rm "$d/batches.meta.txt"; printf 'plane\x1b[31mRED\ncar\nbird\ncat\ndeer\ndog\nfrog\nhorse\nship\ntruck\n' > "$d/batches.meta.txt"
-case_ "a class name with a terminal escape sequence is escaped" 0 'plane\x1b[31mRED' "$cifar" --data "$d" --epochs 1 --verbose 0
+case_ "a class name with a terminal escape sequence is escaped" 0 'plane\x1b[31mRED' "$cifar" --data "$d" --epochs 1 --verbose 0 \
+  --save-model "$work/escape.safetensors"
 if grep -q $'\x1b\\[31m' "$out"; then failed=$((failed + 1)); row FAIL "no raw escape sequence printed" "ESC [31m reached the output"; fi
+case_ "12_predict of a model whose class names hold an escape sequence" 0 'plane\x1b[31mRED' \
+  "$predict" "$work/escape.safetensors" "$small_png" --top 10
+if grep -q $'\x1b\\[31m' "$out"; then failed=$((failed + 1)); row FAIL "12_predict prints no raw escape sequence" "ESC [31m reached the output"; fi
+
 d=$(fresh "$work/stamps_loop"); cp -r "$work/stamps/." "$d"; rm -f "$d/other/cut.png"
 ln -s loop_b "$d/coins/loop_a"; ln -s loop_a "$d/coins/loop_b"; ln -s .. "$d/other/up"
 case_ "a loop of symbolic links in an image folder" 0 "entries skipped that cannot be looked at" \
-  "$image_folder" --data "$d" --epochs 1 --verbose 0 --image-size 16 --crop 12
+  "$image_folder" --data "$d" --epochs 1 --verbose 0 --image-size 16 --crop 12 --save-model "$work/stamps_model.safetensors"
+case_ "17_serve of a request that is no image answers the others" 1 "notes.txt: error: " \
+  "$serve" "$work/stamps_model.safetensors" "$work/notes.txt" "$small_png"
+grep -qE '\.png: [a-z]+ \(' "$out" || { failed=$((failed + 1)); row FAIL "17_serve answers the other requests" "no answer for $small_png"; }
 ln -s /dev/zero "$work/zero.png"
 case_ "12_predict of /dev/zero named .png" 1 "zero.png is not a regular file" "$predict" "$work/model.safetensors" "$work/zero.png"
 d=$(fresh "$work/stamps_zero"); cp -r "$work/stamps/." "$d"; rm -f "$d/other/cut.png"; truncate -s 6G "$d/other/sparse.png"

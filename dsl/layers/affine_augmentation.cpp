@@ -122,11 +122,6 @@ RandomRotation RandomRotation::from_config(const ConfigReader& c) {
   return RandomRotation{{c.number("lower"), c.number("upper")}, affine_from(c)};
 }
 
-Shape RandomRotation::build(const Shape& input_shape, Generator&) {
-  detail::require_image(input_shape, *this);
-  return input_shape;
-}
-
 // Counter-clockwise on the screen (y grows downwards): the output's offset turned back by the
 // angle is where it reads.
 void RandomRotation::augment(const transforms::Image& in, transforms::Image& out, transforms::Draws& draws) const {
@@ -157,11 +152,6 @@ RandomZoom RandomZoom::from_config(const ConfigReader& c) {
   std::optional<FactorRange> width;
   if (c.is_set("width_lower")) width = FactorRange{c.number("width_lower"), c.number("width_upper")};
   return RandomZoom{{c.number("height_lower"), c.number("height_upper")}, width, affine_from(c)};
-}
-
-Shape RandomZoom::build(const Shape& input_shape, Generator&) {
-  detail::require_image(input_shape, *this);
-  return input_shape;
 }
 
 // A zoom of z reads z times as far from the centre: out for z > 1. The width's draw is made even

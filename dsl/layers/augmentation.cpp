@@ -37,6 +37,11 @@ int RandomAugmentation::stream() const {
   return -1 - static_cast<int>(h & 0x3FFFFFFFu);
 }
 
+Shape RandomAugmentation::build(const Shape& input_shape, Generator&) {
+  detail::require_image(input_shape, *this);
+  return augmented_shape(input_shape);
+}
+
 Tensor RandomAugmentation::forward(const Tensor& x) {
   if (!training()) return inference(x);
   ACCRUE_CHECK(!x.requires_grad(),
@@ -113,11 +118,6 @@ RandomFlip RandomFlip::from_config(const ConfigReader& c) {
   throw ValueError(fmt::format("RandomFlip: mode '{}' is none of horizontal, vertical, horizontal_and_vertical", mode));
 }
 
-Shape RandomFlip::build(const Shape& input_shape, Generator&) {
-  detail::require_image(input_shape, *this);
-  return input_shape;
-}
-
 // Both draws are made whatever the mode, so that a mode's flips do not depend on the other's.
 void RandomFlip::augment(const transforms::Image& in, transforms::Image& out, transforms::Draws& draws) const {
   const bool horizontal = draws.uniform() < 0.5, vertical = draws.uniform() < 0.5;
@@ -130,18 +130,12 @@ void RandomFlip::augment(const transforms::Image& in, transforms::Image& out, tr
 
 RandomCrop::RandomCrop(Size2 size, RandomCropOptions options) : size_(size) {
   set_name(options.name);
-  ACCRUE_CHECK(size.h >= 1 && size.w >= 1 && size.h <= 65536 && size.w <= 65536,
-               "RandomCrop{{{}}}: the size must be 1 to 65536 pixels each way", size.str());
+  detail::check_size(size, "RandomCrop");
 }
 
 LayerConfig RandomCrop::config() const { return {{"size", size_option(size_)}}; }
 
 RandomCrop RandomCrop::from_config(const ConfigReader& c) { return RandomCrop{c.size("size")}; }
-
-Shape RandomCrop::build(const Shape& input_shape, Generator&) {
-  detail::require_image(input_shape, *this);
-  return {input_shape[0], size_.h, size_.w};
-}
 
 void RandomCrop::augment(const transforms::Image& in, transforms::Image& out, transforms::Draws& draws) const {
   if (in.height < size_.h || in.width < size_.w) {
@@ -197,11 +191,6 @@ RandomContrast RandomContrast::from_config(const ConfigReader& c) {
   return RandomContrast{c.number("factor"), value_range_from(c)};
 }
 
-Shape RandomContrast::build(const Shape& input_shape, Generator&) {
-  detail::require_image(input_shape, *this);
-  return input_shape;
-}
-
 void RandomContrast::augment(const transforms::Image& in, transforms::Image& out, transforms::Draws& draws) const {
   const auto f = static_cast<float>(draws.uniform(1.0 - factor_, 1.0 + factor_));
   out = in;
@@ -233,11 +222,6 @@ LayerConfig RandomBrightness::config() const {
 
 RandomBrightness RandomBrightness::from_config(const ConfigReader& c) {
   return RandomBrightness{{c.number("lower"), c.number("upper")}, value_range_from(c)};
-}
-
-Shape RandomBrightness::build(const Shape& input_shape, Generator&) {
-  detail::require_image(input_shape, *this);
-  return input_shape;
 }
 
 void RandomBrightness::augment(const transforms::Image& in, transforms::Image& out, transforms::Draws& draws) const {

@@ -68,6 +68,8 @@ enum class FillMode { reflect, wrap, nearest, constant };
 /// CPU loop over samples. A layer of this kind implements augment() for one image.
 class RandomAugmentation : public Layer {
  public:
+  /// Takes images (C, H, W); gives augmented_shape's.
+  Shape build(const Shape& input_shape, Generator& generator) override;
   Tensor forward(const Tensor& x) override;
   std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
@@ -98,7 +100,6 @@ class RandomFlip final : public LayerBase<RandomFlip, "RandomFlip", RandomAugmen
   explicit RandomFlip(FlipMode mode = FlipMode::horizontal_and_vertical, RandomFlipOptions options = {});
   LayerConfig config() const override;
   static RandomFlip from_config(const ConfigReader& c);
-  Shape build(const Shape& input_shape, Generator& generator) override;
 
  private:
   void augment(const transforms::Image& in, transforms::Image& out, transforms::Draws& draws) const override;
@@ -116,7 +117,6 @@ class RandomCrop final : public LayerBase<RandomCrop, "RandomCrop", RandomAugmen
   explicit RandomCrop(Size2 size, RandomCropOptions options = {});
   LayerConfig config() const override;
   static RandomCrop from_config(const ConfigReader& c);
-  Shape build(const Shape& input_shape, Generator& generator) override;
   std::string to_onnx(onnx::Graph& graph, const std::string& x) const override;
   ImageSizes image_sizes() const override { return ImageSizes::resizes; }
 
@@ -143,7 +143,6 @@ class RandomRotation final : public LayerBase<RandomRotation, "RandomRotation", 
   explicit RandomRotation(FactorRange factor, AffineOptions options = {});
   LayerConfig config() const override;
   static RandomRotation from_config(const ConfigReader& c);
-  Shape build(const Shape& input_shape, Generator& generator) override;
 
  private:
   void augment(const transforms::Image& in, transforms::Image& out, transforms::Draws& draws) const override;
@@ -160,7 +159,6 @@ class RandomZoom final : public LayerBase<RandomZoom, "RandomZoom", RandomAugmen
                       AffineOptions options = {});
   LayerConfig config() const override;
   static RandomZoom from_config(const ConfigReader& c);
-  Shape build(const Shape& input_shape, Generator& generator) override;
 
  private:
   void augment(const transforms::Image& in, transforms::Image& out, transforms::Draws& draws) const override;
@@ -183,7 +181,6 @@ class RandomContrast final : public LayerBase<RandomContrast, "RandomContrast", 
   explicit RandomContrast(double factor, ValueRangeOptions options = {});
   LayerConfig config() const override;
   static RandomContrast from_config(const ConfigReader& c);
-  Shape build(const Shape& input_shape, Generator& generator) override;
 
  private:
   void augment(const transforms::Image& in, transforms::Image& out, transforms::Draws& draws) const override;
@@ -198,7 +195,6 @@ class RandomBrightness final : public LayerBase<RandomBrightness, "RandomBrightn
   explicit RandomBrightness(FactorRange factor, ValueRangeOptions options = {});
   LayerConfig config() const override;
   static RandomBrightness from_config(const ConfigReader& c);
-  Shape build(const Shape& input_shape, Generator& generator) override;
 
  private:
   void augment(const transforms::Image& in, transforms::Image& out, transforms::Draws& draws) const override;

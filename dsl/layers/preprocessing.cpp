@@ -9,6 +9,11 @@ namespace accrue::layers {
 
 namespace detail {
 
+void check_size(Size2 size, const char* layer) {
+  ACCRUE_CHECK(size.h >= 1 && size.w >= 1 && size.h <= 65536 && size.w <= 65536,
+               "{}{{{}}}: the size must be 1 to 65536 pixels each way", layer, size.str());
+}
+
 void require_image(const Shape& sample, const Layer& layer) {
   ACCRUE_CHECK_SHAPE(sample.rank() == 3 && sample[0] >= 1 && sample[1] >= 1 && sample[2] >= 1,
                      "{} takes images (channels, height, width), not samples of shape {}", layer.describe(), sample);
@@ -126,8 +131,7 @@ LayerMemoryUse Rescaling::memory_use(const LayerMemoryQuery&) const {
 
 Resizing::Resizing(Size2 size, ResizingOptions options) : size_(size), options_(std::move(options)) {
   set_name(options_.name);
-  ACCRUE_CHECK(size.h >= 1 && size.w >= 1 && size.h <= 65536 && size.w <= 65536,
-               "Resizing{{{}}}: the size must be 1 to 65536 pixels each way", size.str());
+  detail::check_size(size, "Resizing");
 }
 
 LayerConfig Resizing::config() const {
@@ -172,8 +176,7 @@ LayerMemoryUse Resizing::memory_use(const LayerMemoryQuery& q) const {
 
 CenterCrop::CenterCrop(Size2 size, CenterCropOptions options) : size_(size) {
   set_name(options.name);
-  ACCRUE_CHECK(size.h >= 1 && size.w >= 1 && size.h <= 65536 && size.w <= 65536,
-               "CenterCrop{{{}}}: the size must be 1 to 65536 pixels each way", size.str());
+  detail::check_size(size, "CenterCrop");
 }
 
 LayerConfig CenterCrop::config() const { return {{"size", size_option(size_)}}; }

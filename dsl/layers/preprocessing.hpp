@@ -115,6 +115,9 @@ std::string resize_any_size_onnx(onnx::Graph& graph, const std::string& x, Size2
                                  transforms::Interpolation interpolation, bool antialias, bool crop_to_aspect_ratio);
 /// CenterCrop's nodes for images of any size.
 std::string center_crop_any_size_onnx(onnx::Graph& graph, const std::string& x, Size2 size);
+/// Checks a layer's output size (height, width): 1 to 65536 pixels each way; throws ValueError
+/// naming `layer` otherwise.
+void check_size(Size2 size, const char* layer);
 /// Checks that `sample` is an image (C, H, W) for `layer`; throws ShapeError naming both otherwise.
 void require_image(const Shape& sample, const Layer& layer);
 /// "bilinear", and back (ValueError naming the choices).
