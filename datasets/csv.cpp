@@ -398,26 +398,31 @@ void check_memory(const Table& t, const FeaturePlan& p, std::size_t width, const
 // The features of `options.groups` as their inputs: the columns of each (one-hot ones as wide as
 // their categories) cut out of `features`, in int32 where the group asks, checked whole.
 std::vector<Tensor> group_inputs(const Table& t, const FeaturePlan& p, const Tensor& features, const CsvOptions& options) {
+  std::vector<const ColumnGroup*> groups;
+  for (const ColumnGroup& g : options.groups)
+    if (!g.text) groups.push_back(&g);
+  if (groups.empty()) return {};
   std::vector<std::int64_t> widths;
   std::size_t k = 0;
-  for (const ColumnGroup& g : options.groups) {
+  for (const ColumnGroup* g : groups) {
     std::int64_t width = 0;
-    for (std::size_t end = k + g.columns.size(); k < end; ++k)
+    for (std::size_t end = k + g->columns.size(); k < end; ++k)
       width += p.categories[k] && options.one_hot ? static_cast<std::int64_t>(p.categories[k]->size()) : 1;
     widths.push_back(width);
   }
   std::vector<Tensor> parts = ops::split(features, widths, 1);
   for (std::size_t i = 0; i < parts.size(); ++i) {
-    if (options.groups[i].dtype == DType::f32) continue;
-    ACCRUE_CHECK(options.groups[i].dtype == DType::i32, "{}: group '{}' asks for {}; groups are float32 or int32", t.path,
-                 options.groups[i].name, dtype_name(options.groups[i].dtype));
+    const ColumnGroup& group = *groups[i];
+    if (group.dtype == DType::f32) continue;
+    ACCRUE_CHECK(group.dtype == DType::i32, "{}: group '{}' asks for {}; groups are float32 or int32", t.path, group.name,
+                 dtype_name(group.dtype));
     const std::vector<float> values = parts[i].to_vector();
     std::vector<std::int32_t> whole(values.size());
     for (std::size_t v = 0; v < values.size(); ++v) {
       if (values[v] != std::trunc(values[v]) || std::abs(values[v]) > 16777216.0f)
         throw IoError(fmt::format("{}: group '{}' is read as int32 but row {} holds {} (int32 groups take categories "
                                   "with .one_hot = false, or whole numbers)",
-                                  t.path, options.groups[i].name, v / static_cast<std::size_t>(widths[i]) + 1, values[v]));
+                                  t.path, group.name, v / static_cast<std::size_t>(widths[i]) + 1, values[v]));
       whole[v] = static_cast<std::int32_t>(values[v]);
     }
     parts[i] = Tensor::from(whole, parts[i].shape(), {.dtype = DType::i32, .category = MemoryCategory::data});
@@ -432,8 +437,58 @@ CsvOptions with_group_columns(const std::string& path, const CsvOptions& options
   CsvOptions out = options;
   for (const ColumnGroup& g : options.groups) {
     ACCRUE_CHECK(!g.columns.empty(), "csv {}: group '{}' has no columns", path, g.name);
-    out.columns.insert(out.columns.end(), g.columns.begin(), g.columns.end());
+    if (!g.text) out.columns.insert(out.columns.end(), g.columns.begin(), g.columns.end());
   }
+  return out;
+}
+
+// Whether the features are numbers at all: not when every group is text.
+bool has_numeric_features(const CsvOptions& options) {
+  return options.groups.empty() || std::any_of(options.groups.begin(), options.groups.end(), [](const ColumnGroup& g) { return !g.text; });
+}
+
+// A text group's fields as bytes: (rows, columns, max_text_bytes) int32, zeros after each field.
+Tensor text_input(const Table& t, const ColumnGroup& g, const NonFeatures& other, const CsvOptions& options) {
+  ACCRUE_CHECK(options.max_text_bytes >= 1 && options.max_text_bytes <= 4096, "csv {}: max_text_bytes {} is not 1 to 4096",
+               t.path, options.max_text_bytes);
+  std::vector<std::size_t> columns;
+  for (const Column& c : g.columns) {
+    const std::size_t k = t.index_of(c);
+    if (k == other.target || k == other.weight)
+      throw IoError(fmt::format("{}: {} is the {} and text of group '{}'", t.path, t.column_name(k),
+                                k == other.target ? "target" : "sample weights", g.name));
+    columns.push_back(k);
+  }
+  const std::int64_t width = options.max_text_bytes, k = static_cast<std::int64_t>(columns.size());
+  require_memory_for_file(static_cast<std::uint64_t>(t.rows * k * width) * sizeof(std::int32_t),
+                          fmt::format("{}: text group '{}'", t.path, g.name));
+  Tensor out = Tensor::zeros({t.rows, k, width}, {.dtype = DType::i32, .category = MemoryCategory::data});
+  auto* bytes = static_cast<std::int32_t*>(out.data_ptr());
+  std::int64_t row = 0;
+  t.each_row([&](const Record& r) {
+    for (std::int64_t j = 0; j < k; ++j) {
+      const std::string_view field = trimmed(r[columns[static_cast<std::size_t>(j)]]);
+      if (static_cast<std::int64_t>(field.size()) > width)
+        t.fail(r, columns[static_cast<std::size_t>(j)], fmt::format("the text {} is {} bytes, more than max_text_bytes ({})",
+                                                                     printable_excerpt(field), field.size(), width));
+      std::int32_t* at = bytes + (row * k + j) * width;
+      for (std::size_t b = 0; b < field.size(); ++b) {
+        if (field[b] == '\0') t.fail(r, columns[static_cast<std::size_t>(j)], "the text holds a NUL byte");
+        at[b] = static_cast<unsigned char>(field[b]);
+      }
+    }
+    ++row;
+  });
+  return out;
+}
+
+// Every group's input in the groups' order: the numeric ones cut from `features`, the text ones read.
+std::vector<Tensor> grouped_inputs(const Table& t, const FeaturePlan& p, const Tensor& features, const NonFeatures& other,
+                                   const CsvOptions& options) {
+  std::vector<Tensor> numeric = features.defined() ? group_inputs(t, p, features, options) : std::vector<Tensor>{};
+  std::vector<Tensor> out;
+  std::size_t next = 0;
+  for (const ColumnGroup& g : options.groups) out.push_back(g.text ? text_input(t, g, other, options) : numeric.at(next++));
   return out;
 }
 
@@ -443,10 +498,11 @@ Dataset csv(const std::string& path, const CsvOptions& given) {
   const CsvOptions options = with_group_columns(path, given);
   const Table t = read_table(path, options);
   const NonFeatures other = non_features(t, options);
-  const FeaturePlan p = plan_features(t, options, other);
+  const bool numbers = has_numeric_features(options);
+  const FeaturePlan p = numbers ? plan_features(t, options, other) : FeaturePlan{};
   std::size_t width = 0;
   for (const auto& categories : p.categories) width += categories && options.one_hot ? categories->size() : 1;
-  ACCRUE_CHECK(width > 0, "{}: no feature columns are left besides the target", path);
+  ACCRUE_CHECK(width > 0 || !numbers, "{}: no feature columns are left besides the target", path);
   ACCRUE_CHECK(!options.num_classes || *options.num_classes >= 1, "csv: num_classes {} is not at least 1", *options.num_classes);
   const std::optional<ClassPlan> classes =
       other.target && options.classes ? std::optional{plan_classes(t, *other.target, options)} : std::nullopt;
@@ -510,7 +566,8 @@ Dataset csv(const std::string& path, const CsvOptions& given) {
   if (!options.groups.empty()) {
     std::vector<std::string> names;
     for (const ColumnGroup& g : options.groups) names.push_back(g.name);
-    data = Dataset{std::make_shared<const TensorSource>(group_inputs(t, p, data.inputs(), options), std::vector<Tensor>{y},
+    data = Dataset{std::make_shared<const TensorSource>(grouped_inputs(t, p, numbers ? data.inputs() : Tensor{}, other, options),
+                                                        std::vector<Tensor>{y},
                                                         name, std::move(names))};
   }
   if (classes) data = data.with_class_names(classes->names);
@@ -519,6 +576,7 @@ Dataset csv(const std::string& path, const CsvOptions& given) {
 
 std::vector<std::string> csv_features(const std::string& path, const CsvOptions& given) {
   const CsvOptions options = with_group_columns(path, given);
+  if (!has_numeric_features(options)) return {};
   const Table t = read_table(path, options);
   const FeaturePlan p = plan_features(t, options, non_features(t, options));
   std::vector<std::string> out;

@@ -36,6 +36,11 @@ struct ColumnGroup {
   /// int32 for categories an Embedding looks up (listed in .categorical, with .one_hot = false) or
   /// other whole numbers; float32 otherwise.
   DType dtype = DType::f32;
+  /// The columns' fields as text, for a model that looks them up itself (layers::StringLookup,
+  /// layers::Hashing), so that its answer does not depend on which categories a file holds: each
+  /// field's bytes as int32 (1 to 255), zeros after them, CsvOptions::max_text_bytes wide; a sample
+  /// is (columns, max_text_bytes), int32.
+  bool text = false;
 };
 
 struct CsvOptions {
@@ -72,6 +77,8 @@ struct CsvOptions {
   /// Fields that stand for a missing value as an empty one does ("NA" as R writes it, "?"): in a
   /// numeric column they take `missing`; in a categorical column they are a category as any text.
   std::vector<std::string> missing_values = {};
+  /// The width of text groups' fields: a longer field is an error naming its place.
+  std::int64_t max_text_bytes = 32;
   /// Files larger than this are refused before they are read.
   std::uint64_t max_bytes = std::uint64_t{1} << 30;
 };

@@ -40,6 +40,7 @@
 #include "layers/group_norm.hpp"
 #include "layers/input.hpp"
 #include "layers/layer_norm.hpp"
+#include "layers/lookup.hpp"
 #include "layers/merge.hpp"
 #include "layers/normalization.hpp"
 #include "layers/pooling.hpp"

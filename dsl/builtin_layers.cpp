@@ -12,6 +12,7 @@
 #include "layers/flatten.hpp"
 #include "layers/group_norm.hpp"
 #include "layers/layer_norm.hpp"
+#include "layers/lookup.hpp"
 #include "layers/merge.hpp"
 #include "layers/reshape.hpp"
 #include "layers/normalization.hpp"
@@ -43,7 +44,7 @@ void add_merge_layers(std::map<std::string, LayerFactory>& table) {
   };
 }
 
-// Keras's preprocessing layers (layers/preprocessing.hpp, layers/augmentation.hpp).
+// Keras's preprocessing layers (layers/preprocessing.hpp, layers/augmentation.hpp, layers/lookup.hpp).
 void add_preprocessing_layers(std::map<std::string, LayerFactory>& table) {
   const auto add = [&]<class L>(const char* type, std::type_identity<L>) {
     table[type] = [](const ConfigReader& c, auto) { return made<L>(L::from_config(c)); };
@@ -57,6 +58,10 @@ void add_preprocessing_layers(std::map<std::string, LayerFactory>& table) {
   add("RandomZoom", std::type_identity<layers::RandomZoom>{});
   add("RandomContrast", std::type_identity<layers::RandomContrast>{});
   add("RandomBrightness", std::type_identity<layers::RandomBrightness>{});
+  add("StringLookup", std::type_identity<layers::StringLookup>{});
+  add("IntegerLookup", std::type_identity<layers::IntegerLookup>{});
+  add("CategoryEncoding", std::type_identity<layers::CategoryEncoding>{});
+  add("Hashing", std::type_identity<layers::Hashing>{});
 }
 
 }  // namespace
