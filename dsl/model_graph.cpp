@@ -238,9 +238,10 @@ std::vector<Tensor> Model::run_graph(std::vector<Tensor> values) {
       const Shape in = xs.back().shape().drop_front();
       // A layer that takes images of any size gets them where the model's input takes them.
       const Shape& built = l.input_shapes()[i];
-      const bool image_of_other_size = l.image_sizes() != Layer::ImageSizes::fixed && in.rank() == 3 && built.rank() == 3 &&
-                                       in[0] == built[0];
-      if (!(in == built) && !image_of_other_size)
+      const auto image_of_other_size = [&] {
+        return l.image_sizes() != Layer::ImageSizes::fixed && in.rank() == 3 && built.rank() == 3 && in[0] == built[0];
+      };
+      if (!(in == built) && !image_of_other_size())
         throw ShapeError(fmt::format("layer {} '{}' ({}) expects samples of shape {} but gets {} (batch {}) from {}", k,
                                      l.name(), l.type_name(), l.input_shapes()[i], in, xs.back().shape(),
                                      value_str(node.inputs[i])));

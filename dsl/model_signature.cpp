@@ -38,14 +38,12 @@ bool Model::takes_any_image_size(std::size_t input) const {
 
 namespace {
 
-constexpr const char* logits_for_softmax = "logits (softmax gives probabilities)";
-
 // What an output holds: its last layer's activation says, else the loss it was trained with.
 std::string meaning_of(const Layer* last, const Loss* loss) {
   if (last != nullptr && last->type_name() == "Softmax") return "probabilities";
   if (last != nullptr && last->type_name() == "Sigmoid") return "probabilities (each entry on its own)";
   if (loss == nullptr || !loss->defined()) return "values";
-  if (loss->name() == "CrossEntropy") return logits_for_softmax;
+  if (loss->name() == "CrossEntropy") return OutputSignature::logits_for_softmax;
   if (loss->name() == "BinaryCrossEntropy" && loss->config()) {
     for (const auto& [option, value] : *loss->config())
       if (option == "from_logits" && std::get_if<bool>(&value) && std::get<bool>(value))
@@ -77,10 +75,8 @@ ModelSignature Model::signature() const {
     const std::size_t v = outputs_[o];
     const Layer* last = v < inputs_.size() ? nullptr : layers_[nodes_[v - inputs_.size()].layer].get();
     const Loss* loss = o < losses_.size() ? &losses_[o].loss : nullptr;
-    OutputSignature out{.name = is_chain() ? "output" : output_name(o), .shape = value_shape(v),
-                        .meaning = meaning_of(last, loss), .class_names = class_names(o)};
-    out.softmax_makes_probabilities = out.meaning == logits_for_softmax;
-    s.outputs.push_back(std::move(out));
+    s.outputs.push_back({.name = is_chain() ? "output" : output_name(o), .shape = value_shape(v),
+                         .meaning = meaning_of(last, loss), .class_names = class_names(o)});
   }
   return s;
 }
@@ -176,7 +172,6 @@ OutputSignature output_of(const ordered_json& j, const Reading& r, const std::st
   if (!j.is_object() || !j.contains("shape")) r.fail(fmt::format("{} is not an object with a shape", what));
   OutputSignature o{.name = text_of(j, "name", r, what), .shape = shape_of(j["shape"], r, what),
                     .meaning = text_of(j, "meaning", r, what)};
-  o.softmax_makes_probabilities = o.meaning == logits_for_softmax;
   if (j.contains("class_names")) {
     if (!j["class_names"].is_array()) r.fail(fmt::format("{}'s class names are not a list", what));
     for (const ordered_json& name : j["class_names"]) {

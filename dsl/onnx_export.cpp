@@ -115,10 +115,10 @@ std::vector<bool> write_outputs(::onnx::GraphProto& graph, const std::vector<Gra
   for (std::size_t o = 0; o < outputs.size(); ++o) {
     OutputSignature& out = signature.outputs[o];
     std::string value = outputs[o].value;
-    softmaxed.push_back(options.softmax && out.softmax_makes_probabilities);
+    softmaxed.push_back(options.softmax && out.softmax_makes_probabilities());
     if (softmaxed.back()) {
       value = add_softmax(graph, value);
-      out.meaning = "probabilities", out.softmax_makes_probabilities = false;
+      out.meaning = "probabilities";
     }
     if (outputs[o].read_elsewhere && !softmaxed.back()) add_identity(graph, value, out.name);
     else name_output(graph, value, out.name);

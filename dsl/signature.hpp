@@ -41,9 +41,11 @@ struct OutputSignature {
   /// "logits", "probabilities" or "values": from the output's last layer (Softmax, Sigmoid) or,
   /// after it, from the loss it was compiled with (CrossEntropy: logits).
   std::string meaning = {};
-  /// The values are logits that a softmax over the last axis makes probabilities of (a model
-  /// trained with CrossEntropy): what OnnxExportOptions::softmax and 12_predict apply.
-  bool softmax_makes_probabilities = false;
+  /// The meaning of logits that a softmax over the last axis makes probabilities of (a model
+  /// trained with CrossEntropy).
+  static constexpr const char* logits_for_softmax = "logits (softmax gives probabilities)";
+  /// The values are such logits: what OnnxExportOptions::softmax applies a softmax to.
+  bool softmax_makes_probabilities() const { return meaning == logits_for_softmax; }
   /// What each entry of the last axis stands for (Model::set_class_names, or the training data's
   /// Dataset::class_names taken by fit); empty when unknown.
   std::vector<std::string> class_names = {};

@@ -85,13 +85,20 @@ LayerMemoryUse index_memory(DType output) { return {.output_dtype = output, .kee
 
 // ---- StringLookup ----------------------------------------------------------------------------
 
-StringLookup::StringLookup(StringLookupOptions options)
-    : vocabulary_(std::move(options.vocabulary)), max_tokens_(options.max_tokens) {
+StringLookup::StringLookup(StringLookupOptions options) : max_tokens_(options.max_tokens) {
   set_name(options.name);
   ACCRUE_CHECK(!max_tokens_ || *max_tokens_ >= 1, "StringLookup: max_tokens {} is not at least 1", *max_tokens_);
-  for (std::size_t i = 0; i < vocabulary_.size(); ++i)
-    for (std::size_t j = 0; j < i; ++j)
-      ACCRUE_CHECK(vocabulary_[i] != vocabulary_[j], "StringLookup: the vocabulary holds {} twice", printable_name(vocabulary_[i]));
+  set_vocabulary(std::move(options.vocabulary));
+}
+
+// A word given twice would have two indices: refused, found as the index is made.
+void StringLookup::set_vocabulary(std::vector<std::string> vocabulary) {
+  std::unordered_map<std::string, std::int32_t> index;
+  for (std::size_t i = 0; i < vocabulary.size(); ++i)
+    ACCRUE_CHECK(index.emplace(vocabulary[i], static_cast<std::int32_t>(i + 1)).second,
+                 "StringLookup: the vocabulary holds {} twice", printable_name(vocabulary[i]));
+  vocabulary_ = std::move(vocabulary);
+  index_ = std::move(index);
 }
 
 LayerConfig StringLookup::config() const {
@@ -121,13 +128,13 @@ void count_words(const Tensor& text, std::map<std::string, std::int64_t>& counts
 void StringLookup::adapt(const Tensor& text) {
   std::map<std::string, std::int64_t> counts;
   count_words(text, counts, *this);
-  vocabulary_ = by_frequency(counts, max_tokens_);
+  set_vocabulary(by_frequency(counts, max_tokens_));
 }
 
 void StringLookup::adapt(const Dataset& data, const std::string& input) {
   std::map<std::string, std::int64_t> counts;
   each_batch_of(data, input, "StringLookup", [&](const Tensor& text) { count_words(text, counts, *this); });
-  vocabulary_ = by_frequency(counts, max_tokens_);
+  set_vocabulary(by_frequency(counts, max_tokens_));
 }
 
 Shape StringLookup::build(const Shape& input_shape, Generator&) {
@@ -138,14 +145,12 @@ Shape StringLookup::build(const Shape& input_shape, Generator&) {
 
 Tensor StringLookup::forward(const Tensor& x) {
   ACCRUE_CHECK(x.dtype() == DType::i32, "{} takes text as int32 bytes, not {}", describe(), dtype_name(x.dtype()));
-  std::unordered_map<std::string, std::int32_t> index;
-  for (std::size_t i = 0; i < vocabulary_.size(); ++i) index.emplace(vocabulary_[i], static_cast<std::int32_t>(i + 1));
   const std::int64_t width = x.size(x.rank() - 1);
   const std::vector<std::int32_t> v = x.to(Device::cpu()).to_vector<std::int32_t>();
   std::vector<std::int32_t> out;
   for (std::size_t at = 0; at < v.size(); at += static_cast<std::size_t>(width)) {
-    const auto found = index.find(word_at(&v[at], width, *this));
-    out.push_back(found == index.end() ? 0 : found->second);
+    const auto found = index_.find(word_at(&v[at], width, *this));
+    out.push_back(found == index_.end() ? 0 : found->second);
   }
   return Tensor::from(out, output_shape().prepend(x.size(0)), {.dtype = DType::i32}).to(x.device());
 }
@@ -171,13 +176,19 @@ LayerMemoryUse StringLookup::memory_use(const LayerMemoryQuery&) const { return 
 
 // ---- IntegerLookup ---------------------------------------------------------------------------
 
-IntegerLookup::IntegerLookup(IntegerLookupOptions options)
-    : vocabulary_(std::move(options.vocabulary)), max_tokens_(options.max_tokens) {
+IntegerLookup::IntegerLookup(IntegerLookupOptions options) : max_tokens_(options.max_tokens) {
   set_name(options.name);
   ACCRUE_CHECK(!max_tokens_ || *max_tokens_ >= 1, "IntegerLookup: max_tokens {} is not at least 1", *max_tokens_);
-  std::vector<std::int64_t> sorted = vocabulary_;
-  std::sort(sorted.begin(), sorted.end());
-  ACCRUE_CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end(), "IntegerLookup: the vocabulary holds a number twice");
+  set_vocabulary(std::move(options.vocabulary));
+}
+
+void IntegerLookup::set_vocabulary(std::vector<std::int64_t> vocabulary) {
+  std::unordered_map<std::int64_t, std::int32_t> index;
+  for (std::size_t i = 0; i < vocabulary.size(); ++i)
+    ACCRUE_CHECK(index.emplace(vocabulary[i], static_cast<std::int32_t>(i + 1)).second,
+                 "IntegerLookup: the vocabulary holds {} twice", vocabulary[i]);
+  vocabulary_ = std::move(vocabulary);
+  index_ = std::move(index);
 }
 
 LayerConfig IntegerLookup::config() const {
@@ -193,7 +204,7 @@ IntegerLookup IntegerLookup::from_config(const ConfigReader& c) {
 void IntegerLookup::adapt(const Tensor& values) {
   std::map<std::int64_t, std::int64_t> counts;
   for (const std::int32_t v : ints_of(values, *this)) ++counts[v];
-  vocabulary_ = by_frequency(counts, max_tokens_);
+  set_vocabulary(by_frequency(counts, max_tokens_));
 }
 
 void IntegerLookup::adapt(const Dataset& data, const std::string& input) {
@@ -201,7 +212,7 @@ void IntegerLookup::adapt(const Dataset& data, const std::string& input) {
   each_batch_of(data, input, "IntegerLookup", [&](const Tensor& values) {
     for (const std::int32_t v : ints_of(values, *this)) ++counts[v];
   });
-  vocabulary_ = by_frequency(counts, max_tokens_);
+  set_vocabulary(by_frequency(counts, max_tokens_));
 }
 
 Shape IntegerLookup::build(const Shape& input_shape, Generator&) {
@@ -210,12 +221,10 @@ Shape IntegerLookup::build(const Shape& input_shape, Generator&) {
 }
 
 Tensor IntegerLookup::forward(const Tensor& x) {
-  std::unordered_map<std::int64_t, std::int32_t> index;
-  for (std::size_t i = 0; i < vocabulary_.size(); ++i) index.emplace(vocabulary_[i], static_cast<std::int32_t>(i + 1));
   std::vector<std::int32_t> out;
   for (const std::int32_t v : ints_of(x, *this)) {
-    const auto found = index.find(v);
-    out.push_back(found == index.end() ? 0 : found->second);
+    const auto found = index_.find(v);
+    out.push_back(found == index_.end() ? 0 : found->second);
   }
   return Tensor::from(out, x.shape(), {.dtype = DType::i32}).to(x.device());
 }

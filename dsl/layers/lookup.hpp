@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "../../datasets/dataset.hpp"
@@ -57,7 +58,10 @@ class StringLookup final : public LayerBase<StringLookup, "StringLookup"> {
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
 
  private:
+  void set_vocabulary(std::vector<std::string> vocabulary);
   std::vector<std::string> vocabulary_;
+  // Each word's index, made with the vocabulary so that predict only reads it (threads share it).
+  std::unordered_map<std::string, std::int32_t> index_;
   std::optional<std::int64_t> max_tokens_;
 };
 
@@ -88,7 +92,9 @@ class IntegerLookup final : public LayerBase<IntegerLookup, "IntegerLookup"> {
   LayerMemoryUse memory_use(const LayerMemoryQuery& q) const override;
 
  private:
+  void set_vocabulary(std::vector<std::int64_t> vocabulary);
   std::vector<std::int64_t> vocabulary_;
+  std::unordered_map<std::int64_t, std::int32_t> index_;  // as StringLookup's
   std::optional<std::int64_t> max_tokens_;
 };
 

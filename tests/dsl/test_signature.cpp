@@ -54,7 +54,7 @@ BOOST_AUTO_TEST_CASE(the_signature_says_what_the_model_takes_and_gives) {
   BOOST_TEST(s.inputs[0].range->second == 255.0f);
   BOOST_REQUIRE(s.outputs.size() == 1u);
   BOOST_TEST(s.outputs[0].meaning == "logits (softmax gives probabilities)");
-  BOOST_TEST(s.outputs[0].softmax_makes_probabilities);
+  BOOST_TEST(s.outputs[0].softmax_makes_probabilities());
   BOOST_TEST(s.outputs[0].class_names == (std::vector<std::string>{"daisy", "rose", "tulip"}), boost::test_tools::per_element());
   const std::string text = s.str();
   BOOST_TEST(text.find("input 'input': float32 (3, any, any), NCHW, values in [0, 255], resized inside the model to (3, 24, 24)") !=

@@ -197,6 +197,10 @@ BOOST_AUTO_TEST_CASE(text_groups_refuse_what_they_cannot_hold) {
   std::ofstream(path) << "temperature,humidity,sky,rain\n12,40,sunny,no\n13,50," << std::string(40, 'x') << ",yes\n";
   BOOST_CHECK_EXCEPTION(datasets::csv(path, weather_columns()), IoError,
                         message_has({"long.csv: line 3, column 3 ('sky')", "40 bytes, more than max_text_bytes (32)"}));
+  const std::string nul_path = (dir.path / "nul.csv").string();
+  std::ofstream(nul_path, std::ios::binary) << "temperature,humidity,sky,rain\n12,40,su" << '\0' << "ny,no\n";
+  BOOST_CHECK_EXCEPTION(datasets::csv(nul_path, weather_columns()), IoError,
+                        message_has({"nul.csv: line 2, column 3 ('sky')", "NUL byte"}));
   datasets::CsvOptions wider = weather_columns();
   wider.max_text_bytes = 64;
   const Dataset table = datasets::csv(path, wider);
