@@ -492,6 +492,34 @@ std::vector<Tensor> grouped_inputs(const Table& t, const FeaturePlan& p, const T
   return out;
 }
 
+// How each input's fields were read (Dataset::table_columns), so that a model's file can say it;
+// none for an input with categorical columns, whose numbering comes from this file's values.
+std::vector<std::optional<TableColumns>> table_columns(const Table& t, const FeaturePlan& p, const CsvOptions& options) {
+  const auto read_as = [&](const std::vector<std::size_t>& columns, bool text) {
+    TableColumns out{.text = text, .text_bytes = text ? options.max_text_bytes : 0, .missing = options.missing,
+                     .missing_values = options.missing_values};
+    for (const std::size_t c : columns) {
+      if (t.names.empty()) out.columns.emplace_back(static_cast<int>(c));
+      else out.columns.emplace_back(t.names[c]);
+    }
+    return out;
+  };
+  std::set<std::size_t> categorical;
+  for (const Column& c : options.categorical) categorical.insert(t.index_of(c));
+  const auto numbers = [&](const std::vector<std::size_t>& columns) -> std::optional<TableColumns> {
+    if (std::any_of(columns.begin(), columns.end(), [&](std::size_t c) { return categorical.contains(c); })) return {};
+    return read_as(columns, false);
+  };
+  if (options.groups.empty()) return {numbers(p.columns)};
+  std::vector<std::optional<TableColumns>> out;
+  for (const ColumnGroup& g : options.groups) {
+    std::vector<std::size_t> columns;
+    for (const Column& c : g.columns) columns.push_back(t.index_of(c));
+    out.push_back(g.text ? std::optional{read_as(columns, true)} : numbers(columns));
+  }
+  return out;
+}
+
 }  // namespace
 
 Dataset csv(const std::string& path, const CsvOptions& given) {
@@ -571,6 +599,7 @@ Dataset csv(const std::string& path, const CsvOptions& given) {
                                                         name, std::move(names))};
   }
   if (classes) data = data.with_class_names(classes->names);
+  data = data.with_table_columns(table_columns(t, p, options));
   return other.weight ? data.with_sample_weights(std::move(weights)) : data;
 }
 

@@ -387,7 +387,13 @@ Dataset Dataset::reordered(const std::vector<std::size_t>& inputs, const std::ve
     out = out.in_memory_as(std::move(tensors));
   }
   out.weights_ = weights_;
-  if (!targets.empty() && targets[0] == 0) out.class_names_ = class_names_;  // the first target stays first
+  if (meaning_) {
+    Meaning m;
+    if (!targets.empty() && targets[0] == 0) m.class_names = meaning_->class_names;  // the first target stays first
+    if (!meaning_->table_columns.empty())
+      for (const std::size_t k : inputs) m.table_columns.push_back(meaning_->table_columns.at(k));
+    out.meaning_ = std::make_shared<const Meaning>(std::move(m));
+  }
   return out;
 }
 
@@ -432,17 +438,35 @@ Dataset Dataset::with_sample_weights(std::vector<float> weights) const {
 
 const std::vector<std::string>& Dataset::class_names() const {
   static const std::vector<std::string> none;
-  return class_names_ ? *class_names_ : none;
+  return meaning_ ? meaning_->class_names : none;
 }
 
 Dataset Dataset::with_class_names(std::vector<std::string> names) const {
   Dataset out = *this;
-  out.class_names_ = std::make_shared<const std::vector<std::string>>(std::move(names));
+  Meaning m = meaning_ ? *meaning_ : Meaning{};
+  m.class_names = std::move(names);
+  out.meaning_ = std::make_shared<const Meaning>(std::move(m));
+  return out;
+}
+
+const std::vector<std::optional<TableColumns>>& Dataset::table_columns() const {
+  static const std::vector<std::optional<TableColumns>> none;
+  return meaning_ ? meaning_->table_columns : none;
+}
+
+Dataset Dataset::with_table_columns(std::vector<std::optional<TableColumns>> columns) const {
+  ACCRUE_CHECK(columns.empty() || columns.size() == layout().inputs.size(),
+               "dataset '{}': table columns for {} inputs, but its samples have {}", name(), columns.size(),
+               layout().inputs.size());
+  Dataset out = *this;
+  Meaning m = meaning_ ? *meaning_ : Meaning{};
+  m.table_columns = std::move(columns);
+  out.meaning_ = std::make_shared<const Meaning>(std::move(m));
   return out;
 }
 
 Dataset Dataset::carried_over(Dataset to, std::span<const std::int64_t> indices) const {
-  to.class_names_ = class_names_;
+  to.meaning_ = meaning_;
   if (!weights_) return to;
   std::vector<float> w(indices.size());
   for (std::size_t k = 0; k < indices.size(); ++k) w[k] = (*weights_)[static_cast<std::size_t>(indices[k])];
@@ -472,7 +496,7 @@ Dataset Dataset::to_memory() const {
   if (source().tensors()) return *this;
   Dataset out = in_memory_as(slice(0, size()));
   out.weights_ = weights_;
-  out.class_names_ = class_names_;
+  out.meaning_ = meaning_;
   return out;
 }
 

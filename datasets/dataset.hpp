@@ -9,12 +9,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "source.hpp"
+#include "table_columns.hpp"
 #include "../framework/core/tensor.hpp"
 
 namespace accrue {
@@ -149,6 +151,14 @@ class Dataset {
   /// The same samples with these class names.
   Dataset with_class_names(std::vector<std::string> names) const;
 
+  /// Which table columns each input was read from (datasets::csv): one entry per input, empty for
+  /// an input that cannot be read again from another file alike (categories numbered by this
+  /// file's values); no entries for data not read from a table. Kept as class_names() is; fit gives
+  /// them to the model (InputSignature::table).
+  const std::vector<std::optional<TableColumns>>& table_columns() const;
+  /// The same samples, read from these columns.
+  Dataset with_table_columns(std::vector<std::optional<TableColumns>> columns) const;
+
  private:
   // `samples` held as tensors, named as this dataset's.
   Dataset in_memory_as(Example samples) const;
@@ -158,7 +168,12 @@ class Dataset {
 
   std::shared_ptr<const SampleSource> source_;
   std::shared_ptr<const std::vector<float>> weights_;
-  std::shared_ptr<const std::vector<std::string>> class_names_;
+  // What the samples stand for, which subsets, splits, map() and to_memory() keep.
+  struct Meaning {
+    std::vector<std::string> class_names;
+    std::vector<std::optional<TableColumns>> table_columns;
+  };
+  std::shared_ptr<const Meaning> meaning_;
 };
 
 namespace detail {

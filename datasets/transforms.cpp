@@ -362,7 +362,7 @@ namespace accrue {
 Dataset Dataset::map(const transforms::Compose& pipeline) const {
   Dataset out{std::make_shared<const transforms::TransformSource>(*this, pipeline)};
   out.weights_ = weights_;
-  out.class_names_ = class_names_;
+  out.meaning_ = meaning_;
   return out;
 }
 

@@ -350,6 +350,10 @@ class Model {
   /// States the range of the values input `input` expects: (0, 255) for raw pixels that a
   /// Rescaling layer inside the model scales.
   Model& set_input_range(float low, float high, std::size_t input = 0);
+  /// States which table columns input `input` is read from (datasets::csv; TableColumns), so that
+  /// a program that serves the model reads any file's rows alike (ModelSignature::csv_options).
+  /// fit takes them from the training data when the model has none (Dataset::table_columns).
+  Model& set_table_columns(TableColumns columns, std::size_t input = 0);
   /// Whether input `input` takes images of any height and width: it reaches a layer that resizes
   /// or crops (Resizing, CenterCrop, RandomCrop) only through layers that follow any size
   /// (Rescaling, Normalization per channel, the random augmentation layers). predict() then takes
@@ -502,6 +506,7 @@ class Model {
   std::optional<datasets::Vocabulary> vocabulary_;
   std::vector<std::vector<std::string>> class_names_;                // per output, set_class_names
   std::vector<std::optional<std::pair<float, float>>> input_ranges_;  // per input, set_input_range
+  std::vector<std::optional<TableColumns>> table_columns_;           // per input, set_table_columns
   RecomputePolicy recompute_policy_;
   std::vector<std::pair<std::size_t, std::size_t>> segments_;  // recomputed, [begin, end)
   // What the last export_onnx wrote, for summary().

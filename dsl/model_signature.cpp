@@ -62,6 +62,7 @@ ModelSignature Model::signature() const {
     InputSignature in{.name = is_chain() ? "input" : inputs_[i].name, .shape = *inputs_[i].shape, .any_image_size = takes_any_image_size(i),
                       .dtype = inputs_[i].dtype, .layout = detail::sample_layout(*inputs_[i].shape, inputs_[i].dtype)};
     if (i < input_ranges_.size()) in.range = input_ranges_[i];
+    if (i < table_columns_.size()) in.table = table_columns_[i];
     // The first layer that resizes gives every image its size.
     if (in.any_image_size)
       for (const GraphNode& node : nodes_)
@@ -111,7 +112,73 @@ Model& Model::set_input_range(float low, float high, std::size_t input) {
   return *this;
 }
 
+Model& Model::set_table_columns(TableColumns columns, std::size_t input) {
+  ACCRUE_CHECK(input < inputs_.size(), "set_table_columns: model '{}' has {} input{}, not {}", name_, inputs_.size(),
+               inputs_.size() == 1 ? "" : "s", input + 1);
+  const std::string where = fmt::format("set_table_columns: input '{}' of model '{}'", inputs_[input].name, name_);
+  ACCRUE_CHECK(!columns.columns.empty(), "{}: no columns given", where);
+  ACCRUE_CHECK(!columns.text || (columns.text_bytes >= 1 && columns.text_bytes <= 4096),
+               "{}: text {} bytes wide (1 to 4096)", where, columns.text_bytes);
+  ACCRUE_CHECK(!columns.missing || std::isfinite(*columns.missing), "{}: the missing value {} is not finite", where,
+               *columns.missing);
+  if (const std::optional<Shape>& shape = inputs_[input].shape) {
+    const auto k = static_cast<std::int64_t>(columns.columns.size());
+    const Shape wanted = columns.text ? Shape{k, columns.text_bytes} : Shape{k};
+    ACCRUE_CHECK_SHAPE(*shape == wanted && (!columns.text || inputs_[input].dtype == DType::i32),
+                       "{}: {} column{} read as {} make samples of {}{}, the input takes {} {}", where, k, k == 1 ? "" : "s",
+                       columns.text ? "text" : "numbers", wanted, columns.text ? " int32" : "", dtype_name(inputs_[input].dtype),
+                       *shape);
+  }
+  if (table_columns_.size() < inputs_.size()) table_columns_.resize(inputs_.size());
+  table_columns_[input] = std::move(columns);
+  return *this;
+}
+
 namespace detail {
+namespace {
+
+ordered_json table_json(const TableColumns& t) {
+  ordered_json columns = ordered_json::array();
+  for (const auto& c : t.columns) {
+    if (const std::string* name = std::get_if<std::string>(&c)) columns.push_back(*name);
+    else columns.push_back(std::get<int>(c));
+  }
+  ordered_json j{{"columns", std::move(columns)}, {"text", t.text}};
+  if (t.text) j["text_bytes"] = t.text_bytes;
+  if (t.missing) j["missing"] = *t.missing;
+  if (!t.missing_values.empty()) j["missing_values"] = t.missing_values;
+  return j;
+}
+
+std::vector<std::string> texts_of(const ordered_json& j, const Reading& r, const std::string& what) {
+  if (!j.is_array()) r.fail(fmt::format("{} are not a list", what));
+  std::vector<std::string> out;
+  for (const ordered_json& t : j) {
+    if (!t.is_string()) r.fail(fmt::format("{} are not all texts", what));
+    out.push_back(t.get<std::string>());
+  }
+  return out;
+}
+
+TableColumns table_of(const ordered_json& j, const Reading& r, const std::string& what) {
+  if (!j.is_object() || !j.contains("columns") || !j["columns"].is_array() || j["columns"].empty())
+    r.fail(fmt::format("{}'s table is not an object with a list of columns", what));
+  TableColumns t{.text = j.value("text", false), .text_bytes = j.value("text_bytes", std::int64_t{0})};
+  for (const ordered_json& c : j["columns"]) {
+    if (c.is_string()) t.columns.emplace_back(c.get<std::string>());
+    else if (c.is_number_integer() && c.get<std::int64_t>() >= 0 && c.get<std::int64_t>() < (std::int64_t{1} << 30))
+      t.columns.emplace_back(c.get<int>());
+    else r.fail(fmt::format("{}'s table column {} is neither a name nor a position", what, c.dump()));
+  }
+  if (j.contains("missing")) {
+    if (!j["missing"].is_number()) r.fail(fmt::format("{}'s missing value is not a number", what));
+    t.missing = j["missing"].get<float>();
+  }
+  if (j.contains("missing_values")) t.missing_values = texts_of(j["missing_values"], r, what + "'s missing values");
+  return t;
+}
+
+}  // namespace
 
 ordered_json signature_json(const ModelSignature& s) {
   ordered_json inputs = ordered_json::array(), outputs = ordered_json::array();
@@ -121,7 +188,9 @@ ordered_json signature_json(const ModelSignature& s) {
                    {"any_image_size", in.any_image_size},
                    {"dtype", std::string(dtype_name(in.dtype))},
                    {"layout", in.layout}};
+    if (in.uint8) j["uint8"] = true;
     if (in.range) j["range"] = {in.range->first, in.range->second};
+    if (in.table) j["table"] = table_json(*in.table);
     inputs.push_back(std::move(j));
   }
   for (const OutputSignature& o : s.outputs)
@@ -157,6 +226,7 @@ InputSignature input_of(const ordered_json& j, const Reading& r, const std::stri
   const std::string dtype = text_of(j, "dtype", r, what);
   if (dtype != "float32" && dtype != "int32") r.fail(fmt::format("{}'s dtype {} is neither float32 nor int32", what, dtype));
   in.dtype = dtype == "int32" ? DType::i32 : DType::f32;
+  in.uint8 = j.value("uint8", false);
   if (j.contains("range")) {
     const ordered_json& range = j["range"];
     if (!range.is_array() || range.size() != 2 || !range[0].is_number() || !range[1].is_number() ||
@@ -165,6 +235,7 @@ InputSignature input_of(const ordered_json& j, const Reading& r, const std::stri
       r.fail(fmt::format("{}'s range is not two finite numbers, low below high", what));
     in.range = std::make_pair(range[0].get<float>(), range[1].get<float>());
   }
+  if (j.contains("table")) in.table = table_of(j["table"], r, what);
   return in;
 }
 
@@ -172,13 +243,7 @@ OutputSignature output_of(const ordered_json& j, const Reading& r, const std::st
   if (!j.is_object() || !j.contains("shape")) r.fail(fmt::format("{} is not an object with a shape", what));
   OutputSignature o{.name = text_of(j, "name", r, what), .shape = shape_of(j["shape"], r, what),
                     .meaning = text_of(j, "meaning", r, what)};
-  if (j.contains("class_names")) {
-    if (!j["class_names"].is_array()) r.fail(fmt::format("{}'s class names are not a list", what));
-    for (const ordered_json& name : j["class_names"]) {
-      if (!name.is_string()) r.fail(fmt::format("{}'s class names are not all texts", what));
-      o.class_names.push_back(name.get<std::string>());
-    }
-  }
+  if (j.contains("class_names")) o.class_names = texts_of(j["class_names"], r, what + "'s class names");
   return o;
 }
 
@@ -203,6 +268,8 @@ void apply_signature_json(Model& model, const ordered_json& j, const Reading& r)
   try {
     for (std::size_t i = 0; i < s.inputs.size(); ++i)
       if (s.inputs[i].range) model.set_input_range(s.inputs[i].range->first, s.inputs[i].range->second, i);
+    for (std::size_t i = 0; i < s.inputs.size(); ++i)
+      if (s.inputs[i].table) model.set_table_columns(*s.inputs[i].table, i);
     for (std::size_t o = 0; o < s.outputs.size(); ++o) model.set_class_names(s.outputs[o].class_names, o);
   } catch (const Error& e) {
     r.fail(e.what());

@@ -117,8 +117,9 @@ std::string onnxruntime_folder(std::string* why = nullptr);
 /// beside the library (tests/onnx/install_onnxruntime.sh FOLDER puts it there).
 std::string default_onnxruntime_folder();
 /// The outputs of the ONNX file `path` for `inputs` (float32 or int32, one per graph input in
-/// order), computed by ONNX Runtime's CPU provider in a node process. Throws Error naming the file
-/// and what node said when it cannot run.
+/// order; for an input the file takes as uint8, whole numbers 0 to 255, passed as bytes), computed
+/// by ONNX Runtime's CPU provider in a node process. Throws Error naming the file and what node
+/// said when it cannot run.
 std::vector<Tensor> run_onnxruntime(const std::string& path, const std::vector<Tensor>& inputs);
 
 }  // namespace onnx
@@ -139,6 +140,11 @@ struct OnnxExportOptions {
   /// A Softmax after each output whose values are logits for a softmax (Model::signature), so that
   /// the file gives probabilities.
   bool softmax = false;
+  /// Image inputs that take raw pixels (their range stated as [0, 255], Model::set_input_range)
+  /// are uint8 in the file, cast to float32 as it starts: a runtime feeds the decoded bytes as
+  /// they are (InputSignature::uint8). run_onnxruntime gives such an input its float32 whole
+  /// numbers as bytes.
+  bool uint8_pixels = false;
   /// Runs the file in ONNX Runtime beside predict at batch 1 and at verify_inputs' batch and
   /// reports the differences (OnnxExport::verification); throws if it cannot run.
   bool verify = false;

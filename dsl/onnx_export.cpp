@@ -42,18 +42,25 @@ void describe_value(::onnx::ValueInfoProto* v, const std::string& name, ::onnx::
   }
 }
 
+// A node of one input and one integer attribute, written after the graph's own nodes: `op` of
+// `value` into `value/suffix`; returns that name.
+std::string add_unary_node(::onnx::GraphProto& graph, const char* op, const std::string& value, const char* suffix,
+                           const char* attribute, std::int64_t setting) {
+  ::onnx::NodeProto* n = graph.add_node();
+  n->set_op_type(op);
+  n->set_name(value + "/" + op);
+  n->add_input(value);
+  n->add_output(value + "/" + suffix);
+  ::onnx::AttributeProto* a = n->add_attribute();
+  a->set_name(attribute);
+  a->set_type(::onnx::AttributeProto::INT);
+  a->set_i(setting);
+  return n->output(0);
+}
+
 // A Softmax over the last axis of `value`, for an output that gives logits.
 std::string add_softmax(::onnx::GraphProto& graph, const std::string& value) {
-  ::onnx::NodeProto* n = graph.add_node();
-  n->set_op_type("Softmax");
-  n->set_name(value + "/Softmax");
-  n->add_input(value);
-  n->add_output(value + "/probabilities");
-  ::onnx::AttributeProto* axis = n->add_attribute();
-  axis->set_name("axis");
-  axis->set_type(::onnx::AttributeProto::INT);
-  axis->set_i(-1);
-  return n->output(0);
+  return add_unary_node(graph, "Softmax", value, "probabilities", "axis", -1);
 }
 
 // The signature in the file's metadata, for a program that serves it: all of it as JSON under
@@ -67,6 +74,27 @@ void add_signature(::onnx::ModelProto& model, const ModelSignature& signature) {
     entry->set_key("class_names");
     entry->set_value(nlohmann::json(signature.outputs[0].class_names).dump());
   }
+}
+
+// Whether an input takes raw pixels as bytes would hold them: images stated in [0, 255].
+bool takes_pixel_bytes(const InputSignature& in) {
+  return in.layout == "NCHW" && in.dtype == DType::f32 && in.range && in.range->first == 0.0f && in.range->second == 255.0f;
+}
+
+// A Cast of the graph input `value` (uint8) to float32; returns the value the layers read.
+std::string cast_to_float(::onnx::GraphProto& graph, const std::string& value) {
+  return add_unary_node(graph, "Cast", value, "float", "to", ::onnx::TensorProto::FLOAT);
+}
+
+// A graph input; returns the value the layers read: the input, or its cast to float32 for a uint8
+// input, marked as of any image size where it is.
+std::string add_graph_input(onnx::Graph& graph, const std::string& name, ::onnx::TensorProto::DataType type,
+                            std::int64_t batch, const Shape& sample, bool any_size) {
+  ::onnx::GraphProto& g = *graph.impl().graph;
+  describe_value(g.add_input(), name, type, batch, sample, any_size);
+  const std::string read = type == ::onnx::TensorProto::UINT8 ? cast_to_float(g, name) : name;
+  if (any_size) graph.set_any_image_size(read);
+  return read;
 }
 
 // The exported layers start after the leading Normalization layers when preprocessing is left out.
@@ -180,18 +208,23 @@ struct VerifiedInput {
   Shape sample;
   std::int64_t vocabulary = 0;
   DType dtype = DType::f32;
+  bool uint8 = false;
 };
 
 // Verification inputs, one per graph input: `given` (a model of one input), or 7 samples of
 // standard normal numbers, of tokens drawn from the vocabulary of the Embedding that reads the
-// input, or of int32 zeros (a mask that leaves nothing out).
+// input, of int32 zeros (a mask that leaves nothing out), or of pixels 0 to 255 for a uint8 input.
 std::vector<Tensor> verification_inputs(const std::vector<VerifiedInput>& inputs, const Tensor& given) {
   if (given.defined()) return {given};
   Generator generator(20261126);
   std::vector<Tensor> out;
-  for (const auto& [sample, vocab, dtype] : inputs) {
+  for (const auto& [sample, vocab, dtype, uint8] : inputs) {
     const Shape shape = sample.prepend(7);
-    if (vocab == 0 && dtype == DType::i32) {
+    if (uint8) {
+      std::vector<float> pixels = Tensor::uniform(shape, 0.0f, 256.0f, &generator).to_vector<float>();
+      for (float& p : pixels) p = std::min(std::floor(p), 255.0f);
+      out.push_back(Tensor::from(pixels, shape));
+    } else if (vocab == 0 && dtype == DType::i32) {
       out.push_back(Tensor::zeros(shape, {.dtype = DType::i32}));
     } else if (vocab > 0) {
       const std::vector<float> u = Tensor::uniform(shape, 0.0f, static_cast<float>(vocab), &generator).to_vector<float>();
@@ -295,9 +328,11 @@ ModelSignature signature_of_graph(const ::onnx::GraphProto& graph, const std::st
     if (any) dims[1] = dims[2] = 1;
     for (const std::int64_t d : dims)
       if (d < 1) throw ValueError(fmt::format("{}: input '{}' has a free dimension besides the batch", path, v.name()));
-    const bool ints = v.type().tensor_type().elem_type() == ::onnx::TensorProto::INT32;
+    const int type = v.type().tensor_type().elem_type();
     const Shape shape{std::span<const std::int64_t>(dims)};
-    InputSignature in{.name = v.name(), .shape = shape, .any_image_size = any, .dtype = ints ? DType::i32 : DType::f32};
+    InputSignature in{.name = v.name(), .shape = shape, .any_image_size = any,
+                      .dtype = type == ::onnx::TensorProto::INT32 ? DType::i32 : DType::f32,
+                      .uint8 = type == ::onnx::TensorProto::UINT8};
     in.layout = accrue::detail::sample_layout(shape, in.dtype);
     s.inputs.push_back(std::move(in));
   }
@@ -321,6 +356,14 @@ Shape sample_shape(const std::string& path) {
       throw ValueError(fmt::format("{}: input '{}' has a free dimension {} besides the batch", path,
                                    model.graph().input(0).name(), d + 1));
   return Shape(std::span<const std::int64_t>(dims));
+}
+
+std::vector<bool> uint8_inputs(const std::string& path) {
+  const ::onnx::ModelProto model = read_model(path);
+  std::vector<bool> out;
+  for (const ::onnx::ValueInfoProto& v : model.graph().input())
+    out.push_back(v.type().tensor_type().elem_type() == ::onnx::TensorProto::UINT8);
+  return out;
 }
 
 ModelSignature signature(const std::string& path) {
@@ -388,18 +431,19 @@ OnnxExport Model::export_onnx(const std::string& path, const OnnxExportOptions& 
   start_model(g, options.opset, name_);
   // Each value's name in the file: the signature's. An input is int32 where it is declared so or an
   // Embedding reads it (its vocabulary then draws the verification's tokens).
+  ModelSignature signature = this->signature();
   std::vector<std::string> names(inputs_.size() + nodes_.size());
   std::vector<VerifiedInput> verified_inputs;
   for (std::size_t i = 0; i < inputs_.size(); ++i) {
     const std::int64_t vocab = first_reader_vocabulary(layers_, nodes_, chain ? std::optional(first) : std::nullopt, i);
     const bool tokens = vocab > 0 || inputs_[i].dtype == DType::i32;
-    names[i] = chain ? "input" : inputs_[i].name;
     const Shape sample = chain ? layers_[nodes_[first].layer]->input_shape() : *inputs_[i].shape;
     const bool any_size = options.any_image_size && takes_any_image_size(i);
-    describe_value(g.graph->add_input(), names[i], tokens ? ::onnx::TensorProto::INT32 : ::onnx::TensorProto::FLOAT,
-                   options.batch, sample, any_size);
-    if (any_size) graph.set_any_image_size(names[i]);
-    verified_inputs.push_back({sample, vocab, tokens ? DType::i32 : DType::f32});
+    const bool bytes = options.uint8_pixels && takes_pixel_bytes(signature.inputs[i]) && !tokens;
+    names[i] = add_graph_input(graph, chain ? "input" : inputs_[i].name, bytes ? ::onnx::TensorProto::UINT8 : tokens ? ::onnx::TensorProto::INT32 : ::onnx::TensorProto::FLOAT,
+                               options.batch, sample, any_size);
+    signature.inputs[i].uint8 = bytes;
+    verified_inputs.push_back({sample, vocab, tokens ? DType::i32 : DType::f32, bytes});
   }
   if (chain && first > 0) names[node_value(first - 1)] = "input";
   OnnxExport result{.path = path};
@@ -417,7 +461,6 @@ OnnxExport Model::export_onnx(const std::string& path, const OnnxExportOptions& 
       throw;
     }
   }
-  ModelSignature signature = this->signature();
   std::vector<GraphOutput> outputs;
   for (const std::size_t v : outputs_) {
     const bool read = std::any_of(nodes_.begin(), nodes_.end(),

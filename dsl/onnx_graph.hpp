@@ -41,4 +41,7 @@ struct Graph::Impl {
   std::string top_layer(std::size_t index, const Layer& layer, const std::vector<std::string>& xs, LayerRecord& record);
 };
 
+/// Per graph input of the ONNX file `path`: whether it takes uint8 (OnnxExportOptions::uint8_pixels).
+std::vector<bool> uint8_inputs(const std::string& path);
+
 }  // namespace accrue::onnx

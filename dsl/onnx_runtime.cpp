@@ -11,6 +11,7 @@
 #include <fcntl.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -19,6 +20,7 @@
 #include <sstream>
 
 #include "onnx.hpp"
+#include "onnx_graph.hpp"
 #include "../framework/core/error.hpp"
 #include "../framework/core/files.hpp"
 
@@ -43,7 +45,7 @@ const ort = require(path.join(folder, 'node_modules', 'onnxruntime-node'));
   job.inputs.forEach((input, i) => {
     const bytes = fs.readFileSync(path.join(work, input.file));
     const copy = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length);
-    const data = input.dtype === 'int32' ? new Int32Array(copy) : new Float32Array(copy);
+    const data = input.dtype === 'int32' ? new Int32Array(copy) : input.dtype === 'uint8' ? new Uint8Array(copy) : new Float32Array(copy);
     feeds[session.inputNames[i]] = new ort.Tensor(input.dtype, data, input.dims);
   });
   const results = await session.run(feeds);
@@ -56,6 +58,21 @@ const ort = require(path.join(folder, 'node_modules', 'onnxruntime-node'));
   fs.writeFileSync(path.join(work, 'outputs.json'), JSON.stringify({outputs}));
 })().catch(e => { console.error(e && e.message ? e.message : String(e)); process.exit(1); });
 )js";
+
+// An input the file takes as uint8: each value must be a whole number 0 to 255.
+std::vector<std::uint8_t> pixel_bytes(const Tensor& x, const std::string& path, std::size_t input) {
+  ACCRUE_CHECK(x.dtype() == DType::f32, "run_onnxruntime {}: input {} is uint8 in the file; give it float32 pixels, not {}",
+               path, input, dtype_name(x.dtype()));
+  const std::vector<float> values = x.to_vector<float>();
+  std::vector<std::uint8_t> out(values.size());
+  for (std::size_t k = 0; k < values.size(); ++k) {
+    ACCRUE_CHECK(values[k] >= 0.0f && values[k] <= 255.0f && values[k] == std::floor(values[k]),
+                 "run_onnxruntime {}: input {} is uint8 in the file, but value {} is {}, not a whole number 0 to 255",
+                 path, input, k, values[k]);
+    out[k] = static_cast<std::uint8_t>(values[k]);
+  }
+  return out;
+}
 
 std::string find_on_path(const std::string& program) {
   const char* path = std::getenv("PATH");
@@ -150,6 +167,7 @@ std::vector<Tensor> run_onnxruntime(const std::string& path, const std::vector<T
   const WorkFolder work;
   write_bytes(work.path / "runner.cjs", runner, std::strlen(runner));
   nlohmann::json job{{"model", fs::absolute(path).string()}, {"inputs", nlohmann::json::array()}};
+  const std::vector<bool> uint8 = uint8_inputs(path);
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& x = inputs[i];
     ACCRUE_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::i32,
@@ -157,8 +175,14 @@ std::vector<Tensor> run_onnxruntime(const std::string& path, const std::vector<T
                  dtype_name(x.dtype()));
     const Tensor cpu = x.to(Device::cpu());
     const std::string file = fmt::format("input_{}.bin", i);
-    write_bytes(work.path / file, cpu.data_ptr(), cpu.nbytes());
-    job["inputs"].push_back({{"dtype", x.dtype() == DType::i32 ? "int32" : "float32"},
+    const bool bytes = i < uint8.size() && uint8[i];
+    if (bytes) {
+      const std::vector<std::uint8_t> pixels = pixel_bytes(cpu, path, i);
+      write_bytes(work.path / file, pixels.data(), pixels.size());
+    } else {
+      write_bytes(work.path / file, cpu.data_ptr(), cpu.nbytes());
+    }
+    job["inputs"].push_back({{"dtype", bytes ? "uint8" : x.dtype() == DType::i32 ? "int32" : "float32"},
                              {"dims", std::vector<std::int64_t>(x.shape().begin(), x.shape().end())},
                              {"file", file}});
   }

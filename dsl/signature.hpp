@@ -7,16 +7,23 @@
 //   fmt::print("{}\n", model.signature().str());
 //   // input 'input': float32 (3, any, any), NCHW, values in [0, 255], resized inside the model to (3, 64, 64)
 //   // output 'dense_1': (5,) logits (softmax gives probabilities) of daisy, dandelion, roses, sunflowers, tulips
+//
+// A model trained on a table also says which columns make each input ("from columns 'age',
+// 'fare'"), so that csv_options() reads a new file's rows as training read them.
 
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "../datasets/table_columns.hpp"
 #include "../framework/core/dtype.hpp"
 #include "../framework/core/shape.hpp"
 
 namespace accrue {
+namespace datasets {
+struct CsvOptions;
+}
 
 struct InputSignature {
   std::string name = {};
@@ -26,6 +33,9 @@ struct InputSignature {
   /// (Model::takes_any_image_size); `shape` is then what its first resizing layer takes in training.
   bool any_image_size = false;
   DType dtype = DType::f32;
+  /// An ONNX file's input that takes pixels as uint8 (OnnxExportOptions::uint8_pixels): the bytes
+  /// as decoded, which the file casts to `dtype`.
+  bool uint8 = false;
   /// The batch's layout, batch first: "NCHW" for images, "NC" for features, "NT" for token ids,
   /// "N..." otherwise.
   std::string layout = {};
@@ -33,6 +43,9 @@ struct InputSignature {
   std::optional<std::pair<float, float>> range = {};
   /// The shape the model's own resizing makes of any image (when any_image_size).
   std::optional<Shape> resized_to = {};
+  /// The table columns it is read from, where stated (Model::set_table_columns, or fit from a
+  /// dataset read by datasets::csv).
+  std::optional<TableColumns> table = {};
 };
 
 struct OutputSignature {
@@ -56,6 +69,15 @@ struct ModelSignature {
   std::vector<OutputSignature> outputs = {};
   /// One line per input and output, as in the comment above.
   std::string str() const;
+  /// How datasets::csv reads a file's rows as the model's inputs, from the columns each input
+  /// states (InputSignature::table): one group per input, named after it, no target. Columns may
+  /// stand in any order in the file, and others may be there too:
+  ///
+  ///   Model model = load_model("weather.safetensors");
+  ///   Dataset rows = datasets::csv("tomorrow.csv", model.signature().csv_options());
+  ///
+  /// Throws ValueError naming an input that states no columns.
+  datasets::CsvOptions csv_options() const;
 };
 
 }  // namespace accrue

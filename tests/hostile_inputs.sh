@@ -486,6 +486,15 @@ case_ "a stray CSV label 100000 makes 3 classes, with a warning" 0 "3 distinct c
 { printf 'a,y\n'; head -c 10000000 /dev/zero | tr '\0' 'x'; printf ',1\n'; } > "$work/long_field.csv"
 case_ "a 10 MB CSV field is quoted in part" 1 "'xxxxxxxxxx" "$tabular" --data "$work/long_field.csv" --header --skip-rows 0
 [[ $(wc -c < "$out") -lt 2000 ]] || { failed=$((failed + 1)); row FAIL "the 10 MB field's message is short" "$(wc -c < "$out") bytes"; }
+# A table's model serves CSV rows by the columns its file states; a file without them is refused.
+{ printf 'a,b,y\n'; for i in $(seq 40); do printf '%d,%d,%d\n' "$i" $((i * 3 % 7)) $((i % 2)); done; } > "$work/table.csv"
+case_ "a table's model saved" 0 "Saved the model" "$tabular" --data "$work/table.csv" --header --skip-rows 0 --epochs 1 \
+  --verbose 0 --save-model "$work/table.safetensors"
+printf 'y,a\n1,2\n' > "$work/no_b.csv"
+case_ "12_predict of CSV rows without a column the model reads" 1 "no_b.csv: there is no column 'b'; the header has: y, a" \
+  "$predict" "$work/table.safetensors" "$work/no_b.csv"
+case_ "12_predict of a table's model given a PNG" 1 "an image, but the model reads table rows" "$predict" "$work/table.safetensors" "$small_png"
+case_ "12_predict of an image model given a CSV file" 1 "table.csv: not an IDX file" "$predict" "$work/model.safetensors" "$work/table.csv"
 d=$(fresh "$work/cifar_meta")
 for f in data_batch_1 data_batch_2 data_batch_3 data_batch_4 data_batch_5 test_batch; do
   for r in 1 2; do printf '\x03'; head -c 3072 /dev/urandom; done > "$d/$f.bin"

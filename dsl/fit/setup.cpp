@@ -47,6 +47,16 @@ void take_class_names(Model& model, const Dataset& train) {
   if (out.rank() == 1 && (out[0] == count || (out[0] == 1 && count == 2))) model.set_class_names(names);
 }
 
+// The training table's columns of each input (datasets::csv) for a model that states none, so that
+// its file says how to read a new file's rows. After arrange(): the dataset's inputs are the model's.
+void take_table_columns(Model& model, const Dataset& train) {
+  const std::vector<std::optional<TableColumns>>& tables = train.table_columns();
+  if (tables.size() != model.input_count()) return;
+  const ModelSignature stated = model.signature();
+  for (std::size_t i = 0; i < tables.size(); ++i)
+    if (tables[i] && !stated.inputs[i].table) model.set_table_columns(*tables[i], i);
+}
+
 }  // namespace
 
 TrainingRun::TrainingRun(Model& model, const Dataset& train, std::optional<Dataset> validation,
@@ -86,6 +96,7 @@ void TrainingRun::prepare_model() {
   const bool first = processes_.rank() == 0;
   if (model.input_count() == 1) model.build(train.sample_shape());  // a model of several inputs is built already
   take_class_names(model, train);
+  take_table_columns(model, train);
   if (options.recompute) model.recompute(*options.recompute);  // before the budget plans the micro-batch
   state_.batch_size = options.batch_size;
   plan_memory();

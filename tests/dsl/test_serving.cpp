@@ -108,14 +108,28 @@ BOOST_AUTO_TEST_CASE(the_training_program_a_loaded_model_and_onnx_runtime_answer
   const std::string onnx_path = (dir.path / "photos.onnx").string();
   model.export_onnx(onnx_path, {.softmax = true});
   BOOST_TEST(onnx::signature(onnx_path).outputs[0].class_names == model.class_names(), boost::test_tools::per_element());
+  BOOST_TEST(!onnx::signature(onnx_path).inputs[0].uint8);
+  // The same file taking the decoded bytes as they are (uint8), checked by its own verification.
+  const std::string bytes_path = (dir.path / "photos_uint8.onnx").string();
+  const OnnxExport exported = model.export_onnx(bytes_path, {.softmax = true, .uint8_pixels = true, .verify = true});
+  for (const onnx::Difference& d : exported.verification) BOOST_TEST(d.within, d.str());
+  BOOST_TEST(onnx::signature(bytes_path).inputs[0].uint8);
+  BOOST_TEST(onnx::signature(bytes_path).str().starts_with("input 'input': uint8 (3, any, any)"), onnx::signature(bytes_path).str());
   double largest = 0.0;
   for (std::size_t i = 0; i < files.size(); ++i) {
-    const Tensor x = datasets::read_image_pixels(files[i]);
-    const std::vector<float> p = onnx::run_onnxruntime(onnx_path, {x.reshape(x.shape().prepend(1))}).at(0).to_vector();
-    check_close(p, trained[i], 1e-5, 0.0, files[i] + " in ONNX Runtime");
-    for (std::size_t k = 0; k < p.size(); ++k) largest = std::max(largest, static_cast<double>(std::abs(p[k] - trained[i][k])));
+    const Tensor pixels = datasets::read_image_pixels(files[i]);
+    const Tensor x = pixels.reshape(pixels.shape().prepend(1));
+    for (const std::string& file : {onnx_path, bytes_path}) {
+      const std::vector<float> p = onnx::run_onnxruntime(file, {x}).at(0).to_vector();
+      check_close(p, trained[i], 1e-5, 0.0, files[i] + " in ONNX Runtime, " + file);
+      for (std::size_t k = 0; k < p.size(); ++k) largest = std::max(largest, static_cast<double>(std::abs(p[k] - trained[i][k])));
+    }
   }
-  BOOST_TEST_MESSAGE("ONNX Runtime against the training program, 24 files of 12 sizes: largest difference " << largest);
+  BOOST_TEST_MESSAGE("ONNX Runtime (float32 and uint8 input) against the training program, 24 files of 12 sizes: largest difference "
+                     << largest);
+  // A value no byte holds is refused, naming the input and the value.
+  BOOST_CHECK_EXCEPTION(onnx::run_onnxruntime(bytes_path, {Tensor::full({1, 3, 20, 20}, 0.5f)}), Error,
+                        message_has({"input 0 is uint8 in the file", "0.5"}));
 }
 
 BOOST_AUTO_TEST_CASE(four_threads_answer_as_one) {

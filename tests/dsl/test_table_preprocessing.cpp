@@ -148,6 +148,17 @@ BOOST_AUTO_TEST_CASE(a_csv_model_takes_raw_columns_and_scores_any_file_with_them
   model.save(saved);
   Model loaded = load_model(saved);
   BOOST_TEST(loaded.predict(other.slice(0, 12).inputs)[0].to_vector() == b[0].to_vector(), boost::test_tools::per_element());
+  // The file says which columns make each input (fit took them from the table), so a program with
+  // none of this code reads the other file's rows as training read its own.
+  const ModelSignature stated = loaded.signature();
+  BOOST_REQUIRE(stated.inputs[0].table && stated.inputs[1].table);
+  BOOST_TEST(!stated.inputs[0].table->text);
+  BOOST_TEST((stated.inputs[1].table->columns == std::vector<std::variant<std::string, int>>{"sky"}));
+  BOOST_TEST(stated.inputs[1].table->text_bytes == 32);
+  BOOST_TEST(stated.str().find("from columns 'temperature', 'humidity'") != std::string::npos, stated.str());
+  BOOST_TEST(stated.str().find("from column 'sky' as text") != std::string::npos, stated.str());
+  const Dataset served = datasets::csv(score_path, stated.csv_options());
+  BOOST_TEST(loaded.predict(served.slice(0, 12).inputs)[0].to_vector() == b[0].to_vector(), boost::test_tools::per_element());
 
   std::string why;
   if (onnx::onnxruntime_folder(&why).empty()) {
@@ -156,9 +167,53 @@ BOOST_AUTO_TEST_CASE(a_csv_model_takes_raw_columns_and_scores_any_file_with_them
   }
   const std::string onnx_path = (dir.path / "weather.onnx").string();
   model.export_onnx(onnx_path);
-  const onnx::Difference d = onnx::compare(onnx::run_onnxruntime(onnx_path, other.slice(0, 12).inputs).at(0), b[0]);
+  // The ONNX file's metadata states the columns too: its rows read from its signature alone.
+  const Dataset for_onnx = datasets::csv(score_path, onnx::signature(onnx_path).csv_options());
+  const onnx::Difference d = onnx::compare(onnx::run_onnxruntime(onnx_path, for_onnx.slice(0, 12).inputs).at(0), b[0]);
   BOOST_TEST_MESSAGE("ONNX Runtime against predict on the other file: " << d.str());
   BOOST_TEST(d.within, d.str());
+}
+
+BOOST_AUTO_TEST_CASE(a_model_states_its_table_columns_only_where_another_file_reads_alike) {
+  test::TempDir dir{"table_columns"};
+  const std::string path = (dir.path / "weather.csv").string();
+  std::ofstream(path) << "temperature,humidity,sky,rain\n21,30,sunny,no\n12,90,rain,yes\n15,70,cloudy,no\n25,20,sunny,no\n";
+  // Columns by position in a file without a header: positions from 0, the header's line skipped.
+  Sequential positional{layers::Input{2}, layers::Dense{2}};
+  positional.compile(optim::SGD{.lr = 0.01}, losses::CrossEntropy{});
+  positional.fit(datasets::csv(path, {.target = 3, .header = false, .skip_rows = 1, .columns = {1, 0}, .missing = 0.5f}),
+                 {.epochs = 1, .batch_size = 2, .verbose = 0});
+  const ModelSignature s = positional.signature();
+  BOOST_REQUIRE(s.inputs[0].table);
+  BOOST_TEST((s.inputs[0].table->columns == std::vector<std::variant<std::string, int>>{1, 0}));
+  BOOST_TEST((s.inputs[0].table->missing == 0.5f));
+  datasets::CsvOptions read = s.csv_options();
+  BOOST_TEST(!read.header);
+  BOOST_TEST(!read.target.has_value());
+  read.skip_rows = 1;
+  BOOST_TEST((datasets::csv(path, read).slice(0, 1).inputs[0].to_vector() == std::vector<float>{30, 21}),
+             boost::test_tools::per_element());
+  // A categorical column is numbered by the values of the file it is read from: no columns stated,
+  // and reading by the signature says why, naming the input.
+  Sequential categories{layers::Input{5}, layers::Dense{2}};
+  categories.compile(optim::SGD{.lr = 0.01}, losses::CrossEntropy{});
+  categories.fit(datasets::csv(path, {.target = "rain", .categorical = {"sky"}}), {.epochs = 1, .batch_size = 2, .verbose = 0});
+  BOOST_TEST(!categories.signature().inputs[0].table.has_value());
+  BOOST_CHECK_EXCEPTION(categories.signature().csv_options(), Error,
+                        message_has({"input 'input'", "does not say which table columns", ".categorical", "StringLookup"}));
+  // Columns that cannot make the input are refused, naming both.
+  BOOST_CHECK_EXCEPTION(categories.set_table_columns({.columns = {"temperature", "humidity"}}), Error,
+                        message_has({"2 columns read as numbers make samples of (2,)", "the input takes float32 (5,)"}));
+  BOOST_CHECK_EXCEPTION(categories.set_table_columns({.columns = {}}), Error, message_has({"no columns given"}));
+  // A file whose table entry is damaged names the file and the place.
+  const std::string saved = (dir.path / "m.safetensors").string();
+  positional.save(saved);
+  std::string bytes = read_file(saved);
+  const std::size_t at = bytes.find("\\\"columns\\\":[1,0]");
+  BOOST_REQUIRE(at != std::string::npos);
+  bytes.replace(at + 12, 5, "[0.5]");  // same length: a column neither named nor a position
+  std::ofstream(saved, std::ios::binary) << bytes;
+  BOOST_CHECK_EXCEPTION(load_model(saved), Error, message_has({saved, "signature", "table column"}));
 }
 
 BOOST_AUTO_TEST_CASE(lookups_hashing_and_encodings_run_in_onnx_runtime_as_in_accrue) {

@@ -31,14 +31,4 @@ if grep -q '^Not run in ONNX Runtime' "$work/train.log"; then
   exit 77
 fi
 "$predict" --onnx "$work/stamps.onnx" "${photos[@]}" --top 2 >"$work/onnx.txt"
-python3 - "$work/accrue.txt" "$work/onnx.txt" <<'PY'
-import re, sys
-a, b = (open(p).read().splitlines() for p in sys.argv[1:3])
-assert len(a) == len(b) == 12, (len(a), len(b))
-for x, y in zip(a, b):
-    parts = lambda line: re.findall(r"[:,] (.+?) \(([0-9.]+)%\)", line)
-    px, py = parts(x), parts(y)
-    assert [n for n, _ in px] == [n for n, _ in py], f"different classes:\n{x}\n{y}"
-    assert all(abs(float(p) - float(q)) <= 0.1 for (_, p), (_, q) in zip(px, py)), f"different probabilities:\n{x}\n{y}"
-print("12 photos of many sizes: the same classes and probabilities in Accrue and in ONNX Runtime")
-PY
+python3 "$(dirname "$0")/same_answers.py" "$work/accrue.txt" "$work/onnx.txt" 12
