@@ -48,6 +48,20 @@ struct PlannerOptions {
   bool recompute = true;
 };
 
+/// What a distributed run (FitOptions::distributed) shards over its processes, as ZeRO does
+/// (arXiv 1910.02054; PyTorch's ZeroRedundancyOptimizer, DeepSpeed's stages).
+enum class Shard {
+  /// Every process keeps all of the optimizer's state and steps every parameter (PyTorch's DDP).
+  none,
+  /// ZeRO stage 1: each process owns a contiguous shard of the flattened parameters (balanced, on
+  /// 64-byte boundaries); at each window's close the gradients are reduce-scattered (one call per
+  /// bucket), each process unscales, clips and steps its shard alone, keeping optimizer state for
+  /// it alone, and the updated parameters are gathered. The parameters equal the unsharded run's
+  /// bit for bit (every data-parallel run adds its sums and its gradient norm in the same order).
+  /// Element-wise optimizers only (not LARS or LAMB, whose steps need each parameter whole).
+  optimizer_state,
+};
+
 /// Options of fit() and of a Trainer, with Keras's defaults where Keras has them.
 struct FitOptions {
   int epochs = 1;
@@ -114,6 +128,9 @@ struct FitOptions {
   /// A distributed run's gradient buckets: each starts its reduction as soon as backward has
   /// completed its gradients, overlapping the rest of backward (PyTorch DDP's bucket_cap_mb).
   std::size_t bucket_bytes = 25u << 20;
+  /// What a distributed run shards over its processes (Shard): by default nothing, every process
+  /// keeping the whole optimizer state.
+  Shard shard = Shard::none;
 };
 
 /// A Trainer takes the same options as fit().

@@ -196,6 +196,7 @@ void TrainingRun::step(const MicroBatchSlot& slot, StepRecord& record) {
                           .reducer = processes_.reducer(),
                           .requests = {.stop = stop_signal_ && stop_signal_->received() != 0,
                                        .checkpoint = checkpoints_.due_by_clock()},
+                          .shards = processes_.shards(),
                           .deferred = modes_->deferred()},
                          state_.window_poisoned, context_.optimizer_steps, record);
   } catch (Error& e) {

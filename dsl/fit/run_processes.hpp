@@ -11,6 +11,7 @@
 
 #include "../../framework/distributed/communicator.hpp"
 #include "../../framework/distributed/reducer.hpp"
+#include "../../framework/distributed/sharded_parameters.hpp"
 #include "../metrics.hpp"
 #include "../model.hpp"
 #include "../training_checkpoint.hpp"
@@ -26,10 +27,13 @@ class RunProcesses {
   int size() const { return all_->size(); }
   int rank() const { return all_->rank(); }
 
-  /// With several processes: a reducer of `parameters`' gradients in buckets of `bucket_bytes`, and
-  /// the statistics group when a layer of `model` shares batch statistics. Alone: neither.
-  void share_gradients(const Model& model, const std::vector<Tensor>& parameters, std::size_t bucket_bytes);
+  /// With several processes: a reducer of `parameters`' gradients in buckets of `bucket_bytes`
+  /// (reduce-scattered with `shard`, which also makes this process's pieces, shards()), and the
+  /// statistics group when a layer of `model` shares batch statistics. Alone: none of them.
+  void share_gradients(const Model& model, const std::vector<Tensor>& parameters, std::size_t bucket_bytes,
+                       bool shard = false);
   distributed::Reducer* reducer() const { return reducer_.get(); }
+  distributed::ShardedParameters* shards() const { return shards_.get(); }
   /// The processes layers with .sync = true share batch statistics with (null: none do, or alone).
   distributed::Communicator* statistics_group() const { return statistics_group_; }
 
@@ -51,6 +55,7 @@ class RunProcesses {
   std::unique_ptr<distributed::Communicator> own_;  // alone
   distributed::Communicator* all_ = nullptr;
   std::unique_ptr<distributed::Reducer> reducer_;
+  std::unique_ptr<distributed::ShardedParameters> shards_;
   distributed::Communicator* statistics_group_ = nullptr;
 };
 

@@ -5,6 +5,7 @@
 
 #include "../callbacks/progress_bar.hpp"
 #include "training_run.hpp"
+#include "../../framework/optim/layerwise.hpp"
 #include "../../kernels/gemm.hpp"
 #include "../../framework/core/log.hpp"
 
@@ -209,13 +210,39 @@ void TrainingRun::make_context() {
   // The trainable ones: frozen layers' parameters are out of clipping norms and gradient buckets.
   parameters_.clear();
   for (auto& [name, p] : model_.trainable_parameters()) parameters_.push_back(p);
-  processes_.share_gradients(model_, parameters_, options_.bucket_bytes);
+  processes_.share_gradients(model_, parameters_, options_.bucket_bytes, options_.shard != Shard::none);
+  prepare_sharding();
   context_.reduction = processes_.reducer() ? &processes_.reducer()->stats() : nullptr;
   const std::optional<DType> amp = context_.amp_dtype = model_.recipe().amp_dtype(model_.device());
   // Said also without a progress bar: no one should believe .amp() made their run faster.
   if (amp && !kernels::gemm_low_precision_native(model_.device(), *amp) && processes_.rank() == 0)
     log::warning("{}", callbacks::slow_mixed_precision_note(*amp));
   context_.scaler = model_.scaler();
+}
+
+// A sharded run steps this process's pieces of the parameters with an optimizer of their own, of
+// the model's configuration: its state is theirs alone (ZeRO stage 1).
+void TrainingRun::prepare_sharding() {
+  if (options_.shard == Shard::none) return;
+  const optim::Recipe& recipe = model_.recipe();
+  ACCRUE_CHECK(options_.distributed, "fit: .shard shards over the processes of a distributed run; set .distributed = true "
+                                     "(and start the program with mpirun)");
+  ACCRUE_CHECK(!recipe.optimizer().get<optim::LARS>() && !recipe.optimizer().get<optim::LAMB>(),
+               "fit: .shard steps each process's shard of the parameters alone, but {} scales each parameter's step by its "
+               "whole norm; shard an element-wise optimizer (SGD, Adam, AdamW, RMSprop, Adagrad, Lion)",
+               recipe.optimizer().str());
+  ACCRUE_CHECK(!recipe.weight_average(), "fit: .shard does not keep a weight average (ema, swa) yet");
+  ACCRUE_CHECK(!checkpoints_.used(), "fit: .shard does not write or resume checkpoints yet (each process would write "
+                                     "its shard of the optimizer state); train it without .checkpoint and resume_from");
+  const distributed::ShardedParameters* shards = processes_.shards();
+  if (shards == nullptr) return;  // one process owns every parameter: nothing to shard
+  std::vector<std::string> names;
+  const std::vector<distributed::ShardPlan::Piece> placed =
+      processes_.reducer()->shard_plan().pieces(processes_.rank());
+  for (const distributed::ShardPlan::Piece& p : placed) names.push_back(optimizer_->parameter_name(p.parameter));
+  shard_optimizer_ = recipe.optimizer().create(shards->pieces());
+  shard_optimizer_->set_parameter_names(std::move(names));
+  optimizer_ = shard_optimizer_.get();
 }
 
 // The plan and the loader for the run's micro-batch and accumulation (after a back-off), and what

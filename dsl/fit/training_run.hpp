@@ -96,6 +96,7 @@ class TrainingRun {
   void prepare_model();
   void plan_memory();
   void prepare_run();
+  void prepare_sharding();
   void make_loader();
   void make_context();
   std::string sample_weighting() const;
@@ -125,6 +126,8 @@ class TrainingRun {
   const TrainerOptions& options_;
   RunProcesses processes_;
   optim::Optimizer* optimizer_ = nullptr;
+  // A sharded run's optimizer over this process's pieces of the parameters (optimizer_ then).
+  std::unique_ptr<optim::Optimizer> shard_optimizer_;
   RunAccumulation accumulation_;
   LrSchedule schedule_;
   RunCheckpoints checkpoints_;

@@ -42,6 +42,18 @@ class SingleProcess final : public Communicator {
     stats_.tensor_allreduce_bytes += static_cast<std::int64_t>(t.nbytes());
     return std::make_unique<Done>();
   }
+  std::unique_ptr<Work> start_reduce_scatter_sum(const Tensor& t, std::span<const std::int64_t> counts) override {
+    require_float32_cpu(t);
+    require_parts(t, counts, "reduce_scatter_sum");
+    count_sharded(true, t.nbytes(), 0.0);
+    return std::make_unique<Done>();
+  }
+  std::unique_ptr<Work> start_allgather(const Tensor& t, std::span<const std::int64_t> counts) override {
+    require_float32_cpu(t);
+    require_parts(t, counts, "allgather");
+    count_sharded(false, t.nbytes(), 0.0);
+    return std::make_unique<Done>();
+  }
   void broadcast(const Tensor&, int root) override {
     ACCRUE_CHECK(root == 0, "broadcast from rank {}: the run has ranks 0..0 (one process)", root);
   }
@@ -55,6 +67,34 @@ class SingleProcess final : public Communicator {
 void Communicator::require_float32_cpu(const Tensor& t) {
   ACCRUE_CHECK(t.dtype() == DType::f32 && t.device().is_cpu(), "allreduce_sum: expects a float32 CPU tensor, got {} on {}",
                dtype_name(t.dtype()), t.device());
+}
+
+void Communicator::require_parts(const Tensor& t, std::span<const std::int64_t> counts, const char* call) const {
+  ACCRUE_CHECK(counts.size() == static_cast<std::size_t>(size()), "{}: {} part counts for {} ranks", call, counts.size(),
+               size());
+  std::int64_t total = 0;
+  for (const std::int64_t c : counts) {
+    ACCRUE_CHECK(c >= 0, "{}: a part of {} elements", call, c);
+    total += c;
+  }
+  ACCRUE_CHECK(total == t.numel(), "{}: parts of {} elements in all, for a tensor of {}", call, total, t.numel());
+}
+
+void Communicator::count_sharded(bool reduce_scatter, std::size_t bytes, double seconds) {
+  (reduce_scatter ? stats_.tensor_reduce_scatters : stats_.tensor_allgathers) += 1;
+  (reduce_scatter ? stats_.tensor_reduce_scatter_bytes : stats_.tensor_allgather_bytes) += static_cast<std::int64_t>(bytes);
+  stats_.tensor_allreduce_seconds += seconds;
+}
+
+std::vector<std::int64_t> Communicator::even_parts(std::int64_t elements, std::int64_t align) const {
+  ACCRUE_CHECK(elements >= 0 && align >= 1, "even_parts({}, {}): needs elements >= 0 and align >= 1", elements, align);
+  const std::int64_t units = (elements + align - 1) / align, n = size();
+  std::vector<std::int64_t> counts;
+  for (std::int64_t r = 0; r < n; ++r) {
+    const std::int64_t begin = std::min(elements, units * r / n * align), end = std::min(elements, units * (r + 1) / n * align);
+    counts.push_back(end - begin);
+  }
+  return counts;
 }
 
 std::string Communicator::broadcast(const std::string& text, int root) {

@@ -35,7 +35,13 @@ struct CommunicationStats {
   std::int64_t tensor_allreduces = 0;    // allreduce_sum and start_allreduce_sum of tensors
   std::int64_t tensor_allreduce_bytes = 0;
   double tensor_allreduce_seconds = 0;   // from the call's start on the backend to its end
-  std::int64_t other_calls = 0;          // broadcasts, barriers, allgathers, host allreduces
+  /// Reduce-scatters and allgathers of tensors (sharded training): their count and the bytes of
+  /// the whole tensors given; their time is in tensor_allreduce_seconds too.
+  std::int64_t tensor_reduce_scatters = 0;
+  std::int64_t tensor_reduce_scatter_bytes = 0;
+  std::int64_t tensor_allgathers = 0;
+  std::int64_t tensor_allgather_bytes = 0;
+  std::int64_t other_calls = 0;          // broadcasts, barriers, allgathers of values, host allreduces
 };
 
 class Communicator {
@@ -48,12 +54,27 @@ class Communicator {
   virtual std::string_view backend() const = 0;
 
   /// Starts summing `t` element-wise over all ranks, in place, and returns at once: every rank ends
-  /// with the same sum, added in the same order. float32, contiguous, on the CPU. `t` must be left
-  /// alone until wait() returns. Calls run in the order they were started (so every rank must
-  /// start the same ones in the same order), before any collective started after them.
+  /// with the same sum. On the CPU (MPI) each element is added in rank order, rank 0's value first:
+  /// ((x0 + x1) + x2) + ..., the same bits on every rank and the same as start_reduce_scatter_sum
+  /// gives (between two processes any order is that one). float32, contiguous, on the CPU. `t` must be left alone until wait() returns. Calls run
+  /// in the order they were started (so every rank must start the same ones in the same order),
+  /// before any collective started after them.
   virtual std::unique_ptr<Work> start_allreduce_sum(const Tensor& t) = 0;
   /// start_allreduce_sum, waited for.
   void allreduce_sum(const Tensor& t) { start_allreduce_sum(t)->wait(); }
+  /// Starts summing `t` over all ranks into each rank's part only (ZeRO's reduce-scatter): `t` is
+  /// cut into consecutive parts of `counts` elements, one per rank in rank order (a count may be 0:
+  /// a rank with no part); afterwards this rank's part holds every rank's part summed, the bits
+  /// allreduce_sum gives those elements; the rest of `t` is left as it was. Same tensor
+  /// requirements and ordering as start_allreduce_sum.
+  virtual std::unique_ptr<Work> start_reduce_scatter_sum(const Tensor& t, std::span<const std::int64_t> counts) = 0;
+  /// Starts copying each rank's part of `t` (parts as start_reduce_scatter_sum cuts them) to every
+  /// rank: afterwards every rank's `t` holds rank r's part r, for every r.
+  virtual std::unique_ptr<Work> start_allgather(const Tensor& t, std::span<const std::int64_t> counts) = 0;
+  /// The parts of `elements` that the ranks own when they share it evenly in units of `align`
+  /// elements: rank r gets units [U r / n, U (r + 1) / n) of the U = ceil(elements / align) units,
+  /// the last unit cut short. A rank gets none when there are fewer units than ranks.
+  std::vector<std::int64_t> even_parts(std::int64_t elements, std::int64_t align = 1) const;
   /// Makes every rank's `t` a copy of rank `root`'s (same shape and dtype everywhere).
   virtual void broadcast(const Tensor& t, int root) = 0;
   /// Returns once every rank has called it.
@@ -84,6 +105,10 @@ class Communicator {
   Communicator(int rank, int size) : rank_(rank), size_(size) {}
   /// What allreduce_sum takes on every backend, so a program that runs alone runs under mpirun too.
   static void require_float32_cpu(const Tensor& t);
+  /// Throws ValueError unless `counts` has one count >= 0 per rank, adding up to t's elements.
+  void require_parts(const Tensor& t, std::span<const std::int64_t> counts, const char* call) const;
+  /// Counts a reduce-scatter (or an allgather) of `bytes` that took `seconds`.
+  void count_sharded(bool reduce_scatter, std::size_t bytes, double seconds);
   CommunicationStats stats_;
 
  private:

@@ -8,6 +8,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -16,8 +17,10 @@
 #include <limits>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "communicator.hpp"
 #include "../core/error.hpp"
@@ -103,6 +106,10 @@ class MpiThread {
       } catch (...) {
         error = std::current_exception();
       }
+      // The body's captures (the tensor it wrote) go while the caller still waits and holds the
+      // tensor too: a last reference dropped here later could free memory after the process began
+      // to exit and its allocator was gone.
+      call->body = nullptr;
       {
         const std::lock_guard lock{call->mutex};
         call->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -121,12 +128,54 @@ class MpiThread {
   std::thread thread_;  // last: starts once the queue exists
 };
 
+// The parts of a tensor that reduce-scatters and allgathers cut, as MPI takes them (int counts
+// and offsets, in elements).
+struct Parts {
+  std::vector<int> counts, offsets;
+  Parts(std::span<const std::int64_t> elements, const char* call) {
+    std::int64_t at = 0;
+    for (const std::int64_t c : elements) {
+      ACCRUE_CHECK(at + c <= std::numeric_limits<int>::max(), "{}: {} elements exceed one MPI call", call, at + c);
+      counts.push_back(static_cast<int>(c));
+      offsets.push_back(static_cast<int>(at));
+      at += c;
+    }
+  }
+};
+
+// Every rank's part `me` of `data` summed into it, in rank order: each rank sends part r to rank r
+// (MPI_Alltoallv), which adds the pieces it receives left to right, rank 0's first. The order does
+// not depend on how the tensor is cut, so a reduce-scatter gives the bits an allreduce does.
+void reduce_scatter_in_rank_order(float* data, const Parts& p, int me, int ranks) {
+  const int mine = p.counts[static_cast<std::size_t>(me)];
+  std::vector<float> pieces(static_cast<std::size_t>(mine) * static_cast<std::size_t>(ranks));
+  std::vector<int> receive_counts(static_cast<std::size_t>(ranks), mine), receive_offsets;
+  for (int r = 0; r < ranks; ++r) receive_offsets.push_back(r * mine);
+  check(MPI_Alltoallv(data, p.counts.data(), p.offsets.data(), MPI_FLOAT, pieces.data(), receive_counts.data(),
+                      receive_offsets.data(), MPI_FLOAT, MPI_COMM_WORLD),
+        "MPI_Alltoallv (reduce_scatter_sum)", me);
+  float* out = data + p.offsets[static_cast<std::size_t>(me)];
+  std::copy(pieces.begin(), pieces.begin() + mine, out);
+  for (int r = 1; r < ranks; ++r) {
+    const float* piece = pieces.data() + static_cast<std::ptrdiff_t>(r) * mine;
+    for (int i = 0; i < mine; ++i) out[i] += piece[i];
+  }
+}
+
+void allgather_parts(float* data, const Parts& p, int me) {
+  check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, p.counts.data(), p.offsets.data(), MPI_FLOAT, MPI_COMM_WORLD),
+        "MPI_Allgatherv (allgather)", me);
+}
+
 class Mpi;
+
+// What a started tensor collective was, for the statistics.
+enum class Collective { allreduce, reduce_scatter, allgather };
 
 class MpiWork final : public Work {
  public:
-  MpiWork(Mpi& owner, std::shared_ptr<Call> call, std::size_t bytes)
-      : owner_(owner), call_(std::move(call)), bytes_(bytes) {}
+  MpiWork(Mpi& owner, std::shared_ptr<Call> call, std::size_t bytes, Collective kind = Collective::allreduce)
+      : owner_(owner), call_(std::move(call)), bytes_(bytes), kind_(kind) {}
   ~MpiWork() override;
   void wait() override;
 
@@ -134,6 +183,7 @@ class MpiWork final : public Work {
   Mpi& owner_;
   std::shared_ptr<Call> call_;
   std::size_t bytes_;
+  Collective kind_;
   bool waited_ = false;
 };
 
@@ -171,23 +221,55 @@ class Mpi final : public Communicator {
   }
   std::string_view backend() const override { return "mpi"; }
 
-  // MPI_Allreduce: Open MPI's algorithms compute each element's sum in one place and send it on, or
-  // add pairs on both sides in the same order (float addition commutes), so every rank holds the
-  // same bits; tests/distributed/test_communicator.cpp checks it, and a training run compares its
-  // replicas' parameters at every epoch's end.
+  // Every element is added in rank order, in one place, and sent on, so every rank holds the same
+  // bits, and the bits a sharded run's reduce-scatter gives. Between two processes MPI_Allreduce
+  // does that whatever its algorithm (one addition per element, and x0 + x1 == x1 + x0), and is
+  // 1.3x faster here than the general way: a reduce-scatter in rank order over even parts, then an
+  // allgather (MPI_Allreduce's algorithms for three or more may group the additions otherwise).
+  // tests/distributed/test_communicator.cpp checks both; a training run compares its replicas'
+  // parameters at every epoch's end.
   std::unique_ptr<Work> start_allreduce_sum(const Tensor& t) override {
     require_float32_cpu(t);
-    ACCRUE_CHECK(t.numel() <= std::numeric_limits<int>::max(), "allreduce_sum: {} elements exceed one MPI call",
-                 t.numel());
+    ACCRUE_CHECK(t.numel() <= std::numeric_limits<int>::max(), "allreduce_sum: {} elements exceed one MPI call", t.numel());
+    const Parts parts{even_parts(t.numel(), 16), "allreduce_sum"};
     t.bump_version();
-    const int n = static_cast<int>(t.numel());
     float* data = t.data<float>();
-    const int me = rank();
-    auto call = thread_->start("allreduce_sum (MPI_Allreduce)", [=, keep = t] {
+    const int me = rank(), ranks = size(), n = static_cast<int>(t.numel());
+    auto call = thread_->start("allreduce_sum", [=, keep = t] {
       if (n == 0) return;
-      check(MPI_Allreduce(MPI_IN_PLACE, data, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce (allreduce_sum)", me);
+      if (ranks == 2) {
+        check(MPI_Allreduce(MPI_IN_PLACE, data, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce (allreduce_sum)", me);
+        return;
+      }
+      reduce_scatter_in_rank_order(data, parts, me, ranks);
+      allgather_parts(data, parts, me);
     });
     return std::make_unique<MpiWork>(*this, std::move(call), t.nbytes());
+  }
+
+  std::unique_ptr<Work> start_reduce_scatter_sum(const Tensor& t, std::span<const std::int64_t> counts) override {
+    return start_on_parts(t, counts, Collective::reduce_scatter);
+  }
+  std::unique_ptr<Work> start_allgather(const Tensor& t, std::span<const std::int64_t> counts) override {
+    return start_on_parts(t, counts, Collective::allgather);
+  }
+
+  // A reduce-scatter or an allgather of `t` cut into parts of `counts` elements.
+  std::unique_ptr<Work> start_on_parts(const Tensor& t, std::span<const std::int64_t> counts, Collective kind) {
+    const bool reduce = kind == Collective::reduce_scatter;
+    const char* what = reduce ? "reduce_scatter_sum" : "allgather";
+    require_float32_cpu(t);
+    require_parts(t, counts, what);
+    const Parts parts{counts, what};
+    t.bump_version();
+    float* data = t.data<float>();
+    const int me = rank(), ranks = size();
+    auto call = thread_->start(reduce ? "reduce_scatter_sum (MPI_Alltoallv)" : "allgather (MPI_Allgatherv)", [=, keep = t] {
+      if (keep.numel() == 0) return;
+      if (reduce) reduce_scatter_in_rank_order(data, parts, me, ranks);
+      else allgather_parts(data, parts, me);
+    });
+    return std::make_unique<MpiWork>(*this, std::move(call), t.nbytes(), kind);
   }
 
   void allreduce_sum(std::span<double> values) override {
@@ -234,8 +316,9 @@ class Mpi final : public Communicator {
 
   MpiThread& thread() { return *thread_; }
 
-  // A tensor allreduce's cost, once it was waited for.
-  void count(const Call& call, std::size_t tensor_bytes) {
+  // A tensor collective's cost, once it was waited for.
+  void count(const Call& call, std::size_t tensor_bytes, Collective kind) {
+    if (kind != Collective::allreduce) return count_sharded(kind == Collective::reduce_scatter, tensor_bytes, call.seconds);
     ++stats_.tensor_allreduces;
     stats_.tensor_allreduce_bytes += static_cast<std::int64_t>(tensor_bytes);
     stats_.tensor_allreduce_seconds += call.seconds;
@@ -266,7 +349,7 @@ void MpiWork::wait() {
   if (waited_) return;
   owner_.thread().wait(*call_, owner_.timeout_seconds(), owner_.rank());
   waited_ = true;
-  owner_.count(*call_, bytes_);
+  owner_.count(*call_, bytes_, kind_);
 }
 
 }  // namespace

@@ -35,8 +35,8 @@ class Nccl;
 // A collective queued on the NCCL stream, between two events.
 class NcclWork final : public Work {
  public:
-  NcclWork(Nccl& owner, std::string what, std::size_t bytes, cudaEvent_t start, cudaEvent_t done)
-      : owner_(owner), what_(std::move(what)), bytes_(bytes), start_(start), done_(done) {}
+  NcclWork(Nccl& owner, std::string what, std::size_t bytes, cudaEvent_t start, cudaEvent_t done, int sharded)
+      : owner_(owner), what_(std::move(what)), bytes_(bytes), start_(start), done_(done), sharded_(sharded) {}
   ~NcclWork() override;
   void wait() override;
 
@@ -45,6 +45,7 @@ class NcclWork final : public Work {
   std::string what_;
   std::size_t bytes_;
   cudaEvent_t start_, done_;
+  int sharded_;
   bool waited_ = false;
 };
 
@@ -78,6 +79,16 @@ class Nccl final : public Communicator {
                           stream_),
             "ncclAllReduce", rank());
     });
+  }
+
+  // Parts of different sizes, which ncclReduceScatter and ncclAllGather do not take: one
+  // ncclReduce (ncclBroadcast) per part, to (from) the rank that owns it, in one group. NCCL adds in
+  // its own order, so these sums may differ from ncclAllReduce's in the last bits.
+  std::unique_ptr<Work> start_reduce_scatter_sum(const Tensor& t, std::span<const std::int64_t> counts) override {
+    return per_part(t, counts, "reduce_scatter_sum (ncclReduce per part)", true);
+  }
+  std::unique_ptr<Work> start_allgather(const Tensor& t, std::span<const std::int64_t> counts) override {
+    return per_part(t, counts, "allgather (ncclBroadcast per part)", false);
   }
 
   void broadcast(const Tensor& t, int root) override {
@@ -119,7 +130,8 @@ class Nccl final : public Communicator {
     }
   }
 
-  void count(std::size_t bytes, float milliseconds) {
+  void count(std::size_t bytes, float milliseconds, int sharded) {
+    if (sharded != 0) return count_sharded(sharded > 0, bytes, milliseconds / 1000.0);
     if (bytes == 0) {
       ++stats_.other_calls;
       return;
@@ -135,9 +147,29 @@ class Nccl final : public Communicator {
                  "got one on {}", call, device_, t.device());
   }
 
-  // Queues `enqueue` on the NCCL stream after the compute stream's work so far.
+  std::unique_ptr<Work> per_part(const Tensor& t, std::span<const std::int64_t> counts, const char* what, bool reduce) {
+    require_here(t, what);
+    ACCRUE_CHECK(t.dtype() == DType::f32, "{}: expects float32, got {}", what, dtype_name(t.dtype()));
+    require_parts(t, counts, what);
+    t.bump_version();
+    auto* data = static_cast<float*>(t.data_ptr());
+    return queue(what, t.nbytes(), [&] {
+      check(ncclGroupStart(), "ncclGroupStart", rank());
+      std::int64_t at = 0;
+      for (int r = 0; r < size(); ++r) {
+        const auto n = static_cast<std::size_t>(counts[static_cast<std::size_t>(r)]);
+        if (n > 0 && reduce) check(ncclReduce(data + at, data + at, n, ncclFloat, ncclSum, r, comm_, stream_), "ncclReduce", rank());
+        if (n > 0 && !reduce) check(ncclBroadcast(data + at, data + at, n, ncclFloat, r, comm_, stream_), "ncclBroadcast", rank());
+        at += static_cast<std::int64_t>(n);
+      }
+      check(ncclGroupEnd(), "ncclGroupEnd", rank());
+    }, reduce ? 1 : -1);
+  }
+
+  // Queues `enqueue` on the NCCL stream after the compute stream's work so far; `sharded` says
+  // what the statistics count it as (1 reduce-scatter, -1 allgather, 0 otherwise).
   template <typename F>
-  std::unique_ptr<Work> queue(std::string what, std::size_t bytes, F&& enqueue) {
+  std::unique_ptr<Work> queue(std::string what, std::size_t bytes, F&& enqueue, int sharded = 0) {
     ACCRUE_CHECK(comm_ != nullptr, "rank {}: the NCCL communicator was aborted after an earlier failure", rank());
     cudaEvent_t ready = nullptr, start = nullptr, done = nullptr;
     check(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "cudaEventCreate", rank());
@@ -149,7 +181,7 @@ class Nccl final : public Communicator {
     check(cudaEventRecord(start, stream_), "cudaEventRecord", rank());
     enqueue();
     check(cudaEventRecord(done, stream_), "cudaEventRecord", rank());
-    return std::make_unique<NcclWork>(*this, std::move(what), bytes, start, done);
+    return std::make_unique<NcclWork>(*this, std::move(what), bytes, start, done, sharded);
   }
 
   Communicator& world_;
@@ -171,7 +203,7 @@ void NcclWork::wait() {
   waited_ = true;
   float milliseconds = 0;
   cudaEventElapsedTime(&milliseconds, start_, done_);
-  owner_.count(bytes_, milliseconds);
+  owner_.count(bytes_, milliseconds, sharded_);
 }
 
 }  // namespace

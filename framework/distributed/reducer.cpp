@@ -8,48 +8,6 @@
 
 namespace accrue::distributed {
 
-BucketPlan::BucketPlan(std::span<const std::int64_t> parameter_elements, std::size_t element_bytes,
-                       std::size_t bucket_bytes)
-    : place_(parameter_elements.size()) {
-  ACCRUE_CHECK(bucket_bytes > 0, "bucket_bytes must be positive");
-  const std::int64_t align = std::max<std::int64_t>(1, static_cast<std::int64_t>(kAlignBytes / element_bytes));
-  const auto aligned = [&](std::int64_t elements) { return (elements + align - 1) / align * align; };
-  for (std::size_t i = parameter_elements.size(); i-- > 0;) {
-    const std::int64_t n = aligned(parameter_elements[i]);
-    const auto bytes = [&](std::int64_t elements) { return static_cast<std::size_t>(elements) * element_bytes; };
-    if (buckets_.empty() || (!buckets_.back().parameters.empty() && bytes(buckets_.back().elements + n) > bucket_bytes))
-      buckets_.emplace_back();
-    Bucket& b = buckets_.back();
-    place_[i] = {buckets_.size() - 1, b.parameters.size()};
-    b.parameters.push_back(i);
-    b.offsets.push_back(b.elements);
-    b.elements += n;
-  }
-}
-
-BucketReadiness::BucketReadiness(const BucketPlan& plan) : plan_(plan) { reset(); }
-
-void BucketReadiness::reset() {
-  std::size_t parameters = 0;
-  missing_.clear();
-  for (const BucketPlan::Bucket& b : plan_.buckets()) {
-    missing_.push_back(b.parameters.size());
-    parameters += b.parameters.size();
-  }
-  ready_.assign(parameters, false);
-  next_ = 0;
-}
-
-std::vector<std::size_t> BucketReadiness::mark_ready(std::size_t p) {
-  ACCRUE_CHECK(p < ready_.size(), "mark_ready({}): there are {} parameters", p, ready_.size());
-  if (ready_[p]) return {};
-  ready_[p] = true;
-  --missing_[plan_.bucket_of(p)];
-  std::vector<std::size_t> now;
-  while (next_ < missing_.size() && missing_[next_] == 0) now.push_back(next_++);
-  return now;
-}
-
 namespace {
 
 // The skip flag and the two requests, after the last bucket's gradients.
@@ -69,7 +27,8 @@ Reducer::Reducer(Communicator& communicator, std::vector<Tensor> parameters, Red
       parameters_(std::move(parameters)),
       options_(options),
       plan_(element_counts(parameters_), sizeof(float), options.bucket_bytes),
-      readiness_(plan_) {
+      readiness_(plan_),
+      shards_(plan_, communicator.size()) {
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     const Tensor& p = parameters_[i];
     ACCRUE_CHECK(p.dtype() == DType::f32, "data-parallel training reduces float32 gradients; parameter {} is {}", i,
@@ -80,12 +39,14 @@ Reducer::Reducer(Communicator& communicator, std::vector<Tensor> parameters, Red
   }
   const Device device = parameters_.empty() ? Device::cpu() : parameters_.front().device();
   for (std::size_t b = 0; b < plan_.buckets().size(); ++b) {
-    // The last bucket also carries each rank's "skip this window" flag and requests.
-    const std::int64_t extra = b + 1 == plan_.buckets().size() ? kFlags : 0;
+    // The last bucket also carries each rank's "skip this window" flag and requests (sharded, the
+    // buckets are reduce-scattered, and the flags go in a call of their own).
+    const std::int64_t extra = b + 1 == plan_.buckets().size() && !options_.shard ? kFlags : 0;
     buffers_.push_back(
         Tensor::zeros({plan_.buckets()[b].elements + extra}, {.device = device, .category = MemoryCategory::gradients}));
   }
-  if (buffers_.empty()) buffers_.push_back(Tensor::zeros({kFlags}, {.device = device, .category = MemoryCategory::gradients}));
+  if (options_.shard) flags_ = Tensor::zeros({kFlags}, {.device = device, .category = MemoryCategory::gradients});
+  else if (buffers_.empty()) buffers_.push_back(Tensor::zeros({kFlags}, {.device = device, .category = MemoryCategory::gradients}));
   for (std::size_t p = 0; p < parameters_.size(); ++p) parameters_[p].set_grad_place(slot(p));
 }
 
@@ -128,14 +89,15 @@ void Reducer::copy_in(std::size_t p) {
 }
 
 void Reducer::start(std::size_t bucket) {
-  started_.push_back(communicator_.start_allreduce_sum(buffers_[bucket]));
+  if (options_.shard) started_.push_back(communicator_.start_reduce_scatter_sum(buffers_[bucket], shards_.bucket_counts(bucket)));
+  else started_.push_back(communicator_.start_allreduce_sum(buffers_[bucket]));
   ++stats_.buckets_started;
 }
 
 bool Reducer::finish(bool skip_window) {
   const NoGradGuard no_grad;
-  const std::int64_t end = buffers_.back().numel();
-  const Tensor flags = buffers_.back().narrow(end - kFlags, end);  // on the buffers' device
+  const std::int64_t end = options_.shard ? kFlags : buffers_.back().numel();
+  const Tensor flags = (options_.shard ? flags_ : buffers_.back()).narrow(end - kFlags, end);  // on the buffers' device
   Tensor{flags}.copy_(Tensor::from({skip_window ? 1.0f : 0.0f, requested_.stop ? 1.0f : 0.0f,
                                     requested_.checkpoint ? 1.0f : 0.0f},
                                    {kFlags}));
@@ -146,6 +108,7 @@ bool Reducer::finish(bool skip_window) {
         if (!readiness_.is_ready(p)) copy_in(p);  // the rank's backward did not run, or did not reach it
     start(b);
   }
+  if (options_.shard) started_.push_back(communicator_.start_allreduce_sum(flags_));
   const auto waiting = std::chrono::steady_clock::now();
   for (const std::unique_ptr<Work>& w : started_) w->wait();
   stats_.waited_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - waiting).count();
@@ -155,6 +118,7 @@ bool Reducer::finish(bool skip_window) {
   const std::vector<float> raised = flags.to_vector<float>();
   agreed_ = {.stop = raised[1] > 0.0f, .checkpoint = raised[2] > 0.0f};
   if (raised[0] > 0.0f) return true;
+  if (options_.shard) return false;  // each rank's sums stay in its parts of the buckets
   for (std::size_t p = 0; p < parameters_.size(); ++p) {
     if (in_bucket(p)) continue;  // the sum is already where the optimizer reads it
     const Tensor& param = parameters_[p];

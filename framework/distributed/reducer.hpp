@@ -18,62 +18,20 @@
 
 #include "../autograd/autograd.hpp"
 #include "../core/non_copyable.hpp"
+#include "bucket_plan.hpp"
 #include "communicator.hpp"
+#include "shard_plan.hpp"
 
 namespace accrue::distributed {
-
-/// Which parameters share a bucket: parameters in reverse order (backward completes the last
-/// layers' gradients first), a new bucket whenever the next parameter would take the bucket past
-/// `bucket_bytes`; a parameter larger than that has a bucket of its own.
-class BucketPlan {
- public:
-  /// Each parameter starts on a 64-byte boundary of its bucket, a cache line on the CPU (the
-  /// padding between them stays zero): the GEMMs that add a micro-batch's weight gradient into
-  /// its place read and write whole lines, instead of two lines for every vector.
-  static constexpr std::size_t kAlignBytes = 64;
-
-  struct Bucket {
-    std::vector<std::size_t> parameters;  // indices, in the bucket's order
-    std::vector<std::int64_t> offsets;    // each one's first element in the bucket
-    std::int64_t elements = 0;
-  };
-  BucketPlan(std::span<const std::int64_t> parameter_elements, std::size_t element_bytes, std::size_t bucket_bytes);
-  const std::vector<Bucket>& buckets() const { return buckets_; }
-  /// The bucket of parameter `p`, and its place in it.
-  std::size_t bucket_of(std::size_t p) const { return place_[p].first; }
-  std::size_t slot_of(std::size_t p) const { return place_[p].second; }
-
- private:
-  std::vector<Bucket> buckets_;
-  std::vector<std::pair<std::size_t, std::size_t>> place_;
-};
-
-/// The buckets of one backward pass that may start: a bucket starts once all its parameters are
-/// ready and every bucket before it has started, so that every rank starts the same collectives in
-/// the same order whatever order its backward completes them in.
-class BucketReadiness {
- public:
-  explicit BucketReadiness(const BucketPlan& plan);
-  /// Marks parameter `p` ready (again: no effect) and returns the buckets that may start now, in
-  /// order.
-  std::vector<std::size_t> mark_ready(std::size_t p);
-  bool is_ready(std::size_t p) const { return ready_[p]; }
-  /// The next pass: nothing ready, nothing started.
-  void reset();
-
- private:
-  std::vector<std::size_t> advance();
-  const BucketPlan& plan_;
-  std::vector<bool> ready_;
-  std::vector<std::size_t> missing_;  // per bucket: parameters not ready yet
-  std::size_t next_ = 0;              // the first bucket that may not start yet
-};
 
 struct ReducerOptions {
   /// Bucket size; PyTorch DDP's default is 25 MiB.
   std::size_t bucket_bytes = 25u << 20;
   /// false: every bucket starts at finish(), after backward (for measuring what the overlap gains).
   bool overlap = true;
+  /// Each rank keeps only its part of each bucket's sum (a reduce-scatter per bucket, the parts of
+  /// shard_plan()), for an optimizer that steps that part alone (ShardedParameters, ZeRO stage 1).
+  bool shard = false;
 };
 
 /// What a reducer's windows cost this rank.
@@ -100,8 +58,10 @@ class Reducer final : public LeafGradientObserver, NonCopyable {
   ~Reducer() override;
 
   /// At the window's end: starts the buckets not started yet (a parameter without a gradient adds
-  /// zeros), waits for all, and leaves every rank's summed gradient in each .grad(). Also agrees on
-  /// `skip_window` through the last bucket: returns true on every rank when any rank skips.
+  /// zeros), waits for all, and leaves every rank's summed gradient in each .grad() (sharded: only
+  /// this rank's part of each bucket holds its sum; the parameters' .grad() are then not to be
+  /// read). Also agrees on `skip_window` through the last bucket (sharded: a call of its own):
+  /// returns true on every rank when any rank skips.
   bool finish(bool skip_window);
 
   /// What a rank may ask of every rank at a window's end. Like the skip flag, requests travel in the
@@ -116,6 +76,14 @@ class Reducer final : public LeafGradientObserver, NonCopyable {
   Requests agreed() const { return agreed_; }
 
   const BucketPlan& plan() const { return plan_; }
+  /// Each rank's part of the buckets (reduced there when sharding; the order of the gradient
+  /// norm's sum in every data-parallel run, see ShardedParameters::gradient_norm).
+  const ShardPlan& shard_plan() const { return shards_; }
+  /// The bucket buffers, flat float32, in the plan's order.
+  const std::vector<Tensor>& buffers() const { return buffers_; }
+  Communicator& communicator() const { return communicator_; }
+  const std::vector<Tensor>& parameters() const { return parameters_; }
+  bool sharded() const { return options_.shard; }
   /// The bucket buffers' bytes on this rank.
   std::size_t buffer_bytes() const;
   const ReducerStats& stats() const { return stats_; }
@@ -134,8 +102,10 @@ class Reducer final : public LeafGradientObserver, NonCopyable {
   ReducerOptions options_;
   BucketPlan plan_;
   BucketReadiness readiness_;
+  ShardPlan shards_;
   std::unordered_map<const detail::TensorImpl*, std::size_t> index_;
-  std::vector<Tensor> buffers_;  // one flat float32 tensor per bucket; the last has kFlags more elements
+  std::vector<Tensor> buffers_;  // one flat float32 tensor per bucket; unsharded, the last has kFlags more elements
+  Tensor flags_;                 // sharded: the flags, allreduced on their own
   std::vector<std::unique_ptr<Work>> started_;  // buckets 0, 1, ... that started this window
   ReducerStats stats_;
   Requests requested_, agreed_;

@@ -23,6 +23,21 @@ std::string_view status_name(StepRecord::Status s) {
   return "?";
 }
 
+namespace {
+
+// Whether unscaling found inf or NaN in the gradients (any rank's part, in a sharded run).
+bool unscale_finds_inf(const WindowClose& w, const std::vector<Tensor>& stepped) {
+  const bool mine = w.scaler->unscale(stepped);
+  return w.shards != nullptr ? w.shards->any_rank(mine) : mine;
+}
+
+double global_norm(const WindowClose& w) {
+  if (w.shards != nullptr) return w.shards->gradient_norm();
+  return w.reducer != nullptr ? distributed::gradient_norm_in_parts(*w.reducer) : gradient_norm(w.parameters);
+}
+
+}  // namespace
+
 void close_window(const WindowClose& w, bool poisoned, std::int64_t& optimizer_steps, StepRecord& record) {
   const optim::Recipe& recipe = w.recipe;
   if (w.deferred != nullptr) poisoned ? w.deferred->discard() : w.deferred->flush();
@@ -30,31 +45,36 @@ void close_window(const WindowClose& w, bool poisoned, std::int64_t& optimizer_s
     w.reducer->request(w.requests);
     poisoned = w.reducer->finish(poisoned);
   }
+  if (w.shards != nullptr) w.shards->attach_gradients();
+  // What is unscaled, clipped and stepped: this rank's pieces in a sharded run.
+  const std::vector<Tensor>& stepped = w.shards != nullptr ? w.shards->pieces() : w.parameters;
   record.status = StepRecord::Status::applied;
   if (poisoned) {
     record.status = StepRecord::Status::skipped;
-  } else if (w.scaler != nullptr && w.scaler->unscale(w.parameters)) {
+  } else if (w.scaler != nullptr && unscale_finds_inf(w, stepped)) {
     record.status = StepRecord::Status::skipped;  // inf or NaN in the gradients: the scale was too large
   } else if (recipe.clip_norm() || w.track_norm) {
-    const double norm = gradient_norm(w.parameters);
+    const double norm = global_norm(w);
     record.grad_norm_before = norm;
     if (!std::isfinite(norm)) {
       if (recipe.clip_options().error_if_nonfinite)
         throw NonFiniteError(fmt::format("the gradient norm is {} (clip with error_if_nonfinite)", norm));
       record.status = StepRecord::Status::skipped;
     } else {
-      record.grad_norm_after = recipe.clip_norm() ? clip_gradients_by_norm(w.parameters, *recipe.clip_norm(), norm) : norm;
+      record.grad_norm_after = recipe.clip_norm() ? clip_gradients_by_norm(stepped, *recipe.clip_norm(), norm) : norm;
     }
   }
   if (record.status == StepRecord::Status::applied) {
-    if (recipe.clip_value_limit()) clip_gradients_by_value(w.parameters, *recipe.clip_value_limit());
+    if (recipe.clip_value_limit()) clip_gradients_by_value(stepped, *recipe.clip_value_limit());
     record.lr = w.base_lr * w.schedule.factor(optimizer_steps) * w.lr_factor * w.batch_factor;
     w.optimizer.set_lr(record.lr);
     w.optimizer.step();
+    if (w.shards != nullptr) w.shards->gather();
     record.optimizer_step = ++optimizer_steps;
   }
   if (w.scaler != nullptr) w.scaler->update(record.status == StepRecord::Status::skipped);
   w.optimizer.zero_grad();
+  if (w.shards != nullptr) w.shards->drop_gradients();
 }
 
 }  // namespace accrue

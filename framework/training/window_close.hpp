@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "../distributed/reducer.hpp"
+#include "../distributed/sharded_parameters.hpp"
 #include "../core/tensor.hpp"
 #include "step_record.hpp"
 
@@ -34,6 +35,9 @@ struct WindowClose {
   /// process asks of every process at this close (a stop, a checkpoint).
   distributed::Reducer* reducer = nullptr;
   distributed::Reducer::Requests requests = {};
+  /// A sharded run's pieces of the parameters (the reducer reduce-scatters): what is unscaled,
+  /// clipped and stepped (`optimizer` is over them), gathered into every rank's parameters after.
+  distributed::ShardedParameters* shards = nullptr;
   /// Weight gradients still waiting (WeightGradients::per_window), or null.
   DeferredWeightGradients* deferred = nullptr;
 };
@@ -47,12 +51,15 @@ struct WindowClose {
 ///      every rank's (Reducer::agreed);
 ///   2. a window `poisoned` by a non-finite loss (NanGuard, or float16 overflowing in the forward
 ///      pass) is skipped;
-///   3. unscale the gradients once (float16 loss scaling); inf or NaN in them skips the step;
-///   4. the global L2 norm, when clipping by norm or tracking it; a non-finite norm skips the step,
-///      or throws NonFiniteError under clip(max_norm, {.error_if_nonfinite = true});
+///   3. unscale the gradients once (float16 loss scaling); inf or NaN in them skips the step (in
+///      a sharded run, found in any rank's part);
+///   4. the global L2 norm, when clipping by norm or tracking it (in a data-parallel run added in
+///      its shard plan's order, so sharded or not it has the same bits); a non-finite norm skips
+///      the step, or throws NonFiniteError under clip(max_norm, {.error_if_nonfinite = true});
 ///   5. clip by norm, then by value: once, on the whole accumulated and unscaled gradient;
 ///   6. step the optimizer with the schedule's learning rate at `optimizer_steps` (times
-///      lr_factor and batch_factor), and count the step, which moves the schedule on;
+///      lr_factor and batch_factor), and count the step, which moves the schedule on; a sharded
+///      run steps its pieces and gathers every rank's into every rank's parameters;
 ///   7. update the loss scale (it backs off after a skipped step), and zero the gradients.
 /// Sets record's status, norms, learning rate and optimizer_step.
 void close_window(const WindowClose& w, bool poisoned, std::int64_t& optimizer_steps, StepRecord& record);

@@ -1,0 +1,104 @@
+#include "sharded_parameters.hpp"
+
+#include <cmath>
+
+#include "../autograd/autograd.hpp"
+#include "../core/error.hpp"
+#include "../../kernels/elementwise.hpp"
+#include "../../kernels/reduce.hpp"
+
+namespace accrue::distributed {
+namespace {
+
+// A flat view of elements [offset, offset + elements) of `t`, outside autograd.
+Tensor flat_part(const Tensor& t, std::int64_t offset, std::int64_t elements) {
+  return t.detach().view_as_shape(Shape{t.numel()}).narrow(offset, offset + elements);
+}
+
+// The pieces' sums of squares, added in order, in double.
+double sum_of_squares(const std::vector<Tensor>& gradients) { return kernels::sum_of_squares(gradients); }
+
+// The ranks' sums added in rank order.
+double in_rank_order(const std::vector<double>& sums) {
+  double total = 0.0;
+  for (const double s : sums) total += s;
+  return std::sqrt(total);
+}
+
+}  // namespace
+
+ShardedParameters::ShardedParameters(const Reducer& reducer)
+    : reducer_(reducer), placed_(reducer.shard_plan().pieces(reducer.communicator().rank())) {
+  ACCRUE_CHECK(reducer.sharded(), "ShardedParameters needs a reducer that reduce-scatters (ReducerOptions::shard)");
+  const NoGradGuard no_grad;
+  for (const ShardPlan::Piece& p : placed_) {
+    Tensor piece = flat_part(reducer.parameters()[p.parameter], p.offset, p.elements);
+    piece.set_requires_grad(true);
+    pieces_.push_back(std::move(piece));
+  }
+  attach_gradients();
+}
+
+void ShardedParameters::attach_gradients() {
+  for (std::size_t k = 0; k < pieces_.size(); ++k) {
+    const ShardPlan::Piece& p = placed_[k];
+    pieces_[k].set_grad(reducer_.buffers()[p.bucket].narrow(p.bucket_offset, p.bucket_offset + p.elements));
+  }
+}
+
+bool ShardedParameters::any_rank(bool mine) const {
+  double found[1] = {mine ? 1.0 : 0.0};
+  reducer_.communicator().allreduce_sum(std::span<double>(found));
+  return found[0] > 0.0;
+}
+
+double ShardedParameters::gradient_norm() const {
+  Communicator& c = reducer_.communicator();
+  std::vector<Tensor> gradients;
+  for (const Tensor& piece : pieces_) gradients.push_back(piece.grad());
+  // Each rank's sum in its own slot, the others 0: the allreduce adds exact zeros, whatever its order.
+  std::vector<double> sums(static_cast<std::size_t>(c.size()), 0.0);
+  sums[static_cast<std::size_t>(c.rank())] = sum_of_squares(gradients);
+  c.allreduce_sum(std::span<double>(sums));
+  return in_rank_order(sums);
+}
+
+void ShardedParameters::gather() {
+  const NoGradGuard no_grad;
+  const std::vector<Tensor>& buffers = reducer_.buffers();
+  for (std::size_t k = 0; k < pieces_.size(); ++k) {
+    const ShardPlan::Piece& p = placed_[k];
+    kernels::copy(pieces_[k], buffers[p.bucket].narrow(p.bucket_offset, p.bucket_offset + p.elements));
+  }
+  std::vector<std::unique_ptr<Work>> started;
+  for (std::size_t b = 0; b < buffers.size(); ++b)
+    started.push_back(reducer_.communicator().start_allgather(buffers[b], reducer_.shard_plan().bucket_counts(b)));
+  for (const std::unique_ptr<Work>& w : started) w->wait();
+  const BucketPlan& plan = reducer_.plan();
+  const std::vector<Tensor>& parameters = reducer_.parameters();
+  for (std::size_t i = 0; i < parameters.size(); ++i) {
+    Tensor param = parameters[i];
+    const std::int64_t offset = plan.buckets()[plan.bucket_of(i)].offsets[plan.slot_of(i)];
+    kernels::copy(buffers[plan.bucket_of(i)].narrow(offset, offset + param.numel()), flat_part(param, 0, param.numel()));
+  }
+}
+
+void ShardedParameters::drop_gradients() {
+  for (Tensor param : reducer_.parameters()) param.set_grad(Tensor{});
+}
+
+double gradient_norm_in_parts(const Reducer& reducer) {
+  const ShardPlan& shards = reducer.shard_plan();
+  std::vector<double> sums;
+  for (int r = 0; r < shards.ranks(); ++r) {
+    std::vector<Tensor> gradients;
+    for (const ShardPlan::Piece& p : shards.pieces(r)) {
+      const Tensor grad = reducer.parameters()[p.parameter].grad();
+      if (grad.defined()) gradients.push_back(flat_part(grad, p.offset, p.elements));
+    }
+    sums.push_back(sum_of_squares(gradients));
+  }
+  return in_rank_order(sums);
+}
+
+}  // namespace accrue::distributed
