@@ -237,9 +237,7 @@ void TrainingRun::prepare_sharding() {
   const distributed::ShardedParameters* shards = processes_.shards();
   if (shards == nullptr) return;  // one process owns every parameter: nothing to shard
   std::vector<std::string> names;
-  const std::vector<distributed::ShardPlan::Piece> placed =
-      processes_.reducer()->shard_plan().pieces(processes_.rank());
-  for (const distributed::ShardPlan::Piece& p : placed) names.push_back(optimizer_->parameter_name(p.parameter));
+  for (const distributed::ShardPlan::Piece& p : shards->placement()) names.push_back(optimizer_->parameter_name(p.parameter));
   shard_optimizer_ = recipe.optimizer().create(shards->pieces());
   shard_optimizer_->set_parameter_names(std::move(names));
   optimizer_ = shard_optimizer_.get();

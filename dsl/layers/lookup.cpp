@@ -15,6 +15,17 @@
 namespace accrue::layers {
 namespace {
 
+// Each word's (number's) index, from 1 in the vocabulary's order; a value given twice is refused,
+// named as `shown` writes it.
+template <class T, class Show>
+std::unordered_map<T, std::int32_t> vocabulary_index(const std::vector<T>& vocabulary, const char* layer, Show shown) {
+  std::unordered_map<T, std::int32_t> index;
+  for (std::size_t i = 0; i < vocabulary.size(); ++i)
+    ACCRUE_CHECK(index.emplace(vocabulary[i], static_cast<std::int32_t>(i + 1)).second,
+                 "{}: the vocabulary holds {} twice", layer, shown(vocabulary[i]));
+  return index;
+}
+
 constexpr std::int64_t onnx_float = 1, onnx_int32 = 6, onnx_int64 = 7;  // TensorProto data types
 
 // The text of row `r` of `width` byte values: up to its first 0. A value that is no byte is an
@@ -93,12 +104,8 @@ StringLookup::StringLookup(StringLookupOptions options) : max_tokens_(options.ma
 
 // A word given twice would have two indices: refused, found as the index is made.
 void StringLookup::set_vocabulary(std::vector<std::string> vocabulary) {
-  std::unordered_map<std::string, std::int32_t> index;
-  for (std::size_t i = 0; i < vocabulary.size(); ++i)
-    ACCRUE_CHECK(index.emplace(vocabulary[i], static_cast<std::int32_t>(i + 1)).second,
-                 "StringLookup: the vocabulary holds {} twice", printable_name(vocabulary[i]));
+  index_ = vocabulary_index(vocabulary, "StringLookup", [](const std::string& w) { return printable_name(w); });
   vocabulary_ = std::move(vocabulary);
-  index_ = std::move(index);
 }
 
 LayerConfig StringLookup::config() const {
@@ -183,12 +190,8 @@ IntegerLookup::IntegerLookup(IntegerLookupOptions options) : max_tokens_(options
 }
 
 void IntegerLookup::set_vocabulary(std::vector<std::int64_t> vocabulary) {
-  std::unordered_map<std::int64_t, std::int32_t> index;
-  for (std::size_t i = 0; i < vocabulary.size(); ++i)
-    ACCRUE_CHECK(index.emplace(vocabulary[i], static_cast<std::int32_t>(i + 1)).second,
-                 "IntegerLookup: the vocabulary holds {} twice", vocabulary[i]);
+  index_ = vocabulary_index(vocabulary, "IntegerLookup", [](std::int64_t v) { return std::to_string(v); });
   vocabulary_ = std::move(vocabulary);
-  index_ = std::move(index);
 }
 
 LayerConfig IntegerLookup::config() const {

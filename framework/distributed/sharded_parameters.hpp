@@ -26,6 +26,8 @@ class ShardedParameters : NonCopyable {
   /// This rank's pieces of the parameters, flat, in the shard plan's order: what its optimizer
   /// steps. Empty for a rank that owns nothing.
   const std::vector<Tensor>& pieces() const { return pieces_; }
+  /// Where each of pieces() lies: its parameter, its elements there, its place in the buckets.
+  const std::vector<ShardPlan::Piece>& placement() const { return placed_; }
   /// Points each piece's .grad() at its part of the buckets, which the window's reduce-scatter
   /// filled (an optimizer's zero_grad drops them between windows).
   void attach_gradients();
