@@ -28,6 +28,12 @@
 // Worker mode (what the driver starts): data_parallel --worker mlp|cnn --batch B --k K
 // --samples N [--distributed] [--per-window], or --worker allreduce --samples ELEMENTS --reps R under mpirun,
 // printing one "result" line.
+//
+//   data_parallel --shard [--reps 3] [--accumulate 4] [--micro-batch 8] [--blocks 256] [--width 128] ...
+//
+// instead times sharded data parallelism (ZeRO stages 1 and 2) for the char-level GPT on 2
+// processes beside PyTorch's ZeroRedundancyOptimizer (bench/data_parallel_shard.cpp); its worker
+// is --worker gpt --shard-mode MODE.
 
 #include <CLI/CLI.hpp>
 #include <accrue/accrue.hpp>
@@ -39,6 +45,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "data_parallel_shard.hpp"
 #include "timing.hpp"
 
 using namespace accrue;
@@ -227,7 +234,9 @@ int main(int argc, char** argv) {
   std::vector<int> accumulations{1, 4};
   std::int64_t batch = 64, mlp_samples = 60000, cnn_samples = 12000;
   std::string data, python = "/usr/bin/python3", mpirun = "mpirun", worker_model;
-  bool no_pytorch = false, distributed = false, per_window = false;
+  bool no_pytorch = false, distributed = false, per_window = false, shard = false;
+  bench::ShardOptions shard_options;
+  std::string shard_mode;
   bench::add_comparison_options(app, reps, "measurements of each run (medians)", python, no_pytorch);
   app.add_option("--models", models, "mlp, cnn")->delimiter(',');
   app.add_option("--accumulate", accumulations, "accumulation factors")->delimiter(',');
@@ -244,8 +253,14 @@ int main(int argc, char** argv) {
   app.add_option("--samples", samples, "(internal)");
   app.add_option("--k", accumulate, "(internal)");
   app.add_flag("--distributed", distributed, "(internal)");
+  app.add_flag("--shard", shard, "time sharded data parallelism for the char-level GPT instead (ZeRO stages 1 and 2)");
+  app.add_option("--shard-mode", shard_mode, "(internal)");
+  bench::add_shard_options(app, shard_options);
   CLI11_PARSE(app, argc, argv);
   try {
+    shard_options.reps = reps;
+    shard_options.accumulate = accumulate > 1 ? accumulate : accumulations.back();
+    if (worker_model == "gpt") return bench::shard_worker(shard_options, shard_mode);
     if (worker_model == "allreduce") return allreduce_worker(samples, reps);
     if (!worker_model.empty()) return worker(worker_model, batch, accumulate, per_window, samples, data, distributed);
 
@@ -253,6 +268,8 @@ int main(int argc, char** argv) {
     const std::string root = geteuid() == 0 ? " --allow-run-as-root" : "";
     const bool torch = !no_pytorch && std::system((python + " -c 'import torch' >/dev/null 2>&1").c_str()) == 0;
     if (!no_pytorch && !torch) std::printf("PyTorch: not found (%s -c 'import torch' failed); Accrue only\n", python.c_str());
+    if (shard)
+      return bench::shard_table(shard_options, self, fmt::format("{} -np 2{}", mpirun, root), torch ? python : "");
     const Launch launch{.self = self,
                         .mpirun_np2 = fmt::format("{} -np 2{}", mpirun, root),
                         .worker_flags = (data.empty() ? "" : " --data " + data) + (per_window ? " --per-window" : ""),

@@ -20,6 +20,7 @@
 #include "../framework/core/tensor.hpp"
 #include "../framework/training/logs.hpp"
 #include "../framework/training/step_record.hpp"
+#include "memory_plan.hpp"
 
 namespace accrue {
 
@@ -48,6 +49,9 @@ struct TrainingContext {
   /// batch_size x processes samples. Callbacks that write files do so on rank 0 only.
   int processes = 1;
   int rank = 0;
+  /// The processes again, with this one's rank, what they shard and the bucket size: what this
+  /// process's memory plan is for (Model::memory_plan).
+  DataParallel data_parallel;
   /// A distributed run's gradient reduction: windows, buckets started during backward, and the
   /// time the training thread waited for them (null alone).
   const distributed::ReducerStats* reduction = nullptr;

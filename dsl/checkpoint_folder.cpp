@@ -82,9 +82,20 @@ CheckpointFolderLock prepare_checkpoint_dir(const std::string& dir) {
 
 void keep_newest_checkpoints(const std::string& dir, int keep) {
   const std::vector<std::string> all = checkpoints_in(dir);
-  for (std::size_t i = static_cast<std::size_t>(keep); i < all.size(); ++i) {
+  std::vector<std::string> kept;  // their names without ".safetensors"
+  for (std::size_t i = 0; i < all.size(); ++i) {
     std::error_code ec;
-    std::filesystem::remove(all[i], ec);
+    if (i < static_cast<std::size_t>(keep)) kept.push_back(std::filesystem::path(all[i]).stem().string());
+    else std::filesystem::remove(all[i], ec);
+  }
+  // Optimizer shards ("checkpoint-<n>.shard-<r>-of-<p>.safetensors") go with their checkpoint, and
+  // those of one never written (its run ended between the shards and it) go too.
+  for (const std::string& path : list_folder(dir, "checkpoint folder")) {
+    const std::string name = std::filesystem::path(path).filename().string();
+    const std::size_t shard = name.find(".shard-");
+    if (!name.starts_with("checkpoint-") || shard == std::string::npos || !name.ends_with(".safetensors")) continue;
+    std::error_code ec;
+    if (std::find(kept.begin(), kept.end(), name.substr(0, shard)) == kept.end()) std::filesystem::remove(path, ec);
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include "../datasets/dataset.hpp"
 #include "callbacks.hpp"
+#include "sharding.hpp"
 #include "layers/recompute.hpp"
 #include "../framework/optim/accumulation.hpp"
 #include "../framework/training/lr_schedule.hpp"
@@ -46,20 +47,11 @@ struct PlannerOptions {
   /// Also try recomputation (every TransformerBlock or Residual, sqrt(n) segments) unless
   /// FitOptions::recompute fixes it.
   bool recompute = true;
-};
-
-/// What a distributed run (FitOptions::distributed) shards over its processes, as ZeRO does
-/// (arXiv 1910.02054; PyTorch's ZeroRedundancyOptimizer, DeepSpeed's stages).
-enum class Shard {
-  /// Every process keeps all of the optimizer's state and steps every parameter (PyTorch's DDP).
-  none,
-  /// ZeRO stage 1: each process owns a contiguous shard of the flattened parameters (balanced, on
-  /// 64-byte boundaries); at each window's close the gradients are reduce-scattered (one call per
-  /// bucket), each process unscales, clips and steps its shard alone, keeping optimizer state for
-  /// it alone, and the updated parameters are gathered. The parameters equal the unsharded run's
-  /// bit for bit (every data-parallel run adds its sums and its gradient norm in the same order).
-  /// Element-wise optimizers only (not LARS or LAMB, whose steps need each parameter whole).
-  optimizer_state,
+  /// In a distributed run whose FitOptions::shard is none, a micro-batch the unsharded plan does
+  /// not fit is planned again sharding the optimizer state (ZeRO stage 1: the same bits), then the
+  /// gradients reduced each micro-batch (stage 2: the sums in another order, K times the traffic);
+  /// the least that fits is the candidate's. The timing measures computation, not communication.
+  bool shard = true;
 };
 
 /// Options of fit() and of a Trainer, with Keras's defaults where Keras has them.
@@ -131,6 +123,8 @@ struct FitOptions {
   /// What a distributed run shards over its processes (Shard): by default nothing, every process
   /// keeping the whole optimizer state.
   Shard shard = Shard::none;
+  /// With Shard::gradients: when the gradients are reduce-scattered (ShardAccumulation).
+  ShardAccumulation shard_accumulation = ShardAccumulation::reduce_at_window_close;
 };
 
 /// A Trainer takes the same options as fit().

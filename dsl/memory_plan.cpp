@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "../framework/distributed/reducer.hpp"
+
 namespace accrue {
 
 std::string MemoryPlan::str() const {
@@ -12,6 +14,11 @@ std::string MemoryPlan::str() const {
                        : read_ahead > 0 ? fmt::format("  (the micro-batch and {} read ahead; the dataset not included)", read_ahead)
                                         : std::string{"  (one micro-batch; the dataset not included)"});
   out += fmt::format("  {:<16} {:>12}  (peak of the sum)", "total", format_bytes(peak_total));
+  if (data_parallel.processes > 1)
+    out += fmt::format("\n  one process of {} (rank {}), sharding: {}; communication buffers {} of the gradients and "
+                       "temporaries at most, gradients kept between windows {}",
+                       data_parallel.processes, data_parallel.rank, distributed::sharding_name(reducer_sharding(data_parallel.shard, data_parallel.accumulation)),
+                       format_bytes(communication), format_bytes(gradients_between_windows));
   return out;
 }
 

@@ -8,8 +8,21 @@
 #include <vector>
 
 #include "../framework/core/memory.hpp"
+#include "sharding.hpp"
 
 namespace accrue {
+
+/// The processes of a data-parallel run and what they shard (FitOptions::distributed, .shard,
+/// .shard_accumulation, .bucket_bytes): a plan made with more than one process is one process's.
+struct DataParallel {
+  int processes = 1;
+  /// The process whose share is planned (the balanced shards may differ by 16 elements); -1: the
+  /// process with the largest (what a memory budget must hold on every process).
+  int rank = 0;
+  Shard shard = Shard::none;
+  ShardAccumulation accumulation = ShardAccumulation::reduce_at_window_close;
+  std::size_t bucket_bytes = 25u << 20;
+};
 
 struct MemoryPlan {
   std::int64_t micro_batch = 0;
@@ -29,6 +42,16 @@ struct MemoryPlan {
   /// What each node of the graph keeps for backward at this micro-batch (bytes), in the graph's
   /// order: a Sequential's layers in order.
   std::vector<std::size_t> kept_by_layer;
+  /// The processes the plan is for; with more than one, each category is one process's: the
+  /// gradients its reducer's buckets or its part of the sums (padding and flags included), the
+  /// optimizer state that of the elements it steps.
+  DataParallel data_parallel;
+  /// Of the gradients and temporaries above, the most bytes one process holds at once in buffers for
+  /// the gradients' reduction and the parameters' gather: the buckets, its part of the sums, the
+  /// flags, and with stage 2 the gather's buffer. 0 for one process.
+  std::size_t communication = 0;
+  /// The gradient bytes a process keeps between windows (0 for one process, which frees them).
+  std::size_t gradients_between_windows = 0;
 
   std::size_t peak_of(MemoryCategory c) const { return peak[static_cast<int>(c)]; }
   /// A table: one line per category and the total.

@@ -13,6 +13,7 @@
 
 #include "memory_plan.hpp"
 #include "model.hpp"
+#include "../framework/distributed/shard_plan.hpp"
 
 namespace accrue {
 
@@ -238,11 +239,11 @@ class StepWalk {
     }
   }
 
-  // The optimizer step, with `gradients` bytes of them: state created at the first step, then
-  // updated in place.
-  void step(std::size_t gradients) {
+  // A moment of the window's close and optimizer step, with `gradients` bytes of them and
+  // `temporaries`: state created at the first step, then updated in place.
+  void step(std::size_t gradients, std::size_t temporaries = 0) {
     now_[kActivations] = 0;
-    now_[kTemporaries] = 0;
+    now_[kTemporaries] = temporaries;
     now_[kGradients] = gradients;
     record();
   }
@@ -370,10 +371,76 @@ LossBytes loss_bytes(const PlannedGraph& graph, const std::vector<bool>& cross_e
   return bytes;
 }
 
+// The gradients of one process alone (`gradients` bytes, freed after each step), or one process's
+// buffers for the gradients' reduction and the parameters' gather in a data-parallel run, at the
+// moments of a step, as its distributed::Reducer and ShardedParameters make them:
+// unsharded and stage 1 the buckets (the flat space, padding included) and the flags for the
+// whole run; stage 2 at the window's close the buckets through the window, its part of the sums
+// from the close to the step, the largest bucket's gather buffer; stage 2 each micro-batch its
+// part through the window and the buckets backward fills (at most two next to each other).
+struct ProcessBuffers {
+  std::size_t stepped_bytes = 0;  // float32 bytes of the elements the process steps
+  std::size_t through_window = 0, at_close = 0, stepping = 0, gather = 0, between_windows = 0;
+  std::size_t most() const { return std::max({through_window, at_close, stepping + gather}); }
+};
+
+bool reduces_each_micro_batch(const DataParallel& p) {
+  return p.processes > 1 && p.shard == Shard::gradients && p.accumulation == ShardAccumulation::reduce_each_micro_batch;
+}
+
+ProcessBuffers process_buffers(const Model& model, const DataParallel& p, bool accumulates, std::size_t gradients) {
+  if (p.processes <= 1)
+    return {.stepped_bytes = gradients, .through_window = accumulates ? gradients : 0, .at_close = gradients,
+            .stepping = gradients};
+  std::vector<std::int64_t> sizes;
+  for (const auto& [name, t] : model.trainable_parameters()) sizes.push_back(t.numel());
+  const distributed::BucketPlan buckets{sizes, sizeof(float), p.bucket_bytes};
+  const distributed::ShardPlan shards{buckets, p.processes};
+  constexpr std::size_t flags = 3 * sizeof(float);
+  const auto bytes = [](std::int64_t elements) { return static_cast<std::size_t>(elements) * sizeof(float); };
+  int rank = p.rank;
+  if (rank < 0)
+    for (int r = 0; r < p.processes; ++r)
+      if (rank < 0 || shards.end(r) - shards.begin(r) > shards.end(rank) - shards.begin(rank)) rank = r;
+  const std::size_t space = bytes(shards.elements()), range = bytes(shards.end(rank) - shards.begin(rank));
+  std::size_t largest = 0, adjacent = 0;
+  const auto& all = buckets.buckets();
+  for (std::size_t b = 0; b < all.size(); ++b) {
+    largest = std::max(largest, bytes(all[b].elements));
+    adjacent = std::max(adjacent, bytes(all[b].elements + (b + 1 < all.size() ? all[b + 1].elements : 0)));
+  }
+  ProcessBuffers out;
+  for (const std::int64_t n : sizes) out.stepped_bytes += bytes(n);
+  if (p.shard != Shard::none) {
+    out.stepped_bytes = 0;
+    for (const distributed::ShardPlan::Piece& piece : shards.pieces(rank)) out.stepped_bytes += bytes(piece.elements);
+  }
+  if (p.shard != Shard::gradients) {
+    out.through_window = out.at_close = out.stepping = out.between_windows = space + flags;
+  } else if (p.accumulation == ShardAccumulation::reduce_at_window_close) {
+    out.through_window = space + flags;
+    out.at_close = space + range + flags;
+    out.stepping = range + flags;
+    out.gather = largest;
+    out.between_windows = flags;
+  } else {  // reduces_each_micro_batch
+    out.through_window = (accumulates ? range : 0) + adjacent + flags;
+    out.at_close = range + adjacent + flags;
+    out.stepping = range + flags;
+    out.gather = largest;
+    out.between_windows = flags;
+  }
+  return out;
+}
+
 }  // namespace
 
 MemoryPlan Model::memory_plan(std::int64_t micro_batch) const {
   return memory_plan(micro_batch, compiled() && recipe_.accumulates());
+}
+
+MemoryPlan Model::memory_plan(std::int64_t micro_batch, const DataParallel& processes) const {
+  return memory_plan(micro_batch, compiled() && recipe_.accumulates(), false, 0, processes);
 }
 
 std::optional<std::int64_t> Model::fitting_micro_batch(std::int64_t micro_batch, std::size_t limit,
@@ -390,18 +457,21 @@ bool Model::defers_weight_gradients(bool accumulating, const AccumulateOptions& 
 }
 
 MemoryPlan Model::memory_plan(std::int64_t micro_batch, bool accumulates, bool under_limit,
-                                   std::int64_t read_ahead) const {
+                                   std::int64_t read_ahead, const DataParallel& processes) const {
   return plan_memory(micro_batch, accumulates, under_limit, read_ahead,
-                     compiled() ? recipe_.amp_dtype(device_) : std::nullopt);
+                     compiled() ? recipe_.amp_dtype(device_) : std::nullopt, processes);
 }
 
-PrecisionEffect Model::precision_effect(std::int64_t micro_batch, bool accumulating, bool under_limit) const {
-  return {memory_plan(micro_batch, accumulating, under_limit), plan_memory(micro_batch, accumulating, under_limit, 0, {})};
+PrecisionEffect Model::precision_effect(std::int64_t micro_batch, bool accumulating, bool under_limit,
+                                        const DataParallel& processes) const {
+  return {memory_plan(micro_batch, accumulating, under_limit, 0, processes),
+          plan_memory(micro_batch, accumulating, under_limit, 0, {}, processes)};
 }
 
 // The plan with `autocast` (the compiled recipe's, or none for float32).
 MemoryPlan Model::plan_memory(std::int64_t micro_batch, bool accumulates, bool under_limit,
-                                   std::int64_t read_ahead, std::optional<DType> autocast) const {
+                                   std::int64_t read_ahead, std::optional<DType> autocast,
+                                   const DataParallel& processes) const {
   ACCRUE_CHECK(micro_batch > 0, "memory_plan: the micro-batch must be positive, got {}", micro_batch);
   ACCRUE_CHECK(read_ahead >= 0, "memory_plan: read_ahead must not be negative, got {}", read_ahead);
   ACCRUE_CHECK(built_, "memory_plan: model '{}' is not built yet; declare layers::Input or call build(shape) first",
@@ -417,8 +487,9 @@ MemoryPlan Model::plan_memory(std::int64_t micro_batch, bool accumulates, bool u
                                      {.batch = micro_batch, .autocast = autocast, .device = device_, .keeps_packs = accumulates});
   for (const auto& [begin, end] : segments_) recompute_segment(graph, begin, end - 1);
   const AccumulateOptions options = compiled() ? recipe_.accumulate_options() : AccumulateOptions{};
-  const WindowKept window =
-      accumulates ? window_kept(graph, parameters, !under_limit && defers_weight_gradients(accumulates, options)) : WindowKept{};
+  // Reduced every micro-batch, each micro-batch's weight gradients are multiplied at once.
+  const bool defers = !under_limit && !reduces_each_micro_batch(processes) && defers_weight_gradients(accumulates, options);
+  const WindowKept window = accumulates ? window_kept(graph, parameters, defers) : WindowKept{};
   std::vector<bool> cross_entropy;
   for (const CompiledLoss& l : losses_) cross_entropy.push_back(l.loss.name() == "CrossEntropy");
   const LossBytes loss = loss_bytes(graph, cross_entropy);
@@ -430,18 +501,23 @@ MemoryPlan Model::plan_memory(std::int64_t micro_batch, bool accumulates, bool u
       compiled() ? recipe_.optimizer().state_tensors().value_or(0) + (recipe_.weight_average() ? 1 : 0) : 0;
   std::array<std::size_t, memory_category_count> at_start{};
   at_start[kParameters] = parameters.parameters + window.packs;
-  at_start[kOptimizer] = static_cast<std::size_t>(state_tensors) * parameters.gradients;
+  const ProcessBuffers buffers = process_buffers(*this, processes, accumulates, parameters.gradients);
+  at_start[kOptimizer] = static_cast<std::size_t>(state_tensors) * buffers.stepped_bytes;
   // The micro-batch training, and those a background queue holds ready.
   at_start[kData] = static_cast<std::size_t>(1 + read_ahead) * (input_bytes + loss.targets);
-  // Accumulating, the gradients of earlier micro-batches are there from the start; otherwise each
-  // layer's appear with its backward.
-  at_start[kGradients] = (accumulates ? parameters.gradients : 0) + window.waiting_rows;
+  at_start[kGradients] = buffers.through_window + window.waiting_rows;
+  plan.data_parallel = processes;
+  plan.communication = processes.processes > 1 ? buffers.most() : 0;
+  plan.gradients_between_windows = buffers.between_windows;
 
   StepWalk walk(plan, graph, at_start);
   walk.forward();
   walk.loss(loss.kept);
-  walk.backward(loss.logits_f32, parameters, accumulates);
-  walk.step(parameters.gradients + window.waiting_rows);
+  // One process's gradients appear with each layer's backward unless accumulating (then the earlier
+  // micro-batches' are there from the start); a data-parallel process's buffers hold them all.
+  walk.backward(loss.logits_f32, parameters, accumulates || processes.processes > 1);
+  walk.step(buffers.at_close + window.waiting_rows);
+  walk.step(buffers.stepping, buffers.gather);
   return plan;
 }
 

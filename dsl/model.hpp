@@ -369,10 +369,14 @@ class Model {
   /// and how many micro-batches a background queue holds ready besides the one training
   /// (BatchQueue, for data not in memory).
   MemoryPlan memory_plan(std::int64_t micro_batch, bool accumulating, bool under_limit = false,
-                         std::int64_t read_ahead = 0) const;
+                         std::int64_t read_ahead = 0, const DataParallel& processes = {}) const;
+  /// One process's plan in a data-parallel run of `processes` (its buckets, its shard of the
+  /// optimizer state and, with Shard::gradients, of the gradients), accumulating as compiled.
+  MemoryPlan memory_plan(std::int64_t micro_batch, const DataParallel& processes) const;
   /// What mixed precision does to that plan: the plan as compiled beside the same step in float32,
   /// and a sentence saying why the peak went up or down (PrecisionEffect::str).
-  PrecisionEffect precision_effect(std::int64_t micro_batch, bool accumulating, bool under_limit = false) const;
+  PrecisionEffect precision_effect(std::int64_t micro_batch, bool accumulating, bool under_limit = false,
+                                   const DataParallel& processes = {}) const;
   /// Whether fit multiplies float32 weight gradients once per window (DeferredWeightGradients):
   /// accumulating with `options` asking for WeightGradients::per_window, and memory not capped (no
   /// limit on the model's device, no memory_budget), where accumulation keeps to its least memory.
@@ -384,11 +388,12 @@ class Model {
                                                   std::size_t live_besides, std::int64_t read_ahead = 0) const;
 
   /// Prints the layers with output shapes, parameter counts and parameter memory; with a batch
-  /// size, also what each layer keeps for backward at that micro-batch and the memory plan.
-  void summary(std::ostream& out, std::optional<std::int64_t> batch = std::nullopt) const;
+  /// size, also what each layer keeps for backward at that micro-batch and the memory plan (of
+  /// one of `processes` when there are several).
+  void summary(std::ostream& out, std::optional<std::int64_t> batch = std::nullopt, const DataParallel& processes = {}) const;
   void summary() const;
-  void summary(std::int64_t batch) const;
-  std::string summary_str(std::optional<std::int64_t> batch = std::nullopt) const;
+  void summary(std::int64_t batch, const DataParallel& processes = {}) const;
+  std::string summary_str(std::optional<std::int64_t> batch = std::nullopt, const DataParallel& processes = {}) const;
 
   /// Trains on `train` (see FitOptions) and returns the per-epoch logs: Trainer{options}.fit.
   /// A model of several inputs trains on a dataset of as many (Dataset{{x1, x2}, {y}}, or named
@@ -479,7 +484,7 @@ class Model {
   void update_metrics(std::vector<Metric>& metrics, const std::vector<Tensor>& predictions,
                       const std::vector<Tensor>& targets, const std::vector<double>& sums) const;
   MemoryPlan plan_memory(std::int64_t micro_batch, bool accumulates, bool under_limit, std::int64_t read_ahead,
-                         std::optional<DType> autocast) const;
+                         std::optional<DType> autocast, const DataParallel& processes) const;
 
   std::string name_;
   std::vector<std::shared_ptr<Layer>> layers_;

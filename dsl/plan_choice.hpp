@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "layers/recompute.hpp"
+#include "sharding.hpp"
 
 namespace accrue {
 
@@ -18,7 +19,11 @@ struct PlanCandidate {
   /// Micro-batches per optimizer step: micro_batch x accumulation (x processes) is the effective batch.
   std::int64_t accumulation = 0;
   RecomputePolicy recompute;
-  /// Model::memory_plan's peak for this micro-batch and recomputation.
+  /// What each process shards (PlannerOptions::shard).
+  Shard shard = Shard::none;
+  ShardAccumulation shard_accumulation = ShardAccumulation::reduce_at_window_close;
+  /// Model::memory_plan's peak for this micro-batch, recomputation and sharding (of the process
+  /// with the largest share).
   std::size_t planned_peak = 0;
   bool fits = false;
   /// One forward and backward pass on the real model, per sample (the fastest of the rounds, summed
@@ -34,6 +39,8 @@ struct PlanChoice {
   std::string budget_name;
   std::int64_t effective_batch = 0;
   int processes = 1;
+  /// Whether the planner could shard (PlannerOptions::shard): the table then shows each candidate's.
+  bool shardings = false;
   /// Every candidate that fits, and for each recomputation the next larger micro-batch that does
   /// not (where the budget cuts); largest micro-batch first.
   std::vector<PlanCandidate> candidates;

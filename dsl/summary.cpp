@@ -136,10 +136,10 @@ std::vector<detail::SummaryRow> Model::summary_rows(const MemoryPlan* plan, bool
   return rows;
 }
 
-std::string Model::summary_str(std::optional<std::int64_t> batch) const {
+std::string Model::summary_str(std::optional<std::int64_t> batch, const DataParallel& processes) const {
   // With a batch size, a column of what each layer keeps for backward at that micro-batch.
   std::optional<MemoryPlan> plan;
-  if (batch && built_) plan = memory_plan(*batch);
+  if (batch && built_) plan = memory_plan(*batch, processes);
   std::size_t bytes = 0;
   for (const auto& l : layers_) bytes += parameters_of(*l).second;
   std::string out = fmt::format("Model: \"{}\"\n", name_);
@@ -163,10 +163,10 @@ std::string Model::summary_str(std::optional<std::int64_t> batch) const {
   return out;
 }
 
-void Model::summary(std::ostream& out, std::optional<std::int64_t> batch) const {
-  out << summary_str(batch) << std::flush;
+void Model::summary(std::ostream& out, std::optional<std::int64_t> batch, const DataParallel& processes) const {
+  out << summary_str(batch, processes) << std::flush;
 }
 void Model::summary() const { summary(std::cout); }
-void Model::summary(std::int64_t batch) const { summary(std::cout, batch); }
+void Model::summary(std::int64_t batch, const DataParallel& processes) const { summary(std::cout, batch, processes); }
 
 }  // namespace accrue

@@ -214,7 +214,8 @@ std::string pending_name(std::size_t update, std::size_t output, std::size_t out
 std::string rank_state(const RunParts& parts) { return own_state(parts).dump(); }
 
 void write_training_checkpoint(const std::string& path, const RunParts& parts, const RunSignature& signature,
-                               const std::vector<Callback*>& callbacks, const std::vector<std::string>& rank_states) {
+                               const std::vector<Callback*>& callbacks, const std::vector<std::string>& rank_states,
+                               const std::string& shards) {
   serialization::NamedTensors tensors;
   json state;
   json run = json::object();
@@ -224,10 +225,12 @@ void write_training_checkpoint(const std::string& path, const RunParts& parts, c
   for (const auto& [name, t] : parts.model.named_state()) tensors.emplace_back("model." + name, t);
   for (const auto& [name, p] : parts.model.named_parameters())
     if (p.grad().defined()) tensors.emplace_back("grad." + name, p.grad());
-  const optim::OptimizerState optimizer = parts.optimizer.state();
+  optim::OptimizerState optimizer = parts.optimizer.state();
+  if (!shards.empty()) optimizer = {.counters = whole_optimizer_counters(optimizer)};  // the pieces' are in the shards
   for (const auto& [name, t] : optimizer.tensors)
     if (t.defined()) tensors.emplace_back("optimizer." + name, t);
   state["optimizer"] = optimizer.counters;
+  if (!shards.empty()) state["optimizer_shards"] = json::parse(shards);
   if (parts.scaler != nullptr) state["scaler"] = write_fields(parts.scaler->state());
   state["schedule"] = parts.schedule.state();
 
@@ -279,6 +282,7 @@ TrainingCheckpoint TrainingCheckpoint::read(const std::string& path) {
   }
   if (!data->state.is_object())
     throw IoError(fmt::format("checkpoint {}: its state is not a JSON object; it was not loaded", path));
+  if (data->state.contains("optimizer_shards")) check_shard_files(path, data->state["optimizer_shards"].dump());
   TrainingCheckpoint c;
   c.path_ = path;
   c.data_ = std::move(data);
@@ -483,6 +487,16 @@ void parse_tensors(const json& s, const serialization::NamedTensors& tensors, De
       for (const json& n : cbs[i]["tensors"]) found.claimed.push_back(fmt::format("callback.{}.{}", i, n.get<std::string>()));
 }
 
+// The optimizer state this process takes: the checkpoint's own (`saved`), or, when the checkpoint
+// or the run is sharded, the saved pieces' cut into this process's.
+optim::OptimizerState optimizer_state_for(const std::string& path, const json& s, optim::OptimizerState saved,
+                                          const RunParts& parts) {
+  const std::string shards = s.contains("optimizer_shards") ? s["optimizer_shards"].dump() : std::string{};
+  if (shards.empty() && (parts.placement == nullptr || !parts.placement->sharded())) return saved;
+  ACCRUE_CHECK(parts.placement != nullptr, "checkpoint {} holds its optimizer state in shards; fit restores it", path);
+  return resharded_state(path, shards, saved, *parts.placement);
+}
+
 }  // namespace
 
 int TrainingCheckpoint::processes() const {
@@ -518,6 +532,7 @@ void TrainingCheckpoint::restore(RunParts& parts, int rank, int processes) const
                                  found.problem_lines()));
   LrSchedule schedule = parts.schedule;
   reading(path_, [&] { schedule.load_state(v.schedule); });
+  v.optimizer = optimizer_state_for(path_, s, std::move(v.optimizer), parts);
   // The optimizer checks its state before taking it; it is the last thing that can refuse.
   parts.optimizer.load_state(v.optimizer);
 

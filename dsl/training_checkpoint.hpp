@@ -19,6 +19,7 @@
 #include "callbacks.hpp"
 #include "metrics.hpp"
 #include "model.hpp"
+#include "optimizer_shards.hpp"
 
 namespace accrue::detail {
 
@@ -59,6 +60,9 @@ struct RunParts {
   TrainingContext& context;
   std::vector<Metric>& metrics;
   RunState& run;
+  /// Where the optimizer's state lies (each process's pieces in a sharded run); null: the model's
+  /// parameters whole, and a sharded checkpoint cannot be restored.
+  const OptimizerPlacement* placement = nullptr;
 };
 
 /// This process's own part of a distributed run's state, as text for write_training_checkpoint:
@@ -66,15 +70,18 @@ struct RunParts {
 std::string rank_state(const RunParts& parts);
 
 /// Writes a checkpoint of `parts` to `path` atomically. A distributed run's process 0 writes it
-/// with every process's rank_state, in rank order, in `rank_states` (empty: one process).
+/// with every process's rank_state, in rank order, in `rank_states` (empty: one process). A
+/// sharded run's processes have written their optimizer shards first (write_optimizer_shard):
+/// `shards` is their record (shards_record), and the file then holds no optimizer tensors.
 void write_training_checkpoint(const std::string& path, const RunParts& parts, const RunSignature& signature,
                                const std::vector<Callback*>& callbacks,
-                               const std::vector<std::string>& rank_states = {});
+                               const std::vector<std::string>& rank_states = {}, const std::string& shards = {});
 
 /// A verified checkpoint file, read but not yet applied.
 class TrainingCheckpoint {
  public:
-  /// Reads and verifies `path`; throws IoError for a damaged file.
+  /// Reads and verifies `path` (and that the optimizer shards it lists are there, of their
+  /// sizes); throws IoError for a damaged file or shard.
   static TrainingCheckpoint read(const std::string& path);
   const std::string& path() const { return path_; }
 
@@ -132,7 +139,7 @@ class CheckpointFolderLock {
 /// listed, or another run holds it.
 [[nodiscard]] CheckpointFolderLock prepare_checkpoint_dir(const std::string& dir);
 
-/// Deletes all but the newest `keep` checkpoints in `dir`.
+/// Deletes all but the newest `keep` checkpoints in `dir`, and optimizer shards of none kept.
 void keep_newest_checkpoints(const std::string& dir, int keep);
 
 }  // namespace accrue::detail

@@ -161,7 +161,8 @@ void Report::on_train_begin(TrainingContext& context) {
   datasets_ = memory.live_of(MemoryCategory::data);
   try {
     const PrecisionEffect effect =
-        model.precision_effect(context.batch_size, context.recipe != nullptr && context.recipe->accumulates());
+        model.precision_effect(context.batch_size, context.recipe != nullptr && context.recipe->accumulates(), false,
+                               context.data_parallel);
     plan_peak_ = effect.mixed.peak_total;
     plan_parts_.assign(effect.mixed.peak.begin(), effect.mixed.peak.end());
     precision_effect_ = effect.str();

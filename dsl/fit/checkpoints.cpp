@@ -92,7 +92,7 @@ std::vector<Callback*> TrainingRun::saved_callbacks() const {
 }
 
 RunParts TrainingRun::run_parts() {
-  return {model_, *optimizer_, model_.scaler(), schedule_, context_, model_.metrics_, state_};
+  return {model_, *optimizer_, model_.scaler(), schedule_, context_, model_.metrics_, state_, &placement_};
 }
 
 // The signal that stops the run, or 0. A distributed run stops when any process received one: they

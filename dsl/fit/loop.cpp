@@ -42,6 +42,7 @@ History TrainingRun::fit() {
           throw;
         }
         if (slot.closes_window) step(slot, record);  // unscale, clip, learning rate, optimizer step, zero
+        else reduce_micro_batch();                   // sharded gradients reduced every micro-batch (ZeRO-2)
         end_micro_batch(slot, record);               // the callbacks; a checkpoint or a stop between micro-batches
       }
     }
@@ -60,6 +61,12 @@ StepRecord TrainingRun::start_record(const MicroBatchSlot& slot) const {
   record.window_samples = slot.window_samples;
   record.optimizer_step = context_.optimizer_steps;
   return record;
+}
+
+// After a micro-batch that does not close its window: a reducer of Sharding::gradients_each_micro_batch
+// reduce-scatters its gradients, on every process, whether it trained the micro-batch or not.
+void TrainingRun::reduce_micro_batch() {
+  if (distributed::Reducer* reducer = processes_.reducer()) reducer->end_micro_batch();
 }
 
 // Micro-batch `slot`'s batch (this process's share), or none when it is not trained: the rest of a
@@ -160,7 +167,9 @@ void TrainingRun::begin_training() {
       .autocast = context_.amp_dtype,
       .statistics_group = processes_.statistics_group(),
       .reducer = processes_.reducer(),
-      .defer_weight_gradients = model_.defers_weight_gradients(accumulation_.schedule.is_set(), accumulation_.options),
+      // Every micro-batch's gradients complete when each is reduced on its own.
+      .defer_weight_gradients = model_.defers_weight_gradients(accumulation_.schedule.is_set(), accumulation_.options) &&
+                                !(processes_.reducer() && processes_.reducer()->reduces_each_micro_batch()),
       .keep_packs = context_.amp_dtype && accumulation_.schedule.is_set()});
 }
 

@@ -33,28 +33,32 @@ std::vector<RecomputePolicy> candidate_policies(const Model& model, const Traine
 }
 
 // Every micro-batch per process dividing the effective batch, under each policy, with its plan's
-// peak; for each policy those that fit and the next larger one that does not.
+// peak under the least of `shardings` that fits; for each policy those that fit and the next
+// larger one that does not (planned with the most sharding).
 std::vector<PlanCandidate> planned_candidates(Model& model, const std::vector<RecomputePolicy>& policies,
-                                              std::int64_t effective, int processes, std::size_t budget,
-                                              std::int64_t read_ahead) {
+                                              std::int64_t effective, std::size_t budget, std::int64_t read_ahead,
+                                              const std::vector<DataParallel>& shardings) {
+  const int processes = shardings.front().processes;
   std::vector<PlanCandidate> out;
   for (const RecomputePolicy& policy : policies) {
     model.recompute(policy);
     bool cut_shown = false;
     for (std::int64_t m = 1; m * processes <= effective; ++m) {
       if (effective % (m * processes) != 0) continue;
-      // A distributed run's gradients are its buckets, there for the whole run as when accumulating.
-      const bool accumulating = m * processes < effective || processes > 1;
-      const std::size_t peak = model.memory_plan(m, accumulating, /*under_limit=*/true, read_ahead).peak_total;
-      const bool fits = peak <= budget;
-      if (!fits && cut_shown) continue;
-      cut_shown = cut_shown || !fits;
+      const bool accumulating = m * processes < effective;
       PlanCandidate c;
+      for (const DataParallel& sharding : shardings) {
+        c.shard = sharding.shard;
+        c.shard_accumulation = sharding.accumulation;
+        c.planned_peak = model.memory_plan(m, accumulating, /*under_limit=*/true, read_ahead, sharding).peak_total;
+        c.fits = c.planned_peak <= budget;
+        if (c.fits) break;
+      }
+      if (!c.fits && cut_shown) continue;
+      cut_shown = cut_shown || !c.fits;
       c.micro_batch = m;
       c.accumulation = effective / (m * processes);
       c.recompute = policy;
-      c.planned_peak = peak;
-      c.fits = fits;
       out.push_back(std::move(c));
     }
   }
@@ -179,11 +183,12 @@ void time_candidates(Model& model, const Dataset& train, std::vector<PlanCandida
 
 // The refusal when nothing fits: the smallest plan of all, and what it would need.
 [[noreturn]] void refuse(Model& model, const PlanChoice& choice, const RecomputePolicy& original,
-                         std::int64_t read_ahead) {
+                         std::int64_t read_ahead, const DataParallel& sharding) {
   const auto smallest = std::min_element(choice.candidates.begin(), choice.candidates.end(),
                                          [](const PlanCandidate& a, const PlanCandidate& b) { return a.planned_peak < b.planned_peak; });
   model.recompute(smallest->recompute);
-  const std::string plan = model.memory_plan(smallest->micro_batch, choice.effective_batch > 1, true, read_ahead).str();
+  const bool accumulating = smallest->accumulation > 1;
+  const std::string plan = model.memory_plan(smallest->micro_batch, accumulating, true, read_ahead, sharding).str();
   model.recompute(original);
   throw ValueError(fmt::format("{}: even a micro-batch of 1 is planned to need more; the smallest plan (micro-batch {}, "
                                "recomputing {}) peaks at {}. Raise the budget or use a smaller model:\n{}",
@@ -194,7 +199,8 @@ void time_candidates(Model& model, const Dataset& train, std::vector<PlanCandida
 }  // namespace
 
 PlanChoice choose_plan(Model& model, const Dataset& train, std::size_t budget, std::string budget_name,
-                       const TrainerOptions& options, distributed::Communicator& processes, std::int64_t read_ahead) {
+                       const TrainerOptions& options, distributed::Communicator& processes, std::int64_t read_ahead,
+                       const std::vector<DataParallel>& shardings) {
   PlanChoice choice;
   choice.budget = budget;
   choice.budget_name = std::move(budget_name);
@@ -202,9 +208,10 @@ PlanChoice choose_plan(Model& model, const Dataset& train, std::size_t budget, s
   choice.processes = processes.size();
   const RecomputePolicy original = model.recompute_policy();
   const std::vector<RecomputePolicy> policies = candidate_policies(model, options);
-  choice.candidates = planned_candidates(model, policies, choice.effective_batch, choice.processes, budget, read_ahead);
+  choice.candidates = planned_candidates(model, policies, choice.effective_batch, budget, read_ahead, shardings);
+  choice.shardings = shardings.size() > 1;
   const auto first_fit = std::find_if(choice.candidates.begin(), choice.candidates.end(), [](const PlanCandidate& c) { return c.fits; });
-  if (first_fit == choice.candidates.end()) refuse(model, choice, original, read_ahead);
+  if (first_fit == choice.candidates.end()) refuse(model, choice, original, read_ahead, shardings.back());
   // Largest micro-batch first, and among equals the policy listed first (the least recomputation).
   choice.chosen = static_cast<std::size_t>(first_fit - choice.candidates.begin());
   const std::vector<std::size_t> timed = promising(choice.candidates, policies, options.planner.timed);
@@ -236,16 +243,18 @@ std::string PlanChoice::str() const {
   std::string out = fmt::format("  memory planner: {} for the effective batch of {}{}; {}\n", budget_name, effective_batch,
                                 processes > 1 ? fmt::format(" over {} processes (micro-batches per process)", processes) : "",
                                 reason);
-  out += fmt::format("    {:>11} {:>10} {:<28} {:>12} {:>16}\n", "micro-batch", "accumulate", "recompute", "planned peak",
-                     "seconds/sample");
+  out += fmt::format("    {:>11} {:>10} {:<28}{} {:>12} {:>16}\n", "micro-batch", "accumulate", "recompute",
+                     shardings ? fmt::format(" {:<8}", "shard") : "", "planned peak", "seconds/sample");
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     const PlanCandidate& c = candidates[i];
     const std::string time = c.seconds_per_sample ? fmt::format("{:.3g}", *c.seconds_per_sample)
                              : !c.failed.empty()  ? c.failed
                              : c.fits             ? "not timed"
                                                   : "over budget";
-    out += fmt::format("  {} {:>11} {:>10} {:<28} {:>12} {:>16}\n", i == chosen ? "->" : "  ", c.micro_batch,
-                       c.accumulation, c.recompute.str(), format_bytes(c.planned_peak), time);
+    const std::string shard = c.shard == Shard::none ? "-" : c.shard == Shard::optimizer_state ? "stage 1" : "stage 2";
+    out += fmt::format("  {} {:>11} {:>10} {:<28}{} {:>12} {:>16}\n", i == chosen ? "->" : "  ", c.micro_batch,
+                       c.accumulation, c.recompute.str(), shardings ? fmt::format(" {:<8}", shard) : "",
+                       format_bytes(c.planned_peak), time);
   }
   return out;
 }

@@ -58,6 +58,9 @@ void TrainingRun::agree_to_start() {
   mine.emplace_back("graph", model_.wiring());
   mine.emplace_back("device", model_.device().is_cpu() ? "cpu" : "a GPU");
   mine.emplace_back("processes", std::to_string(processes_.size()));
+  mine.emplace_back("gradient buckets",
+                    fmt::format("{} bytes, sharded: {}", data_parallel_.bucket_bytes,
+                                distributed::sharding_name(reducer_sharding(data_parallel_.shard, data_parallel_.accumulation))));
   processes_.agree_on(mine, configs_begin, configs_end);
   processes_.take_rank_0s(model_.named_state());
   state_.loader_seed =

@@ -70,12 +70,32 @@ void RunCheckpoints::write(const RunParts& parts, std::int64_t micro_batches, co
     const std::string mine = rank_state(parts);
     for (int r = 0; r < processes.size(); ++r) rank_states.push_back(processes.broadcast(mine, r));
   }
+  const std::string shards = write_shards(parts, processes);
   if (processes.rank() == 0) {
-    write_training_checkpoint(last_path_, parts, signature_, callbacks, rank_states);
+    write_training_checkpoint(last_path_, parts, signature_, callbacks, rank_states, shards);
     keep_newest_checkpoints(options_.dir, options_.keep);
   }
   owed_ = false;
   start_clock();
+}
+
+// A sharded run's processes each write their optimizer shard; all know whether all did before
+// process 0 writes the checkpoint that names them. Returns their record (empty: not sharded).
+std::string RunCheckpoints::write_shards(const RunParts& parts, distributed::Communicator& processes) const {
+  if (parts.placement == nullptr || !parts.placement->sharded()) return {};
+  std::int64_t bytes = 0;
+  std::string failed;
+  try {
+    bytes = write_optimizer_shard(last_path_, *parts.placement, parts.optimizer.state(), processes.size());
+  } catch (const Error& e) {
+    failed = e.what();
+  }
+  const std::vector<std::int64_t> sizes = processes.allgather(failed.empty() ? bytes : -1);
+  for (int r = 0; r < processes.size(); ++r)
+    if (sizes[static_cast<std::size_t>(r)] < 0)
+      throw IoError(fmt::format("checkpoint {}: process {} could not write its optimizer shard: {}", last_path_, r,
+                                processes.broadcast(failed, r)));
+  return shards_record(*parts.placement, sizes);
 }
 
 Interrupted RunCheckpoints::stopped(int signal, const std::string& at, std::int64_t optimizer_steps) const {

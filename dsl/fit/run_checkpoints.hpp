@@ -54,7 +54,8 @@ class RunCheckpoints {
 
   /// Writes the checkpoint of `parts` after `micro_batches` micro-batches of the run, with the
   /// state of `callbacks`: every process calls it, process 0 writes the file with each process's
-  /// own generators and running metrics; the oldest beyond options.keep are deleted.
+  /// own generators and running metrics (in a sharded run after every process wrote its optimizer
+  /// shard); the oldest beyond options.keep are deleted.
   void write(const RunParts& parts, std::int64_t micro_batches, const std::vector<Callback*>& callbacks,
              distributed::Communicator& processes);
   /// The file written last (empty before the first).
@@ -65,6 +66,7 @@ class RunCheckpoints {
   Interrupted stopped(int signal, const std::string& at, std::int64_t optimizer_steps) const;
 
  private:
+  std::string write_shards(const RunParts& parts, distributed::Communicator& processes) const;
   const CheckpointOptions& options_;
   std::string resume_from_;
   std::optional<CheckpointFolderLock> folder_lock_;

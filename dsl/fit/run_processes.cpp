@@ -29,13 +29,13 @@ RunProcesses::RunProcesses(bool distributed) {
 }
 
 void RunProcesses::share_gradients(const Model& model, const std::vector<Tensor>& parameters,
-                                   std::size_t bucket_bytes, bool shard) {
+                                   std::size_t bucket_bytes, distributed::Sharding sharding) {
   if (size() == 1) return;
   distributed::Communicator& on_device = distributed::for_device(model.device());
   shards_.reset();  // before the reducer whose buffers its gradients are
   reducer_ = std::make_unique<distributed::Reducer>(on_device, parameters,
-                                                    distributed::ReducerOptions{.bucket_bytes = bucket_bytes, .shard = shard});
-  if (shard) shards_ = std::make_unique<distributed::ShardedParameters>(*reducer_);
+                                                    distributed::ReducerOptions{.bucket_bytes = bucket_bytes, .sharding = sharding});
+  if (reducer_->sharded()) shards_ = std::make_unique<distributed::ShardedParameters>(*reducer_);
   for (std::size_t i = 0; i < model.size(); ++i)
     if (model.layer(i).shares_batch_statistics()) statistics_group_ = &on_device;
 }

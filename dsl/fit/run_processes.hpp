@@ -28,10 +28,10 @@ class RunProcesses {
   int rank() const { return all_->rank(); }
 
   /// With several processes: a reducer of `parameters`' gradients in buckets of `bucket_bytes`
-  /// (reduce-scattered with `shard`, which also makes this process's pieces, shards()), and the
-  /// statistics group when a layer of `model` shares batch statistics. Alone: none of them.
+  /// (reduce-scattered when `sharding`, which also makes this process's pieces, shards()), and
+  /// the statistics group when a layer of `model` shares batch statistics. Alone: none of them.
   void share_gradients(const Model& model, const std::vector<Tensor>& parameters, std::size_t bucket_bytes,
-                       bool shard = false);
+                       distributed::Sharding sharding = distributed::Sharding::none);
   distributed::Reducer* reducer() const { return reducer_.get(); }
   distributed::ShardedParameters* shards() const { return shards_.get(); }
   /// The processes layers with .sync = true share batch statistics with (null: none do, or alone).

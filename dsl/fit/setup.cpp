@@ -67,6 +67,11 @@ TrainingRun::TrainingRun(Model& model, const Dataset& train, std::optional<Datas
       validation_(std::move(validation)),
       options_(options),
       processes_(options.distributed),
+      data_parallel_{.processes = processes_.size(),
+                     .rank = processes_.rank(),
+                     .shard = options.shard,
+                     .accumulation = options.shard_accumulation,
+                     .bucket_bytes = options.bucket_bytes},
       schedule_(options.schedule),
       checkpoints_(options.checkpoint, resume_from),
       data_(train_, options) {
@@ -138,8 +143,20 @@ void TrainingRun::plan_memory() {
     const std::vector<std::int64_t> all = processes_.all().allgather(static_cast<std::int64_t>(*budget));
     budget = static_cast<std::size_t>(*std::min_element(all.begin(), all.end()));
   }
-  plan_choice_ = choose_plan(model_, train_, *budget, name, options_, processes_.all(), data_.read_ahead());
+  // In a distributed run the planner may shard what the options leave whole, least first.
+  std::vector<DataParallel> shardings{data_parallel_};
+  if (processes_.size() > 1 && options_.shard == Shard::none && options_.planner.shard && shard_refusal().empty())
+    for (const Shard shard : {Shard::optimizer_state, Shard::gradients}) {
+      DataParallel more = data_parallel_;
+      more.shard = shard;
+      more.accumulation = ShardAccumulation::reduce_each_micro_batch;
+      shardings.push_back(more);
+    }
+  for (DataParallel& p : shardings) p.rank = -1;  // every process must fit: plan the largest share
+  plan_choice_ = choose_plan(model_, train_, *budget, name, options_, processes_.all(), data_.read_ahead(), shardings);
   state_.batch_size = plan_choice_->choice().micro_batch;
+  data_parallel_.shard = plan_choice_->choice().shard;
+  data_parallel_.accumulation = plan_choice_->choice().shard_accumulation;
 }
 
 // The plan, the loader, the callbacks and the context, and the checkpoint's state put back.
@@ -198,6 +215,7 @@ void TrainingRun::make_context() {
   context_.batch_size = state_.batch_size;
   context_.processes = processes_.size();
   context_.rank = processes_.rank();
+  context_.data_parallel = data_parallel_;
   context_.samples_per_epoch = data_.plan().samples_per_epoch();
   context_.steps_per_epoch = data_.plan().micro_batches_per_epoch();
   context_.reads_data_ahead = data_.reads_ahead();
@@ -210,7 +228,8 @@ void TrainingRun::make_context() {
   // The trainable ones: frozen layers' parameters are out of clipping norms and gradient buckets.
   parameters_.clear();
   for (auto& [name, p] : model_.trainable_parameters()) parameters_.push_back(p);
-  processes_.share_gradients(model_, parameters_, options_.bucket_bytes, options_.shard != Shard::none);
+  processes_.share_gradients(model_, parameters_, data_parallel_.bucket_bytes,
+                             reducer_sharding(data_parallel_.shard, data_parallel_.accumulation));
   prepare_sharding();
   context_.reduction = processes_.reducer() ? &processes_.reducer()->stats() : nullptr;
   const std::optional<DType> amp = context_.amp_dtype = model_.recipe().amp_dtype(model_.device());
@@ -222,25 +241,43 @@ void TrainingRun::make_context() {
 
 // A sharded run steps this process's pieces of the parameters with an optimizer of their own, of
 // the model's configuration: its state is theirs alone (ZeRO stage 1).
+// Checkpoints find the optimizer's state by parameter name and elements (placement_).
 void TrainingRun::prepare_sharding() {
-  if (options_.shard == Shard::none) return;
-  const optim::Recipe& recipe = model_.recipe();
-  ACCRUE_CHECK(options_.distributed, "fit: .shard shards over the processes of a distributed run; set .distributed = true "
-                                     "(and start the program with mpirun)");
-  ACCRUE_CHECK(!recipe.optimizer().get<optim::LARS>() && !recipe.optimizer().get<optim::LAMB>(),
-               "fit: .shard steps each process's shard of the parameters alone, but {} scales each parameter's step by its "
-               "whole norm; shard an element-wise optimizer (SGD, Adam, AdamW, RMSprop, Adagrad, Lion)",
-               recipe.optimizer().str());
-  ACCRUE_CHECK(!recipe.weight_average(), "fit: .shard does not keep a weight average (ema, swa) yet");
-  ACCRUE_CHECK(!checkpoints_.used(), "fit: .shard does not write or resume checkpoints yet (each process would write "
-                                     "its shard of the optimizer state); train it without .checkpoint and resume_from");
+  placement_ = {.rank = processes_.rank()};
+  for (std::size_t i = 0; i < optimizer_->parameters().size(); ++i) {
+    const Tensor& p = optimizer_->parameters()[i];
+    placement_.whole.push_back({.parameter = optimizer_->parameter_name(i), .elements = p.numel(), .shape = p.shape()});
+  }
+  if (data_parallel_.shard == Shard::none) return;
+  if (const std::string refusal = shard_refusal(); !refusal.empty()) throw ValueError("fit: " + refusal);
   const distributed::ShardedParameters* shards = processes_.shards();
   if (shards == nullptr) return;  // one process owns every parameter: nothing to shard
+  const distributed::ShardPlan& plan = processes_.reducer()->shard_plan();
+  for (int r = 0; r < plan.ranks(); ++r) {
+    StatePieces& pieces = placement_.processes.emplace_back();
+    for (const distributed::ShardPlan::Piece& p : plan.pieces(r))
+      pieces.push_back({.parameter = optimizer_->parameter_name(p.parameter), .offset = p.offset,
+                        .elements = p.elements, .shape = {p.elements}});
+  }
   std::vector<std::string> names;
-  for (const distributed::ShardPlan::Piece& p : shards->placement()) names.push_back(optimizer_->parameter_name(p.parameter));
-  shard_optimizer_ = recipe.optimizer().create(shards->pieces());
+  for (const StatePiece& p : placement_.mine()) names.push_back(p.parameter);
+  shard_optimizer_ = model_.recipe().optimizer().create(shards->pieces());
   shard_optimizer_->set_parameter_names(std::move(names));
   optimizer_ = shard_optimizer_.get();
+}
+
+// Why this run cannot shard (empty when it can).
+std::string TrainingRun::shard_refusal() const {
+  const optim::Recipe& recipe = model_.recipe();
+  if (!options_.distributed)
+    return ".shard shards over the processes of a distributed run; set .distributed = true (and start the program "
+           "with mpirun)";
+  if (recipe.optimizer().get<optim::LARS>() || recipe.optimizer().get<optim::LAMB>())
+    return fmt::format(".shard steps each process's shard of the parameters alone, but {} scales each parameter's "
+                       "step by its whole norm; shard an element-wise optimizer (SGD, Adam, AdamW, RMSprop, Adagrad, Lion)",
+                       recipe.optimizer().str());
+  if (recipe.weight_average()) return ".shard does not keep a weight average (ema, swa) yet";
+  return {};
 }
 
 // The plan and the loader for the run's micro-batch and accumulation (after a back-off), and what

@@ -75,6 +75,7 @@ class TrainingRun {
   Tensor weighted_loss(const MicroBatchSlot& slot, const MicroBatchLoss& loss, StepRecord& record) const;
   void backward(const MicroBatchSlot& slot, const Tensor& weighted_loss);
   void step(const MicroBatchSlot& slot, StepRecord& record);
+  void reduce_micro_batch();
   double batch_factor(const MicroBatchSlot& slot) const;
   void end_micro_batch(const MicroBatchSlot& slot, const StepRecord& record);
   void between_micro_batches(const MicroBatchSlot& slot);
@@ -97,6 +98,7 @@ class TrainingRun {
   void plan_memory();
   void prepare_run();
   void prepare_sharding();
+  std::string shard_refusal() const;
   void make_loader();
   void make_context();
   std::string sample_weighting() const;
@@ -125,9 +127,13 @@ class TrainingRun {
   std::optional<Dataset> validation_;
   const TrainerOptions& options_;
   RunProcesses processes_;
+  // The processes and what they shard: FitOptions' .shard, or the memory planner's choice.
+  DataParallel data_parallel_;
   optim::Optimizer* optimizer_ = nullptr;
   // A sharded run's optimizer over this process's pieces of the parameters (optimizer_ then).
   std::unique_ptr<optim::Optimizer> shard_optimizer_;
+  // Where the optimizer's state lies, for checkpoints.
+  OptimizerPlacement placement_;
   RunAccumulation accumulation_;
   LrSchedule schedule_;
   RunCheckpoints checkpoints_;
@@ -152,8 +158,10 @@ class TrainingRun {
 
 // plan_search.cpp: the memory planner's choice for `budget` (named so in messages): the micro-batch
 // per process and the recomputation, which it sets on the model. Throws ValueError when nothing fits.
+// `shardings`: each process's sharding the planner may choose, least sharding first (one when the run's own is fixed).
 PlanChoice choose_plan(Model& model, const Dataset& train, std::size_t budget, std::string budget_name,
-                       const TrainerOptions& options, distributed::Communicator& processes, std::int64_t read_ahead);
+                       const TrainerOptions& options, distributed::Communicator& processes, std::int64_t read_ahead,
+                       const std::vector<DataParallel>& shardings);
 // checkpoints.cpp
 std::int64_t resumed_micro_batch(const TrainingCheckpoint& checkpoint, const distributed::Communicator& processes);
 RunSignature run_signature(const Model& model, const Dataset& train, const TrainerOptions& options,

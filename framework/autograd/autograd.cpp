@@ -91,6 +91,7 @@ Tensor adopt(Tensor grad, const Edge& e, MemoryCategory category) {
 // Makes `grad` the first gradient of `leaf` this pass: written into its gradient place when it has
 // one, else taken over (or copied when someone else holds it).
 void set_first_leaf_gradient(detail::TensorImpl& leaf, Tensor grad, const Edge& e) {
+  if (!leaf.grad_place && leaf_observer != nullptr) leaf_observer->before_first_gradient(leaf);
   if (leaf.grad_place) {
     kernels::copy(grad, Tensor{leaf.grad_place});
     leaf.grad = leaf.grad_place;
@@ -104,6 +105,7 @@ void set_first_leaf_gradient(detail::TensorImpl& leaf, Tensor grad, const Edge& 
 GradSink::Target leaf_gradient_target(const Edge& e, Device device) {
   ACCRUE_ASSERT(e.leaf != nullptr);
   if (e.leaf->grad) return {Tensor{e.leaf->grad}, true};
+  if (!e.leaf->grad_place && leaf_observer != nullptr) leaf_observer->before_first_gradient(*e.leaf);
   e.leaf->grad = e.leaf->grad_place ? e.leaf->grad_place : new_grad_buffer(e, device, MemoryCategory::gradients).impl();
   return {Tensor{e.leaf->grad}, false};
 }

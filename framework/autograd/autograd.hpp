@@ -133,6 +133,10 @@ class LeafGradientObserver {
   /// `leaf`'s .grad() holds its final value for this pass (leaves the pass does not reach are not
   /// reported).
   virtual void on_leaf_gradient_ready(const detail::TensorImpl& leaf) = 0;
+  /// Just before `leaf`, without a gradient or a gradient place, gets its first gradient of the
+  /// pass: the observer may give it a place now (Tensor::set_grad_place), in memory made when the
+  /// pass needs it.
+  virtual void before_first_gradient(detail::TensorImpl& /*leaf*/) {}
 };
 
 /// Hides this thread's observer while in scope: a backward pass run inside a node of another

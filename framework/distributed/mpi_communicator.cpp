@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <limits>
@@ -80,13 +81,16 @@ class MpiThread {
     if (!call.finished.wait_for(lock, std::chrono::duration<double>(timeout), [&] { return call.done; })) {
       stuck_ = true;
       throw CommunicationError(fmt::format(
-          "rank {}: {} did not finish within {} s; another process of the run has stopped, hangs, or called a "
-          "different collective (distributed::world().set_timeout_seconds changes the limit)",
-          rank, call.what, timeout));
+          "rank {}: {} did not finish within {} s; another process of the run has stopped, hangs, called a "
+          "different collective, or cannot be reached{} (distributed::world().set_timeout_seconds changes the limit)",
+          rank, call.what, timeout, peers_.empty() ? "" : " (" + peers_ + ")"));
     }
     if (call.error) std::rethrow_exception(call.error);
   }
   bool stuck() const { return stuck_; }
+  // Who the other processes are, for the watchdog's message: "rank 1 on node7, ...". Set once,
+  // before the first wait.
+  void set_peers(std::string peers) { peers_ = std::move(peers); }
 
  private:
   void run() {
@@ -125,6 +129,7 @@ class MpiThread {
   std::deque<std::shared_ptr<Call>> calls_;
   bool stopping_ = false;
   std::atomic<bool> stuck_{false};
+  std::string peers_;
   std::thread thread_;  // last: starts once the queue exists
 };
 
@@ -354,9 +359,27 @@ void MpiWork::wait() {
 
 }  // namespace
 
+// Every process's host (MPI_Get_processor_name), in rank order.
+std::vector<std::string> host_names(int rank, int size) {
+  std::vector<char> names(static_cast<std::size_t>(size) * MPI_MAX_PROCESSOR_NAME, '\0');
+  char mine[MPI_MAX_PROCESSOR_NAME] = {};
+  int length = 0;
+  check(MPI_Get_processor_name(mine, &length), "MPI_Get_processor_name", rank);
+  check(MPI_Allgather(mine, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR,
+                      MPI_COMM_WORLD),
+        "MPI_Allgather (host names)", rank);
+  std::vector<std::string> out;
+  for (int r = 0; r < size; ++r) {
+    const char* name = names.data() + static_cast<std::ptrdiff_t>(r) * MPI_MAX_PROCESSOR_NAME;
+    out.emplace_back(name, strnlen(name, MPI_MAX_PROCESSOR_NAME));
+  }
+  return out;
+}
+
 std::unique_ptr<Communicator> make_mpi_world() {
   auto thread = std::make_unique<MpiThread>();
   int rank = -1, size = 1;
+  std::vector<std::string> hosts;
   const std::shared_ptr<Call> init = thread->start("MPI_Init_thread", [&] {
     int initialized = 0;
     MPI_Initialized(&initialized);
@@ -367,8 +390,19 @@ std::unique_ptr<Communicator> make_mpi_world() {
     check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", -1);
     check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank", -1);
     check(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size", rank);
+    hosts = host_names(rank, size);
   });
   thread->wait(*init, 600, -1);
+  std::string peers;
+  for (int r = 0, named = 0; r < size; ++r) {
+    if (r == rank) continue;
+    if (++named > 8) {
+      peers += fmt::format(", and {} more", size - 1 - 8);
+      break;
+    }
+    peers += fmt::format("{}rank {} on {}", peers.empty() ? "" : ", ", r, hosts[static_cast<std::size_t>(r)]);
+  }
+  thread->set_peers(std::move(peers));
   return std::make_unique<Mpi>(std::move(thread), rank, size);
 }
 

@@ -36,6 +36,8 @@ class ShardPlan {
   std::int64_t end(int rank) const { return bounds_[static_cast<std::size_t>(rank) + 1]; }
   /// Each rank's part of bucket b, in rank order: the counts its reduce-scatter and allgather take.
   const std::vector<std::int64_t>& bucket_counts(std::size_t b) const { return counts_[b]; }
+  /// Where bucket b starts in the flat space.
+  std::int64_t bucket_start(std::size_t b) const { return bucket_start_[b]; }
   /// Where rank r's part of bucket b starts in the bucket.
   std::int64_t bucket_offset(std::size_t b, int rank) const;
   /// The pieces of parameters rank r owns, in the flat space's order (parameters without elements

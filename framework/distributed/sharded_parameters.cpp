@@ -27,7 +27,7 @@ double in_rank_order(const std::vector<double>& sums) {
 
 }  // namespace
 
-ShardedParameters::ShardedParameters(const Reducer& reducer)
+ShardedParameters::ShardedParameters(Reducer& reducer)
     : reducer_(reducer), placed_(reducer.shard_plan().pieces(reducer.communicator().rank())) {
   ACCRUE_CHECK(reducer.sharded(), "ShardedParameters needs a reducer that reduce-scatters (ReducerOptions::shard)");
   const NoGradGuard no_grad;
@@ -36,13 +36,14 @@ ShardedParameters::ShardedParameters(const Reducer& reducer)
     piece.set_requires_grad(true);
     pieces_.push_back(std::move(piece));
   }
-  attach_gradients();
 }
 
 void ShardedParameters::attach_gradients() {
+  const int rank = reducer_.communicator().rank();
   for (std::size_t k = 0; k < pieces_.size(); ++k) {
     const ShardPlan::Piece& p = placed_[k];
-    pieces_[k].set_grad(reducer_.buffers()[p.bucket].narrow(p.bucket_offset, p.bucket_offset + p.elements));
+    const std::int64_t at = p.bucket_offset - reducer_.shard_plan().bucket_offset(p.bucket, rank);
+    pieces_[k].set_grad(reducer_.owned_part(p.bucket).narrow(at, at + p.elements));
   }
 }
 
@@ -63,28 +64,50 @@ double ShardedParameters::gradient_norm() const {
   return in_rank_order(sums);
 }
 
+// Stage 1 gathers in the buckets, all at once. Stage 2 made them for the window and freed them, so
+// it gathers one bucket at a time through a buffer of its layout, which is all the memory it adds.
 void ShardedParameters::gather() {
   const NoGradGuard no_grad;
-  const std::vector<Tensor>& buffers = reducer_.buffers();
+  const std::size_t buckets = reducer_.plan().buckets().size();
+  if (!reducer_.shards_gradients()) {
+    std::vector<std::unique_ptr<Work>> started;
+    for (std::size_t b = 0; b < buckets; ++b) started.push_back(start_gather(b, reducer_.buffers()[b]));
+    for (std::size_t b = 0; b < buckets; ++b) {
+      started[b]->wait();
+      take_gathered(b, reducer_.buffers()[b]);
+    }
+    return;
+  }
+  for (std::size_t b = 0; b < buckets; ++b) {
+    const Tensor buffer = Tensor::zeros({reducer_.plan().buckets()[b].elements},
+                                        {.device = reducer_.parameters().front().device(), .category = MemoryCategory::temporaries});
+    start_gather(b, buffer)->wait();
+    take_gathered(b, buffer);
+  }
+}
+
+// This rank's updated pieces in bucket b into `buffer` (of b's layout), and b's allgather started.
+std::unique_ptr<Work> ShardedParameters::start_gather(std::size_t b, const Tensor& buffer) const {
   for (std::size_t k = 0; k < pieces_.size(); ++k) {
     const ShardPlan::Piece& p = placed_[k];
-    kernels::copy(pieces_[k], buffers[p.bucket].narrow(p.bucket_offset, p.bucket_offset + p.elements));
+    if (p.bucket == b) kernels::copy(pieces_[k], buffer.narrow(p.bucket_offset, p.bucket_offset + p.elements));
   }
-  std::vector<std::unique_ptr<Work>> started;
-  for (std::size_t b = 0; b < buffers.size(); ++b)
-    started.push_back(reducer_.communicator().start_allgather(buffers[b], reducer_.shard_plan().bucket_counts(b)));
-  for (const std::unique_ptr<Work>& w : started) w->wait();
-  const BucketPlan& plan = reducer_.plan();
-  const std::vector<Tensor>& parameters = reducer_.parameters();
-  for (std::size_t i = 0; i < parameters.size(); ++i) {
-    Tensor param = parameters[i];
-    const std::int64_t offset = plan.buckets()[plan.bucket_of(i)].offsets[plan.slot_of(i)];
-    kernels::copy(buffers[plan.bucket_of(i)].narrow(offset, offset + param.numel()), flat_part(param, 0, param.numel()));
+  return reducer_.communicator().start_allgather(buffer, reducer_.shard_plan().bucket_counts(b));
+}
+
+// Bucket b's gathered parameters from `buffer` into every parameter of it.
+void ShardedParameters::take_gathered(std::size_t b, const Tensor& buffer) const {
+  const BucketPlan::Bucket& bucket = reducer_.plan().buckets()[b];
+  for (std::size_t k = 0; k < bucket.parameters.size(); ++k) {
+    const Tensor& param = reducer_.parameters()[bucket.parameters[k]];
+    kernels::copy(buffer.narrow(bucket.offsets[k], bucket.offsets[k] + param.numel()), flat_part(param, 0, param.numel()));
   }
 }
 
 void ShardedParameters::drop_gradients() {
   for (Tensor param : reducer_.parameters()) param.set_grad(Tensor{});
+  for (Tensor piece : pieces_) piece.set_grad(Tensor{});
+  reducer_.release_part();
 }
 
 double gradient_norm_in_parts(const Reducer& reducer) {

@@ -14,7 +14,9 @@ StepModes::~StepModes() = default;
 
 StepModes::Pass::Pass(const StepModesOptions& o, bool forward, bool closes_window) : sharing_(o.statistics_group) {
   if (forward) autocast_.emplace(o.autocast);
-  if (!forward && closes_window && o.reducer != nullptr) observing_.emplace(*o.reducer);
+  if (forward || o.reducer == nullptr) return;
+  o.reducer->begin_backward();
+  if (closes_window || o.reducer->reduces_each_micro_batch()) observing_.emplace(*o.reducer);
 }
 
 StepModes::Pass StepModes::backward(bool closes_window) {

@@ -5,8 +5,9 @@
 //   - autocast (AutocastGuard): the forward pass and loss compute in bfloat16 or float16;
 //   - shared batch statistics (distributed::ShareBatchStatistics): layers with .sync = true
 //     normalize over every process's share of the micro-batch;
-//   - gradient observation (ObserveLeafGradients): the window's last backward pass hands each
-//     completed gradient to the reducer, which starts summing it over the processes;
+//   - gradient observation (ObserveLeafGradients): the window's last backward pass (every one,
+//     when the reducer reduces each micro-batch) hands each completed gradient to the reducer,
+//     which starts summing it over the processes;
 //   - deferred weight gradients (DeferredWeightGradients): float32 Dense weight gradients wait
 //     for the window's last backward pass and are multiplied at once;
 //   - kept low-precision packs (kernels::PackedParameters): each weight's bfloat16 pack is made
@@ -62,7 +63,8 @@ class StepModes {
   /// A micro-batch's forward pass and loss: autocast and shared batch statistics.
   [[nodiscard]] Pass forward() const { return Pass{options_, true, false}; }
   /// Its backward pass: shared batch statistics and, when it closes the window, the deferred
-  /// weight gradients multiplied and the completed gradients observed by the reducer.
+  /// weight gradients multiplied and the completed gradients observed by the reducer (on every
+  /// backward pass, when the reducer reduces each micro-batch).
   [[nodiscard]] Pass backward(bool closes_window);
 
   /// The deferred weight gradients, or null (for the window's close and checkpoints).

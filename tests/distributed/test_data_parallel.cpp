@@ -599,10 +599,12 @@ BOOST_AUTO_TEST_CASE(a_memory_budget_plans_each_process_micro_batch) {
   const std::int64_t n = distributed::world().size();
   Sequential probe = mlp();
   probe.build(Shape{6});
-  const std::size_t budget = probe.memory_plan(3, true).peak_total;
+  // Each process's plan: with several, its gradient buckets (padding and flags included) for the run.
+  const DataParallel processes{.processes = static_cast<int>(n), .rank = -1};
+  const std::size_t budget = probe.memory_plan(3, true, false, 0, processes).peak_total;
   std::int64_t expected = 0;
   for (std::int64_t m = 12; m >= 1 && expected == 0; --m)
-    if (12 % m == 0 && probe.memory_plan(m, m < 12 || n > 1).peak_total <= budget) expected = m;
+    if (12 % m == 0 && probe.memory_plan(m, m < 12, false, 0, processes).peak_total <= budget) expected = m;
   manual_seed(11);
   Sequential model = mlp();
   model.compile(optim::Recipe{optim::SGD{.lr = 0.1}}.effective_batch(12 * n).memory_budget(budget), losses::CrossEntropy{});
@@ -612,7 +614,7 @@ BOOST_AUTO_TEST_CASE(a_memory_budget_plans_each_process_micro_batch) {
                                        micro = std::max(micro, r.micro_batch_samples);
                                        window = std::max<std::int64_t>(window, r.window_micro_batches);
                                      }}}},
-                                     .planner = {.timed = 0, .recompute = false},
+                                     .planner = {.timed = 0, .recompute = false, .shard = false},
                                      .verbose = 0,
                                      .distributed = true});
   BOOST_TEST_MESSAGE("budget " << format_bytes(budget) << ": micro-batch " << micro << " x " << n << " processes x "
@@ -620,18 +622,16 @@ BOOST_AUTO_TEST_CASE(a_memory_budget_plans_each_process_micro_batch) {
   BOOST_TEST(expected < 12);
   BOOST_TEST(micro == expected);
   BOOST_TEST(window == 12 / expected);
-  // The gradients' memory is the buckets': every parameter's float32 gradient, which is what the
-  // plan counts, and in a distributed run the padding that starts each on 64 bytes and the 3 flags
-  // of the last bucket.
-  std::size_t gradients = probe.memory_plan(3, true).peak_of(MemoryCategory::gradients);
+  // The gradients' memory is the buckets': every parameter's float32 gradient, and in a distributed
+  // run the padding that starts each on 64 bytes and the 3 flags, which the plan counts.
+  std::size_t gradients = probe.memory_plan(3, true, false, 0, processes).peak_of(MemoryCategory::gradients);
   if (n > 1) {
     std::vector<std::int64_t> elements;
     for (const Tensor& p : probe.parameters()) elements.push_back(p.numel());
     std::int64_t in_buckets = 3;
     for (const auto& b : distributed::BucketPlan(elements, sizeof(float), FitOptions{}.bucket_bytes).buckets())
       in_buckets += b.elements;
-    BOOST_TEST(static_cast<std::size_t>(in_buckets) * sizeof(float) > gradients);
-    gradients = static_cast<std::size_t>(in_buckets) * sizeof(float);
+    BOOST_TEST(static_cast<std::size_t>(in_buckets) * sizeof(float) == gradients);
   }
   BOOST_TEST(h.memory().back().peak_of(MemoryCategory::gradients) == gradients);
 }
