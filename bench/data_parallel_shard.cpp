@@ -118,6 +118,7 @@ int shard_worker(const ShardOptions& o, const std::string& flag) {
                         }}}},
                     .verbose = 0,
                     .distributed = true,
+                    .bucket_bytes = static_cast<std::size_t>(o.bucket_mib * (1 << 20)),
                     .shard = mode.shard,
                     .shard_accumulation = mode.accumulation});
   distributed::CommunicationStats moved = world.stats();
@@ -133,9 +134,11 @@ int shard_table(const ShardOptions& o, const std::string& self, const std::strin
   const std::string shape = fmt::format("--blocks {} --block-size {} --width {} --layers {} --heads {} --vocab {} "
                                         "--micro-batch {}",
                                         o.blocks, o.block_size, o.width, o.layers, o.heads, o.vocab, o.micro_batch);
+  const std::string buckets = fmt::format(" --bucket-mib {}", o.bucket_mib);
   std::vector<std::string> commands;
   for (const Mode& m : modes)
-    commands.push_back(fmt::format("{} {} --worker gpt --shard-mode {} --k {} {}", mpirun_np2, self, m.flag, o.accumulate, shape));
+    commands.push_back(
+        fmt::format("{} {} --worker gpt --shard-mode {} --k {} {}{}", mpirun_np2, self, m.flag, o.accumulate, shape, buckets));
   std::vector<std::string> names;
   for (const Mode& m : modes) names.push_back("Accrue " + m.name);
   if (!python.empty())
@@ -158,10 +161,11 @@ int shard_table(const ShardOptions& o, const std::string& self, const std::strin
     return v;
   };
   std::printf("\nGPT: %d blocks of width %ld, %ld heads, context %ld, vocabulary %ld; AdamW, clip 1; %ld blocks per "
-              "epoch in micro-batches of %ld per process, accumulation %d, 2 processes; medians of %d runs, alternating\n",
+              "epoch in micro-batches of %ld per process, accumulation %d, 2 processes, Accrue's buckets %g MiB; medians "
+              "of %d runs, alternating\n",
               o.layers, static_cast<long>(o.width), static_cast<long>(o.heads), static_cast<long>(o.block_size),
               static_cast<long>(o.vocab), static_cast<long>(o.blocks), static_cast<long>(o.micro_batch), o.accumulate,
-              o.reps);
+              o.bucket_mib, o.reps);
   std::printf("| run | s/epoch (slower rank) | peak MiB rank 0 / 1 | optimizer state MiB rank 0 / 1 | sent MiB per "
               "step per process |\n|---|---|---|---|---|\n");
   std::vector<double> epoch(commands.size());
@@ -198,6 +202,7 @@ void add_shard_options(CLI::App& app, ShardOptions& o) {
   app.add_option("--heads", o.heads, "--shard: attention heads")->check(CLI::PositiveNumber);
   app.add_option("--vocab", o.vocab, "--shard: vocabulary")->check(CLI::PositiveNumber);
   app.add_option("--micro-batch", o.micro_batch, "--shard: blocks per micro-batch and process")->check(CLI::PositiveNumber);
+  app.add_option("--bucket-mib", o.bucket_mib, "--shard: Accrue's gradient buckets (MiB)")->check(CLI::PositiveNumber);
 }
 
 }  // namespace accrue::bench

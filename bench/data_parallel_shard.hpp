@@ -11,6 +11,9 @@ namespace accrue::bench {
 struct ShardOptions {
   std::int64_t blocks = 256, block_size = 128, width = 128, heads = 4, vocab = 113, micro_batch = 8;
   int layers = 4, accumulate = 4, reps = 3;
+  /// Gradient buckets (FitOptions::bucket_bytes), the same for every run: smaller than the model's
+  /// gradients, so that stage 2 reduced every micro-batch frees some while backward goes on.
+  double bucket_mib = 1;
 };
 
 /// The --shard options (besides --accumulate and --reps, which the benchmark has).

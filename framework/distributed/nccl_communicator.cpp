@@ -7,10 +7,12 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "communicator.hpp"
 #include "../core/error.hpp"
@@ -35,8 +37,10 @@ class Nccl;
 // A collective queued on the NCCL stream, between two events.
 class NcclWork final : public Work {
  public:
-  NcclWork(Nccl& owner, std::string what, std::size_t bytes, cudaEvent_t start, cudaEvent_t done, int sharded)
-      : owner_(owner), what_(std::move(what)), bytes_(bytes), start_(start), done_(done), sharded_(sharded) {}
+  NcclWork(Nccl& owner, std::string what, std::size_t bytes, cudaEvent_t start, cudaEvent_t done, int sharded,
+           Tensor staging = {})
+      : owner_(owner), what_(std::move(what)), bytes_(bytes), start_(start), done_(done), sharded_(sharded),
+        staging_(std::move(staging)) {}
   ~NcclWork() override;
   void wait() override;
 
@@ -46,6 +50,7 @@ class NcclWork final : public Work {
   std::size_t bytes_;
   cudaEvent_t start_, done_;
   int sharded_;
+  Tensor staging_;  // a buffer the collective uses, kept until it is done
   bool waited_ = false;
 };
 
@@ -81,14 +86,15 @@ class Nccl final : public Communicator {
     });
   }
 
-  // Parts of different sizes, which ncclReduceScatter and ncclAllGather do not take: one
-  // ncclReduce (ncclBroadcast) per part, to (from) the rank that owns it, in one group. NCCL adds in
-  // its own order, so these sums may differ from ncclAllReduce's in the last bits.
+  // ncclReduceScatter and ncclAllGather take parts of one size: equal parts in place, parts of
+  // different sizes (a bucket the shards cut unevenly) through a buffer of one slot per rank, each
+  // the size of the largest part, the padding zero. NCCL's ring adds in an order of its own, so the
+  // sums may differ from ncclAllReduce's in the last bits.
   std::unique_ptr<Work> start_reduce_scatter_sum(const Tensor& t, std::span<const std::int64_t> counts) override {
-    return per_part(t, counts, "reduce_scatter_sum (ncclReduce per part)", true);
+    return sharded_collective(t, counts, true);
   }
   std::unique_ptr<Work> start_allgather(const Tensor& t, std::span<const std::int64_t> counts) override {
-    return per_part(t, counts, "allgather (ncclBroadcast per part)", false);
+    return sharded_collective(t, counts, false);
   }
 
   void broadcast(const Tensor& t, int root) override {
@@ -147,29 +153,45 @@ class Nccl final : public Communicator {
                  "got one on {}", call, device_, t.device());
   }
 
-  std::unique_ptr<Work> per_part(const Tensor& t, std::span<const std::int64_t> counts, const char* what, bool reduce) {
+  std::unique_ptr<Work> sharded_collective(const Tensor& t, std::span<const std::int64_t> counts, bool reduce) {
+    const char* what = reduce ? "reduce_scatter_sum (ncclReduceScatter)" : "allgather (ncclAllGather)";
     require_here(t, what);
     ACCRUE_CHECK(t.dtype() == DType::f32, "{}: expects float32, got {}", what, dtype_name(t.dtype()));
     require_parts(t, counts, what);
     t.bump_version();
+    const auto slot = static_cast<std::size_t>(*std::max_element(counts.begin(), counts.end()));
+    const bool even = std::all_of(counts.begin(), counts.end(), [&](std::int64_t n) { return static_cast<std::size_t>(n) == slot; });
+    const auto me = static_cast<std::size_t>(rank());
+    // In place when even, else through the slots of `staging`.
+    Tensor staging = even ? Tensor{} : Tensor::zeros({static_cast<std::int64_t>(slot) * size()},
+                                                     {.device = t.device(), .category = MemoryCategory::temporaries});
     auto* data = static_cast<float*>(t.data_ptr());
+    auto* slots = even ? data : static_cast<float*>(staging.data_ptr());
+    std::vector<std::size_t> at{0};
+    for (const std::int64_t n : counts) at.push_back(at.back() + static_cast<std::size_t>(n));
+    const auto copy = [&](float* to, const float* from, std::size_t n) {
+      if (n > 0) check(cudaMemcpyAsync(to, from, n * sizeof(float), cudaMemcpyDeviceToDevice, stream_), "cudaMemcpyAsync", rank());
+    };
     return queue(what, t.nbytes(), [&] {
-      check(ncclGroupStart(), "ncclGroupStart", rank());
-      std::int64_t at = 0;
-      for (int r = 0; r < size(); ++r) {
-        const auto n = static_cast<std::size_t>(counts[static_cast<std::size_t>(r)]);
-        if (n > 0 && reduce) check(ncclReduce(data + at, data + at, n, ncclFloat, ncclSum, r, comm_, stream_), "ncclReduce", rank());
-        if (n > 0 && !reduce) check(ncclBroadcast(data + at, data + at, n, ncclFloat, r, comm_, stream_), "ncclBroadcast", rank());
-        at += static_cast<std::int64_t>(n);
+      if (slot == 0) return;
+      if (reduce) {
+        if (!even)
+          for (std::size_t r = 0; r < counts.size(); ++r) copy(slots + r * slot, data + at[r], at[r + 1] - at[r]);
+        check(ncclReduceScatter(slots, slots + me * slot, slot, ncclFloat, ncclSum, comm_, stream_), "ncclReduceScatter", rank());
+        if (!even) copy(data + at[me], slots + me * slot, at[me + 1] - at[me]);
+      } else {
+        if (!even) copy(slots + me * slot, data + at[me], at[me + 1] - at[me]);
+        check(ncclAllGather(slots + me * slot, slots, slot, ncclFloat, comm_, stream_), "ncclAllGather", rank());
+        if (!even)
+          for (std::size_t r = 0; r < counts.size(); ++r) copy(data + at[r], slots + r * slot, at[r + 1] - at[r]);
       }
-      check(ncclGroupEnd(), "ncclGroupEnd", rank());
-    }, reduce ? 1 : -1);
+    }, reduce ? 1 : -1, std::move(staging));
   }
 
   // Queues `enqueue` on the NCCL stream after the compute stream's work so far; `sharded` says
   // what the statistics count it as (1 reduce-scatter, -1 allgather, 0 otherwise).
   template <typename F>
-  std::unique_ptr<Work> queue(std::string what, std::size_t bytes, F&& enqueue, int sharded = 0) {
+  std::unique_ptr<Work> queue(std::string what, std::size_t bytes, F&& enqueue, int sharded = 0, Tensor staging = {}) {
     ACCRUE_CHECK(comm_ != nullptr, "rank {}: the NCCL communicator was aborted after an earlier failure", rank());
     cudaEvent_t ready = nullptr, start = nullptr, done = nullptr;
     check(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "cudaEventCreate", rank());
@@ -181,7 +203,7 @@ class Nccl final : public Communicator {
     check(cudaEventRecord(start, stream_), "cudaEventRecord", rank());
     enqueue();
     check(cudaEventRecord(done, stream_), "cudaEventRecord", rank());
-    return std::make_unique<NcclWork>(*this, std::move(what), bytes, start, done, sharded);
+    return std::make_unique<NcclWork>(*this, std::move(what), bytes, start, done, sharded, std::move(staging));
   }
 
   Communicator& world_;

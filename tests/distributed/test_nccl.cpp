@@ -35,6 +35,41 @@ BOOST_AUTO_TEST_CASE(broadcast_on_gpus_copies_rank_0) {
   test::check_close(t.to(Device::cpu()), expected, 0.0, 0.0, "broadcast");
 }
 
+// ncclReduceScatter and ncclAllGather over parts of one size (in place) and of different sizes
+// (through the slots of a buffer), as a sharded run's buckets give them: each rank's part holds the
+// sum of every rank's, and after the allgather every part is its owner's.
+BOOST_AUTO_TEST_CASE(reduce_scatter_and_allgather_on_gpus_over_even_and_uneven_parts) {
+  const int n = nccl().size(), r = nccl().rank();
+  for (const bool even : {true, false}) {
+    BOOST_TEST_CONTEXT((even ? "even parts" : "uneven parts")) {
+      std::vector<std::int64_t> counts;
+      for (int k = 0; k < n; ++k) counts.push_back(even ? 64 : 16 * (k + 1));
+      std::int64_t total = 0, at = 0;
+      for (int k = 0; k < n; ++k) {
+        if (k < r) at += counts[static_cast<std::size_t>(k)];
+        total += counts[static_cast<std::size_t>(k)];
+      }
+      std::vector<float> v(static_cast<std::size_t>(total));
+      for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((r + 1) * static_cast<int>(i % 31));
+      const Tensor t = Tensor::from(v, {total}).to(Device::cuda(distributed::local_rank()));
+      nccl().start_reduce_scatter_sum(t, counts)->wait();
+      std::vector<float> got = t.to(Device::cpu()).to_vector();
+      for (std::int64_t i = at; i < at + counts[static_cast<std::size_t>(r)]; ++i)
+        BOOST_REQUIRE_EQUAL(got[static_cast<std::size_t>(i)], static_cast<float>(n * (n + 1) / 2 * static_cast<int>(i % 31)));
+      // Each rank's part set to its rank + 1, then gathered.
+      std::vector<float> mine(static_cast<std::size_t>(total), -1.0f);
+      for (std::int64_t i = at; i < at + counts[static_cast<std::size_t>(r)]; ++i) mine[static_cast<std::size_t>(i)] = static_cast<float>(r + 1);
+      const Tensor g = Tensor::from(mine, {total}).to(Device::cuda(distributed::local_rank()));
+      nccl().start_allgather(g, counts)->wait();
+      got = g.to(Device::cpu()).to_vector();
+      std::int64_t from = 0;
+      for (int k = 0; k < n; ++k)
+        for (std::int64_t i = 0; i < counts[static_cast<std::size_t>(k)]; ++i)
+          BOOST_REQUIRE_EQUAL(got[static_cast<std::size_t>(from++)], static_cast<float>(k + 1));
+    }
+  }
+}
+
 int main(int argc, char* argv[]) {
   const int processes = distributed::world().size();
   const int devices = Device::cuda_device_count();
