@@ -133,12 +133,8 @@ struct Result {
 
 // Runs `command` and parses its "result" lines (one per worker it started).
 std::vector<Result> run_all(const std::string& command) {
-  std::FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) throw Error("popen failed: " + command);
-  std::string output;
-  char line[4096];
-  while (std::fgets(line, sizeof line, pipe) != nullptr) output += line;
-  const int status = pclose(pipe);
+  int status = 0;
+  const std::string output = bench::command_output(command, status);
   std::vector<Result> results;
   for (std::size_t at = output.find("result "); at != std::string::npos; at = output.find("result ", at + 7)) {
     Result r;

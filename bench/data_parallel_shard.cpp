@@ -46,12 +46,8 @@ struct Measured {
 };
 
 std::vector<Measured> run_workers(const std::string& command) {
-  std::FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) throw Error("popen failed: " + command);
-  std::string output;
-  char line[4096];
-  while (std::fgets(line, sizeof line, pipe) != nullptr) output += line;
-  const int status = pclose(pipe);
+  int status = 0;
+  const std::string output = command_output(command, status);
   std::vector<Measured> out;
   for (std::size_t at = output.find("shardresult "); at != std::string::npos; at = output.find("shardresult ", at + 12)) {
     Measured m;
@@ -85,6 +81,16 @@ std::string cell(const std::vector<double>& v, double scale, const char* format)
 }
 
 }  // namespace
+
+std::string command_output(const std::string& command, int& status) {
+  std::FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) throw Error("popen failed: " + command);
+  std::string output;
+  char line[4096];
+  while (std::fgets(line, sizeof line, pipe) != nullptr) output += line;
+  status = pclose(pipe);
+  return output;
+}
 
 int shard_worker(const ShardOptions& o, const std::string& flag) {
   const Mode& mode = mode_named(flag);

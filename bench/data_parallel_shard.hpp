@@ -16,6 +16,9 @@ struct ShardOptions {
   double bucket_mib = 1;
 };
 
+/// What `command` printed (stdout and stderr), its status in `status`.
+std::string command_output(const std::string& command, int& status);
+
 /// The --shard options (besides --accumulate and --reps, which the benchmark has).
 void add_shard_options(CLI::App& app, ShardOptions& o);
 /// One process of a 2-process run under mpirun: an epoch of the GPT sharded as `shard` says

@@ -73,7 +73,7 @@ epochs=40
 on_two_hosts "$dir/ref.safetensors" --micro-batch 6 --shard optimizer_state --epochs $epochs
 run="$dir/cut.safetensors"
 on_two_hosts "$run" --micro-batch 6 --shard optimizer_state --epochs $epochs --checkpoints "$dir/ck" \
-  --pause-ms 40 --timeout 20 --stderr-to-files >"$dir/cut.log" 2>&1 &
+  --pause-ms 40 --timeout 10 --stderr-to-files >"$dir/cut.log" 2>&1 &
 mpirun_pid=$!
 for _ in $(seq 300); do
   [ "$(ls "$dir/ck" 2>/dev/null | grep -c '^checkpoint-[0-9]*\.safetensors$')" -ge 2 ] && break
