@@ -48,7 +48,7 @@ if [[ -f "$log" ]] && grep -q '^SKIPPED:' "$log"; then
   grep '^SKIPPED:' "$log" | sed 's/^SKIPPED: /  /'
 fi
 # In CI (or when ACCRUE_FUZZ_SECONDS is set), a short run of each file-reader fuzzer as well.
-fuzz_seconds=${ACCRUE_FUZZ_SECONDS:-$([[ "${CI:-}" == "true" ]] && echo 30 || echo 0)}
+fuzz_seconds=${ACCRUE_FUZZ_SECONDS:-$([[ "${CI:-}" == "true" ]] && echo 15 || echo 0)}
 if [[ "$fuzz_seconds" -gt 0 ]]; then
   "$root/tests/fuzz/run_fuzzers.sh" "$fuzz_seconds" || status=$?
   phase_done "fuzzers, ${fuzz_seconds} s each"
