@@ -194,6 +194,11 @@ BOOST_AUTO_TEST_CASE(each_process_holds_what_the_shard_plan_says) {
                                << held.optimizer_state << " B, peak of everything " << held.peak_total << " B");
     BOOST_TEST(plan.peak_of(MemoryCategory::optimizer_state) == held.optimizer_state);
     if (ranks > 1) {
+      // What summary(batch, processes) and the report's plan say of the process.
+      const std::string text = plan.str();
+      BOOST_TEST(text.find(fmt::format("one process of {} (rank {})", ranks, rank)) != std::string::npos, text);
+      BOOST_TEST(text.find("communication buffers " + format_bytes(plan.communication)) != std::string::npos, text);
+      BOOST_TEST(plan.communication >= plan.gradients_between_windows);
       BOOST_TEST(plan.gradients_between_windows == held.gradients_between);
       if (sharding.accumulation == ShardAccumulation::reduce_each_micro_batch && sharding.shard == Shard::gradients)
         BOOST_TEST(plan.peak_of(MemoryCategory::gradients) >= held.gradients_peak);
