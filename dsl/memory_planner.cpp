@@ -410,11 +410,10 @@ ProcessBuffers process_buffers(const Model& model, const DataParallel& p, bool a
     adjacent = std::max(adjacent, bytes(all[b].elements + (b + 1 < all.size() ? all[b + 1].elements : 0)));
   }
   ProcessBuffers out;
-  for (const std::int64_t n : sizes) out.stepped_bytes += bytes(n);
-  if (p.shard != Shard::none) {
-    out.stepped_bytes = 0;
+  if (p.shard == Shard::none)
+    for (const std::int64_t n : sizes) out.stepped_bytes += bytes(n);
+  else
     for (const distributed::ShardPlan::Piece& piece : shards.pieces(rank)) out.stepped_bytes += bytes(piece.elements);
-  }
   if (p.shard != Shard::gradients) {
     out.through_window = out.at_close = out.stepping = out.between_windows = space + flags;
   } else if (p.accumulation == ShardAccumulation::reduce_at_window_close) {

@@ -357,8 +357,6 @@ void MpiWork::wait() {
   owner_.count(*call_, bytes_, kind_);
 }
 
-}  // namespace
-
 // Every process's host (MPI_Get_processor_name), in rank order.
 std::vector<std::string> host_names(int rank, int size) {
   std::vector<char> names(static_cast<std::size_t>(size) * MPI_MAX_PROCESSOR_NAME, '\0');
@@ -375,6 +373,8 @@ std::vector<std::string> host_names(int rank, int size) {
   }
   return out;
 }
+
+}  // namespace
 
 std::unique_ptr<Communicator> make_mpi_world() {
   auto thread = std::make_unique<MpiThread>();

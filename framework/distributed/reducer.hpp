@@ -119,6 +119,8 @@ class Reducer final : public LeafGradientObserver, NonCopyable {
   Communicator& communicator() const { return communicator_; }
   const std::vector<Tensor>& parameters() const { return parameters_; }
   bool sharded() const { return options_.sharding != Sharding::none; }
+  /// The parameters' device, where the buckets are.
+  Device device() const;
   /// Stage 2: whole gradients only during a window (or a backward pass), this rank's part kept.
   bool shards_gradients() const {
     return options_.sharding == Sharding::gradients_at_window_close ||
@@ -148,7 +150,6 @@ class Reducer final : public LeafGradientObserver, NonCopyable {
   // next pass starts afresh.
   void end_pass();
   std::int64_t bucket_elements(std::size_t b) const;
-  Device device() const;
   // Stage 2: bucket b made (zeros) unless it is, and its parameters' gradients pointed into it.
   void make_bucket(std::size_t b);
   // Stage 2: this rank's part of summed bucket b into part_ (the window's first pass copies, later

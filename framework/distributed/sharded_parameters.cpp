@@ -29,7 +29,7 @@ double in_rank_order(const std::vector<double>& sums) {
 
 ShardedParameters::ShardedParameters(Reducer& reducer)
     : reducer_(reducer), placed_(reducer.shard_plan().pieces(reducer.communicator().rank())) {
-  ACCRUE_CHECK(reducer.sharded(), "ShardedParameters needs a reducer that reduce-scatters (ReducerOptions::shard)");
+  ACCRUE_CHECK(reducer.sharded(), "ShardedParameters needs a reducer that reduce-scatters (ReducerOptions::sharding)");
   const NoGradGuard no_grad;
   for (const ShardPlan::Piece& p : placed_) {
     Tensor piece = flat_part(reducer.parameters()[p.parameter], p.offset, p.elements);
@@ -79,8 +79,8 @@ void ShardedParameters::gather() {
     return;
   }
   for (std::size_t b = 0; b < buckets; ++b) {
-    const Tensor buffer = Tensor::zeros({reducer_.plan().buckets()[b].elements},
-                                        {.device = reducer_.parameters().front().device(), .category = MemoryCategory::temporaries});
+    const Tensor buffer =
+        Tensor::zeros({reducer_.plan().buckets()[b].elements}, {.device = reducer_.device(), .category = MemoryCategory::temporaries});
     start_gather(b, buffer)->wait();
     take_gathered(b, buffer);
   }
