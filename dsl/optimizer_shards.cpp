@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <optional>
 
@@ -36,8 +37,8 @@ StatePieces pieces_from(const json& j) {
   for (const json& p : j) {
     const auto offset = json_integer<std::int64_t>(p.at(1), "a piece's offset");
     const auto elements = json_integer<std::int64_t>(p.at(2), "a piece's elements");
-    ACCRUE_CHECK(offset >= 0 && elements > 0, "a piece of parameter {} has offset {} and {} elements",
-                 p.at(0).get<std::string>(), offset, elements);
+    ACCRUE_CHECK(offset >= 0 && elements > 0 && offset <= std::numeric_limits<std::int64_t>::max() - elements,
+                 "a piece of parameter {} has offset {} and {} elements", p.at(0).get<std::string>(), offset, elements);
     out.push_back({.parameter = p.at(0).get<std::string>(), .offset = offset, .elements = elements, .shape = {elements}});
   }
   return out;
@@ -208,6 +209,8 @@ optim::OptimizerState resharded_state(const std::string& path, const std::string
     } catch (const json::exception& e) {
       throw IoError(fmt::format("checkpoint {}: its record of optimizer shards is incomplete ({}); it was not loaded",
                                 path, e.what()));
+    } catch (const ValueError& e) {
+      throw IoError(fmt::format("checkpoint {}: its record of optimizer shards: {}; it was not loaded", path, e.what()));
     }
   }
   optim::OptimizerState out{.counters = whole_optimizer_counters(saved)};

@@ -190,6 +190,25 @@ BOOST_AUTO_TEST_CASE(resume_on_another_count, *boost::unit_test::disabled()) {
                                   << distributed::world().size() << ": parameters within " << largest);
 }
 
+// A checkpoint's record of its shards is input from disk (its checksum only says it is intact): a
+// record that is not JSON, lacks an entry, or has a piece out of range is refused naming the
+// checkpoint (or the shard it would read).
+BOOST_AUTO_TEST_CASE(a_crafted_record_of_shards_is_refused) {
+  const detail::OptimizerPlacement placement{.processes = {{{.parameter = "w", .elements = 4, .shape = {4}}},
+                                                           {{.parameter = "w", .offset = 4, .elements = 4, .shape = {4}}}},
+                                             .whole = {{.parameter = "w", .elements = 8, .shape = {8}}}};
+  const std::string stem = "/nonexistent/checkpoint-0000000001", path = stem + ".safetensors";
+  for (const std::string record : {std::string{"{"}, std::string{R"({"bytes": [1, 1]})"},
+                                   std::string{R"({"processes": 2, "bytes": [1], "pieces": [[["w", 0, 4]]]})"},
+                                   std::string{R"({"processes": 2, "pieces": [[["w", -4, 4]], [["w", 4, 4]]]})"},
+                                   std::string{R"({"processes": 1, "pieces": [[["w", 9223372036854775807, 4]]]})"},
+                                   std::string{R"({"processes": 1, "pieces": [[["w", 0, "4"]]]})"}})
+    BOOST_TEST_CONTEXT(record) {
+      BOOST_CHECK_EXCEPTION(detail::resharded_state(path, record, {}, placement), IoError, test::message_has({stem}));
+      BOOST_CHECK_EXCEPTION(detail::check_shard_files(path, record), IoError, test::message_has({stem}));
+    }
+}
+
 BOOST_AUTO_TEST_CASE(sharded_checkpoints_keep_their_shards_and_only_theirs) {
   distributed::Communicator& world = distributed::world();
   const SharedDir dir{"kept_shards"};
